@@ -21,13 +21,16 @@ pub struct ParseError {
 
 const RATE_ALLOWED: &str = "a number with a unit bps, kbps, Mbps or Gbps (e.g. \"2.5Mbps\", \"150kbps\")";
 const DURATION_ALLOWED: &str = "a number with a unit us, ms, s or min (e.g. \"300ms\", \"1.5s\")";
-const SIZE_ALLOWED: &str = "a number with a unit B, KB, MB or GB (SI: 1 KB = 1000 B), or KiB/MiB (e.g. \"60KB\", \"1500B\")";
+const SIZE_ALLOWED: &str =
+    "a number with a unit B, KB, MB or GB (SI: 1 KB = 1000 B), or KiB/MiB (e.g. \"60KB\", \"1500B\")";
 
 /// Splits "2.5 Mbps" into (2.5, "Mbps"); the number must be finite and non-negative.
 fn split(text: &str) -> Option<(f64, &str)> {
     let t = text.trim();
     let end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_' || c == 'e' || c == 'E' || c == '+' || c == '-'))
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == '_' || c == 'e' || c == 'E' || c == '+' || c == '-')
+        })
         .unwrap_or(t.len());
     // Do not swallow a unit that starts with 'e'/'E' (none of ours do) — but guard "1e3ms".
     let (num, unit) = t.split_at(end);
@@ -112,9 +115,34 @@ mod serde_impls {
             }
         };
     }
-    text_serde!(Bitrate, |r: &Bitrate| format!("{}bps", r.as_bps()));
-    text_serde!(Duration, |d: &Duration| format!("{}us", d.as_micros()));
-    text_serde!(DataSize, |s: &DataSize| format!("{}B", s.as_bytes()));
+    text_serde!(Bitrate, |r: &Bitrate| {
+        let b = r.as_bps();
+        if b != 0 && b.is_multiple_of(1_000_000) {
+            format!("{}Mbps", b / 1_000_000)
+        } else if b != 0 && b.is_multiple_of(1_000) {
+            format!("{}kbps", b / 1_000)
+        } else {
+            format!("{b}bps")
+        }
+    });
+    text_serde!(Duration, |d: &Duration| {
+        let us = d.as_micros();
+        if us != 0 && us % 1_000_000 == 0 {
+            format!("{}s", us / 1_000_000)
+        } else if us % 1_000 == 0 {
+            format!("{}ms", us / 1_000)
+        } else {
+            format!("{us}us")
+        }
+    });
+    text_serde!(DataSize, |s: &DataSize| {
+        let b = s.as_bytes();
+        if b != 0 && b.is_multiple_of(1_000) {
+            format!("{}KB", b / 1_000)
+        } else {
+            format!("{b}B")
+        }
+    });
 }
 
 #[cfg(test)]
