@@ -1,0 +1,99 @@
+//! The one error type of this crate. Every parser returns it instead of panicking, so a malformed
+//! packet in live mode can be counted and dropped (STYLE.md §7).
+
+/// Why bytes could not be parsed or a `Repr` could not be emitted.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// The input ends before the structure it announces.
+    #[error("truncated {what}: need {needed} bytes, have {actual}")]
+    Truncated {
+        /// The structure being parsed, e.g. "RTP fixed header".
+        what: &'static str,
+        /// Bytes the structure needs.
+        needed: usize,
+        /// Bytes available.
+        actual: usize,
+    },
+    /// The output buffer given to an `emit` is shorter than `buffer_len()`.
+    #[error("output buffer too small for {what}: need {needed} bytes, have {actual}")]
+    BufferTooSmall {
+        /// The structure being emitted.
+        what: &'static str,
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        actual: usize,
+    },
+    /// The version field is not 2 (RFC 3550 §5.1 for RTP, §6.4.1 for RTCP).
+    #[error("unsupported {what} version {version}, only version 2 is allowed")]
+    BadVersion {
+        /// "RTP" or "RTCP".
+        what: &'static str,
+        /// The version found.
+        version: u8,
+    },
+    /// The RTP padding count (last octet of a padded packet, RFC 3550 §5.1) is 0 or longer than
+    /// the payload.
+    #[error("invalid RTP padding: {0}")]
+    BadPadding(&'static str),
+    /// A header extension element (RFC 8285 §4.2) is malformed or has the wrong length for the
+    /// extension its ID is bound to in this crate.
+    #[error("bad RTP header extension (id {id}): {reason}")]
+    BadExtension {
+        /// The one-byte-form extension ID.
+        id: u8,
+        /// What is wrong, and what is allowed.
+        reason: String,
+    },
+    /// A field of a `Repr` cannot be encoded (out of range for its wire width).
+    #[error("cannot encode {field}: {reason}")]
+    InvalidField {
+        /// The field name, as in the `Repr`.
+        field: &'static str,
+        /// The value found and the allowed range.
+        reason: String,
+    },
+    /// The RTCP packet is valid but of another type than the parser expects.
+    #[error("expected {expected}, found RTCP packet type {packet_type} with FMT/RC {fmt}")]
+    WrongPacketType {
+        /// What the caller asked for, e.g. "transport-wide CC feedback (PT 205, FMT 15)".
+        expected: &'static str,
+        /// The packet type found.
+        packet_type: u8,
+        /// The FMT (or RC) field found.
+        fmt: u8,
+    },
+    /// A transport-wide feedback packet is inconsistent (TWCC-01 §3.1), e.g. fewer status
+    /// symbols than its packet status count.
+    #[error("malformed transport-wide feedback: {0}")]
+    BadTransportFeedback(String),
+    /// This message kind is parsed (as [`RtcpMessage::Other`](crate::rtcp::RtcpMessage::Other))
+    /// but cannot be emitted.
+    #[error("cannot emit {0}")]
+    Unsupported(&'static str),
+    /// The input given to an encoder is not usable, e.g. sequence numbers not increasing.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// An RTCP packet was rejected by the `rtcp-types` parser.
+    #[error("RTCP parse error: {0}")]
+    Rtcp(#[from] rtcp_types::RtcpParseError),
+    /// The `rtcp-types` writer refused a packet.
+    #[error("RTCP write error: {0}")]
+    RtcpWrite(#[from] rtcp_types::RtcpWriteError),
+}
+
+impl From<rtp_types::RtpParseError> for WireError {
+    /// `RtpParseError` is neither `Eq` nor `Clone`, so its cases are mapped onto ours.
+    fn from(e: rtp_types::RtpParseError) -> Self {
+        match e {
+            rtp_types::RtpParseError::UnsupportedVersion(version) => {
+                Self::BadVersion { what: "RTP", version }
+            }
+            rtp_types::RtpParseError::Truncated { expected, actual } => {
+                Self::Truncated { what: "RTP packet", needed: expected, actual }
+            }
+            rtp_types::RtpParseError::PaddingInvalid(_) => Self::BadPadding("padding count is 0"),
+        }
+    }
+}
