@@ -1,0 +1,317 @@
+//! Receiver side of a video stream: frame completeness from RTP header information, and WebRTC's
+//! video freeze metric.
+//!
+//! [`FrameAssembler`] decides, as a real depacketizer does, from what each RTP packet carries:
+//! its (unwrapped) sequence number, RTP timestamp, the payload format's start-of-frame flag and
+//! the marker bit (end of frame). A frame is complete once its start packet, its end packet and
+//! every sequence number between them have arrived, all with the same RTP timestamp. Frames are
+//! handed out in sequence order: when a frame completes, older incomplete frames are discarded and
+//! counted as lost (there is no retransmission here to repair them later).
+//!
+//! [`FreezeDetector`] follows libwebrtc's `VideoQualityObserver` (video/video_quality_observer2.cc),
+//! the source of `freezeCount` and `totalFreezesDuration` in W3C `getStats()`: for each rendered
+//! frame the gap since the previous frame is added to a moving average over the last 30 gaps; once
+//! at least 5 gaps are known, the gap is a freeze if gap ≥ max(3 × average, average + 150 ms). As
+//! in libwebrtc the average includes the current gap and the comparison is "≥".
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rtcbench_units::{Duration, Instant};
+
+/// Buffered packets beyond which the oldest incomplete frame is dropped, so a stream in which
+/// frames never complete cannot grow the buffer without bound (about 10 s of 1.5 Mbit/s video).
+pub const MAX_BUFFERED_PACKETS: usize = 2048;
+
+/// A frame whose packets have all arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompletedFrame {
+    pub rtp_timestamp: u32,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Arrival time of the packet that completed the frame.
+    pub completed_at: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PacketMeta {
+    rtp_timestamp: u32,
+    start: bool,
+    end: bool,
+}
+
+/// Frame completeness for one video SSRC (see module docs).
+#[derive(Clone, Debug, Default)]
+pub struct FrameAssembler {
+    packets: BTreeMap<u64, PacketMeta>,
+    /// Every sequence number up to this one is done with (completed or discarded).
+    done_up_to: Option<u64>,
+    frames_completed: u64,
+    frames_discarded: u64,
+    packets_ignored: u64,
+    last_discarded_ts: Option<u32>,
+}
+
+impl FrameAssembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one received packet. Returns the frame it completes, if any. Duplicates and packets
+    /// of frames already completed or discarded are ignored.
+    pub fn on_packet(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        rtp_timestamp: u32,
+        start_of_frame: bool,
+        end_of_frame: bool,
+    ) -> Option<CompletedFrame> {
+        if self.done_up_to.is_some_and(|d| seq <= d) || self.packets.contains_key(&seq) {
+            self.packets_ignored += 1;
+            return None;
+        }
+        self.packets.insert(seq, PacketMeta { rtp_timestamp, start: start_of_frame, end: end_of_frame });
+        let completed = self.complete_frame_around(seq, rtp_timestamp, now);
+        if completed.is_none() && self.packets.len() > MAX_BUFFERED_PACKETS {
+            self.drop_oldest_frame();
+        }
+        completed
+    }
+
+    /// Frames handed out as complete.
+    pub fn frames_completed(&self) -> u64 {
+        self.frames_completed
+    }
+
+    /// Incomplete frames given up (at least one of their packets arrived).
+    pub fn frames_discarded(&self) -> u64 {
+        self.frames_discarded
+    }
+
+    /// Duplicate or too-late packets.
+    pub fn packets_ignored(&self) -> u64 {
+        self.packets_ignored
+    }
+
+    fn complete_frame_around(&mut self, seq: u64, ts: u32, now: Instant) -> Option<CompletedFrame> {
+        let same_frame = |s: u64| self.packets.get(&s).filter(|m| m.rtp_timestamp == ts);
+        // Walk back to the start packet and forward to the end packet through consecutive numbers.
+        let mut first = seq;
+        while !same_frame(first)?.start {
+            first = first.checked_sub(1)?;
+        }
+        let mut last = seq;
+        while !same_frame(last)?.end {
+            last += 1;
+        }
+        self.discard_before(first);
+        // What is left below `last + 1` is this frame's packets: hand them out by dropping them.
+        self.packets = self.packets.split_off(&(last + 1));
+        self.done_up_to = Some(last);
+        self.frames_completed += 1;
+        Some(CompletedFrame { rtp_timestamp: ts, first_seq: first, last_seq: last, completed_at: now })
+    }
+
+    /// Removes every packet below `seq`, counting each frame met (by RTP timestamp) once.
+    fn discard_before(&mut self, seq: u64) {
+        let kept = self.packets.split_off(&seq);
+        let old = std::mem::replace(&mut self.packets, kept);
+        for (s, meta) in old {
+            if self.last_discarded_ts != Some(meta.rtp_timestamp) {
+                self.frames_discarded += 1;
+                self.last_discarded_ts = Some(meta.rtp_timestamp);
+            }
+            self.done_up_to = Some(self.done_up_to.map_or(s, |d| d.max(s)));
+        }
+    }
+
+    fn drop_oldest_frame(&mut self) {
+        let Some((&first, meta)) = self.packets.first_key_value() else {
+            return;
+        };
+        let ts = meta.rtp_timestamp;
+        let end = self.packets.range(first..).find(|(_, m)| m.rtp_timestamp != ts).map(|(&s, _)| s);
+        self.discard_before(end.unwrap_or(u64::MAX));
+    }
+}
+
+/// libwebrtc `kAvgInterframeDelaysWindowSizeFrames`.
+pub const FREEZE_AVG_WINDOW_FRAMES: usize = 30;
+/// libwebrtc `kMinFrameSamplesToDetectFreeze`.
+pub const FREEZE_MIN_SAMPLES: usize = 5;
+/// libwebrtc `kMinIncreaseForFreezeMs`.
+pub const FREEZE_MIN_INCREASE: Duration = Duration::from_millis(150);
+/// A freeze is at least this many times the average gap.
+pub const FREEZE_GAP_FACTOR: i64 = 3;
+
+/// WebRTC's freeze definition over rendered frames (see module docs).
+#[derive(Clone, Debug, Default)]
+pub struct FreezeDetector {
+    last_frame: Option<Instant>,
+    gaps: VecDeque<Duration>,
+    gap_sum: Duration,
+    frames: u64,
+    freeze_count: u64,
+    total_freeze_duration: Duration,
+}
+
+impl FreezeDetector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A frame was rendered at `t`. Returns whether the gap since the previous frame was a freeze.
+    pub fn on_frame(&mut self, t: Instant) -> bool {
+        self.frames += 1;
+        let Some(prev) = self.last_frame.replace(t) else {
+            return false;
+        };
+        let gap = t - prev;
+        self.gaps.push_back(gap);
+        self.gap_sum += gap;
+        if self.gaps.len() > FREEZE_AVG_WINDOW_FRAMES {
+            let oldest = self.gaps.pop_front().expect("non-empty");
+            self.gap_sum -= oldest;
+        }
+        if self.gaps.len() < FREEZE_MIN_SAMPLES {
+            return false;
+        }
+        // Rounded down, as libwebrtc's GetAverageRoundedDown (here in µs rather than ms).
+        let avg = self.gap_sum / self.gaps.len() as i64;
+        let freeze = gap >= (avg * FREEZE_GAP_FACTOR).max(avg + FREEZE_MIN_INCREASE);
+        if freeze {
+            self.freeze_count += 1;
+            self.total_freeze_duration += gap;
+        }
+        freeze
+    }
+
+    /// freezeCount in W3C stats.
+    pub fn freeze_count(&self) -> u64 {
+        self.freeze_count
+    }
+
+    /// totalFreezesDuration in W3C stats: the sum of the gaps that were freezes.
+    pub fn total_freeze_duration(&self) -> Duration {
+        self.total_freeze_duration
+    }
+
+    /// Frames seen.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (seq, ts, start, end) of three frames of 3, 1 and 2 packets.
+    fn stream() -> Vec<(u64, u32, bool, bool)> {
+        vec![
+            (10, 1000, true, false),
+            (11, 1000, false, false),
+            (12, 1000, false, true),
+            (13, 4000, true, true),
+            (14, 7000, true, false),
+            (15, 7000, false, true),
+        ]
+    }
+
+    fn feed(a: &mut FrameAssembler, pkts: &[(u64, u32, bool, bool)]) -> Vec<CompletedFrame> {
+        let mut out = Vec::new();
+        for (i, &(seq, ts, s, e)) in pkts.iter().enumerate() {
+            out.extend(a.on_packet(Instant::from_millis(i as i64), seq, ts, s, e));
+        }
+        out
+    }
+
+    #[test]
+    fn in_order_frames_complete() {
+        let mut a = FrameAssembler::new();
+        let frames = feed(&mut a, &stream());
+        let ids: Vec<(u32, u64, u64)> =
+            frames.iter().map(|f| (f.rtp_timestamp, f.first_seq, f.last_seq)).collect();
+        assert_eq!(ids, vec![(1000, 10, 12), (4000, 13, 13), (7000, 14, 15)]);
+        assert_eq!(frames[0].completed_at, Instant::from_millis(2));
+        assert_eq!(a.frames_completed(), 3);
+        assert_eq!(a.frames_discarded(), 0);
+    }
+
+    #[test]
+    fn reordered_packets_complete_when_the_last_arrives() {
+        let s = stream();
+        let mut a = FrameAssembler::new();
+        let frames = feed(&mut a, &[s[2], s[0], s[1], s[1], s[3]]);
+        assert_eq!(frames.len(), 2);
+        assert_eq!((frames[0].first_seq, frames[0].last_seq), (10, 12));
+        assert_eq!(frames[0].completed_at, Instant::from_millis(2));
+        assert_eq!(a.packets_ignored(), 1, "the duplicate");
+    }
+
+    #[test]
+    fn lost_packet_frame_never_completes_and_is_discarded() {
+        let s = stream();
+        let mut a = FrameAssembler::new();
+        let mut pkts = s.clone();
+        pkts.remove(1);
+        let frames = feed(&mut a, &pkts);
+        assert_eq!(frames.iter().map(|f| f.rtp_timestamp).collect::<Vec<_>>(), vec![4000, 7000]);
+        assert_eq!(a.frames_discarded(), 1);
+        // The lost packet arriving late no longer completes its frame.
+        assert_eq!(a.on_packet(Instant::from_secs(1), 11, 1000, false, false), None);
+        assert_eq!(a.packets_ignored(), 1);
+    }
+
+    #[test]
+    fn missing_marker_packet_blocks_the_frame() {
+        let mut a = FrameAssembler::new();
+        assert_eq!(a.on_packet(Instant::ZERO, 1, 90, true, false), None);
+        assert_eq!(a.on_packet(Instant::ZERO, 2, 90, false, false), None);
+        // A packet of another frame with the next number does not close this one.
+        assert_eq!(a.on_packet(Instant::ZERO, 3, 180, false, true), None);
+        assert_eq!(a.frames_completed(), 0);
+    }
+
+    #[test]
+    fn buffer_is_bounded() {
+        let mut a = FrameAssembler::new();
+        // Every frame lacks its end packet.
+        for f in 0..3000u64 {
+            a.on_packet(Instant::ZERO, 2 * f, f as u32, true, false);
+        }
+        assert!(a.packets.len() <= MAX_BUFFERED_PACKETS);
+        assert_eq!(a.frames_discarded() as usize, 3000 - a.packets.len());
+    }
+
+    fn frames_30fps(detector: &mut FreezeDetector, from: Instant, n: i64) -> Vec<bool> {
+        (0..n).map(|i| detector.on_frame(from + Duration::from_micros(33_333 * i))).collect()
+    }
+
+    #[test]
+    fn a_500_ms_gap_is_a_freeze() {
+        let mut d = FreezeDetector::new();
+        assert!(frames_30fps(&mut d, Instant::ZERO, 60).iter().all(|f| !f));
+        let last = Instant::from_micros(33_333 * 59);
+        assert!(d.on_frame(last + Duration::from_millis(500)));
+        assert_eq!(d.freeze_count(), 1);
+        assert_eq!(d.total_freeze_duration(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_60_ms_gap_is_not_a_freeze() {
+        let mut d = FreezeDetector::new();
+        frames_30fps(&mut d, Instant::ZERO, 60);
+        let last = Instant::from_micros(33_333 * 59);
+        assert!(!d.on_frame(last + Duration::from_millis(60)));
+        assert_eq!(d.freeze_count(), 0);
+        assert_eq!(d.frames(), 61);
+    }
+
+    #[test]
+    fn no_freeze_before_five_gaps() {
+        let mut d = FreezeDetector::new();
+        frames_30fps(&mut d, Instant::ZERO, 4);
+        assert!(!d.on_frame(Instant::from_secs(5)));
+    }
+}
