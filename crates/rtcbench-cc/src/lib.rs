@@ -1,14 +1,29 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Congestion controllers for real-time media behind one sans-IO trait.
+//!
+//! A controller never reads a clock, sleeps, does IO or owns a global RNG: time comes in as the
+//! `now` argument of each input, decisions come out through getters and polls. The same object
+//! therefore runs inside the simulator, inside a live UDP agent, or under a unit test fed
+//! scripted input.
+//!
+//! # Drive loop
+//!
+//! The owner of a controller (a media sender) follows one loop, as str0m and quinn-proto do:
+//!
+//! 1. **mutate**: report what happened with [`Controller::on_packet_sent`] for every packet
+//!    that leaves the sender, [`Controller::on_feedback`] for every parsed feedback message,
+//!    and [`Controller::on_timeout`] when the deadline of [`Controller::poll_timeout`] passes;
+//! 2. **drain**: read [`Controller::target_rate`] and [`Controller::pacing_rate`] and take
+//!    probe requests from [`Controller::poll_probe`] until it returns `None`;
+//! 3. **wait** until the earliest of the controller's deadline and the next input.
+//!
+//! Controllers see feedback only in the [`feedback`] vocabulary (`PacketResult` batches plus
+//! receiver-report and REMB data); RTCP bytes are parsed by the sender before they get here.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod controller;
+pub mod feedback;
+pub mod fixed;
+pub mod gcc;
+pub mod twcc;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use controller::{AnyController, Controller, ControllerKind, ControllerMetrics, Metric};
+pub use feedback::{Ecn, FeedbackReport, LossReport, PacketResult, ProbeCluster, ProbeInfo, SentPacket};

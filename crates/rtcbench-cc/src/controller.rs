@@ -1,0 +1,151 @@
+//! The controller trait, its typed metrics, and the closed set of built-in controllers.
+
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+
+use crate::feedback::{FeedbackReport, ProbeCluster, SentPacket};
+use crate::fixed::FixedRate;
+use crate::gcc::GoogCc;
+
+/// A sans-IO congestion controller for one media sender (all its streams share it, as in a
+/// WebRTC transport). See the crate docs for the drive loop.
+pub trait Controller {
+    /// A packet left the sender (media, padding or probe; RTCP is not reported).
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket);
+    /// Feedback arrived and was parsed.
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport);
+    /// The deadline returned by [`Controller::poll_timeout`] has passed.
+    fn on_timeout(&mut self, now: Instant);
+    /// When the controller next wants [`Controller::on_timeout`]; `None` if never.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// The rate the media encoders should produce in total.
+    fn target_rate(&self) -> Bitrate;
+    /// The rate the pacer should release packets at, if the controller sets one.
+    fn pacing_rate(&self) -> Option<Bitrate> {
+        None
+    }
+    /// A limit on bytes in flight, if the controller is window-based.
+    fn congestion_window(&self) -> Option<DataSize> {
+        None
+    }
+    /// A probe cluster the pacer should send, if one is due.
+    fn poll_probe(&mut self) -> Option<ProbeCluster> {
+        None
+    }
+    /// The controller's internal state, for the `controller` trace table. The set of names and
+    /// their kinds must not change between calls.
+    fn metrics(&self) -> ControllerMetrics;
+}
+
+/// One named value of a controller's internal state, typed by unit so trace columns can carry
+/// the unit in their name (`_bps`, `_ms`, `_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Metric {
+    Rate(Option<Bitrate>),
+    Time(Option<Duration>),
+    Size(Option<DataSize>),
+    /// A dimensionless number (ratio, count, gain).
+    Real(Option<f64>),
+    /// A state of a state machine, by its spec name.
+    State(&'static str),
+}
+
+/// The internal state of a controller at one instant: (name, value) pairs in a stable order.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ControllerMetrics {
+    pub values: Vec<(&'static str, Metric)>,
+}
+
+impl ControllerMetrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds a value; builder style.
+    pub fn with(mut self, name: &'static str, value: Metric) -> Self {
+        self.values.push((name, value));
+        self
+    }
+}
+
+/// The names users select controllers by (`--cc NAME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ControllerKind {
+    /// libwebrtc's GoogCC via the `goog_cc` crate.
+    Gcc,
+    /// A constant rate, for testing the simulator itself.
+    Fixed,
+}
+
+impl ControllerKind {
+    pub const ALL: [Self; 2] = [Self::Gcc, Self::Fixed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gcc => "gcc",
+            Self::Fixed => "fixed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// One line for `rtcbench list`: what it is and which spec it follows.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::Gcc => {
+                "libwebrtc GoogCC (send-side GCC: trendline delay detector, AIMD, LossBasedBweV2, \
+                 probing), via the goog_cc crate (port of webrtc da2a3d6c4d)"
+            }
+            Self::Fixed => "constant target rate (the start rate); no congestion control, for testing",
+        }
+    }
+}
+
+/// The built-in controllers, dispatched without boxing (the set is closed; a Python-defined
+/// controller will get its own variant).
+pub enum AnyController {
+    Gcc(Box<GoogCc>),
+    Fixed(FixedRate),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            AnyController::Gcc($c) => $e,
+            AnyController::Fixed($c) => $e,
+        }
+    };
+}
+
+impl Controller for AnyController {
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
+        dispatch!(self, c => c.on_packet_sent(now, pkt))
+    }
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        dispatch!(self, c => c.on_feedback(now, report))
+    }
+    fn on_timeout(&mut self, now: Instant) {
+        dispatch!(self, c => c.on_timeout(now))
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        dispatch!(self, c => c.poll_timeout())
+    }
+    fn target_rate(&self) -> Bitrate {
+        dispatch!(self, c => c.target_rate())
+    }
+    fn pacing_rate(&self) -> Option<Bitrate> {
+        dispatch!(self, c => c.pacing_rate())
+    }
+    fn congestion_window(&self) -> Option<DataSize> {
+        dispatch!(self, c => c.congestion_window())
+    }
+    fn poll_probe(&mut self) -> Option<ProbeCluster> {
+        dispatch!(self, c => c.poll_probe())
+    }
+    fn metrics(&self) -> ControllerMetrics {
+        dispatch!(self, c => c.metrics())
+    }
+}

@@ -1,0 +1,279 @@
+//! `gcc`: libwebrtc's GoogCC (send-side Google Congestion Control) through the `goog_cc` crate,
+//! a direct port of `modules/congestion_controller/goog_cc` (webrtc da2a3d6c4d, 2024-12-09).
+//!
+//! This module is only an adapter: it converts rtcbench units and the [`crate::feedback`]
+//! vocabulary to the port's `NetworkControllerInterface` messages and back, and drives the
+//! controller's 25 ms process interval (`GoogCcNetworkControllerFactory::GetProcessInterval`).
+//! Field trials are the port's defaults. What the port keeps private (the delay-based and
+//! loss-based estimates) cannot be traced; what its updates carry is (see
+//! `docs/controllers/gcc.md`).
+
+use goog_cc::network_control::{NetworkControllerConfig, NetworkControllerInterface};
+use goog_cc::transport::{
+    EcnMarking, NetworkAvailability, NetworkControlUpdate, PacedPacketInfo, PacketResult as GPacketResult,
+    ProcessInterval, RemoteBitrateReport, RoundTripTimeUpdate, SentPacket as GSentPacket, StreamsConfig,
+    TargetRateConstraints, TransportLossReport, TransportPacketsFeedback,
+};
+use goog_cc::units::{DataRate, DataSize as GDataSize, TimeDelta, Timestamp};
+use goog_cc::{GoogCcConfig, GoogCcNetworkController};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+
+use crate::controller::{Controller, ControllerMetrics, Metric};
+use crate::feedback::{Ecn, FeedbackReport, PacketResult, ProbeCluster, ProbeInfo, SentPacket};
+
+/// GoogCC's process interval (libwebrtc `GoogCcNetworkControllerFactory::GetProcessInterval`).
+pub const PROCESS_INTERVAL: Duration = Duration::from_millis(25);
+
+/// libwebrtc's scenario tests start their clock far from zero; some GoogCC code treats small
+/// timestamps specially (e.g. `Timestamp::Zero()` as "unset"), so our time 0 maps to this.
+const EPOCH: Duration = Duration::from_secs(100_000);
+
+/// Rate limits given to GoogCC as its `TargetRateConstraints` and stream configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GccConfig {
+    pub min_rate: Bitrate,
+    pub max_rate: Bitrate,
+    pub start_rate: Bitrate,
+}
+
+/// The `gcc` controller.
+pub struct GoogCc {
+    inner: GoogCcNetworkController,
+    next_process: Instant,
+    target: Bitrate,
+    stable_target: Bitrate,
+    pacing: Bitrate,
+    padding: Bitrate,
+    cwnd: Option<DataSize>,
+    rtt: Option<Duration>,
+    loss_ratio: f64,
+    cwnd_reduce_ratio: f64,
+    last_probe: Option<Bitrate>,
+    probes: std::collections::VecDeque<ProbeCluster>,
+    last_loss_report: Option<Instant>,
+}
+
+fn ts(t: Instant) -> Timestamp {
+    Timestamp::from_micros((t + EPOCH).as_micros())
+}
+
+fn rate(r: Bitrate) -> DataRate {
+    DataRate::from_bits_per_sec(r.as_bps() as i64)
+}
+
+fn from_rate(r: DataRate) -> Option<Bitrate> {
+    r.is_finite().then(|| Bitrate::bps(r.bps().max(0) as u64))
+}
+
+fn size(s: DataSize) -> GDataSize {
+    GDataSize::from_bytes(s.as_bytes() as i64)
+}
+
+fn pacing_info(probe: Option<ProbeInfo>) -> PacedPacketInfo {
+    probe.map_or_else(PacedPacketInfo::default, |p| {
+        PacedPacketInfo::new(p.cluster_id, i64::from(p.min_probes), p.min_bytes.as_bytes() as i64)
+    })
+}
+
+impl GoogCc {
+    /// A controller whose life starts at `now`; the network is reported available at once, as
+    /// `RtpTransportControllerSend` does when a call starts.
+    pub fn new(cfg: GccConfig, now: Instant) -> Self {
+        let constraints = TargetRateConstraints {
+            at_time: ts(now),
+            min_data_rate: Some(rate(cfg.min_rate)),
+            max_data_rate: Some(rate(cfg.max_rate)),
+            starting_rate: Some(rate(cfg.start_rate)),
+        };
+        let streams = StreamsConfig {
+            at_time: ts(now),
+            max_total_allocated_bitrate: Some(rate(cfg.max_rate)),
+            min_total_allocated_bitrate: Some(rate(cfg.min_rate)),
+            ..StreamsConfig::default()
+        };
+        let config = NetworkControllerConfig {
+            field_trials: Default::default(),
+            constraints,
+            stream_based_config: streams,
+        };
+        let mut this = Self {
+            inner: GoogCcNetworkController::new(config, GoogCcConfig::default()),
+            next_process: now,
+            target: cfg.start_rate,
+            stable_target: cfg.start_rate,
+            pacing: cfg.start_rate * 2.5,
+            padding: Bitrate::ZERO,
+            cwnd: None,
+            rtt: None,
+            loss_ratio: 0.0,
+            cwnd_reduce_ratio: 0.0,
+            last_probe: None,
+            probes: Default::default(),
+            last_loss_report: None,
+        };
+        let update = this
+            .inner
+            .on_network_availability(NetworkAvailability { at_time: ts(now), network_available: true });
+        this.apply(update);
+        this
+    }
+
+    fn apply(&mut self, update: NetworkControlUpdate) {
+        if let Some(t) = update.target_rate {
+            if let Some(r) = from_rate(t.target_rate) {
+                self.target = r;
+            }
+            if let Some(r) = from_rate(t.stable_target_rate) {
+                self.stable_target = r;
+            }
+            let rtt = t.network_estimate.round_trip_time;
+            self.rtt = rtt.is_finite().then(|| Duration::from_micros(rtt.us()));
+            self.loss_ratio = f64::from(t.network_estimate.loss_rate_ratio);
+            self.cwnd_reduce_ratio = t.cwnd_reduce_ratio;
+        }
+        if let Some(p) = update.pacer_config {
+            if let Some(r) = from_rate(p.data_rate()) {
+                self.pacing = r;
+            }
+            self.padding = from_rate(p.pad_rate()).unwrap_or(Bitrate::ZERO);
+        }
+        if let Some(w) = update.congestion_window {
+            self.cwnd = w.is_finite().then(|| DataSize::bytes(w.bytes().max(0) as u64));
+        }
+        for p in update.probe_cluster_configs {
+            let Some(probe_rate) = from_rate(p.target_data_rate) else { continue };
+            let duration = Duration::from_micros(p.target_duration.us());
+            self.last_probe = Some(probe_rate);
+            self.probes.push_back(ProbeCluster {
+                id: p.id,
+                rate: probe_rate,
+                min_probes: p.target_probe_count.max(0) as u32,
+                min_bytes: probe_rate * duration,
+            });
+        }
+    }
+
+    fn to_goog_sent(pkt: &PacketResult) -> GSentPacket {
+        GSentPacket {
+            send_time: ts(pkt.sent_at),
+            size: size(pkt.size),
+            pacing_info: pacing_info(pkt.probe),
+            audio: pkt.is_audio,
+            sequence_number: pkt.seq,
+            ..GSentPacket::default()
+        }
+    }
+}
+
+impl Controller for GoogCc {
+    fn on_packet_sent(&mut self, _now: Instant, pkt: &SentPacket) {
+        let msg = GSentPacket {
+            send_time: ts(pkt.sent_at),
+            size: size(pkt.size),
+            prior_unacked_data: GDataSize::zero(),
+            pacing_info: pacing_info(pkt.probe),
+            audio: pkt.is_audio,
+            sequence_number: pkt.seq,
+            data_in_flight: size(pkt.data_in_flight),
+        };
+        let update = self.inner.on_sent_packet(msg);
+        self.apply(update);
+    }
+
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        if let Some(rtt) = report.rtt.filter(|r| r.as_micros() > 0) {
+            let update = self.inner.on_round_trip_time_update(RoundTripTimeUpdate {
+                receive_time: ts(now),
+                round_trip_time: TimeDelta::from_micros(rtt.as_micros()),
+                smoothed: false,
+            });
+            self.apply(update);
+        }
+        if let Some(loss) = report.loss {
+            let start = self.last_loss_report.unwrap_or(now);
+            let update = self.inner.on_transport_loss_report(TransportLossReport {
+                receive_time: ts(now),
+                start_time: ts(start),
+                end_time: ts(now),
+                packets_lost_delta: loss.packets_lost_delta,
+                packets_received_delta: loss.packets_received_delta,
+            });
+            self.last_loss_report = Some(now);
+            self.apply(update);
+        }
+        if let Some(remb) = report.remb {
+            let update = self.inner.on_remote_bitrate_report(RemoteBitrateReport {
+                receive_time: ts(now),
+                bandwidth: rate(remb),
+            });
+            self.apply(update);
+        }
+        if !report.packets.is_empty() {
+            let packet_feedbacks = report
+                .packets
+                .iter()
+                .map(|p| GPacketResult {
+                    sent_packet: Self::to_goog_sent(p),
+                    receive_time: p.arrival.map_or_else(Timestamp::plus_infinity, ts),
+                    ecn: match p.ecn {
+                        Ecn::NotEct => EcnMarking::NotEct,
+                        Ecn::Ect1 => EcnMarking::Ect1,
+                        Ecn::Ect0 => EcnMarking::Ect0,
+                        Ecn::Ce => EcnMarking::Ce,
+                    },
+                })
+                .collect();
+            let msg = TransportPacketsFeedback {
+                feedback_time: ts(now),
+                data_in_flight: size(report.data_in_flight),
+                packet_feedbacks,
+                sendless_arrival_times: Vec::new(),
+            };
+            let update = self.inner.on_transport_packets_feedback(msg);
+            self.apply(update);
+        }
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        if now < self.next_process {
+            return;
+        }
+        let update = self.inner.on_process_interval(ProcessInterval { at_time: ts(now), pacer_queue: None });
+        self.apply(update);
+        // Keep the grid of process times fixed, as libwebrtc's repeating task does.
+        while self.next_process <= now {
+            self.next_process += PROCESS_INTERVAL;
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Some(self.next_process)
+    }
+
+    fn target_rate(&self) -> Bitrate {
+        self.target
+    }
+
+    fn pacing_rate(&self) -> Option<Bitrate> {
+        Some(self.pacing)
+    }
+
+    fn congestion_window(&self) -> Option<DataSize> {
+        self.cwnd
+    }
+
+    fn poll_probe(&mut self) -> Option<ProbeCluster> {
+        self.probes.pop_front()
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        ControllerMetrics::new()
+            .with("stable_target", Metric::Rate(Some(self.stable_target)))
+            .with("padding", Metric::Rate(Some(self.padding)))
+            .with("rtt", Metric::Time(self.rtt))
+            .with("loss_rate", Metric::Real(Some(self.loss_ratio)))
+            .with("cwnd", Metric::Size(self.cwnd))
+            .with("cwnd_reduce_ratio", Metric::Real(Some(self.cwnd_reduce_ratio)))
+            .with("last_probe", Metric::Rate(self.last_probe))
+    }
+}

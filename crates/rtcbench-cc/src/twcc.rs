@@ -1,0 +1,272 @@
+//! Both ends of transport-wide congestion control feedback
+//! (draft-holmer-rmcat-transport-wide-cc-extensions-01).
+//!
+//! - [`TwccReceiver`] (media receiver): records the arrival of every packet carrying a
+//!   transport-wide sequence number and, every feedback interval, encodes what arrived since the
+//!   last feedback as RTCP bytes (libwebrtc's `RemoteEstimatorProxy`).
+//! - [`TransportFeedbackAdapter`] (media sender): numbers outgoing packets, remembers what it
+//!   sent, and turns parsed feedback into [`PacketResult`] batches (libwebrtc's
+//!   `TransportFeedbackAdapter`), tracking the bytes in flight.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_wire::rtcp::twcc::{TransportFeedbackRepr, TwccEncoder};
+use rtcbench_wire::WireError;
+
+use crate::feedback::{Ecn, FeedbackReport, PacketResult, ProbeInfo, SentPacket};
+
+/// How long the sender remembers a packet waiting for feedback (libwebrtc
+/// `kSendTimeHistoryWindow`).
+pub const SEND_HISTORY_WINDOW: Duration = Duration::from_secs(60);
+
+/// How far back the receiver keeps arrivals, so a packet that arrives after its sequence range
+/// was reported can be reported again with its neighbours.
+const RECEIVE_HISTORY: i64 = 1 << 12;
+
+#[derive(Clone, Copy, Debug)]
+struct SentRecord {
+    size: DataSize,
+    sent_at: Instant,
+    is_audio: bool,
+    probe: Option<ProbeInfo>,
+    /// Reported received; later reports of it are ignored.
+    acked: bool,
+    /// Counted in bytes in flight (neither acknowledged nor reported lost yet).
+    in_flight: bool,
+}
+
+/// The sender's side: send history and feedback → [`PacketResult`]s.
+#[derive(Debug, Default)]
+pub struct TransportFeedbackAdapter {
+    /// `history[i]` is the packet with sequence number `first_seq + i`.
+    history: VecDeque<SentRecord>,
+    first_seq: i64,
+    next_seq: i64,
+    in_flight: DataSize,
+    unwrapper: SeqUnwrapper<16>,
+    /// Receiver clock → sender timeline, fixed by the first feedback (libwebrtc maps the first
+    /// feedback's base time to its local arrival and advances by base-time deltas after that).
+    offset: Option<Duration>,
+}
+
+impl TransportFeedbackAdapter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes sent and neither acknowledged nor reported lost.
+    pub fn in_flight(&self) -> DataSize {
+        self.in_flight
+    }
+
+    /// Numbers a packet about to be sent and records it; the result goes to the controller.
+    pub fn on_sent(
+        &mut self,
+        now: Instant,
+        size: DataSize,
+        is_audio: bool,
+        probe: Option<ProbeInfo>,
+    ) -> SentPacket {
+        while self.history.front().is_some_and(|r| now - r.sent_at > SEND_HISTORY_WINDOW) {
+            let r = self.history.pop_front().expect("checked");
+            if r.in_flight {
+                self.in_flight -= r.size;
+            }
+            self.first_seq += 1;
+        }
+        if self.history.is_empty() {
+            self.first_seq = self.next_seq;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.history.push_back(SentRecord {
+            size,
+            sent_at: now,
+            is_audio,
+            probe,
+            acked: false,
+            in_flight: true,
+        });
+        self.in_flight += size;
+        SentPacket { seq, size, sent_at: now, is_audio, probe, data_in_flight: self.in_flight }
+    }
+
+    /// The 16-bit sequence number to write into the packet's header extension.
+    pub fn wire_seq(seq: i64) -> SeqNo<16> {
+        SeqNo::new(seq as u64)
+    }
+
+    /// Turns one feedback packet into results, in sequence order. Packets unknown to the history
+    /// (too old) and repeated acknowledgements are skipped; a packet reported lost and later
+    /// received is reported again as received.
+    pub fn on_feedback(&mut self, now: Instant, fb: &TransportFeedbackRepr) -> FeedbackReport {
+        let base_remote = fb.reference_instant();
+        let offset = *self.offset.get_or_insert(now - base_remote);
+        let mut packets = Vec::with_capacity(fb.packets.len());
+        for (seq, arrival) in fb.arrivals() {
+            let seq = self.unwrapper.unwrap(seq);
+            let Some(idx) = usize::try_from(seq - self.first_seq).ok().filter(|&i| i < self.history.len())
+            else {
+                continue;
+            };
+            let rec = &mut self.history[idx];
+            if rec.acked {
+                continue;
+            }
+            if rec.in_flight {
+                rec.in_flight = false;
+                self.in_flight -= rec.size;
+            }
+            rec.acked = arrival.is_some();
+            packets.push(PacketResult {
+                seq,
+                size: rec.size,
+                sent_at: rec.sent_at,
+                arrival: arrival.map(|a| a + offset),
+                ecn: Ecn::NotEct,
+                is_audio: rec.is_audio,
+                probe: rec.probe,
+            });
+        }
+        FeedbackReport { packets, data_in_flight: self.in_flight, ..FeedbackReport::default() }
+    }
+}
+
+/// The receiver's side: arrivals → periodic transport-wide feedback packets.
+#[derive(Debug)]
+pub struct TwccReceiver {
+    unwrapper: SeqUnwrapper<16>,
+    arrivals: BTreeMap<i64, Instant>,
+    /// First sequence number the next feedback covers.
+    next_to_report: Option<i64>,
+    encoder: TwccEncoder,
+    interval: Duration,
+    next_send: Instant,
+}
+
+impl TwccReceiver {
+    /// A receiver that sends feedback every `interval`, starting one interval after `now`.
+    pub fn new(sender_ssrc: u32, media_ssrc: u32, interval: Duration, now: Instant) -> Self {
+        Self {
+            unwrapper: SeqUnwrapper::new(),
+            arrivals: BTreeMap::new(),
+            next_to_report: None,
+            encoder: TwccEncoder::new(sender_ssrc, media_ssrc),
+            interval,
+            next_send: now + interval,
+        }
+    }
+
+    /// A packet with transport-wide sequence number `seq` arrived at `now`.
+    pub fn on_packet(&mut self, now: Instant, seq: SeqNo<16>) {
+        let seq = self.unwrapper.unwrap(seq);
+        self.arrivals.entry(seq).or_insert(now);
+        match self.next_to_report {
+            None => self.next_to_report = Some(seq),
+            // Arrived after its range was reported: report from here again.
+            Some(n) if seq < n => self.next_to_report = Some(seq),
+            Some(_) => {}
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Instant {
+        self.next_send
+    }
+
+    /// When the interval has passed: the feedback packets (RTCP bytes) to send, possibly none.
+    pub fn on_timeout(&mut self, now: Instant) -> Result<Vec<Vec<u8>>, WireError> {
+        if now < self.next_send {
+            return Ok(Vec::new());
+        }
+        while self.next_send <= now {
+            self.next_send += self.interval;
+        }
+        let (Some(start), Some((&end, _))) = (self.next_to_report, self.arrivals.last_key_value()) else {
+            return Ok(Vec::new());
+        };
+        if start > end {
+            return Ok(Vec::new());
+        }
+        let range: Vec<(i64, Option<Instant>)> =
+            self.arrivals.range(start..=end).map(|(&s, &t)| (s, Some(t))).collect();
+        let packets = self.encoder.encode(&range)?;
+        self.next_to_report = Some(end + 1);
+        // Keep a bounded history for late arrivals.
+        let keep_from = end - RECEIVE_HISTORY;
+        while self.arrivals.first_key_value().is_some_and(|(&s, _)| s < keep_from) {
+            self.arrivals.pop_first();
+        }
+        Ok(packets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
+
+    fn t(ms: i64) -> Instant {
+        Instant::from_millis(ms)
+    }
+
+    /// Receiver and sender together: what the sender learns equals what happened, with
+    /// arrival differences kept to 250 µs precision.
+    #[test]
+    fn round_trip_through_rtcp_bytes() {
+        let mut tx = TransportFeedbackAdapter::new();
+        let mut rx = TwccReceiver::new(1, 2, Duration::from_millis(50), t(0));
+        let mut sent = Vec::new();
+        for k in 0..20 {
+            let p = tx.on_sent(t(k * 2), DataSize::bytes(1000), false, None);
+            sent.push(p);
+            // Packets 5 and 6 are lost; the rest arrive 30.1 ms later.
+            if k != 5 && k != 6 {
+                rx.on_packet(
+                    t(k * 2) + Duration::from_micros(30_100),
+                    TransportFeedbackAdapter::wire_seq(p.seq),
+                );
+            }
+        }
+        assert_eq!(tx.in_flight(), DataSize::bytes(20_000));
+        let bytes = rx.on_timeout(t(50)).unwrap();
+        assert_eq!(bytes.len(), 1);
+        let RtcpMessage::TransportFeedback(fb) = &parse_compound(&bytes[0]).unwrap()[0] else { panic!() };
+        let report = tx.on_feedback(t(60), fb);
+        assert_eq!(report.packets.len(), 20);
+        assert_eq!(report.data_in_flight, DataSize::ZERO);
+        let lost: Vec<i64> = report.packets.iter().filter(|p| p.arrival.is_none()).map(|p| p.seq).collect();
+        assert_eq!(lost, [5, 6]);
+        let first = report.packets[0].arrival.unwrap();
+        for p in report.packets.iter().filter(|p| p.arrival.is_some()) {
+            let gap = (p.arrival.unwrap() - first) - (p.sent_at - report.packets[0].sent_at);
+            assert!(gap.abs() <= Duration::from_micros(250), "seq {} off by {gap}", p.seq);
+        }
+        // Nothing new: no feedback.
+        assert!(rx.on_timeout(t(100)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn late_packet_is_reported_again_and_counted_once() {
+        let mut tx = TransportFeedbackAdapter::new();
+        let mut rx = TwccReceiver::new(1, 2, Duration::from_millis(50), t(0));
+        for k in 0..3 {
+            let p = tx.on_sent(t(k), DataSize::bytes(500), false, None);
+            if k != 1 {
+                rx.on_packet(t(k + 10), TransportFeedbackAdapter::wire_seq(p.seq));
+            }
+        }
+        let fb = |bytes: Vec<Vec<u8>>| match parse_compound(&bytes[0]).unwrap().remove(0) {
+            RtcpMessage::TransportFeedback(f) => f,
+            other => panic!("{other:?}"),
+        };
+        let first = tx.on_feedback(t(60), &fb(rx.on_timeout(t(50)).unwrap()));
+        assert_eq!(first.packets.iter().filter(|p| p.arrival.is_none()).count(), 1);
+        rx.on_packet(t(70), SeqNo::new(1));
+        let second = tx.on_feedback(t(110), &fb(rx.on_timeout(t(100)).unwrap()));
+        // Packets 1 and 2 are covered again; 2 was already acknowledged, so only 1 is new.
+        assert_eq!(second.packets.len(), 1);
+        assert_eq!(second.packets[0].seq, 1);
+        assert!(second.packets[0].arrival.is_some());
+    }
+}
