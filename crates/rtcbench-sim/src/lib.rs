@@ -1,14 +1,19 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The rtcbench simulator: a deterministic discrete-event simulation of real-time media calls
+//! over impaired networks.
+//!
+//! [`scenario`] loads and validates scenario files; [`simulate`] runs one resolved variant with
+//! one controller and seed and returns its [`trace::Trace`] and [`Meta`]. Every element (link,
+//! sender, receiver, controller) is a sans-IO state machine driven from one event heap
+//! ([`scheduler`]); every random draw comes from a generator derived from the seed and the
+//! element's path ([`rng`]).
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod call;
+pub mod link;
+pub mod packet;
+pub mod rng;
+pub mod scenario;
+pub mod scheduler;
+pub mod trace;
+mod world;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use world::{simulate, CallMeta, FlowMeta, LinkMeta, Meta, RunOutput, LINK_SAMPLE_INTERVAL};

@@ -1,0 +1,646 @@
+//! The two ends of a simulated media call.
+//!
+//! [`Sender`]: video (RFC 8593 model) and audio sources → RTP packetisation → pacer (driven by
+//! the controller's pacing rate and probe requests) → the network, with transport-wide sequence
+//! numbers and abs-send-time on every packet and an RTCP sender report every report interval.
+//! Feedback arrives as RTCP bytes, is parsed, and reaches the controller as a
+//! [`FeedbackReport`].
+//!
+//! [`Receiver`]: parses each RTP header, records arrivals for transport-wide feedback (sent every
+//! feedback interval), keeps RFC 3550 receiver statistics (an RR every report interval, with
+//! LSR/DLSR for the sender's RTT), reassembles video frames and detects freezes.
+//!
+//! Both are sans-IO like every element of the simulator: inputs with `now`, outputs collected in
+//! an outbox, the next deadline from `poll_timeout`.
+
+use std::collections::BTreeMap;
+
+use rtcbench_cc::twcc::{TransportFeedbackAdapter, TwccReceiver};
+use rtcbench_cc::{AnyController, Controller, FeedbackReport, LossReport, ProbeInfo};
+use rtcbench_media::audio::AudioSource;
+use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig, ProbeCluster as PacerProbe};
+use rtcbench_media::packetizer::Packetizer;
+use rtcbench_media::receiver::{FrameAssembler, FreezeDetector};
+use rtcbench_media::video::VideoSource;
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
+use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
+use rtcbench_wire::{ntp, ReceiverReportRepr, ReceiverStats, SenderReportRepr};
+
+use crate::packet::{FlowId, Packet, PacketKind, RouteId};
+use crate::trace::{FeedbackRow, Trace};
+
+/// Payload types (dynamic range, as an SDP offer would map them).
+pub const PT_VIDEO: u8 = 96;
+pub const PT_RTX: u8 = 97;
+pub const PT_AUDIO: u8 = 111;
+/// RTP clock rates (RFC 3551: 90 kHz video; Opus runs at 48 kHz).
+pub const VIDEO_CLOCK_HZ: u32 = 90_000;
+pub const AUDIO_CLOCK_HZ: u32 = 48_000;
+/// The encoder is not asked below this share of the target when audio takes its part.
+const CONTROLLER_ROW_MIN_GAP: Duration = Duration::from_millis(10);
+
+/// Where a call's packets go: flows for the trace, routes for the network.
+#[derive(Clone, Copy, Debug)]
+pub struct CallPlumbing {
+    pub call: u32,
+    pub video_flow: Option<FlowId>,
+    pub audio_flow: Option<FlowId>,
+    /// RTCP from the sender (SR) to the receiver.
+    pub rtcp_tx_flow: FlowId,
+    /// RTCP from the receiver (feedback, RR) to the sender.
+    pub rtcp_rx_flow: FlowId,
+    /// Sender → receiver.
+    pub forward_route: RouteId,
+    /// Receiver → sender.
+    pub backward_route: RouteId,
+}
+
+/// SSRCs and random initial values of a call's streams (RFC 3550 §5.1: random initial sequence
+/// numbers and timestamps).
+#[derive(Clone, Copy, Debug)]
+pub struct StreamIds {
+    pub video_ssrc: u32,
+    pub rtx_ssrc: u32,
+    pub audio_ssrc: u32,
+    pub receiver_ssrc: u32,
+    pub video_seq0: u16,
+    pub rtx_seq0: u16,
+    pub audio_seq0: u16,
+    pub video_ts0: u32,
+    pub audio_ts0: u32,
+}
+
+/// A packet waiting in the pacer: everything needed to write its RTP header when it leaves.
+#[derive(Clone, Copy, Debug)]
+struct QueuedRtp {
+    is_audio: bool,
+    payload: DataSize,
+    seq: u16,
+    timestamp: u32,
+    marker: bool,
+    marking: Option<FrameMarking>,
+    frame: Option<u64>,
+    /// Wire size, for the pacing budget.
+    wire: DataSize,
+}
+
+impl Paced for QueuedRtp {
+    fn size(&self) -> DataSize {
+        self.wire
+    }
+    fn is_audio(&self) -> bool {
+        self.is_audio
+    }
+}
+
+/// The RTP header of a media packet as it will be sent (the extension values are filled in when
+/// the pacer releases it; their size is already right).
+fn media_header(
+    ids: &StreamIds,
+    audio: bool,
+    seq: u16,
+    timestamp: u32,
+    marker: bool,
+    marking: Option<FrameMarking>,
+) -> RtpHeaderRepr {
+    RtpHeaderRepr {
+        payload_type: if audio { PT_AUDIO } else { PT_VIDEO },
+        marker,
+        seq: SeqNo::new(u64::from(seq)),
+        timestamp,
+        ssrc: if audio { ids.audio_ssrc } else { ids.video_ssrc },
+        abs_send_time: Some(0),
+        transport_seq: Some(SeqNo::new(0)),
+        frame_marking: marking,
+        padding_len: 0,
+    }
+}
+
+/// Wire size of an RTP packet: IPv4 + UDP + RTP header with extensions + payload.
+fn wire_size(header: &RtpHeaderRepr, payload: DataSize) -> DataSize {
+    IPV4_UDP_OVERHEAD + DataSize::bytes(header.buffer_len() as u64) + payload
+}
+
+/// Previous report block values per SSRC, to turn cumulative counters into interval deltas.
+#[derive(Clone, Copy, Debug, Default)]
+struct LastBlock {
+    cumulative_lost: i32,
+    extended_highest_seq: u32,
+}
+
+/// The sending end of a call.
+pub struct Sender {
+    pub plumbing: CallPlumbing,
+    ids: StreamIds,
+    start: Instant,
+    stop: Instant,
+    controller: AnyController,
+    video: Option<VideoSource>,
+    packetizer: Packetizer,
+    audio: Option<AudioSource>,
+    audio_rate: Bitrate,
+    pacer: Pacer<QueuedRtp>,
+    adapter: TransportFeedbackAdapter,
+    video_seq: u16,
+    rtx_seq: u16,
+    audio_seq: u16,
+    media_packets: u32,
+    media_octets: u32,
+    report_interval: Duration,
+    next_report: Instant,
+    last_blocks: BTreeMap<u32, LastBlock>,
+    last_row: Option<(Instant, Bitrate)>,
+    pub outbox: Vec<Packet>,
+}
+
+/// What a sender is made of; see [`Sender::new`].
+pub struct SenderParts {
+    pub plumbing: CallPlumbing,
+    pub ids: StreamIds,
+    pub start: Instant,
+    pub stop: Instant,
+    pub controller: AnyController,
+    pub video: Option<VideoSource>,
+    pub audio: Option<AudioSource>,
+    pub report_interval: Duration,
+}
+
+impl Sender {
+    pub fn new(p: SenderParts) -> Self {
+        let audio_rate = p.audio.as_ref().map_or(Bitrate::ZERO, |a| a.config().rate);
+        let mut s = Self {
+            plumbing: p.plumbing,
+            ids: p.ids,
+            start: p.start,
+            stop: p.stop,
+            pacer: Pacer::new(PacerConfig::default(), p.controller.pacing_rate().unwrap_or(Bitrate::ZERO)),
+            controller: p.controller,
+            video: p.video,
+            packetizer: Packetizer::default(),
+            audio: p.audio,
+            audio_rate,
+            adapter: TransportFeedbackAdapter::new(),
+            video_seq: p.ids.video_seq0,
+            rtx_seq: p.ids.rtx_seq0,
+            audio_seq: p.ids.audio_seq0,
+            media_packets: 0,
+            media_octets: 0,
+            report_interval: p.report_interval,
+            next_report: p.start + p.report_interval,
+            last_blocks: BTreeMap::new(),
+            last_row: None,
+            outbox: Vec::new(),
+        };
+        s.apply_controller(p.start, None);
+        s
+    }
+
+    /// The earliest instant the sender wants to be woken.
+    pub fn poll_timeout(&self) -> Instant {
+        let mut t = self.next_report;
+        if let Some(c) = self.controller.poll_timeout() {
+            t = t.min(c);
+        }
+        if let Some(p) = self.pacer.poll_timeout() {
+            t = t.min(p);
+        }
+        if let Some(v) = &self.video {
+            t = t.min(v.poll_timeout().max(self.start));
+        }
+        if let Some(a) = &self.audio {
+            t = t.min(a.poll_timeout().max(self.start));
+        }
+        t
+    }
+
+    pub fn on_timeout(&mut self, now: Instant, trace: &mut Trace) {
+        if self.controller.poll_timeout().is_some_and(|t| t <= now) {
+            self.controller.on_timeout(now);
+            self.apply_controller(now, Some(trace));
+        }
+        self.capture(now, trace);
+        if now >= self.next_report {
+            while self.next_report <= now {
+                self.next_report += self.report_interval;
+            }
+            self.send_report(now);
+        }
+        self.drain_pacer(now);
+    }
+
+    /// Encoders produce what is due; packets go to the pacer.
+    fn capture(&mut self, now: Instant, trace: &mut Trace) {
+        let live = now >= self.start && now < self.stop;
+        if let Some(video) = &mut self.video {
+            while video.poll_timeout() <= now {
+                let Some(frame) = video.on_timeout(now) else { break };
+                if !live {
+                    continue;
+                }
+                let flow = self.plumbing.video_flow.expect("video flow exists with a video source");
+                let timestamp = self.ids.video_ts0.wrapping_add(
+                    ((frame.capture.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32,
+                );
+                let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
+                trace.frames.encoded(
+                    flow,
+                    frame.index,
+                    frame.capture,
+                    frame.size,
+                    frame.keyframe,
+                    plans.len() as u32,
+                );
+                for plan in plans {
+                    let marking = Some(FrameMarking {
+                        start: plan.first_in_frame,
+                        end: plan.last_in_frame,
+                        independent: frame.keyframe,
+                    });
+                    let seq = self.video_seq;
+                    self.video_seq = self.video_seq.wrapping_add(1);
+                    let header = media_header(&self.ids, false, seq, timestamp, plan.last_in_frame, marking);
+                    self.pacer.enqueue(
+                        now,
+                        QueuedRtp {
+                            is_audio: false,
+                            payload: plan.payload,
+                            seq,
+                            timestamp,
+                            marker: plan.last_in_frame,
+                            marking,
+                            frame: Some(frame.index),
+                            wire: wire_size(&header, plan.payload),
+                        },
+                    );
+                }
+            }
+        }
+        if let Some(audio) = &mut self.audio {
+            while audio.poll_timeout() <= now {
+                let Some(f) = audio.on_timeout(now) else { break };
+                if !live {
+                    continue;
+                }
+                let timestamp = self.ids.audio_ts0.wrapping_add(
+                    ((f.capture.as_micros() as u128 * u128::from(AUDIO_CLOCK_HZ)) / 1_000_000) as u32,
+                );
+                let seq = self.audio_seq;
+                self.audio_seq = self.audio_seq.wrapping_add(1);
+                let header = media_header(&self.ids, true, seq, timestamp, false, None);
+                self.pacer.enqueue(
+                    now,
+                    QueuedRtp {
+                        is_audio: true,
+                        payload: f.size,
+                        seq,
+                        timestamp,
+                        marker: false,
+                        marking: None,
+                        frame: None,
+                        wire: wire_size(&header, f.size),
+                    },
+                );
+            }
+        }
+    }
+
+    fn drain_pacer(&mut self, now: Instant) {
+        while let Some(out) = self.pacer.poll_send(now) {
+            let probe = out.probe().map(|p| ProbeInfo {
+                cluster_id: p.cluster_id,
+                min_probes: p.min_probes,
+                min_bytes: p.min_bytes,
+            });
+            let (mut header, payload, kind, flow, frame, is_audio) = match out {
+                PacedOutput::Media { item, .. } => {
+                    let h = media_header(
+                        &self.ids,
+                        item.is_audio,
+                        item.seq,
+                        item.timestamp,
+                        item.marker,
+                        item.marking,
+                    );
+                    let flow =
+                        if item.is_audio { self.plumbing.audio_flow } else { self.plumbing.video_flow };
+                    self.media_packets = self.media_packets.wrapping_add(1);
+                    self.media_octets = self.media_octets.wrapping_add(item.payload.as_bytes() as u32);
+                    (
+                        h,
+                        item.payload,
+                        PacketKind::Media,
+                        flow.expect("stream has a flow"),
+                        item.frame,
+                        item.is_audio,
+                    )
+                }
+                PacedOutput::Padding { size, .. } => {
+                    // Probe padding goes out as RTX payload, as libwebrtc prefers over
+                    // padding-only packets; it belongs to the video flow.
+                    let seq = self.rtx_seq;
+                    self.rtx_seq = self.rtx_seq.wrapping_add(1);
+                    let h = RtpHeaderRepr {
+                        payload_type: PT_RTX,
+                        marker: false,
+                        seq: SeqNo::new(u64::from(seq)),
+                        timestamp: self.ids.video_ts0,
+                        ssrc: self.ids.rtx_ssrc,
+                        abs_send_time: Some(0),
+                        transport_seq: Some(SeqNo::new(0)),
+                        frame_marking: None,
+                        padding_len: 0,
+                    };
+                    let flow = self.plumbing.video_flow.or(self.plumbing.audio_flow).expect("a media flow");
+                    (h, size, PacketKind::Padding, flow, None, false)
+                }
+            };
+            let size = wire_size(&header, payload);
+            let sent = self.adapter.on_sent(now, size, is_audio, probe);
+            header.transport_seq = Some(TransportFeedbackAdapter::wire_seq(sent.seq));
+            header.abs_send_time = Some(abs_send_time_from(now));
+            let mut data = vec![0; header.buffer_len()];
+            header.emit(&mut data).expect("buffer sized by buffer_len");
+            self.controller.on_packet_sent(now, &sent);
+            self.outbox.push(Packet {
+                id: 0,
+                flow,
+                kind,
+                size,
+                payload: if kind == PacketKind::Media { payload } else { DataSize::ZERO },
+                sent_at: now,
+                route: self.plumbing.forward_route,
+                hop: 0,
+                data,
+                seq: Some(header.seq.value() as u16),
+                frame,
+            });
+        }
+    }
+
+    /// An RTCP sender report for the video (or audio) stream.
+    fn send_report(&mut self, now: Instant) {
+        let ssrc = if self.video.is_some() { self.ids.video_ssrc } else { self.ids.audio_ssrc };
+        let sr = SenderReportRepr {
+            ssrc,
+            ntp: ntp::to_ntp64(now),
+            rtp_timestamp: self
+                .ids
+                .video_ts0
+                .wrapping_add(((now.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32),
+            packet_count: self.media_packets,
+            octet_count: self.media_octets,
+            blocks: Vec::new(),
+        };
+        let data = RtcpMessage::SenderReport(sr).to_bytes().expect("an SR without blocks always encodes");
+        self.outbox.push(Packet {
+            id: 0,
+            flow: self.plumbing.rtcp_tx_flow,
+            kind: PacketKind::Rtcp,
+            size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
+            payload: DataSize::ZERO,
+            sent_at: now,
+            route: self.plumbing.forward_route,
+            hop: 0,
+            data,
+            seq: None,
+            frame: None,
+        });
+    }
+
+    /// Feedback (RTCP bytes) arrived.
+    pub fn on_rtcp(&mut self, now: Instant, pkt: &Packet, trace: &mut Trace) {
+        // Malformed RTCP is counted and dropped, never a panic (STYLE.md §7); ours is well formed.
+        let Ok(messages) = parse_compound(&pkt.data) else { return };
+        let call = self.plumbing.call;
+        for m in messages {
+            match m {
+                RtcpMessage::TransportFeedback(fb) => {
+                    let report = self.adapter.on_feedback(now, &fb);
+                    trace.feedback.record(
+                        now,
+                        call,
+                        FeedbackRow {
+                            kind: 0,
+                            size: pkt.size,
+                            rtt: None,
+                            fraction_lost: None,
+                            packets_reported: Some(fb.packets.len() as u32),
+                        },
+                    );
+                    self.controller.on_feedback(now, &report);
+                }
+                RtcpMessage::ReceiverReport(rr) => {
+                    let report = self.receiver_report(now, &rr);
+                    trace.feedback.record(
+                        now,
+                        call,
+                        FeedbackRow {
+                            kind: 1,
+                            size: pkt.size,
+                            rtt: report.rtt,
+                            fraction_lost: report.loss.map(|l| l.fraction_lost),
+                            packets_reported: None,
+                        },
+                    );
+                    self.controller.on_feedback(now, &report);
+                }
+                _ => {}
+            }
+        }
+        self.apply_controller(now, Some(trace));
+        self.drain_pacer(now);
+    }
+
+    /// RTT (RFC 3550 §6.4.1: A - LSR - DLSR) and loss over the interval from an RR's blocks
+    /// about our streams.
+    fn receiver_report(&mut self, now: Instant, rr: &ReceiverReportRepr) -> FeedbackReport {
+        let ours = [self.ids.video_ssrc, self.ids.audio_ssrc, self.ids.rtx_ssrc];
+        let mut rtt: Option<Duration> = None;
+        let mut lost = 0i64;
+        let mut expected = 0i64;
+        let mut fraction: f64 = 0.0;
+        for b in rr.blocks.iter().filter(|b| ours.contains(&b.ssrc)) {
+            if let Some(r) = ntp::rtt_from_report(now, b.lsr, b.dlsr) {
+                rtt = Some(rtt.map_or(r, |x| x.max(r)));
+            }
+            let last = self.last_blocks.insert(
+                b.ssrc,
+                LastBlock {
+                    cumulative_lost: b.cumulative_lost,
+                    extended_highest_seq: b.extended_highest_seq,
+                },
+            );
+            if let Some(last) = last {
+                lost += i64::from(b.cumulative_lost) - i64::from(last.cumulative_lost);
+                expected += i64::from(b.extended_highest_seq.wrapping_sub(last.extended_highest_seq));
+            }
+            if b.ssrc != self.ids.rtx_ssrc {
+                fraction = fraction.max(f64::from(b.fraction_lost) / 256.0);
+            }
+        }
+        let lost = lost.max(0) as u64;
+        let received = (expected.max(0) as u64).saturating_sub(lost);
+        FeedbackReport {
+            rtt,
+            loss: Some(LossReport {
+                fraction_lost: fraction,
+                packets_lost_delta: lost,
+                packets_received_delta: received,
+            }),
+            data_in_flight: self.adapter.in_flight(),
+            ..FeedbackReport::default()
+        }
+    }
+
+    /// Reads the controller's decisions: encoder target, pacing rate, probes.
+    fn apply_controller(&mut self, now: Instant, trace: Option<&mut Trace>) {
+        let target = self.controller.target_rate();
+        if let Some(video) = &mut self.video {
+            // Audio is CBR and takes its share first, as libwebrtc's bitrate allocator does.
+            video.set_target(now, target.saturating_sub(self.audio_rate));
+        }
+        let pacing = self.controller.pacing_rate().unwrap_or(target * 2.5);
+        self.pacer.set_pacing_rate(pacing);
+        while let Some(p) = self.controller.poll_probe() {
+            self.pacer.start_probe(PacerProbe {
+                id: p.id,
+                rate: p.rate,
+                min_probes: p.min_probes,
+                min_bytes: p.min_bytes,
+            });
+        }
+        if let Some(trace) = trace {
+            let due =
+                self.last_row.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target);
+            if due {
+                self.last_row = Some((now, target));
+                let m = self.controller.metrics();
+                trace.controller.record(now, self.plumbing.call, target, self.controller.pacing_rate(), &m);
+            }
+        }
+    }
+}
+
+/// The receiving end of a call.
+pub struct Receiver {
+    pub plumbing: CallPlumbing,
+    ids: StreamIds,
+    twcc: TwccReceiver,
+    stats: BTreeMap<u32, (ReceiverStats, u32)>,
+    video_seq: SeqUnwrapper<16>,
+    assembler: FrameAssembler,
+    freeze: FreezeDetector,
+    /// (RTP timestamp, frame index) of frames not yet complete, in sending order, from the
+    /// trace annotations of video packets (used only to label trace rows).
+    frame_of_ts: std::collections::VecDeque<(u32, u64)>,
+    last_sr: Option<(u32, Instant)>,
+    report_interval: Duration,
+    next_report: Instant,
+    pub outbox: Vec<Packet>,
+}
+
+impl Receiver {
+    pub fn new(
+        plumbing: CallPlumbing,
+        ids: StreamIds,
+        start: Instant,
+        feedback_interval: Duration,
+        report_interval: Duration,
+    ) -> Self {
+        Self {
+            plumbing,
+            ids,
+            twcc: TwccReceiver::new(ids.receiver_ssrc, ids.video_ssrc, feedback_interval, start),
+            stats: BTreeMap::new(),
+            video_seq: SeqUnwrapper::new(),
+            assembler: FrameAssembler::new(),
+            freeze: FreezeDetector::new(),
+            frame_of_ts: Default::default(),
+            last_sr: None,
+            report_interval,
+            next_report: start + report_interval,
+            outbox: Vec::new(),
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Instant {
+        self.twcc.poll_timeout().min(self.next_report)
+    }
+
+    pub fn on_timeout(&mut self, now: Instant) {
+        if now >= self.twcc.poll_timeout() {
+            let packets = self.twcc.on_timeout(now).expect("our own feedback always encodes");
+            for data in packets {
+                self.send_rtcp(now, data);
+            }
+        }
+        if now >= self.next_report {
+            while self.next_report <= now {
+                self.next_report += self.report_interval;
+            }
+            let blocks = self.stats.values_mut().map(|(s, _)| s.report_block(now, self.last_sr)).collect();
+            let rr = ReceiverReportRepr { ssrc: self.ids.receiver_ssrc, blocks };
+            let data = RtcpMessage::ReceiverReport(rr).to_bytes().expect("at most a few blocks");
+            self.send_rtcp(now, data);
+        }
+    }
+
+    fn send_rtcp(&mut self, now: Instant, data: Vec<u8>) {
+        self.outbox.push(Packet {
+            id: 0,
+            flow: self.plumbing.rtcp_rx_flow,
+            kind: PacketKind::Rtcp,
+            size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
+            payload: DataSize::ZERO,
+            sent_at: now,
+            route: self.plumbing.backward_route,
+            hop: 0,
+            data,
+            seq: None,
+            frame: None,
+        });
+    }
+
+    /// A packet from the sender arrived (RTP or an SR).
+    pub fn on_packet(&mut self, now: Instant, pkt: &Packet, trace: &mut Trace) {
+        if pkt.kind == PacketKind::Rtcp {
+            if let Ok(messages) = parse_compound(&pkt.data) {
+                for m in messages {
+                    if let RtcpMessage::SenderReport(sr) = m {
+                        self.last_sr = Some((ntp::compact(sr.ntp), now));
+                    }
+                }
+            }
+            return;
+        }
+        let Ok((h, _)) = RtpHeaderRepr::parse(&pkt.data) else { return };
+        if let Some(seq) = h.transport_seq {
+            self.twcc.on_packet(now, seq);
+        }
+        let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
+        let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
+        stats.on_packet(h.seq, h.timestamp, now, clock);
+        if h.ssrc != self.ids.video_ssrc {
+            return;
+        }
+        if let Some(frame) = pkt.frame {
+            if !self.frame_of_ts.iter().any(|&(_, f)| f == frame) {
+                self.frame_of_ts.push_back((h.timestamp, frame));
+            }
+        }
+        let marking = h.frame_marking.unwrap_or_default();
+        let seq = self.video_seq.unwrap(h.seq) as u64;
+        if let Some(done) = self.assembler.on_packet(now, seq, h.timestamp, marking.start, marking.end) {
+            let freeze = self.freeze.on_frame(now);
+            if let Some(k) = self.frame_of_ts.iter().position(|&(ts, _)| ts == done.rtp_timestamp) {
+                let (_, frame) = self.frame_of_ts[k];
+                if let Some(flow) = self.plumbing.video_flow {
+                    trace.frames.completed(flow, frame, now, freeze);
+                }
+                // Frames before this one can no longer complete (the assembler discards them).
+                self.frame_of_ts.drain(..=k);
+            }
+        }
+    }
+}

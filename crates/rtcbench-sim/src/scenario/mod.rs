@@ -1,0 +1,617 @@
+//! Scenarios: loading a TOML file, applying `--set` overrides, expanding sets of values into
+//! variants (RFC 8867 §3: "[x, y]" means one run per value) and validating each variant once,
+//! with errors that name the file, the field, the line when known, and what is allowed.
+
+pub mod builtin;
+mod param;
+pub mod schema;
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+pub use schema::*;
+
+/// A scenario that cannot be used, described for a person.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    /// The file (or `builtin:<id>`).
+    pub origin: String,
+    /// The field path, e.g. `links[0].delay`.
+    pub field: Option<String>,
+    /// 1-based line in the file, when the error points at text.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl ScenarioError {
+    fn new(origin: &str, field: Option<String>, message: impl Into<String>) -> Self {
+        Self { origin: origin.to_string(), field, line: None, message: message.into() }
+    }
+}
+
+/// One runnable variant of a scenario: every field holds one value and it has been validated.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub spec: ScenarioSpec,
+    /// `delay=50ms` style name of the variant; empty if the file has a single variant.
+    pub variant: String,
+}
+
+impl Scenario {
+    /// The variant as a file-name-safe slug (`delay-50ms`), or `default`.
+    pub fn variant_slug(&self) -> String {
+        if self.variant.is_empty() {
+            return "default".into();
+        }
+        self.variant
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '-' })
+            .collect()
+    }
+
+    /// The resolved scenario as TOML; loading it again gives the same scenario.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&self.spec).expect("a resolved scenario always serialises")
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses a scenario file (no expansion yet).
+pub fn parse(text: &str, origin: &str) -> Result<ScenarioSpec, ScenarioError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| ScenarioError {
+        origin: origin.into(),
+        field: None,
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: e.message().trim().to_string(),
+    })?;
+    serde_path_to_error::deserialize::<_, ScenarioSpec>(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        ScenarioError {
+            origin: origin.into(),
+            field: (path != ".").then_some(path),
+            line: inner.span().map(|s| line_of(text, s.start)),
+            message: inner.message().trim().to_string(),
+        }
+    })
+}
+
+/// Applies `path=value` overrides to scenario text. Path segments name table keys; an element
+/// of a list of tables is chosen by its `name` (`links.forward.delay`) or its index
+/// (`calls.0.video.max`). The value is read as TOML (numbers, lists, inline tables) or, failing
+/// that, taken as a string (`--set duration=30s`).
+pub fn apply_overrides(text: &str, origin: &str, sets: &[String]) -> Result<String, ScenarioError> {
+    if sets.is_empty() {
+        return Ok(text.to_string());
+    }
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| ScenarioError {
+        origin: origin.into(),
+        field: None,
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: e.message().trim().to_string(),
+    })?;
+    for set in sets {
+        let err = |m: String| ScenarioError::new(origin, Some(format!("--set {set}")), m);
+        let (path, raw) = set
+            .split_once('=')
+            .ok_or_else(|| err("an override is written path=value, e.g. links.forward.delay=80ms".into()))?;
+        let raw = raw.trim();
+        let value: toml_edit::Value = raw.parse().unwrap_or_else(|_| toml_edit::Value::from(raw));
+        let segments: Vec<&str> = path.trim().split('.').filter(|s| !s.is_empty()).collect();
+        if segments.is_empty() {
+            return Err(err("the path is empty".into()));
+        }
+        set_in(doc.as_item_mut(), &segments, &value).map_err(err)?;
+    }
+    Ok(doc.to_string())
+}
+
+fn set_in(item: &mut toml_edit::Item, segs: &[&str], value: &toml_edit::Value) -> Result<(), String> {
+    let select = |len: usize, names: Vec<Option<String>>, seg: &str| -> Result<usize, String> {
+        match seg.parse::<usize>() {
+            Ok(k) if k < len => Ok(k),
+            _ => names.iter().position(|n| n.as_deref() == Some(seg)).ok_or_else(|| {
+                let known: Vec<String> = names.into_iter().flatten().collect();
+                format!("no element {seg:?} in this list (by name: {known:?}, or an index below {len})")
+            }),
+        }
+    };
+    if let Some(aot) = item.as_array_of_tables_mut() {
+        let names = aot.iter().map(|t| t.get("name").and_then(|n| n.as_str()).map(String::from)).collect();
+        let idx = select(aot.len(), names, segs[0])?;
+        let table = aot.get_mut(idx).expect("index checked");
+        return set_in_table(table, &segs[1..], value);
+    }
+    if let Some(arr) = item.as_array_mut() {
+        let names = arr
+            .iter()
+            .map(|v| {
+                v.as_inline_table().and_then(|t| t.get("name")).and_then(|n| n.as_str()).map(String::from)
+            })
+            .collect();
+        let idx = select(arr.len(), names, segs[0])?;
+        let elem = arr.get_mut(idx).expect("index checked");
+        if segs.len() == 1 {
+            *elem = value.clone();
+            return Ok(());
+        }
+        let table = elem.as_inline_table_mut().ok_or("this list element is not a table")?;
+        return set_in_table(table, &segs[1..], value);
+    }
+    let table =
+        item.as_table_like_mut().ok_or_else(|| format!("{:?} is inside a value, not a table", segs[0]))?;
+    set_in_table(table, segs, value)
+}
+
+fn set_in_table(
+    table: &mut dyn toml_edit::TableLike,
+    segs: &[&str],
+    value: &toml_edit::Value,
+) -> Result<(), String> {
+    let Some((key, rest)) = segs.split_first() else {
+        return Err("the path names a list element, not a field".into());
+    };
+    if rest.is_empty() {
+        table.insert(key, toml_edit::Item::Value(value.clone()));
+        return Ok(());
+    }
+    if table.get(key).is_none() {
+        table.insert(key, toml_edit::Item::Value(toml_edit::InlineTable::new().into()));
+    }
+    set_in(table.get_mut(key).expect("present"), rest, value)
+}
+
+/// Loads scenario text: overrides, parsing, expansion into variants, validation.
+pub fn load(text: &str, origin: &str, sets: &[String]) -> Result<Vec<Scenario>, ScenarioError> {
+    let text = apply_overrides(text, origin, sets)?;
+    let spec = parse(&text, origin)?;
+    expand(spec, origin)
+}
+
+/// What a parameter holds before expansion.
+enum Shape<'a> {
+    One,
+    Many(&'a [String]),
+    Var(&'a str),
+}
+
+/// Type-erased access to a `Param<T>` during expansion.
+trait Slot {
+    fn shape(&self) -> Shape<'_>;
+    fn choose(&mut self, index: usize);
+    fn assign(&mut self, value: &toml::Value) -> Result<(), String>;
+}
+
+impl<T: DeserializeOwned + Clone> Slot for Param<T> {
+    fn shape(&self) -> Shape<'_> {
+        match self {
+            Self::One(_) => Shape::One,
+            Self::Many(_, labels) => Shape::Many(labels),
+            Self::Var(name) => Shape::Var(name),
+        }
+    }
+    fn choose(&mut self, index: usize) {
+        if let Self::Many(values, _) = self {
+            *self = Self::One(values[index].clone());
+        }
+    }
+    fn assign(&mut self, value: &toml::Value) -> Result<(), String> {
+        let v = T::deserialize(value.clone()).map_err(|e| e.message().trim().to_string())?;
+        *self = Self::One(v);
+        Ok(())
+    }
+}
+
+/// Calls `f` on every parameter of the scenario, in file order, with its field path.
+fn walk(
+    spec: &mut ScenarioSpec,
+    f: &mut dyn FnMut(&str, &mut dyn Slot) -> Result<(), String>,
+) -> Result<(), ScenarioError> {
+    let mut visit = |path: String, slot: &mut dyn Slot| -> Result<(), (String, String)> {
+        f(&path, slot).map_err(|m| (path, m))
+    };
+    let mut go = || -> Result<(), (String, String)> {
+        visit("duration".into(), &mut spec.duration)?;
+        for l in &mut spec.links {
+            let p = format!("links.{}", l.name);
+            if let Some(d) = &mut l.delay {
+                visit(format!("{p}.delay"), d)?;
+            }
+            if let Some(c) = &mut l.capacity {
+                visit(format!("{p}.capacity"), c)?;
+            }
+            if let Some(c) = &mut l.reference_capacity {
+                visit(format!("{p}.reference_capacity"), c)?;
+            }
+            for (k, step) in l.schedule.iter_mut().flatten().enumerate() {
+                if let Some(c) = &mut step.capacity {
+                    visit(format!("{p}.schedule[{k}].capacity"), c)?;
+                }
+            }
+            if let Some(q) = &mut l.queue {
+                visit(format!("{p}.queue.size"), &mut q.size)?;
+            }
+            if let Some(j) = &mut l.jitter {
+                visit(format!("{p}.jitter.std"), &mut j.std)?;
+                if let Some(n) = &mut j.n_std {
+                    visit(format!("{p}.jitter.n_std"), n)?;
+                }
+            }
+            match &mut l.loss {
+                Some(LossSpec::Bernoulli { rate }) => visit(format!("{p}.loss.rate"), rate)?,
+                Some(LossSpec::GilbertElliott { p: gp, r, loss_good, loss_bad }) => {
+                    visit(format!("{p}.loss.p"), gp)?;
+                    visit(format!("{p}.loss.r"), r)?;
+                    if let Some(g) = loss_good {
+                        visit(format!("{p}.loss.loss_good"), g)?;
+                    }
+                    if let Some(b) = loss_bad {
+                        visit(format!("{p}.loss.loss_bad"), b)?;
+                    }
+                }
+                None => {}
+            }
+        }
+        for (i, c) in spec.calls.iter_mut().enumerate() {
+            if let Some(v) = &mut c.video {
+                for (name, slot) in [("min", &mut v.min), ("max", &mut v.max), ("start", &mut v.start)] {
+                    if let Some(s) = slot {
+                        visit(format!("calls.{i}.video.{name}"), s)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    // The caller knows the file; it fills in `origin`.
+    go().map_err(|(path, message)| ScenarioError::new("", Some(path), message))
+}
+
+/// Expands sets of values into one resolved, validated scenario per combination. Named sets
+/// (`[variants]`) come first in name order, then anonymous sets in schema order; the last varies
+/// fastest.
+pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, ScenarioError> {
+    let with_origin = |mut e: ScenarioError| {
+        e.origin = origin.to_string();
+        e
+    };
+    // Discover the axes.
+    let named: Vec<(String, Vec<toml::Value>)> = spec.variants.clone().into_iter().collect();
+    let mut anonymous: Vec<(String, Vec<String>)> = Vec::new();
+    let mut used: Vec<bool> = vec![false; named.len()];
+    let mut probe = spec.clone();
+    walk(&mut probe, &mut |path, slot| {
+        match slot.shape() {
+            Shape::One => {}
+            Shape::Many(labels) => anonymous.push((path.to_string(), labels.to_vec())),
+            Shape::Var(name) => {
+                let Some(k) = named.iter().position(|(n, _)| n == name) else {
+                    let known: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(format!(
+                        "\"${name}\" is not a set declared in [variants] (declared: {known:?})"
+                    ));
+                };
+                used[k] = true;
+            }
+        }
+        Ok(())
+    })
+    .map_err(with_origin)?;
+    if let Some(k) = used.iter().position(|u| !u) {
+        return Err(ScenarioError::new(
+            origin,
+            Some(format!("variants.{}", named[k].0)),
+            "this set is declared but no field uses it (write \"$name\" in a field)",
+        ));
+    }
+    for (name, values) in &named {
+        if values.is_empty() {
+            return Err(ScenarioError::new(
+                origin,
+                Some(format!("variants.{name}")),
+                "a set must not be empty",
+            ));
+        }
+    }
+
+    let sizes: Vec<usize> =
+        named.iter().map(|(_, v)| v.len()).chain(anonymous.iter().map(|(_, l)| l.len())).collect();
+    let total: usize = sizes.iter().product();
+    let short = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
+    let mut out = Vec::with_capacity(total);
+    for combo in 0..total {
+        // Mixed-radix digits of `combo`, last axis fastest.
+        let mut idx = vec![0; sizes.len()];
+        let mut rest = combo;
+        for (d, size) in idx.iter_mut().zip(&sizes).rev() {
+            *d = rest % size;
+            rest /= size;
+        }
+        let mut spec = spec.clone();
+        let mut anon_k = 0;
+        walk(&mut spec, &mut |_, slot| match slot.shape() {
+            Shape::One => Ok(()),
+            Shape::Many(_) => {
+                slot.choose(idx[named.len() + anon_k]);
+                anon_k += 1;
+                Ok(())
+            }
+            Shape::Var(name) => {
+                let k = named.iter().position(|(n, _)| n == name).expect("checked above");
+                slot.assign(&named[k].1[idx[k]])
+            }
+        })
+        .map_err(with_origin)?;
+        let mut parts: Vec<String> = named
+            .iter()
+            .enumerate()
+            .map(|(k, (name, values))| format!("{name}={}", param_label(&values[idx[k]])))
+            .collect();
+        parts.extend(
+            anonymous
+                .iter()
+                .enumerate()
+                .map(|(k, (path, labels))| format!("{}={}", short(path), labels[idx[named.len() + k]])),
+        );
+        let variant = parts.join(",");
+        spec.variants.clear();
+        // A resolved file (results' scenario.toml) keeps the variant name it was written with.
+        let variant = if variant.is_empty() { spec.variant.clone().unwrap_or_default() } else { variant };
+        spec.variant = (!variant.is_empty()).then(|| variant.clone());
+        validate(&spec, origin)?;
+        out.push(Scenario { spec, variant });
+    }
+    Ok(out)
+}
+
+fn param_label(v: &toml::Value) -> String {
+    param::label_of(v)
+}
+
+/// Checks what the schema cannot: consistency between fields.
+fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
+    let err = |field: String, m: String| Err(ScenarioError::new(origin, Some(field), m));
+    let duration = *s.duration.get();
+    if duration.as_micros() <= 0 {
+        return err("duration".into(), "must be positive".into());
+    }
+    if s.links.is_empty() {
+        return err("links".into(), "a scenario needs at least one link".into());
+    }
+    for (i, l) in s.links.iter().enumerate() {
+        let p = format!("links.{}", l.name);
+        if s.links[..i].iter().any(|o| o.name == l.name) {
+            return err(format!("{p}.name"), format!("link name {:?} is used twice", l.name));
+        }
+        if l.from == l.to {
+            return err(p, "a link joins two different nodes (from != to)".into());
+        }
+        if l.capacity.is_some() && l.schedule.is_some() {
+            return err(p, "give either `capacity` or `schedule`, not both".into());
+        }
+        if let Some(steps) = &l.schedule {
+            if steps.is_empty() {
+                return err(format!("{p}.schedule"), "a schedule needs at least one step".into());
+            }
+            for (k, st) in steps.iter().enumerate() {
+                let sp = format!("{p}.schedule[{k}]");
+                if k > 0 && st.at <= steps[k - 1].at {
+                    return err(sp, "steps must be in increasing `at` order".into());
+                }
+                if st.at >= duration {
+                    return err(
+                        sp,
+                        format!("`at` ({}) is not before the end of the run ({duration})", st.at),
+                    );
+                }
+                match (&st.capacity, st.ratio) {
+                    (Some(_), None) => {}
+                    (None, Some(r)) if r >= 0.0 && r.is_finite() => {
+                        if l.reference_capacity.is_none() {
+                            return err(sp, "`ratio` needs the link's `reference_capacity`".into());
+                        }
+                    }
+                    (None, Some(_)) => return err(sp, "`ratio` must be a non-negative number".into()),
+                    _ => return err(sp, "each step gives exactly one of `capacity` or `ratio`".into()),
+                }
+            }
+        }
+        if let Some(j) = &l.jitter {
+            let n = j.n_std.as_ref().map_or(3.0, |n| *n.get());
+            if !(n > 0.0 && n.is_finite()) {
+                return err(format!("{p}.jitter.n_std"), "must be a positive number".into());
+            }
+        }
+        let probability = |name: &str, v: f64| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                err(format!("{p}.loss.{name}"), format!("{v} is not a probability (allowed: 0 to 1)"))
+            }
+        };
+        match &l.loss {
+            Some(LossSpec::Bernoulli { rate }) => probability("rate", *rate.get())?,
+            Some(LossSpec::GilbertElliott { p: gp, r, loss_good, loss_bad }) => {
+                probability("p", *gp.get())?;
+                probability("r", *r.get())?;
+                probability("loss_good", loss_good.as_ref().map_or(0.0, |v| *v.get()))?;
+                probability("loss_bad", loss_bad.as_ref().map_or(1.0, |v| *v.get()))?;
+            }
+            None => {}
+        }
+    }
+    if s.calls.is_empty() {
+        return err("calls".into(), "a scenario needs at least one call".into());
+    }
+    let nodes: Vec<&str> = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).collect();
+    for (i, c) in s.calls.iter().enumerate() {
+        let p = format!("calls.{i}");
+        for (what, node) in [("from", &c.from), ("to", &c.to)] {
+            if !nodes.contains(&node.as_str()) {
+                return err(format!("{p}.{what}"), format!("node {node:?} is not joined by any link"));
+            }
+        }
+        if let (Some(start), Some(stop)) = (c.start, c.stop) {
+            if stop <= start {
+                return err(format!("{p}.stop"), "must be after `start`".into());
+            }
+        }
+        if let Some(v) = &c.video {
+            let get = |x: &Option<Param<rtcbench_units::Bitrate>>| x.as_ref().map(|p| *p.get());
+            let (min, max, start) = (get(&v.min), get(&v.max), get(&v.start));
+            if let (Some(min), Some(max)) = (min, max) {
+                if min > max {
+                    return err(format!("{p}.video"), format!("min ({min}) is above max ({max})"));
+                }
+            }
+            if let Some(fps) = v.fps {
+                if !(fps > 0.0 && fps <= 240.0) {
+                    return err(format!("{p}.video.fps"), "must be in (0, 240]".into());
+                }
+            }
+            let _ = start;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+id = "t"
+duration = "10s"
+[[links]]
+name = "fwd"
+from = "A"
+to = "B"
+capacity = "1Mbps"
+[[links]]
+name = "bwd"
+from = "B"
+to = "A"
+[[calls]]
+from = "A"
+to = "B"
+"#;
+
+    #[test]
+    fn every_builtin_loads_and_its_id_matches() {
+        for (id, _, text) in builtin::BUILTIN {
+            let variants = load(text, id, &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!variants.is_empty());
+            for v in &variants {
+                assert_eq!(v.spec.id, *id);
+                // The resolved scenario reloads to itself.
+                let again = load(&v.to_toml(), "resolved", &[]).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(again.len(), 1);
+                assert_eq!(again[0].to_toml(), v.to_toml());
+            }
+        }
+    }
+
+    #[test]
+    fn sets_expand_into_variants_named_sets_move_together() {
+        let v = load(builtin::find("rfc8867-5.1").unwrap().0, "x", &[]).unwrap();
+        assert_eq!(v.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(), ["delay=50ms", "delay=100ms"]);
+        for s in &v {
+            let fwd = s.spec.links[0].delay.as_ref().unwrap().get();
+            let bwd = s.spec.links[1].delay.as_ref().unwrap().get();
+            assert_eq!(fwd, bwd);
+        }
+        assert_eq!(v[1].variant_slug(), "delay-100ms");
+        let seed = load(builtin::find("seed000-5.2.6").unwrap().0, "x", &[]).unwrap();
+        assert_eq!(seed.len(), 6);
+        assert_eq!(seed[0].variant, "delay=25ms,first=1Mbps");
+    }
+
+    #[test]
+    fn anonymous_sets_are_a_cartesian_product() {
+        let text = MINIMAL.replace(
+            "capacity = \"1Mbps\"",
+            "capacity = [\"1Mbps\", \"2Mbps\"]\ndelay = [\"10ms\", \"20ms\", \"30ms\"]",
+        );
+        let v = load(&text, "x", &[]).unwrap();
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0].variant, "delay=10ms,capacity=1Mbps");
+        assert_eq!(v[5].variant, "delay=30ms,capacity=2Mbps");
+    }
+
+    #[test]
+    fn errors_name_file_field_line_and_what_is_allowed() {
+        let bad = MINIMAL.replace("capacity = \"1Mbps\"", "capacity = \"1 Mbit\"");
+        let e = load(&bad, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.origin, "my.toml");
+        assert_eq!(e.line, Some(8));
+        assert_eq!(e.field.as_deref(), Some("links[0].capacity"));
+        assert!(e.message.contains("\"1 Mbit\"") && e.message.contains("kbps"), "{e}");
+
+        let unknown = MINIMAL.replace("capacity = \"1Mbps\"", "capacty = \"1Mbps\"");
+        let e = load(&unknown, "my.toml", &[]).unwrap_err();
+        assert!(e.message.contains("unknown field `capacty`") && e.message.contains("capacity"), "{e}");
+        assert_eq!(e.line, Some(8));
+
+        let kind = MINIMAL.replace("capacity = \"1Mbps\"", "queue = { kind = \"red\", size = \"1s\" }");
+        let e = load(&kind, "my.toml", &[]).unwrap_err();
+        assert!(e.message.contains("droptail"), "{e}");
+
+        let loss = MINIMAL.replace("capacity = \"1Mbps\"", "loss = { model = \"bernoulli\", rate = 1.5 }");
+        let e = load(&loss, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("links.fwd.loss.rate"));
+        assert!(e.message.contains("0 to 1"), "{e}");
+
+        let var = MINIMAL.replace("capacity = \"1Mbps\"", "capacity = \"$cap\"");
+        let e = load(&var, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("links.fwd.capacity"));
+        assert!(e.message.contains("$cap"), "{e}");
+
+        let syntax = "id = \n";
+        let e = load(syntax, "s.toml", &[]).unwrap_err();
+        assert_eq!(e.line, Some(1));
+        assert!(e.to_string().starts_with("s.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn overrides_edit_fields_by_name_or_index() {
+        let sets = vec![
+            "links.fwd.delay=80ms".to_string(),
+            "calls.0.video.max=3Mbps".to_string(),
+            "duration=30s".to_string(),
+            "links.fwd.queue={ size = \"60KB\" }".to_string(),
+        ];
+        let v = load(MINIMAL, "x", &sets).unwrap();
+        let s = &v[0].spec;
+        assert_eq!(*s.duration.get(), rtcbench_units::Duration::from_secs(30));
+        assert_eq!(*s.links[0].delay.as_ref().unwrap().get(), rtcbench_units::Duration::from_millis(80));
+        assert_eq!(
+            *s.calls[0].video.as_ref().unwrap().max.as_ref().unwrap().get(),
+            rtcbench_units::Bitrate::mbps(3)
+        );
+        assert_eq!(
+            *s.links[0].queue.as_ref().unwrap().size.get(),
+            QueueSize::Bytes(rtcbench_units::DataSize::kbytes(60))
+        );
+        let e = load(MINIMAL, "x", &["links.nope.delay=1ms".to_string()]).unwrap_err();
+        assert!(e.message.contains("fwd"), "{e}");
+        let e = load(MINIMAL, "x", &["delay".to_string()]).unwrap_err();
+        assert!(e.message.contains("path=value"), "{e}");
+    }
+}

@@ -1,0 +1,287 @@
+//! Typed trace records, kept as columns (one `Vec` per column) so a run's tables cross into
+//! Python as arrays without per-row work. The tables and their columns are documented in
+//! `docs/traces.md`. Nullable integer columns use `-1` and nullable floats `NaN` here; the
+//! Python layer turns both into real nulls.
+
+use rtcbench_cc::{ControllerMetrics, Metric};
+use rtcbench_units::{Bitrate, DataSize, Instant};
+
+use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind};
+
+/// `packets.event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PacketEvent {
+    Sent = 0,
+    Received = 1,
+    Dropped = 2,
+}
+
+impl PacketEvent {
+    pub const NAMES: [&'static str; 3] = ["sent", "received", "dropped"];
+}
+
+/// Codes of `packets.kind`, in [`PacketKind`] order.
+pub const KIND_NAMES: [&str; 3] = ["media", "padding", "rtcp"];
+/// Codes of `packets.reason` (0 = null).
+pub const REASON_NAMES: [&str; 3] = ["", "queue_full", "random_loss"];
+/// Codes of `feedback.kind`.
+pub const FEEDBACK_KIND_NAMES: [&str; 3] = ["twcc", "rr", "remb"];
+
+fn kind_code(k: PacketKind) -> u8 {
+    match k {
+        PacketKind::Media => 0,
+        PacketKind::Padding => 1,
+        PacketKind::Rtcp => 2,
+    }
+}
+
+/// `packets.parquet`.
+#[derive(Debug, Default)]
+pub struct PacketTable {
+    pub t_us: Vec<i64>,
+    pub event: Vec<u8>,
+    pub packet: Vec<i64>,
+    pub flow: Vec<i32>,
+    pub kind: Vec<u8>,
+    pub size: Vec<i32>,
+    pub payload: Vec<i32>,
+    pub sent_us: Vec<i64>,
+    pub seq: Vec<i32>,
+    pub frame: Vec<i64>,
+    pub link: Vec<i16>,
+    pub reason: Vec<u8>,
+}
+
+impl PacketTable {
+    pub fn len(&self) -> usize {
+        self.t_us.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.t_us.is_empty()
+    }
+
+    pub fn record(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
+        self.t_us.push(t.as_micros());
+        self.event.push(event as u8);
+        self.packet.push(p.id as i64);
+        self.flow.push(p.flow as i32);
+        self.kind.push(kind_code(p.kind));
+        self.size.push(p.size.as_bytes() as i32);
+        self.payload.push(p.payload.as_bytes() as i32);
+        self.sent_us.push(p.sent_at.as_micros());
+        self.seq.push(p.seq.map_or(-1, i32::from));
+        self.frame.push(p.frame.map_or(-1, |f| f as i64));
+        self.link.push(drop.map_or(-1, |(l, _)| l as i16));
+        self.reason.push(match drop {
+            None => 0,
+            Some((_, DropReason::QueueFull)) => 1,
+            Some((_, DropReason::RandomLoss)) => 2,
+        });
+    }
+}
+
+/// `frames.parquet`.
+#[derive(Debug, Default)]
+pub struct FrameTable {
+    pub flow: Vec<i32>,
+    pub frame: Vec<i64>,
+    pub capture_us: Vec<i64>,
+    pub size: Vec<i32>,
+    pub keyframe: Vec<bool>,
+    pub packets: Vec<i32>,
+    pub complete_us: Vec<i64>,
+    pub freeze: Vec<bool>,
+    /// Row of each (flow, frame): frames of a flow are numbered 0, 1, 2, ... so a per-flow
+    /// vector indexed by frame number finds the row.
+    rows: Vec<Vec<usize>>,
+}
+
+impl FrameTable {
+    pub fn len(&self) -> usize {
+        self.flow.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.flow.is_empty()
+    }
+
+    pub fn encoded(
+        &mut self,
+        flow: FlowId,
+        frame: u64,
+        capture: Instant,
+        size: DataSize,
+        key: bool,
+        packets: u32,
+    ) {
+        let f = flow as usize;
+        if self.rows.len() <= f {
+            self.rows.resize_with(f + 1, Vec::new);
+        }
+        debug_assert_eq!(self.rows[f].len() as u64, frame, "frames are recorded in order");
+        self.rows[f].push(self.flow.len());
+        self.flow.push(flow as i32);
+        self.frame.push(frame as i64);
+        self.capture_us.push(capture.as_micros());
+        self.size.push(size.as_bytes() as i32);
+        self.keyframe.push(key);
+        self.packets.push(packets as i32);
+        self.complete_us.push(-1);
+        self.freeze.push(false);
+    }
+
+    pub fn completed(&mut self, flow: FlowId, frame: u64, at: Instant, freeze: bool) {
+        if let Some(&row) = self.rows.get(flow as usize).and_then(|r| r.get(frame as usize)) {
+            self.complete_us[row] = at.as_micros();
+            self.freeze[row] = freeze;
+        }
+    }
+}
+
+/// How a controller metric is stored.
+#[derive(Debug)]
+pub enum ColumnData {
+    /// Rates in bit/s and sizes in bytes (-1 = null).
+    Int(Vec<i64>),
+    /// Durations in ms and dimensionless values (NaN = null).
+    Float(Vec<f64>),
+    /// State names.
+    Text(Vec<&'static str>),
+}
+
+/// One controller-specific column: its name carries the unit (`_bps`, `_ms`, `_bytes`).
+#[derive(Debug)]
+pub struct Column {
+    pub name: String,
+    pub data: ColumnData,
+}
+
+/// `controller.parquet`.
+#[derive(Debug, Default)]
+pub struct ControllerTable {
+    pub t_us: Vec<i64>,
+    pub call: Vec<i32>,
+    pub target_bps: Vec<i64>,
+    pub pacing_bps: Vec<i64>,
+    pub columns: Vec<Column>,
+}
+
+impl ControllerTable {
+    pub fn len(&self) -> usize {
+        self.t_us.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.t_us.is_empty()
+    }
+
+    pub fn record(
+        &mut self,
+        t: Instant,
+        call: u32,
+        target: Bitrate,
+        pacing: Option<Bitrate>,
+        m: &ControllerMetrics,
+    ) {
+        if self.columns.is_empty() && self.t_us.is_empty() {
+            self.columns = m
+                .values
+                .iter()
+                .map(|(name, v)| {
+                    let (suffix, data) = match v {
+                        Metric::Rate(_) => ("_bps", ColumnData::Int(Vec::new())),
+                        Metric::Size(_) => ("_bytes", ColumnData::Int(Vec::new())),
+                        Metric::Time(_) => ("_ms", ColumnData::Float(Vec::new())),
+                        Metric::State(_) => ("", ColumnData::Text(Vec::new())),
+                        _ => ("", ColumnData::Float(Vec::new())),
+                    };
+                    Column { name: format!("{name}{suffix}"), data }
+                })
+                .collect();
+        }
+        self.t_us.push(t.as_micros());
+        self.call.push(call as i32);
+        self.target_bps.push(target.as_bps() as i64);
+        self.pacing_bps.push(pacing.map_or(-1, |p| p.as_bps() as i64));
+        for (col, (_, v)) in self.columns.iter_mut().zip(&m.values) {
+            match (&mut col.data, v) {
+                (ColumnData::Int(c), Metric::Rate(r)) => c.push(r.map_or(-1, |r| r.as_bps() as i64)),
+                (ColumnData::Int(c), Metric::Size(s)) => c.push(s.map_or(-1, |s| s.as_bytes() as i64)),
+                (ColumnData::Float(c), Metric::Time(d)) => c.push(d.map_or(f64::NAN, |d| d.as_millis_f64())),
+                (ColumnData::Float(c), Metric::Real(x)) => c.push(x.unwrap_or(f64::NAN)),
+                (ColumnData::Text(c), Metric::State(s)) => c.push(s),
+                _ => unreachable!("a controller's metrics keep their names and kinds"),
+            }
+        }
+    }
+}
+
+/// `links.parquet`.
+#[derive(Debug, Default)]
+pub struct LinkTable {
+    pub t_us: Vec<i64>,
+    pub link: Vec<i16>,
+    pub capacity_bps: Vec<i64>,
+    pub queue_bytes: Vec<i64>,
+    pub queue_limit_bytes: Vec<i64>,
+}
+
+impl LinkTable {
+    pub fn record(
+        &mut self,
+        t: Instant,
+        link: LinkId,
+        capacity: Option<Bitrate>,
+        queue: DataSize,
+        limit: Option<DataSize>,
+    ) {
+        self.t_us.push(t.as_micros());
+        self.link.push(link as i16);
+        self.capacity_bps.push(capacity.map_or(-1, |c| c.as_bps() as i64));
+        self.queue_bytes.push(queue.as_bytes() as i64);
+        self.queue_limit_bytes.push(limit.map_or(-1, |l| l.as_bytes() as i64));
+    }
+}
+
+/// `feedback.parquet`.
+#[derive(Debug, Default)]
+pub struct FeedbackTable {
+    pub t_us: Vec<i64>,
+    pub call: Vec<i32>,
+    pub kind: Vec<u8>,
+    pub size: Vec<i32>,
+    pub rtt_us: Vec<i64>,
+    pub fraction_lost: Vec<f64>,
+    pub packets_reported: Vec<i32>,
+}
+
+/// One row of `feedback.parquet`.
+#[derive(Clone, Copy, Debug)]
+pub struct FeedbackRow {
+    pub kind: u8,
+    pub size: DataSize,
+    pub rtt: Option<rtcbench_units::Duration>,
+    pub fraction_lost: Option<f64>,
+    pub packets_reported: Option<u32>,
+}
+
+impl FeedbackTable {
+    pub fn record(&mut self, t: Instant, call: u32, r: FeedbackRow) {
+        self.t_us.push(t.as_micros());
+        self.call.push(call as i32);
+        self.kind.push(r.kind);
+        self.size.push(r.size.as_bytes() as i32);
+        self.rtt_us.push(r.rtt.map_or(-1, |d| d.as_micros()));
+        self.fraction_lost.push(r.fraction_lost.unwrap_or(f64::NAN));
+        self.packets_reported.push(r.packets_reported.map_or(-1, |n| n as i32));
+    }
+}
+
+/// Every table of a run.
+#[derive(Debug, Default)]
+pub struct Trace {
+    pub packets: PacketTable,
+    pub frames: FrameTable,
+    pub controller: ControllerTable,
+    pub links: LinkTable,
+    pub feedback: FeedbackTable,
+}

@@ -1,0 +1,549 @@
+//! A whole run: the network and the calls of one resolved scenario, driven by one event heap
+//! until the scenario's duration. A run is a pure function of (scenario, controller, seed).
+//!
+//! Drive loop: every element (link, sender, receiver) is sans-IO. After anything touches an
+//! element, its `poll_timeout` is read and a wake-up is scheduled if it is earlier than the one
+//! already pending; a wake-up calls the element's `on_timeout` and moves what it emitted on.
+
+use rand::RngExt;
+use rtcbench_cc::gcc::{GccConfig, GoogCc};
+use rtcbench_cc::{fixed::FixedRate, AnyController, ControllerKind};
+use rtcbench_media::audio::{AudioConfig, AudioSource};
+use rtcbench_media::video::{VideoConfig, VideoSource};
+use rtcbench_units::{Bitrate, Duration, Instant};
+use serde::Serialize;
+
+use crate::call::{CallPlumbing, Receiver, Sender, SenderParts, StreamIds};
+use crate::link::capacity::CapacitySchedule;
+use crate::link::jitter::JitterConfig;
+use crate::link::loss::LossModel;
+use crate::link::{Link, LinkConfig, QueueLimit};
+use crate::packet::{FlowId, LinkId, Packet, RouteId};
+use crate::rng::{derive_seed, rng_for};
+use crate::scenario::{CallSpec, LinkSpec, LossSpec, QueueSize, Scenario, ScenarioError};
+use crate::scheduler::Scheduler;
+use crate::trace::{PacketEvent, Trace};
+
+/// Defaults of RFC 8867 §4.3 for media not described in the scenario.
+const DEFAULT_VIDEO_MIN: Bitrate = Bitrate::kbps(150);
+const DEFAULT_VIDEO_MAX: Bitrate = Bitrate::kbps(1500);
+const DEFAULT_AUDIO_RATE: Bitrate = Bitrate::kbps(20);
+const DEFAULT_AUDIO_INTERVAL: Duration = Duration::from_millis(20);
+const DEFAULT_FPS: f64 = 30.0;
+/// Transport-wide feedback interval (issue default; libwebrtc adapts it within 50-250 ms).
+const DEFAULT_TWCC_INTERVAL: Duration = Duration::from_millis(50);
+/// RTCP SR/RR interval.
+const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// Link state is sampled this often (and at every capacity change).
+pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Describes the run's links, calls and flows for the trace (`meta` in `summary.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Meta {
+    pub scenario: String,
+    pub variant: String,
+    pub controller: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub links: Vec<LinkMeta>,
+    pub calls: Vec<CallMeta>,
+    pub flows: Vec<FlowMeta>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkMeta {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CallMeta {
+    pub id: u32,
+    pub name: String,
+    pub controller: String,
+    pub sender: String,
+    pub receiver: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowMeta {
+    pub id: FlowId,
+    pub name: String,
+    pub kind: &'static str,
+    pub call: u32,
+    pub path: Vec<String>,
+    pub bottleneck: String,
+}
+
+/// What a run produces.
+pub struct RunOutput {
+    pub trace: Trace,
+    pub meta: Meta,
+    /// Events processed (for benchmarks).
+    pub events: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    Link(LinkId),
+    Sender(u32),
+    Receiver(u32),
+    Sample,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Endpoint {
+    Sender(u32),
+    Receiver(u32),
+}
+
+struct Route {
+    links: Vec<LinkId>,
+    dest: Endpoint,
+}
+
+struct World {
+    sched: Scheduler<Event>,
+    links: Vec<Link>,
+    link_wake: Vec<Option<Instant>>,
+    routes: Vec<Route>,
+    senders: Vec<Sender>,
+    sender_wake: Vec<Option<Instant>>,
+    receivers: Vec<Receiver>,
+    receiver_wake: Vec<Option<Instant>>,
+    trace: Trace,
+    next_packet_id: u64,
+    end: Instant,
+}
+
+fn link_config(l: &LinkSpec) -> LinkConfig {
+    let capacity = match (&l.schedule, &l.capacity) {
+        (Some(steps), _) => CapacitySchedule::from_steps(
+            steps
+                .iter()
+                .map(|s| {
+                    let rate = match (&s.capacity, s.ratio) {
+                        (Some(c), _) => *c.get(),
+                        (None, Some(r)) => {
+                            *l.reference_capacity.as_ref().expect("validated: ratio has a reference").get()
+                                * r
+                        }
+                        (None, None) => unreachable!("validated: each step has a capacity or a ratio"),
+                    };
+                    (Instant::ZERO + Duration::from_micros(s.at.as_micros()), Some(rate))
+                })
+                .collect(),
+        ),
+        (None, Some(c)) => CapacitySchedule::constant(*c.get()),
+        (None, None) => CapacitySchedule::unlimited(),
+    };
+    LinkConfig {
+        name: l.name.clone(),
+        capacity,
+        delay: l.delay.as_ref().map_or(Duration::ZERO, |d| *d.get()),
+        queue: match l.queue.as_ref().map(|q| *q.size.get()) {
+            None => QueueLimit::Unlimited,
+            Some(QueueSize::Bytes(b)) => QueueLimit::Bytes(b),
+            Some(QueueSize::Time(t)) => QueueLimit::Time(t),
+        },
+        jitter: l
+            .jitter
+            .as_ref()
+            .map(|j| JitterConfig { std: *j.std.get(), n_std: j.n_std.as_ref().map_or(3.0, |n| *n.get()) }),
+        loss: match &l.loss {
+            None => LossModel::None,
+            Some(LossSpec::Bernoulli { rate }) => LossModel::Bernoulli { rate: *rate.get() },
+            Some(LossSpec::GilbertElliott { p, r, loss_good, loss_bad }) => LossModel::GilbertElliott {
+                p: *p.get(),
+                r: *r.get(),
+                loss_good: loss_good.as_ref().map_or(0.0, |v| *v.get()),
+                loss_bad: loss_bad.as_ref().map_or(1.0, |v| *v.get()),
+            },
+        },
+    }
+}
+
+/// Fewest-hop path over directed links (ties: links in file order), as link indices.
+fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>> {
+    let mut prev: std::collections::BTreeMap<&str, Option<usize>> = [(from, None)].into();
+    let mut frontier = vec![from];
+    while !frontier.is_empty() && !prev.contains_key(to) {
+        let mut next = Vec::new();
+        for node in frontier {
+            for (i, l) in links.iter().enumerate() {
+                if l.from == node && !prev.contains_key(l.to.as_str()) {
+                    prev.insert(&l.to, Some(i));
+                    next.push(l.to.as_str());
+                }
+            }
+        }
+        frontier = next;
+    }
+    let mut path = Vec::new();
+    let mut node = to;
+    while let Some(Some(i)) = prev.get(node) {
+        path.push(*i as LinkId);
+        node = &links[*i].from;
+    }
+    (prev.contains_key(to) && node == from && from != to).then(|| {
+        path.reverse();
+        path
+    })
+}
+
+/// Builds the controller a call's sender runs.
+fn build_controller(
+    kind: ControllerKind,
+    min: Bitrate,
+    max: Bitrate,
+    start: Bitrate,
+    now: Instant,
+) -> AnyController {
+    match kind {
+        ControllerKind::Gcc => AnyController::Gcc(Box::new(GoogCc::new(
+            GccConfig { min_rate: min, max_rate: max, start_rate: start },
+            now,
+        ))),
+        _ => AnyController::Fixed(FixedRate::new(start)),
+    }
+}
+
+/// Runs one variant of a scenario with one controller and seed.
+pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<RunOutput, ScenarioError> {
+    let spec = &s.spec;
+    let origin = format!("scenario {}", spec.id);
+    let end = Instant::ZERO + *spec.duration.get();
+    let links: Vec<Link> = spec
+        .links
+        .iter()
+        .map(|l| {
+            Link::new(
+                link_config(l),
+                rng_for(seed, &format!("link/{}/loss", l.name)),
+                rng_for(seed, &format!("link/{}/jitter", l.name)),
+            )
+        })
+        .collect();
+
+    let mut meta = Meta {
+        scenario: spec.id.clone(),
+        variant: s.variant.clone(),
+        controller: controller.name().to_string(),
+        seed,
+        duration_s: end.as_secs_f64(),
+        links: spec
+            .links
+            .iter()
+            .map(|l| LinkMeta { name: l.name.clone(), from: l.from.clone(), to: l.to.clone() })
+            .collect(),
+        calls: Vec::new(),
+        flows: Vec::new(),
+    };
+    let bottleneck = |path: &[LinkId]| -> String {
+        let by_rate = path
+            .iter()
+            .min_by_key(|&&l| links[l as usize].config().capacity.min_rate().unwrap_or(Bitrate::INFINITE));
+        by_rate.map(|&l| links[l as usize].name().to_string()).unwrap_or_default()
+    };
+    let names =
+        |path: &[LinkId]| path.iter().map(|&l| links[l as usize].name().to_string()).collect::<Vec<_>>();
+
+    let mut routes = Vec::new();
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    for (i, c) in spec.calls.iter().enumerate() {
+        let call = i as u32;
+        let err = |m: String| ScenarioError {
+            origin: origin.clone(),
+            field: Some(format!("calls.{i}")),
+            line: None,
+            message: m,
+        };
+        let fwd = find_path(&spec.links, &c.from, &c.to)
+            .ok_or_else(|| err(format!("no links lead from {:?} to {:?}", c.from, c.to)))?;
+        let bwd = find_path(&spec.links, &c.to, &c.from)
+            .ok_or_else(|| err(format!("no links lead back from {:?} to {:?} for feedback", c.to, c.from)))?;
+        let name = c.name.clone().unwrap_or_else(|| format!("call{i}"));
+        let forward_route = routes.len() as RouteId;
+        routes.push(Route { links: fwd.clone(), dest: Endpoint::Receiver(call) });
+        let backward_route = routes.len() as RouteId;
+        routes.push(Route { links: bwd.clone(), dest: Endpoint::Sender(call) });
+
+        let mut add_flow = |kind: &'static str, suffix: &str, path: &[LinkId]| -> FlowId {
+            let id = meta.flows.len() as FlowId;
+            meta.flows.push(FlowMeta {
+                id,
+                name: format!("{name}.{suffix}"),
+                kind,
+                call,
+                path: names(path),
+                bottleneck: bottleneck(path),
+            });
+            id
+        };
+        let video_on = c.video.as_ref().is_none_or(|v| v.enabled);
+        let audio_on = c.audio.as_ref().is_none_or(|a| a.enabled);
+        let video_flow = video_on.then(|| add_flow("video", "video", &fwd));
+        let audio_flow = audio_on.then(|| add_flow("audio", "audio", &fwd));
+        let rtcp_rx_flow = add_flow("rtcp", "rtcp-rx", &bwd);
+        let rtcp_tx_flow = add_flow("rtcp", "rtcp-tx", &fwd);
+        let plumbing = CallPlumbing {
+            call,
+            video_flow,
+            audio_flow,
+            rtcp_tx_flow,
+            rtcp_rx_flow,
+            forward_route,
+            backward_route,
+        };
+
+        let (sender, receiver) = build_call(c, plumbing, controller, seed, end)?;
+        meta.calls.push(CallMeta {
+            id: call,
+            name,
+            controller: controller.name().into(),
+            sender: c.from.clone(),
+            receiver: c.to.clone(),
+        });
+        senders.push(sender);
+        receivers.push(receiver);
+    }
+
+    let n_links = links.len();
+    let (n_s, n_r) = (senders.len(), receivers.len());
+    let mut w = World {
+        sched: Scheduler::new(),
+        links,
+        link_wake: vec![None; n_links],
+        routes,
+        senders,
+        sender_wake: vec![None; n_s],
+        receivers,
+        receiver_wake: vec![None; n_r],
+        trace: Trace::default(),
+        next_packet_id: 0,
+        end,
+    };
+    Ok(w.run(meta))
+}
+
+fn build_call(
+    c: &CallSpec,
+    plumbing: CallPlumbing,
+    controller: ControllerKind,
+    seed: u64,
+    end: Instant,
+) -> Result<(Sender, Receiver), ScenarioError> {
+    let call = plumbing.call;
+    let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
+    let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
+    let mut ids_rng = rng_for(seed, &format!("call{call}/ids"));
+    let ids = StreamIds {
+        video_ssrc: ids_rng.random(),
+        rtx_ssrc: ids_rng.random(),
+        audio_ssrc: ids_rng.random(),
+        receiver_ssrc: ids_rng.random(),
+        video_seq0: ids_rng.random(),
+        rtx_seq0: ids_rng.random(),
+        audio_seq0: ids_rng.random(),
+        video_ts0: ids_rng.random(),
+        audio_ts0: ids_rng.random(),
+    };
+    let rate = |p: &Option<crate::scenario::Param<Bitrate>>, default: Bitrate| {
+        p.as_ref().map_or(default, |p| *p.get())
+    };
+    let video_spec = c.video.clone().unwrap_or_default();
+    let video = plumbing.video_flow.map(|_| {
+        let min = rate(&video_spec.min, DEFAULT_VIDEO_MIN);
+        let cfg = VideoConfig {
+            fps: video_spec.fps.unwrap_or(DEFAULT_FPS),
+            min_rate: min,
+            max_rate: rate(&video_spec.max, DEFAULT_VIDEO_MAX),
+            start_rate: rate(&video_spec.start, min),
+            ..VideoConfig::default()
+        };
+        VideoSource::new(cfg, derive_seed(seed, &format!("call{call}/video")), start)
+    });
+    let audio_spec = c.audio.clone().unwrap_or_default();
+    let audio = plumbing.audio_flow.map(|_| {
+        AudioSource::new(
+            AudioConfig {
+                rate: audio_spec.rate.unwrap_or(DEFAULT_AUDIO_RATE),
+                packet_interval: audio_spec.packet_interval.unwrap_or(DEFAULT_AUDIO_INTERVAL),
+            },
+            start,
+        )
+    });
+    // libwebrtc gives GoogCC the totals over all streams of the transport.
+    let audio_rate = audio.as_ref().map_or(Bitrate::ZERO, |a| a.config().rate);
+    let (vmin, vmax, vstart) = video.as_ref().map_or((Bitrate::ZERO, Bitrate::ZERO, Bitrate::ZERO), |v| {
+        (v.config().min_rate, v.config().max_rate, v.config().start_rate)
+    });
+    let ctrl = build_controller(controller, vmin + audio_rate, vmax + audio_rate, vstart + audio_rate, start);
+    let feedback = c.feedback.clone().unwrap_or_default();
+    let report_interval = feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
+    let sender = Sender::new(SenderParts {
+        plumbing,
+        ids,
+        start,
+        stop,
+        controller: ctrl,
+        video,
+        audio,
+        report_interval,
+    });
+    let receiver = Receiver::new(
+        plumbing,
+        ids,
+        start,
+        feedback.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL),
+        report_interval,
+    );
+    Ok((sender, receiver))
+}
+
+impl World {
+    fn run(&mut self, meta: Meta) -> RunOutput {
+        for i in 0..self.senders.len() {
+            self.wake_sender(i as u32);
+            self.wake_receiver(i as u32);
+        }
+        self.sched.schedule(Instant::ZERO, Event::Sample);
+        let mut events = 0u64;
+        while let Some((now, ev)) = self.sched.pop() {
+            if now > self.end {
+                break;
+            }
+            events += 1;
+            match ev {
+                Event::Link(l) => {
+                    if self.link_wake[l as usize] == Some(now) {
+                        self.link_wake[l as usize] = None;
+                    }
+                    let link = &mut self.links[l as usize];
+                    link.on_timeout(now);
+                    while let Some((_, pkt)) = self.links[l as usize].poll_output(now) {
+                        self.forward(now, pkt);
+                    }
+                    self.wake_link(l);
+                }
+                Event::Sender(i) => {
+                    if self.sender_wake[i as usize] == Some(now) {
+                        self.sender_wake[i as usize] = None;
+                    }
+                    self.senders[i as usize].on_timeout(now, &mut self.trace);
+                    self.flush_sender(now, i);
+                }
+                Event::Receiver(i) => {
+                    if self.receiver_wake[i as usize] == Some(now) {
+                        self.receiver_wake[i as usize] = None;
+                    }
+                    self.receivers[i as usize].on_timeout(now);
+                    self.flush_receiver(now, i);
+                }
+                Event::Sample => {
+                    let mut next = now + LINK_SAMPLE_INTERVAL;
+                    for (k, link) in self.links.iter().enumerate() {
+                        self.trace.links.record(
+                            now,
+                            k as LinkId,
+                            link.capacity_at(now),
+                            link.queue_bytes(),
+                            link.queue_limit_at(now),
+                        );
+                        if let Some(c) = link.config().capacity.next_change_after(now) {
+                            next = next.min(c);
+                        }
+                    }
+                    if now < self.end {
+                        self.sched.schedule(next.min(self.end), Event::Sample);
+                    }
+                }
+            }
+        }
+        RunOutput { trace: std::mem::take(&mut self.trace), meta, events }
+    }
+
+    fn wake_link(&mut self, l: LinkId) {
+        if let Some(t) = self.links[l as usize].poll_timeout() {
+            let slot = &mut self.link_wake[l as usize];
+            if slot.is_none_or(|w| t < w) {
+                *slot = Some(t);
+                self.sched.schedule(t, Event::Link(l));
+            }
+        }
+    }
+
+    fn wake_sender(&mut self, i: u32) {
+        let t = self.senders[i as usize].poll_timeout();
+        let slot = &mut self.sender_wake[i as usize];
+        if slot.is_none_or(|w| t < w) {
+            *slot = Some(t);
+            self.sched.schedule(t, Event::Sender(i));
+        }
+    }
+
+    fn wake_receiver(&mut self, i: u32) {
+        let t = self.receivers[i as usize].poll_timeout();
+        let slot = &mut self.receiver_wake[i as usize];
+        if slot.is_none_or(|w| t < w) {
+            *slot = Some(t);
+            self.sched.schedule(t, Event::Receiver(i));
+        }
+    }
+
+    fn flush_sender(&mut self, now: Instant, i: u32) {
+        let out = std::mem::take(&mut self.senders[i as usize].outbox);
+        for p in out {
+            self.transmit(now, p);
+        }
+        self.wake_sender(i);
+    }
+
+    fn flush_receiver(&mut self, now: Instant, i: u32) {
+        let out = std::mem::take(&mut self.receivers[i as usize].outbox);
+        for p in out {
+            self.transmit(now, p);
+        }
+        self.wake_receiver(i);
+    }
+
+    /// A packet leaves its sender.
+    fn transmit(&mut self, now: Instant, mut pkt: Packet) {
+        pkt.id = self.next_packet_id;
+        self.next_packet_id += 1;
+        pkt.hop = 0;
+        self.trace.packets.record(now, PacketEvent::Sent, &pkt, None);
+        self.enter_link(now, pkt);
+    }
+
+    fn enter_link(&mut self, now: Instant, pkt: Packet) {
+        let l = self.routes[pkt.route as usize].links[pkt.hop as usize];
+        if let Err((pkt, reason)) = self.links[l as usize].enqueue(now, pkt) {
+            self.trace.packets.record(now, PacketEvent::Dropped, &pkt, Some((l, reason)));
+        }
+        self.wake_link(l);
+    }
+
+    /// A packet reached the end of a link: next link or its destination.
+    fn forward(&mut self, now: Instant, mut pkt: Packet) {
+        pkt.hop += 1;
+        let route = &self.routes[pkt.route as usize];
+        if (pkt.hop as usize) < route.links.len() {
+            self.enter_link(now, pkt);
+            return;
+        }
+        self.trace.packets.record(now, PacketEvent::Received, &pkt, None);
+        match route.dest {
+            Endpoint::Sender(i) => {
+                self.senders[i as usize].on_rtcp(now, &pkt, &mut self.trace);
+                self.flush_sender(now, i);
+            }
+            Endpoint::Receiver(i) => {
+                self.receivers[i as usize].on_packet(now, &pkt, &mut self.trace);
+                self.flush_receiver(now, i);
+            }
+        }
+    }
+}
