@@ -1,0 +1,694 @@
+"""Metrics of a run, computed from its trace tables only.
+
+Every mode (simulator, emulation, browser) records the same tables (`docs/traces.md`), and this module
+is the one place that turns them into numbers, so two runs of a scenario are always measured by the
+same code. Definitions, units and sources (RFC 8868 §3, RFC 8867 §4.1, the seed theses) are in
+`docs/metrics.md`; the code follows that document.
+
+Conventions: times in the tables are integer microseconds; rates are bit/s counted on IP-level bytes
+(IPv4 + UDP + RTP headers + payload, the `size` column) so they compare honestly with link capacity;
+"goodput" counts media payload only. All functions are pure: they take polars frames and return
+frames or plain Python values (JSON-serialisable, NaN mapped to None).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+__all__ = [
+    "AUDIO",
+    "CONVERGENCE_BAND",
+    "CONVERGENCE_HOLD_US",
+    "CONVERGENCE_SMOOTH_US",
+    "DEFAULT_WINDOW_US",
+    "MEDIA_KINDS",
+    "VIDEO",
+    "Phase",
+    "Tables",
+    "convergence_time",
+    "flow_metrics",
+    "packet_delays",
+    "phases",
+    "summarize",
+    "time_to_reach",
+    "timeseries",
+]
+
+VIDEO = "video"
+AUDIO = "audio"
+MEDIA_KINDS = (VIDEO, AUDIO)
+"""Flow kinds that carry media: they have a call controller target and a convergence time."""
+
+DEFAULT_WINDOW_US = 200_000
+"""W = 200 ms, RFC 8867 §3 and RFC 8868 §3 item 1."""
+
+CONVERGENCE_BAND = 0.10
+"""±X of the steady value (testcases.md §10 [ASSUMED] X = 10 %; the RFCs give no number)."""
+CONVERGENCE_HOLD_US = 5_000_000
+"""H: the rate must stay in the band this long (or until the phase ends), [ASSUMED] H = 5 s."""
+CONVERGENCE_SMOOTH_US = 1_000_000
+"""Rates are averaged over 1 s before the band test, as RFC 8868 plots use 1 s."""
+
+_US_PER_S = 1_000_000
+
+# The documented schemas (docs/traces.md). Columns in the second dict are nullable: a producer that
+# cannot fill them (e.g. a browser run has no `frame` per packet) may leave them out.
+_SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType]]] = {
+    "packets": (
+        {
+            "t_us": pl.Int64(),
+            "event": pl.String(),
+            "packet": pl.Int64(),
+            "flow": pl.Int32(),
+            "kind": pl.String(),
+            "size": pl.Int32(),
+            "payload": pl.Int32(),
+            "sent_us": pl.Int64(),
+        },
+        {"seq": pl.Int32(), "frame": pl.Int64(), "link": pl.String(), "reason": pl.String()},
+    ),
+    "frames": (
+        {
+            "flow": pl.Int32(),
+            "frame": pl.Int64(),
+            "capture_us": pl.Int64(),
+            "size": pl.Int32(),
+            "keyframe": pl.Boolean(),
+            "packets": pl.Int32(),
+            "freeze": pl.Boolean(),
+        },
+        {"complete_us": pl.Int64()},
+    ),
+    "controller": (
+        {"t_us": pl.Int64(), "call": pl.Int32(), "target_bps": pl.Int64()},
+        {"pacing_bps": pl.Int64()},
+    ),
+    "links": (
+        {"t_us": pl.Int64(), "link": pl.String(), "queue_bytes": pl.Int64()},
+        {"capacity_bps": pl.Int64(), "queue_limit_bytes": pl.Int64()},
+    ),
+    "feedback": (
+        {"t_us": pl.Int64(), "call": pl.Int32(), "kind": pl.String(), "size": pl.Int32()},
+        {"rtt_us": pl.Int64(), "fraction_lost": pl.Float64(), "packets_reported": pl.Int32()},
+    ),
+}
+
+
+def _conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Cast a table to its documented dtypes, so joins on `flow`/`call` never fail on Int32 vs Int64.
+
+    A table without columns (a run that produced no such events) becomes an empty table with the
+    schema; missing nullable columns are added as nulls; a missing required column is an error.
+    """
+    required, nullable = _SCHEMAS[name]
+    schema = {**required, **nullable}
+    if df.width == 0:
+        return pl.DataFrame(schema=schema)
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} table lacks column(s) {missing}; docs/traces.md requires {list(required)}")
+    return df.with_columns(
+        [
+            pl.col(c).cast(dt) if c in df.columns else pl.lit(None, dtype=dt).alias(c)
+            for c, dt in schema.items()
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The trace tables of one run (`docs/traces.md`) and its `meta` dict.
+
+    Columns are cast to the documented dtypes on construction; extra columns (the controller's own
+    state) are kept untouched.
+    """
+
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    controller: pl.DataFrame
+    links: pl.DataFrame
+    feedback: pl.DataFrame
+    meta: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        for name in _SCHEMAS:
+            object.__setattr__(self, name, _conform(name, getattr(self, name)))
+        if "duration_s" not in self.meta or "flows" not in self.meta:
+            raise ValueError("meta needs 'duration_s' and 'flows' (docs/traces.md, `meta`)")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """An interval of constant capacity of one link: [start_s, end_s); capacity None = unlimited."""
+
+    start_s: float
+    end_s: float
+    capacity_bps: int | None
+
+    @property
+    def start_us(self) -> int:
+        return round(self.start_s * _US_PER_S)
+
+    @property
+    def end_us(self) -> int:
+        return round(self.end_s * _US_PER_S)
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _duration_us(t: Tables) -> int:
+    return round(float(t.meta["duration_s"]) * _US_PER_S)
+
+
+def _flows(t: Tables) -> list[dict[str, Any]]:
+    flows: list[dict[str, Any]] = t.meta["flows"]
+    return flows
+
+
+def _flow(t: Tables, flow: int) -> dict[str, Any]:
+    for f in _flows(t):
+        if int(f["id"]) == flow:
+            return f
+    raise KeyError(f"flow {flow} is not in meta.flows (ids: {[f['id'] for f in _flows(t)]})")
+
+
+def _is_media(f: dict[str, Any]) -> bool:
+    return f.get("kind") in MEDIA_KINDS
+
+
+def _py(x: object) -> float | int | None:
+    """A plain, JSON-safe Python number: numpy/polars scalars unwrapped, NaN and inf mapped to None."""
+    if x is None:
+        return None
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    raise TypeError(f"not a number: {x!r}")
+
+
+def _window_of(ts: pl.DataFrame, fallback_us: int) -> int:
+    """The window length of a timeseries frame: windows start at 0, so it is the second start time."""
+    starts = ts.get_column("t_us").unique().sort()
+    return int(starts[1]) if starts.len() > 1 else fallback_us
+
+
+def packet_delays(t: Tables) -> pl.DataFrame:
+    """Received packets with their delays: columns of `packets` plus `owd_ms` and `qdelay_ms`.
+
+    qdelay = owd - min owd of the same flow over the whole run. That minimum is the propagation plus
+    serialisation delay the flow saw with an empty queue (RFC 8868-style, derived); seed 000 uses
+    RTT - min RTT instead, which also counts the feedback path. Shared by the time series, the
+    summaries and the plots so the three agree.
+    """
+    owd = pl.col("t_us") - pl.col("sent_us")
+    return (
+        t.packets.filter(pl.col("event") == "received")
+        .with_columns(owd_ms=owd.cast(pl.Float64) / 1000.0)
+        .with_columns(qdelay_ms=pl.col("owd_ms") - pl.col("owd_ms").min().over("flow"))
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# capacity
+
+
+def _link_segments(t: Tables, link: str, duration_us: int) -> pl.DataFrame:
+    """Piecewise-constant capacity of a link: rows (t_us, capacity_bps) where each value holds until
+    the next row. Several samples at one instant keep the last one written (the state after a change
+    that coincides with a periodic sample); the first value also holds before the first sample."""
+    return (
+        t.links.filter((pl.col("link") == link) & (pl.col("t_us") < duration_us))
+        .select("t_us", "capacity_bps")
+        .with_row_index("_order")
+        .sort("t_us", "_order")
+        .unique(subset="t_us", keep="last", maintain_order=True)
+        .drop("_order")
+    )
+
+
+def _window_capacity(
+    t: Tables, link: str, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], duration_us: int
+) -> npt.NDArray[np.float64]:
+    """Time-weighted mean capacity of `link` over each window [start, end); NaN where the link is
+    unlimited at any instant of the window (a utilisation against "infinity" would be meaningless).
+
+    Integrates exactly in integer bit·µs (≤ 1e9 bit/s x 1e8 µs fits Int64), then divides once.
+    """
+    seg = _link_segments(t, link, duration_us)
+    if seg.height == 0:
+        return np.full(starts.shape, np.nan)
+    seg_t = seg.get_column("t_us").to_numpy().astype(np.int64)
+    seg_t[0] = min(int(seg_t[0]), 0)
+    cap_col = seg.get_column("capacity_bps")
+    unlimited = cap_col.is_null().to_numpy().astype(np.int64)
+    cap = cap_col.fill_null(0).to_numpy().astype(np.int64)
+    seg_end = np.append(seg_t[1:], max(duration_us, int(seg_t[-1])))
+    length = seg_end - seg_t
+    cum_cap = np.concatenate(([0], np.cumsum(cap * length)))
+    cum_unl = np.concatenate(([0], np.cumsum(unlimited * length)))
+
+    def integral(cum: npt.NDArray[np.int64], rate: npt.NDArray[np.int64], x: npt.NDArray[np.int64]) -> Any:
+        i = np.clip(np.searchsorted(seg_t, x, side="right") - 1, 0, len(seg_t) - 1)
+        return cum[i] + rate[i] * (x - seg_t[i])
+
+    bits = integral(cum_cap, cap, ends) - integral(cum_cap, cap, starts)
+    unl = integral(cum_unl, unlimited, ends) - integral(cum_unl, unlimited, starts)
+    out: npt.NDArray[np.float64] = bits.astype(np.float64) / (ends - starts).astype(np.float64)
+    out[unl > 0] = np.nan
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# time series
+
+
+def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
+    """One row per flow and window [t_us, t_us + W) over [0, duration): rates, delays, loss, frames.
+
+    Events are bucketed by integer division of their time (sent rows and drops by send time,
+    receptions and frames by arrival/completion time), aggregated with one `group_by` each and
+    joined onto the full flow x window grid, so empty windows exist (zero rates, null delays). A
+    final partial window is normalised by its real length. Columns: `docs/metrics.md`.
+    """
+    if window_us <= 0:
+        raise ValueError(f"window_us must be positive, got {window_us}")
+    dur = _duration_us(t)
+    n_windows = max(1, -(-dur // window_us))
+    flows = _flows(t)
+    starts = np.arange(n_windows, dtype=np.int64) * window_us
+    ends = np.minimum(starts + window_us, dur)
+
+    flow_df = pl.DataFrame(
+        {
+            "flow": [int(f["id"]) for f in flows],
+            "_kind": [str(f.get("kind", "")) for f in flows],
+            "_call": [int(f["call"]) if _is_media(f) and f.get("call") is not None else None for f in flows],
+            "_link": [f.get("bottleneck") for f in flows],
+        },
+        schema={"flow": pl.Int32, "_kind": pl.String, "_call": pl.Int32, "_link": pl.String},
+    )
+    win_df = pl.DataFrame({"_w": np.arange(n_windows, dtype=np.int64), "t_us": starts, "_end": ends})
+    grid = flow_df.join(win_df, how="cross").with_columns(_len_s=(pl.col("_end") - pl.col("t_us")) / 1e6)
+
+    w_sent = (pl.col("sent_us") // window_us).alias("_w")
+    w_now = (pl.col("t_us") // window_us).alias("_w")
+    pk = t.packets
+    sent = (
+        pk.filter((pl.col("event") == "sent") & pl.col("sent_us").is_between(0, dur - 1))
+        .group_by("flow", w_sent)
+        .agg(_sent_bytes=pl.col("size").cast(pl.Int64).sum(), packets_sent=pl.len())
+    )
+    dropped = (
+        pk.filter((pl.col("event") == "dropped") & pl.col("sent_us").is_between(0, dur - 1))
+        .group_by("flow", w_sent)
+        .agg(packets_dropped=pl.len())
+    )
+    recv = (
+        packet_delays(t)
+        .filter(pl.col("t_us").is_between(0, dur - 1))
+        .group_by("flow", w_now)
+        .agg(
+            _recv_bytes=pl.col("size").cast(pl.Int64).sum(),
+            _goodput_bytes=pl.col("payload").filter(pl.col("kind") == "media").cast(pl.Int64).sum(),
+            packets_received=pl.len(),
+            owd_ms=pl.col("owd_ms").mean(),
+            qdelay_ms=pl.col("qdelay_ms").mean(),
+            qdelay_p95_ms=pl.col("qdelay_ms").quantile(0.95, interpolation="linear"),
+        )
+    )
+    frames = (
+        t.frames.filter(pl.col("complete_us").is_between(0, dur - 1))
+        .group_by("flow", (pl.col("complete_us") // window_us).alias("_w"))
+        .agg(
+            _frames=pl.len(),
+            frame_delay_ms=((pl.col("complete_us") - pl.col("capture_us")).cast(pl.Float64) / 1000.0).mean(),
+        )
+    )
+
+    # Capacity per (link, window), attached to each flow through its bottleneck.
+    links = sorted({str(f["bottleneck"]) for f in flows if f.get("bottleneck") is not None})
+    cap = pl.DataFrame(
+        {
+            "_link": np.repeat(np.array(links, dtype=object), n_windows).tolist(),
+            "_w": np.tile(np.arange(n_windows, dtype=np.int64), len(links)),
+            "capacity_bps": np.concatenate(
+                [_window_capacity(t, link, starts, ends, dur) for link in links] or [np.empty(0)]
+            ),
+        },
+        schema={"_link": pl.String, "_w": pl.Int64, "capacity_bps": pl.Float64},
+    ).with_columns(pl.col("capacity_bps").fill_nan(None))
+
+    # The call's target in force at the end of each window: last controller row strictly before it.
+    calls = sorted({int(c) for c in flow_df.get_column("_call").drop_nulls().to_list()})
+    ctrl = t.controller.select(pl.col("call").alias("_call"), pl.col("t_us").alias("_ct"), "target_bps").sort(
+        "_ct"
+    )
+    call_win = (
+        pl.DataFrame({"_call": calls}, schema={"_call": pl.Int32})
+        .join(win_df.select("_w", "_end"), how="cross")
+        .sort("_end")
+    )
+    target = call_win.join_asof(
+        ctrl,
+        left_on="_end",
+        right_on="_ct",
+        by="_call",
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ).select("_call", "_w", "target_bps")
+
+    rate = 8.0 / pl.col("_len_s")
+    out = (
+        grid.join(sent, on=["flow", "_w"], how="left")
+        .join(dropped, on=["flow", "_w"], how="left")
+        .join(recv, on=["flow", "_w"], how="left")
+        .join(frames, on=["flow", "_w"], how="left")
+        .join(cap, on=["_link", "_w"], how="left")
+        .join(target, on=["_call", "_w"], how="left")
+        .with_columns(
+            pl.col("_sent_bytes", "_recv_bytes", "_goodput_bytes", "_frames").fill_null(0),
+            pl.col("packets_sent", "packets_received", "packets_dropped").fill_null(0).cast(pl.Int64),
+        )
+        .with_columns(
+            send_rate_bps=pl.col("_sent_bytes") * rate,
+            recv_rate_bps=pl.col("_recv_bytes") * rate,
+            goodput_bps=pl.col("_goodput_bytes") * rate,
+            utilization=pl.when(pl.col("capacity_bps") > 0).then(
+                pl.col("_recv_bytes") * rate / pl.col("capacity_bps")
+            ),
+            loss_ratio=pl.when(pl.col("packets_sent") > 0).then(
+                pl.col("packets_dropped") / pl.col("packets_sent")
+            ),
+            fps=pl.when(pl.col("_kind") == VIDEO).then(pl.col("_frames") / pl.col("_len_s")),
+            frame_delay_ms=pl.when(pl.col("_kind") == VIDEO).then(pl.col("frame_delay_ms")),
+        )
+    )
+    return out.select(
+        "t_us",
+        "flow",
+        pl.col("send_rate_bps", "recv_rate_bps", "goodput_bps", "capacity_bps", "utilization").cast(
+            pl.Float64
+        ),
+        pl.col("target_bps").cast(pl.Int64),
+        pl.col("owd_ms", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps", "frame_delay_ms").cast(
+            pl.Float64
+        ),
+        "packets_sent",
+        "packets_received",
+        "packets_dropped",
+    ).sort("flow", "t_us")
+
+
+# ------------------------------------------------------------------------------------------------
+# phases
+
+
+def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
+    """Intervals of constant capacity of a flow's bottleneck link (or of a named link).
+
+    `flow_or_link` is a flow id, a flow name or a link name. Consecutive samples with equal capacity
+    merge; the first phase starts at 0 and the last ends at `meta.duration_s`. A link without samples
+    is one unlimited phase. These are the "sections" of seed 000's Tables 6.1-6.3.
+    """
+    dur = _duration_us(t)
+    link: str | None
+    if isinstance(flow_or_link, int):
+        link = _flow(t, flow_or_link).get("bottleneck")
+    else:
+        names = {str(f.get("name")): f for f in _flows(t)}
+        link_names = {str(lk.get("name")) for lk in t.meta.get("links", [])}
+        if flow_or_link in names and flow_or_link not in link_names:
+            link = names[flow_or_link].get("bottleneck")
+        else:
+            link = flow_or_link
+    if link is None:
+        return [Phase(0.0, dur / _US_PER_S, None)]
+    seg = _link_segments(t, link, dur)
+    changes = seg.filter(
+        pl.col("capacity_bps").ne_missing(pl.col("capacity_bps").shift(1)) | (pl.int_range(pl.len()) == 0)
+    )
+    times = [int(x) for x in changes.get_column("t_us").to_list()]
+    caps: list[int | None] = [
+        None if c is None else int(c) for c in changes.get_column("capacity_bps").to_list()
+    ]
+    if not times:
+        return [Phase(0.0, dur / _US_PER_S, None)]
+    times[0] = 0
+    bounds = [*times, dur]
+    return [Phase(bounds[i] / _US_PER_S, bounds[i + 1] / _US_PER_S, caps[i]) for i in range(len(caps))]
+
+
+# ------------------------------------------------------------------------------------------------
+# convergence
+
+
+def _flow_windows(ts: pl.DataFrame, flow: int, start_us: int, end_us: int) -> pl.DataFrame:
+    return ts.filter(
+        (pl.col("flow") == flow) & (pl.col("t_us") >= start_us) & (pl.col("t_us") < end_us)
+    ).sort("t_us")
+
+
+def _block_means(rates: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float64]:
+    """Mean of each run of k consecutive windows, indexed by its first window (forward-looking, so a
+    step at a window boundary is dated exactly at that boundary)."""
+    c = np.concatenate(([0.0], np.cumsum(rates)))
+    out: npt.NDArray[np.float64] = (c[k:] - c[:-k]) / k
+    return out
+
+
+def convergence_time(
+    ts: pl.DataFrame, flow: int, start_us: int, end_us: int, column: str = "send_rate_bps"
+) -> float | None:
+    """Seconds from `start_us` until the flow's 1 s-averaged rate enters and stays within ±10 % of its
+    steady value (mean over the last 50 % of [start_us, end_us)) for min(5 s, rest of the interval).
+
+    RFC 8868 §3 item 8 / RFC 8867 §4.1.1E name the metric without numbers; X, H and the steady value
+    are testcases.md §10 [ASSUMED]. The sending rate is used by default: it is what the controller
+    decides, and the receive rate is clipped by the bottleneck, so it would hide an overshoot that
+    only fills the queue. Returned with one-window resolution; None if never converged.
+    """
+    w = _flow_windows(ts, flow, start_us, end_us)
+    if w.height == 0:
+        return None
+    window_us = _window_of(ts, end_us - start_us)
+    k = max(1, round(CONVERGENCE_SMOOTH_US / window_us))
+    if w.height < k:
+        return None
+    t0 = w.get_column("t_us").to_numpy().astype(np.int64)
+    rates = w.get_column(column).fill_null(0.0).to_numpy().astype(np.float64)
+    steady = float(rates[t0 >= start_us + (end_us - start_us) / 2].mean()) if rates.size else 0.0
+    if not steady > 0.0:
+        return None
+    blocks = _block_means(rates, k)
+    b_t = t0[: blocks.size]
+    in_band = np.abs(blocks - steady) <= CONVERGENCE_BAND * steady
+    # next_bad[j] = first block index >= j that is outside the band (n if none).
+    n = blocks.size
+    idx = np.where(~in_band, np.arange(n), n)
+    next_bad = np.minimum.accumulate(idx[::-1])[::-1]
+    bad_t = np.where(next_bad < n, b_t[np.minimum(next_bad, n - 1)], np.iinfo(np.int64).max)
+    ok = in_band & (bad_t > b_t + CONVERGENCE_HOLD_US)
+    hits = np.flatnonzero(ok)
+    return None if hits.size == 0 else float(b_t[hits[0]] - start_us) / _US_PER_S
+
+
+def time_to_reach(
+    ts: pl.DataFrame,
+    flow: int,
+    start_us: int,
+    level_bps: float,
+    *,
+    column: str = "send_rate_bps",
+    below: bool = False,
+    smooth_us: int = 0,
+) -> float | None:
+    """Seconds from `start_us` to the start of the first window whose rate is ≥ `level_bps` (≤ with
+    `below=True`, for reactions to a capacity drop, RFC 8836 R1.C); None if it never happens.
+
+    With `smooth_us` > 0 the rate is first averaged over that span (forward-looking, as in
+    `convergence_time`), so one bursty window does not count as reaching the level.
+    """
+    w = _flow_windows(ts, flow, start_us, np.iinfo(np.int64).max)
+    if w.height == 0:
+        return None
+    rates = w.get_column(column).fill_null(0.0).to_numpy().astype(np.float64)
+    t0 = w.get_column("t_us").to_numpy().astype(np.int64)
+    if smooth_us > 0:
+        k = max(1, round(smooth_us / _window_of(ts, smooth_us)))
+        if rates.size < k:
+            return None
+        rates = _block_means(rates, k)
+        t0 = t0[: rates.size]
+    hits = np.flatnonzero(rates <= level_bps if below else rates >= level_bps)
+    return None if hits.size == 0 else float(t0[hits[0]] - start_us) / _US_PER_S
+
+
+# ------------------------------------------------------------------------------------------------
+# summaries
+
+
+def _quantiles(s: pl.Series, qs: tuple[float, ...]) -> list[float | None]:
+    if s.len() == 0:
+        return [None] * len(qs)
+    return [_py(s.quantile(q, interpolation="linear")) for q in qs]
+
+
+def _mean(s: pl.Series) -> float | None:
+    return _py(s.mean()) if s.len() else None
+
+
+def _std(s: pl.Series) -> float | None:
+    # Population std (ddof=0): it describes the observed windows, it does not estimate anything.
+    return _py(s.std(ddof=0)) if s.len() else None
+
+
+def flow_metrics(
+    t: Tables, ts: pl.DataFrame, flow: int, start_us: int, end_us: int, settle_us: int = 0
+) -> dict[str, Any]:
+    """Metrics of one flow over [start_us + settle_us, end_us), as a JSON-safe dict.
+
+    `settle_us` skips a transient for every statistic except `convergence_time_s`, which is always
+    measured from `start_us` (the event). Rate statistics use the windows of `ts` that start in the
+    interval; packet statistics use packets sent (loss) or received (delay) in it; frame statistics
+    use frames completed in it. Keys not applicable to the flow's kind are None. Keys:
+    `docs/metrics.md`.
+    """
+    f = _flow(t, flow)
+    kind = str(f.get("kind", ""))
+    media = kind in MEDIA_KINDS
+    video = kind == VIDEO
+    rtcp = kind == "rtcp"
+    call = f.get("call")
+    s, e = start_us + settle_us, end_us
+
+    w = _flow_windows(ts, flow, s, e)
+    send, recv, good = (w.get_column(c) for c in ("send_rate_bps", "recv_rate_bps", "goodput_bps"))
+    with_cap = w.filter(pl.col("capacity_bps").is_not_null())
+    mean_cap = _mean(with_cap.get_column("capacity_bps"))
+    mean_recv_cap = _mean(with_cap.get_column("recv_rate_bps"))
+    utilization = (
+        mean_recv_cap / mean_cap
+        if not rtcp and mean_cap is not None and mean_recv_cap is not None and mean_cap > 0
+        else None
+    )
+
+    pk = t.packets.filter(pl.col("flow") == flow)
+    in_sent = pl.col("sent_us").is_between(s, e - 1)
+    sent = pk.filter((pl.col("event") == "sent") & in_sent)
+    n_sent = sent.height
+    n_dropped = pk.filter((pl.col("event") == "dropped") & in_sent).height
+    rx = packet_delays(t).filter((pl.col("flow") == flow) & pl.col("t_us").is_between(s, e - 1))
+    qd = rx.get_column("qdelay_ms")
+    q25, q50, q90, q95 = _quantiles(qd, (0.25, 0.50, 0.90, 0.95))
+    (owd50,) = _quantiles(rx.get_column("owd_ms"), (0.5,))
+
+    rtt: float | None = None
+    if call is not None:
+        fb = t.feedback.filter(
+            (pl.col("call") == int(call))
+            & pl.col("t_us").is_between(s, e - 1)
+            & pl.col("rtt_us").is_not_null()
+        )
+        rtt = _mean(fb.get_column("rtt_us").cast(pl.Float64) / 1000.0)
+
+    fps: float | None = None
+    freezes: int | None = None
+    fd50: float | None = None
+    fd95: float | None = None
+    if video:
+        fr = t.frames.filter((pl.col("flow") == flow) & pl.col("complete_us").is_between(s, e - 1))
+        fps = fr.height / ((e - s) / _US_PER_S) if e > s else None
+        freezes = int(fr.get_column("freeze").sum())
+        delay = (fr.get_column("complete_us") - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
+        fd50, fd95 = _quantiles(delay, (0.5, 0.95))
+
+    return {
+        "id": int(f["id"]),
+        "name": str(f.get("name", "")),
+        "kind": kind,
+        "mean_send_rate_bps": _mean(send),
+        "std_send_rate_bps": _std(send),
+        "min_send_rate_bps": _py(send.min()) if send.len() else None,
+        "max_send_rate_bps": _py(send.max()) if send.len() else None,
+        "mean_goodput_bps": None if rtcp else _mean(good),
+        "std_goodput_bps": None if rtcp else _std(good),
+        "mean_recv_rate_bps": _mean(recv),
+        "std_recv_rate_bps": _std(recv),
+        "mean_target_bps": _mean(w.get_column("target_bps").drop_nulls()) if media else None,
+        "mean_capacity_bps": None if rtcp else mean_cap,
+        "utilization": utilization,
+        "packets_sent": n_sent,
+        "packets_received": rx.height,
+        "packets_dropped": n_dropped,
+        "bytes_sent": int(sent.get_column("size").cast(pl.Int64).sum()),
+        "bytes_received": int(rx.get_column("size").cast(pl.Int64).sum()),
+        "loss_ratio": n_dropped / n_sent if n_sent else None,
+        "max_window_loss_ratio": _py(w.get_column("loss_ratio").max()) if w.height else None,
+        "qdelay_mean_ms": _mean(qd),
+        "qdelay_p25_ms": q25,
+        "qdelay_p50_ms": q50,
+        "qdelay_p90_ms": q90,
+        "qdelay_p95_ms": q95,
+        "qdelay_max_ms": _py(qd.max()) if qd.len() else None,
+        "owd_p50_ms": owd50,
+        "rtt_mean_ms": rtt,
+        "convergence_time_s": convergence_time(ts, flow, start_us, end_us) if media else None,
+        "fps_mean": fps,
+        "freezes": freezes,
+        "frame_delay_p50_ms": fd50,
+        "frame_delay_p95_ms": fd95,
+    }
+
+
+def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
+    """The summary of a run: `{"flows": [...], "phases": [...]}`, JSON-safe, nothing rounded.
+
+    `flows` has one `flow_metrics` dict per flow over the whole run; its `convergence_time_s` is the
+    start-up convergence (that of the flow's first phase), since a steady value over a run with
+    several capacities means nothing. `phases` lists, for each link that is the bottleneck of a media
+    flow, its constant-capacity phases (`index` counts within the link) with the metrics of every
+    flow bottlenecked there over that phase.
+    """
+    ts = timeseries(t) if ts is None else ts
+    dur = _duration_us(t)
+    flows = _flows(t)
+    out_flows: list[dict[str, Any]] = []
+    for f in flows:
+        fid = int(f["id"])
+        m = flow_metrics(t, ts, fid, 0, dur)
+        if _is_media(f):
+            first = phases(t, fid)[0]
+            m["convergence_time_s"] = convergence_time(ts, fid, first.start_us, first.end_us)
+        out_flows.append(m)
+
+    link_order = [str(lk.get("name")) for lk in t.meta.get("links", [])]
+    media_links = {str(f["bottleneck"]) for f in flows if _is_media(f) and f.get("bottleneck") is not None}
+    links = [lk for lk in link_order if lk in media_links] + sorted(media_links - set(link_order))
+    out_phases: list[dict[str, Any]] = []
+    for link in links:
+        members = [int(f["id"]) for f in flows if f.get("bottleneck") == link]
+        for i, ph in enumerate(phases(t, link)):
+            out_phases.append(
+                {
+                    "index": i,
+                    "link": link,
+                    "start_s": ph.start_s,
+                    "end_s": ph.end_s,
+                    "capacity_bps": ph.capacity_bps,
+                    "flows": [flow_metrics(t, ts, fid, ph.start_us, ph.end_us) for fid in members],
+                }
+            )
+    return {"flows": out_flows, "phases": out_phases}
