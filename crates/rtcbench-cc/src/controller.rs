@@ -27,6 +27,12 @@ pub trait Controller {
     fn congestion_window(&self) -> Option<DataSize> {
         None
     }
+    /// The fraction of its rate the video encoder should shed because the congestion window is
+    /// full (libwebrtc's `cwnd_reduce_ratio`; the encoder drops frames to get there). 0 if the
+    /// controller has no such signal.
+    fn encoder_pushback_ratio(&self) -> f64 {
+        0.0
+    }
     /// A probe cluster the pacer should send, if one is due.
     fn poll_probe(&mut self) -> Option<ProbeCluster> {
         None
@@ -141,6 +147,9 @@ impl Controller for AnyController {
     }
     fn congestion_window(&self) -> Option<DataSize> {
         dispatch!(self, c => c.congestion_window())
+    }
+    fn encoder_pushback_ratio(&self) -> f64 {
+        dispatch!(self, c => c.encoder_pushback_ratio())
     }
     fn poll_probe(&mut self) -> Option<ProbeCluster> {
         dispatch!(self, c => c.poll_probe())

@@ -51,6 +51,8 @@ pub struct GoogCc {
     last_probe: Option<Bitrate>,
     probes: std::collections::VecDeque<ProbeCluster>,
     last_loss_report: Option<Instant>,
+    /// Bytes in flight as last reported to GoogCC (by a sent packet or a feedback).
+    in_flight: DataSize,
 }
 
 fn ts(t: Instant) -> Timestamp {
@@ -110,6 +112,7 @@ impl GoogCc {
             last_probe: None,
             probes: Default::default(),
             last_loss_report: None,
+            in_flight: DataSize::ZERO,
         };
         let update = this
             .inner
@@ -167,6 +170,7 @@ impl GoogCc {
 
 impl Controller for GoogCc {
     fn on_packet_sent(&mut self, _now: Instant, pkt: &SentPacket) {
+        self.in_flight = pkt.data_in_flight;
         let msg = GSentPacket {
             send_time: ts(pkt.sent_at),
             size: size(pkt.size),
@@ -209,6 +213,7 @@ impl Controller for GoogCc {
             self.apply(update);
         }
         if !report.packets.is_empty() {
+            self.in_flight = report.data_in_flight;
             let packet_feedbacks = report
                 .packets
                 .iter()
@@ -262,6 +267,12 @@ impl Controller for GoogCc {
         self.cwnd
     }
 
+    /// GoogCC's congestion window pushback runs in "drop frames only" mode by default: the
+    /// target stays the loss/delay estimate and this ratio tells the encoder to shed rate.
+    fn encoder_pushback_ratio(&self) -> f64 {
+        self.cwnd_reduce_ratio
+    }
+
     fn poll_probe(&mut self) -> Option<ProbeCluster> {
         self.probes.pop_front()
     }
@@ -273,6 +284,7 @@ impl Controller for GoogCc {
             .with("rtt", Metric::Time(self.rtt))
             .with("loss_rate", Metric::Real(Some(self.loss_ratio)))
             .with("cwnd", Metric::Size(self.cwnd))
+            .with("in_flight", Metric::Size(Some(self.in_flight)))
             .with("cwnd_reduce_ratio", Metric::Real(Some(self.cwnd_reduce_ratio)))
             .with("last_probe", Metric::Rate(self.last_probe))
     }

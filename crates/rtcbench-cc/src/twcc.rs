@@ -188,8 +188,13 @@ impl TwccReceiver {
         if start > end {
             return Ok(Vec::new());
         }
-        let range: Vec<(i64, Option<Instant>)> =
-            self.arrivals.range(start..=end).map(|(&s, &t)| (s, Some(t))).collect();
+        // The report starts at `start` even if that packet was lost: the encoder fills gaps
+        // between listed packets, so a leading run of losses needs an explicit first entry.
+        let mut range: Vec<(i64, Option<Instant>)> = Vec::new();
+        if !self.arrivals.contains_key(&start) {
+            range.push((start, None));
+        }
+        range.extend(self.arrivals.range(start..=end).map(|(&s, &t)| (s, Some(t))));
         let packets = self.encoder.encode(&range)?;
         self.next_to_report = Some(end + 1);
         // Keep a bounded history for late arrivals.
@@ -268,5 +273,48 @@ mod tests {
         assert_eq!(second.packets.len(), 1);
         assert_eq!(second.packets[0].seq, 1);
         assert!(second.packets[0].arrival.is_some());
+    }
+}
+
+#[cfg(test)]
+mod burst_loss_tests {
+    use super::*;
+    use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
+
+    #[test]
+    /// Regression: a feedback interval that starts inside a run of losses used to report from
+    /// the first *received* packet, so the losses were never reported and stayed in flight.
+    fn regression_a_burst_of_losses_leaves_nothing_in_flight() {
+        let mut tx = TransportFeedbackAdapter::new();
+        let mut rx = TwccReceiver::new(1, 2, Duration::from_millis(50), Instant::ZERO);
+        let mut now = Instant::ZERO;
+        for k in 0..3000i64 {
+            now = Instant::from_micros(k * 1000);
+            let p = tx.on_sent(now, DataSize::bytes(1200), false, None);
+            if !(1000..1400).contains(&k) && k % 7 != 3 {
+                rx.on_packet(now + Duration::from_millis(40), TransportFeedbackAdapter::wire_seq(p.seq));
+            }
+            if now + Duration::from_millis(40) >= rx.poll_timeout() {
+                for bytes in rx.on_timeout(now + Duration::from_millis(40)).unwrap() {
+                    for m in parse_compound(&bytes).unwrap() {
+                        if let RtcpMessage::TransportFeedback(fb) = m {
+                            tx.on_feedback(now + Duration::from_millis(80), &fb);
+                        }
+                    }
+                }
+            }
+        }
+        // Everything up to the last received packet has been reported.
+        let t = now + Duration::from_secs(1);
+        for bytes in rx.on_timeout(t).unwrap() {
+            for m in parse_compound(&bytes).unwrap() {
+                if let RtcpMessage::TransportFeedback(fb) = m {
+                    tx.on_feedback(t, &fb);
+                }
+            }
+        }
+        // Every packet up to the last one received (2998) has been reported; 2999 was lost and no
+        // later packet has arrived to reveal it, so it alone is still in flight.
+        assert_eq!(tx.in_flight(), DataSize::bytes(1200));
     }
 }

@@ -129,6 +129,24 @@ struct LastBlock {
     extended_highest_seq: u32,
 }
 
+/// The encoder target under congestion-window pushback, as libwebrtc's
+/// `VideoStreamEncoder::UpdateTargetBitrate` computes it: above a 1 % ratio, shed
+/// min(target × ratio, target − codec minimum), but at most half (one frame in two). libwebrtc
+/// reaches that rate by dropping frames before the encoder; here the synthetic encoder is simply
+/// given the lower target, so the rate effect is the same but the frame rate is not reduced
+/// (docs/simulator.md).
+fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
+    if ratio <= 0.01 || target <= codec_min {
+        return target;
+    }
+    let reduce = (target.as_bps_f64() * ratio).min((target - codec_min).as_bps_f64());
+    if reduce <= 0.0 {
+        return target;
+    }
+    let interval = ((target.as_bps_f64() / reduce) as u64).max(2);
+    target - Bitrate::bps(target.as_bps() / interval)
+}
+
 /// The sending end of a call.
 pub struct Sender {
     pub plumbing: CallPlumbing,
@@ -498,7 +516,9 @@ impl Sender {
         let target = self.controller.target_rate();
         if let Some(video) = &mut self.video {
             // Audio is CBR and takes its share first, as libwebrtc's bitrate allocator does.
-            video.set_target(now, target.saturating_sub(self.audio_rate));
+            let allocation = target.saturating_sub(self.audio_rate);
+            let ratio = self.controller.encoder_pushback_ratio();
+            video.set_target(now, cwnd_pushback(allocation, ratio, video.config().min_rate));
         }
         let pacing = self.controller.pacing_rate().unwrap_or(target * 2.5);
         self.pacer.set_pacing_rate(pacing);
@@ -642,5 +662,23 @@ impl Receiver {
                 self.frame_of_ts.drain(..=k);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwnd_pushback_follows_libwebrtc() {
+        let min = Bitrate::kbps(150);
+        // Below 1 %: untouched.
+        assert_eq!(cwnd_pushback(Bitrate::kbps(1000), 0.005, min), Bitrate::kbps(1000));
+        // 20 % → drop one frame in five → 800 kbit/s.
+        assert_eq!(cwnd_pushback(Bitrate::kbps(1000), 0.2, min), Bitrate::kbps(800));
+        // 73 % is capped at one frame in two.
+        assert_eq!(cwnd_pushback(Bitrate::kbps(1000), 0.73, min), Bitrate::kbps(500));
+        // Near the codec minimum the cut is bounded by target − min: 10 kbit/s, one frame in 16.
+        assert_eq!(cwnd_pushback(Bitrate::kbps(160), 0.5, min), Bitrate::kbps(150));
     }
 }

@@ -97,14 +97,27 @@ mod serde_impls {
     //! Quantities appear in scenario files as strings with units; they serialize back the same
     //! way so a resolved scenario reads like the one the user wrote.
     use super::*;
+    use crate::ParseError;
     use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
+    /// Accepts only text: a bare number has no unit, and guessing one is how scenarios go wrong.
+    struct TextVisitor<T>(std::marker::PhantomData<T>, &'static str);
+
+    impl<T: std::str::FromStr<Err = ParseError>> de::Visitor<'_> for TextVisitor<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.1)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            v.parse().map_err(E::custom)
+        }
+    }
+
     macro_rules! text_serde {
-        ($ty:ty, $fmt:expr) => {
+        ($ty:ty, $expecting:expr, $fmt:expr) => {
             impl<'de> Deserialize<'de> for $ty {
                 fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                    let text = String::deserialize(d)?;
-                    text.parse().map_err(de::Error::custom)
+                    d.deserialize_str(TextVisitor(std::marker::PhantomData, $expecting))
                 }
             }
             impl Serialize for $ty {
@@ -115,34 +128,46 @@ mod serde_impls {
             }
         };
     }
-    text_serde!(Bitrate, |r: &Bitrate| {
-        let b = r.as_bps();
-        if b != 0 && b.is_multiple_of(1_000_000) {
-            format!("{}Mbps", b / 1_000_000)
-        } else if b != 0 && b.is_multiple_of(1_000) {
-            format!("{}kbps", b / 1_000)
-        } else {
-            format!("{b}bps")
+    text_serde!(
+        Bitrate,
+        "a bit rate with a unit as a string, e.g. \"2.5Mbps\" or \"150kbps\"",
+        |r: &Bitrate| {
+            let b = r.as_bps();
+            if b != 0 && b.is_multiple_of(1_000_000) {
+                format!("{}Mbps", b / 1_000_000)
+            } else if b != 0 && b.is_multiple_of(1_000) {
+                format!("{}kbps", b / 1_000)
+            } else {
+                format!("{b}bps")
+            }
         }
-    });
-    text_serde!(Duration, |d: &Duration| {
-        let us = d.as_micros();
-        if us != 0 && us % 1_000_000 == 0 {
-            format!("{}s", us / 1_000_000)
-        } else if us % 1_000 == 0 {
-            format!("{}ms", us / 1_000)
-        } else {
-            format!("{us}us")
+    );
+    text_serde!(
+        Duration,
+        "a duration with a unit as a string, e.g. \"300ms\" or \"1.5s\"",
+        |d: &Duration| {
+            let us = d.as_micros();
+            if us != 0 && us % 1_000_000 == 0 {
+                format!("{}s", us / 1_000_000)
+            } else if us % 1_000 == 0 {
+                format!("{}ms", us / 1_000)
+            } else {
+                format!("{us}us")
+            }
         }
-    });
-    text_serde!(DataSize, |s: &DataSize| {
-        let b = s.as_bytes();
-        if b != 0 && b.is_multiple_of(1_000) {
-            format!("{}KB", b / 1_000)
-        } else {
-            format!("{b}B")
+    );
+    text_serde!(
+        DataSize,
+        "a data size with a unit as a string, e.g. \"60KB\" or \"1500B\"",
+        |s: &DataSize| {
+            let b = s.as_bytes();
+            if b != 0 && b.is_multiple_of(1_000) {
+                format!("{}KB", b / 1_000)
+            } else {
+                format!("{b}B")
+            }
         }
-    });
+    );
 }
 
 #[cfg(test)]
