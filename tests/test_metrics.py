@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rtcbench.metrics import (
     Phase,
     Tables,

@@ -9,6 +9,7 @@ from types import ModuleType
 
 import polars as pl
 import pytest
+
 from rtcbench.metrics import Tables, timeseries
 from rtcbench.plots import plot_run
 

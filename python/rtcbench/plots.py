@@ -21,6 +21,7 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
 from rtcbench.metrics import MEDIA_KINDS, VIDEO, Tables, packet_delays
 
 if TYPE_CHECKING:

@@ -55,6 +55,9 @@ pub struct LinkMeta {
     pub name: String,
     pub from: String,
     pub to: String,
+    /// Propagation delay (without jitter), so metrics can line receptions up with the capacity
+    /// that carried them.
+    pub delay_us: i64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -232,10 +235,15 @@ pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<R
         controller: controller.name().to_string(),
         seed,
         duration_s: end.as_secs_f64(),
-        links: spec
-            .links
+        links: links
             .iter()
-            .map(|l| LinkMeta { name: l.name.clone(), from: l.from.clone(), to: l.to.clone() })
+            .zip(&spec.links)
+            .map(|(link, l)| LinkMeta {
+                name: l.name.clone(),
+                from: l.from.clone(),
+                to: l.to.clone(),
+                delay_us: link.config().delay.as_micros(),
+            })
             .collect(),
         calls: Vec::new(),
         flows: Vec::new(),

@@ -1,0 +1,63 @@
+# One entry point for every routine task. `make demo` and `make test` work on a fresh machine with
+# Rust and Python 3.11: they create .venv, install what is needed and build the native extension.
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+CARGO   ?= cargo
+# Build jobs: the reference machine has 2 cores.
+export CARGO_BUILD_JOBS ?= 2
+
+.PHONY: demo test test-rust test-python test-slow lint fmt bench build build-release clean
+
+$(PY):
+	python3 -m venv $(VENV)
+
+# Python tooling (maturin builds the extension and installs the package's own dependencies).
+$(STAMP): pyproject.toml | $(PY)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "maturin>=1.7,<2"
+	touch $(STAMP)
+
+# The extension in release mode, with the [dev] extras (pytest, hypothesis, ruff, mypy, pandas).
+build-release: $(STAMP)
+	$(BIN)/maturin develop --release -q -E dev
+
+build: build-release
+
+demo: build-release
+	$(BIN)/rtcbench run rfc8867-5.1 --cc gcc --seed 1 --out results/demo
+
+test: build-release test-rust test-python
+
+test-rust:
+	$(CARGO) test --workspace --exclude rtcbench-py --release -q
+
+test-python:
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# The slower tier: longer scenario sweeps.
+test-slow: build-release
+	$(BIN)/python -m pytest -q -m slow
+
+lint: $(STAMP)
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(BIN)/pip install -q ruff mypy
+	$(BIN)/ruff check python tests benches
+	$(BIN)/ruff format --check python tests benches
+	$(BIN)/mypy
+
+fmt:
+	$(CARGO) fmt --all
+	$(BIN)/ruff format python tests benches
+	$(BIN)/ruff check --fix python tests benches
+
+# Criterion benchmarks of the simulator, then the CLI end to end; prints simulated s per wall s.
+bench: build-release
+	$(CARGO) bench -p rtcbench-sim --bench sim
+	$(BIN)/python benches/cli_timing.py
+
+clean:
+	rm -rf $(VENV) target results

@@ -1,0 +1,35 @@
+"""rtcbench: a laboratory for congestion control of real-time media.
+
+The simulator core is Rust (`rtcbench._core`); this package is the front end: scenarios, runs,
+metrics computed from trace tables, figures and the `rtcbench` command line.
+
+    >>> import rtcbench
+    >>> [r.summary["flows"][0]["utilization"] for r in rtcbench.run("rfc8867-5.1", "gcc")]  # doctest: +SKIP
+"""
+
+from rtcbench._core import ScenarioError
+from rtcbench._core import version as _core_version
+from rtcbench.metrics import Tables, summarize, timeseries
+from rtcbench.results import load_tables, read_summary
+from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
+from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
+
+__version__: str = _core_version()
+
+__all__ = [
+    "RunResult",
+    "ScenarioError",
+    "ScenarioNotFound",
+    "Tables",
+    "UnknownController",
+    "Variant",
+    "builtin",
+    "controllers",
+    "load_tables",
+    "read_summary",
+    "resolve",
+    "run",
+    "run_variant",
+    "summarize",
+    "timeseries",
+]

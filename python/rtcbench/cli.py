@@ -1,0 +1,152 @@
+"""The `rtcbench` command line.
+
+User mistakes (unknown scenario or controller, malformed TOML, a bad value) end with exit status 2
+and one line on stderr that says what is wrong and what is allowed; no traceback.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rtcbench import _core
+from rtcbench.runner import RunResult, UnknownController, controllers, run
+from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="rtcbench: congestion control for real-time media, simulated far faster than real time.",
+)
+# Wide enough for the summary tables when the output is not a terminal (CI logs, pipes).
+console = Console(width=None if sys.stdout.isatty() else 120)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError)
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """List the built-in scenarios and controllers."""
+    t = Table(title="Scenarios", title_justify="left")
+    for col in ("id", "variants", "title", "source"):
+        t.add_column(col)
+    for s in builtin():
+        variants = resolve(s.id)
+        t.add_row(s.id, str(len(variants)), s.title, s.source)
+    console.print(t)
+    c = Table(title="Controllers", title_justify="left")
+    c.add_column("name")
+    c.add_column("description")
+    for name, desc in controllers():
+        c.add_row(name, desc)
+    console.print(c)
+
+
+def _fmt(v: Any, scale: float = 1.0, digits: int = 0, suffix: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v * scale:.{digits}f}{suffix}"
+
+
+def print_summary(results: list[RunResult]) -> None:
+    """The terminal table of a run: per media flow overall, then per phase of the bottleneck."""
+    for r in results:
+        s = r.summary
+        head = f"{s['scenario']}" + (f" [{s['variant']}]" if s["variant"] else "")
+        t = Table(title=escape(f"{head} · {s['controller']} · seed {s['seed']}"), title_justify="left")
+        cols = [
+            "flow", "send kbps", "goodput kbps", "util", "loss %", "qdelay p50 ms", "qdelay p95 ms",
+            "rtt ms", "fps", "freezes",
+        ]  # fmt: skip
+        for col in cols:
+            t.add_column(col, justify="right" if col != "flow" else "left")
+        for f in s["flows"]:
+            if f["kind"] not in ("video", "audio"):
+                continue
+            t.add_row(
+                f["name"],
+                _fmt(f["mean_send_rate_bps"], 1e-3),
+                _fmt(f["mean_goodput_bps"], 1e-3),
+                _fmt(f["utilization"], 1, 2),
+                _fmt(f["loss_ratio"], 100, 2),
+                _fmt(f["qdelay_p50_ms"], 1, 1),
+                _fmt(f["qdelay_p95_ms"], 1, 1),
+                _fmt(f["rtt_mean_ms"], 1, 0),
+                _fmt(f["fps_mean"], 1, 1),
+                _fmt(f["freezes"]),
+            )
+        console.print(t)
+        p = Table(title="phases (video flow)", title_justify="left")
+        for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms", "converged s"):
+            p.add_column(col, justify="right")
+        for ph in s["phases"]:
+            video = [f for f in ph["flows"] if f["kind"] == "video"]
+            if not video:
+                continue
+            f = video[0]
+            p.add_row(
+                f"{ph['start_s']:.0f}-{ph['end_s']:.0f} s",
+                _fmt(ph["capacity_bps"], 1e-3),
+                _fmt(f["mean_send_rate_bps"], 1e-3),
+                _fmt(f["utilization"], 1, 2),
+                _fmt(f["loss_ratio"], 100, 2),
+                _fmt(f["qdelay_p95_ms"], 1, 1),
+                _fmt(f["convergence_time_s"], 1, 1),
+            )
+        if p.row_count:
+            console.print(p)
+        speed = s["simulated_s"] / s["sim_wall_s"] if s["sim_wall_s"] else float("inf")
+        where = f" → {r.path}" if r.path else ""
+        console.print(
+            escape(
+                f"simulated {s['simulated_s']:.0f} s in {s['sim_wall_s'] * 1e3:.0f} ms "
+                f"({speed:,.0f}x real time); "
+                f"run with metrics and files {s['wall_s']:.2f} s{where}"
+            ),
+            highlight=False,
+        )
+
+
+@app.command("run")
+def run_cmd(
+    scenario: Annotated[
+        str, typer.Argument(help="A built-in scenario id (see `rtcbench list`) or a TOML file.")
+    ],
+    cc: Annotated[str, typer.Option("--cc", help="Controller: gcc or fixed.")] = "gcc",
+    seed: Annotated[int, typer.Option(help="Seed of every random draw; runs are a pure function of it.")] = 1,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a scenario field: path=value, e.g. links.forward.delay=80ms."),
+    ] = None,
+    figure: Annotated[bool, typer.Option(help="Render overview.png for each run.")] = True,
+) -> None:
+    """Run every variant of a scenario with one controller and write one results folder per variant."""
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    try:
+        results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command)
+    except USER_ERRORS as e:
+        _fail(str(e))
+    print_summary(results)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Run results on disk: the trace tables as Parquet, `summary.json`, the scenario that ran, figures.
+
+Layout (ARCHITECTURE.md, "Results on disk")::
+
+    <out>/<scenario-id>[@<variant>]/<controller>/seed-<n>/
+        scenario.toml  packets.parquet  frames.parquet  controller.parquet  links.parquet
+        feedback.parquet  timeseries.parquet  summary.json  overview.png
+
+A run is written into a hidden temporary folder beside its destination and renamed into place when
+complete, so an interrupted run never leaves a half result where a finished one is expected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from rtcbench.metrics import Tables
+
+__all__ = [
+    "TABLES",
+    "atomic_dir",
+    "load_tables",
+    "read_summary",
+    "run_dir",
+    "tables_from_core",
+    "write_tables",
+]
+
+TABLES = ("packets", "frames", "controller", "links", "feedback")
+"""The trace tables every run records (docs/traces.md)."""
+
+
+def run_dir(out: Path, scenario_id: str, variant_slug: str, controller: str, seed: int) -> Path:
+    """Where one run's results live; a scenario with several variants gets one folder per variant."""
+    name = scenario_id if variant_slug == "default" else f"{scenario_id}@{variant_slug}"
+    return out / name / controller / f"seed-{seed}"
+
+
+def _null_where(values: np.ndarray[Any, Any], sentinel: float | None) -> pl.Series:
+    """A series with the core's sentinels (-1 for integers, NaN for floats) turned into nulls."""
+    s = pl.Series(values)
+    if sentinel is None:
+        return s.fill_nan(None) if s.dtype.is_float() else s
+    return s.set(s == sentinel, None) if len(s) else s
+
+
+def _decode(codes: np.ndarray[Any, Any], names: list[str]) -> pl.Series:
+    """Integer category codes to strings; the empty name means null."""
+    lookup = pl.Series(names, dtype=pl.String)
+    s = lookup.gather(pl.Series(codes, dtype=pl.UInt32)) if len(codes) else pl.Series([], dtype=pl.String)
+    return s.set(s == "", None) if len(s) else s
+
+
+def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
+    """Builds the typed tables from `_core.simulate`'s arrays (docs/traces.md schemas)."""
+    codes = raw["codes"]
+    link_names = [link["name"] for link in meta["links"]]
+    link_names_or_null = [*link_names, ""]
+
+    p = raw["packets"]
+    link_codes = np.where(p["link"] < 0, len(link_names), p["link"])
+    packets = pl.DataFrame(
+        {
+            "t_us": p["t_us"],
+            "event": _decode(p["event"], codes["event"]),
+            "packet": p["packet"],
+            "flow": p["flow"],
+            "kind": _decode(p["kind"], codes["kind"]),
+            "size": p["size"],
+            "payload": p["payload"],
+            "sent_us": p["sent_us"],
+            "seq": _null_where(p["seq"], -1),
+            "frame": _null_where(p["frame"], -1),
+            "link": _decode(link_codes, link_names_or_null),
+            "reason": _decode(p["reason"], codes["reason"]),
+        }
+    )
+    f = raw["frames"]
+    frames = pl.DataFrame({**f, "complete_us": _null_where(f["complete_us"], -1)})
+    c = raw["controller"]
+    controller = pl.DataFrame(
+        {
+            name: (
+                _null_where(v, -1)
+                if name.endswith(("_bps", "_bytes"))
+                else _null_where(v, None)
+                if isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                else v
+            )
+            for name, v in c.items()
+        }
+    )
+    lk = raw["links"]
+    links = pl.DataFrame(
+        {
+            "t_us": lk["t_us"],
+            "link": _decode(lk["link"], link_names),
+            "capacity_bps": _null_where(lk["capacity_bps"], -1),
+            "queue_bytes": lk["queue_bytes"],
+            "queue_limit_bytes": _null_where(lk["queue_limit_bytes"], -1),
+        }
+    )
+    fb = raw["feedback"]
+    feedback = pl.DataFrame(
+        {
+            "t_us": fb["t_us"],
+            "call": fb["call"],
+            "kind": _decode(fb["kind"], codes["feedback_kind"]),
+            "size": fb["size"],
+            "rtt_us": _null_where(fb["rtt_us"], -1),
+            "fraction_lost": _null_where(fb["fraction_lost"], None),
+            "packets_reported": _null_where(fb["packets_reported"], -1),
+        }
+    )
+    return Tables(
+        packets=packets, frames=frames, controller=controller, links=links, feedback=feedback, meta=meta
+    )
+
+
+def write_tables(t: Tables, folder: Path) -> None:
+    """Writes every trace table as `<name>.parquet` (zstd; polars, pandas and pyarrow read them)."""
+    for name in TABLES:
+        df: pl.DataFrame = getattr(t, name)
+        df.write_parquet(folder / f"{name}.parquet", compression="zstd", statistics=True)
+
+
+def load_tables(folder: Path) -> Tables:
+    """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
+    summary = read_summary(folder)
+    frames = {name: pl.read_parquet(folder / f"{name}.parquet") for name in TABLES}
+    return Tables(meta=summary["meta"], **frames)
+
+
+def read_summary(folder: Path) -> dict[str, Any]:
+    with open(folder / "summary.json", encoding="utf-8") as fh:
+        summary: dict[str, Any] = json.load(fh)
+    return summary
+
+
+@contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """Yields a temporary folder beside `final` and renames it to `final` on success.
+
+    On an exception (or an interrupt) the temporary folder is removed and `final` is untouched. A
+    previous result at `final` is replaced only once the new one is complete.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old: Path | None = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

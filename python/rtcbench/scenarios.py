@@ -1,0 +1,56 @@
+"""Finding scenarios: a built-in id (`rtcbench list`) or a path to a TOML file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtcbench import _core
+
+__all__ = ["BuiltinScenario", "ScenarioNotFound", "Variant", "builtin", "resolve"]
+
+
+class ScenarioNotFound(LookupError):
+    """Neither a built-in scenario id nor a readable file."""
+
+
+@dataclass(frozen=True)
+class BuiltinScenario:
+    id: str
+    path: str
+    title: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One runnable variant of a scenario: its name, folder slug and fully resolved TOML."""
+
+    scenario_id: str
+    variant: str
+    slug: str
+    toml: str
+
+
+def builtin() -> list[BuiltinScenario]:
+    return [BuiltinScenario(*row) for row in _core.builtin_scenarios()]
+
+
+def resolve(scenario: str | Path, sets: tuple[str, ...] | list[str] = ()) -> list[Variant]:
+    """The variants of a built-in scenario id or a scenario file, with `--set` overrides applied.
+
+    Raises `ScenarioNotFound` for an unknown id or missing file and `_core.ScenarioError` (a
+    `ValueError`) for a scenario that cannot be used; both messages are one line for a person.
+    """
+    found = _core.builtin_text(str(scenario)) if isinstance(scenario, str) else None
+    if found is not None:
+        text, origin = found
+    else:
+        path = Path(scenario)
+        if not path.is_file():
+            known = ", ".join(b.id for b in builtin())
+            raise ScenarioNotFound(
+                f"no built-in scenario or file named {str(scenario)!r} (built-in: {known})"
+            )
+        text, origin = path.read_text(encoding="utf-8"), str(path)
+    return [Variant(*row) for row in _core.expand(text, origin, list(sets))]

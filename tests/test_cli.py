@@ -1,0 +1,141 @@
+"""The command line as a user meets it: listing, a run's results folder, and mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import polars as pl
+import pytest
+
+import rtcbench
+from rtcbench import plots, results
+
+RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RTCBENCH, *args], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+def test_list_names_every_builtin_scenario_and_controller() -> None:
+    out = cli("list")
+    assert out.returncode == 0, out.stderr
+    for b in rtcbench.builtin():
+        assert b.id in out.stdout
+    assert "gcc" in out.stdout and "fixed" in out.stdout
+
+
+def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
+    out = cli("run", "rfc8867-5.1", "--cc", "fixed", "--seed", "3", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    folders = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("*/*/seed-*"))
+    assert folders == [
+        "rfc8867-5.1@delay-100ms/fixed/seed-3",
+        "rfc8867-5.1@delay-50ms/fixed/seed-3",
+    ]
+    run = tmp_path / folders[1]
+    expected = {
+        "scenario.toml", "summary.json", "overview.png", "packets.parquet", "frames.parquet",
+        "controller.parquet", "links.parquet", "feedback.parquet", "timeseries.parquet",
+    }  # fmt: skip
+    assert {p.name for p in run.iterdir()} == expected
+    # No temporary folders are left behind.
+    assert not [p for p in tmp_path.rglob(".*") if p.is_dir()]
+    summary = json.loads((run / "summary.json").read_text())
+    for key in ("scenario", "variant", "controller", "seed", "simulated_s", "wall_s", "flows", "phases"):
+        assert key in summary
+    assert summary["variant"] == "delay=50ms" and summary["seed"] == 3
+    flow_keys = {
+        "id", "kind", "mean_send_rate_bps", "mean_goodput_bps", "utilization", "loss_ratio",
+        "qdelay_p50_ms", "qdelay_p95_ms", "rtt_mean_ms", "fps_mean", "freezes",
+    }  # fmt: skip
+    assert all(flow_keys <= set(f) for f in summary["flows"])
+    assert [(p["start_s"], p["end_s"], p["capacity_bps"]) for p in summary["phases"]] == [
+        (0.0, 40.0, 1_000_000),
+        (40.0, 60.0, 2_500_000),
+        (60.0, 80.0, 600_000),
+        (80.0, 100.0, 1_000_000),
+    ]
+    assert all(flow_keys <= set(f) for p in summary["phases"] for f in p["flows"])
+    # The Parquet files open in polars and pandas and hold the documented columns.
+    for name in results.TABLES:
+        df = pl.read_parquet(run / f"{name}.parquet")
+        pdf = pd.read_parquet(run / f"{name}.parquet")
+        assert len(df) == len(pdf) > 0
+    packets = pl.read_parquet(run / "packets.parquet")
+    assert set(packets["event"].unique()) <= {"sent", "received", "dropped"}
+    # The resolved scenario runs again to the same result.
+    again = rtcbench.run(str(run / "scenario.toml"), "fixed", 3, figure=False)
+    assert len(again) == 1
+    assert again[0].summary["flows"] == summary["flows"]
+    # The table is printed.
+    assert "call0.video" in out.stdout and "phases" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("run", "no-such-scenario"), "no built-in scenario or file named 'no-such-scenario'"),
+        (("run", "rfc8867-5.1", "--cc", "bbr"), "unknown controller 'bbr' (allowed: gcc, fixed)"),
+        (("run", "rfc8867-5.1", "--set", "links.forward.delay=fast"), "links[0].delay"),
+        (("run", "rfc8867-5.1", "--set", "links.nowhere.delay=5ms"), 'no element "nowhere"'),
+        (("run", "rfc8867-5.1", "--set", "links.forward.delay=5"), "a duration with a unit"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:
+    out = cli(*args, "--out", str(tmp_path))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("error: ")
+    assert needle in lines[0]
+    assert "Traceback" not in out.stderr
+    assert not any(tmp_path.iterdir()), "a failed run leaves nothing behind"
+
+
+def test_malformed_scenario_file_names_file_line_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'id = "bad"\nduration = "10s"\n\n[[links]]\nname = "f"\nfrom = "A"\nto = "B"\n'
+        'queue = { size = "300 parsecs" }\n'
+    )
+    out = cli("run", str(bad), "--out", str(tmp_path / "out"))
+    assert out.returncode == 2
+    line = out.stderr.strip()
+    assert f"{bad}:8" in line and "links[0].queue.size" in line and "300ms" in line, line
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text('id = "x"\nduration = \n')
+    out = cli("run", str(broken))
+    assert out.returncode == 2 and f"{broken}:2" in out.stderr
+
+
+def test_an_interrupted_run_leaves_no_half_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plots, "plot_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rtcbench.run("rfc8867-5.1", "fixed", 1, out=tmp_path)
+    assert list(tmp_path.rglob("*.parquet")) == []
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".") and p.is_dir()]
+
+
+def test_a_finished_result_is_replaced_only_when_the_new_one_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = rtcbench.run("seed001-sudden-reduction", "fixed", 1, out=tmp_path, figure=False)[0]
+    assert first.path is not None
+    before = (first.path / "summary.json").read_text()
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(plots, "plot_run", broken)
+    with pytest.raises(RuntimeError):
+        rtcbench.run("seed001-sudden-reduction", "fixed", 1, out=tmp_path)
+    assert (first.path / "summary.json").read_text() == before
