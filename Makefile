@@ -32,7 +32,7 @@ demo: build-release
 test: build-release test-rust test-python
 
 test-rust:
-	$(CARGO) test --workspace --exclude rtcbench-py --release -q
+	$(CARGO) test --workspace --exclude rtcbench-py -q
 
 test-python:
 	$(BIN)/python -m pytest -q -m "not slow"

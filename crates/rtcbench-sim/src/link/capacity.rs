@@ -43,6 +43,19 @@ impl CapacitySchedule {
         self.steps[self.index_at(t)].1
     }
 
+    /// The capacity that sizes a queue given in drain time at `t`: the capacity in force, or during
+    /// an outage (zero capacity) the last non-zero capacity before it, so a link that stops for a
+    /// moment buffers what it would have buffered instead of dropping everything.
+    pub fn sizing_rate_at(&self, t: Instant) -> Option<Bitrate> {
+        let i = self.index_at(t);
+        match self.steps[i].1 {
+            Some(r) if r.is_zero() => {
+                self.steps[..i].iter().rev().find_map(|s| s.1.filter(|r| !r.is_zero())).or(Some(r))
+            }
+            other => other,
+        }
+    }
+
     /// The first change strictly after `t`.
     pub fn next_change_after(&self, t: Instant) -> Option<Instant> {
         self.steps.get(self.index_at(t) + 1).map(|s| s.0)
@@ -111,6 +124,15 @@ mod tests {
         assert_eq!(c.finish_time(Instant::ZERO, DataSize::bytes(1000)), Instant::from_millis(6));
         // Entirely within one step.
         assert_eq!(c.finish_time(Instant::from_millis(10), DataSize::bytes(1000)), Instant::from_millis(14));
+    }
+
+    #[test]
+    fn an_outage_keeps_the_queue_size_of_the_capacity_before_it() {
+        let c = s(&[(0, Some(1000)), (10, Some(0)), (20, Some(500))]);
+        assert_eq!(c.sizing_rate_at(Instant::from_millis(15)), Some(Bitrate::kbps(1000)));
+        assert_eq!(c.sizing_rate_at(Instant::from_millis(25)), Some(Bitrate::kbps(500)));
+        // Zero from the start: nothing to fall back on.
+        assert_eq!(s(&[(0, Some(0))]).sizing_rate_at(Instant::ZERO), Some(Bitrate::ZERO));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `netem loss` in front of a shaper behaves). A queue size given in milliseconds is turned into
 //! bytes at the capacity in force; when the capacity changes the byte limit is recomputed for
 //! new arrivals and packets already queued stay (as `tc tbf latency` does when reconfigured).
+//! During an outage (zero capacity) the limit of the capacity before it applies.
 
 pub mod capacity;
 pub mod jitter;
@@ -96,9 +97,10 @@ impl Link {
         self.queue_bytes
     }
 
-    /// The drop-tail limit in force at `t`.
+    /// The drop-tail limit in force at `t` (a limit in drain time uses the capacity before an
+    /// outage while the capacity is zero).
     pub fn queue_limit_at(&self, t: Instant) -> Option<DataSize> {
-        self.cfg.queue.bytes_at(self.capacity_at(t))
+        self.cfg.queue.bytes_at(self.cfg.capacity.sizing_rate_at(t))
     }
 
     /// Offers a packet; returns it with the reason if the link drops it.
