@@ -9,6 +9,7 @@ ones, each with its reason. Three seeds, so a band cannot pass by the luck of on
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 import pytest
@@ -32,6 +33,16 @@ def _media_flows(r: RunResult) -> list[int]:
     return [f["id"] for f in r.summary["meta"]["flows"] if f["kind"] in ("video", "audio")]
 
 
+def _call_utilisation(r: RunResult, phase: dict[str, Any]) -> float:
+    """Receive rate of the call's media over the phase, after it settles, / capacity."""
+    start, end = round(phase["start_s"] * 1e6), round(phase["end_s"] * 1e6)
+    stats = [
+        metrics.flow_metrics(r.tables, r.timeseries, f, start, end, settle_us=SETTLE_US)
+        for f in _media_flows(r)
+    ]
+    return float(sum(s["mean_recv_rate_bps"] for s in stats)) / phase["capacity_bps"]
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_utilisation_tracks_capacity_after_each_phase_settles(
     simulate: Callable[..., tuple[RunResult, ...]], seed: int
@@ -40,12 +51,7 @@ def test_utilisation_tracks_capacity_after_each_phase_settles(
     limited = [p for p in r.summary["phases"] if p["capacity_bps"] < MEDIA_MAX_BPS]
     assert [p["capacity_bps"] for p in limited] == [1_000_000, 600_000, 1_000_000]
     for p in limited:
-        start, end = round(p["start_s"] * 1e6), round(p["end_s"] * 1e6)
-        stats = [
-            metrics.flow_metrics(r.tables, r.timeseries, f, start, end, settle_us=SETTLE_US)
-            for f in _media_flows(r)
-        ]
-        util = sum(s["mean_recv_rate_bps"] for s in stats) / p["capacity_bps"]
+        util = _call_utilisation(r, p)
         # Upper bound 1.0: the receive rate cannot exceed the capacity (physics, not tolerance).
         assert 0.6 <= util <= 1.0, f"phase {p['start_s']}-{p['end_s']} s: utilisation {util:.2f}"
 
@@ -111,10 +117,5 @@ def test_longer_delay_variant_also_tracks(simulate: Callable[..., tuple[RunResul
     for p in r100.summary["phases"]:
         if p["capacity_bps"] >= MEDIA_MAX_BPS:
             continue
-        start, end = round(p["start_s"] * 1e6), round(p["end_s"] * 1e6)
-        stats = [
-            metrics.flow_metrics(r100.tables, r100.timeseries, f, start, end, settle_us=SETTLE_US)
-            for f in _media_flows(r100)
-        ]
-        util = sum(s["mean_recv_rate_bps"] for s in stats) / p["capacity_bps"]
+        util = _call_utilisation(r100, p)
         assert 0.6 <= util <= 1.0, f"phase {p['start_s']}: {util:.2f}"

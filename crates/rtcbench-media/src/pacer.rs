@@ -73,24 +73,9 @@ impl Default for PacerConfig {
     }
 }
 
-/// A probe cluster request (from the controller's probe logic).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProbeCluster {
-    pub id: i32,
-    /// Rate at which the cluster is sent.
-    pub rate: Bitrate,
-    pub min_probes: u32,
-    pub min_bytes: DataSize,
-}
-
-/// Tag carried by every packet sent as part of a probe cluster (what libwebrtc's
-/// `PacedPacketInfo` carries to the bandwidth estimator).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProbeInfo {
-    pub cluster_id: i32,
-    pub min_probes: u32,
-    pub min_bytes: DataSize,
-}
+// Probe requests and the tag on probe packets are the controllers' vocabulary (libwebrtc's
+// `ProbeClusterConfig` and `PacedPacketInfo`), shared with them rather than mirrored here.
+pub use rtcbench_cc::{ProbeCluster, ProbeInfo};
 
 /// A packet released by the pacer.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,9 +16,9 @@
 use std::collections::BTreeMap;
 
 use rtcbench_cc::twcc::{TransportFeedbackAdapter, TwccReceiver};
-use rtcbench_cc::{AnyController, Controller, FeedbackReport, LossReport, ProbeInfo};
+use rtcbench_cc::{AnyController, Controller, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
-use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig, ProbeCluster as PacerProbe};
+use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
 use rtcbench_media::packetizer::Packetizer;
 use rtcbench_media::receiver::{FrameAssembler, FreezeDetector};
 use rtcbench_media::video::VideoSource;
@@ -145,6 +145,23 @@ fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
     }
     let interval = ((target.as_bps_f64() / reduce) as u64).max(2);
     target - Bitrate::bps(target.as_bps() / interval)
+}
+
+/// An RTCP packet (its bytes in `data`) leaving `now` on `route`.
+fn rtcp_packet(flow: FlowId, route: RouteId, now: Instant, data: Vec<u8>) -> Packet {
+    Packet {
+        id: 0,
+        flow,
+        kind: PacketKind::Rtcp,
+        size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
+        payload: DataSize::ZERO,
+        sent_at: now,
+        route,
+        hop: 0,
+        data,
+        seq: None,
+        frame: None,
+    }
 }
 
 /// The sending end of a call.
@@ -325,11 +342,7 @@ impl Sender {
 
     fn drain_pacer(&mut self, now: Instant) {
         while let Some(out) = self.pacer.poll_send(now) {
-            let probe = out.probe().map(|p| ProbeInfo {
-                cluster_id: p.cluster_id,
-                min_probes: p.min_probes,
-                min_bytes: p.min_bytes,
-            });
+            let probe = out.probe();
             let (mut header, payload, kind, flow, frame, is_audio) = match out {
                 PacedOutput::Media { item, .. } => {
                     let h = media_header(
@@ -411,19 +424,7 @@ impl Sender {
             blocks: Vec::new(),
         };
         let data = RtcpMessage::SenderReport(sr).to_bytes().expect("an SR without blocks always encodes");
-        self.outbox.push(Packet {
-            id: 0,
-            flow: self.plumbing.rtcp_tx_flow,
-            kind: PacketKind::Rtcp,
-            size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
-            payload: DataSize::ZERO,
-            sent_at: now,
-            route: self.plumbing.forward_route,
-            hop: 0,
-            data,
-            seq: None,
-            frame: None,
-        });
+        self.outbox.push(rtcp_packet(self.plumbing.rtcp_tx_flow, self.plumbing.forward_route, now, data));
     }
 
     /// Feedback (RTCP bytes) arrived.
@@ -523,12 +524,7 @@ impl Sender {
         let pacing = self.controller.pacing_rate().unwrap_or(target * 2.5);
         self.pacer.set_pacing_rate(pacing);
         while let Some(p) = self.controller.poll_probe() {
-            self.pacer.start_probe(PacerProbe {
-                id: p.id,
-                rate: p.rate,
-                min_probes: p.min_probes,
-                min_bytes: p.min_bytes,
-            });
+            self.pacer.start_probe(p);
         }
         if let Some(trace) = trace {
             let due =
@@ -607,19 +603,7 @@ impl Receiver {
     }
 
     fn send_rtcp(&mut self, now: Instant, data: Vec<u8>) {
-        self.outbox.push(Packet {
-            id: 0,
-            flow: self.plumbing.rtcp_rx_flow,
-            kind: PacketKind::Rtcp,
-            size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
-            payload: DataSize::ZERO,
-            sent_at: now,
-            route: self.plumbing.backward_route,
-            hop: 0,
-            data,
-            seq: None,
-            frame: None,
-        });
+        self.outbox.push(rtcp_packet(self.plumbing.rtcp_rx_flow, self.plumbing.backward_route, now, data));
     }
 
     /// A packet from the sender arrived (RTP or an SR).
