@@ -317,7 +317,13 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
             "_link": [f.get("bottleneck") for f in flows],
             "_shift": [_downstream_delay_us(t, f) for f in flows],
         },
-        schema={"flow": pl.Int32, "_kind": pl.String, "_call": pl.Int32, "_link": pl.String, "_shift": pl.Int64},
+        schema={
+            "flow": pl.Int32,
+            "_kind": pl.String,
+            "_call": pl.Int32,
+            "_link": pl.String,
+            "_shift": pl.Int64,
+        },
     )
     win_df = pl.DataFrame({"_w": np.arange(n_windows, dtype=np.int64), "t_us": starts, "_end": ends})
     grid = flow_df.join(win_df, how="cross").with_columns(_len_s=(pl.col("_end") - pl.col("t_us")) / 1e6)
