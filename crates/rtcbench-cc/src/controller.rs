@@ -13,6 +13,10 @@ pub trait Controller {
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket);
     /// Feedback arrived and was parsed.
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport);
+    /// The sender's queue of packets waiting to be sent (its pacer / RTP queue / rate-shaping
+    /// buffer) now holds `bytes`, the oldest waiting for `delay`. Reported whenever it changes
+    /// notably and before each drain; NADA's rate shaping and SCReAM's media rate control use it.
+    fn on_send_queue(&mut self, _now: Instant, _bytes: DataSize, _delay: Duration) {}
     /// The deadline returned by [`Controller::poll_timeout`] has passed.
     fn on_timeout(&mut self, now: Instant);
     /// When the controller next wants [`Controller::on_timeout`]; `None` if never.
@@ -132,6 +136,9 @@ impl Controller for AnyController {
     }
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
         dispatch!(self, c => c.on_feedback(now, report))
+    }
+    fn on_send_queue(&mut self, now: Instant, bytes: DataSize, delay: Duration) {
+        dispatch!(self, c => c.on_send_queue(now, bytes, delay))
     }
     fn on_timeout(&mut self, now: Instant) {
         dispatch!(self, c => c.on_timeout(now))
