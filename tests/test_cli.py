@@ -139,3 +139,15 @@ def test_a_finished_result_is_replaced_only_when_the_new_one_is_complete(
     with pytest.raises(RuntimeError):
         rtcbench.run("seed001-sudden-reduction", "fixed", 1, out=tmp_path)
     assert (first.path / "summary.json").read_text() == before
+
+
+def test_table_compares_controllers_in_markdown() -> None:
+    out = cli("table", "seed001-sudden-reduction", "--cc", "gcc,fixed")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("| scenario | variant | controller | utilisation")
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [r[2] for r in rows] == ["gcc", "fixed"]
+    # fixed sends its 300 kbit/s start rate over a mostly 2 Mbit/s link: low utilisation, no loss.
+    assert float(rows[1][3]) < 0.3
+    assert cli("table", "seed001-sudden-reduction", "--cc", "gcc,nope").returncode == 2

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rtcbench import _core
-from rtcbench.runner import RunResult, UnknownController, controllers, run
+from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 
 app = typer.Typer(
@@ -142,6 +142,46 @@ def run_cmd(
     except USER_ERRORS as e:
         _fail(str(e))
     print_summary(results)
+
+
+@app.command("table")
+def table_cmd(
+    scenarios: Annotated[
+        list[str] | None, typer.Argument(help="Scenario ids or files (default: every built-in scenario).")
+    ] = None,
+    cc: Annotated[str, typer.Option("--cc", help="Comma-separated controllers.")] = "gcc,fixed",
+    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
+) -> None:
+    """Compare controllers on scenarios: one Markdown row per scenario variant and controller.
+
+    Columns are for the video flow over the whole run: utilisation (receive rate / capacity),
+    queuing-delay p95, loss and start-up convergence time (docs/metrics.md).
+    """
+    names = [c.strip() for c in cc.split(",") if c.strip()]
+    ids = scenarios or [b.id for b in builtin()]
+    rows = [
+        "| scenario | variant | controller | utilisation | qdelay p95 ms | loss % | convergence s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    try:
+        for scenario in ids:
+            for v in resolve(scenario):
+                for name in names:
+                    r = run_variant(v, name, seed, None, figure=False)
+                    video = next(f for f in r.summary["flows"] if f["kind"] == "video")
+                    cells = [
+                        v.scenario_id,
+                        v.variant or "-",
+                        name,
+                        _fmt(video["utilization"], 1, 2),
+                        _fmt(video["qdelay_p95_ms"], 1, 0),
+                        _fmt(video["loss_ratio"], 100, 2),
+                        _fmt(video["convergence_time_s"], 1, 1),
+                    ]
+                    rows.append("| " + " | ".join(cells) + " |")
+    except USER_ERRORS as e:
+        _fail(str(e))
+    print("\n".join(rows))
 
 
 def main() -> None:

@@ -237,7 +237,8 @@ impl Sender {
         if let Some(c) = self.controller.poll_timeout() {
             t = t.min(c);
         }
-        if let Some(p) = self.pacer.poll_timeout() {
+        // A sender held back by the congestion window waits for feedback, not for the pacer.
+        if let Some(p) = self.pacer.poll_timeout().filter(|_| !self.window_full()) {
             t = t.min(p);
         }
         if let Some(v) = &self.video {
@@ -340,8 +341,17 @@ impl Sender {
         }
     }
 
+    /// True when a window-based controller (SCReAM) allows nothing more in flight. As RFC 8298
+    /// §4.1.2.3 allows, a packet may be sent while bytes in flight are below the window, so the
+    /// window can be exceeded by at most one packet.
+    fn window_full(&self) -> bool {
+        self.controller.congestion_window().is_some_and(|cwnd| self.adapter.in_flight() >= cwnd)
+    }
+
     fn drain_pacer(&mut self, now: Instant) {
-        while let Some(out) = self.pacer.poll_send(now) {
+        self.controller.on_send_queue(now, self.pacer.queue_size(), self.pacer.queue_time(now));
+        while !self.window_full() {
+            let Some(out) = self.pacer.poll_send(now) else { break };
             let probe = out.probe();
             let (mut header, payload, kind, flow, frame, is_audio) = match out {
                 PacedOutput::Media { item, .. } => {

@@ -57,6 +57,42 @@ pub struct ScenarioSpec {
     pub variants: BTreeMap<String, Vec<toml::Value>>,
     pub links: Vec<LinkSpec>,
     pub calls: Vec<CallSpec>,
+    /// Parameters of controllers, by controller name; only those of the controller that runs
+    /// are used (`--set controller.gcc-draft.deployment=send-side`).
+    #[serde(default, skip_serializing_if = "ControllerParams::is_empty")]
+    pub controller: ControllerParams,
+}
+
+/// Per-controller parameters a scenario may set.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerParams {
+    #[serde(rename = "gcc-draft", default, skip_serializing_if = "Option::is_none")]
+    pub gcc_draft: Option<GccDraftParams>,
+}
+
+impl ControllerParams {
+    pub fn is_empty(&self) -> bool {
+        self.gcc_draft.is_none()
+    }
+}
+
+/// Where draft-ietf-rmcat-gcc-02's delay-based controller runs.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GccDeployment {
+    /// At the receiver, with abs-send-time, reporting REMB (the seeds' version, GCC-02 §3).
+    #[default]
+    ReceiveSide,
+    /// At the sender, from transport-wide feedback.
+    SendSide,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GccDraftParams {
+    #[serde(default)]
+    pub deployment: GccDeployment,
 }
 
 /// A one-directional link between two nodes.
@@ -235,6 +271,10 @@ pub struct FeedbackSpec {
     /// Interval of transport-wide congestion control feedback (default 50 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub twcc_interval: Option<Duration>,
+    /// Interval of RFC 8888 congestion-control feedback, for controllers that use it (default:
+    /// the controller's own, e.g. RFC 8698's 100 ms for NADA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccfb_interval: Option<Duration>,
     /// Interval of RTCP sender and receiver reports (default 1 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_interval: Option<Duration>,
