@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench build build-release clean
+.PHONY: demo test test-rust test-python test-slow lint fmt bench build build-release clean tshark
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -31,7 +31,11 @@ demo: build-release
 
 test: build-release test-rust test-python
 
-test-rust:
+# The capture tests have Debian's tshark dissect our packets.
+tshark:
+	bash scripts/install-tshark.sh
+
+test-rust: tshark
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
 test-python:

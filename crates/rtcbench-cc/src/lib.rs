@@ -19,6 +19,8 @@
 //! Controllers see feedback only in the [`feedback`] vocabulary (`PacketResult` batches plus
 //! receiver-report and REMB data); RTCP bytes are parsed by the sender before they get here.
 
+pub mod adapter;
+pub mod ccfb;
 mod controller;
 pub mod feedback;
 pub mod fixed;

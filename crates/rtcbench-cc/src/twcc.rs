@@ -1,137 +1,18 @@
-//! Both ends of transport-wide congestion control feedback
-//! (draft-holmer-rmcat-transport-wide-cc-extensions-01).
-//!
-//! - [`TwccReceiver`] (media receiver): records the arrival of every packet carrying a
-//!   transport-wide sequence number and, every feedback interval, encodes what arrived since the
-//!   last feedback as RTCP bytes (libwebrtc's `RemoteEstimatorProxy`).
-//! - [`TransportFeedbackAdapter`] (media sender): numbers outgoing packets, remembers what it
-//!   sent, and turns parsed feedback into [`PacketResult`] batches (libwebrtc's
-//!   `TransportFeedbackAdapter`), tracking the bytes in flight.
+//! The receiver's side of transport-wide congestion control feedback
+//! (draft-holmer-rmcat-transport-wide-cc-extensions-01): [`TwccReceiver`] records the arrival of
+//! every packet carrying a transport-wide sequence number and, every feedback interval, encodes
+//! what arrived since the last feedback as RTCP bytes (libwebrtc's `RemoteEstimatorProxy`). The
+//! sender's side is [`crate::adapter::TransportFeedbackAdapter`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
-use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
-use rtcbench_wire::rtcp::twcc::{TransportFeedbackRepr, TwccEncoder};
+use rtcbench_units::{Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_wire::rtcp::twcc::TwccEncoder;
 use rtcbench_wire::WireError;
-
-use crate::feedback::{Ecn, FeedbackReport, PacketResult, ProbeInfo, SentPacket};
-
-/// How long the sender remembers a packet waiting for feedback (libwebrtc
-/// `kSendTimeHistoryWindow`).
-pub const SEND_HISTORY_WINDOW: Duration = Duration::from_secs(60);
 
 /// How far back the receiver keeps arrivals, so a packet that arrives after its sequence range
 /// was reported can be reported again with its neighbours.
 const RECEIVE_HISTORY: i64 = 1 << 12;
-
-#[derive(Clone, Copy, Debug)]
-struct SentRecord {
-    size: DataSize,
-    sent_at: Instant,
-    is_audio: bool,
-    probe: Option<ProbeInfo>,
-    /// Reported received; later reports of it are ignored.
-    acked: bool,
-    /// Counted in bytes in flight (neither acknowledged nor reported lost yet).
-    in_flight: bool,
-}
-
-/// The sender's side: send history and feedback → [`PacketResult`]s.
-#[derive(Debug, Default)]
-pub struct TransportFeedbackAdapter {
-    /// `history[i]` is the packet with sequence number `first_seq + i`.
-    history: VecDeque<SentRecord>,
-    first_seq: i64,
-    next_seq: i64,
-    in_flight: DataSize,
-    unwrapper: SeqUnwrapper<16>,
-    /// Receiver clock → sender timeline, fixed by the first feedback (libwebrtc maps the first
-    /// feedback's base time to its local arrival and advances by base-time deltas after that).
-    offset: Option<Duration>,
-}
-
-impl TransportFeedbackAdapter {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Bytes sent and neither acknowledged nor reported lost.
-    pub fn in_flight(&self) -> DataSize {
-        self.in_flight
-    }
-
-    /// Numbers a packet about to be sent and records it; the result goes to the controller.
-    pub fn on_sent(
-        &mut self,
-        now: Instant,
-        size: DataSize,
-        is_audio: bool,
-        probe: Option<ProbeInfo>,
-    ) -> SentPacket {
-        while self.history.front().is_some_and(|r| now - r.sent_at > SEND_HISTORY_WINDOW) {
-            let r = self.history.pop_front().expect("checked");
-            if r.in_flight {
-                self.in_flight -= r.size;
-            }
-            self.first_seq += 1;
-        }
-        if self.history.is_empty() {
-            self.first_seq = self.next_seq;
-        }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.history.push_back(SentRecord {
-            size,
-            sent_at: now,
-            is_audio,
-            probe,
-            acked: false,
-            in_flight: true,
-        });
-        self.in_flight += size;
-        SentPacket { seq, size, sent_at: now, is_audio, probe, data_in_flight: self.in_flight }
-    }
-
-    /// The 16-bit sequence number to write into the packet's header extension.
-    pub fn wire_seq(seq: i64) -> SeqNo<16> {
-        SeqNo::new(seq as u64)
-    }
-
-    /// Turns one feedback packet into results, in sequence order. Packets unknown to the history
-    /// (too old) and repeated acknowledgements are skipped; a packet reported lost and later
-    /// received is reported again as received.
-    pub fn on_feedback(&mut self, now: Instant, fb: &TransportFeedbackRepr) -> FeedbackReport {
-        let base_remote = fb.reference_instant();
-        let offset = *self.offset.get_or_insert(now - base_remote);
-        let mut packets = Vec::with_capacity(fb.packets.len());
-        for (seq, arrival) in fb.arrivals() {
-            let seq = self.unwrapper.unwrap(seq);
-            let Some(idx) = usize::try_from(seq - self.first_seq).ok().filter(|&i| i < self.history.len())
-            else {
-                continue;
-            };
-            let rec = &mut self.history[idx];
-            if rec.acked {
-                continue;
-            }
-            if rec.in_flight {
-                rec.in_flight = false;
-                self.in_flight -= rec.size;
-            }
-            rec.acked = arrival.is_some();
-            packets.push(PacketResult {
-                seq,
-                size: rec.size,
-                sent_at: rec.sent_at,
-                arrival: arrival.map(|a| a + offset),
-                ecn: Ecn::NotEct,
-                is_audio: rec.is_audio,
-                probe: rec.probe,
-            });
-        }
-        FeedbackReport { packets, data_in_flight: self.in_flight, ..FeedbackReport::default() }
-    }
-}
 
 /// The receiver's side: arrivals → periodic transport-wide feedback packets.
 #[derive(Debug)]
@@ -209,6 +90,8 @@ impl TwccReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::TransportFeedbackAdapter;
+    use rtcbench_units::DataSize;
     use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
 
     fn t(ms: i64) -> Instant {
@@ -223,7 +106,7 @@ mod tests {
         let mut rx = TwccReceiver::new(1, 2, Duration::from_millis(50), t(0));
         let mut sent = Vec::new();
         for k in 0..20 {
-            let p = tx.on_sent(t(k * 2), DataSize::bytes(1000), false, None);
+            let p = tx.on_sent(t(k * 2), DataSize::bytes(1000), false, None, None);
             sent.push(p);
             // Packets 5 and 6 are lost; the rest arrive 30.1 ms later.
             if k != 5 && k != 6 {
@@ -237,7 +120,7 @@ mod tests {
         let bytes = rx.on_timeout(t(50)).unwrap();
         assert_eq!(bytes.len(), 1);
         let RtcpMessage::TransportFeedback(fb) = &parse_compound(&bytes[0]).unwrap()[0] else { panic!() };
-        let report = tx.on_feedback(t(60), fb);
+        let report = tx.on_twcc(t(60), fb);
         assert_eq!(report.packets.len(), 20);
         assert_eq!(report.data_in_flight, DataSize::ZERO);
         let lost: Vec<i64> = report.packets.iter().filter(|p| p.arrival.is_none()).map(|p| p.seq).collect();
@@ -256,7 +139,7 @@ mod tests {
         let mut tx = TransportFeedbackAdapter::new();
         let mut rx = TwccReceiver::new(1, 2, Duration::from_millis(50), t(0));
         for k in 0..3 {
-            let p = tx.on_sent(t(k), DataSize::bytes(500), false, None);
+            let p = tx.on_sent(t(k), DataSize::bytes(500), false, None, None);
             if k != 1 {
                 rx.on_packet(t(k + 10), TransportFeedbackAdapter::wire_seq(p.seq));
             }
@@ -265,10 +148,10 @@ mod tests {
             RtcpMessage::TransportFeedback(f) => f,
             other => panic!("{other:?}"),
         };
-        let first = tx.on_feedback(t(60), &fb(rx.on_timeout(t(50)).unwrap()));
+        let first = tx.on_twcc(t(60), &fb(rx.on_timeout(t(50)).unwrap()));
         assert_eq!(first.packets.iter().filter(|p| p.arrival.is_none()).count(), 1);
         rx.on_packet(t(70), SeqNo::new(1));
-        let second = tx.on_feedback(t(110), &fb(rx.on_timeout(t(100)).unwrap()));
+        let second = tx.on_twcc(t(110), &fb(rx.on_timeout(t(100)).unwrap()));
         // Packets 1 and 2 are covered again; 2 was already acknowledged, so only 1 is new.
         assert_eq!(second.packets.len(), 1);
         assert_eq!(second.packets[0].seq, 1);
@@ -279,6 +162,8 @@ mod tests {
 #[cfg(test)]
 mod burst_loss_tests {
     use super::*;
+    use crate::adapter::TransportFeedbackAdapter;
+    use rtcbench_units::DataSize;
     use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
 
     #[test]
@@ -290,7 +175,7 @@ mod burst_loss_tests {
         let mut now = Instant::ZERO;
         for k in 0..3000i64 {
             now = Instant::from_micros(k * 1000);
-            let p = tx.on_sent(now, DataSize::bytes(1200), false, None);
+            let p = tx.on_sent(now, DataSize::bytes(1200), false, None, None);
             if !(1000..1400).contains(&k) && k % 7 != 3 {
                 rx.on_packet(now + Duration::from_millis(40), TransportFeedbackAdapter::wire_seq(p.seq));
             }
@@ -298,7 +183,7 @@ mod burst_loss_tests {
                 for bytes in rx.on_timeout(now + Duration::from_millis(40)).unwrap() {
                     for m in parse_compound(&bytes).unwrap() {
                         if let RtcpMessage::TransportFeedback(fb) = m {
-                            tx.on_feedback(now + Duration::from_millis(80), &fb);
+                            tx.on_twcc(now + Duration::from_millis(80), &fb);
                         }
                     }
                 }
@@ -309,7 +194,7 @@ mod burst_loss_tests {
         for bytes in rx.on_timeout(t).unwrap() {
             for m in parse_compound(&bytes).unwrap() {
                 if let RtcpMessage::TransportFeedback(fb) = m {
-                    tx.on_feedback(t, &fb);
+                    tx.on_twcc(t, &fb);
                 }
             }
         }

@@ -15,7 +15,9 @@
 
 use std::collections::BTreeMap;
 
-use rtcbench_cc::twcc::{TransportFeedbackAdapter, TwccReceiver};
+use rtcbench_cc::adapter::TransportFeedbackAdapter;
+use rtcbench_cc::ccfb::CcfbReceiver;
+use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
 use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
@@ -28,7 +30,7 @@ use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_U
 use rtcbench_wire::{ntp, ReceiverReportRepr, ReceiverStats, SenderReportRepr};
 
 use crate::packet::{FlowId, Packet, PacketKind, RouteId};
-use crate::trace::{FeedbackRow, Trace};
+use crate::trace::{FeedbackKind, FeedbackRow, Trace};
 
 /// Payload types (dynamic range, as an SDP offer would map them).
 pub const PT_VIDEO: u8 = 96;
@@ -397,7 +399,7 @@ impl Sender {
                 }
             };
             let size = wire_size(&header, payload);
-            let sent = self.adapter.on_sent(now, size, is_audio, probe);
+            let sent = self.adapter.on_sent(now, size, is_audio, probe, Some((header.ssrc, header.seq)));
             header.transport_seq = Some(TransportFeedbackAdapter::wire_seq(sent.seq));
             header.abs_send_time = Some(abs_send_time_from(now));
             let mut data = vec![0; header.buffer_len()];
@@ -445,18 +447,28 @@ impl Sender {
         for m in messages {
             match m {
                 RtcpMessage::TransportFeedback(fb) => {
-                    let report = self.adapter.on_feedback(now, &fb);
+                    let report = self.adapter.on_twcc(now, &fb);
+                    let row = FeedbackRow::reporting(FeedbackKind::Twcc, pkt.size, fb.packets.len());
+                    trace.feedback.record(now, call, row);
+                    self.controller.on_feedback(now, &report);
+                }
+                RtcpMessage::CongestionControlFeedback(fb) => {
+                    let report = self.adapter.on_ccfb(now, &fb);
+                    let reported = fb.streams.iter().map(|s| s.reports.len()).sum();
                     trace.feedback.record(
                         now,
                         call,
-                        FeedbackRow {
-                            kind: 0,
-                            size: pkt.size,
-                            rtt: None,
-                            fraction_lost: None,
-                            packets_reported: Some(fb.packets.len() as u32),
-                        },
+                        FeedbackRow::reporting(FeedbackKind::Ccfb, pkt.size, reported),
                     );
+                    self.controller.on_feedback(now, &report);
+                }
+                RtcpMessage::Remb(remb) => {
+                    let report = FeedbackReport {
+                        remb: Some(remb.bitrate),
+                        data_in_flight: self.adapter.in_flight(),
+                        ..FeedbackReport::default()
+                    };
+                    trace.feedback.record(now, call, FeedbackRow::reporting(FeedbackKind::Remb, pkt.size, 0));
                     self.controller.on_feedback(now, &report);
                 }
                 RtcpMessage::ReceiverReport(rr) => {
@@ -465,7 +477,7 @@ impl Sender {
                         now,
                         call,
                         FeedbackRow {
-                            kind: 1,
+                            kind: FeedbackKind::Rr,
                             size: pkt.size,
                             rtt: report.rtt,
                             fraction_lost: report.loss.map(|l| l.fraction_lost),
@@ -548,11 +560,69 @@ impl Sender {
     }
 }
 
+/// Which per-packet feedback a receiver sends, chosen by the sender's controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedbackMode {
+    /// Transport-wide feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01).
+    Twcc { interval: Duration },
+    /// RFC 8888 congestion control feedback.
+    Ccfb { interval: Duration },
+}
+
+/// The receiver's feedback generator for the chosen mode.
+#[derive(Debug)]
+enum FeedbackGen {
+    Twcc(TwccReceiver),
+    Ccfb(CcfbReceiver),
+}
+
+impl FeedbackGen {
+    fn new(mode: FeedbackMode, ids: &StreamIds, now: Instant) -> Self {
+        match mode {
+            FeedbackMode::Twcc { interval } => {
+                Self::Twcc(TwccReceiver::new(ids.receiver_ssrc, ids.video_ssrc, interval, now))
+            }
+            FeedbackMode::Ccfb { interval } => {
+                Self::Ccfb(CcfbReceiver::new(ids.receiver_ssrc, interval, now))
+            }
+        }
+    }
+
+    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr) {
+        match self {
+            Self::Twcc(g) => {
+                if let Some(seq) = h.transport_seq {
+                    g.on_packet(now, seq);
+                }
+            }
+            // The simulated network does not mark ECN yet: every packet arrives Not-ECT.
+            Self::Ccfb(g) => g.on_packet(now, h.ssrc, h.seq, 0),
+        }
+    }
+
+    fn poll_timeout(&self) -> Instant {
+        match self {
+            Self::Twcc(g) => g.poll_timeout(),
+            Self::Ccfb(g) => g.poll_timeout(),
+        }
+    }
+
+    /// RTCP packets due at `now`.
+    fn on_timeout(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        match self {
+            Self::Twcc(g) => g.on_timeout(now).expect("our own feedback always encodes"),
+            Self::Ccfb(g) => {
+                g.on_timeout(now).expect("our own feedback always encodes").into_iter().collect()
+            }
+        }
+    }
+}
+
 /// The receiving end of a call.
 pub struct Receiver {
     pub plumbing: CallPlumbing,
     ids: StreamIds,
-    twcc: TwccReceiver,
+    feedback: FeedbackGen,
     stats: BTreeMap<u32, (ReceiverStats, u32)>,
     video_seq: SeqUnwrapper<16>,
     assembler: FrameAssembler,
@@ -571,13 +641,13 @@ impl Receiver {
         plumbing: CallPlumbing,
         ids: StreamIds,
         start: Instant,
-        feedback_interval: Duration,
+        feedback: FeedbackMode,
         report_interval: Duration,
     ) -> Self {
         Self {
             plumbing,
             ids,
-            twcc: TwccReceiver::new(ids.receiver_ssrc, ids.video_ssrc, feedback_interval, start),
+            feedback: FeedbackGen::new(feedback, &ids, start),
             stats: BTreeMap::new(),
             video_seq: SeqUnwrapper::new(),
             assembler: FrameAssembler::new(),
@@ -591,13 +661,12 @@ impl Receiver {
     }
 
     pub fn poll_timeout(&self) -> Instant {
-        self.twcc.poll_timeout().min(self.next_report)
+        self.feedback.poll_timeout().min(self.next_report)
     }
 
     pub fn on_timeout(&mut self, now: Instant) {
-        if now >= self.twcc.poll_timeout() {
-            let packets = self.twcc.on_timeout(now).expect("our own feedback always encodes");
-            for data in packets {
+        if now >= self.feedback.poll_timeout() {
+            for data in self.feedback.on_timeout(now) {
                 self.send_rtcp(now, data);
             }
         }
@@ -629,9 +698,7 @@ impl Receiver {
             return;
         }
         let Ok((h, _)) = RtpHeaderRepr::parse(&pkt.data) else { return };
-        if let Some(seq) = h.transport_seq {
-            self.twcc.on_packet(now, seq);
-        }
+        self.feedback.on_rtp(now, &h);
         let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
         let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
         stats.on_packet(h.seq, h.timestamp, now, clock);

@@ -25,8 +25,18 @@ impl PacketEvent {
 pub const KIND_NAMES: [&str; 3] = ["media", "padding", "rtcp"];
 /// Codes of `packets.reason` (0 = null).
 pub const REASON_NAMES: [&str; 3] = ["", "queue_full", "random_loss"];
-/// Codes of `feedback.kind`.
-pub const FEEDBACK_KIND_NAMES: [&str; 3] = ["twcc", "rr", "remb"];
+/// Codes of `feedback.kind`, in [`FeedbackKind`] order.
+pub const FEEDBACK_KIND_NAMES: [&str; 4] = ["twcc", "rr", "remb", "ccfb"];
+
+/// What a feedback message was (`feedback.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FeedbackKind {
+    Twcc = 0,
+    Rr = 1,
+    Remb = 2,
+    Ccfb = 3,
+}
 
 fn kind_code(k: PacketKind) -> u8 {
     match k {
@@ -257,18 +267,25 @@ pub struct FeedbackTable {
 /// One row of `feedback.parquet`.
 #[derive(Clone, Copy, Debug)]
 pub struct FeedbackRow {
-    pub kind: u8,
+    pub kind: FeedbackKind,
     pub size: DataSize,
     pub rtt: Option<rtcbench_units::Duration>,
     pub fraction_lost: Option<f64>,
     pub packets_reported: Option<u32>,
 }
 
+impl FeedbackRow {
+    /// A per-packet feedback message (TWCC, RFC 8888, REMB) reporting on `packets` packets.
+    pub fn reporting(kind: FeedbackKind, size: DataSize, packets: usize) -> Self {
+        Self { kind, size, rtt: None, fraction_lost: None, packets_reported: Some(packets as u32) }
+    }
+}
+
 impl FeedbackTable {
     pub fn record(&mut self, t: Instant, call: u32, r: FeedbackRow) {
         self.t_us.push(t.as_micros());
         self.call.push(call as i32);
-        self.kind.push(r.kind);
+        self.kind.push(r.kind as u8);
         self.size.push(r.size.as_bytes() as i32);
         self.rtt_us.push(r.rtt.map_or(-1, |d| d.as_micros()));
         self.fraction_lost.push(r.fraction_lost.unwrap_or(f64::NAN));

@@ -13,7 +13,7 @@ use rtcbench_media::video::{VideoConfig, VideoSource};
 use rtcbench_units::{Bitrate, Duration, Instant};
 use serde::Serialize;
 
-use crate::call::{CallPlumbing, Receiver, Sender, SenderParts, StreamIds};
+use crate::call::{CallPlumbing, FeedbackMode, Receiver, Sender, SenderParts, StreamIds};
 use crate::link::capacity::CapacitySchedule;
 use crate::link::jitter::JitterConfig;
 use crate::link::loss::LossModel;
@@ -193,6 +193,11 @@ fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>> {
         path.reverse();
         path
     })
+}
+
+/// The per-packet feedback the receiver sends (transport-wide feedback for GoogCC and `fixed`).
+fn feedback_mode(f: &crate::scenario::FeedbackSpec) -> FeedbackMode {
+    FeedbackMode::Twcc { interval: f.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL) }
 }
 
 /// Builds the controller a call's sender runs.
@@ -401,13 +406,7 @@ fn build_call(
         audio,
         report_interval,
     });
-    let receiver = Receiver::new(
-        plumbing,
-        ids,
-        start,
-        feedback.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL),
-        report_interval,
-    );
+    let receiver = Receiver::new(plumbing, ids, start, feedback_mode(&feedback), report_interval);
     Ok((sender, receiver))
 }
 

@@ -68,6 +68,14 @@ pub enum WireError {
     /// symbols than its packet status count.
     #[error("malformed transport-wide feedback: {0}")]
     BadTransportFeedback(String),
+    /// An RFC 8888 congestion control feedback packet is inconsistent (RFC 8888 §3.1), e.g. a
+    /// report block announces more metric blocks than the packet holds.
+    #[error("malformed RFC 8888 congestion control feedback: {0}")]
+    BadCongestionControlFeedback(String),
+    /// A REMB packet (draft-alvestrand-rmcat-remb-03 §2.2) is malformed, e.g. its SSRC list does
+    /// not match its Num SSRC field or its bitrate overflows 64 bits.
+    #[error("malformed REMB: {0}")]
+    BadRemb(String),
     /// This message kind is parsed (as [`RtcpMessage::Other`](crate::rtcp::RtcpMessage::Other))
     /// but cannot be emitted.
     #[error("cannot emit {0}")]

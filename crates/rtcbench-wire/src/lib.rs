@@ -9,17 +9,22 @@
 //!   A.3, A.8).
 //! * [`ntp`]: the mapping from simulated time to NTP and compact NTP (RFC 3550 §4, §6.4.1).
 //! * [`rtcp`]: sender and receiver reports (RFC 3550 §6.4) and transport-wide congestion control
-//!   feedback (TWCC-01 §3), parsed and written with the `rtcp-types` crate, plus compound packets.
+//!   feedback (TWCC-01 §3), parsed and written with the `rtcp-types` crate; REMB
+//!   (draft-alvestrand-rmcat-remb-03) and RFC 8888 congestion control feedback, written byte by
+//!   byte; and compound packets.
 //!
 //! Nothing here panics on malformed input: every parser returns a [`WireError`].
 
 mod error;
 pub mod ntp;
+pub mod pcap;
 pub mod rtcp;
 pub mod rtp;
 pub mod rtp_stats;
 
 pub use error::WireError;
+pub use rtcp::ccfb::{CcfbArrival, CcfbMetric, CcfbRepr, CcfbStream, CcfbStreamArrivals};
+pub use rtcp::remb::RembRepr;
 pub use rtcp::report::{ReceiverReportRepr, ReportBlock, SenderReportRepr};
 pub use rtcp::twcc::{TransportFeedbackRepr, TwccEncoder};
 pub use rtcp::{emit_compound, parse_compound, RtcpMessage};

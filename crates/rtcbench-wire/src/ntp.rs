@@ -42,6 +42,23 @@ pub const fn compact(ntp64: u64) -> u32 {
     (ntp64 >> 16) as u32
 }
 
+/// The compact NTP time of `t`: the middle 32 bits of [`to_ntp64`], so `t` truncated to a
+/// multiple of 1/65536 s (15.26 µs), as in LSR and RFC 8888's report timestamp.
+pub fn to_compact(t: Instant) -> u32 {
+    compact(to_ntp64(t))
+}
+
+/// The instant of a compact NTP time, rounded to 1 µs; the inverse of [`to_compact`] up to its
+/// truncation.
+///
+/// Compact NTP keeps only 16 bits of seconds and wraps every 65536 s (18.2 h), so the instant
+/// chosen is the one within ±32768 s (±9.1 h) of `Instant::ZERO`. Exact for clocks that stay in
+/// that window; a receiver clock beyond it reads shifted by multiples of 65536 s.
+pub fn from_compact(c: u32) -> Instant {
+    let since_base = c.wrapping_sub(to_compact(Instant::ZERO)) as i32;
+    Instant::from_micros(div_round(i128::from(since_base) * MICROS_PER_SEC, 1 << 16) as i64)
+}
+
 /// A compact-NTP span (units of 1/65536 s, e.g. a DLSR) as a [`Duration`], rounded to 1 µs.
 pub fn compact_to_duration(c: u32) -> Duration {
     Duration::from_micros(div_round(c as i128 * MICROS_PER_SEC, 1 << 16) as i64)
@@ -92,6 +109,19 @@ mod tests {
     }
 
     #[test]
+    fn compact_instants_truncate_and_unwrap_around_zero() {
+        // 1.5 s is exactly 0x8000 in the fraction; 10 µs is below one unit and truncates away.
+        assert_eq!(to_compact(Instant::from_micros(1_500_010)) & 0xFFFF, 0x8000);
+        assert_eq!(from_compact(to_compact(Instant::from_micros(1_500_010))), Instant::from_millis(1500));
+        // Both sides of the base, up to just under 9.1 h away.
+        for s in [-32_767i64, -1, 0, 3_600, 32_767] {
+            assert_eq!(from_compact(to_compact(Instant::from_secs(s))), Instant::from_secs(s));
+        }
+        // 65536 s later is the same compact time.
+        assert_eq!(from_compact(to_compact(Instant::from_secs(65_536 + 7))), Instant::from_secs(7));
+    }
+
+    #[test]
     fn rtt_is_arrival_minus_lsr_minus_dlsr() {
         // SR sent at t = 10 s, held 250 ms by the receiver, report back at 10.4 s: RTT 150 ms.
         let lsr = compact(to_ntp64(Instant::from_secs(10)));
@@ -108,6 +138,13 @@ mod tests {
         fn ntp_round_trips_to_the_microsecond(us in -1_000_000_000_000i64..1_000_000_000_000) {
             let t = Instant::from_micros(us);
             prop_assert_eq!(from_ntp64(to_ntp64(t)), t);
+        }
+
+        #[test]
+        fn compact_instant_is_at_most_one_unit_early(us in -32_000_000_000i64..32_000_000_000) {
+            let t = Instant::from_micros(us);
+            let back = from_compact(to_compact(t));
+            prop_assert!(back <= t && t - back <= Duration::from_micros(16), "{t} -> {back}");
         }
 
         #[test]

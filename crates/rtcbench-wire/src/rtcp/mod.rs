@@ -1,24 +1,30 @@
 //! RTCP messages (RFC 3550 §6) that rtcbench's controllers read, and compound packets (§6.1).
 //!
-//! Parsing and writing go through the `rtcp-types` crate; this module converts its borrowed views
-//! into owned `Repr`s with typed fields. Files mirror the messages:
+//! Compounds are split by the `rtcp-types` crate. Reports and TWCC are parsed and written with
+//! it too, converting its borrowed views into owned `Repr`s with typed fields; `rtcp-types` has
+//! no REMB or RFC 8888 support, so those two are read and written here byte by byte (after
+//! `rtcp-types` has checked the common header). Files mirror the messages:
 //!
 //! * [`report`]: sender and receiver reports and their report blocks (RFC 3550 §6.4.1, §6.4.2).
 //! * [`twcc`]: transport-wide congestion control feedback
 //!   (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3, "TWCC-01").
-//! * Later: `remb.rs` (REMB, draft-alvestrand-rmcat-remb-03, PSFB FMT 15) and `ccfb.rs`
-//!   (RFC 8888 congestion control feedback, RTPFB FMT 11). Until then they parse as
-//!   [`RtcpMessage::Other`].
+//! * [`remb`]: receiver estimated maximum bitrate (draft-alvestrand-rmcat-remb-03, PSFB FMT 15
+//!   with the "REMB" identifier).
+//! * [`ccfb`]: RFC 8888 congestion control feedback (RTPFB FMT 11).
 //!
 //! Compound rules are not enforced on parse or emit: RFC 3550 §6.1 wants every compound packet to
 //! start with an SR or RR, but feedback is often sent alone as reduced-size RTCP (RFC 5506).
 
+pub mod ccfb;
+pub mod remb;
 pub mod report;
 pub mod twcc;
 
 use rtcp_types::prelude::*;
 
 use crate::WireError;
+use ccfb::CcfbRepr;
+use remb::RembRepr;
 use report::{ReceiverReportRepr, SenderReportRepr};
 use twcc::TransportFeedbackRepr;
 
@@ -32,6 +38,13 @@ pub const PT_RTPFB: u8 = 205;
 pub const PT_PSFB: u8 = 206;
 /// FMT of transport-wide CC feedback within RTPFB (TWCC-01 §3.1).
 pub const FMT_TWCC: u8 = 15;
+/// FMT of RFC 8888 congestion control feedback within RTPFB (RFC 8888 §3.1).
+pub const FMT_CCFB: u8 = 11;
+/// FMT of application layer feedback within PSFB (RFC 4585 §6.4); REMB is one application,
+/// told apart by its identifier.
+pub const FMT_AFB: u8 = 15;
+/// Longest RTCP packet: the 16-bit length field counts 32-bit words minus one (RFC 3550 §6.4.1).
+pub const MAX_PACKET_LEN: usize = 4 << 16;
 
 /// One RTCP packet of a compound packet, decoded if rtcbench uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,8 +56,11 @@ pub enum RtcpMessage {
     ReceiverReport(ReceiverReportRepr),
     /// Transport-wide CC feedback, PT 205 FMT 15.
     TransportFeedback(TransportFeedbackRepr),
-    // Later: Remb(RembRepr) for PT 206 FMT 15 with the "REMB" identifier, and
-    // CongestionControlFeedback(CcfbRepr) for PT 205 FMT 11 (RFC 8888).
+    /// REMB, PT 206 FMT 15 with the "REMB" identifier. Other application layer feedback is
+    /// [`Other`](Self::Other).
+    Remb(RembRepr),
+    /// RFC 8888 congestion control feedback, PT 205 FMT 11.
+    CongestionControlFeedback(CcfbRepr),
     /// Any other packet (SDES, BYE, NACK, PLI, ...), well formed but not decoded.
     Other {
         /// The RTCP packet type.
@@ -57,16 +73,14 @@ pub enum RtcpMessage {
 impl RtcpMessage {
     /// The packet's bytes. [`Other`](Self::Other) cannot be written (its body is not kept).
     pub fn to_bytes(&self) -> Result<Vec<u8>, WireError> {
-        write_vec(&self.builder()?)
-    }
-
-    fn builder(&self) -> Result<rtcp_types::PacketBuilder<'static>, WireError> {
-        Ok(match self {
-            Self::SenderReport(sr) => sr.builder()?.into(),
-            Self::ReceiverReport(rr) => rr.builder()?.into(),
-            Self::TransportFeedback(fb) => fb.builder()?.into(),
-            Self::Other { .. } => return Err(WireError::Unsupported("an undecoded RTCP packet")),
-        })
+        match self {
+            Self::SenderReport(sr) => sr.to_bytes(),
+            Self::ReceiverReport(rr) => rr.to_bytes(),
+            Self::TransportFeedback(fb) => fb.to_bytes(),
+            Self::Remb(remb) => remb.to_bytes(),
+            Self::CongestionControlFeedback(ccfb) => ccfb.to_bytes(),
+            Self::Other { .. } => Err(WireError::Unsupported("an undecoded RTCP packet")),
+        }
     }
 }
 
@@ -81,7 +95,8 @@ pub fn parse_compound(bytes: &[u8]) -> Result<Vec<RtcpMessage>, WireError> {
     for packet in compound {
         let packet = packet?;
         // Compound::parse has checked that the lengths tile `bytes`; the raw slice is needed
-        // because rtcp-types' TWCC view does not expose the packet status count.
+        // because rtcp-types' TWCC view does not expose the packet status count, and for the
+        // messages it does not know.
         let raw = bytes.get(offset..offset + packet.length()).ok_or(WireError::Truncated {
             what: "RTCP compound packet",
             needed: offset + packet.length(),
@@ -94,6 +109,14 @@ pub fn parse_compound(bytes: &[u8]) -> Result<Vec<RtcpMessage>, WireError> {
             rtcp_types::Packet::TransportFeedback(ref fb) if fb.count() == FMT_TWCC => {
                 RtcpMessage::TransportFeedback(TransportFeedbackRepr::parse(raw)?)
             }
+            rtcp_types::Packet::TransportFeedback(ref fb) if fb.count() == FMT_CCFB => {
+                RtcpMessage::CongestionControlFeedback(CcfbRepr::parse(raw)?)
+            }
+            rtcp_types::Packet::PayloadFeedback(ref fb)
+                if fb.count() == FMT_AFB && remb::has_remb_identifier(raw) =>
+            {
+                RtcpMessage::Remb(RembRepr::parse(raw)?)
+            }
             other => RtcpMessage::Other { packet_type: other.type_(), fmt: other.count() },
         });
     }
@@ -101,12 +124,33 @@ pub fn parse_compound(bytes: &[u8]) -> Result<Vec<RtcpMessage>, WireError> {
 }
 
 /// Writes `messages` back to back as one compound packet (RFC 3550 §6.1).
+///
+/// No packet is padded, so plain concatenation is what `rtcp-types`' compound writer would do.
 pub fn emit_compound(messages: &[RtcpMessage]) -> Result<Vec<u8>, WireError> {
-    let mut compound = rtcp_types::Compound::builder();
+    let mut compound = Vec::new();
     for message in messages {
-        compound = compound.add_packet(message.builder()?);
+        compound.extend_from_slice(&message.to_bytes()?);
     }
-    write_vec(&compound)
+    Ok(compound)
+}
+
+/// Writes the common header (RFC 3550 §6.4.1) of an unpadded packet of `len` bytes into `buf`:
+/// V=2, P=0, the 5-bit `fmt`, the packet type and the length in words minus one.
+///
+/// `len` must be a multiple of 4 from 4 to [`MAX_PACKET_LEN`], and `buf` at least 4 bytes.
+pub(crate) fn emit_common_header(buf: &mut [u8], fmt: u8, packet_type: u8, len: usize) {
+    debug_assert!(len & 3 == 0 && (4..=MAX_PACKET_LEN).contains(&len) && fmt < 32);
+    buf[0] = 0x80 | fmt;
+    buf[1] = packet_type;
+    buf[2..4].copy_from_slice(&((len / 4 - 1) as u16).to_be_bytes());
+}
+
+/// `packet` without the padding that its last octet counts when the P bit is set (RFC 3550
+/// §6.4.1), or `None` if fewer than `min_len` bytes would remain.
+pub(crate) fn strip_padding(packet: &[u8], min_len: usize) -> Option<&[u8]> {
+    let padding = if packet.first()? & 0x20 != 0 { usize::from(*packet.last()?) } else { 0 };
+    let unpadded = packet.get(..packet.len().checked_sub(padding)?)?;
+    (unpadded.len() >= min_len).then_some(unpadded)
 }
 
 /// Runs an `rtcp-types` writer into a new vector of exactly its size.
@@ -132,9 +176,10 @@ pub(crate) fn write_into(
 
 #[cfg(test)]
 mod tests {
+    use super::ccfb::{CcfbMetric, CcfbStream};
     use super::report::ReportBlock;
     use super::*;
-    use rtcbench_units::{Duration, SeqNo};
+    use rtcbench_units::{Bitrate, Duration, SeqNo};
 
     fn sample_messages() -> Vec<RtcpMessage> {
         let block = ReportBlock {
@@ -161,6 +206,55 @@ mod tests {
                 ],
             }),
         ]
+    }
+
+    /// An empty RR, an RFC 8888 report and a REMB, as a receiver running both a delay-based
+    /// estimator and RFC 8888 feedback might send them together.
+    fn feedback_compound() -> Vec<RtcpMessage> {
+        vec![
+            RtcpMessage::ReceiverReport(ReceiverReportRepr { ssrc: 7, blocks: vec![] }),
+            RtcpMessage::CongestionControlFeedback(CcfbRepr {
+                sender_ssrc: 7,
+                report_timestamp: 0x378A_0000,
+                streams: vec![CcfbStream {
+                    media_ssrc: 9,
+                    begin_seq: SeqNo::new(65535),
+                    reports: vec![
+                        Some(CcfbMetric { ecn: CcfbMetric::ECN_CE, arrival_offset: Some(Duration::ZERO) }),
+                        None,
+                        Some(CcfbMetric { ecn: 0, arrival_offset: None }),
+                    ],
+                }],
+            }),
+            RtcpMessage::Remb(RembRepr { sender_ssrc: 7, bitrate: Bitrate::mbps(10), ssrcs: vec![9] }),
+        ]
+    }
+
+    #[test]
+    fn compound_with_rr_ccfb_and_remb_parses_in_order() {
+        // Written by hand: RFC 3550 §6.4.2, RFC 8888 §3.1, draft-alvestrand-rmcat-remb-03 §2.2.
+        let bytes = [
+            0x80, 201, 0x00, 0x01, 0, 0, 0, 7, // RR, RC=0, length 1, SSRC 7
+            0x8B, 205, 0x00, 0x06, 0, 0, 0, 7, // CCFB, length 6 (28 bytes), sender SSRC 7
+            0, 0, 0, 9, 0xFF, 0xFF, 0x00, 0x03, // media SSRC 9, begin_seq 65535, num_reports 3
+            0xE0, 0x00, 0x00, 0x00, 0x9F, 0xFF, 0x00, 0x00, // CE at the RTS, lost, 0x1FFF, pad
+            0x37, 0x8A, 0x00, 0x00, // RTS
+            0x8F, 206, 0x00, 0x05, 0, 0, 0, 7, 0, 0, 0, 0, // REMB, length 5 (24 bytes), media 0
+            b'R', b'E', b'M', b'B', 0x01, 0x1A, 0x62, 0x5A, 0, 0, 0, 9, // 1 SSRC, 10 Mbit/s, SSRC 9
+        ];
+        let messages = parse_compound(&bytes).unwrap();
+        assert_eq!(messages, feedback_compound());
+        assert_eq!(emit_compound(&messages).unwrap(), bytes);
+    }
+
+    #[test]
+    fn other_application_layer_feedback_is_other() {
+        // PSFB FMT 15 with another identifier, then a CCFB: only the CCFB is decoded.
+        let mut bytes = vec![0x8F, 206, 0x00, 0x03, 0, 0, 0, 7, 0, 0, 0, 0, b'G', b'O', b'O', b'G'];
+        bytes.extend(feedback_compound()[1].to_bytes().unwrap());
+        let messages = parse_compound(&bytes).unwrap();
+        assert_eq!(messages[0], RtcpMessage::Other { packet_type: PT_PSFB, fmt: FMT_AFB });
+        assert!(matches!(messages[1], RtcpMessage::CongestionControlFeedback(_)));
     }
 
     #[test]
@@ -194,11 +288,18 @@ mod tests {
     fn malformed_compounds_are_errors() {
         let bytes = emit_compound(&sample_messages()).unwrap();
         assert!(parse_compound(&bytes[..bytes.len() - 4]).is_err());
+        // A REMB whose Num SSRC disagrees with its length rejects the whole datagram.
+        let mut feedback = emit_compound(&feedback_compound()).unwrap();
+        let num_ssrc = feedback.len() - 8;
+        feedback[num_ssrc] = 2;
+        assert!(matches!(parse_compound(&feedback), Err(WireError::BadRemb(_))));
         assert!(parse_compound(&[]).is_err());
         let mut v1 = bytes.clone();
         v1[0] = 0x40;
         assert!(parse_compound(&v1).is_err());
     }
+
+    use proptest::prop_assert_eq;
 
     proptest::proptest! {
         #[test]
@@ -217,6 +318,34 @@ mod tests {
                 bytes[at] = value;
             }
             let _ = parse_compound(&bytes);
+        }
+
+        #[test]
+        fn parsing_mutated_feedback_compounds_never_panics(
+            edits in proptest::collection::vec((0usize..56, 0u8..=255), 1..6),
+        ) {
+            let mut bytes = emit_compound(&feedback_compound()).unwrap();
+            for (at, value) in edits {
+                bytes[at] = value;
+            }
+            if let Ok(messages) = parse_compound(&bytes) {
+                // Whatever parses, except undecoded packets, can be written and reads back.
+                if !messages.iter().any(|m| matches!(m, RtcpMessage::Other { .. })) {
+                    prop_assert_eq!(parse_compound(&emit_compound(&messages).unwrap()), Ok(messages));
+                }
+            }
+        }
+
+        /// Arbitrary bytes behind valid RTPFB FMT 11 and REMB headers reach those parsers.
+        #[test]
+        fn parsing_arbitrary_feedback_bodies_never_panics(body in proptest::collection::vec(0u8..=255, 0..64)) {
+            let words = body.len() / 4;
+            let mut ccfb = vec![0x8B, PT_RTPFB, 0, (words + 1) as u8, 0, 0, 0, 1];
+            ccfb.extend_from_slice(&body[..words * 4]);
+            let _ = parse_compound(&ccfb);
+            let mut remb = vec![0x8F, PT_PSFB, 0, (words + 3) as u8, 0, 0, 0, 1, 0, 0, 0, 0, b'R', b'E', b'M', b'B'];
+            remb.extend_from_slice(&body[..words * 4]);
+            let _ = parse_compound(&remb);
         }
 
         /// Arbitrary bytes behind a valid RTPFB FMT 15 header reach the TWCC parser.

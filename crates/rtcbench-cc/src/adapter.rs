@@ -1,0 +1,174 @@
+//! The sender's side of per-packet feedback: it numbers outgoing packets with the transport-wide
+//! sequence number, remembers what it sent, and turns parsed feedback, transport-wide
+//! (draft-holmer-rmcat-transport-wide-cc-extensions-01) or RFC 8888, into [`PacketResult`]
+//! batches while tracking the bytes in flight (libwebrtc's `TransportFeedbackAdapter`, which
+//! serves both formats the same way).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_wire::rtcp::ccfb::{CcfbMetric, CcfbRepr};
+use rtcbench_wire::rtcp::twcc::TransportFeedbackRepr;
+
+use crate::feedback::{Ecn, FeedbackReport, PacketResult, ProbeInfo, SentPacket};
+
+/// How long the sender remembers a packet waiting for feedback (libwebrtc
+/// `kSendTimeHistoryWindow`).
+pub const SEND_HISTORY_WINDOW: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, Debug)]
+struct SentRecord {
+    size: DataSize,
+    sent_at: Instant,
+    is_audio: bool,
+    probe: Option<ProbeInfo>,
+    /// (SSRC, unwrapped RTP sequence number), the key RFC 8888 reports use.
+    stream: Option<(u32, i64)>,
+    /// Reported received; later reports of it are ignored.
+    acked: bool,
+    /// Counted in bytes in flight (neither acknowledged nor reported lost yet).
+    in_flight: bool,
+}
+
+/// Send history and feedback → [`PacketResult`]s.
+#[derive(Debug, Default)]
+pub struct TransportFeedbackAdapter {
+    /// `history[i]` is the packet with transport sequence number `first_seq + i`.
+    history: VecDeque<SentRecord>,
+    first_seq: i64,
+    next_seq: i64,
+    in_flight: DataSize,
+    unwrapper: SeqUnwrapper<16>,
+    /// RTP sequence numbers per SSRC, unwrapped as sent.
+    rtp_unwrappers: BTreeMap<u32, SeqUnwrapper<16>>,
+    /// (SSRC, unwrapped RTP sequence number) → transport sequence number, for RFC 8888.
+    by_stream: BTreeMap<(u32, i64), i64>,
+    /// Receiver clock → sender timeline, fixed by the first feedback (libwebrtc maps the first
+    /// feedback's base time to its local arrival and advances by base-time deltas after that).
+    offset: Option<Duration>,
+}
+
+impl TransportFeedbackAdapter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes sent and neither acknowledged nor reported lost.
+    pub fn in_flight(&self) -> DataSize {
+        self.in_flight
+    }
+
+    /// Numbers a packet about to be sent and records it; the result goes to the controller.
+    /// `stream` is its (SSRC, RTP sequence number), for feedback that refers to packets that way.
+    pub fn on_sent(
+        &mut self,
+        now: Instant,
+        size: DataSize,
+        is_audio: bool,
+        probe: Option<ProbeInfo>,
+        stream: Option<(u32, SeqNo<16>)>,
+    ) -> SentPacket {
+        while self.history.front().is_some_and(|r| now - r.sent_at > SEND_HISTORY_WINDOW) {
+            let r = self.history.pop_front().expect("checked");
+            if r.in_flight {
+                self.in_flight -= r.size;
+            }
+            if let Some(key) = r.stream {
+                self.by_stream.remove(&key);
+            }
+            self.first_seq += 1;
+        }
+        if self.history.is_empty() {
+            self.first_seq = self.next_seq;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let stream = stream.map(|(ssrc, rtp_seq)| {
+            let key = (ssrc, self.rtp_unwrappers.entry(ssrc).or_default().unwrap(rtp_seq));
+            self.by_stream.insert(key, seq);
+            key
+        });
+        self.history.push_back(SentRecord {
+            size,
+            sent_at: now,
+            is_audio,
+            probe,
+            stream,
+            acked: false,
+            in_flight: true,
+        });
+        self.in_flight += size;
+        SentPacket { seq, size, sent_at: now, is_audio, probe, data_in_flight: self.in_flight }
+    }
+
+    /// The 16-bit sequence number to write into the packet's header extension.
+    pub fn wire_seq(seq: i64) -> SeqNo<16> {
+        SeqNo::new(seq as u64)
+    }
+
+    /// The result for the packet with transport sequence number `seq`, or `None` if it is unknown
+    /// (too old) or already acknowledged. A packet reported lost and later received is reported
+    /// again as received.
+    fn resolve(
+        &mut self,
+        seq: i64,
+        arrival: Option<Instant>,
+        ecn: Ecn,
+        offset: Duration,
+    ) -> Option<PacketResult> {
+        let idx = usize::try_from(seq - self.first_seq).ok().filter(|&i| i < self.history.len())?;
+        let rec = &mut self.history[idx];
+        if rec.acked {
+            return None;
+        }
+        if rec.in_flight {
+            rec.in_flight = false;
+            self.in_flight -= rec.size;
+        }
+        rec.acked = arrival.is_some();
+        Some(PacketResult {
+            seq,
+            size: rec.size,
+            sent_at: rec.sent_at,
+            arrival: arrival.map(|a| a + offset),
+            ecn,
+            is_audio: rec.is_audio,
+            probe: rec.probe,
+        })
+    }
+
+    fn report(&self, mut packets: Vec<PacketResult>) -> FeedbackReport {
+        packets.sort_by_key(|p| p.seq);
+        FeedbackReport { packets, data_in_flight: self.in_flight, ..FeedbackReport::default() }
+    }
+
+    /// Turns one transport-wide feedback packet into results, in sequence order.
+    pub fn on_twcc(&mut self, now: Instant, fb: &TransportFeedbackRepr) -> FeedbackReport {
+        let offset = *self.offset.get_or_insert(now - fb.reference_instant());
+        let mut packets = Vec::with_capacity(fb.packets.len());
+        for (seq, arrival) in fb.arrivals() {
+            let seq = self.unwrapper.unwrap(seq);
+            packets.extend(self.resolve(seq, arrival, Ecn::NotEct, offset));
+        }
+        self.report(packets)
+    }
+
+    /// Turns one RFC 8888 report into results (with their ECN marks), in send order.
+    pub fn on_ccfb(&mut self, now: Instant, fb: &CcfbRepr) -> FeedbackReport {
+        let offset = *self.offset.get_or_insert(now - fb.report_instant());
+        let mut packets = Vec::new();
+        for (ssrc, rtp_seq, arrival) in fb.arrivals() {
+            let Some(unwrapper) = self.rtp_unwrappers.get(&ssrc) else { continue };
+            let key = (ssrc, unwrapper.peek(rtp_seq));
+            let Some(&seq) = self.by_stream.get(&key) else { continue };
+            let ecn = match arrival.map(|(_, e)| e) {
+                Some(CcfbMetric::ECN_CE) => Ecn::Ce,
+                Some(CcfbMetric::ECN_ECT0) => Ecn::Ect0,
+                Some(CcfbMetric::ECN_ECT1) => Ecn::Ect1,
+                _ => Ecn::NotEct,
+            };
+            packets.extend(self.resolve(seq, arrival.map(|(t, _)| t), ecn, offset));
+        }
+        self.report(packets)
+    }
+}

@@ -1,0 +1,408 @@
+//! Capture files (libpcap format) of simulated traffic, to open a run in Wireshark or tshark as
+//! it would look on the wire.
+//!
+//! Each packet is written as a raw IPv4 datagram (`LINKTYPE_RAW`, 101: no link layer, so no
+//! made-up MAC addresses) carrying one UDP datagram (RFC 791, RFC 768) whose data is the RTP
+//! header bytes followed by `payload` zero bytes, or a whole RTCP packet. Sizes match what the
+//! simulator counts: 20 bytes of IPv4 header + 8 of UDP + header bytes + payload
+//! ([`IPV4_UDP_OVERHEAD`] + data), and [`PcapWriter::write_udp`] returns that wire size. Both
+//! checksums are computed, so Wireshark's checksum validation reports them as good.
+//!
+//! Timestamps have microsecond resolution. `Instant::ZERO` is written as 2026-01-01 00:00:00 UTC
+//! ([`EPOCH_UNIX_SECS`]), the same base as [`ntp`](crate::ntp), so the capture time of a sender
+//! report equals the NTP timestamp it carries. Files are byte-identical for identical input: the
+//! byte order is fixed (little-endian) and the IPv4 identification is a per-writer counter.
+//!
+//! # Dissecting with tshark
+//!
+//! rtcbench multiplexes RTP and RTCP on one UDP port pair (rtcp-mux, RFC 5761 §4), as WebRTC
+//! does, and nothing in the capture (no SDP) tells Wireshark that the ports carry RTP. Decoding
+//! the ports as RTP is enough: Wireshark's RTP dissector (`packet-rtp.c`) hands every datagram
+//! whose second byte is 192-223 (marker bit set and "payload type" 64-95, the range RFC 5761 §4
+//! reserves for RTCP packet types such as SR 200 ... PSFB 206) to the RTCP dissector, so RTP
+//! frames show `raw:ip:udp:rtp` and RTCP frames `raw:ip:udp:rtp:rtcp`. RTP payload types must
+//! therefore stay outside 64-95, as RFC 5761 §4 requires anyway.
+//! Heuristics are no substitute: `--enable-heuristic rtp_udp` finds the RTP packets and the
+//! default `rtcp_udp` heuristic finds SR/RR, but a feedback packet sent alone (reduced-size
+//! RTCP, RFC 5506) stays undissected UDP. [`TSHARK_ARGS`] is the decode-as option for
+//! [`DEFAULT_PORT`] plus checksum validation; for other ports repeat `-d udp.port==PORT,rtp` or
+//! give a range, `-d udp.port==5000-5010,rtp`.
+//!
+//! ```text
+//! tshark -r run.pcap -d udp.port==5004,rtp -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE \
+//!        -T fields -E occurrence=a -E aggregator='|' -e frame.number -e rtp.seq -e rtcp.pt
+//! ```
+//!
+//! Field names, checked with Wireshark 4.0.17 (Debian 12; `tshark -G fields` lists them all).
+//! With `-T fields`, fields shown in hex by Wireshark print as `0x…` (SSRCs, `rtp.ext.profile`),
+//! the others in decimal, byte fields as bare hex; `-E occurrence=a` prints every occurrence.
+//!
+//! * IPv4/UDP: `ip.checksum.status` and `udp.checksum.status` are 1 ("Good") with the two `-o`
+//!   options (2 is "Unverified", 0 "Bad"); `ip.len`, `udp.length`, `frame.len`,
+//!   `frame.time_epoch` (`1767225601.000000000` for `Instant::from_secs(1)`).
+//! * RTP (RFC 3550): `rtp.version`, `rtp.p_type`, `rtp.marker` (0/1), `rtp.seq`,
+//!   `rtp.timestamp`, `rtp.ssrc`, `rtp.ext.profile` (`0xbede`), `rtp.ext.len` (32-bit words),
+//!   `rtp.payload`.
+//! * One-byte header extensions (RFC 8285 §4.2, "RFC 5285" in Wireshark): per element, one
+//!   occurrence each of `rtp.ext.rfc5285.id`, `rtp.ext.rfc5285.len` (data bytes, the len nibble
+//!   plus one) and `rtp.ext.rfc5285.data` (hex, e.g. `040000` for abs-send-time 1 s, `fffe` for
+//!   transport seq 65534, `e0` for frame marking S|E|I). Wireshark 4.0 decodes none of
+//!   abs-send-time, transport-cc or frame marking, and has no preference or "Decode As" entry
+//!   to bind an ID to one (its `rtp.ext.rfc5285.id` table is not user-settable), so read values
+//!   from the data bytes.
+//! * SR/RR (RFC 3550 §6.4): `rtcp.pt`, `rtcp.rc`, `rtcp.length_check` (1 = OK),
+//!   `rtcp.senderssrc`, `rtcp.timestamp.ntp.msw`, `rtcp.timestamp.ntp.lsw`,
+//!   `rtcp.timestamp.rtp`, `rtcp.sender.packetcount`, `rtcp.sender.octetcount`;
+//!   per report block `rtcp.ssrc.identifier`, `rtcp.ssrc.fraction`, `rtcp.ssrc.cum_nr`
+//!   (signed), `rtcp.ssrc.ext_high`, `rtcp.ssrc.high_cycles`, `rtcp.ssrc.high_seq`,
+//!   `rtcp.ssrc.jitter`, `rtcp.ssrc.lsr`, `rtcp.ssrc.dlsr`. With
+//!   `-o rtcp.show_roundtrip_calculation:TRUE` Wireshark also computes `rtcp.roundtrip-delay`
+//!   (ms, truncated) from LSR, DLSR and the capture time of the RR, and adds a Note-level
+//!   expert item for it.
+//! * Transport-wide feedback (RTPFB FMT 15): `rtcp.rtpfb.fmt`, `rtcp.mediassrc`,
+//!   `rtcp.rtpfb.transportcc.baseseq`, `.statuscount`, `.reftime` (64 ms units), `.pktcount`,
+//!   `.pktchunk` (decimal), `.recv_delta` (one per received packet in 250 µs ticks, printed as
+//!   hex of its wire width: `0x18` for a one-byte delta, `0xfff6` for a two-byte -10), and
+//!   `rtcp.rtpfb.transportcc_bad` when chunks exceed the status count.
+//! * REMB (PSFB FMT 15): `rtcp.psfb.fmt`, `rtcp.psfb.remb.identifier` (`REMB`),
+//!   `rtcp.psfb.remb.fci.number_ssrcs`, `rtcp.psfb.remb.fci.br_exp`,
+//!   `rtcp.psfb.remb.fci.br_mantissa`, `rtcp.psfb.remb.fci.ssrc`. In 4.0
+//!   `rtcp.psfb.remb.fci.bitrate` prints empty with `-T fields`: compute mantissa << exp.
+//! * RFC 8888 feedback (RTPFB FMT 11): Wireshark 4.0 has no dissector; it shows "Unknown (11)",
+//!   reads the first report SSRC as `rtcp.mediassrc` and the rest as raw `rtcp.fci` bytes.
+//!   Later versions add `rtcp.rtpfb.ccfb.*` fields.
+//! * Problems: `_ws.malformed` (and `_ws.expert` with severity Error) for a malformed packet,
+//!   `_ws.expert`/`_ws.expert.message` for any expert item.
+
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use pcap_file::pcap::{PcapHeader, PcapPacket};
+use pcap_file::{DataLink, Endianness, TsResolution};
+use rtcbench_units::{DataSize, Instant};
+
+use crate::ntp::NTP_BASE_SECS;
+use crate::rtp::IPV4_UDP_OVERHEAD;
+
+/// Unix time (seconds since 1970-01-01 UTC) written for `Instant::ZERO`: 2026-01-01 00:00:00 UTC,
+/// the same instant as [`ntp::NTP_BASE_SECS`](crate::ntp::NTP_BASE_SECS).
+pub const EPOCH_UNIX_SECS: u64 = NTP_BASE_SECS - NTP_UNIX_OFFSET_SECS;
+/// Seconds from the NTP epoch (1900) to the Unix epoch (1970), RFC 868.
+const NTP_UNIX_OFFSET_SECS: u64 = 2_208_988_800;
+
+/// The pcap link type: raw IP, the version read from the first nibble (`LINKTYPE_RAW`).
+pub const LINKTYPE_RAW: u32 = 101;
+/// The UDP port rtcbench writes when a caller has no better one: 5004, the registered RTP port
+/// (RFC 3551 §8), which [`TSHARK_ARGS`] tells tshark to decode as RTP.
+pub const DEFAULT_PORT: u16 = 5004;
+
+/// tshark options that decode every packet of a capture on [`DEFAULT_PORT`] as RTP or RTCP and
+/// validate the IPv4 and UDP checksums (see the module docs).
+pub const TSHARK_ARGS: &[&str] =
+    &["-d", "udp.port==5004,rtp", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"];
+
+/// Largest UDP data in an IPv4 datagram: 65535 - 20 (IPv4 header) - 8 (UDP header).
+pub const MAX_UDP_DATA: DataSize = DataSize::bytes(65_507);
+
+const IPV4_HEADER_LEN: usize = 20;
+const UDP_HEADER_LEN: usize = 8;
+/// Version 4, IHL 5 words (no options).
+const IPV4_VERSION_IHL: u8 = 0x45;
+/// Don't Fragment, as WebRTC stacks set it (path MTU discovery); offset 0.
+const IPV4_FLAGS_DF: u16 = 0x4000;
+const IPV4_TTL: u8 = 64;
+const IP_PROTOCOL_UDP: u8 = 17;
+/// The pcap snapshot length: the largest IPv4 datagram, so no packet is ever truncated.
+const SNAPLEN: u32 = 65_535;
+
+/// Why a packet could not be written to a capture.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// The UDP data would not fit one IPv4 datagram.
+    #[error(
+        "UDP datagram too large for IPv4: {data_len} header bytes + {payload} payload is more than \
+         the {MAX_UDP_DATA} allowed"
+    )]
+    DatagramTooLarge {
+        /// RTP header or RTCP bytes given.
+        data_len: usize,
+        /// Zero payload bytes asked for.
+        payload: DataSize,
+    },
+    /// The instant falls outside the pcap timestamp range (Unix seconds 0 to 2^32 - 1, i.e.
+    /// 1970 to 2106).
+    #[error("capture time {t} (relative to 2026-01-01 UTC) is outside pcap's 1970-2106 range")]
+    TimeOutOfRange {
+        /// The instant given.
+        t: Instant,
+    },
+    /// The underlying writer failed.
+    #[error("writing the capture file: {0}")]
+    Pcap(#[from] pcap_file::PcapError),
+}
+
+/// Writes simulated UDP datagrams into a libpcap capture (see the module docs).
+///
+/// Wrap files in a `BufWriter`; [`into_writer`](Self::into_writer) gives it back to flush.
+#[derive(Debug)]
+pub struct PcapWriter<W: Write> {
+    inner: pcap_file::pcap::PcapWriter<W>,
+    /// IPv4 identification of the next datagram (RFC 6864 allows any value with DF set; a
+    /// counter keeps captures deterministic and readable).
+    next_ip_id: u16,
+    /// Reused for every datagram.
+    buf: Vec<u8>,
+}
+
+impl<W: Write> PcapWriter<W> {
+    /// Writes the pcap file header to `writer`.
+    pub fn new(writer: W) -> Result<Self, CaptureError> {
+        let header = PcapHeader {
+            version_major: 2,
+            version_minor: 4,
+            ts_correction: 0,
+            ts_accuracy: 0,
+            snaplen: SNAPLEN,
+            datalink: DataLink::RAW,
+            ts_resolution: TsResolution::MicroSecond,
+            // Fixed rather than the host's, so captures are byte-identical everywhere.
+            endianness: Endianness::Little,
+        };
+        debug_assert_eq!(u32::from(header.datalink), LINKTYPE_RAW);
+        let inner = pcap_file::pcap::PcapWriter::with_header(writer, header)?;
+        Ok(Self { inner, next_ip_id: 0, buf: Vec::new() })
+    }
+
+    /// Writes one IPv4/UDP datagram from `src` to `dst` captured at `t`: `data` (an RTP header
+    /// or RTCP packet) followed by `payload` zero bytes. Returns its wire size,
+    /// [`IPV4_UDP_OVERHEAD`] + `data.len()` + `payload`.
+    ///
+    /// Errors when `data` and `payload` together exceed [`MAX_UDP_DATA`], when `t` cannot be
+    /// expressed as a pcap timestamp, or when the writer fails.
+    pub fn write_udp(
+        &mut self,
+        t: Instant,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        data: &[u8],
+        payload: DataSize,
+    ) -> Result<DataSize, CaptureError> {
+        let too_large = || CaptureError::DatagramTooLarge { data_len: data.len(), payload };
+        let udp_data_len = (data.len() as u64).checked_add(payload.as_bytes()).ok_or_else(too_large)?;
+        if udp_data_len > MAX_UDP_DATA.as_bytes() {
+            return Err(too_large());
+        }
+        let timestamp = pcap_timestamp(t)?;
+
+        emit_ipv4_udp(&mut self.buf, self.next_ip_id, src, dst, data, udp_data_len as usize);
+        self.next_ip_id = self.next_ip_id.wrapping_add(1);
+        let packet = PcapPacket::new(timestamp, self.buf.len() as u32, &self.buf);
+        self.inner.write_packet(&packet)?;
+
+        let wire = DataSize::bytes(self.buf.len() as u64);
+        debug_assert_eq!(wire, IPV4_UDP_OVERHEAD + DataSize::bytes(udp_data_len));
+        Ok(wire)
+    }
+
+    /// The underlying writer, e.g. to flush a `BufWriter`.
+    pub fn into_writer(self) -> W {
+        self.inner.into_writer()
+    }
+}
+
+/// Time since the Unix epoch of `t`, with `Instant::ZERO` at [`EPOCH_UNIX_SECS`].
+fn pcap_timestamp(t: Instant) -> Result<std::time::Duration, CaptureError> {
+    let micros = (EPOCH_UNIX_SECS as i128) * 1_000_000 + i128::from(t.as_micros());
+    // pcap's 32-bit unsigned seconds field.
+    if !(0..(1i128 << 32) * 1_000_000).contains(&micros) {
+        return Err(CaptureError::TimeOutOfRange { t });
+    }
+    Ok(std::time::Duration::from_micros(micros as u64))
+}
+
+/// Replaces `buf` with an IPv4 header (RFC 791 §3.1), a UDP header (RFC 768), `data` and zero
+/// bytes up to `udp_data_len` (which must be at least `data.len()` and fit a datagram).
+fn emit_ipv4_udp(
+    buf: &mut Vec<u8>,
+    ip_id: u16,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    data: &[u8],
+    udp_data_len: usize,
+) {
+    let udp_len = (UDP_HEADER_LEN + udp_data_len) as u16;
+    let total_len = IPV4_HEADER_LEN as u16 + udp_len;
+    buf.clear();
+    buf.reserve(usize::from(total_len));
+
+    // IPv4 header, checksum filled in below.
+    buf.push(IPV4_VERSION_IHL);
+    buf.push(0); // DSCP 0, not ECN-capable
+    buf.extend_from_slice(&total_len.to_be_bytes());
+    buf.extend_from_slice(&ip_id.to_be_bytes());
+    buf.extend_from_slice(&IPV4_FLAGS_DF.to_be_bytes());
+    buf.push(IPV4_TTL);
+    buf.push(IP_PROTOCOL_UDP);
+    buf.extend_from_slice(&[0, 0]);
+    buf.extend_from_slice(&src.ip().octets());
+    buf.extend_from_slice(&dst.ip().octets());
+    let ip_checksum = internet_checksum(0, &buf[..IPV4_HEADER_LEN]);
+    buf[10..12].copy_from_slice(&ip_checksum.to_be_bytes());
+
+    // UDP header and data, checksum filled in below.
+    buf.extend_from_slice(&src.port().to_be_bytes());
+    buf.extend_from_slice(&dst.port().to_be_bytes());
+    buf.extend_from_slice(&udp_len.to_be_bytes());
+    buf.extend_from_slice(&[0, 0]);
+    buf.extend_from_slice(data);
+    buf.resize(usize::from(total_len), 0);
+    let pseudo = pseudo_header_sum(*src.ip(), *dst.ip(), udp_len);
+    let udp_checksum = match internet_checksum(pseudo, &buf[IPV4_HEADER_LEN..]) {
+        // RFC 768: a computed 0 is sent as all ones, since 0 means "no checksum".
+        0 => 0xFFFF,
+        c => c,
+    };
+    buf[IPV4_HEADER_LEN + 6..IPV4_HEADER_LEN + 8].copy_from_slice(&udp_checksum.to_be_bytes());
+}
+
+/// The one's-complement sum of the UDP pseudo-header (RFC 768): source and destination address,
+/// zero, protocol 17 and the UDP length.
+fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> u32 {
+    let mut pseudo = [0u8; 12];
+    pseudo[0..4].copy_from_slice(&src.octets());
+    pseudo[4..8].copy_from_slice(&dst.octets());
+    pseudo[9] = IP_PROTOCOL_UDP;
+    pseudo[10..12].copy_from_slice(&udp_len.to_be_bytes());
+    ones_complement_sum(0, &pseudo)
+}
+
+/// The Internet checksum (RFC 1071): the one's complement of the one's-complement sum of
+/// `bytes` as big-endian 16-bit words (an odd last byte padded with zero), starting from
+/// `initial`.
+fn internet_checksum(initial: u32, bytes: &[u8]) -> u16 {
+    !(ones_complement_sum(initial, bytes) as u16)
+}
+
+/// Adds `bytes` to `sum` as 16-bit words and folds the carries back in (RFC 1071 §4.1).
+fn ones_complement_sum(sum: u32, bytes: &[u8]) -> u32 {
+    let mut sum = u64::from(sum);
+    let mut words = bytes.chunks_exact(2);
+    for w in &mut words {
+        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = words.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(a: u8, port: u16) -> SocketAddrV4 {
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, a), port)
+    }
+
+    /// A 4-byte datagram from 10.0.0.1:5004 to 10.0.0.2:5004, checksums computed by hand.
+    ///
+    /// ```text
+    /// IPv4 header words: 4500 0020 0007 4000 4011 [0000] 0a00 0001 0a00 0002
+    ///   running sum 4520, 4527, 8527, c538, cf38, cf39, d939, d93b (no carry)
+    ///   checksum !d93b = 26c4
+    /// UDP pseudo-header: 0a00 0001 0a00 0002 0011 000c       sum 1420
+    ///   header 138c 138c 000c [0000], data 8060 0001
+    ///   running sum 1420+138c+138c = 3b38, 3b44, bba4, bba5 (no carry)
+    ///   checksum !bba5 = 445a
+    /// ```
+    #[test]
+    fn checksums_match_a_hand_computed_vector() {
+        let mut buf = Vec::new();
+        emit_ipv4_udp(&mut buf, 7, addr(1, 5004), addr(2, 5004), &[0x80, 0x60, 0x00, 0x01], 4);
+        #[rustfmt::skip]
+        let expected: [u8; 32] = [
+            0x45, 0x00, 0x00, 0x20, 0x00, 0x07, 0x40, 0x00, 0x40, 0x11, 0x26, 0xC4,
+            10, 0, 0, 1, 10, 0, 0, 2,
+            0x13, 0x8C, 0x13, 0x8C, 0x00, 0x0C, 0x44, 0x5A,
+            0x80, 0x60, 0x00, 0x01,
+        ];
+        assert_eq!(buf, expected);
+        // A receiver's check: summing a header including its checksum gives all ones.
+        assert_eq!(ones_complement_sum(0, &buf[..20]), 0xFFFF);
+        let pseudo = pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 12);
+        assert_eq!(ones_complement_sum(pseudo, &buf[20..]), 0xFFFF);
+    }
+
+    #[test]
+    fn odd_lengths_and_carries_follow_rfc_1071() {
+        // RFC 1071 §3 example: 0001 f203 f4f5 f6f7 sums to 0xddf2 after folding carries.
+        assert_eq!(ones_complement_sum(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), 0xDDF2);
+        assert_eq!(internet_checksum(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), 0x220D);
+        // An odd last byte is the high half of a word.
+        assert_eq!(ones_complement_sum(0, &[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
+    }
+
+    #[test]
+    fn a_zero_udp_checksum_is_sent_as_all_ones() {
+        // Find data whose sum makes the checksum 0: choose the last data word so that the sum
+        // of everything else plus it is 0xFFFF.
+        let mut buf = Vec::new();
+        emit_ipv4_udp(&mut buf, 0, addr(1, 1), addr(2, 2), &[0, 0], 2);
+        let pseudo = pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 10);
+        let rest = ones_complement_sum(pseudo, &buf[20..26]) as u16;
+        let word = (0xFFFF - rest).to_be_bytes();
+        emit_ipv4_udp(&mut buf, 0, addr(1, 1), addr(2, 2), &word, 2);
+        assert_eq!(&buf[26..28], &[0xFF, 0xFF]);
+        assert_eq!(ones_complement_sum(pseudo, &buf[20..]), 0xFFFF);
+    }
+
+    #[test]
+    fn sizes_are_ip_and_udp_headers_plus_data_plus_payload() {
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        let header = [0x80u8; 28];
+        let wire = w.write_udp(Instant::ZERO, addr(1, 5004), addr(2, 5004), &header, DataSize::bytes(1200));
+        assert_eq!(wire.unwrap(), DataSize::bytes(20 + 8 + 28 + 1200));
+        let wire = w.write_udp(Instant::ZERO, addr(2, 5004), addr(1, 5004), &[0x81; 32], DataSize::ZERO);
+        assert_eq!(wire.unwrap(), IPV4_UDP_OVERHEAD + DataSize::bytes(32));
+        // The largest datagram fits; one more byte does not.
+        let max = MAX_UDP_DATA - DataSize::bytes(12);
+        let wire = w.write_udp(Instant::ZERO, addr(1, 5004), addr(2, 5004), &[0; 12], max);
+        assert_eq!(wire.unwrap(), DataSize::bytes(65_535));
+        let err = w.write_udp(Instant::ZERO, addr(1, 5004), addr(2, 5004), &[0; 13], max).unwrap_err();
+        assert!(matches!(err, CaptureError::DatagramTooLarge { data_len: 13, .. }), "{err}");
+        let huge = DataSize::bytes(u64::MAX);
+        let err = w.write_udp(Instant::ZERO, addr(1, 5004), addr(2, 5004), &[0; 13], huge).unwrap_err();
+        assert!(matches!(err, CaptureError::DatagramTooLarge { .. }), "{err}");
+
+        // File: 24-byte header, then per packet a 16-byte record header and the datagram.
+        let bytes = w.into_writer();
+        assert_eq!(bytes.len(), 24 + (16 + 1256) + (16 + 60) + (16 + 65_535));
+        // Little-endian magic for microsecond resolution, version 2.4, snaplen, LINKTYPE_RAW.
+        assert_eq!(&bytes[0..8], &[0xD4, 0xC3, 0xB2, 0xA1, 2, 0, 4, 0]);
+        assert_eq!(&bytes[16..24], &[0xFF, 0xFF, 0, 0, 101, 0, 0, 0]);
+        // First record: 2026-01-01 00:00:00 UTC, 1256 bytes captured of 1256.
+        let ts_sec = (EPOCH_UNIX_SECS as u32).to_le_bytes();
+        assert_eq!(&bytes[24..28], &ts_sec);
+        assert_eq!(&bytes[28..40], &[0, 0, 0, 0, 0xE8, 0x04, 0, 0, 0xE8, 0x04, 0, 0]);
+        // IP identification counts up: 0, then 1.
+        assert_eq!(&bytes[40 + 4..40 + 6], &[0, 0]);
+        assert_eq!(&bytes[24 + 16 + 1256 + 16 + 4..][..2], &[0, 1]);
+    }
+
+    #[test]
+    fn timestamps_count_from_2026_in_microseconds() {
+        assert_eq!(EPOCH_UNIX_SECS, 1_767_225_600);
+        let t = Instant::from_micros(2_500_001);
+        assert_eq!(pcap_timestamp(t).unwrap(), std::time::Duration::from_micros(1_767_225_602_500_001));
+        // Before the run is fine back to 1970; 2106 is the end of 32-bit seconds.
+        assert!(pcap_timestamp(Instant::from_secs(-1_767_225_600)).is_ok());
+        assert!(pcap_timestamp(Instant::from_micros(-1_767_225_600_000_001)).is_err());
+        let end = (1i64 << 32) - 1_767_225_600;
+        assert!(pcap_timestamp(Instant::from_micros(end * 1_000_000 - 1)).is_ok());
+        assert!(matches!(pcap_timestamp(Instant::from_secs(end)), Err(CaptureError::TimeOutOfRange { .. })));
+    }
+}
