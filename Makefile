@@ -38,7 +38,7 @@ tshark:
 test-rust: tshark
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
-test-python:
+test-python: tshark
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The slower tier: longer scenario sweeps.

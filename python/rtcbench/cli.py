@@ -134,11 +134,17 @@ def run_cmd(
         typer.Option("--set", help="Override a scenario field: path=value, e.g. links.forward.delay=80ms."),
     ] = None,
     figure: Annotated[bool, typer.Option(help="Render overview.png for each run.")] = True,
+    pcap: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the call's packets to this capture (one file per variant: NAME@VARIANT.pcap)."
+        ),
+    ] = None,
 ) -> None:
     """Run every variant of a scenario with one controller and write one results folder per variant."""
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     try:
-        results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command)
+        results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
     except USER_ERRORS as e:
         _fail(str(e))
     print_summary(results)

@@ -55,11 +55,14 @@ def run_variant(
     *,
     figure: bool = True,
     command: str | None = None,
+    pcap: Path | None = None,
 ) -> RunResult:
-    """Simulates one variant and, if `out` is given, writes its results folder atomically."""
+    """Simulates one variant and, if `out` is given, writes its results folder atomically. With
+    `pcap`, the call's packets are also written to that capture file (Wireshark opens it with
+    `-d udp.port==5004,rtp`)."""
     _check_controller(controller)
     started = time.perf_counter()
-    raw = _core.simulate(variant.toml, controller, seed)
+    raw = _core.simulate(variant.toml, controller, seed, str(pcap) if pcap is not None else None)
     meta: dict[str, Any] = json.loads(raw["meta"])
     tables = tables_from_core(raw, meta)
     ts = metrics.timeseries(tables)
@@ -109,10 +112,21 @@ def run(
     *,
     figure: bool = True,
     command: str | None = None,
+    pcap: Path | None = None,
 ) -> list[RunResult]:
-    """Runs every variant of a built-in scenario id or scenario file; one result per variant."""
+    """Runs every variant of a built-in scenario id or scenario file; one result per variant.
+
+    With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
+    """
     _check_controller(controller)
+    variants = resolve(scenario, list(sets))
+
+    def capture(v: Variant) -> Path | None:
+        if pcap is None or len(variants) == 1:
+            return pcap
+        return pcap.with_name(f"{pcap.stem}@{v.slug}{pcap.suffix or '.pcap'}")
+
     return [
-        run_variant(v, controller, seed, out, figure=figure, command=command)
-        for v in resolve(scenario, list(sets))
+        run_variant(v, controller, seed, out, figure=figure, command=command, pcap=capture(v))
+        for v in variants
     ]

@@ -178,12 +178,17 @@ fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>>
 /// the GIL. Returns the trace tables as dicts of numpy arrays (integer codes for categorical
 /// columns, -1/NaN for nulls; `codes` names the categories), `meta` as JSON, `events` and
 /// `wall_s` (simulation only).
+///
+/// With `pcap`, every packet as its sender put it on the wire is also written to that file
+/// (written to a temporary name and renamed, so an interrupted run leaves no half capture).
 #[pyfunction]
+#[pyo3(signature = (resolved, controller, seed, pcap = None))]
 fn simulate<'py>(
     py: Python<'py>,
     resolved: &str,
     controller: &str,
     seed: u64,
+    pcap: Option<std::path::PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let kind = ControllerKind::from_name(controller).ok_or_else(|| {
         let known: Vec<&str> = ControllerKind::ALL.iter().map(|k| k.name()).collect();
@@ -194,18 +199,32 @@ fn simulate<'py>(
         return Err(PyValueError::new_err("simulate() takes one resolved variant; use expand() first"));
     }
     let s = variants.remove(0);
+    let options = rtcbench_sim::RunOptions { capture: pcap.is_some() };
     let (out, wall) = py.detach(|| {
         let t0 = std::time::Instant::now();
-        let out = rtcbench_sim::simulate(&s, kind, seed);
+        let out = rtcbench_sim::simulate_with(&s, kind, seed, options);
         (out, t0.elapsed().as_secs_f64())
     });
-    let out = out.map_err(scenario_err)?;
+    let mut out = out.map_err(scenario_err)?;
+    if let Some(path) = pcap {
+        let packets = std::mem::take(&mut out.capture);
+        py.detach(|| write_capture(&path, &packets))
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display())))?;
+    }
     let meta = serde_json::to_string(&out.meta).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let d = trace_to_dict(py, out.trace)?;
     d.set_item("meta", meta)?;
     d.set_item("events", out.events)?;
     d.set_item("wall_s", wall)?;
     Ok(d)
+}
+
+fn write_capture(path: &std::path::Path, packets: &[rtcbench_sim::Captured]) -> Result<(), String> {
+    let tmp = path.with_extension("pcap.tmp");
+    let file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+    let w = rtcbench_sim::write_pcap(std::io::BufWriter::new(file), packets).map_err(|e| e.to_string())?;
+    w.into_inner().map_err(|e| e.to_string())?.sync_all().map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
 }
 
 #[pymodule]

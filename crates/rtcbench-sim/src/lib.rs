@@ -16,4 +16,7 @@ pub mod scheduler;
 pub mod trace;
 mod world;
 
-pub use world::{simulate, CallMeta, FlowMeta, LinkMeta, Meta, RunOutput, LINK_SAMPLE_INTERVAL};
+pub use world::{
+    simulate, simulate_with, write_pcap, CallMeta, Captured, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput,
+    LINK_SAMPLE_INTERVAL,
+};

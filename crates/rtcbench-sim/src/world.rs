@@ -45,6 +45,8 @@ pub struct Meta {
     pub controller: String,
     pub seed: u64,
     pub duration_s: f64,
+    /// Node names; a capture gives node `i` the address 10.0.0.(i+1).
+    pub nodes: Vec<String>,
     pub links: Vec<LinkMeta>,
     pub calls: Vec<CallMeta>,
     pub flows: Vec<FlowMeta>,
@@ -85,6 +87,28 @@ pub struct RunOutput {
     pub meta: Meta,
     /// Events processed (for benchmarks).
     pub events: u64,
+    /// Every packet as its sender put it on the wire, if capture was asked for.
+    pub capture: Vec<Captured>,
+}
+
+/// A packet as it left its sender, for a pcap file.
+#[derive(Clone, Debug)]
+pub struct Captured {
+    pub t: Instant,
+    /// Indices into [`Meta::nodes`].
+    pub src: u16,
+    pub dst: u16,
+    /// RTP header with extensions, or the whole RTCP packet.
+    pub data: Vec<u8>,
+    /// Bytes that follow `data` on the wire (zeros in a capture): media payload or probe padding.
+    pub payload: rtcbench_units::DataSize,
+}
+
+/// Options of a run beyond (scenario, controller, seed).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Keep every packet's bytes for a capture file.
+    pub capture: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -104,6 +128,9 @@ enum Endpoint {
 struct Route {
     links: Vec<LinkId>,
     dest: Endpoint,
+    /// First and last node (indices into `Meta::nodes`), for captures.
+    src_node: u16,
+    dst_node: u16,
 }
 
 struct World {
@@ -118,6 +145,7 @@ struct World {
     trace: Trace,
     next_packet_id: u64,
     end: Instant,
+    capture: Option<Vec<Captured>>,
 }
 
 fn link_config(l: &LinkSpec) -> LinkConfig {
@@ -219,6 +247,16 @@ fn build_controller(
 
 /// Runs one variant of a scenario with one controller and seed.
 pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<RunOutput, ScenarioError> {
+    simulate_with(s, controller, seed, RunOptions::default())
+}
+
+/// [`simulate`] with options.
+pub fn simulate_with(
+    s: &Scenario,
+    controller: ControllerKind,
+    seed: u64,
+    options: RunOptions,
+) -> Result<RunOutput, ScenarioError> {
     let spec = &s.spec;
     let origin = format!("scenario {}", spec.id);
     let end = Instant::ZERO + *spec.duration.get();
@@ -250,9 +288,21 @@ pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<R
                 delay_us: link.config().delay.as_micros(),
             })
             .collect(),
+        nodes: Vec::new(),
         calls: Vec::new(),
         flows: Vec::new(),
     };
+    for l in &spec.links {
+        for n in [&l.from, &l.to] {
+            if !meta.nodes.contains(n) {
+                meta.nodes.push(n.clone());
+            }
+        }
+    }
+    let node =
+        |name: &str| meta.nodes.iter().position(|n| n == name).expect("every call node is on a link") as u16;
+    let (nodes_of_from, nodes_of_to): (Vec<u16>, Vec<u16>) =
+        spec.calls.iter().map(|c| (node(&c.from), node(&c.to))).unzip();
     let bottleneck = |path: &[LinkId]| -> String {
         let by_rate = path
             .iter()
@@ -279,9 +329,10 @@ pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<R
             .ok_or_else(|| err(format!("no links lead back from {:?} to {:?} for feedback", c.to, c.from)))?;
         let name = c.name.clone().unwrap_or_else(|| format!("call{i}"));
         let forward_route = routes.len() as RouteId;
-        routes.push(Route { links: fwd.clone(), dest: Endpoint::Receiver(call) });
+        let (a, b) = (nodes_of_from[i], nodes_of_to[i]);
+        routes.push(Route { links: fwd.clone(), dest: Endpoint::Receiver(call), src_node: a, dst_node: b });
         let backward_route = routes.len() as RouteId;
-        routes.push(Route { links: bwd.clone(), dest: Endpoint::Sender(call) });
+        routes.push(Route { links: bwd.clone(), dest: Endpoint::Sender(call), src_node: b, dst_node: a });
 
         let mut add_flow = |kind: &'static str, suffix: &str, path: &[LinkId]| -> FlowId {
             let id = meta.flows.len() as FlowId;
@@ -337,6 +388,7 @@ pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<R
         trace: Trace::default(),
         next_packet_id: 0,
         end,
+        capture: options.capture.then(Vec::new),
     };
     Ok(w.run(meta))
 }
@@ -469,7 +521,12 @@ impl World {
                 }
             }
         }
-        RunOutput { trace: std::mem::take(&mut self.trace), meta, events }
+        RunOutput {
+            trace: std::mem::take(&mut self.trace),
+            meta,
+            events,
+            capture: self.capture.take().unwrap_or_default(),
+        }
     }
 
     fn wake_link(&mut self, l: LinkId) {
@@ -522,6 +579,20 @@ impl World {
         self.next_packet_id += 1;
         pkt.hop = 0;
         self.trace.packets.record(now, PacketEvent::Sent, &pkt, None);
+        if let Some(capture) = &mut self.capture {
+            let route = &self.routes[pkt.route as usize];
+            capture.push(Captured {
+                t: now,
+                src: route.src_node,
+                dst: route.dst_node,
+                data: pkt.data.clone(),
+                // Everything after the header bytes: media payload, or the RTX payload of a probe.
+                payload: pkt.size.saturating_sub(
+                    rtcbench_wire::rtp::IPV4_UDP_OVERHEAD
+                        + rtcbench_units::DataSize::bytes(pkt.data.len() as u64),
+                ),
+            });
+        }
         self.enter_link(now, pkt);
     }
 
@@ -553,4 +624,23 @@ impl World {
             }
         }
     }
+}
+
+/// Writes captured packets as a pcap file that Wireshark and tshark open (raw IPv4, UDP port
+/// 5004 on both sides with RTP and RTCP multiplexed as WebRTC does; node `i` is the (i+1)-th
+/// address of 10.0.0.0/16).
+/// Decode with `tshark -d udp.port==5004,rtp` (see `rtcbench_wire::pcap::TSHARK_ARGS`).
+pub fn write_pcap<W: std::io::Write>(
+    out: W,
+    packets: &[Captured],
+) -> Result<W, rtcbench_wire::pcap::CaptureError> {
+    use rtcbench_wire::pcap::{PcapWriter, DEFAULT_PORT};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let addr =
+        |n: u16| SocketAddrV4::new(Ipv4Addr::new(10, 0, (n >> 8) as u8, (n & 0xff) as u8 + 1), DEFAULT_PORT);
+    let mut w = PcapWriter::new(out)?;
+    for p in packets {
+        w.write_udp(p.t, addr(p.src), addr(p.dst), &p.data, p.payload)?;
+    }
+    Ok(w.into_writer())
 }

@@ -415,12 +415,8 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 if k > 0 && st.at <= steps[k - 1].at {
                     return err(sp, "steps must be in increasing `at` order".into());
                 }
-                if st.at >= duration {
-                    return err(
-                        sp,
-                        format!("`at` ({}) is not before the end of the run ({duration})", st.at),
-                    );
-                }
+                // A step at or after the end never applies; allowed so that `--set duration=…` can
+                // shorten a scenario without editing its schedule.
                 match (&st.capacity, st.ratio) {
                     (Some(_), None) => {}
                     (None, Some(r)) if r >= 0.0 && r.is_finite() => {

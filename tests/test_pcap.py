@@ -1,0 +1,80 @@
+"""Captures checked by a real dissector: Debian's tshark (installed by `make tshark`) must
+recognise every packet of a run as RTP or RTCP, report none as malformed, and decode the values
+the trace says were sent."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import rtcbench
+
+TSHARK_ARGS = ["-d", "udp.port==5004,rtp", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"]
+
+
+def tshark_fields(path: Path, *fields: str) -> list[list[str]]:
+    tshark = shutil.which("tshark")
+    assert tshark, "tshark is not installed: run scripts/install-tshark.sh (make tshark)"
+    cmd = [tshark, "-r", str(path), *TSHARK_ARGS, "-T", "fields", "-E", "occurrence=f", "-E", "separator=;"]
+    for f in fields:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return [line.split(";") for line in out.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("controller", [name for name, _ in rtcbench.controllers()])
+def test_every_packet_of_a_run_dissects_cleanly(controller: str, tmp_path: Path) -> None:
+    cap = tmp_path / "call.pcap"
+    (r,) = rtcbench.run(
+        "seed001-sudden-reduction", controller, 1, figure=False, pcap=cap, sets=["duration=8s"]
+    )
+    rows = tshark_fields(
+        cap,
+        "frame.protocols",
+        "_ws.malformed",
+        "_ws.expert",
+        "ip.checksum.status",
+        "udp.checksum.status",
+        "frame.len",
+        "rtp.seq",
+        "rtcp.pt",
+    )
+    sent = r.tables.packets.filter(pl.col("event") == "sent").sort("packet")
+    assert len(rows) == sent.height > 100
+    protocols = [row[0] for row in rows]
+    assert all(p.endswith(":rtp") or ":rtcp" in p for p in protocols), set(protocols)
+    assert not any(row[1] or row[2] for row in rows), [row for row in rows if row[1] or row[2]][:3]
+    assert all(row[3] == "1" and row[4] == "1" for row in rows), "IP/UDP checksums are good"
+    # Frame sizes are exactly the wire sizes the trace counts, in the same order.
+    assert [int(row[5]) for row in rows] == sent["size"].to_list()
+    # RTP sequence numbers match the trace; every RTCP row is feedback, SR or RR.
+    rtp = [int(row[6]) for row in rows if row[6]]
+    assert rtp == sent.filter(pl.col("kind") != "rtcp")["seq"].to_list()
+    assert {row[7] for row in rows if row[7]} <= {"200", "201", "205", "206"}
+
+
+def test_transport_wide_feedback_fields_decode(tmp_path: Path) -> None:
+    cap = tmp_path / "gcc.pcap"
+    rtcbench.run("seed001-sudden-reduction", "gcc", 1, figure=False, pcap=cap, sets=["duration=5s"])
+    rows = tshark_fields(
+        cap,
+        "rtcp.rtpfb.fmt",
+        "rtcp.rtpfb.transportcc.baseseq",
+        "rtcp.rtpfb.transportcc.statuscount",
+        "rtcp.rtpfb.transportcc.pktcount",
+        "rtp.ext.rfc5285.id",
+    )
+    fb = [row for row in rows if row[0] == "15"]
+    assert len(fb) > 50
+    # Feedback packets count up from 0 and cover consecutive ranges of sequence numbers.
+    counts = [int(row[3]) for row in fb]
+    assert counts[:5] == [0, 1, 2, 3, 4]
+    for prev, cur in itertools.pairwise(fb):
+        assert int(cur[1]) == (int(prev[1]) + int(prev[2])) % 65536
+    # Every RTP packet carries the one-byte extensions (first element: abs-send-time, ID 2).
+    assert {row[4] for row in rows if row[4]} == {"2"}
