@@ -126,7 +126,9 @@ def run_cmd(
     scenario: Annotated[
         str, typer.Argument(help="A built-in scenario id (see `rtcbench list`) or a TOML file.")
     ],
-    cc: Annotated[str, typer.Option("--cc", help="Controller: gcc or fixed.")] = "gcc",
+    cc: Annotated[
+        str, typer.Option("--cc", help="Controller: gcc, gcc-draft, nada, scream or fixed.")
+    ] = "gcc",
     seed: Annotated[int, typer.Option(help="Seed of every random draw; runs are a pure function of it.")] = 1,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
     sets: Annotated[

@@ -5,6 +5,9 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use crate::feedback::{FeedbackReport, ProbeCluster, SentPacket};
 use crate::fixed::FixedRate;
 use crate::gcc::GoogCc;
+use crate::gcc_draft::GccDraft;
+use crate::nada::Nada;
+use crate::scream::Scream;
 
 /// A sans-IO congestion controller for one media sender (all its streams share it, as in a
 /// WebRTC transport). See the crate docs for the drive loop.
@@ -84,16 +87,25 @@ impl ControllerMetrics {
 pub enum ControllerKind {
     /// libwebrtc's GoogCC via the `goog_cc` crate.
     Gcc,
+    /// GCC as draft-ietf-rmcat-gcc-02 specifies it (receive-side with REMB, or send-side).
+    GccDraft,
+    /// NADA, RFC 8698.
+    Nada,
+    /// SCReAM, RFC 8298.
+    Scream,
     /// A constant rate, for testing the simulator itself.
     Fixed,
 }
 
 impl ControllerKind {
-    pub const ALL: [Self; 2] = [Self::Gcc, Self::Fixed];
+    pub const ALL: [Self; 5] = [Self::Gcc, Self::GccDraft, Self::Nada, Self::Scream, Self::Fixed];
 
     pub fn name(self) -> &'static str {
         match self {
             Self::Gcc => "gcc",
+            Self::GccDraft => "gcc-draft",
+            Self::Nada => "nada",
+            Self::Scream => "scream",
             Self::Fixed => "fixed",
         }
     }
@@ -109,6 +121,18 @@ impl ControllerKind {
                 "libwebrtc GoogCC (send-side GCC: trendline delay detector, AIMD, LossBasedBweV2, \
                  probing), via the goog_cc crate (port of webrtc da2a3d6c4d)"
             }
+            Self::GccDraft => {
+                "GCC as in draft-ietf-rmcat-gcc-02: arrival-time Kalman filter, adaptive-threshold \
+                 over-use detector, AIMD, loss-based control; receive-side (REMB) or send-side (TWCC)"
+            }
+            Self::Nada => {
+                "NADA, RFC 8698: aggregate congestion signal, accelerated ramp-up and gradual \
+                 update, rate shaping buffer; RFC 8888 feedback"
+            }
+            Self::Scream => {
+                "SCReAM, RFC 8298: self-clocked congestion window with a queuing-delay target, \
+                 media rate from the RTP queue, packet pacing; RFC 8888 feedback"
+            }
             Self::Fixed => "constant target rate (the start rate); no congestion control, for testing",
         }
     }
@@ -118,6 +142,9 @@ impl ControllerKind {
 /// controller will get its own variant).
 pub enum AnyController {
     Gcc(Box<GoogCc>),
+    GccDraft(Box<GccDraft>),
+    Nada(Box<Nada>),
+    Scream(Box<Scream>),
     Fixed(FixedRate),
 }
 
@@ -125,6 +152,9 @@ macro_rules! dispatch {
     ($self:ident, $c:ident => $e:expr) => {
         match $self {
             AnyController::Gcc($c) => $e,
+            AnyController::GccDraft($c) => $e,
+            AnyController::Nada($c) => $e,
+            AnyController::Scream($c) => $e,
             AnyController::Fixed($c) => $e,
         }
     };

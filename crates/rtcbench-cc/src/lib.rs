@@ -25,6 +25,9 @@ mod controller;
 pub mod feedback;
 pub mod fixed;
 pub mod gcc;
+pub mod gcc_draft;
+pub mod nada;
+pub mod scream;
 pub mod twcc;
 
 pub use controller::{AnyController, Controller, ControllerKind, ControllerMetrics, Metric};

@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 
 use rtcbench_cc::adapter::TransportFeedbackAdapter;
 use rtcbench_cc::ccfb::CcfbReceiver;
+use rtcbench_cc::gcc_draft::{GccDraftConfig, RembEstimator};
 use rtcbench_cc::twcc::TwccReceiver;
-use rtcbench_cc::{AnyController, Controller, FeedbackReport, LossReport};
+use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
 use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
 use rtcbench_media::packetizer::Packetizer;
@@ -27,7 +28,7 @@ use rtcbench_media::video::VideoSource;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
 use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
-use rtcbench_wire::{ntp, ReceiverReportRepr, ReceiverStats, SenderReportRepr};
+use rtcbench_wire::{ntp, ReceiverReportRepr, ReceiverStats, RembRepr, SenderReportRepr};
 
 use crate::packet::{FlowId, Packet, PacketKind, RouteId};
 use crate::trace::{FeedbackKind, FeedbackRow, Trace};
@@ -39,8 +40,11 @@ pub const PT_AUDIO: u8 = 111;
 /// RTP clock rates (RFC 3551: 90 kHz video; Opus runs at 48 kHz).
 pub const VIDEO_CLOCK_HZ: u32 = 90_000;
 pub const AUDIO_CLOCK_HZ: u32 = 48_000;
-/// The encoder is not asked below this share of the target when audio takes its part.
+/// Controller state is traced at most this often per call (and whenever the target changes).
 const CONTROLLER_ROW_MIN_GAP: Duration = Duration::from_millis(10);
+/// A full-size video packet on the wire: 1200 B payload + 28 B RTP header and extensions + 28 B
+/// IPv4/UDP.
+const FULL_SIZE_PACKET: DataSize = DataSize::bytes(1256);
 
 /// Where a call's packets go: flows for the trace, routes for the network.
 #[derive(Clone, Copy, Debug)]
@@ -188,6 +192,8 @@ pub struct Sender {
     next_report: Instant,
     last_blocks: BTreeMap<u32, LastBlock>,
     last_row: Option<(Instant, Bitrate)>,
+    /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
+    remote_metrics: Option<ControllerMetrics>,
     pub outbox: Vec<Packet>,
 }
 
@@ -227,6 +233,7 @@ impl Sender {
             next_report: p.start + p.report_interval,
             last_blocks: BTreeMap::new(),
             last_row: None,
+            remote_metrics: None,
             outbox: Vec::new(),
         };
         s.apply_controller(p.start, None);
@@ -343,11 +350,14 @@ impl Sender {
         }
     }
 
-    /// True when a window-based controller (SCReAM) allows nothing more in flight. As RFC 8298
-    /// §4.1.2.3 allows, a packet may be sent while bytes in flight are below the window, so the
-    /// window can be exceeded by at most one packet.
+    /// True when a window-based controller (SCReAM) allows no further full-size packet in flight:
+    /// RFC 8298 §4.1.2.5 sends a packet only if it fits the send window. The size of the next
+    /// packet is not known before the pacer releases it, so a full-size one is assumed (a smaller
+    /// packet may wait for the next feedback; the window is never exceeded).
     fn window_full(&self) -> bool {
-        self.controller.congestion_window().is_some_and(|cwnd| self.adapter.in_flight() >= cwnd)
+        self.controller
+            .congestion_window()
+            .is_some_and(|window| self.adapter.in_flight() + FULL_SIZE_PACKET > window)
     }
 
     fn drain_pacer(&mut self, now: Instant) {
@@ -534,6 +544,12 @@ impl Sender {
         }
     }
 
+    /// The receiver-side estimator's state, for the trace (set by the world after the receiver
+    /// ran).
+    pub fn set_remote_metrics(&mut self, m: Option<ControllerMetrics>) {
+        self.remote_metrics = m;
+    }
+
     /// Reads the controller's decisions: encoder target, pacing rate, probes.
     fn apply_controller(&mut self, now: Instant, trace: Option<&mut Trace>) {
         let target = self.controller.target_rate();
@@ -554,19 +570,29 @@ impl Sender {
             if due {
                 self.last_row = Some((now, target));
                 let m = self.controller.metrics();
-                trace.controller.record(now, self.plumbing.call, target, self.controller.pacing_rate(), &m);
+                let pacing = self.controller.pacing_rate();
+                trace.controller.record(
+                    now,
+                    self.plumbing.call,
+                    target,
+                    pacing,
+                    &m,
+                    self.remote_metrics.as_ref(),
+                );
             }
         }
     }
 }
 
 /// Which per-packet feedback a receiver sends, chosen by the sender's controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum FeedbackMode {
     /// Transport-wide feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01).
     Twcc { interval: Duration },
     /// RFC 8888 congestion control feedback.
     Ccfb { interval: Duration },
+    /// draft-ietf-rmcat-gcc-02's receive-side estimator, reporting REMB.
+    Remb { config: Box<GccDraftConfig>, start_rate: Bitrate },
 }
 
 /// The receiver's feedback generator for the chosen mode.
@@ -574,6 +600,7 @@ pub enum FeedbackMode {
 enum FeedbackGen {
     Twcc(TwccReceiver),
     Ccfb(CcfbReceiver),
+    Remb(Box<RembEstimator>),
 }
 
 impl FeedbackGen {
@@ -585,10 +612,13 @@ impl FeedbackGen {
             FeedbackMode::Ccfb { interval } => {
                 Self::Ccfb(CcfbReceiver::new(ids.receiver_ssrc, interval, now))
             }
+            FeedbackMode::Remb { config, start_rate } => {
+                Self::Remb(Box::new(RembEstimator::new(*config, start_rate, now)))
+            }
         }
     }
 
-    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr) {
+    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr, size: DataSize) {
         match self {
             Self::Twcc(g) => {
                 if let Some(seq) = h.transport_seq {
@@ -597,6 +627,11 @@ impl FeedbackGen {
             }
             // The simulated network does not mark ECN yet: every packet arrives Not-ECT.
             Self::Ccfb(g) => g.on_packet(now, h.ssrc, h.seq, 0),
+            Self::Remb(g) => {
+                if let Some(abs) = h.abs_send_time {
+                    g.on_packet(now, abs, size);
+                }
+            }
         }
     }
 
@@ -604,16 +639,34 @@ impl FeedbackGen {
         match self {
             Self::Twcc(g) => g.poll_timeout(),
             Self::Ccfb(g) => g.poll_timeout(),
+            Self::Remb(g) => g.poll_timeout().unwrap_or(Instant::FAR_FUTURE),
         }
     }
 
-    /// RTCP packets due at `now`.
-    fn on_timeout(&mut self, now: Instant) -> Vec<Vec<u8>> {
+    /// RTCP packets due at `now` (for REMB: whenever the estimator decides to send one).
+    fn poll_transmit(&mut self, now: Instant, ids: &StreamIds) -> Vec<Vec<u8>> {
+        let encodes = "our own feedback always encodes";
         match self {
-            Self::Twcc(g) => g.on_timeout(now).expect("our own feedback always encodes"),
-            Self::Ccfb(g) => {
-                g.on_timeout(now).expect("our own feedback always encodes").into_iter().collect()
+            Self::Twcc(g) => g.on_timeout(now).expect(encodes),
+            Self::Ccfb(g) => g.on_timeout(now).expect(encodes).into_iter().collect(),
+            Self::Remb(g) => {
+                if g.poll_timeout().is_some_and(|t| t <= now) {
+                    g.on_timeout(now);
+                }
+                let remb = g.poll_remb(now).map(|bitrate| RembRepr {
+                    sender_ssrc: ids.receiver_ssrc,
+                    bitrate,
+                    ssrcs: vec![ids.video_ssrc, ids.audio_ssrc],
+                });
+                remb.map(|r| r.to_bytes().expect(encodes)).into_iter().collect()
             }
+        }
+    }
+
+    fn estimator_metrics(&self) -> Option<ControllerMetrics> {
+        match self {
+            Self::Remb(g) => Some(g.metrics()),
+            _ => None,
         }
     }
 }
@@ -666,7 +719,7 @@ impl Receiver {
 
     pub fn on_timeout(&mut self, now: Instant) {
         if now >= self.feedback.poll_timeout() {
-            for data in self.feedback.on_timeout(now) {
+            for data in self.feedback.poll_transmit(now, &self.ids) {
                 self.send_rtcp(now, data);
             }
         }
@@ -679,6 +732,11 @@ impl Receiver {
             let data = RtcpMessage::ReceiverReport(rr).to_bytes().expect("at most a few blocks");
             self.send_rtcp(now, data);
         }
+    }
+
+    /// The receiver-side estimator's state (gcc-draft receive-side), if there is one.
+    pub fn estimator_metrics(&self) -> Option<ControllerMetrics> {
+        self.feedback.estimator_metrics()
     }
 
     fn send_rtcp(&mut self, now: Instant, data: Vec<u8>) {
@@ -698,7 +756,13 @@ impl Receiver {
             return;
         }
         let Ok((h, _)) = RtpHeaderRepr::parse(&pkt.data) else { return };
-        self.feedback.on_rtp(now, &h);
+        self.feedback.on_rtp(now, &h, pkt.size);
+        if matches!(self.feedback, FeedbackGen::Remb(_)) {
+            // A REMB goes out at once when the estimate drops (GCC-02 §3).
+            for data in self.feedback.poll_transmit(now, &self.ids) {
+                self.send_rtcp(now, data);
+            }
+        }
         let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
         let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
         stats.on_packet(h.seq, h.timestamp, now, clock);

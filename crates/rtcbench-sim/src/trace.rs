@@ -184,6 +184,8 @@ impl ControllerTable {
         self.t_us.is_empty()
     }
 
+    /// One row: the sender's controller state `m` and, if the controller has a receiver-side
+    /// part, its state `remote` (columns prefixed `rx_`).
     pub fn record(
         &mut self,
         t: Instant,
@@ -191,12 +193,15 @@ impl ControllerTable {
         target: Bitrate,
         pacing: Option<Bitrate>,
         m: &ControllerMetrics,
+        remote: Option<&ControllerMetrics>,
     ) {
+        let values = || {
+            let local = m.values.iter().map(|(n, v)| ("", *n, v));
+            local.chain(remote.into_iter().flat_map(|r| r.values.iter().map(|(n, v)| ("rx_", *n, v))))
+        };
         if self.columns.is_empty() && self.t_us.is_empty() {
-            self.columns = m
-                .values
-                .iter()
-                .map(|(name, v)| {
+            self.columns = values()
+                .map(|(prefix, name, v)| {
                     let (suffix, data) = match v {
                         Metric::Rate(_) => ("_bps", ColumnData::Int(Vec::new())),
                         Metric::Size(_) => ("_bytes", ColumnData::Int(Vec::new())),
@@ -204,7 +209,7 @@ impl ControllerTable {
                         Metric::State(_) => ("", ColumnData::Text(Vec::new())),
                         _ => ("", ColumnData::Float(Vec::new())),
                     };
-                    Column { name: format!("{name}{suffix}"), data }
+                    Column { name: format!("{prefix}{name}{suffix}"), data }
                 })
                 .collect();
         }
@@ -212,7 +217,7 @@ impl ControllerTable {
         self.call.push(call as i32);
         self.target_bps.push(target.as_bps() as i64);
         self.pacing_bps.push(pacing.map_or(-1, |p| p.as_bps() as i64));
-        for (col, (_, v)) in self.columns.iter_mut().zip(&m.values) {
+        for (col, (_, _, v)) in self.columns.iter_mut().zip(values()) {
             match (&mut col.data, v) {
                 (ColumnData::Int(c), Metric::Rate(r)) => c.push(r.map_or(-1, |r| r.as_bps() as i64)),
                 (ColumnData::Int(c), Metric::Size(s)) => c.push(s.map_or(-1, |s| s.as_bytes() as i64)),

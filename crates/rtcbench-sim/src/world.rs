@@ -7,6 +7,9 @@
 
 use rand::RngExt;
 use rtcbench_cc::gcc::{GccConfig, GoogCc};
+use rtcbench_cc::gcc_draft::{Deployment, GccDraft, GccDraftConfig};
+use rtcbench_cc::nada::{Nada, NadaConfig};
+use rtcbench_cc::scream::{Scream, ScreamConfig};
 use rtcbench_cc::{fixed::FixedRate, AnyController, ControllerKind};
 use rtcbench_media::audio::{AudioConfig, AudioSource};
 use rtcbench_media::video::{VideoConfig, VideoSource};
@@ -20,7 +23,9 @@ use crate::link::loss::LossModel;
 use crate::link::{Link, LinkConfig, QueueLimit};
 use crate::packet::{FlowId, LinkId, Packet, RouteId};
 use crate::rng::{derive_seed, rng_for};
-use crate::scenario::{CallSpec, LinkSpec, LossSpec, QueueSize, Scenario, ScenarioError};
+use crate::scenario::{
+    CallSpec, ControllerParams, GccDeployment, LinkSpec, LossSpec, QueueSize, Scenario, ScenarioError,
+};
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
 
@@ -223,17 +228,51 @@ fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>> {
     })
 }
 
-/// The per-packet feedback the receiver sends (transport-wide feedback for GoogCC and `fixed`).
-fn feedback_mode(f: &crate::scenario::FeedbackSpec) -> FeedbackMode {
-    FeedbackMode::Twcc { interval: f.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL) }
+/// RFC 8888 feedback interval for NADA: RFC 8698 §4.1's feedback interval DELTA = 100 ms.
+const NADA_CCFB_INTERVAL: Duration = Duration::from_millis(100);
+/// RFC 8888 feedback interval for SCReAM: RFC 8298 needs frequent feedback (its window is
+/// self-clocked); about every frame pair at 30 fps, as the reference implementation's default.
+const SCREAM_CCFB_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The draft-ietf-rmcat-gcc-02 configuration a scenario asks for.
+fn gcc_draft_config(params: &ControllerParams) -> GccDraftConfig {
+    let deployment = match params.gcc_draft.as_ref().map(|p| p.deployment).unwrap_or_default() {
+        GccDeployment::ReceiveSide => Deployment::ReceiveSide,
+        GccDeployment::SendSide => Deployment::SendSide,
+    };
+    GccDraftConfig { deployment, ..GccDraftConfig::default() }
 }
 
-/// Builds the controller a call's sender runs.
+/// The per-packet feedback the receiver sends for a controller.
+fn feedback_mode(
+    kind: ControllerKind,
+    params: &ControllerParams,
+    f: &crate::scenario::FeedbackSpec,
+    start_rate: Bitrate,
+) -> FeedbackMode {
+    let twcc = FeedbackMode::Twcc { interval: f.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL) };
+    let ccfb = |default| FeedbackMode::Ccfb { interval: f.ccfb_interval.unwrap_or(default) };
+    match kind {
+        ControllerKind::GccDraft => {
+            let config = gcc_draft_config(params);
+            if config.deployment == Deployment::ReceiveSide {
+                FeedbackMode::Remb { config: Box::new(config), start_rate }
+            } else {
+                twcc
+            }
+        }
+        ControllerKind::Nada => ccfb(NADA_CCFB_INTERVAL),
+        ControllerKind::Scream => ccfb(SCREAM_CCFB_INTERVAL),
+        _ => twcc,
+    }
+}
+
+/// Builds the controller a call's sender runs, with the call's rate limits (totals over its
+/// streams, as libwebrtc passes them).
 fn build_controller(
     kind: ControllerKind,
-    min: Bitrate,
-    max: Bitrate,
-    start: Bitrate,
+    params: &ControllerParams,
+    (min, max, start): (Bitrate, Bitrate, Bitrate),
     now: Instant,
 ) -> AnyController {
     match kind {
@@ -241,6 +280,15 @@ fn build_controller(
             GccConfig { min_rate: min, max_rate: max, start_rate: start },
             now,
         ))),
+        ControllerKind::GccDraft => {
+            AnyController::GccDraft(Box::new(GccDraft::new(gcc_draft_config(params), min, max, start, now)))
+        }
+        ControllerKind::Nada => {
+            AnyController::Nada(Box::new(Nada::new(NadaConfig::default(), min, max, start, now)))
+        }
+        ControllerKind::Scream => {
+            AnyController::Scream(Box::new(Scream::new(ScreamConfig::default(), min, max, start, now)))
+        }
         _ => AnyController::Fixed(FixedRate::new(start)),
     }
 }
@@ -362,7 +410,10 @@ pub fn simulate_with(
             backward_route,
         };
 
-        let (sender, receiver) = build_call(c, plumbing, controller, seed, end)?;
+        let (mut sender, receiver) = build_call(c, plumbing, controller, &spec.controller, seed, end)?;
+        // The trace's controller columns are fixed by its first row: include the receiver-side
+        // estimator's from the start.
+        sender.set_remote_metrics(receiver.estimator_metrics());
         meta.calls.push(CallMeta {
             id: call,
             name,
@@ -397,6 +448,7 @@ fn build_call(
     c: &CallSpec,
     plumbing: CallPlumbing,
     controller: ControllerKind,
+    params: &ControllerParams,
     seed: u64,
     end: Instant,
 ) -> Result<(Sender, Receiver), ScenarioError> {
@@ -445,7 +497,8 @@ fn build_call(
     let (vmin, vmax, vstart) = video.as_ref().map_or((Bitrate::ZERO, Bitrate::ZERO, Bitrate::ZERO), |v| {
         (v.config().min_rate, v.config().max_rate, v.config().start_rate)
     });
-    let ctrl = build_controller(controller, vmin + audio_rate, vmax + audio_rate, vstart + audio_rate, start);
+    let limits = (vmin + audio_rate, vmax + audio_rate, vstart + audio_rate);
+    let ctrl = build_controller(controller, params, limits, start);
     let feedback = c.feedback.clone().unwrap_or_default();
     let report_interval = feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
     let sender = Sender::new(SenderParts {
@@ -458,7 +511,8 @@ fn build_call(
         audio,
         report_interval,
     });
-    let receiver = Receiver::new(plumbing, ids, start, feedback_mode(&feedback), report_interval);
+    let mode = feedback_mode(controller, params, &feedback, limits.2);
+    let receiver = Receiver::new(plumbing, ids, start, mode, report_interval);
     Ok((sender, receiver))
 }
 
@@ -566,6 +620,9 @@ impl World {
     }
 
     fn flush_receiver(&mut self, now: Instant, i: u32) {
+        if let Some(m) = self.receivers[i as usize].estimator_metrics() {
+            self.senders[i as usize].set_remote_metrics(Some(m));
+        }
         let out = std::mem::take(&mut self.receivers[i as usize].outbox);
         for p in out {
             self.transmit(now, p);
