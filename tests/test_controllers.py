@@ -1,0 +1,45 @@
+"""Every controller runs behind the one interface with the feedback its spec prescribes."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import rtcbench
+
+SHORT = ["duration=15s"]
+
+
+@pytest.mark.parametrize(
+    ("controller", "sets", "feedback"),
+    [
+        ("gcc", [], {"twcc", "rr"}),
+        ("gcc-draft", [], {"remb", "rr"}),
+        ("gcc-draft", ["controller.gcc-draft.deployment=send-side"], {"twcc", "rr"}),
+        ("nada", [], {"ccfb", "rr"}),
+        ("scream", [], {"ccfb", "rr"}),
+        ("fixed", [], {"twcc", "rr"}),
+    ],
+)
+def test_feedback_format_follows_the_controller(controller: str, sets: list[str], feedback: set[str]) -> None:
+    (r,) = rtcbench.run("seed001-sudden-reduction", controller, 1, sets=[*SHORT, *sets], figure=False)
+    assert set(r.tables.feedback["kind"].unique()) == feedback
+    # Every controller moves its target off the start rate within 15 s, except `fixed`.
+    targets = r.tables.controller["target_bps"]
+    assert (targets.n_unique() == 1) == (controller == "fixed")
+
+
+def test_receive_side_gcc_draft_traces_the_receivers_estimator() -> None:
+    (r,) = rtcbench.run("seed001-sudden-reduction", "gcc-draft", 1, sets=SHORT, figure=False)
+    c = r.tables.controller
+    for column in ("rx_delay_based_bps", "rx_threshold_ms", "rx_state", "remb_bps", "loss_based_bps"):
+        assert column in c.columns
+    # The REMB the sender received is the receiver's estimate, and it bounds the target.
+    both = c.filter(pl.col("remb_bps").is_not_null())
+    assert both.height > 0
+    assert (both["target_bps"] <= both["remb_bps"]).all()
+
+
+def test_a_bad_deployment_names_the_allowed_values() -> None:
+    with pytest.raises(rtcbench.ScenarioError, match=r"receive-side.*send-side"):
+        rtcbench.resolve("seed001-sudden-reduction", ["controller.gcc-draft.deployment=sideways"])
