@@ -49,7 +49,7 @@ fn rfc8867_5_1(c: &mut Criterion) {
     let mut g = c.benchmark_group("rfc8867-5.1");
     // Elements = simulated seconds: thrpt is simulated seconds per wall second.
     g.throughput(Throughput::Elements(simulated_s as u64));
-    for cc in [ControllerKind::Gcc, ControllerKind::Fixed] {
+    for cc in ControllerKind::ALL {
         g.bench_function(cc.name(), |b| {
             b.iter(|| black_box(simulate(&scenario, cc, 1).expect("run").events));
         });
