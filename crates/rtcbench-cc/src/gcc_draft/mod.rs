@@ -185,8 +185,12 @@ pub struct GccDraftConfig {
     pub loss_min_packets: u64,
 
     // Sending engine (§4).
-    /// Pacing rate = this × target. §4 sends target × burst_time every burst_time, i.e. paces
-    /// at the target: 1.0. (libwebrtc: 2.5 before feedback / 1.1 after; the seeds' thesis: 1.5.)
+    /// Pacing rate = this × target: 1.1, libwebrtc's `kDefaultPaceMultiplierWithSendSideBwe`.
+    /// §4 read literally (target × burst_time every burst_time) is 1.0, which leaves the pacer
+    /// no headroom: the encoder's output on the wire (packet headers, frame-size variation)
+    /// exceeds the target on average, the pacer queue grows until its queue-time limit drains
+    /// it above the target, and every capacity drop then meets a second of backlog
+    /// (`docs/controllers/gcc-draft.md`). (libwebrtc with REMB: 2.5; the seeds' thesis: 1.5.)
     pub pacing_factor: f64,
 }
 
@@ -235,7 +239,7 @@ impl Default for GccDraftConfig {
             loss_decrease_gain: loss_based::LOSS_DECREASE_GAIN,
             loss_based_capped_by_delay_based: true,
             loss_min_packets: 20,
-            pacing_factor: 1.0,
+            pacing_factor: 1.1,
         }
     }
 }
@@ -426,8 +430,8 @@ impl Controller for GccDraft {
         target.clamp(self.min_rate, self.max_rate)
     }
 
-    /// §4: the pacer sends target × burst_time every burst_time, i.e. at `pacing_factor` (1.0)
-    /// × target.
+    /// §4: the pacer sends in bursts of burst_time, at `pacing_factor` (1.1) × target: a
+    /// little above the target so that it keeps up with the encoder (see `pacing_factor`).
     fn pacing_rate(&self) -> Option<Bitrate> {
         Some(self.target_rate() * self.cfg.pacing_factor)
     }

@@ -244,7 +244,7 @@ fn receive_side_sender_combines_remb_and_receiver_reports() {
     );
     assert_eq!(c.poll_timeout(), None, "no timers at the sender in the receive-side deployment");
     assert_eq!(c.target_rate(), Bitrate::mbps(1), "As_hat alone before any REMB");
-    assert_eq!(c.pacing_rate(), Some(Bitrate::mbps(1)), "paced at the target (§4)");
+    assert_eq!(c.pacing_rate(), Some(Bitrate::kbps(1100)), "paced at 1.1 × the target");
     let rr = |fraction_lost| LossReport { fraction_lost, packets_lost_delta: 0, packets_received_delta: 0 };
     let t = Instant::from_secs(1);
     c.on_feedback(t, &FeedbackReport { remb: Some(Bitrate::kbps(800)), ..Default::default() });

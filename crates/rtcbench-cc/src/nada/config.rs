@@ -81,9 +81,15 @@ pub const QDELAY_FILTER_TAPS: usize = 15;
 /// relatively long period (e.g., tens of minutes)" and re-estimates it periodically; 10 minutes
 /// is our choice (LEDBAT's base-delay history, RFC 6817 §3.4.2, is 10 one-minute minima too).
 pub const BASE_DELAY_WINDOW: Duration = Duration::from_secs(600);
-/// Upper bound of x_curr: the 15-bit field of RFC 8698 §5.3 in 100 us units (3276.7 ms), the
-/// largest value a sender could receive from an RFC 8698 receiver. (ns3-rmcat uses 500 ms.)
-pub const X_CURR_MAX: Duration = Duration::from_micros(32_767 * 100);
+/// Upper bound of x_curr: 500 ms, ns3-rmcat's `XMAX` (the RFC's own reference code). RFC 8698
+/// has no bound other than its §5.3 feedback field ([`X_CURR_FIELD_MAX`], 3276.7 ms), and that
+/// one is too loose: the loss penalty of eq. (2) reaches seconds at 10-20 % loss, and eq. (7)'s
+/// x_diff term then swings r_ref from RMIN (clipped by eq. (9) on the way up) to RMAX (a
+/// multiplicative rebound while p_loss decays) every loss episode, a self-sustained
+/// RMIN-RMAX oscillation behind a drop-tail queue (`docs/controllers/nada.md`).
+pub const X_CURR_MAX: Duration = Duration::from_millis(500);
+/// The largest x_curr the §5.3 feedback field can carry: 15 bits in 100 us units, 3276.7 ms.
+pub const X_CURR_FIELD_MAX: Duration = Duration::from_micros(32_767 * 100);
 /// Updates closer together than this wait for the next feedback (samples are kept): ns3-rmcat
 /// updates on batched feedback after 0.5 × DELTA. Our choice, so that feedback much faster than
 /// DELTA does not turn eq. (6)'s x_diff into per-packet noise.
@@ -206,6 +212,7 @@ mod tests {
         assert_eq!((c.kappa, c.eta, c.gamma_max, c.lambda), (0.5, 2.0, 0.5, 0.5));
         assert_eq!((c.plrref, c.pmrref, c.alpha), (0.01, 0.01, 0.1));
         assert_eq!((RMIN, RMAX), (Bitrate::kbps(150), Bitrate::bps(1_500_000)));
-        assert_eq!(X_CURR_MAX, Duration::from_micros(3_276_700));
+        assert_eq!(X_CURR_FIELD_MAX, Duration::from_micros(3_276_700));
+        assert_eq!(c.x_curr_max, Duration::from_millis(500), "ns3-rmcat's XMAX, not in Figure 3");
     }
 }

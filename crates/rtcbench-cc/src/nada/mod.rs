@@ -399,6 +399,52 @@ mod tests {
         assert!(n.r_ref() > start, "gradual update still increases r_ref");
     }
 
+    /// RFC 8867 §5.1's 2.5 → 0.6 Mbit/s step at 100 ms one-way delay behind a 300 ms drop-tail
+    /// queue: (r_ref samples every 100 ms from 2 s after the step, packets sent, packets lost).
+    fn capacity_drop_at_100_ms(cfg: NadaConfig) -> (Vec<Bitrate>, usize, usize) {
+        let mut n = Nada::new(cfg, config::RMIN, config::RMAX, Bitrate::kbps(1200), Instant::ZERO);
+        let mut path = Path::new(Bitrate::kbps(2500), Duration::from_millis(100));
+        let mut rates = Vec::new();
+        let (mut sent, mut lost) = (0, 0);
+        while path.now < Instant::from_secs(40) {
+            if path.now == Instant::from_secs(10) {
+                path.capacity = Bitrate::kbps(600);
+            }
+            let seq = path.seq;
+            path.step(&mut n);
+            // Packets sent in this step are the newest results, not yet reported.
+            let new = (path.seq - seq) as usize;
+            sent += new;
+            lost += path.unreported.iter().rev().take(new).filter(|p| p.arrival.is_none()).count();
+            if path.now >= Instant::from_secs(12) && path.now.as_micros() % 100_000 == 0 {
+                rates.push(n.r_ref());
+            }
+        }
+        (rates, sent, lost)
+    }
+
+    #[test]
+    fn capacity_drop_with_long_delay_does_not_swing_between_rmin_and_rmax() {
+        // With x_curr capped only by the §5.3 field (3276.7 ms), the loss penalty of eq. (2)
+        // (DLOSS * (p_loss / PLRREF)^2: seconds at 10-20 % loss) drives r_ref to RMIN, and as
+        // p_loss decays eq. (7)'s x_diff term multiplies r_ref back up to RMAX: a limit cycle
+        // between the two that refills the 300 ms queue every couple of seconds. (Measured: r_ref
+        // at RMAX in 65 of the 280 samples, 20 % of all packets lost; with the default XMAX:
+        // r_ref at most 626 kbit/s, 1.9 % lost.)
+        let wide = NadaConfig { x_curr_max: config::X_CURR_FIELD_MAX, ..NadaConfig::default() };
+        let (rates, sent, lost) = capacity_drop_at_100_ms(wide);
+        let at_rmax = rates.iter().filter(|&&r| r >= config::RMAX).count();
+        assert!(at_rmax > 10, "the wide cap reaches RMAX after the step ({at_rmax} samples)");
+        let wide_loss = lost as f64 / sent as f64;
+        // ns3-rmcat's XMAX = 500 ms (our default) bounds the swing: r_ref never returns to RMAX
+        // while the capacity is 0.6 Mbit/s, and far fewer packets are lost.
+        let (rates, sent, lost) = capacity_drop_at_100_ms(NadaConfig::default());
+        let max = rates.iter().copied().max().unwrap();
+        assert!(max < Bitrate::kbps(800), "r_ref up to {max} at a 600 kbit/s bottleneck");
+        let loss = lost as f64 / sent as f64;
+        assert!(loss < wide_loss / 5.0, "loss {loss:.4} with XMAX 500 ms, {wide_loss:.4} without");
+    }
+
     #[test]
     fn feedback_faster_than_delta_is_batched() {
         let mut n = nada(config::RMAX, Bitrate::kbps(500));

@@ -59,7 +59,7 @@ pub fn warp_delay(d_queue: Duration, qth: Duration, lambda: f64) -> Duration {
 /// x_curr in RFC 8698 §4.2 eq. (2): the aggregate congestion signal, the (warped) queuing delay
 /// plus the ECN-marking and loss penalties,
 /// `d_tilde + DMARK * (p_mark / PMRREF)^2 + DLOSS * (p_loss / PLRREF)^2`,
-/// capped at `x_curr_max` (the range of the §5.3 feedback field).
+/// capped at `x_curr_max` (500 ms, ns3-rmcat's XMAX; see [`super::config::X_CURR_MAX`]).
 pub fn aggregate_signal(d_tilde: Duration, p_mark: f64, p_loss: f64, cfg: &NadaConfig) -> Duration {
     let mark_penalty = cfg.dmark.as_secs_f64() * (p_mark / cfg.pmrref).powi(2);
     let loss_penalty = cfg.dloss.as_secs_f64() * (p_loss / cfg.plrref).powi(2);
@@ -486,7 +486,7 @@ mod tests {
         // At PLRREF the loss penalty is exactly DLOSS; at PMRREF the mark penalty is DMARK.
         assert_close(aggregate_signal(Duration::ZERO, 0.0, 0.01, &cfg), ms(10.0));
         assert_close(aggregate_signal(Duration::ZERO, 0.01, 0.0, &cfg), ms(2.0));
-        // 50 % loss: 10 * 50^2 = 25 s, capped at the §5.3 field's 3276.7 ms.
+        // 50 % loss: 10 * 50^2 = 25 s, capped at x_curr_max (500 ms).
         assert_eq!(aggregate_signal(ms(20.0), 0.0, 0.5, &cfg), cfg.x_curr_max);
     }
 

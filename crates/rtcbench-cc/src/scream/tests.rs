@@ -107,12 +107,63 @@ fn run(
     secs: i64,
     measure_from: Instant,
 ) -> Outcome {
+    run_with(HarnessSender::default(), cfg, capacity, extra_delay, buffer, secs, measure_from)
+}
+
+/// How the harness's sender departs from the ideal one of [`run`] (which takes the defaults:
+/// frames of exactly target/30 bytes, the moment the target changes, in 1000 B packets without
+/// headers). The other settings are those of rtcbench's simulator.
+#[derive(Clone, Copy, Debug)]
+struct HarnessSender {
+    /// Header bytes added to each packet on the wire (IP/UDP/RTP), on top of its payload.
+    overhead: u64,
+    /// Largest payload per packet.
+    max_payload: u64,
+    /// Header bytes the encoder target is reduced by (per packet, at the packet rate the target
+    /// implies), as a sender that knows its overhead does.
+    overhead_compensation: u64,
+    /// A new target reaches the encoder this much later.
+    encoder_lag: Duration,
+    /// Laplacian scale of the relative frame-size deviation (RFC 8593 §5.3 SCALE_B), with the
+    /// simulator's rate-control correction of 0.3 × the accumulated error.
+    frame_noise: f64,
+    /// One-way propagation delay each way.
+    one_way: Duration,
+}
+
+impl Default for HarnessSender {
+    fn default() -> Self {
+        Self {
+            overhead: 0,
+            max_payload: 1000,
+            overhead_compensation: 0,
+            encoder_lag: Duration::ZERO,
+            frame_noise: 0.0,
+            one_way: Duration::from_millis(25),
+        }
+    }
+}
+
+fn run_with(
+    snd: HarnessSender,
+    cfg: ScreamConfig,
+    capacity: impl Fn(Instant) -> Bitrate,
+    extra_delay: impl Fn(Instant) -> Duration,
+    buffer: Duration,
+    secs: i64,
+    measure_from: Instant,
+) -> Outcome {
     const STEP: Duration = Duration::from_micros(250);
     const FRAME_INTERVAL: Duration = Duration::from_micros(33_333);
     const FEEDBACK_INTERVAL: Duration = Duration::from_millis(20);
-    let one_way = Duration::from_millis(25);
+    let one_way = snd.one_way;
     let clock_offset = Duration::from_millis(-700);
-    let mss = 1000;
+    let mss = snd.max_payload;
+    // Encoder state: targets waiting out the lag, the applied target, the size error, an LCG.
+    let mut pending_targets: VecDeque<(Instant, Bitrate)> = VecDeque::new();
+    let mut encoder_target: Option<Bitrate> = None;
+    let mut size_debt = 0.0_f64;
+    let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
 
     let mut s = Scream::new(cfg, Bitrate::kbps(150), Bitrate::mbps(3), Bitrate::kbps(300), Instant::ZERO);
     let mut link = Bottleneck {
@@ -152,13 +203,36 @@ fn run(
             s.on_timeout(now);
         }
         // Encoder.
+        let mut wanted = s.target_rate();
+        if snd.overhead_compensation > 0 {
+            let per_frame = (wanted * FRAME_INTERVAL).as_bytes();
+            let packets = per_frame.div_ceil(mss + snd.overhead_compensation).max(1);
+            let overhead = DataSize::bytes(packets * snd.overhead_compensation) / FRAME_INTERVAL;
+            wanted = wanted.saturating_sub(overhead);
+        }
+        if pending_targets.back().is_none_or(|&(_, t)| t != wanted) {
+            pending_targets.push_back((now + snd.encoder_lag, wanted));
+        }
+        while pending_targets.front().is_some_and(|&(t, _)| t <= now) {
+            encoder_target = pending_targets.pop_front().map(|(_, r)| r);
+        }
         if now >= next_frame {
-            let frame = (s.target_rate() * FRAME_INTERVAL).as_bytes().max(1);
+            let b0 = (encoder_target.unwrap_or(wanted) * FRAME_INTERVAL).as_bytes() as f64;
+            let mut rel = 1.0;
+            if snd.frame_noise > 0.0 {
+                // Laplace(0, b) by inverse CDF from a uniform in (−1/2, 1/2).
+                rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let u = (rng >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                let lap = -snd.frame_noise * u.signum() * (1.0 - 2.0 * u.abs()).max(1e-12).ln();
+                rel = (1.0 + lap - 0.3 * size_debt).max(0.05);
+                size_debt += rel - 1.0;
+            }
+            let frame = ((b0 * rel) as u64).max(1);
             let mut left = frame;
             while left > 0 {
                 let size = left.min(mss);
-                rtp_queue.push_back((DataSize::bytes(size), now));
-                rtp_bytes += DataSize::bytes(size);
+                rtp_queue.push_back((DataSize::bytes(size + snd.overhead), now));
+                rtp_bytes += DataSize::bytes(size + snd.overhead);
                 left -= size;
             }
             next_frame += FRAME_INTERVAL;
@@ -364,4 +438,58 @@ fn a_path_delay_step_is_read_as_queuing_delay_for_the_base_history() {
     assert!(before >= 850_000.0, "before the step: {before}");
     assert!(mean_target(&o, from) <= Bitrate::kbps(200), "after: {}", mean_target(&o, from));
     assert!(o.final_qdelay_target > Duration::from_millis(250), "{}", o.final_qdelay_target);
+}
+
+/// The sender's side of RFC 8298 §4.1.3 / §5: target_bitrate is a rate on the wire (it is
+/// measured from packet sizes, headers included), so the encoder must be given the target
+/// less the per-packet overhead. A sender that hands the whole target to the encoder as a
+/// payload rate overshoots by the header share (56 B per ≤ 1200 B payload, about 5 %). The
+/// media rate rule moves the target towards what the path delivers (current_rate_t), with no
+/// integral action, so the overshoot is never corrected: it fills the bottleneck until qdelay
+/// reaches qdelay_target, where cwnd stops growing. The sender here is otherwise like
+/// rtcbench's simulator: 100 ms encoder lag, RFC 8593 frame-size noise, 1 ms one way.
+#[test]
+fn rfc8298_section_5_encoder_target_must_exclude_packet_overhead() {
+    let capacity = Bitrate::mbps(1);
+    let from = Instant::from_secs(20);
+    let sim_like = HarnessSender {
+        overhead: 56,
+        max_payload: 1200,
+        encoder_lag: Duration::from_millis(100),
+        frame_noise: 0.15,
+        one_way: Duration::from_millis(1),
+        ..HarnessSender::default()
+    };
+    let queue = |snd: HarnessSender| {
+        let o = run_with(
+            snd,
+            ScreamConfig::default(),
+            |_| capacity,
+            |_| Duration::ZERO,
+            Duration::from_secs(1),
+            60,
+            from,
+        );
+        (
+            mean_wait(&o, from),
+            percentile_wait(&o, from, 0.95),
+            o.delivered_after / (Instant::from_secs(60) - from),
+        )
+    };
+    // Measured when written (mean / p95 bottleneck wait, goodput):
+    // ideal sender (the §3.1 test)                  14 / 48 ms,  952 kbit/s
+    // + 56 B headers only, uncompensated            74 / 101 ms, 1000 kbit/s
+    // + 100 ms encoder lag only                     17 / 59 ms
+    // + frame-size noise 0.15 only                  17 / 43 ms
+    // 1 ms one way only                             18 / 56 ms
+    // all four (simulator-like), uncompensated      86 / 108 ms, 1000 kbit/s
+    // all four, overhead subtracted from the target 18 / 50 ms,  925 kbit/s
+    let (mean, p95, goodput) = queue(sim_like);
+    assert!(mean >= Duration::from_millis(60), "uncompensated: mean wait {mean} (standing queue expected)");
+    assert!(goodput >= capacity * 0.98, "uncompensated: window-limited at capacity, goodput {goodput}");
+    let (mean, p95_compensated, goodput) = queue(HarnessSender { overhead_compensation: 56, ..sim_like });
+    assert!(mean <= Duration::from_millis(30), "compensated: mean wait {mean}");
+    assert!(p95_compensated <= QDELAY_TARGET_LO_FOR_TESTS, "compensated: p95 wait {p95_compensated}");
+    assert!(p95_compensated < p95, "compensated p95 {p95_compensated} vs uncompensated {p95}");
+    assert!(goodput >= capacity * 0.85, "compensated: goodput {goodput}");
 }
