@@ -78,3 +78,25 @@ def test_transport_wide_feedback_fields_decode(tmp_path: Path) -> None:
         assert int(cur[1]) == (int(prev[1]) + int(prev[2])) % 65536
     # Every RTP packet carries the one-byte extensions (first element: abs-send-time, ID 2).
     assert {row[4] for row in rows if row[4]} == {"2"}
+
+
+def test_remb_fields_decode_to_the_estimates_the_sender_received(tmp_path: Path) -> None:
+    cap = tmp_path / "gcc-draft.pcap"
+    (r,) = rtcbench.run(
+        "seed001-sudden-reduction", "gcc-draft", 1, figure=False, pcap=cap, sets=["duration=10s"]
+    )
+    rows = tshark_fields(
+        cap,
+        "rtcp.psfb.fmt",
+        "rtcp.psfb.remb.identifier",
+        "rtcp.psfb.remb.fci.br_exp",
+        "rtcp.psfb.remb.fci.br_mantissa",
+        "rtcp.psfb.remb.fci.number_ssrcs",
+    )
+    remb = [row for row in rows if row[0] == "15"]
+    assert len(remb) >= 10
+    assert {row[1] for row in remb} == {"REMB"} and {row[4] for row in remb} == {"2"}
+    # tshark's mantissa << exponent is exactly what the sender parsed and traced.
+    decoded = {int(row[3]) << int(row[2]) for row in remb}
+    traced = set(r.tables.controller["remb_bps"].drop_nulls().to_list())
+    assert traced <= decoded and len(traced) > 1
