@@ -274,20 +274,7 @@ impl GccDraftConfig {
     }
 
     fn aimd_params(&self, min_rate: Bitrate, max_rate: Bitrate) -> AimdParams {
-        AimdParams {
-            beta: self.beta,
-            eta_per_second: self.eta_per_second,
-            response_time_offset: self.response_time_offset,
-            additive_increase_min: self.additive_increase_min,
-            assumed_frame_rate_hz: self.assumed_frame_rate_hz,
-            assumed_packet_size: self.assumed_packet_size,
-            max_rate_over_incoming: self.max_rate_over_incoming,
-            convergence_smoothing: self.convergence_smoothing,
-            convergence_sigmas: self.convergence_sigmas,
-            convergence_normalized_var_floor_kbps: self.convergence_normalized_var_floor_kbps,
-            min_rate,
-            max_rate,
-        }
+        AimdParams { cfg: *self, min_rate, max_rate }
     }
 
     fn loss_params(&self, min_rate: Bitrate, max_rate: Bitrate) -> LossBasedParams {

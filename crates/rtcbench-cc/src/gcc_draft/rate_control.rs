@@ -32,6 +32,7 @@ use std::collections::VecDeque;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
 use super::overuse_detector::Signal;
+use super::GccDraftConfig;
 
 /// T, the window of the incoming-rate measurement, §5.5 and Table 1: "[0.5, 1] s".
 pub const INCOMING_RATE_WINDOW: Duration = Duration::from_millis(500);
@@ -200,21 +201,21 @@ impl IncreaseMode {
     }
 }
 
-/// Parameters of the AIMD controller (§5.5).
+/// Parameters of the AIMD controller (§5.5): the §5.5 fields of the controller's configuration
+/// (read through `Deref`, so they are documented once, on [`GccDraftConfig`]) and the call's
+/// rate limits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AimdParams {
-    pub beta: f64,
-    pub eta_per_second: f64,
-    pub response_time_offset: Duration,
-    pub additive_increase_min: Bitrate,
-    pub assumed_frame_rate_hz: f64,
-    pub assumed_packet_size: DataSize,
-    pub max_rate_over_incoming: f64,
-    pub convergence_smoothing: f64,
-    pub convergence_sigmas: f64,
-    pub convergence_normalized_var_floor_kbps: f64,
+    pub cfg: GccDraftConfig,
     pub min_rate: Bitrate,
     pub max_rate: Bitrate,
+}
+
+impl std::ops::Deref for AimdParams {
+    type Target = GccDraftConfig;
+    fn deref(&self) -> &GccDraftConfig {
+        &self.cfg
+    }
 }
 
 /// The AIMD controller of §5.5. Call [`update`](Self::update) at least once per response time
@@ -345,18 +346,10 @@ mod tests {
     use super::*;
     use RateControlState::*;
 
+    /// GCC-02's §5.5 defaults (the `rate_control` constants), 10 kbit/s - 100 Mbit/s.
     fn params() -> AimdParams {
         AimdParams {
-            beta: BETA,
-            eta_per_second: ETA_PER_SECOND,
-            response_time_offset: RESPONSE_TIME_OFFSET,
-            additive_increase_min: ADDITIVE_INCREASE_MIN,
-            assumed_frame_rate_hz: ASSUMED_FRAME_RATE_HZ,
-            assumed_packet_size: ASSUMED_PACKET_SIZE,
-            max_rate_over_incoming: MAX_RATE_OVER_INCOMING,
-            convergence_smoothing: CONVERGENCE_SMOOTHING,
-            convergence_sigmas: CONVERGENCE_SIGMAS,
-            convergence_normalized_var_floor_kbps: CONVERGENCE_NORMALIZED_VAR_FLOOR_KBPS,
+            cfg: GccDraftConfig::default(),
             min_rate: Bitrate::kbps(10),
             max_rate: Bitrate::mbps(100),
         }

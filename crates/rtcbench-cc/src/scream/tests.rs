@@ -9,15 +9,20 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use super::*;
 use crate::feedback::{Ecn, PacketResult};
 
-#[test]
-fn metric_names_are_stable_and_typed() {
-    let s = Scream::new(
+/// SCReAM with the RFC's constants, 100 kbit/s - 3 Mbit/s, starting at 300 kbit/s at time 0.
+fn default_scream() -> Scream {
+    Scream::new(
         ScreamConfig::default(),
         Bitrate::kbps(100),
         Bitrate::mbps(3),
         Bitrate::kbps(300),
         Instant::ZERO,
-    );
+    )
+}
+
+#[test]
+fn metric_names_are_stable_and_typed() {
+    let s = default_scream();
     let m = s.metrics();
     let names: Vec<&str> = m.values.iter().map(|(n, _)| *n).collect();
     assert_eq!(
@@ -45,13 +50,7 @@ fn metric_names_are_stable_and_typed() {
 
 #[test]
 fn initial_window_pacing_and_timeouts() {
-    let s = Scream::new(
-        ScreamConfig::default(),
-        Bitrate::kbps(100),
-        Bitrate::mbps(3),
-        Bitrate::kbps(300),
-        Instant::ZERO,
-    );
+    let s = default_scream();
     // No qdelay sample yet: the relaxed rule, MIN_CWND + MSS = 4000 B.
     assert_eq!(s.congestion_window(), Some(DataSize::bytes(4000)));
     assert_eq!(s.send_window(), DataSize::bytes(4000));
