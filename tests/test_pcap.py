@@ -100,3 +100,20 @@ def test_remb_fields_decode_to_the_estimates_the_sender_received(tmp_path: Path)
     decoded = {int(row[3]) << int(row[2]) for row in remb}
     traced = set(r.tables.controller["remb_bps"].drop_nulls().to_list())
     assert traced <= decoded and len(traced) > 1
+
+
+def test_rtcp_xr_reference_time_and_dlrr_decode(tmp_path: Path) -> None:
+    """The gcc-draft receiver's RRTR (RFC 3611 §4.4) rides with its RR, and the sender's DLRR
+    (§4.5) with its SR: tshark finds both block types, and every DLRR echoes a fresh LRR held
+    for less than the 1 s report interval."""
+    cap = tmp_path / "gcc-draft.pcap"
+    rtcbench.run("seed001-sudden-reduction", "gcc-draft", 1, figure=False, pcap=cap, sets=["duration=10s"])
+    rows = tshark_fields(cap, "rtcp.pt", "rtcp.xr.bt", "rtcp.xr.lrr", "rtcp.xr.dlrr")
+    blocks = [row for row in rows if row[1]]
+    rrtr = [row for row in blocks if row[1] == "4"]
+    dlrr = [row for row in blocks if row[1] == "5"]
+    assert len(rrtr) >= 9 and {row[0] for row in rrtr} == {"201"}  # compound RR + XR
+    assert len(dlrr) >= 8 and {row[0] for row in dlrr} == {"200"}  # compound SR + XR
+    lrr = [int(row[2]) for row in dlrr]
+    assert all(x > 0 for x in lrr) and len(set(lrr)) == len(lrr)
+    assert all(0 <= int(row[3]) < 65536 for row in dlrr)

@@ -26,9 +26,11 @@ use rtcbench_media::packetizer::Packetizer;
 use rtcbench_media::receiver::{FrameAssembler, FreezeDetector};
 use rtcbench_media::video::VideoSource;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
-use rtcbench_wire::rtcp::{parse_compound, RtcpMessage};
+use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
 use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
-use rtcbench_wire::{ntp, ReceiverReportRepr, ReceiverStats, RembRepr, SenderReportRepr};
+use rtcbench_wire::{
+    ntp, DlrrSubBlock, ReceiverReportRepr, ReceiverStats, RembRepr, SenderReportRepr, XrRepr,
+};
 
 use crate::packet::{FlowId, Packet, PacketKind, RouteId};
 use crate::trace::{FeedbackKind, FeedbackRow, Trace};
@@ -203,6 +205,8 @@ pub struct Sender {
     report_interval: Duration,
     next_report: Instant,
     last_blocks: BTreeMap<u32, LastBlock>,
+    /// The last receiver reference time (RFC 3611 §4.4) heard: (receiver SSRC, LRR, arrival).
+    last_rrtr: Option<(u32, u32, Instant)>,
     last_row: Option<(Instant, Bitrate)>,
     /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
     remote_metrics: Option<ControllerMetrics>,
@@ -248,6 +252,7 @@ impl Sender {
             report_interval: p.report_interval,
             next_report: p.start + p.report_interval,
             last_blocks: BTreeMap::new(),
+            last_rrtr: None,
             last_row: None,
             remote_metrics: None,
             outbox: Vec::new(),
@@ -461,7 +466,17 @@ impl Sender {
             octet_count: self.media_octets,
             blocks: Vec::new(),
         };
-        let data = RtcpMessage::SenderReport(sr).to_bytes().expect("an SR without blocks always encodes");
+        let mut messages = vec![RtcpMessage::SenderReport(sr)];
+        // RFC 3611 §4.5: answer the receiver's reference time so that it can measure the RTT.
+        if let Some((receiver, lrr, heard)) = self.last_rrtr {
+            let dlrr = DlrrSubBlock { ssrc: receiver, lrr, dlrr: ntp::duration_to_compact(now - heard) };
+            messages.push(RtcpMessage::ExtendedReport(XrRepr {
+                sender_ssrc: ssrc,
+                rrtr: None,
+                dlrr: vec![dlrr],
+            }));
+        }
+        let data = emit_compound(&messages).expect("an SR and a DLRR always encode");
         self.outbox.push(rtcp_packet(self.plumbing.rtcp_tx_flow, self.plumbing.forward_route, now, data));
     }
 
@@ -511,6 +526,9 @@ impl Sender {
                         },
                     );
                     self.controller.on_feedback(now, &report);
+                }
+                RtcpMessage::ExtendedReport(XrRepr { sender_ssrc, rrtr: Some(ntp64), .. }) => {
+                    self.last_rrtr = Some((sender_ssrc, ntp::compact(ntp64), now));
                 }
                 _ => {}
             }
@@ -691,6 +709,18 @@ impl FeedbackGen {
             _ => None,
         }
     }
+
+    /// Whether the receiver needs its own RTT (GCC-02 §5.5's response_time, at the receiver),
+    /// and so sends receiver reference times (RFC 3611 §4.4).
+    fn needs_rtt(&self) -> bool {
+        matches!(self, Self::Remb(_))
+    }
+
+    fn set_rtt(&mut self, rtt: Duration) {
+        if let Self::Remb(g) = self {
+            g.set_rtt(rtt);
+        }
+    }
 }
 
 /// The receiving end of a call.
@@ -751,8 +781,16 @@ impl Receiver {
             }
             let blocks = self.stats.values_mut().map(|(s, _)| s.report_block(now, self.last_sr)).collect();
             let rr = ReceiverReportRepr { ssrc: self.ids.receiver_ssrc, blocks };
-            let data = RtcpMessage::ReceiverReport(rr).to_bytes().expect("at most a few blocks");
-            self.send_rtcp(now, data);
+            let mut messages = vec![RtcpMessage::ReceiverReport(rr)];
+            if self.feedback.needs_rtt() {
+                let rrtr = XrRepr {
+                    sender_ssrc: self.ids.receiver_ssrc,
+                    rrtr: Some(ntp::to_ntp64(now)),
+                    dlrr: vec![],
+                };
+                messages.push(RtcpMessage::ExtendedReport(rrtr));
+            }
+            self.send_rtcp(now, emit_compound(&messages).expect("at most a few blocks and an RRTR"));
         }
     }
 
@@ -770,8 +808,16 @@ impl Receiver {
         if pkt.kind == PacketKind::Rtcp {
             if let Ok(messages) = parse_compound(&pkt.data) {
                 for m in messages {
-                    if let RtcpMessage::SenderReport(sr) = m {
-                        self.last_sr = Some((ntp::compact(sr.ntp), now));
+                    match m {
+                        RtcpMessage::SenderReport(sr) => self.last_sr = Some((ntp::compact(sr.ntp), now)),
+                        // RFC 3611 §4.5: RTT = A − LRR − DLRR, as from an RR's LSR and DLSR.
+                        RtcpMessage::ExtendedReport(xr) => {
+                            let ours = xr.dlrr.iter().find(|b| b.ssrc == self.ids.receiver_ssrc);
+                            if let Some(rtt) = ours.and_then(|b| ntp::rtt_from_report(now, b.lrr, b.dlrr)) {
+                                self.feedback.set_rtt(rtt);
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }

@@ -27,6 +27,7 @@ pub use rtcp::ccfb::{CcfbArrival, CcfbMetric, CcfbRepr, CcfbStream, CcfbStreamAr
 pub use rtcp::remb::RembRepr;
 pub use rtcp::report::{ReceiverReportRepr, ReportBlock, SenderReportRepr};
 pub use rtcp::twcc::{TransportFeedbackRepr, TwccEncoder};
+pub use rtcp::xr::{DlrrSubBlock, XrRepr};
 pub use rtcp::{emit_compound, parse_compound, RtcpMessage};
 pub use rtp::{
     abs_send_time_delta, abs_send_time_from, FrameMarking, RtpHeader, RtpHeaderRepr, ABS_SEND_TIME_ID,

@@ -3,7 +3,7 @@
 //! Compounds are split by the `rtcp-types` crate. Reports and TWCC are parsed and written with
 //! it too, converting its borrowed views into owned `Repr`s with typed fields; `rtcp-types` has
 //! no REMB or RFC 8888 support, so those two are read and written here byte by byte (after
-//! `rtcp-types` has checked the common header). Files mirror the messages:
+//! `rtcp-types` has checked the common header), and XR is read here too (see [`xr`]). Files mirror the messages:
 //!
 //! * [`report`]: sender and receiver reports and their report blocks (RFC 3550 §6.4.1, §6.4.2).
 //! * [`twcc`]: transport-wide congestion control feedback
@@ -11,6 +11,7 @@
 //! * [`remb`]: receiver estimated maximum bitrate (draft-alvestrand-rmcat-remb-03, PSFB FMT 15
 //!   with the "REMB" identifier).
 //! * [`ccfb`]: RFC 8888 congestion control feedback (RTPFB FMT 11).
+//! * [`xr`]: extended reports (RFC 3611): the receiver reference time and DLRR blocks.
 //!
 //! Compound rules are not enforced on parse or emit: RFC 3550 §6.1 wants every compound packet to
 //! start with an SR or RR, but feedback is often sent alone as reduced-size RTCP (RFC 5506).
@@ -19,6 +20,7 @@ pub mod ccfb;
 pub mod remb;
 pub mod report;
 pub mod twcc;
+pub mod xr;
 
 use rtcp_types::prelude::*;
 
@@ -27,11 +29,14 @@ use ccfb::CcfbRepr;
 use remb::RembRepr;
 use report::{ReceiverReportRepr, SenderReportRepr};
 use twcc::TransportFeedbackRepr;
+use xr::XrRepr;
 
 /// RTCP packet type of a sender report (RFC 3550 §6.4.1).
 pub const PT_SR: u8 = 200;
 /// RTCP packet type of a receiver report (RFC 3550 §6.4.2).
 pub const PT_RR: u8 = 201;
+/// RTCP packet type of an extended report (RFC 3611 §2).
+pub const PT_XR: u8 = 207;
 /// RTCP packet type of transport-layer feedback, RTPFB (RFC 4585 §6.1).
 pub const PT_RTPFB: u8 = 205;
 /// RTCP packet type of payload-specific feedback, PSFB (RFC 4585 §6.1); REMB uses it.
@@ -61,6 +66,8 @@ pub enum RtcpMessage {
     Remb(RembRepr),
     /// RFC 8888 congestion control feedback, PT 205 FMT 11.
     CongestionControlFeedback(CcfbRepr),
+    /// XR, PT 207, with its RRTR and DLRR blocks (other block types are skipped).
+    ExtendedReport(XrRepr),
     /// Any other packet (SDES, BYE, NACK, PLI, ...), well formed but not decoded.
     Other {
         /// The RTCP packet type.
@@ -79,6 +86,7 @@ impl RtcpMessage {
             Self::TransportFeedback(fb) => fb.to_bytes(),
             Self::Remb(remb) => remb.to_bytes(),
             Self::CongestionControlFeedback(ccfb) => ccfb.to_bytes(),
+            Self::ExtendedReport(xr) => xr.to_bytes(),
             Self::Other { .. } => Err(WireError::Unsupported("an undecoded RTCP packet")),
         }
     }
@@ -117,6 +125,7 @@ pub fn parse_compound(bytes: &[u8]) -> Result<Vec<RtcpMessage>, WireError> {
             {
                 RtcpMessage::Remb(RembRepr::parse(raw)?)
             }
+            rtcp_types::Packet::Xr(_) => RtcpMessage::ExtendedReport(XrRepr::parse(raw)?),
             other => RtcpMessage::Other { packet_type: other.type_(), fmt: other.count() },
         });
     }
