@@ -1,10 +1,11 @@
 """Behaviour of the seeds' controllers (`gcc-draft`, `nada`, `scream`) on RFC 8867 §5.1 and the
 staircase of 001_baf68b668fdcd27e.txt §5.1.1, as bands and as the fingerprints the literature and
-the seeds report. Three seeds each.
+the seeds report. Three seeds in the default tier, seeds 4-10 in the slow tier.
 
-Not yet asserted, because it does not appear (see the issue notes): 001 §5.4's finding that SCReAM
-keeps the lowest queuing delay. RFC 8298 v1 holds its queue below a 100 ms target and here keeps
-more than GoogCC does.
+Not asserted, because it does not appear and the expectation, not the implementation, is what
+does not carry over (docs/controllers/scream.md): 001 §5.4's finding that SCReAM keeps the lowest
+latency. The thesis compared RTTs against a GCC whose RTT peaked at 1 s; RFC 8298 v1 holds its
+queue below a 100 ms target by design and so keeps more than GoogCC's delay-gradient control.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from rtcbench import metrics
 from rtcbench.runner import RunResult
 
-SEEDS = (1, 2, 3)
+SEEDS = [1, 2, 3, *(pytest.param(s, marks=pytest.mark.slow) for s in range(4, 11))]
 SETTLE_US = 5_000_000
 MEDIA_MAX_BPS = 1_520_000  # RFC 8867 §4.3 video max + audio, rfc8867-5.1 only
 
