@@ -96,7 +96,8 @@ pub fn parse(text: &str, origin: &str) -> Result<ScenarioSpec, ScenarioError> {
 /// Applies `path=value` overrides to scenario text. Path segments name table keys; an element
 /// of a list of tables is chosen by its `name` (`links.forward.delay`) or its index
 /// (`calls.0.video.max`). The value is read as TOML (numbers, lists, inline tables) or, failing
-/// that, taken as a string (`--set duration=30s`).
+/// that, taken as a string (`--set duration=30s`). A bare name of a variant parameter pins it to
+/// one value (`--set delay=50ms` is `variants.delay = ["50ms"]`).
 pub fn apply_overrides(text: &str, origin: &str, sets: &[String]) -> Result<String, ScenarioError> {
     if sets.is_empty() {
         return Ok(text.to_string());
@@ -114,10 +115,24 @@ pub fn apply_overrides(text: &str, origin: &str, sets: &[String]) -> Result<Stri
             .ok_or_else(|| err("an override is written path=value, e.g. links.forward.delay=80ms".into()))?;
         let raw = raw.trim();
         let value: toml_edit::Value = raw.parse().unwrap_or_else(|_| toml_edit::Value::from(raw));
-        let segments: Vec<&str> = path.trim().split('.').filter(|s| !s.is_empty()).collect();
+        let mut segments: Vec<&str> = path.trim().split('.').filter(|s| !s.is_empty()).collect();
         if segments.is_empty() {
             return Err(err("the path is empty".into()));
         }
+        let is_variant = |name: &str| doc.get("variants").and_then(|v| v.get(name)).is_some();
+        let value = if let [name] = segments[..] {
+            if is_variant(name) {
+                segments.insert(0, "variants");
+                match value {
+                    toml_edit::Value::Array(_) => value,
+                    one => toml_edit::Value::Array(std::iter::once(one).collect()),
+                }
+            } else {
+                value
+            }
+        } else {
+            value
+        };
         set_in(doc.as_item_mut(), &segments, &value).map_err(err)?;
     }
     Ok(doc.to_string())
@@ -537,6 +552,19 @@ to = "B"
         let seed = load(builtin::find("seed000-5.2.6").unwrap().0, "x", &[]).unwrap();
         assert_eq!(seed.len(), 6);
         assert_eq!(seed[0].variant, "delay=25ms,first=1Mbps");
+    }
+
+    #[test]
+    fn a_bare_variant_name_pins_the_set_to_one_value_or_a_list() {
+        let text = builtin::find("seed000-5.2.6").unwrap().0;
+        let pinned = load(text, "x", &["first=2Mbps".to_string()]).unwrap();
+        let names: Vec<_> = pinned.iter().map(|s| s.variant.as_str()).collect();
+        assert_eq!(names, ["delay=25ms,first=2Mbps", "delay=50ms,first=2Mbps", "delay=100ms,first=2Mbps"]);
+        let two = load(text, "x", &["delay=[\"25ms\", \"100ms\"]".to_string(), "first=1Mbps".to_string()]);
+        assert_eq!(two.unwrap().len(), 2);
+        // Not a variant parameter: a top-level field, as before.
+        let v = load(text, "x", &["duration=30s".to_string()]).unwrap();
+        assert_eq!(*v[0].spec.duration.get(), rtcbench_units::Duration::from_secs(30));
     }
 
     #[test]
