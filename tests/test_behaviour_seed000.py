@@ -1,0 +1,80 @@
+"""000_429adbf687ed8411.txt §5.2.6 / §6.2.2 (Experiment 2): one call over 2 → 3 → 1 → 2 Mbit/s
+sections of 40 s, at 25, 50 and 100 ms one way. Table 6.1 reports Chrome's GCC; `gcc` (goog_cc)
+is held to it, and every controller to bands. The first section is 2 Mbit/s, as Table 6.1's
+1.69 Mbit/s = 84.5 % implies (`first=2Mbps`; docs/scenarios.md).
+
+Table 6.1, per section (three delays): utilisation 82-84.5 %, 76.7-80 % (the encoder's 2.5 Mbit/s
+cap in a 3 Mbit/s section), 80-83 %, 75.5-84 %; maximum loss 0 except at the 3 → 1 Mbit/s drop,
+44.8-66.9 %; "similar results with different delays". Not reproduced: the queuing-delay p95 of
+207-225 ms in the third section (here 40-110 ms for goog_cc). 001 §5.4.4 suspects Chrome's pacer
+queue draining into the bottleneck after a drop; here goog_cc's congestion-window pushback stops
+the encoder first. Not investigated further.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from rtcbench import metrics
+from rtcbench.runner import RunResult
+
+SEEDS = [1, 2, 3, *(pytest.param(s, marks=pytest.mark.slow) for s in range(4, 11))]
+FIRST = ("first=2Mbps",)
+CONTROLLERS = ("gcc", "gcc-draft", "nada", "scream")
+DROP_S = 80.0  # the 3 → 1 Mbit/s section
+
+
+def _section_metrics(r: RunResult) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    (flow,) = [f["id"] for f in r.summary["meta"]["flows"] if f["kind"] == "video"]
+    out = []
+    for p in r.summary["phases"]:
+        start, end = round(p["start_s"] * 1e6), round(p["end_s"] * 1e6)
+        out.append((p, metrics.flow_metrics(r.tables, r.timeseries, flow, start, end)))
+    return out
+
+
+def _utilisation(p: dict[str, Any], m: dict[str, Any]) -> float:
+    return float(m["mean_recv_rate_bps"]) / float(p["capacity_bps"])
+
+
+# Table 6.1's utilisation per section, widened by 0.1 on each side for run-to-run spread (its
+# standard deviation of the rate was "around 0.2 Mbps").
+GCC_UTILISATION = [(0.72, 0.95), (0.66, 0.90), (0.70, 0.93), (0.65, 0.94)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gcc_matches_table_6_1(simulate: Callable[..., tuple[RunResult, ...]], seed: int) -> None:
+    runs = simulate("seed000-5.2.6", "gcc", seed, FIRST)
+    assert len(runs) == 3
+    by_delay = []
+    for r in runs:
+        sections = _section_metrics(r)
+        utilisation = [_utilisation(p, m) for p, m in sections]
+        for u, (lo, hi) in zip(utilisation, GCC_UTILISATION, strict=True):
+            assert lo <= u <= hi, f"{r.summary['variant']}: {utilisation}"
+        max_loss = [m["max_window_loss_ratio"] for _, m in sections]
+        assert max_loss[2] >= 0.3, f"{r.summary['variant']}: the drop loses a burst ({max_loss})"
+        assert max_loss[0] == max_loss[1] == max_loss[3] == 0.0, f"{r.summary['variant']}: {max_loss}"
+        by_delay.append(utilisation)
+    # "Similar results with different delays": per section within 0.15 across 25/50/100 ms.
+    for section in zip(*by_delay, strict=True):
+        assert max(section) - min(section) <= 0.15, by_delay
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_every_controller_tracks_each_section_and_loses_only_at_the_drop(
+    simulate: Callable[..., tuple[RunResult, ...]], controller: str, seed: int
+) -> None:
+    """After the start-up section (GCC-02's loss-based 5 % per report makes gcc-draft's slow):
+    at least half of each section's capacity, never more than all of it, and no loss in a
+    window except in the section that starts with the drop to 1 Mbit/s."""
+    for r in simulate("seed000-5.2.6", controller, seed, FIRST):
+        for p, m in _section_metrics(r)[1:]:
+            u = _utilisation(p, m)
+            assert 0.5 <= u <= 1.0, f"{r.summary['variant']} from {p['start_s']} s: {u:.2f}"
+            if p["start_s"] != DROP_S:
+                assert m["max_window_loss_ratio"] == 0.0, f"{r.summary['variant']} from {p['start_s']} s"
