@@ -83,6 +83,7 @@ def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
             "frame": _null_where(p["frame"], -1),
             "link": _decode(link_codes, link_names_or_null),
             "reason": _decode(p["reason"], codes["reason"]),
+            "ecn": _decode(p["ecn"], codes["ecn"]),
         }
     )
     f = raw["frames"]

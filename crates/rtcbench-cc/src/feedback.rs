@@ -16,6 +16,18 @@ pub enum Ecn {
     Ce,
 }
 
+impl Ecn {
+    /// The two-bit ECN field of the IP header (RFC 3168 §5): 00, 01, 10, 11.
+    pub fn bits(self) -> u8 {
+        match self {
+            Self::NotEct => 0b00,
+            Self::Ect1 => 0b01,
+            Self::Ect0 => 0b10,
+            Self::Ce => 0b11,
+        }
+    }
+}
+
 /// Which probe cluster a packet belongs to (libwebrtc `PacedPacketInfo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProbeInfo {

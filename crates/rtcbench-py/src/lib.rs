@@ -94,6 +94,7 @@ fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>>
                 ("frame", p.frame.into_pyarray(py).into_any()),
                 ("link", p.link.into_pyarray(py).into_any()),
                 ("reason", p.reason.into_pyarray(py).into_any()),
+                ("ecn", p.ecn.into_pyarray(py).into_any()),
             ],
         )?,
     )?;
@@ -168,6 +169,7 @@ fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>>
     let codes = PyDict::new(py);
     codes.set_item("event", names(py, &trace::PacketEvent::NAMES)?)?;
     codes.set_item("kind", names(py, &trace::KIND_NAMES)?)?;
+    codes.set_item("ecn", names(py, &trace::ECN_NAMES)?)?;
     codes.set_item("reason", names(py, &trace::REASON_NAMES)?)?;
     codes.set_item("feedback_kind", names(py, &trace::FEEDBACK_KIND_NAMES)?)?;
     out.set_item("codes", codes)?;

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use rtcbench_cc::adapter::TransportFeedbackAdapter;
 use rtcbench_cc::ccfb::CcfbReceiver;
+use rtcbench_cc::feedback::Ecn;
 use rtcbench_cc::gcc_draft::{GccDraftConfig, RembEstimator};
 use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
@@ -169,6 +170,7 @@ fn rtcp_packet(flow: FlowId, route: RouteId, now: Instant, data: Vec<u8>) -> Pac
         data,
         seq: None,
         frame: None,
+        ecn: Ecn::NotEct,
     }
 }
 
@@ -210,7 +212,18 @@ pub struct Sender {
     last_row: Option<(Instant, Bitrate)>,
     /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
     remote_metrics: Option<ControllerMetrics>,
+    pauses: Vec<Pause>,
+    ecn: Ecn,
     pub outbox: Vec<Packet>,
+}
+
+/// An interval in which a sender's media is off (RFC 8867 §5.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pause {
+    pub from: Instant,
+    pub to: Instant,
+    /// Audio pauses too.
+    pub audio: bool,
 }
 
 /// What a sender is made of; see [`Sender::new`].
@@ -223,6 +236,9 @@ pub struct SenderParts {
     pub video: Option<VideoSource>,
     pub audio: Option<AudioSource>,
     pub report_interval: Duration,
+    pub pauses: Vec<Pause>,
+    /// The ECN field of media packets (RFC 6679).
+    pub ecn: Ecn,
 }
 
 impl Sender {
@@ -255,6 +271,8 @@ impl Sender {
             last_rrtr: None,
             last_row: None,
             remote_metrics: None,
+            pauses: p.pauses,
+            ecn: p.ecn,
             outbox: Vec::new(),
         };
         s.apply_controller(p.start, None);
@@ -298,10 +316,13 @@ impl Sender {
     /// Encoders produce what is due; packets go to the pacer.
     fn capture(&mut self, now: Instant, trace: &mut Trace) {
         let live = now >= self.start && now < self.stop;
+        let paused =
+            |audio: bool| self.pauses.iter().any(|p| (p.from..p.to).contains(&now) && (p.audio || !audio));
+        let (video_live, audio_live) = (live && !paused(false), live && !paused(true));
         if let Some(video) = &mut self.video {
             while video.poll_timeout() <= now {
                 let Some(frame) = video.on_timeout(now) else { break };
-                if !live {
+                if !video_live {
                     continue;
                 }
                 let flow = self.plumbing.video_flow.expect("video flow exists with a video source");
@@ -345,7 +366,7 @@ impl Sender {
         if let Some(audio) = &mut self.audio {
             while audio.poll_timeout() <= now {
                 let Some(f) = audio.on_timeout(now) else { break };
-                if !live {
+                if !audio_live {
                     continue;
                 }
                 let timestamp = self.ids.audio_ts0.wrapping_add(
@@ -448,6 +469,7 @@ impl Sender {
                 data,
                 seq: Some(header.seq.value() as u16),
                 frame,
+                ecn: self.ecn,
             });
         }
     }
@@ -658,15 +680,15 @@ impl FeedbackGen {
         }
     }
 
-    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr, size: DataSize) {
+    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr, size: DataSize, ecn: Ecn) {
         match self {
             Self::Twcc(g) => {
                 if let Some(seq) = h.transport_seq {
                     g.on_packet(now, seq);
                 }
             }
-            // The simulated network does not mark ECN yet: every packet arrives Not-ECT.
-            Self::Ccfb(g) => g.on_packet(now, h.ssrc, h.seq, 0),
+            // RFC 8888 §3.1: the ECN field of the packet as it arrived (CE if a queue marked it).
+            Self::Ccfb(g) => g.on_packet(now, h.ssrc, h.seq, ecn.bits()),
             Self::Remb(g) => {
                 if let Some(abs) = h.abs_send_time {
                     g.on_packet(now, abs, size);
@@ -824,7 +846,7 @@ impl Receiver {
             return;
         }
         let Ok((h, _)) = RtpHeaderRepr::parse(&pkt.data) else { return };
-        self.feedback.on_rtp(now, &h, pkt.size);
+        self.feedback.on_rtp(now, &h, pkt.size, pkt.ecn);
         if matches!(self.feedback, FeedbackGen::Remb(_)) {
             // A REMB goes out at once when the estimate drops (GCC-02 §3).
             for data in self.feedback.poll_transmit(now, &self.ids) {

@@ -8,12 +8,15 @@
 //! element's path ([`rng`]).
 
 pub mod call;
+pub mod cross;
 pub mod link;
 pub mod packet;
+pub mod queue;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;
 pub mod trace;
+pub mod traffic;
 mod world;
 
 pub use world::{

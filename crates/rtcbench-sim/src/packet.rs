@@ -1,5 +1,6 @@
 //! Packets as they travel through the simulated network.
 
+use rtcbench_cc::feedback::Ecn;
 use rtcbench_units::{DataSize, Instant};
 
 /// Index of a flow in the run (`meta.flows` in the trace).
@@ -15,6 +16,12 @@ pub enum PacketKind {
     Media,
     Padding,
     Rtcp,
+    /// A TCP segment carrying data.
+    Tcp,
+    /// A TCP segment without data (a pure ACK).
+    TcpAck,
+    /// A constant-bit-rate UDP packet.
+    Cbr,
 }
 
 impl PacketKind {
@@ -23,6 +30,9 @@ impl PacketKind {
             Self::Media => "media",
             Self::Padding => "padding",
             Self::Rtcp => "rtcp",
+            Self::Tcp => "tcp",
+            Self::TcpAck => "tcp_ack",
+            Self::Cbr => "cbr",
         }
     }
 }
@@ -30,10 +40,15 @@ impl PacketKind {
 /// Why the network dropped a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
-    /// The drop-tail queue had no room.
+    /// The queue had no room for it on arrival.
     QueueFull,
     /// The link's random loss process chose it.
     RandomLoss,
+    /// An AQM's control law chose it: CoDel at dequeue, PIE at enqueue.
+    Aqm,
+    /// The buffer was full and FQ-CoDel dropped it from the head of its fattest flow queue
+    /// (RFC 8290 §4.1) to make room for an arrival.
+    Overflow,
 }
 
 impl DropReason {
@@ -41,6 +56,8 @@ impl DropReason {
         match self {
             Self::QueueFull => "queue_full",
             Self::RandomLoss => "random_loss",
+            Self::Aqm => "aqm",
+            Self::Overflow => "overflow",
         }
     }
 }
@@ -65,4 +82,7 @@ pub struct Packet {
     /// Trace annotations known to the sender (not used by any receiver logic).
     pub seq: Option<u16>,
     pub frame: Option<u64>,
+    /// ECN field of the IP header (RFC 3168 §5): set by the sender, turned to CE by a marking
+    /// queue.
+    pub ecn: Ecn,
 }

@@ -22,9 +22,11 @@ impl PacketEvent {
 }
 
 /// Codes of `packets.kind`, in [`PacketKind`] order.
-pub const KIND_NAMES: [&str; 3] = ["media", "padding", "rtcp"];
+pub const KIND_NAMES: [&str; 6] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr"];
 /// Codes of `packets.reason` (0 = null).
-pub const REASON_NAMES: [&str; 3] = ["", "queue_full", "random_loss"];
+pub const REASON_NAMES: [&str; 5] = ["", "queue_full", "random_loss", "aqm", "overflow"];
+/// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
+pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
 pub const FEEDBACK_KIND_NAMES: [&str; 4] = ["twcc", "rr", "remb", "ccfb"];
 
@@ -43,6 +45,9 @@ fn kind_code(k: PacketKind) -> u8 {
         PacketKind::Media => 0,
         PacketKind::Padding => 1,
         PacketKind::Rtcp => 2,
+        PacketKind::Tcp => 3,
+        PacketKind::TcpAck => 4,
+        PacketKind::Cbr => 5,
     }
 }
 
@@ -61,6 +66,8 @@ pub struct PacketTable {
     pub frame: Vec<i64>,
     pub link: Vec<i16>,
     pub reason: Vec<u8>,
+    /// The packet's ECN field (RFC 3168 bits: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
+    pub ecn: Vec<u8>,
 }
 
 impl PacketTable {
@@ -87,9 +94,15 @@ impl PacketTable {
             None => 0,
             Some((_, DropReason::QueueFull)) => 1,
             Some((_, DropReason::RandomLoss)) => 2,
+            Some((_, DropReason::Aqm)) => 3,
+            Some((_, DropReason::Overflow)) => 4,
         });
+        self.ecn.push(p.ecn.bits());
     }
 }
+
+/// A frame number without a row.
+const NO_ROW: usize = usize::MAX;
 
 /// `frames.parquet`.
 #[derive(Debug, Default)]
@@ -103,7 +116,8 @@ pub struct FrameTable {
     pub complete_us: Vec<i64>,
     pub freeze: Vec<bool>,
     /// Row of each (flow, frame): frames of a flow are numbered 0, 1, 2, ... so a per-flow
-    /// vector indexed by frame number finds the row.
+    /// vector indexed by frame number finds the row ([`NO_ROW`] for a frame never sent: the
+    /// encoder's frames during a pause).
     rows: Vec<Vec<usize>>,
 }
 
@@ -128,8 +142,10 @@ impl FrameTable {
         if self.rows.len() <= f {
             self.rows.resize_with(f + 1, Vec::new);
         }
-        debug_assert_eq!(self.rows[f].len() as u64, frame, "frames are recorded in order");
-        self.rows[f].push(self.flow.len());
+        let rows = &mut self.rows[f];
+        debug_assert!(rows.len() as u64 <= frame, "frames are recorded in order");
+        rows.resize(frame as usize, NO_ROW);
+        rows.push(self.flow.len());
         self.flow.push(flow as i32);
         self.frame.push(frame as i64);
         self.capture_us.push(capture.as_micros());
@@ -141,7 +157,8 @@ impl FrameTable {
     }
 
     pub fn completed(&mut self, flow: FlowId, frame: u64, at: Instant, freeze: bool) {
-        if let Some(&row) = self.rows.get(flow as usize).and_then(|r| r.get(frame as usize)) {
+        let row = self.rows.get(flow as usize).and_then(|r| r.get(frame as usize));
+        if let Some(&row) = row.filter(|&&r| r != NO_ROW) {
             self.complete_us[row] = at.as_micros();
             self.freeze[row] = freeze;
         }

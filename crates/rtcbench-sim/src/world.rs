@@ -6,6 +6,7 @@
 //! already pending; a wake-up calls the element's `on_timeout` and moves what it emitted on.
 
 use rand::RngExt;
+use rtcbench_cc::feedback::Ecn;
 use rtcbench_cc::gcc::{GccConfig, GoogCc};
 use rtcbench_cc::gcc_draft::{Deployment, GccDraft, GccDraftConfig};
 use rtcbench_cc::nada::{Nada, NadaConfig};
@@ -13,21 +14,27 @@ use rtcbench_cc::scream::{Scream, ScreamConfig};
 use rtcbench_cc::{fixed::FixedRate, AnyController, ControllerKind};
 use rtcbench_media::audio::{AudioConfig, AudioSource};
 use rtcbench_media::video::{VideoConfig, VideoSource};
-use rtcbench_units::{Bitrate, Duration, Instant};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
-use crate::call::{CallPlumbing, FeedbackMode, Receiver, Sender, SenderParts, StreamIds};
+use crate::call::{CallPlumbing, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
+use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::link::capacity::CapacitySchedule;
 use crate::link::jitter::JitterConfig;
 use crate::link::loss::LossModel;
 use crate::link::{Link, LinkConfig, QueueLimit};
-use crate::packet::{FlowId, LinkId, Packet, RouteId};
+use crate::packet::{FlowId, LinkId, Packet, PacketKind, RouteId};
+use crate::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
 use crate::rng::{derive_seed, rng_for};
 use crate::scenario::{
-    CallSpec, ControllerParams, GccDeployment, LinkSpec, LossSpec, QueueSize, Scenario, ScenarioError,
+    CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec, LossSpec,
+    QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
 };
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
+use crate::traffic::cbr::CbrSource;
+use crate::traffic::on_off::{OnOff, OnOffConfig};
+use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
 
 /// Defaults of RFC 8867 §4.3 for media not described in the scenario.
 const DEFAULT_VIDEO_MIN: Bitrate = Bitrate::kbps(150);
@@ -81,7 +88,8 @@ pub struct FlowMeta {
     pub id: FlowId,
     pub name: String,
     pub kind: &'static str,
-    pub call: u32,
+    /// The call a media or RTCP flow belongs to; `None` for cross traffic.
+    pub call: Option<u32>,
     pub path: Vec<String>,
     pub bottleneck: String,
 }
@@ -121,14 +129,26 @@ enum Event {
     Link(LinkId),
     Sender(u32),
     Receiver(u32),
+    TcpSource(u32),
+    TcpSink(u32),
+    Cbr(u32),
     Sample,
 }
 
+/// Where a route ends.
 #[derive(Clone, Copy, Debug)]
 enum Endpoint {
     Sender(u32),
     Receiver(u32),
+    /// A TCP sender, receiving ACKs.
+    TcpSource(u32),
+    TcpSink(u32),
+    /// Packets that only need to arrive (CBR).
+    Sink,
 }
+
+/// An element's pending wake-up.
+type Wake = Option<Instant>;
 
 struct Route {
     links: Vec<LinkId>,
@@ -147,14 +167,24 @@ struct World {
     sender_wake: Vec<Option<Instant>>,
     receivers: Vec<Receiver>,
     receiver_wake: Vec<Option<Instant>>,
+    tcp_sources: Vec<TcpSource>,
+    tcp_source_wake: Vec<Wake>,
+    tcp_sinks: Vec<TcpSink>,
+    tcp_sink_wake: Vec<Wake>,
+    cbrs: Vec<CbrFlow>,
+    cbr_wake: Vec<Wake>,
+    /// Per link, the capacity left to the flows when UDP background traffic makes it (RFC 8867
+    /// §4.2); the links table reports it instead of the physical rate.
+    available: Vec<Option<CapacitySchedule>>,
     trace: Trace,
     next_packet_id: u64,
     end: Instant,
     capture: Option<Vec<Captured>>,
 }
 
-fn link_config(l: &LinkSpec) -> LinkConfig {
-    let capacity = match (&l.schedule, &l.capacity) {
+/// The capacity a link's `capacity` or `schedule` describes: the capacity left to the flows.
+fn scheduled_capacity(l: &LinkSpec) -> CapacitySchedule {
+    match (&l.schedule, &l.capacity) {
         (Some(steps), _) => CapacitySchedule::from_steps(
             steps
                 .iter()
@@ -173,6 +203,58 @@ fn link_config(l: &LinkSpec) -> LinkConfig {
         ),
         (None, Some(c)) => CapacitySchedule::constant(*c.get()),
         (None, None) => CapacitySchedule::unlimited(),
+    }
+}
+
+/// The physical rate of a link that realises its schedule with UDP background traffic (RFC 8867
+/// §4.2), or `None` if the link's own rate follows the schedule.
+fn udp_background_rate(l: &LinkSpec) -> Option<Bitrate> {
+    let udp = l.mechanism.as_ref().is_some_and(|m| *m.get() == CapacityMechanism::UdpBackground);
+    udp.then(|| {
+        *l.physical_capacity.as_ref().expect("validated: udp-background has a physical capacity").get()
+    })
+}
+
+/// The background CBR rate that leaves a link's scheduled capacity free on its physical rate.
+fn udp_background_steps(l: &LinkSpec, physical: Bitrate) -> Vec<(Instant, Bitrate)> {
+    scheduled_capacity(l)
+        .steps()
+        .iter()
+        .map(|&(at, free)| (at, physical.saturating_sub(free.unwrap_or(physical))))
+        .collect()
+}
+
+fn queue_discipline(q: Option<&QueueSpec>) -> QueueDiscipline {
+    let Some(q) = q else { return QueueDiscipline::DropTail };
+    // FQ-CoDel marks by default (RFC 8290 §5.2.6, Linux); the single-queue AQMs do not.
+    let ecn = q.ecn.unwrap_or(q.kind() == QueueKind::FqCodel);
+    match q.kind() {
+        QueueKind::Droptail => QueueDiscipline::DropTail,
+        QueueKind::Codel => QueueDiscipline::Codel(codel_config(q, ecn)),
+        QueueKind::FqCodel => QueueDiscipline::FqCodel(FqCodelConfig {
+            codel: codel_config(q, ecn),
+            ..FqCodelConfig::default()
+        }),
+        QueueKind::Pie => {
+            let d = PieConfig::default();
+            QueueDiscipline::Pie(PieConfig { target: q.target.unwrap_or(d.target), ecn, ..d })
+        }
+        QueueKind::Step => {
+            let d = StepConfig::default();
+            QueueDiscipline::Step(StepConfig { threshold: q.threshold.unwrap_or(d.threshold) })
+        }
+    }
+}
+
+fn codel_config(q: &QueueSpec, ecn: bool) -> CodelConfig {
+    let d = CodelConfig::default();
+    CodelConfig { target: q.target.unwrap_or(d.target), interval: q.interval.unwrap_or(d.interval), ecn, ..d }
+}
+
+fn link_config(l: &LinkSpec) -> LinkConfig {
+    let capacity = match udp_background_rate(l) {
+        Some(physical) => CapacitySchedule::constant(physical),
+        None => scheduled_capacity(l),
     };
     LinkConfig {
         name: l.name.clone(),
@@ -183,6 +265,7 @@ fn link_config(l: &LinkSpec) -> LinkConfig {
             Some(QueueSize::Bytes(b)) => QueueLimit::Bytes(b),
             Some(QueueSize::Time(t)) => QueueLimit::Time(t),
         },
+        discipline: queue_discipline(l.queue.as_ref()),
         jitter: l
             .jitter
             .as_ref()
@@ -268,10 +351,12 @@ fn feedback_mode(
 }
 
 /// Builds the controller a call's sender runs, with the call's rate limits (totals over its
-/// streams, as libwebrtc passes them).
+/// streams, as libwebrtc passes them) and priority weight (RFC 8867 §6.1), which only NADA
+/// defines (RFC 8698 PRIO); the other controllers have no notion of a weight and ignore it.
 fn build_controller(
     kind: ControllerKind,
     params: &ControllerParams,
+    priority: f64,
     (min, max, start): (Bitrate, Bitrate, Bitrate),
     now: Instant,
 ) -> AnyController {
@@ -284,7 +369,9 @@ fn build_controller(
             AnyController::GccDraft(Box::new(GccDraft::new(gcc_draft_config(params), min, max, start, now)))
         }
         ControllerKind::Nada => {
-            AnyController::Nada(Box::new(Nada::new(NadaConfig::default(), min, max, start, now)))
+            // RFC 8698 §4.1 PRIO: the call's priority weight (RFC 8867 §6.1).
+            let cfg = NadaConfig { prio: priority, ..NadaConfig::default() };
+            AnyController::Nada(Box::new(Nada::new(cfg, min, max, start, now)))
         }
         ControllerKind::Scream => {
             AnyController::Scream(Box::new(Scream::new(ScreamConfig::default(), min, max, start, now)))
@@ -316,6 +403,7 @@ pub fn simulate_with(
                 link_config(l),
                 rng_for(seed, &format!("link/{}/loss", l.name)),
                 rng_for(seed, &format!("link/{}/jitter", l.name)),
+                rng_for(seed, &format!("link/{}/queue", l.name)),
             )
         })
         .collect();
@@ -347,8 +435,10 @@ pub fn simulate_with(
             }
         }
     }
-    let node =
-        |name: &str| meta.nodes.iter().position(|n| n == name).expect("every call node is on a link") as u16;
+    let node_names = meta.nodes.clone();
+    let node = |name: &str| {
+        node_names.iter().position(|n| n == name).expect("every endpoint node is on a link") as u16
+    };
     let (nodes_of_from, nodes_of_to): (Vec<u16>, Vec<u16>) =
         spec.calls.iter().map(|c| (node(&c.from), node(&c.to))).unzip();
     let bottleneck = |path: &[LinkId]| -> String {
@@ -388,7 +478,7 @@ pub fn simulate_with(
                 id,
                 name: format!("{name}.{suffix}"),
                 kind,
-                call,
+                call: Some(call),
                 path: names(path),
                 bottleneck: bottleneck(path),
             });
@@ -425,8 +515,76 @@ pub fn simulate_with(
         receivers.push(receiver);
     }
 
+    let mut flow_meta = |name: String, kind: &'static str, path: &[LinkId]| -> FlowId {
+        let id = meta.flows.len() as FlowId;
+        meta.flows.push(FlowMeta {
+            id,
+            name,
+            kind,
+            call: None,
+            path: names(path),
+            bottleneck: bottleneck(path),
+        });
+        id
+    };
+    let mut route_to = |path: Vec<LinkId>, dest: Endpoint, (src_node, dst_node): (u16, u16)| -> RouteId {
+        routes.push(Route { links: path, dest, src_node, dst_node });
+        (routes.len() - 1) as RouteId
+    };
+    let path_between = |what: String, from: &str, to: &str| {
+        find_path(&spec.links, from, to).ok_or_else(|| {
+            ScenarioError::new(&origin, Some(what), format!("no links lead from {from:?} to {to:?}"))
+        })
+    };
+
+    let mut tcp_sources = Vec::new();
+    let mut tcp_sinks = Vec::new();
+    for (i, t) in spec.tcp.iter().enumerate() {
+        let fwd = path_between(format!("tcp.{i}"), &t.from, &t.to)?;
+        let bwd = path_between(format!("tcp.{i}"), &t.to, &t.from)?;
+        let ends = (node(&t.from), node(&t.to));
+        let count = t.count.unwrap_or(1);
+        let group = t.name.clone().unwrap_or_else(|| format!("tcp{i}"));
+        for k in 0..count {
+            let name = if count == 1 { group.clone() } else { format!("{group}.{k}") };
+            let index = tcp_sources.len() as u32;
+            let data = flow_meta(name.clone(), "tcp", &fwd);
+            let ack = flow_meta(format!("{name}.ack"), "tcp_ack", &bwd);
+            let to_sink = route_to(fwd.clone(), Endpoint::TcpSink(index), ends);
+            let to_source = route_to(bwd.clone(), Endpoint::TcpSource(index), (ends.1, ends.0));
+            let path = format!("tcp/{group}/{k}");
+            let (source, sink) = build_tcp(t, k, index, (to_sink, data), (to_source, ack), seed, &path, end);
+            tcp_sources.push(source);
+            tcp_sinks.push(sink);
+        }
+    }
+
+    let mut cbrs = Vec::new();
+    for (i, c) in spec.cbr.iter().enumerate() {
+        let fwd = path_between(format!("cbr.{i}"), &c.from, &c.to)?;
+        let name = c.name.clone().unwrap_or_else(|| format!("cbr{i}"));
+        let flow = flow_meta(name, "cbr", &fwd);
+        let route = route_to(fwd, Endpoint::Sink, (node(&c.from), node(&c.to)));
+        let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
+        let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
+        let size = c.packet_size.unwrap_or(DEFAULT_CBR_PACKET);
+        let source = CbrSource::constant(*c.rate.get(), size, start, stop);
+        cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
+    }
+    let mut available = vec![None; spec.links.len()];
+    for (k, l) in spec.links.iter().enumerate() {
+        let Some(physical) = udp_background_rate(l) else { continue };
+        let path = vec![k as LinkId];
+        let flow = flow_meta(format!("{}.udp-background", l.name), "cbr", &path);
+        let route = route_to(path, Endpoint::Sink, (node(&l.from), node(&l.to)));
+        let source = CbrSource::scheduled(udp_background_steps(l, physical), DEFAULT_CBR_PACKET, end);
+        cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
+        available[k] = Some(scheduled_capacity(l));
+    }
+
     let n_links = links.len();
     let (n_s, n_r) = (senders.len(), receivers.len());
+    let (n_tcp, n_cbr) = (tcp_sources.len(), cbrs.len());
     let mut w = World {
         sched: Scheduler::new(),
         links,
@@ -436,12 +594,74 @@ pub fn simulate_with(
         sender_wake: vec![None; n_s],
         receivers,
         receiver_wake: vec![None; n_r],
+        tcp_sources,
+        tcp_source_wake: vec![None; n_tcp],
+        tcp_sinks,
+        tcp_sink_wake: vec![None; n_tcp],
+        cbrs,
+        cbr_wake: vec![None; n_cbr],
+        available,
         trace: Trace::default(),
         next_packet_id: 0,
         end,
         capture: options.capture.then(Vec::new),
     };
     Ok(w.run(meta))
+}
+
+/// Bytes on the wire of a CBR packet unless the scenario says otherwise (as the media packets).
+const DEFAULT_CBR_PACKET: DataSize = DataSize::bytes(1200);
+/// TCP ports: sources count up from the first ephemeral port (RFC 6335 §6), sinks listen on
+/// iperf's port.
+const TCP_SOURCE_PORT: u16 = 49152;
+const TCP_SINK_PORT: u16 = 5201;
+
+/// The `k`-th flow of a `[[tcp]]` entry: its source (sender and application) and sink.
+#[allow(clippy::too_many_arguments)]
+fn build_tcp(
+    t: &TcpSpec,
+    k: u32,
+    index: u32,
+    (to_sink, data_flow): (RouteId, FlowId),
+    (to_source, ack_flow): (RouteId, FlowId),
+    seed: u64,
+    path: &str,
+    end: Instant,
+) -> (TcpSource, TcpSink) {
+    let cc = match t.cc.as_ref().map_or(TcpCc::default(), |c| *c.get()) {
+        TcpCc::Newreno => CongestionControl::NewReno,
+        TcpCc::Cubic => CongestionControl::Cubic,
+    };
+    let mut ids = rng_for(seed, &format!("{path}/ids"));
+    let mut cfg = SenderConfig::new(cc);
+    cfg.src_port = TCP_SOURCE_PORT.wrapping_add(index as u16);
+    cfg.dst_port = TCP_SINK_PORT;
+    cfg.iss = ids.random();
+    let app = match &t.workload {
+        None | Some(WorkloadSpec::Bulk) => None,
+        Some(WorkloadSpec::Short { size_min, size_max, idle_mean, files, initially_on }) => {
+            cfg.application = Application::Writes;
+            let on_off = OnOffConfig {
+                size_min: *size_min,
+                size_max: *size_max,
+                files: files.unwrap_or(1),
+                idle_mean: *idle_mean,
+            };
+            let on = k < initially_on.unwrap_or(0);
+            Some((on_off, on))
+        }
+    };
+    let mut rx = ReceiverConfig::for_sender(&cfg);
+    if !t.delayed_ack.unwrap_or(true) {
+        rx.delayed_ack = None;
+    }
+    let start = Instant::ZERO + t.start.unwrap_or(Duration::ZERO);
+    let stop = t.stop.map_or(end, |s| Instant::ZERO + s);
+    let app = app.map(|(c, on)| OnOff::new(c, on, start, rng_for(seed, &format!("{path}/workload"))));
+    let source =
+        TcpSource::new(TcpSender::new(cfg), app, start, stop, Plumbing { flow: data_flow, route: to_sink });
+    let sink = TcpSink::new(rx, Plumbing { flow: ack_flow, route: to_source });
+    (source, sink)
 }
 
 fn build_call(
@@ -498,9 +718,19 @@ fn build_call(
         (v.config().min_rate, v.config().max_rate, v.config().start_rate)
     });
     let limits = (vmin + audio_rate, vmax + audio_rate, vstart + audio_rate);
-    let ctrl = build_controller(controller, params, limits, start);
+    let ctrl = build_controller(controller, params, c.priority.unwrap_or(1.0), limits, start);
     let feedback = c.feedback.clone().unwrap_or_default();
     let report_interval = feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
+    let pauses = c
+        .pause
+        .iter()
+        .map(|p| Pause { from: Instant::ZERO + p.from, to: Instant::ZERO + p.to, audio: p.audio })
+        .collect();
+    let ecn = match c.ecn {
+        None | Some(EcnCodepoint::NotEct) => Ecn::NotEct,
+        Some(EcnCodepoint::Ect0) => Ecn::Ect0,
+        Some(EcnCodepoint::Ect1) => Ecn::Ect1,
+    };
     let sender = Sender::new(SenderParts {
         plumbing,
         ids,
@@ -510,6 +740,8 @@ fn build_call(
         video,
         audio,
         report_interval,
+        pauses,
+        ecn,
     });
     let mode = feedback_mode(controller, params, &feedback, limits.2);
     let receiver = Receiver::new(plumbing, ids, start, mode, report_interval);
@@ -521,6 +753,13 @@ impl World {
         for i in 0..self.senders.len() {
             self.wake_sender(i as u32);
             self.wake_receiver(i as u32);
+        }
+        for i in 0..self.tcp_sources.len() as u32 {
+            self.wake(Event::TcpSource(i));
+            self.wake(Event::TcpSink(i));
+        }
+        for i in 0..self.cbrs.len() as u32 {
+            self.wake(Event::Cbr(i));
         }
         self.sched.schedule(Instant::ZERO, Event::Sample);
         let mut events = 0u64;
@@ -536,6 +775,9 @@ impl World {
                     }
                     let link = &mut self.links[l as usize];
                     link.on_timeout(now);
+                    while let Some((pkt, reason)) = self.links[l as usize].poll_drop() {
+                        self.trace.packets.record(now, PacketEvent::Dropped, &pkt, Some((l, reason)));
+                    }
                     while let Some((_, pkt)) = self.links[l as usize].poll_output(now) {
                         self.forward(now, pkt);
                     }
@@ -555,19 +797,45 @@ impl World {
                     self.receivers[i as usize].on_timeout(now);
                     self.flush_receiver(now, i);
                 }
+                Event::TcpSource(i) => {
+                    if self.tcp_source_wake[i as usize] == Some(now) {
+                        self.tcp_source_wake[i as usize] = None;
+                    }
+                    self.tcp_sources[i as usize].on_timeout(now);
+                    self.flush(now, ev);
+                }
+                Event::TcpSink(i) => {
+                    if self.tcp_sink_wake[i as usize] == Some(now) {
+                        self.tcp_sink_wake[i as usize] = None;
+                    }
+                    self.tcp_sinks[i as usize].on_timeout(now);
+                    self.flush(now, ev);
+                }
+                Event::Cbr(i) => {
+                    if self.cbr_wake[i as usize] == Some(now) {
+                        self.cbr_wake[i as usize] = None;
+                    }
+                    self.cbrs[i as usize].on_timeout(now);
+                    self.flush(now, ev);
+                }
                 Event::Sample => {
                     let mut next = now + LINK_SAMPLE_INTERVAL;
                     for (k, link) in self.links.iter().enumerate() {
+                        let capacity = match &self.available[k] {
+                            Some(free) => free.rate_at(now),
+                            None => link.capacity_at(now),
+                        };
+                        let changes = self.available[k].as_ref().unwrap_or(&link.config().capacity);
+                        if let Some(c) = changes.next_change_after(now) {
+                            next = next.min(c);
+                        }
                         self.trace.links.record(
                             now,
                             k as LinkId,
-                            link.capacity_at(now),
+                            capacity,
                             link.queue_bytes(),
                             link.queue_limit_at(now),
                         );
-                        if let Some(c) = link.config().capacity.next_change_after(now) {
-                            next = next.min(c);
-                        }
                     }
                     if now < self.end {
                         self.sched.schedule(next.min(self.end), Event::Sample);
@@ -581,6 +849,39 @@ impl World {
             events,
             capture: self.capture.take().unwrap_or_default(),
         }
+    }
+
+    /// Schedules a cross-traffic element's next wake-up if it is earlier than the pending one.
+    /// A stale wake-up (one superseded by an earlier) still fires and finds nothing due.
+    fn wake(&mut self, ev: Event) {
+        let (t, slot) = match ev {
+            Event::TcpSource(i) => {
+                (self.tcp_sources[i as usize].poll_timeout(), &mut self.tcp_source_wake[i as usize])
+            }
+            Event::TcpSink(i) => {
+                (self.tcp_sinks[i as usize].poll_timeout(), &mut self.tcp_sink_wake[i as usize])
+            }
+            Event::Cbr(i) => (self.cbrs[i as usize].poll_timeout(), &mut self.cbr_wake[i as usize]),
+            _ => unreachable!("calls and links have their own wake-ups"),
+        };
+        if t < Instant::FAR_FUTURE && slot.is_none_or(|w| t < w) {
+            *slot = Some(t);
+            self.sched.schedule(t, ev);
+        }
+    }
+
+    /// Sends what a cross-traffic element emitted and schedules its next wake-up.
+    fn flush(&mut self, now: Instant, ev: Event) {
+        let out = match ev {
+            Event::TcpSource(i) => std::mem::take(&mut self.tcp_sources[i as usize].outbox),
+            Event::TcpSink(i) => std::mem::take(&mut self.tcp_sinks[i as usize].outbox),
+            Event::Cbr(i) => std::mem::take(&mut self.cbrs[i as usize].outbox),
+            _ => unreachable!("calls have their own outboxes"),
+        };
+        for p in out {
+            self.transmit(now, p);
+        }
+        self.wake(ev);
     }
 
     fn wake_link(&mut self, l: LinkId) {
@@ -636,7 +937,9 @@ impl World {
         self.next_packet_id += 1;
         pkt.hop = 0;
         self.trace.packets.record(now, PacketEvent::Sent, &pkt, None);
-        if let Some(capture) = &mut self.capture {
+        // Captures hold the calls' RTP and RTCP (cross traffic is not written yet).
+        let rtp_or_rtcp = matches!(pkt.kind, PacketKind::Media | PacketKind::Padding | PacketKind::Rtcp);
+        if let Some(capture) = self.capture.as_mut().filter(|_| rtp_or_rtcp) {
             let route = &self.routes[pkt.route as usize];
             capture.push(Captured {
                 t: now,
@@ -679,6 +982,15 @@ impl World {
                 self.receivers[i as usize].on_packet(now, &pkt, &mut self.trace);
                 self.flush_receiver(now, i);
             }
+            Endpoint::TcpSource(i) => {
+                self.tcp_sources[i as usize].on_packet(now, &pkt);
+                self.flush(now, Event::TcpSource(i));
+            }
+            Endpoint::TcpSink(i) => {
+                self.tcp_sinks[i as usize].on_packet(now, &pkt);
+                self.flush(now, Event::TcpSink(i));
+            }
+            Endpoint::Sink => {}
         }
     }
 }

@@ -38,7 +38,7 @@ impl fmt::Display for ScenarioError {
 }
 
 impl ScenarioError {
-    fn new(origin: &str, field: Option<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(origin: &str, field: Option<String>, message: impl Into<String>) -> Self {
         Self { origin: origin.to_string(), field, line: None, message: message.into() }
     }
 }
@@ -262,6 +262,15 @@ fn walk(
             }
             if let Some(q) = &mut l.queue {
                 visit(format!("{p}.queue.size"), &mut q.size)?;
+                if let Some(k) = &mut q.kind {
+                    visit(format!("{p}.queue.kind"), k)?;
+                }
+            }
+            if let Some(m) = &mut l.mechanism {
+                visit(format!("{p}.mechanism"), m)?;
+            }
+            if let Some(c) = &mut l.physical_capacity {
+                visit(format!("{p}.physical_capacity"), c)?;
             }
             if let Some(j) = &mut l.jitter {
                 visit(format!("{p}.jitter.std"), &mut j.std)?;
@@ -292,6 +301,14 @@ fn walk(
                     }
                 }
             }
+        }
+        for (i, t) in spec.tcp.iter_mut().enumerate() {
+            if let Some(cc) = &mut t.cc {
+                visit(format!("tcp.{i}.cc"), cc)?;
+            }
+        }
+        for (i, c) in spec.cbr.iter_mut().enumerate() {
+            visit(format!("cbr.{i}.rate"), &mut c.rate)?;
         }
         Ok(())
     };
@@ -396,6 +413,68 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
     Ok(out)
 }
 
+/// RFC 8867 §4.2's UDP mechanism needs a constant physical rate at least as high as every
+/// capacity it is to leave free.
+fn validate_udp_background(l: &LinkSpec, p: &str, origin: &str) -> Result<(), ScenarioError> {
+    let err = |field: String, m: String| Err(ScenarioError::new(origin, Some(field), m));
+    let Some(physical) = l.physical_capacity.as_ref().map(|c| *c.get()) else {
+        return err(
+            format!("{p}.physical_capacity"),
+            "the udp-background mechanism needs it (RFC 8867: 4Mbps)".into(),
+        );
+    };
+    let reference = l.reference_capacity.as_ref().map(|c| *c.get());
+    let rates: Vec<rtcbench_units::Bitrate> = match (&l.schedule, &l.capacity) {
+        (Some(steps), _) => steps
+            .iter()
+            .map(|st| {
+                st.capacity
+                    .as_ref()
+                    .map_or_else(|| reference.unwrap_or_default() * st.ratio.unwrap_or(0.0), |c| *c.get())
+            })
+            .collect(),
+        (None, Some(c)) => vec![*c.get()],
+        (None, None) => {
+            return err(p.to_string(), "the udp-background mechanism needs a `capacity` or `schedule`".into())
+        }
+    };
+    match rates.iter().max() {
+        Some(&max) if max > physical => err(
+            format!("{p}.physical_capacity"),
+            format!("{physical} is below the highest scheduled capacity ({max})"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Parameters that only some disciplines read are rejected on the others, so that a typo'd
+/// scenario does not silently run another experiment.
+fn validate_queue(q: &QueueSpec, p: &str, origin: &str) -> Result<(), ScenarioError> {
+    let kind = q.kind();
+    let name = kind.name();
+    let reject = |field: &str, allowed: &str| {
+        Err(ScenarioError::new(
+            origin,
+            Some(format!("{p}.{field}")),
+            format!("not used by {name} (only by {allowed})"),
+        ))
+    };
+    let aqm = matches!(kind, QueueKind::Codel | QueueKind::FqCodel | QueueKind::Pie);
+    if q.target.is_some() && !aqm {
+        return reject("target", "codel, fq-codel, pie");
+    }
+    if q.interval.is_some() && !matches!(kind, QueueKind::Codel | QueueKind::FqCodel) {
+        return reject("interval", "codel, fq-codel");
+    }
+    if q.threshold.is_some() && kind != QueueKind::Step {
+        return reject("threshold", "step");
+    }
+    if q.ecn.is_some() && !aqm {
+        return reject("ecn", "codel, fq-codel, pie; step always marks");
+    }
+    Ok(())
+}
+
 fn param_label(v: &toml::Value) -> String {
     param::label_of(v)
 }
@@ -450,6 +529,12 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 return err(format!("{p}.jitter.n_std"), "must be a positive number".into());
             }
         }
+        if l.mechanism.as_ref().is_some_and(|m| *m.get() == CapacityMechanism::UdpBackground) {
+            validate_udp_background(l, &p, origin)?;
+        }
+        if let Some(q) = &l.queue {
+            validate_queue(q, &format!("{p}.queue"), origin)?;
+        }
         let probability = |name: &str, v: f64| {
             if (0.0..=1.0).contains(&v) {
                 Ok(())
@@ -468,8 +553,8 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             None => {}
         }
     }
-    if s.calls.is_empty() {
-        return err("calls".into(), "a scenario needs at least one call".into());
+    if s.calls.is_empty() && s.tcp.is_empty() && s.cbr.is_empty() {
+        return err("calls".into(), "a scenario needs at least one call, TCP or CBR flow".into());
     }
     let nodes: Vec<&str> = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).collect();
     for (i, c) in s.calls.iter().enumerate() {
@@ -498,6 +583,69 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 }
             }
             let _ = start;
+        }
+        for (k, pause) in c.pause.iter().enumerate() {
+            let pp = format!("{p}.pause[{k}]");
+            if pause.to <= pause.from {
+                return err(pp, "`to` must be after `from`".into());
+            }
+            if k > 0 && pause.from < c.pause[k - 1].to {
+                return err(pp, "pauses must be in order and must not overlap".into());
+            }
+        }
+        if let Some(w) = c.priority {
+            if !(w > 0.0 && w.is_finite()) {
+                return err(format!("{p}.priority"), "must be a positive number".into());
+            }
+        }
+    }
+    let endpoints = |p: &str,
+                     from: &str,
+                     to: &str,
+                     start: Option<rtcbench_units::Duration>,
+                     stop: Option<rtcbench_units::Duration>| {
+        for (what, node) in [("from", from), ("to", to)] {
+            if !nodes.contains(&node) {
+                return err(format!("{p}.{what}"), format!("node {node:?} is not joined by any link"));
+            }
+        }
+        if from == to {
+            return err(p.to_string(), "`from` and `to` must be different nodes".into());
+        }
+        match (start, stop) {
+            (Some(start), Some(stop)) if stop <= start => {
+                err(format!("{p}.stop"), "must be after `start`".into())
+            }
+            _ => Ok(()),
+        }
+    };
+    for (i, t) in s.tcp.iter().enumerate() {
+        let p = format!("tcp.{i}");
+        endpoints(&p, &t.from, &t.to, t.start, t.stop)?;
+        let count = t.count.unwrap_or(1);
+        if count == 0 {
+            return err(format!("{p}.count"), "must be at least 1".into());
+        }
+        if let Some(WorkloadSpec::Short { size_min, size_max, files, initially_on, .. }) = &t.workload {
+            if size_min > size_max || size_min.as_bytes() == 0 {
+                return err(format!("{p}.workload"), "needs 0 < size_min <= size_max".into());
+            }
+            if files == &Some(0) {
+                return err(format!("{p}.workload.files"), "must be at least 1".into());
+            }
+            if initially_on.is_some_and(|n| n > count) {
+                return err(format!("{p}.workload.initially_on"), format!("must be at most count ({count})"));
+            }
+        }
+    }
+    for (i, c) in s.cbr.iter().enumerate() {
+        let p = format!("cbr.{i}");
+        endpoints(&p, &c.from, &c.to, c.start, c.stop)?;
+        if c.packet_size.is_some_and(|b| b.as_bytes() < 28 || b.as_bytes() > 1500) {
+            return err(
+                format!("{p}.packet_size"),
+                "must be 28 to 1500 bytes (IPv4 + UDP headers to the MTU)".into(),
+            );
         }
     }
     Ok(())
@@ -637,5 +785,76 @@ to = "B"
         assert!(e.message.contains("fwd"), "{e}");
         let e = load(MINIMAL, "x", &["delay".to_string()]).unwrap_err();
         assert!(e.message.contains("path=value"), "{e}");
+    }
+
+    /// MINIMAL with competing traffic, an AQM and a paused call.
+    const CROSS: &str = r#"
+[[tcp]]
+from = "A"
+to = "B"
+cc = ["newreno", "cubic"]
+count = 10
+workload = { kind = "short", size_min = "30KB", size_max = "50KB", idle_mean = "10s", initially_on = 2 }
+[[cbr]]
+from = "A"
+to = "B"
+rate = "500kbps"
+"#;
+
+    fn cross(extra: &str) -> String {
+        let with_call_extras = MINIMAL.replace(
+            "[[calls]]\nfrom = \"A\"\nto = \"B\"\n",
+            "[[calls]]\nfrom = \"A\"\nto = \"B\"\npriority = 2.0\necn = \"ect1\"\npause = [{ from = \"4s\", to = \"6s\" }]\n",
+        );
+        format!(
+            "{}{CROSS}{extra}",
+            with_call_extras.replace(
+                "capacity = \"1Mbps\"",
+                "capacity = \"1Mbps\"\nqueue = { kind = \"fq-codel\", size = \"100ms\", ecn = true }"
+            )
+        )
+    }
+
+    #[test]
+    fn cross_traffic_queues_and_call_timelines_load() {
+        let v = load(&cross(""), "x", &[]).unwrap();
+        assert_eq!(v.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(), ["cc=newreno", "cc=cubic"]);
+        let s = &v[1].spec;
+        assert_eq!(s.links[0].queue.as_ref().unwrap().kind(), QueueKind::FqCodel);
+        assert_eq!(*s.tcp[0].cc.as_ref().unwrap().get(), TcpCc::Cubic);
+        assert_eq!(s.tcp[0].count, Some(10));
+        assert!(matches!(s.tcp[0].workload, Some(WorkloadSpec::Short { initially_on: Some(2), .. })));
+        assert_eq!(*s.cbr[0].rate.get(), rtcbench_units::Bitrate::kbps(500));
+        assert_eq!(s.calls[0].ecn, Some(EcnCodepoint::Ect1));
+        assert_eq!(s.calls[0].pause.len(), 1);
+    }
+
+    #[test]
+    fn cross_traffic_and_queue_mistakes_name_the_field() {
+        let cases: [(&str, &str, &str); 6] = [
+            ("tcp.0.count=0", "tcp.0.count", "at least 1"),
+            ("tcp.0.to=Z", "tcp.0.to", "not joined"),
+            ("tcp.0.workload.initially_on=11", "tcp.0.workload.initially_on", "at most count"),
+            ("links.fwd.queue.threshold=\"1ms\"", "links.fwd.queue.threshold", "only by step"),
+            ("links.fwd.mechanism=udp-background", "links.fwd.physical_capacity", "needs it"),
+            ("cbr.0.packet_size=\"9KB\"", "cbr.0.packet_size", "1500"),
+        ];
+        for (set, field, message) in cases {
+            let e = load(&cross(""), "x", &[set.to_string()]).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{set}: {e}");
+            assert!(e.message.contains(message), "{set}: {e}");
+        }
+        let e = load(&cross(""), "x", &["links.fwd.queue.kind=red".to_string()]).unwrap_err();
+        assert!(e.message.contains("fq-codel") && e.message.contains("pie"), "{e}");
+        let e = load(
+            &cross(""),
+            "x",
+            &[
+                "links.fwd.physical_capacity=500kbps".to_string(),
+                "links.fwd.mechanism=udp-background".to_string(),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("below the highest scheduled capacity"), "{e}");
     }
 }

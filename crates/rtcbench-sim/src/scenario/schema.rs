@@ -56,7 +56,14 @@ pub struct ScenarioSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub variants: BTreeMap<String, Vec<toml::Value>>,
     pub links: Vec<LinkSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSpec>,
+    /// TCP flows competing with the calls (long or short, RFC 8867 §5.6-5.7).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tcp: Vec<TcpSpec>,
+    /// Constant-bit-rate UDP flows (non-adaptive background traffic).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cbr: Vec<CbrSpec>,
     /// Parameters of controllers, by controller name; only those of the controller that runs
     /// are used (`--set controller.gcc-draft.deployment=send-side`).
     #[serde(default, skip_serializing_if = "ControllerParams::is_empty")]
@@ -120,6 +127,25 @@ pub struct LinkSpec {
     pub jitter: Option<JitterSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<LossSpec>,
+    /// How the capacity (schedule) is made (RFC 8867 §4.2): the link's own rate (default), or
+    /// UDP background traffic on a link of constant `physical_capacity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<Param<CapacityMechanism>>,
+    /// The link's rate under the `udp-background` mechanism (RFC 8867 §4.2: 4 Mbit/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_capacity: Option<Param<Bitrate>>,
+}
+
+/// RFC 8867 §4.2's two ways to vary the available capacity.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CapacityMechanism {
+    /// The bottleneck's own rate follows the schedule.
+    #[default]
+    LinkRate,
+    /// The link runs at `physical_capacity`; a non-adaptive UDP flow over it sends
+    /// `physical_capacity − scheduled capacity`, leaving the scheduled capacity to the rest.
+    UdpBackground,
 }
 
 /// One step of a capacity schedule: either an absolute `capacity` or a `ratio` of the link's
@@ -134,11 +160,34 @@ pub struct CapacityStep {
     pub ratio: Option<f64>,
 }
 
+/// The queue discipline at a link's entrance (`docs/queues.md`).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueKind {
     #[default]
     Droptail,
+    /// RFC 8289.
+    Codel,
+    /// RFC 8290.
+    FqCodel,
+    /// RFC 8033.
+    Pie,
+    /// Marks ECT(1) packets whose sojourn exceeds `threshold` (L4S-style, RFC 9332); drop-tail
+    /// otherwise.
+    Step,
+}
+
+impl QueueKind {
+    /// The name scenario files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Droptail => "droptail",
+            Self::Codel => "codel",
+            Self::FqCodel => "fq-codel",
+            Self::Pie => "pie",
+            Self::Step => "step",
+        }
+    }
 }
 
 /// A queue size in bytes ("60KB") or in drain time at the current capacity ("300ms").
@@ -174,9 +223,29 @@ impl Serialize for QueueSize {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSpec {
-    #[serde(default)]
-    pub kind: QueueKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Param<QueueKind>>,
+    /// The hard limit: bytes, or drain time at the capacity in force.
     pub size: Param<QueueSize>,
+    /// Mark ECN-capable packets instead of dropping them (RFC 3168; AQMs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
+    /// Sojourn-time target (CoDel, FQ-CoDel: 5 ms; PIE: 15 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Duration>,
+    /// CoDel's and FQ-CoDel's interval (100 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+    /// The step marker's sojourn threshold (1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<Duration>,
+}
+
+impl QueueSpec {
+    /// The discipline of a resolved scenario.
+    pub fn kind(&self) -> QueueKind {
+        self.kind.as_ref().map_or(QueueKind::Droptail, |k| *k.get())
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -234,6 +303,110 @@ pub struct CallSpec {
     pub audio: Option<AudioSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<FeedbackSpec>,
+    /// Intervals in which the sender stops sending media (RFC 8867 §5.8).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pause: Vec<PauseSpec>,
+    /// Relative priority (RFC 8867 §6.1: 2 for the favoured flow, 1 for the others); the
+    /// controllers that define a weight use it (`docs/controllers/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ECN codepoint the media packets carry (RFC 6679; RFC 8867 §6.2). Default: not ECN-capable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<EcnCodepoint>,
+}
+
+/// A pause of a call's media, from `from` until `to`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseSpec {
+    pub from: Duration,
+    pub to: Duration,
+    /// Whether audio pauses too (default) or keeps flowing.
+    #[serde(default = "yes")]
+    pub audio: bool,
+}
+
+/// The ECN field a sender sets (RFC 3168 §5, RFC 9331 for ECT(1) as the L4S identifier).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EcnCodepoint {
+    NotEct,
+    Ect0,
+    Ect1,
+}
+
+/// TCP congestion control of a competing flow (`docs/tcp.md`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TcpCc {
+    /// RFC 5681 with RFC 6582 recovery: "default TCP" in RFC 8867 §5.6-5.7.
+    Newreno,
+    /// RFC 9438 with HyStart++ (RFC 9406): Linux's default.
+    #[default]
+    Cubic,
+}
+
+/// One or more TCP flows between two nodes, ACKed over the way back.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub from: String,
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<Param<TcpCc>>,
+    /// How many identical flows (RFC 8867 §5.7: 10 short flows). Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Duration>,
+    /// Delayed ACKs at the receiver (default on, as Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delayed_ack: Option<bool>,
+    /// What the application sends (default: a long flow, always backlogged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
+}
+
+/// A TCP flow's application.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// Always has data to send (a long download).
+    Bulk,
+    /// On/off downloads (RFC 8868 §5.1, RFC 8867 §5.7): bursts of `files` files with sizes
+    /// uniform in [`size_min`, `size_max`], separated by exponential idle times of mean
+    /// `idle_mean`. `initially_on` of the group's flows start with a burst, the others idle.
+    Short {
+        size_min: DataSize,
+        size_max: DataSize,
+        idle_mean: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        files: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        initially_on: Option<u32>,
+    },
+}
+
+/// A constant-bit-rate UDP flow.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CbrSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub from: String,
+    pub to: String,
+    pub rate: Param<Bitrate>,
+    /// Bytes on the wire per packet (default 1200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_size: Option<DataSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Duration>,
 }
 
 /// The video source (RFC 8593 statistical model). Defaults: RFC 8867 §4.3.

@@ -1,0 +1,187 @@
+//! Cross-traffic endpoints of a run: the sans-IO models of [`crate::traffic`] put on routes as
+//! packets, as [`crate::call`] does for media. A TCP flow is a [`TcpSource`] (sender and its
+//! application) and a [`TcpSink`] (receiver, sending ACKs back); a CBR flow is a [`CbrFlow`]
+//! whose packets end at the far node.
+
+use rtcbench_cc::feedback::Ecn;
+use rtcbench_units::{DataSize, Instant};
+
+use crate::packet::{FlowId, Packet, PacketKind, RouteId};
+use crate::traffic::cbr::CbrSource;
+use crate::traffic::on_off::{Burst, OnOff};
+use crate::traffic::tcp::wire::TcpRepr;
+use crate::traffic::tcp::{ReceiverConfig, Segment, SenderEvent, TcpReceiver, TcpSender};
+
+/// UDP and IPv4 headers of a CBR packet.
+const UDP_IPV4_HEADERS: DataSize = DataSize::bytes(28);
+
+/// Where an endpoint's packets go.
+#[derive(Clone, Copy, Debug)]
+pub struct Plumbing {
+    pub flow: FlowId,
+    pub route: RouteId,
+}
+
+fn segment_packet(now: Instant, at: Plumbing, seg: Segment) -> Packet {
+    let size = seg.wire_size();
+    Packet {
+        id: 0,
+        flow: at.flow,
+        kind: if seg.payload > DataSize::ZERO { PacketKind::Tcp } else { PacketKind::TcpAck },
+        size,
+        payload: seg.payload,
+        sent_at: now,
+        route: at.route,
+        hop: 0,
+        data: seg.header,
+        seq: None,
+        frame: None,
+        ecn: Ecn::NotEct,
+    }
+}
+
+/// The sending end of a TCP flow: between `start` and `stop`, a bulk transfer or an on/off
+/// application. At `stop` it falls silent, as an application that closes its socket abruptly.
+pub struct TcpSource {
+    sender: TcpSender,
+    app: Option<OnOff>,
+    start: Instant,
+    stop: Instant,
+    /// Woken at `start` once: a bulk sender has no timer before it sends.
+    started: bool,
+    out: Plumbing,
+    /// Completed bursts of an on/off application (flow completion times).
+    pub bursts: Vec<Burst>,
+    pub outbox: Vec<Packet>,
+}
+
+impl TcpSource {
+    pub fn new(sender: TcpSender, app: Option<OnOff>, start: Instant, stop: Instant, out: Plumbing) -> Self {
+        Self { sender, app, start, stop, started: false, out, bursts: Vec::new(), outbox: Vec::new() }
+    }
+
+    pub fn poll_timeout(&self) -> Instant {
+        let next = if self.started {
+            [self.sender.poll_timeout(), self.app.as_ref().and_then(OnOff::poll_timeout)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(Instant::FAR_FUTURE)
+        } else {
+            self.start
+        };
+        if next >= self.stop {
+            Instant::FAR_FUTURE
+        } else {
+            next
+        }
+    }
+
+    pub fn on_timeout(&mut self, now: Instant) {
+        if now < self.start || now >= self.stop {
+            return;
+        }
+        self.started = true;
+        if let Some(size) = self.app.as_mut().and_then(|a| a.on_timeout(now)) {
+            self.sender.write(size);
+        }
+        if self.sender.poll_timeout().is_some_and(|t| t <= now) {
+            self.sender.on_timeout(now);
+        }
+        self.transmit(now);
+    }
+
+    /// An ACK arrived.
+    pub fn on_packet(&mut self, now: Instant, pkt: &Packet) {
+        if now >= self.stop {
+            return;
+        }
+        // Our own receiver's headers always parse; anything else is ignored, never a panic.
+        let Ok(header) = TcpRepr::parse(&pkt.data) else { return };
+        self.sender.on_ack(now, &header);
+        while let Some(SenderEvent::AllAcked { at, .. }) = self.sender.poll_event() {
+            if let Some(burst) = self.app.as_mut().and_then(|a| a.on_all_acked(at)) {
+                self.bursts.push(burst);
+            }
+        }
+        self.transmit(now);
+    }
+
+    fn transmit(&mut self, now: Instant) {
+        while let Some(seg) = self.sender.poll_transmit(now) {
+            self.outbox.push(segment_packet(now, self.out, seg));
+        }
+    }
+}
+
+/// The receiving end of a TCP flow.
+pub struct TcpSink {
+    receiver: TcpReceiver,
+    out: Plumbing,
+    pub outbox: Vec<Packet>,
+}
+
+impl TcpSink {
+    pub fn new(cfg: ReceiverConfig, out: Plumbing) -> Self {
+        Self { receiver: TcpReceiver::new(cfg), out, outbox: Vec::new() }
+    }
+
+    pub fn poll_timeout(&self) -> Instant {
+        self.receiver.poll_timeout().unwrap_or(Instant::FAR_FUTURE)
+    }
+
+    pub fn on_timeout(&mut self, now: Instant) {
+        self.receiver.on_timeout(now);
+        self.transmit(now);
+    }
+
+    /// A data segment arrived.
+    pub fn on_packet(&mut self, now: Instant, pkt: &Packet) {
+        let Ok(header) = TcpRepr::parse(&pkt.data) else { return };
+        self.receiver.on_segment(now, &header, pkt.payload);
+        self.transmit(now);
+    }
+
+    fn transmit(&mut self, now: Instant) {
+        while let Some(seg) = self.receiver.poll_transmit(now) {
+            self.outbox.push(segment_packet(now, self.out, seg));
+        }
+    }
+}
+
+/// A CBR UDP flow; its packets carry no header bytes of interest (the payload is a length).
+pub struct CbrFlow {
+    source: CbrSource,
+    out: Plumbing,
+    pub outbox: Vec<Packet>,
+}
+
+impl CbrFlow {
+    pub fn new(source: CbrSource, out: Plumbing) -> Self {
+        Self { source, out, outbox: Vec::new() }
+    }
+
+    pub fn poll_timeout(&self) -> Instant {
+        self.source.poll_timeout().unwrap_or(Instant::FAR_FUTURE)
+    }
+
+    pub fn on_timeout(&mut self, now: Instant) {
+        while self.source.on_timeout(now) {
+            let size = self.source.packet_size();
+            self.outbox.push(Packet {
+                id: 0,
+                flow: self.out.flow,
+                kind: PacketKind::Cbr,
+                size,
+                payload: size.saturating_sub(UDP_IPV4_HEADERS),
+                sent_at: now,
+                route: self.out.route,
+                hop: 0,
+                data: Vec::new(),
+                seq: None,
+                frame: None,
+                ecn: Ecn::NotEct,
+            });
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! Queue disciplines of a link: drop-tail, CoDel (RFC 8289), FQ-CoDel (RFC 8290), PIE
+//! (RFC 8033) and an L4S step marker (the native AQM of RFC 9332's L queue in its simplest
+//! form), with ECN marking instead of dropping (RFC 3168 §5). `docs/queues.md` lists each
+//! discipline's parameters, their sources, and where this code departs from the RFCs.
+//!
+//! A [`Queue`] is sans-IO like the link that owns it. The link offers each arriving packet with
+//! [`Queue::enqueue`], which may refuse it; takes the next packet with [`Queue::dequeue`] when it
+//! starts serialising one; and drains with [`Queue::poll_drop`] the packets the discipline dropped
+//! from inside the queue (CoDel's drops at dequeue, FQ-CoDel's drops from its fattest flow). Time
+//! advances only through the `now` of these calls: PIE runs its periodic update for every
+//! T_UPDATE boundary passed since the previous call, which is what a timer would do, because
+//! nothing the update reads changes between calls.
+//!
+//! The link's byte limit (its drop-tail size, in bytes or in drain time) stays the hard limit
+//! under every discipline: the link passes the room it has left to each `enqueue`.
+
+mod codel;
+mod fifo;
+mod fq_codel;
+mod pie;
+mod step;
+
+use std::collections::VecDeque;
+
+use rtcbench_cc::feedback::Ecn;
+use rtcbench_units::{DataSize, Instant};
+
+use crate::packet::{DropReason, Packet};
+use crate::rng::SimRng;
+use codel::Codel;
+pub use codel::CodelConfig;
+use fifo::Fifo;
+use fq_codel::FqCodel;
+pub use fq_codel::FqCodelConfig;
+use pie::Pie;
+pub use pie::PieConfig;
+pub use step::StepConfig;
+use step::StepMarker;
+
+/// Which discipline a link's queue runs, with its parameters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum QueueDiscipline {
+    /// First come, first served; an arriving packet that does not fit is dropped.
+    #[default]
+    DropTail,
+    Codel(CodelConfig),
+    FqCodel(FqCodelConfig),
+    Pie(PieConfig),
+    Step(StepConfig),
+}
+
+/// A link's queue: the packets waiting to be serialised and the discipline that orders, marks
+/// and drops them.
+pub struct Queue {
+    discipline: Discipline,
+    signals: Signals,
+}
+
+/// Enum dispatch: one `match` per call, no virtual calls on the per-packet path.
+enum Discipline {
+    DropTail(Fifo),
+    Codel(Codel),
+    FqCodel(FqCodel),
+    Pie(Pie),
+    Step(StepMarker),
+}
+
+impl Queue {
+    /// An empty queue. `rng` drives the discipline's random decisions (only PIE draws).
+    pub fn new(discipline: &QueueDiscipline, rng: SimRng) -> Self {
+        let discipline = match discipline {
+            QueueDiscipline::DropTail => Discipline::DropTail(Fifo::default()),
+            QueueDiscipline::Codel(cfg) => Discipline::Codel(Codel::new(*cfg)),
+            QueueDiscipline::FqCodel(cfg) => Discipline::FqCodel(FqCodel::new(*cfg)),
+            QueueDiscipline::Pie(cfg) => Discipline::Pie(Pie::new(*cfg, rng)),
+            QueueDiscipline::Step(cfg) => Discipline::Step(StepMarker::new(*cfg)),
+        };
+        Self { discipline, signals: Signals::default() }
+    }
+
+    /// Offers a packet arriving at `now`, with `limit` bytes of room in the buffer (`None` =
+    /// unlimited). Returns the packet with the reason if the queue refuses it; packets dropped
+    /// from inside the queue instead come out of [`Queue::poll_drop`].
+    pub fn enqueue(
+        &mut self,
+        now: Instant,
+        pkt: Packet,
+        limit: Option<DataSize>,
+    ) -> Result<(), (Packet, DropReason)> {
+        match &mut self.discipline {
+            Discipline::DropTail(fifo) => fifo.push_within(now, pkt, limit),
+            Discipline::Codel(q) => q.enqueue(now, pkt, limit),
+            Discipline::FqCodel(q) => {
+                q.enqueue(now, pkt, limit, &mut self.signals);
+                Ok(())
+            }
+            Discipline::Pie(q) => q.enqueue(now, pkt, limit, &mut self.signals),
+            Discipline::Step(q) => q.enqueue(now, pkt, limit),
+        }
+    }
+
+    /// The next packet to serialise at `now`, if any. An AQM may drop packets on the way (see
+    /// [`Queue::poll_drop`]) or mark the one it returns.
+    pub fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        match &mut self.discipline {
+            Discipline::DropTail(fifo) => fifo.pop().map(|q| q.pkt),
+            Discipline::Codel(q) => q.dequeue(now, &mut self.signals),
+            Discipline::FqCodel(q) => q.dequeue(now, &mut self.signals),
+            Discipline::Pie(q) => q.dequeue(now),
+            Discipline::Step(q) => q.dequeue(now, &mut self.signals),
+        }
+    }
+
+    /// The next packet the discipline dropped from inside the queue, oldest first.
+    pub fn poll_drop(&mut self) -> Option<(Packet, DropReason)> {
+        self.signals.dropped.pop_front()
+    }
+
+    /// Whether [`Queue::poll_drop`] has something.
+    pub fn has_drops(&self) -> bool {
+        !self.signals.dropped.is_empty()
+    }
+
+    /// Bytes waiting.
+    pub fn bytes(&self) -> DataSize {
+        match &self.discipline {
+            Discipline::DropTail(fifo) => fifo.bytes(),
+            Discipline::Codel(q) => q.fifo.bytes(),
+            Discipline::FqCodel(q) => q.bytes(),
+            Discipline::Pie(q) => q.fifo.bytes(),
+            Discipline::Step(q) => q.fifo.bytes(),
+        }
+    }
+
+    /// Packets this queue marked CE so far.
+    pub fn ce_marks(&self) -> u64 {
+        self.signals.ce_marks
+    }
+}
+
+/// What the disciplines did to packets besides handing them on: the packets they dropped from
+/// inside the queue, waiting for [`Queue::poll_drop`], and how many they marked CE.
+#[derive(Default)]
+struct Signals {
+    dropped: VecDeque<(Packet, DropReason)>,
+    ce_marks: u64,
+}
+
+impl Signals {
+    fn drop_packet(&mut self, pkt: Packet, reason: DropReason) {
+        self.dropped.push_back((pkt, reason));
+    }
+
+    /// Sets CE on an ECN-capable packet (RFC 3168 §5: ECT(0) or ECT(1); a packet already CE
+    /// stays CE and still counts, as the signal reaches the receiver either way). Returns
+    /// whether the packet carries the mark.
+    fn mark(&mut self, pkt: &mut Packet) -> bool {
+        if pkt.ecn == Ecn::NotEct {
+            return false;
+        }
+        pkt.ecn = Ecn::Ce;
+        self.ce_marks += 1;
+        true
+    }
+
+    /// Signals congestion on a packet leaving the queue: marks it and hands it back if `ecn` is
+    /// on and the packet is ECN-capable (RFC 3168 §5), otherwise drops it as the AQM's choice.
+    fn mark_or_drop(&mut self, mut pkt: Packet, ecn: bool) -> Option<Packet> {
+        if ecn && self.mark(&mut pkt) {
+            return Some(pkt);
+        }
+        self.drop_packet(pkt, DropReason::Aqm);
+        None
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Packets for the unit tests of the disciplines.
+
+    use rtcbench_cc::feedback::Ecn;
+    use rtcbench_units::{DataSize, Instant};
+
+    use crate::packet::{FlowId, Packet, PacketKind};
+
+    pub(crate) fn packet(id: u64, flow: FlowId, bytes: u64, ecn: Ecn) -> Packet {
+        Packet {
+            id,
+            flow,
+            kind: PacketKind::Media,
+            size: DataSize::bytes(bytes),
+            payload: DataSize::ZERO,
+            sent_at: Instant::ZERO,
+            route: 0,
+            hop: 0,
+            data: Vec::new(),
+            seq: None,
+            frame: None,
+            ecn,
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The sender fed scripted ACKs: fast recovery with SACK and PRR, NewReno partial ACKs,
+//! timeouts, Karn's rule, slow start, and short flows.
+
+use std::collections::VecDeque;
+
+use rtcbench_units::{DataSize, Duration, Instant, SeqNo};
+
+use super::wire::{SackBlock, TcpFlags, TcpRepr};
+use super::*;
+
+const MSS: u64 = 1000;
+/// ISS near the top of the 32-bit space: every test crosses the wrap within a few segments.
+const ISS: u32 = u32::MAX - 2500;
+
+fn ms(v: i64) -> Instant {
+    Instant::from_millis(v)
+}
+
+fn sender(cc: CongestionControl, sack: bool) -> TcpSender {
+    let mut cfg = SenderConfig::new(cc);
+    cfg.smss = DataSize::bytes(MSS);
+    cfg.iss = ISS;
+    cfg.sack = sack;
+    cfg.hystart = false;
+    TcpSender::new(cfg)
+}
+
+/// The 64-bit sequence number of the start of segment `i`.
+fn seq(i: u64) -> u64 {
+    u64::from(ISS) + 1 + i * MSS
+}
+
+/// Sends everything the windows allow at `now`; returns (segment index, retransmission).
+fn send(s: &mut TcpSender, now: Instant) -> Vec<(u64, bool)> {
+    let mut out = Vec::new();
+    while let Some(seg) = s.poll_transmit(now) {
+        let h = TcpRepr::parse(&seg.header).unwrap();
+        let start = super::wire::unwrap_seq(seq(0), h.seq);
+        assert_eq!(seg.payload, DataSize::bytes(MSS));
+        out.push(((start - seq(0)) / MSS, seg.retransmission));
+    }
+    out
+}
+
+fn indices(sent: &[(u64, bool)]) -> Vec<u64> {
+    sent.iter().map(|&(i, _)| i).collect()
+}
+
+/// An ACK of everything before segment `next`, SACKing segment ranges `[a, b)`.
+fn ack(next: u64, sack: &[(u64, u64)]) -> TcpRepr {
+    TcpRepr {
+        src_port: 5001,
+        dst_port: 49152,
+        seq: SeqNo::new(1),
+        ack: SeqNo::new(seq(next)),
+        flags: TcpFlags::ACK,
+        window: u16::MAX,
+        sack: sack
+            .iter()
+            .map(|&(a, b)| SackBlock { left: SeqNo::new(seq(a)), right: SeqNo::new(seq(b)) })
+            .collect(),
+    }
+}
+
+fn segs(n: u64) -> DataSize {
+    DataSize::bytes(n * MSS)
+}
+
+#[test]
+fn initial_window_then_slow_start_by_at_most_two_segments_per_ack() {
+    let mut s = sender(CongestionControl::NewReno, true);
+    assert_eq!(indices(&send(&mut s, ms(0))), (0..10).collect::<Vec<_>>());
+    assert_eq!(s.metrics().state, CongestionState::SlowStart);
+    // A stretch ACK of four segments grows cwnd by 2·SMSS only (RFC 3465 L = 2).
+    s.on_ack(ms(100), &ack(4, &[]));
+    assert_eq!(s.metrics().cwnd, segs(12));
+    assert_eq!(s.metrics().srtt, Some(Duration::from_millis(100)));
+    // 6 in flight, cwnd 12: six more go out.
+    assert_eq!(indices(&send(&mut s, ms(100))), (10..16).collect::<Vec<_>>());
+}
+
+/// RFC 9406 through the sender: the RTT rises from 100 to 120 ms in the third round (more than
+/// RttThresh = 12.5 ms), so slow start turns into CSS, and after CSS_ROUNDS rounds the sender
+/// enters congestion avoidance with ssthresh = cwnd. Every segment is ACKed on its own and new
+/// segments go out after each ACK, as a stack sends them.
+#[test]
+fn hystart_leaves_slow_start_through_css() {
+    let mut cfg = SenderConfig::new(CongestionControl::Cubic);
+    cfg.smss = DataSize::bytes(MSS);
+    cfg.iss = ISS;
+    let mut s = TcpSender::new(cfg);
+    // Rounds 0 and 1 are segments 0..30.
+    let rtt = |i: u64| Duration::from_millis(if i < 30 { 100 } else { 120 });
+    let mut in_flight: VecDeque<(Instant, u64)> =
+        send(&mut s, ms(0)).into_iter().map(|(i, _)| (ms(0) + rtt(i), i)).collect();
+    let mut states = vec![s.metrics().state];
+    while let Some((now, i)) = in_flight.pop_front() {
+        s.on_ack(now, &ack(i + 1, &[]));
+        let m = s.metrics();
+        if m.state != states[states.len() - 1] {
+            states.push(m.state);
+        }
+        if m.state == CongestionState::CongestionAvoidance {
+            assert_eq!(m.ssthresh, Some(m.cwnd));
+            break;
+        }
+        in_flight.extend(send(&mut s, now).into_iter().map(|(j, _)| (now + rtt(j), j)));
+    }
+    use CongestionState::*;
+    assert_eq!(states, vec![SlowStart, ConservativeSlowStart, CongestionAvoidance]);
+}
+
+/// RFC 6675 §5 + RFC 6937: segment 2 is lost with cwnd = 12. The third SACKed segment above it
+/// starts recovery: ssthresh = cwnd/2, the fast retransmit goes out at once, then PRR sends in
+/// proportion ssthresh/RecoverFS = 6/14 of what is delivered, until pipe reaches ssthresh. The
+/// ACK of the recovery point ends recovery with cwnd = ssthresh.
+#[test]
+fn sack_loss_recovery_with_prr() {
+    let mut s = sender(CongestionControl::NewReno, true);
+    send(&mut s, ms(0));
+    s.on_ack(ms(100), &ack(2, &[])); // cwnd 12
+    s.on_ack(ms(101), &ack(2, &[])); // old ACK: nothing
+    assert_eq!(send(&mut s, ms(101)).len(), 4); // segments 10..14, 12 outstanding
+                                                // Segment 2 is lost: ACKs of 3, 4 and 5 carry SACK blocks.
+    s.on_ack(ms(110), &ack(2, &[(3, 4)]));
+    s.on_ack(ms(111), &ack(2, &[(3, 5)]));
+    assert_eq!(s.metrics().state, CongestionState::SlowStart);
+    // Limited transmit falls out of the pipe: two SACKed segments made room for two more.
+    assert_eq!(indices(&send(&mut s, ms(111))), vec![14, 15]);
+    s.on_ack(ms(112), &ack(2, &[(3, 6)]));
+    let m = s.metrics();
+    assert_eq!(m.state, CongestionState::Recovery);
+    assert_eq!(m.ssthresh, Some(segs(6)));
+    assert_eq!(send(&mut s, ms(112)), vec![(2, true)]);
+    // PRR: RecoverFS = 14 (FlightSize), ssthresh = 6; once pipe is down to ssthresh the
+    // reduction bound sends one segment per segment delivered.
+    let mut sent = Vec::new();
+    for (i, k) in (6..16).enumerate() {
+        s.on_ack(ms(113 + i as i64), &ack(2, &[(3, k + 1)]));
+        sent.push(send(&mut s, ms(113 + i as i64)).len());
+    }
+    assert_eq!(sent, vec![0, 0, 0, 1, 0, 0, 1, 1, 1, 1]);
+    assert_eq!(s.metrics().bytes_in_flight, segs(6));
+    assert_eq!(s.metrics().retransmits, 1);
+    // The retransmission arrives: everything up to the recovery point (16) is acknowledged.
+    s.on_ack(ms(200), &ack(16, &[]));
+    let m = s.metrics();
+    assert_eq!(m.state, CongestionState::CongestionAvoidance);
+    assert_eq!(m.cwnd, segs(6));
+    assert_eq!(m.recoveries, 1);
+}
+
+/// A second loss in the same window is repaired within the same recovery episode: one
+/// reduction per window.
+#[test]
+fn one_reduction_per_window() {
+    let mut s = sender(CongestionControl::NewReno, true);
+    send(&mut s, ms(0));
+    // Segments 0 and 4 are lost.
+    s.on_ack(ms(100), &ack(0, &[(1, 2)]));
+    s.on_ack(ms(100), &ack(0, &[(1, 3)]));
+    s.on_ack(ms(100), &ack(0, &[(1, 4)]));
+    assert_eq!(s.metrics().ssthresh, Some(segs(5)));
+    assert_eq!(send(&mut s, ms(100))[0], (0, true));
+    for k in 6..=10 {
+        s.on_ack(ms(101), &ack(0, &[(5, k), (1, 4)]));
+    }
+    let resent: Vec<u64> = send(&mut s, ms(101)).into_iter().filter(|&(_, r)| r).map(|(i, _)| i).collect();
+    assert_eq!(resent, vec![4]);
+    s.on_ack(ms(150), &ack(4, &[(5, 10)]));
+    assert_eq!(s.metrics().state, CongestionState::Recovery);
+    assert_eq!(s.metrics().ssthresh, Some(segs(5)));
+    assert_eq!(s.metrics().recoveries, 1);
+}
+
+/// RFC 6582 §3.2 without SACK: three duplicate ACKs start recovery with cwnd = ssthresh +
+/// 3·SMSS; each further duplicate inflates cwnd by SMSS; a partial ACK retransmits the next
+/// hole at once and deflates cwnd by the amount acknowledged (plus SMSS back); the full ACK
+/// ends recovery with cwnd = min(ssthresh, FlightSize + SMSS).
+#[test]
+fn newreno_partial_ack_handling() {
+    let mut s = sender(CongestionControl::NewReno, false);
+    send(&mut s, ms(0)); // 0..9; 0 and 5 will be lost
+    for _ in 1..=3 {
+        s.on_ack(ms(100), &ack(0, &[])); // segments 1, 2, 3
+    }
+    let m = s.metrics();
+    assert_eq!(m.state, CongestionState::Recovery);
+    assert_eq!((m.ssthresh, m.cwnd), (Some(segs(5)), segs(8)));
+    assert_eq!(send(&mut s, ms(100)), vec![(0, true)]);
+    // Five more duplicates (4, 6, 7, 8, 9): cwnd 13 with 10 outstanding, three new segments.
+    for _ in 0..5 {
+        s.on_ack(ms(101), &ack(0, &[]));
+    }
+    assert_eq!(s.metrics().cwnd, segs(13));
+    assert_eq!(indices(&send(&mut s, ms(101))), vec![10, 11, 12]);
+    // The retransmission of 0 arrives: a partial ACK up to the hole at 5.
+    s.on_ack(ms(200), &ack(5, &[]));
+    // cwnd = 13 - 5 + 1 = 9 with FlightSize 8: the hole is retransmitted whatever the window,
+    // and one new segment fits.
+    assert_eq!(s.metrics().cwnd, segs(9));
+    assert_eq!(send(&mut s, ms(200)), vec![(5, true), (13, false)]);
+    assert_eq!(s.metrics().state, CongestionState::Recovery);
+    // The full ACK covers the recovery point (10): cwnd = min(5, FlightSize 3 + 1) = 4, which
+    // is below ssthresh: slow start.
+    s.on_ack(ms(300), &ack(11, &[]));
+    let m = s.metrics();
+    assert_eq!(m.state, CongestionState::SlowStart);
+    assert_eq!(m.cwnd, segs(4));
+    assert_eq!(m.retransmits, 2);
+}
+
+/// RFC 6298 §5 + RFC 5681 §3.1: the timer fires after the initial RTO of 1 s; cwnd drops to one
+/// segment, ssthresh to β·cwnd (CUBIC), the first segment is retransmitted and the RTO doubles.
+/// A second timeout keeps ssthresh. After the retransmission is acknowledged, slow start
+/// resends the rest and the loss state ends once everything sent before the timeout is acked.
+#[test]
+fn retransmission_timeout_and_backoff() {
+    let mut s = sender(CongestionControl::Cubic, true);
+    send(&mut s, ms(0));
+    assert_eq!(s.poll_timeout(), Some(ms(1000)));
+    s.on_timeout(ms(999));
+    assert_eq!(s.metrics().timeouts, 0);
+    s.on_timeout(ms(1000));
+    let m = s.metrics();
+    assert_eq!((m.state, m.cwnd, m.ssthresh), (CongestionState::Loss, segs(1), Some(segs(7))));
+    assert_eq!(m.rto, Duration::from_secs(2));
+    assert_eq!(send(&mut s, ms(1000)), vec![(0, true)]);
+    s.on_timeout(ms(3000));
+    assert_eq!(s.metrics().ssthresh, Some(segs(7)));
+    assert_eq!(s.metrics().rto, Duration::from_secs(4));
+    assert_eq!(send(&mut s, ms(3000)), vec![(0, true)]);
+    // Karn: the ACK of a retransmission gives no RTT sample.
+    s.on_ack(ms(3100), &ack(1, &[]));
+    assert_eq!(s.metrics().srtt, None);
+    assert_eq!(s.poll_timeout(), Some(ms(3100) + Duration::from_secs(4)));
+    assert_eq!(s.metrics().cwnd, segs(2));
+    assert_eq!(send(&mut s, ms(3100)), vec![(1, true), (2, true)]);
+    s.on_ack(ms(3200), &ack(10, &[]));
+    assert_eq!(s.metrics().state, CongestionState::SlowStart);
+}
+
+/// A SACKed segment is not resent after a timeout.
+#[test]
+fn timeout_skips_sacked_segments() {
+    let mut s = sender(CongestionControl::NewReno, true);
+    send(&mut s, ms(0));
+    s.on_ack(ms(100), &ack(0, &[(1, 3), (4, 5)]));
+    s.on_timeout(ms(1000));
+    assert_eq!(send(&mut s, ms(1000)), vec![(0, true)]);
+    s.on_ack(ms(1100), &ack(3, &[(4, 5)]));
+    // cwnd 2: segments 3 and 5; 4 was SACKed.
+    assert_eq!(send(&mut s, ms(1100)), vec![(3, true), (5, true)]);
+}
+
+/// Short flows: written bytes are sent as far as the window allows, `AllAcked` marks the end of
+/// a burst, and after more than an RTO of silence the window restarts from IW (RFC 5681 §4.1).
+#[test]
+fn writes_complete_and_idle_restart() {
+    let mut cfg = SenderConfig::new(CongestionControl::Cubic);
+    cfg.smss = DataSize::bytes(MSS);
+    cfg.iss = ISS;
+    cfg.application = Application::Writes;
+    cfg.hystart = false;
+    let mut s = TcpSender::new(cfg);
+    assert!(s.poll_transmit(ms(0)).is_none());
+    s.write(segs(3) + DataSize::bytes(500));
+    let sent: Vec<DataSize> = std::iter::from_fn(|| s.poll_transmit(ms(0))).map(|g| g.payload).collect();
+    assert_eq!(sent, vec![segs(1), segs(1), segs(1), DataSize::bytes(500)]);
+    s.on_ack(ms(50), &ack(2, &[]));
+    assert_eq!(s.poll_event(), None);
+    let mut last = ack(3, &[]);
+    last.ack = SeqNo::new(seq(3) + 500);
+    s.on_ack(ms(60), &last);
+    assert_eq!(s.poll_event(), Some(SenderEvent::AllAcked { at: ms(60), total: DataSize::bytes(3500) }));
+    assert_eq!(s.poll_timeout(), None);
+    // cwnd-limited growth only: four segments of 10 did not grow the window.
+    assert_eq!(s.metrics().cwnd, segs(10));
+    // A longer burst of 36 segments grows cwnd in three round trips (10, 12, 14 segments)...
+    s.write(segs(36) - DataSize::bytes(500));
+    let mut now = ms(100);
+    for _ in 0..3 {
+        assert!(std::iter::from_fn(|| s.poll_transmit(now)).count() > 0);
+        now += Duration::from_millis(50);
+        let mut all = ack(0, &[]);
+        all.ack = SeqNo::new(seq(0) + s.metrics().bytes_sent.as_bytes());
+        s.on_ack(now, &all);
+    }
+    assert_eq!(s.metrics().cwnd, segs(14));
+    // ...and after more than an RTO without sending, it restarts from IW.
+    s.write(segs(1));
+    s.poll_transmit(now + Duration::from_secs(5)).unwrap();
+    assert_eq!(s.metrics().cwnd, segs(10));
+}
+
+/// An ACK above SND.NXT acknowledges nothing that was sent and is ignored.
+#[test]
+fn acks_of_unsent_data_are_ignored() {
+    let mut s = sender(CongestionControl::NewReno, true);
+    send(&mut s, ms(0));
+    s.on_ack(ms(10), &ack(11, &[]));
+    assert_eq!(s.metrics().bytes_acked, DataSize::ZERO);
+    s.on_ack(ms(10), &ack(10, &[]));
+    assert_eq!(s.metrics().bytes_acked, segs(10));
+}
