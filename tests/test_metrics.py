@@ -22,12 +22,19 @@ from rtcbench.metrics import (
     Phase,
     Tables,
     convergence_time,
+    cross_traffic,
+    fairness,
+    fairness_per_phase,
+    feedback_overhead,
     flow_metrics,
+    jain_index,
     packet_delays,
     phases,
+    share_ratios,
     summarize,
     time_to_reach,
     timeseries,
+    traffic_summary,
 )
 
 MS = 1_000
@@ -634,3 +641,262 @@ def test_tables_validate_columns() -> None:
         )
     with pytest.raises(ValueError, match="duration_s"):
         Tables(pl.DataFrame(), pl.DataFrame(), pl.DataFrame(), pl.DataFrame(), pl.DataFrame(), {"flows": []})
+
+
+# ------------------------------------------------------------------------------------------------
+# sharing: fairness, feedback overhead, cross traffic
+
+
+def test_jain_index_hand_computed() -> None:
+    assert jain_index([700_000.0] * 5) == pytest.approx(1.0)
+    # One flow of n gets everything: 1/n.
+    assert jain_index([2e6, 0.0, 0.0, 0.0]) == pytest.approx(1 / 4)
+    # (1 + 3)² / (2 · (1² + 3²)) = 16 / 20.
+    assert jain_index([1.0, 3.0]) == pytest.approx(0.8)
+    assert jain_index([5.0]) == 1.0
+    assert jain_index([]) is None
+    assert jain_index([0.0, 0.0]) is None
+    with pytest.raises(ValueError, match="non-negative"):
+        jain_index([1.0, -1.0])
+
+
+def test_share_ratios_are_relative_to_the_mean() -> None:
+    assert share_ratios([1e6, 5e5]) == pytest.approx([4 / 3, 2 / 3])
+    assert share_ratios([2.0, 1.0, 0.0]) == pytest.approx([2.0, 1.0, 0.0])
+    assert share_ratios([0.0, 0.0]) == [None, None]
+    assert share_ratios([]) == []
+
+
+def sharing_tables() -> Tables:
+    """20 s over "fwd" (1 Mbit/s, then 2 Mbit/s from 10 s), no propagation delay, so every window
+    receives what it sends. Video 0 sends 1 Mbit/s throughout; video 1 sends 0.5 Mbit/s until 10 s,
+    then 1 Mbit/s; video 2 (a third call) never sends; audio 3 sends 40 kbit/s."""
+    dur = 20 * S
+
+    def steady(fid: int, start_us: int, end_us: int, interval_us: int, size: int, id0: int) -> pl.DataFrame:
+        return cbr(
+            fid,
+            start_us=start_us,
+            end_us=end_us,
+            interval_us=interval_us,
+            size=size,
+            payload=size - 50,
+            owd_us=lambda i, s: 0,
+            id0=id0,
+        )
+
+    v0 = steady(0, 0, dur, 10 * MS, 1250, 0)
+    v1a = steady(1, 0, 10 * S, 20 * MS, 1250, 10_000)
+    v1b = steady(1, 10 * S, dur, 10 * MS, 1250, 20_000)
+    audio = steady(3, 0, dur, 20 * MS, 100, 30_000)
+    flows = [
+        video_flow(0),
+        {**video_flow(1), "call": 1},
+        {**video_flow(2), "call": 2},
+        {"id": 3, "name": "call0.audio", "kind": "audio", "call": 0, "path": ["fwd"], "bottleneck": "fwd"},
+    ]
+    return Tables(
+        packets=pl.concat([v0, v1a, v1b, audio]).sort("t_us"),
+        frames=pl.DataFrame(),
+        controller=pl.DataFrame(),
+        links=pl.DataFrame(link_rows("fwd", dur, lambda t: 1_000_000 if t < 10 * S else 2_000_000)),
+        feedback=pl.DataFrame(),
+        meta=make_meta(20.0, flows),
+    )
+
+
+def test_fairness_of_two_flows_at_one_and_a_half_megabit() -> None:
+    t = sharing_tables()
+    ts = timeseries(t)
+    f = fairness(t, ts, [0, 1], 0, 10 * S, settle_us=0)
+    # Rates 1 and 0.5 Mbit/s: (1.5)² / (2 · 1.25) = 0.9; the mean is 0.75 Mbit/s.
+    assert f["jain_index"] == pytest.approx(0.9)
+    assert [x["mean_recv_rate_bps"] for x in f["flows"]] == [1_000_000.0, 500_000.0]
+    assert [x["share_ratio"] for x in f["flows"]] == pytest.approx([4 / 3, 2 / 3])
+    assert f["min_share_ratio"] == pytest.approx(2 / 3)
+    assert f["max_share_ratio"] == pytest.approx(4 / 3)
+    assert f["max_rate_ratio"] == 2.0
+    assert f["within_band"] is True
+    assert (f["start_s"], f["end_s"], f["settle_s"]) == (0.0, 10.0, 0.0)
+    assert [x["name"] for x in f["flows"]] == ["call0.video0", "call0.video1"]
+    json.dumps(f, allow_nan=False)
+
+
+def test_a_starved_flow_counts_and_breaks_the_ratio_band() -> None:
+    t = sharing_tables()
+    f = fairness(t, timeseries(t), [0, 1, 2], 0, 10 * S, settle_us=0)
+    # Rates 1, 0.5 and 0 Mbit/s: 2.25 / (3 · 1.25) = 0.6.
+    assert f["jain_index"] == pytest.approx(0.6)
+    assert [x["share_ratio"] for x in f["flows"]] == pytest.approx([2.0, 1.0, 0.0])
+    assert f["within_band"] is False
+    assert f["max_rate_ratio"] is None
+
+
+def test_fairness_defaults_to_video_flows_and_settles() -> None:
+    t = sharing_tables()
+    ts = timeseries(t)
+    f = fairness(t, ts, None, 0, 10 * S, settle_us=0)
+    assert [x["id"] for x in f["flows"]] == [0, 1, 2]
+    # The default settling time skips min(5 s, half the interval) before measuring.
+    assert fairness(t, ts, [0, 1], 10 * S, 20 * S)["settle_s"] == 5.0
+    assert fairness(t, ts, [0, 1], 10 * S, 14 * S)["settle_s"] == 2.0
+    assert fairness(t, ts, [0])["within_band"] is None
+    assert fairness(t, ts, [0])["jain_index"] == 1.0
+    with pytest.raises(KeyError, match="flow 9"):
+        fairness(t, ts, [0, 9])
+
+
+def test_fairness_per_phase_of_the_bottleneck() -> None:
+    t = sharing_tables()
+    per_phase = fairness_per_phase(t, timeseries(t), [0, 1])
+    assert [(p["index"], p["link"], p["start_s"], p["end_s"], p["capacity_bps"]) for p in per_phase] == [
+        (0, "fwd", 0.0, 10.0, 1_000_000),
+        (1, "fwd", 10.0, 20.0, 2_000_000),
+    ]
+    assert per_phase[0]["jain_index"] == pytest.approx(0.9)
+    assert per_phase[1]["jain_index"] == pytest.approx(1.0)
+    assert per_phase[1]["within_band"] is True
+    assert [x["share_ratio"] for x in per_phase[1]["flows"]] == pytest.approx([1.0, 1.0])
+
+
+def feedback_tables() -> Tables:
+    """Call 0 (A → B): video 1 Mbit/s on "fwd"; RTCP feedback B → A (80 B every 50 ms) and sender
+    reports A → B (100 B every second). Call 1 (B → A) has no media; its feedback leaves A over
+    "fwd" (60 B every 100 ms): its direction comes from the call's ends, not the link's name."""
+    dur = 20 * S
+    video = cbr(VIDEO, end_us=dur, interval_us=10 * MS, size=1250, payload=1200)
+    rx = cbr(1, end_us=dur, interval_us=50 * MS, size=80, payload=0, kind="rtcp", id0=10_000)
+    tx = cbr(2, end_us=dur, interval_us=S, size=100, payload=0, kind="rtcp", id0=20_000)
+    other = cbr(3, end_us=dur, interval_us=100 * MS, size=60, payload=0, kind="rtcp", id0=30_000)
+
+    def rtcp(fid: int, name: str, call: int, link: str) -> dict[str, Any]:
+        return {"id": fid, "name": name, "kind": "rtcp", "call": call, "path": [link], "bottleneck": link}
+
+    flows = [
+        video_flow(),
+        rtcp(1, "call0.rtcp-rx", 0, "bwd"),
+        rtcp(2, "call0.rtcp-tx", 0, "fwd"),
+        rtcp(3, "call1.rtcp-rx", 1, "fwd"),
+    ]
+    meta = make_meta(20.0, flows)
+    meta["calls"] = [
+        {"id": 0, "controller": "none", "sender": "A", "receiver": "B"},
+        {"id": 1, "controller": "none", "sender": "B", "receiver": "A"},
+    ]
+    return Tables(
+        packets=pl.concat([video, rx, tx, other]).sort("t_us"),
+        frames=pl.DataFrame(),
+        controller=pl.DataFrame(),
+        links=pl.DataFrame(link_rows("fwd", dur, lambda t: 2_000_000)),
+        feedback=pl.DataFrame(),
+        meta=meta,
+    )
+
+
+def test_feedback_overhead_per_call_and_direction() -> None:
+    fb = feedback_overhead(feedback_tables())
+    calls = {(c["call"], c["direction"]): c for c in fb["calls"]}
+    assert list(calls) == [(0, "to_sender"), (0, "to_receiver"), (1, "to_sender")]
+    rx, tx, other = calls.values()
+    # 400 packets of 80 B in 20 s: 1600 B/s, 12.8 kbit/s; the call sent 2000 video packets of 1250 B.
+    assert (rx["flows"], rx["packets_sent"], rx["bytes_sent"]) == ([1], 400, 32_000)
+    assert rx["bytes_per_s"] == 1600.0
+    assert rx["rate_bps"] == 12_800.0
+    assert rx["media_rate_bps"] == 1_000_000.0
+    assert rx["share_of_media"] == pytest.approx(32_000 / 2_500_000)
+    assert (tx["packets_sent"], tx["rate_bps"]) == (20, 800.0)
+    # Call 1 has no media: its overhead has no share.
+    assert (other["rate_bps"], other["media_rate_bps"], other["share_of_media"]) == (4800.0, 0.0, None)
+    assert fb["rate_bps"] == 12_800.0 + 800.0 + 4800.0
+    assert fb["share_of_media"] == pytest.approx((32_000 + 2000 + 12_000) / 2_500_000)
+    json.dumps(fb, allow_nan=False)
+
+
+def test_feedback_overhead_over_an_interval_counts_by_send_time(tables: Tables) -> None:
+    fb = feedback_overhead(tables, 10 * S, 15 * S)
+    (rx,) = fb["calls"]
+    assert (rx["call"], rx["direction"], rx["packets_sent"]) == (0, "to_sender", 100)
+    assert rx["rate_bps"] == pytest.approx(80 * 8 / 0.05)
+
+
+def cross_tables() -> Tables:
+    """The two-phase link (1 → 2 Mbit/s at 10 s) shared by a video flow, a TCP flow (1500 B with
+    1448 B of payload every 10 ms, 50 ms delay, packets sent in [12, 12.2) s dropped) and a CBR flow
+    (1000 B with 972 B of payload every 8 ms, no loss)."""
+    dur = 20 * S
+    video = cbr(VIDEO, end_us=dur, interval_us=20 * MS, size=1250, payload=1200)
+    tcp = cbr(
+        5,
+        end_us=dur,
+        interval_us=10 * MS,
+        size=1500,
+        payload=1448,
+        kind="tcp",
+        id0=100_000,
+        dropped=lambda i, s: 12 * S <= s < 12 * S + W,
+    )
+    udp = cbr(6, end_us=dur, interval_us=8 * MS, size=1000, payload=972, kind="cbr", id0=200_000)
+    flows = [
+        video_flow(),
+        {"id": 5, "name": "tcp0", "kind": "tcp", "path": ["fwd"], "bottleneck": "fwd"},
+        {"id": 6, "name": "cbr0", "kind": "cbr", "path": ["fwd"], "bottleneck": "fwd"},
+    ]
+    return Tables(
+        packets=pl.concat([video, tcp, udp]).sort("t_us"),
+        frames=pl.DataFrame(),
+        controller=pl.DataFrame(),
+        links=pl.DataFrame(link_rows("fwd", dur, lambda t: 1_000_000 if t < 10 * S else 2_000_000)),
+        feedback=pl.DataFrame(),
+        meta=make_meta(20.0, flows),
+    )
+
+
+def test_tcp_goodput_and_loss_over_the_run_and_per_phase() -> None:
+    tcp, _ = cross_traffic(cross_tables())
+    assert (tcp["id"], tcp["name"], tcp["kind"], tcp["bottleneck"]) == (5, "tcp0", "tcp", "fwd")
+    # 2000 sent, 20 dropped; arrivals after 20 s (sent from 19.95 s) are outside the run: 1975.
+    assert (tcp["packets_sent"], tcp["packets_dropped"], tcp["packets_received"]) == (2000, 20, 1975)
+    assert tcp["loss_ratio"] == pytest.approx(0.01)
+    assert tcp["throughput_bps"] == pytest.approx(1975 * 1500 * 8 / 20)
+    assert tcp["goodput_bps"] == pytest.approx(1975 * 1448 * 8 / 20)
+    assert tcp["bytes_received"] == 1975 * 1500
+    p0, p1 = tcp["phases"]
+    assert (p0["start_s"], p0["end_s"], p0["capacity_bps"]) == (0.0, 10.0, 1_000_000)
+    # Phase 0 receives the packets sent before 9.95 s; phase 1 those sent from 9.95 s, less the drops.
+    assert (p0["packets_received"], p0["loss_ratio"]) == (995, 0.0)
+    assert p0["goodput_bps"] == pytest.approx(995 * 1448 * 8 / 10)
+    assert (p1["packets_sent"], p1["packets_dropped"], p1["packets_received"]) == (1000, 20, 980)
+    assert p1["loss_ratio"] == pytest.approx(0.02)
+    assert p1["throughput_bps"] == pytest.approx(980 * 1500 * 8 / 10)
+
+
+def test_cbr_goodput_and_loss() -> None:
+    _, udp = cross_traffic(cross_tables())
+    assert (udp["kind"], udp["packets_sent"], udp["packets_dropped"]) == ("cbr", 2500, 0)
+    assert udp["loss_ratio"] == 0.0
+    # Sent every 8 ms with 50 ms delay: the 2494 packets sent before 19.95 s arrive in the run.
+    assert udp["packets_received"] == 2494
+    assert udp["goodput_bps"] == pytest.approx(2494 * 972 * 8 / 20)
+    assert [p["goodput_bps"] for p in udp["phases"]] == pytest.approx(
+        [1244 * 972 * 8 / 10, 1250 * 972 * 8 / 10]
+    )
+    assert cross_traffic(cross_tables(), kinds=("tcp",))[0]["kind"] == "tcp"
+    assert cross_traffic(two_phase()) == []
+
+
+def test_summary_adds_sharing_keys_and_keeps_the_others(tables: Tables, ts: pl.DataFrame) -> None:
+    s = summarize(tables, ts)
+    assert list(s) == ["flows", "phases", "fairness", "feedback_overhead", "cross_traffic"]
+    sharing = traffic_summary(tables, ts)
+    assert {k: s[k] for k in sharing} == sharing
+    assert [f["id"] for f in s["fairness"]["run"]["flows"]] == [VIDEO]
+    assert s["fairness"]["run"]["jain_index"] == 1.0
+    assert [p["index"] for p in s["fairness"]["phases"]] == [0, 1]
+    assert s["feedback_overhead"]["calls"][0]["direction"] == "to_sender"
+    assert s["cross_traffic"] == []
+    json.dumps(s, allow_nan=False)
+    cross = summarize(cross_tables())
+    assert [f["id"] for f in cross["cross_traffic"]] == [5, 6]
+    # Cross-traffic flows are in `flows` too, measured like any flow.
+    assert [f["id"] for f in cross["flows"]] == [VIDEO, 5, 6]
+    assert cross["flows"][1]["loss_ratio"] == cross["cross_traffic"][0]["loss_ratio"]

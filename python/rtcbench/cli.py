@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rtcbench import _core
 from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
+from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
 
 app = typer.Typer(
     add_completion=False,
@@ -190,6 +194,104 @@ def table_cmd(
     except USER_ERRORS as e:
         _fail(str(e))
     print("\n".join(rows))
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar of runs done on stderr, removed when done; none unless stderr is a terminal
+    (rich would still write a stray newline to a file or pipe)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("runs", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield progress
+
+
+def print_suite(result: SuiteResult) -> None:
+    """The terminal table of a suite: per scenario variant and controller, means over repetitions."""
+    t = Table(title="suite (video flows, mean over repetitions)", title_justify="left")
+    for col in ("scenario", "variant", "controller", "runs", "util", "qdelay p95 ms", "loss %", "jain"):
+        t.add_column(col, justify="left" if col in ("scenario", "variant", "controller") else "right")
+    for row in result.overview().iter_rows(named=True):
+        t.add_row(
+            escape(row["scenario"]),
+            escape(row["variant"] or "-"),
+            row["controller"],
+            str(row["runs"]),
+            _fmt(row["utilization"], 1, 2),
+            _fmt(row["qdelay_p95_ms"], 1, 1),
+            _fmt(row["loss_ratio"], 100, 2),
+            _fmt(row["jain_index"], 1, 3),
+        )
+    console.print(t)
+    total = result.ran + result.skipped
+    speed = (
+        f"simulated {result.simulated_s:,.0f} s at {result.speed:,.0f} s per wall-clock second"
+        if result.speed is not None
+        else "nothing left to simulate"
+    )
+    console.print(
+        escape(
+            f"{total} runs ({result.ran} simulated, {result.skipped} already complete) in "
+            f"{result.wall_s:.1f} s; {speed}"
+        ),
+        highlight=False,
+    )
+    console.print(escape(f"tables: {result.out / FLOWS_TABLE}, {result.out / RUNS_TABLE}"), highlight=False)
+
+
+@app.command("suite")
+def suite_cmd(
+    names: Annotated[
+        list[str],
+        typer.Argument(
+            help=f"Suite names ({', '.join(SUITES)}), built-in scenario ids or TOML files.",
+            show_default=False,
+        ),
+    ],
+    cc: Annotated[str, typer.Option("--cc", help="Comma-separated controllers.")] = "gcc",
+    reps: Annotated[int, typer.Option(help="Repetitions; repetition r runs with seed SEED + r.")] = 1,
+    jobs: Annotated[
+        int | None, typer.Option(help="Worker processes (default: one per CPU; 1 runs in this process).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the first repetition.")] = 1,
+    out: Annotated[Path, typer.Option(help="Results folder (runs and suite tables).")] = Path("results"),
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
+    ] = None,
+) -> None:
+    """Run every variant of the selected scenarios with every controller, in parallel, and write
+    the suite tables <out>/suite.parquet (per flow) and <out>/suite-runs.parquet (per run).
+    Runs already complete in <out> are read back, not run again."""
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    names_cc = [c.strip() for c in cc.split(",") if c.strip()]
+    if reps < 1:
+        _fail(f"--reps must be at least 1, got {reps}")
+    if jobs is not None and jobs < 1:
+        _fail(f"--jobs must be at least 1, got {jobs}")
+    if not names_cc:
+        _fail("--cc names no controller")
+    try:
+        with _progress_bar() as progress:
+            result = run_suite(
+                names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command
+            )
+    except USER_ERRORS as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        err_console.print(
+            escape(f"interrupted: finished runs are kept in {out}; the same command resumes them"),
+            highlight=False,
+        )
+        raise typer.Exit(130) from None
+    print_suite(result)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ frames or plain Python values (JSON-serialisable, NaN mapped to None).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,18 +27,29 @@ __all__ = [
     "CONVERGENCE_BAND",
     "CONVERGENCE_HOLD_US",
     "CONVERGENCE_SMOOTH_US",
+    "CROSS_KINDS",
     "DEFAULT_WINDOW_US",
+    "FAIRNESS_SETTLE_US",
+    "FAIR_RATIO_BAND",
     "MEDIA_KINDS",
+    "RTCP",
     "VIDEO",
     "Phase",
     "Tables",
     "convergence_time",
+    "cross_traffic",
+    "fairness",
+    "fairness_per_phase",
+    "feedback_overhead",
     "flow_metrics",
+    "jain_index",
     "packet_delays",
     "phases",
+    "share_ratios",
     "summarize",
     "time_to_reach",
     "timeseries",
+    "traffic_summary",
 ]
 
 VIDEO = "video"
@@ -54,6 +66,17 @@ CONVERGENCE_HOLD_US = 5_000_000
 """H: the rate must stay in the band this long (or until the phase ends), [ASSUMED] H = 5 s."""
 CONVERGENCE_SMOOTH_US = 1_000_000
 """Rates are averaged over 1 s before the band test, as RFC 8868 plots use 1 s."""
+
+RTCP = "rtcp"
+"""Flow kind of a call's RTCP packets (receiver feedback one way, sender reports the other)."""
+CROSS_KINDS = ("tcp", "cbr")
+"""Flow kinds of competing (non-call) traffic: TCP bulk or short flows and UDP constant bit rate."""
+
+FAIR_RATIO_BAND = (1.0 / 3.0, 3.0)
+"""Throughput ratio between equal-priority flows with similar RTTs, RFC 8868 §3 item 7."""
+FAIRNESS_SETTLE_US = 5_000_000
+"""Start of an interval skipped before comparing flows (RFC 8868 §3(7): static periods only);
+[ASSUMED] 5 s, like H, and never more than half of the interval."""
 
 _US_PER_S = 1_000_000
 
@@ -683,14 +706,308 @@ def flow_metrics(
     }
 
 
+# ------------------------------------------------------------------------------------------------
+# sharing: fairness between flows, feedback overhead, cross traffic
+
+
+def jain_index(rates: Iterable[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n·Σx²) of n non-negative rates (Jain, Chiu and Hawe, DEC-TR-301,
+    1984): 1 when every flow gets the same, 1/n when one flow gets everything. None for no rates or
+    when every rate is 0 (the index is undefined there)."""
+    x = np.asarray(list(rates), dtype=np.float64)
+    if x.size == 0:
+        return None
+    if not np.isfinite(x).all() or (x < 0).any():
+        raise ValueError(f"rates must be finite and non-negative, got {x.tolist()}")
+    squares = float(np.dot(x, x))
+    if squares == 0.0:
+        return None
+    return float(x.sum()) ** 2 / (x.size * squares)
+
+
+def share_ratios(rates: Sequence[float]) -> list[float | None]:
+    """Each rate divided by the mean of the rates: 1 is an equal share. None everywhere if the mean
+    is 0 or there are no rates."""
+    mean = sum(rates) / len(rates) if rates else 0.0
+    return [r / mean if mean > 0 else None for r in rates]
+
+
+def _compared_flows(t: Tables, flows: Sequence[int] | None) -> list[int]:
+    """The flows a fairness metric compares: the given ids (checked), or every video flow. Audio is
+    left out by default: its rate is fixed by the codec, not shared by the controller."""
+    if flows is None:
+        return [int(f["id"]) for f in _flows(t) if f.get("kind") == VIDEO]
+    return [int(_flow(t, int(fid))["id"]) for fid in flows]
+
+
+def fairness(
+    t: Tables,
+    ts: pl.DataFrame,
+    flows: Sequence[int] | None = None,
+    start_us: int = 0,
+    end_us: int | None = None,
+    settle_us: int = FAIRNESS_SETTLE_US,
+) -> dict[str, Any]:
+    """How evenly `flows` (default: every video flow) share over [start_us + settle, end_us).
+
+    Each flow's rate is its mean receive rate over the windows of `ts` starting in the interval
+    (the `mean_recv_rate_bps` of `flow_metrics`), since fairness is about what the network
+    delivered (RFC 8868 §3 item 7, "throughput"). settle = min(settle_us, half the interval), so a
+    short phase is still measured. Returns `jain_index`, each flow's `share_ratio` (its rate / the
+    mean rate), their extremes, `max_rate_ratio` (largest / smallest rate, the worst pair) and
+    `within_band` (every pair within RFC 8868's [1/3, 3]; None with fewer than two flows). A flow
+    that received nothing counts, with rate 0: starvation is the unfairness to detect.
+    """
+    ids = _compared_flows(t, flows)
+    end = _duration_us(t) if end_us is None else end_us
+    settle = max(0, min(settle_us, (end - start_us) // 2))
+    s = start_us + settle
+    means: dict[int, float | None] = {
+        int(fid): _py(rate)
+        for fid, rate in ts.filter(pl.col("flow").is_in(ids) & pl.col("t_us").is_between(s, end - 1))
+        .group_by("flow")
+        .agg(pl.col("recv_rate_bps").mean())
+        .iter_rows()
+    }
+    rates = [means.get(fid) for fid in ids]
+    known = [r for r in rates if r is not None]
+    complete = len(known) == len(rates) and bool(rates)
+    jain = jain_index(known) if complete else None
+    shares = share_ratios(known) if complete else [None] * len(ids)
+    lo, hi = (min(known), max(known)) if complete else (0.0, 0.0)
+    valid = [x for x in shares if x is not None]
+    within: bool | None = None
+    if len(ids) >= 2 and jain is not None:
+        within = lo > 0 and hi / lo <= FAIR_RATIO_BAND[1]
+    return {
+        "start_s": start_us / _US_PER_S,
+        "end_s": end / _US_PER_S,
+        "settle_s": settle / _US_PER_S,
+        "jain_index": jain,
+        "min_share_ratio": min(valid) if valid else None,
+        "max_share_ratio": max(valid) if valid else None,
+        "max_rate_ratio": hi / lo if complete and lo > 0 else None,
+        "within_band": within,
+        "flows": [
+            {
+                "id": fid,
+                "name": str(_flow(t, fid).get("name", "")),
+                "mean_recv_rate_bps": rate,
+                "share_ratio": share,
+            }
+            for fid, rate, share in zip(ids, rates, shares, strict=True)
+        ],
+    }
+
+
+def _links_in_order(t: Tables, links: Iterable[str]) -> list[str]:
+    """Link names in `meta.links` order, unknown names after them, sorted."""
+    wanted = set(links)
+    order = [str(lk.get("name")) for lk in t.meta.get("links", [])]
+    return [lk for lk in order if lk in wanted] + sorted(wanted - set(order))
+
+
+def fairness_per_phase(
+    t: Tables,
+    ts: pl.DataFrame,
+    flows: Sequence[int] | None = None,
+    settle_us: int = FAIRNESS_SETTLE_US,
+) -> list[dict[str, Any]]:
+    """`fairness` of the compared flows (default: every video flow) in each constant-capacity phase
+    of their bottleneck. Flows are grouped by bottleneck link (in `meta.links` order); each entry
+    adds `index` (within the link), `link` and `capacity_bps` to the `fairness` dict."""
+    ids = _compared_flows(t, flows)
+    by_link: dict[str, list[int]] = {}
+    for fid in ids:
+        by_link.setdefault(str(_flow(t, fid).get("bottleneck")), []).append(fid)
+    out: list[dict[str, Any]] = []
+    for link in _links_in_order(t, by_link):
+        members = by_link[link]
+        for i, ph in enumerate(phases(t, members[0])):
+            f = fairness(t, ts, members, ph.start_us, ph.end_us, settle_us)
+            out.append({"index": i, "link": link, "capacity_bps": ph.capacity_bps, **f})
+    return out
+
+
+def _packet_counts(t: Tables, flows: Sequence[int], start_us: int, end_us: int) -> dict[int, dict[str, int]]:
+    """Per flow over [start_us, end_us): packets and bytes sent and dropped (by send time, as
+    `flow_metrics` counts them) and received (by arrival time), plus the payload received. Flows
+    without packets get zeros."""
+    sent = (pl.col("event") == "sent") & pl.col("sent_us").is_between(start_us, end_us - 1)
+    dropped = (pl.col("event") == "dropped") & pl.col("sent_us").is_between(start_us, end_us - 1)
+    received = (pl.col("event") == "received") & pl.col("t_us").is_between(start_us, end_us - 1)
+    size, payload = pl.col("size").cast(pl.Int64), pl.col("payload").cast(pl.Int64)
+    agg = (
+        t.packets.filter(pl.col("flow").is_in(list(flows)))
+        .group_by("flow")
+        .agg(
+            packets_sent=sent.sum(),
+            packets_received=received.sum(),
+            packets_dropped=dropped.sum(),
+            bytes_sent=size.filter(sent).sum(),
+            bytes_received=size.filter(received).sum(),
+            payload_received=payload.filter(received).sum(),
+        )
+    )
+    zero = dict.fromkeys(agg.columns[1:], 0)
+    out = {int(fid): dict(zero) for fid in flows}
+    for row in agg.iter_rows(named=True):
+        out[int(row["flow"])] = {k: int(row[k]) for k in zero}
+    return out
+
+
+def _rtcp_direction(t: Tables, f: dict[str, Any]) -> str:
+    """`to_sender` for the media receiver's feedback (RR, TWCC, RFC 8888, REMB), `to_receiver` for
+    the media sender's reports, from the node the flow's first link leaves; `unknown` otherwise."""
+    call = next((c for c in t.meta.get("calls", []) if c.get("id") == f.get("call")), None)
+    origin = None
+    if f.get("path"):
+        first = str(f["path"][0])
+        origin = next((lk.get("from") for lk in t.meta.get("links", []) if lk.get("name") == first), None)
+    if call is not None and origin is not None:
+        if origin == call.get("receiver"):
+            return "to_sender"
+        if origin == call.get("sender"):
+            return "to_receiver"
+    return "unknown"
+
+
+def feedback_overhead(t: Tables, start_us: int = 0, end_us: int | None = None) -> dict[str, Any]:
+    """RTCP sent per call and direction over [start_us, end_us), on the wire (IP and UDP headers
+    included), and as a share of the call's media bytes sent (RFC 8867 §4.1.1 D, "feedback message
+    overhead"). Packets are counted when they are sent, so feedback lost on a congested return path
+    still costs. Returns the run totals (`rate_bps`, `share_of_media`) and one `calls` entry per
+    (call, direction): `flows`, `packets_sent`, `bytes_sent`, `bytes_per_s`, `rate_bps`,
+    `media_rate_bps` (the call's media flows) and `share_of_media`."""
+    end = _duration_us(t) if end_us is None else end_us
+    span_s = (end - start_us) / _US_PER_S
+    flows = _flows(t)
+    rtcp = [f for f in flows if f.get("kind") == RTCP]
+    media = [f for f in flows if _is_media(f)]
+    counts = _packet_counts(t, [int(f["id"]) for f in rtcp + media], start_us, end)
+
+    media_bytes: dict[Any, int] = {}
+    for f in media:
+        media_bytes[f.get("call")] = media_bytes.get(f.get("call"), 0) + counts[int(f["id"])]["bytes_sent"]
+    groups: dict[tuple[Any, str], list[int]] = {}
+    for f in rtcp:
+        groups.setdefault((f.get("call"), _rtcp_direction(t, f)), []).append(int(f["id"]))
+
+    def rate(n_bytes: int) -> float | None:
+        return n_bytes * 8 / span_s if span_s > 0 else None
+
+    def share(n_bytes: int, of: int) -> float | None:
+        return n_bytes / of if of > 0 else None
+
+    order = {"to_sender": 0, "to_receiver": 1}
+    entries: list[dict[str, Any]] = []
+    for (call, direction), ids in sorted(
+        groups.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0, order.get(kv[0][1], 2))
+    ):
+        n_bytes = sum(counts[i]["bytes_sent"] for i in ids)
+        of = media_bytes.get(call, 0)
+        entries.append(
+            {
+                "call": call,
+                "direction": direction,
+                "flows": ids,
+                "packets_sent": sum(counts[i]["packets_sent"] for i in ids),
+                "bytes_sent": n_bytes,
+                "bytes_per_s": n_bytes / span_s if span_s > 0 else None,
+                "rate_bps": rate(n_bytes),
+                "media_rate_bps": rate(of),
+                "share_of_media": share(n_bytes, of),
+            }
+        )
+    total = sum(e["bytes_sent"] for e in entries)
+    return {
+        "rate_bps": rate(total),
+        "share_of_media": share(total, sum(media_bytes.values())),
+        "calls": entries,
+    }
+
+
+def _traffic_stats(counts: dict[str, int], span_us: int) -> dict[str, Any]:
+    span_s = span_us / _US_PER_S
+    sent = counts["packets_sent"]
+    return {
+        "packets_sent": sent,
+        "packets_received": counts["packets_received"],
+        "packets_dropped": counts["packets_dropped"],
+        "bytes_sent": counts["bytes_sent"],
+        "bytes_received": counts["bytes_received"],
+        "throughput_bps": counts["bytes_received"] * 8 / span_s if span_s > 0 else None,
+        "goodput_bps": counts["payload_received"] * 8 / span_s if span_s > 0 else None,
+        "loss_ratio": counts["packets_dropped"] / sent if sent else None,
+    }
+
+
+def cross_traffic(t: Tables, kinds: Sequence[str] = CROSS_KINDS) -> list[dict[str, Any]]:
+    """Throughput, goodput and loss of every flow whose kind is in `kinds` (default TCP and CBR
+    cross traffic), over the run and in each constant-capacity phase of its bottleneck.
+
+    `throughput_bps` counts received bytes on the wire (RFC 8867 §5.6/§5.7 "TCP throughput"),
+    `goodput_bps` the received `payload` bytes; both per second of the interval. `loss_ratio` is
+    dropped / sent among the packets sent in the interval, as for media flows. Packet rows are
+    counted per flow id, whatever their `kind` column says.
+    """
+    dur = _duration_us(t)
+    wanted = [f for f in _flows(t) if f.get("kind") in kinds]
+    ids = [int(f["id"]) for f in wanted]
+    run = _packet_counts(t, ids, 0, dur)
+    # Flows that share a bottleneck share its phases: one aggregation per phase for all of them.
+    per_phase: dict[int, list[dict[str, Any]]] = {fid: [] for fid in ids}
+    by_link: dict[str, list[int]] = {}
+    for f in wanted:
+        by_link.setdefault(str(f.get("bottleneck")), []).append(int(f["id"]))
+    for members in by_link.values():
+        for i, ph in enumerate(phases(t, members[0])):
+            counts = _packet_counts(t, members, ph.start_us, ph.end_us)
+            for fid in members:
+                per_phase[fid].append(
+                    {
+                        "index": i,
+                        "start_s": ph.start_s,
+                        "end_s": ph.end_s,
+                        "capacity_bps": ph.capacity_bps,
+                        **_traffic_stats(counts[fid], ph.end_us - ph.start_us),
+                    }
+                )
+    return [
+        {
+            "id": int(f["id"]),
+            "name": str(f.get("name", "")),
+            "kind": str(f.get("kind")),
+            "bottleneck": f.get("bottleneck"),
+            **_traffic_stats(run[int(f["id"])], dur),
+            "phases": per_phase[int(f["id"])],
+        }
+        for f in wanted
+    ]
+
+
+def traffic_summary(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
+    """The sharing part of a run summary: `fairness` (`run`: over the whole run after the settling
+    time; `phases`: per phase of the compared flows' bottleneck), `feedback_overhead` and
+    `cross_traffic`. `summarize` includes it; kept separate so a stored summary that predates these
+    keys can be completed from its tables."""
+    ts = timeseries(t) if ts is None else ts
+    return {
+        "fairness": {"run": fairness(t, ts), "phases": fairness_per_phase(t, ts)},
+        "feedback_overhead": feedback_overhead(t),
+        "cross_traffic": cross_traffic(t),
+    }
+
+
 def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
-    """The summary of a run: `{"flows": [...], "phases": [...]}`, JSON-safe, nothing rounded.
+    """The summary of a run: `{"flows": [...], "phases": [...], ...}`, JSON-safe, nothing rounded.
 
     `flows` has one `flow_metrics` dict per flow over the whole run; its `convergence_time_s` is the
     start-up convergence (that of the flow's first phase), since a steady value over a run with
     several capacities means nothing. `phases` lists, for each link that is the bottleneck of a media
     flow, its constant-capacity phases (`index` counts within the link) with the metrics of every
-    flow bottlenecked there over that phase.
+    flow bottlenecked there over that phase. The keys of `traffic_summary` (fairness, feedback
+    overhead, cross traffic) follow.
     """
     ts = timeseries(t) if ts is None else ts
     dur = _duration_us(t)
@@ -721,4 +1038,4 @@ def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
                     "flows": [flow_metrics(t, ts, fid, ph.start_us, ph.end_us) for fid in members],
                 }
             )
-    return {"flows": out_flows, "phases": out_phases}
+    return {"flows": out_flows, "phases": out_phases, **traffic_summary(t, ts)}

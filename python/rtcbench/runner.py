@@ -80,6 +80,7 @@ def run_variant(
         "command": command,
         "flows": summ["flows"],
         "phases": summ["phases"],
+        **{k: summ[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
         "meta": meta,
     }
     path: Path | None = None

@@ -1,0 +1,444 @@
+"""Suites: every (scenario variant, controller, repetition) of a selection, run in parallel.
+
+A run is a pure function of (resolved scenario, controller, seed), so runs are independent jobs,
+shared between this process and a few worker processes; each writes its own results folder
+atomically (`results.atomic_dir`), and a folder that is already complete for the same scenario text
+is read back instead of run again. The two suite tables are written once, at the end, by rename: an
+interrupted suite leaves the previous tables or none, never a partial one. Usage and columns:
+`docs/suite.md`.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rtcbench import metrics, runner
+from rtcbench.results import load_tables, read_summary, run_dir
+from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
+
+__all__ = [
+    "FLOWS_TABLE",
+    "RUNS_TABLE",
+    "SUITES",
+    "SuiteResult",
+    "UnknownSuite",
+    "run_suite",
+    "select",
+]
+
+SUITES: dict[str, tuple[str, ...]] = {
+    "rfc8867": ("rfc8867-",),
+    "seeds-wired": ("seed000-", "seed001-", "seed002-", "seed003-"),
+}
+"""Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
+experiments are seeds 000-003)."""
+
+FLOWS_TABLE = "suite.parquet"
+RUNS_TABLE = "suite-runs.parquet"
+
+_TRAFFIC_KEYS = ("fairness", "feedback_overhead", "cross_traffic")
+"""Summary keys from `metrics.traffic_summary`; a run folder written before they existed lacks them."""
+
+_KEYS: dict[str, pl.DataType] = {
+    "scenario": pl.String(),
+    "variant": pl.String(),
+    "controller": pl.String(),
+    "seed": pl.Int64(),
+}
+
+_FLOW_TYPES: dict[str, pl.DataType] = {
+    **_KEYS,
+    "flow": pl.Int64(),
+    "flow_name": pl.String(),
+    "kind": pl.String(),
+    "share_ratio": pl.Float64(),
+    "cross_throughput_bps": pl.Float64(),
+    "cross_goodput_bps": pl.Float64(),
+    "path": pl.String(),
+}
+_RUN_TYPES: dict[str, pl.DataType] = {
+    **_KEYS,
+    "path": pl.String(),
+    "simulated_s": pl.Float64(),
+    "wall_s": pl.Float64(),
+    "sim_wall_s": pl.Float64(),
+    "events": pl.Int64(),
+    "video_flows": pl.Int64(),
+    "jain_index": pl.Float64(),
+    "min_share_ratio": pl.Float64(),
+    "max_share_ratio": pl.Float64(),
+    "fair_within_band": pl.Boolean(),
+    "feedback_bps": pl.Float64(),
+    "feedback_to_sender_bps": pl.Float64(),
+    "feedback_to_receiver_bps": pl.Float64(),
+    "feedback_share_of_media": pl.Float64(),
+    "cross_flows": pl.Int64(),
+}
+
+
+class UnknownSuite(ScenarioNotFound):
+    """Neither a suite name, nor a built-in scenario id, nor a scenario file."""
+
+
+def select(names_or_scenarios: Sequence[str | Path]) -> list[str | Path]:
+    """Suite names expanded to built-in scenario ids (in `rtcbench list` order); scenario ids and
+    files are kept as given. Duplicates are dropped, keeping the first."""
+    ids = [b.id for b in builtin()]
+    out: list[str | Path] = []
+    for item in names_or_scenarios:
+        name = str(item)
+        if isinstance(item, str) and name in SUITES:
+            chosen: list[str | Path] = [i for i in ids if i.startswith(SUITES[name])]
+        elif (isinstance(item, str) and name in ids) or Path(item).is_file():
+            chosen = [item]
+        else:
+            raise UnknownSuite(
+                f"no suite, built-in scenario or file named {name!r} "
+                f"(suites: {', '.join(SUITES)}; built-in scenarios: {', '.join(ids)})"
+            )
+        out += [c for c in chosen if c not in out]
+    if not out:
+        raise UnknownSuite(f"{', '.join(map(str, names_or_scenarios))} selects no scenario")
+    return out
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One run of a suite; everything a worker process needs (picklable)."""
+
+    variant: Variant
+    controller: str
+    seed: int
+    out: Path
+    command: str | None
+
+    @property
+    def path(self) -> Path:
+        return run_dir(self.out, self.variant.scenario_id, self.variant.slug, self.controller, self.seed)
+
+    def done(self) -> bool:
+        """The run's folder is complete and holds this very scenario (a `--set` changes the text)."""
+        if not (self.path / "summary.json").is_file():
+            return False
+        return (self.path / "scenario.toml").read_text(encoding="utf-8") == self.variant.toml
+
+
+def _read_back(path: Path) -> dict[str, Any]:
+    """A complete run's summary; the `metrics.traffic_summary` keys are computed from its tables if
+    the summary predates them."""
+    summary = read_summary(path)
+    if all(k in summary for k in _TRAFFIC_KEYS):
+        return summary
+    ts = pl.read_parquet(path / "timeseries.parquet")
+    return {**summary, **metrics.traffic_summary(load_tables(path), ts)}
+
+
+def _execute(job: _Job) -> dict[str, Any]:
+    """Runs one job and writes its folder (no figure: figures are rendered on demand)."""
+    r = runner.run_variant(job.variant, job.controller, job.seed, job.out, figure=False, command=job.command)
+    if all(k in r.summary for k in _TRAFFIC_KEYS):
+        return r.summary
+    return {**r.summary, **metrics.traffic_summary(r.tables, r.timeseries)}
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (a container or `taskset` may allow fewer than the machine has)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def _ignore_sigint() -> None:
+    # Workers finish the run they hold when the user presses Ctrl-C; the parent stops handing out
+    # new ones. A run killed half-way would leave its temporary folder behind.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _ready() -> None:
+    """A no-op task: its completion says a worker process has started and imported rtcbench."""
+
+
+def _run_parallel(
+    jobs: list[_Job], helpers: int, on_done: Callable[[int, dict[str, Any]], None], *, here: bool = True
+) -> None:
+    """Runs `jobs` on `helpers` worker processes and, with `here`, in this process too, calling
+    `on_done(index, summary)` in this process as each finishes.
+
+    Starting a worker costs about as much as a few runs (it imports polars and rtcbench), so this
+    process runs jobs itself meanwhile, and a worker is handed a job only once it is up: a suite
+    never waits for a process start-up, and a short suite is as fast as running it here.
+
+    Workers are spawned, not forked: importing polars already starts threads, which a fork would
+    not copy. Each keeps polars' own thread pool (on 2 cores, one thread per worker was slower).
+    On Ctrl-C, jobs not started are dropped and running ones finish before KeyboardInterrupt
+    propagates (workers ignore SIGINT), so no run is left half-written.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=helpers, mp_context=ctx, initializer=_ignore_sigint)
+    queue = deque(range(len(jobs)))
+    starting: set[Future[None]] = {pool.submit(_ready) for _ in range(helpers)}
+    ready = 0
+    running: dict[Future[dict[str, Any]], int] = {}
+    try:
+        while queue or running:
+            for up in [f for f in starting if f.done()]:
+                up.result()
+                starting.remove(up)
+                ready += 1
+            for fut in [f for f in running if f.done()]:
+                on_done(running.pop(fut), fut.result())
+            while queue and len(running) < ready:
+                i = queue.popleft()
+                running[pool.submit(_execute, jobs[i])] = i
+            if queue and here:
+                i = queue.popleft()
+                on_done(i, _execute(jobs[i]))
+            elif running or starting:
+                pending: list[Future[Any]] = [*running, *starting]
+                wait(pending, return_when=FIRST_COMPLETED)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    # Workers still starting exit once they are up; nothing waits for them here.
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _scalar_dtype(values: list[Any]) -> pl.DataType:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, str) for v in present):
+        return pl.String()
+    if present and all(isinstance(v, bool) for v in present):
+        return pl.Boolean()
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pl.Int64()
+    return pl.Float64()
+
+
+def _frame(rows: list[dict[str, Any]], types: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Rows of plain values as a typed frame, columns in first-seen order. Columns named in `types`
+    get that type; the others are typed by their values (all-null ones as Float64: they are
+    metrics that did not apply)."""
+    names: list[str] = []
+    for row in rows:
+        names += [k for k in row if k not in names]
+    columns = {n: [row.get(n) for row in rows] for n in names}
+    return pl.DataFrame(columns, schema={n: types.get(n) or _scalar_dtype(v) for n, v in columns.items()})
+
+
+def _flat(prefix: str, value: Any) -> dict[str, Any]:
+    """A summary value as scalar columns: nested dicts joined with `_`, lists dropped."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(f"{prefix}_{k}" if prefix else str(k), v))
+        return out
+    if isinstance(value, list):
+        return {}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {prefix: None}
+    return {prefix: value}
+
+
+def _flow_rows(summary: dict[str, Any], path: str) -> list[dict[str, Any]]:
+    key = {k: summary[k] for k in _KEYS}
+    share = {f["id"]: f["share_ratio"] for f in summary["fairness"]["run"]["flows"]}
+    cross = {f["id"]: f for f in summary["cross_traffic"]}
+    rows = []
+    for f in summary["flows"]:
+        m = dict(f)
+        fid = m.pop("id")
+        row = {**key, "flow": fid, "flow_name": m.pop("name"), "kind": m.pop("kind"), **_flat("", m)}
+        c = cross.get(fid, {})
+        row["share_ratio"] = share.get(fid)
+        row["cross_throughput_bps"] = c.get("throughput_bps")
+        row["cross_goodput_bps"] = c.get("goodput_bps")
+        row["path"] = path
+        rows.append(row)
+    return rows
+
+
+def _run_row(summary: dict[str, Any], path: str) -> dict[str, Any]:
+    fair = summary["fairness"]["run"]
+    fb = summary["feedback_overhead"]
+
+    def direction(d: str) -> float | None:
+        rates = [c["rate_bps"] for c in fb["calls"] if c["direction"] == d and c["rate_bps"] is not None]
+        return sum(rates) if rates else None
+
+    return {
+        **{k: summary[k] for k in _KEYS},
+        "path": path,
+        "simulated_s": summary.get("simulated_s"),
+        "wall_s": summary.get("wall_s"),
+        "sim_wall_s": summary.get("sim_wall_s"),
+        "events": summary.get("events"),
+        "video_flows": len(fair["flows"]),
+        "jain_index": fair["jain_index"],
+        "min_share_ratio": fair["min_share_ratio"],
+        "max_share_ratio": fair["max_share_ratio"],
+        "fair_within_band": fair["within_band"],
+        "feedback_bps": fb["rate_bps"],
+        "feedback_to_sender_bps": direction("to_sender"),
+        "feedback_to_receiver_bps": direction("to_receiver"),
+        "feedback_share_of_media": fb["share_of_media"],
+        "cross_flows": len(summary["cross_traffic"]),
+    }
+
+
+def _write_atomic(df: pl.DataFrame, final: Path) -> None:
+    """Writes a Parquet file under a temporary name in the same folder, then renames it: readers see
+    the old file or the new one, never a part."""
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        df.write_parquet(tmp, compression="zstd", statistics=True)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """A finished suite: its two tables (also on disk under `out`) and what it took.
+
+    `flows`: one row per (scenario, variant, controller, seed, flow); `runs`: one row per run.
+    `ran` runs were simulated now and `skipped` were complete on disk already; `simulated_s` counts
+    the simulated time of the runs simulated now, over `wall_s` of the whole suite.
+    """
+
+    flows: pl.DataFrame
+    runs: pl.DataFrame
+    out: Path
+    ran: int
+    skipped: int
+    wall_s: float
+    simulated_s: float
+
+    @property
+    def speed(self) -> float | None:
+        """Simulated seconds per wall-clock second of the suite (None if nothing ran)."""
+        return self.simulated_s / self.wall_s if self.ran and self.wall_s > 0 else None
+
+    def overview(self) -> pl.DataFrame:
+        """Per scenario variant and controller, means over the repetitions: of the video flows'
+        utilisation, queuing-delay p95 and loss ratio (averaged over the video flows of a run
+        first), and of the runs' Jain index; `runs` counts the repetitions."""
+        by = ["scenario", "variant", "controller"]
+        video = (
+            self.flows.filter(pl.col("kind") == metrics.VIDEO)
+            .group_by([*by, "seed"], maintain_order=True)
+            .agg(pl.col("utilization", "qdelay_p95_ms", "loss_ratio").mean())
+        )
+        return (
+            self.runs.select(*by, "seed", "jain_index")
+            .join(video, on=[*by, "seed"], how="left", maintain_order="left")
+            .group_by(by, maintain_order=True)
+            .agg(
+                runs=pl.len(),
+                utilization=pl.col("utilization").mean(),
+                qdelay_p95_ms=pl.col("qdelay_p95_ms").mean(),
+                loss_ratio=pl.col("loss_ratio").mean(),
+                jain_index=pl.col("jain_index").mean(),
+            )
+        )
+
+
+def run_suite(
+    names_or_scenarios: Sequence[str | Path],
+    controllers: Sequence[str],
+    reps: int = 1,
+    jobs: int | None = None,
+    out: Path = Path("results"),
+    sets: Sequence[str] = (),
+    seed: int = 1,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    command: str | None = None,
+) -> SuiteResult:
+    """Runs every variant of the selected scenarios with every controller, `reps` times (repetition
+    r uses seed `seed + r`), `jobs` runs at a time (default: one per CPU): this process and
+    `jobs - 1` worker processes. Writes every run's folder and then `<out>/suite.parquet` and
+    `<out>/suite-runs.parquet`.
+
+    `names_or_scenarios` holds suite names (`SUITES`), built-in scenario ids or scenario files. Runs
+    whose folder is already complete are read back, not run again. `progress(done, total)` is
+    called after every run. User mistakes raise before anything is written: `UnknownSuite`,
+    `ScenarioNotFound`, `runner.UnknownController`, `_core.ScenarioError`, or `ValueError`.
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if not controllers:
+        raise ValueError("no controller given")
+    known = [n for n, _ in runner.controllers()]
+    for c in controllers:
+        if c not in known:
+            raise runner.UnknownController(f"unknown controller {c!r} (allowed: {', '.join(known)})")
+    started = time.perf_counter()
+    variants = [v for s in select(names_or_scenarios) for v in resolve(s, list(sets))]
+    plan = [
+        _Job(v, c, seed + r, out, command)
+        for v in variants
+        for c in dict.fromkeys(controllers)
+        for r in range(reps)
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+
+    summaries: list[dict[str, Any] | None] = [None] * len(plan)
+    done = 0
+
+    def finished(i: int, summary: dict[str, Any]) -> None:
+        nonlocal done
+        summaries[i] = summary
+        done += 1
+        if progress is not None:
+            progress(done, len(plan))
+
+    todo: list[int] = []
+    for i, job in enumerate(plan):
+        if job.done():
+            finished(i, _read_back(job.path))
+        else:
+            todo.append(i)
+    helpers = min(jobs or _cpus(), len(todo)) - 1
+    if helpers <= 0:
+        for i in todo:
+            finished(i, _execute(plan[i]))
+    else:
+        _run_parallel([plan[i] for i in todo], helpers, lambda k, summary: finished(todo[k], summary))
+
+    flow_rows: list[dict[str, Any]] = []
+    run_rows: list[dict[str, Any]] = []
+    complete = [summary for summary in summaries if summary is not None]
+    assert len(complete) == len(plan)
+    simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
+    for job, summary in zip(plan, complete, strict=True):
+        rel = job.path.relative_to(out).as_posix()
+        flow_rows += _flow_rows(summary, rel)
+        run_rows.append(_run_row(summary, rel))
+    flows = _frame(flow_rows, _FLOW_TYPES)
+    runs = _frame(run_rows, _RUN_TYPES)
+    _write_atomic(flows, out / FLOWS_TABLE)
+    _write_atomic(runs, out / RUNS_TABLE)
+    return SuiteResult(
+        flows=flows,
+        runs=runs,
+        out=out,
+        ran=len(todo),
+        skipped=len(plan) - len(todo),
+        wall_s=time.perf_counter() - started,
+        simulated_s=simulated,
+    )
