@@ -21,11 +21,13 @@ SEEDS = (1, 2, 3)
 SETTLE_US = 5_000_000
 MEDIA_MAX_BPS = 1_500_000 + 20_000  # video max + audio (RFC 8867 §4.3)
 DROP_AT_US = 60_000_000  # 2.5 → 0.6 Mbit/s
+LINK_RATE = ("mechanism=link-rate",)
+"""The capacity changes made by the link's rate (the UDP-background runs are tested below)."""
 
 
 def _run(simulate: Callable[..., tuple[RunResult, ...]], seed: int) -> RunResult:
-    (r50, _r100) = simulate("rfc8867-5.1", "gcc", seed)
-    assert r50.summary["variant"] == "delay=50ms"
+    (r50, _r100) = simulate("rfc8867-5.1", "gcc", seed, LINK_RATE)
+    assert r50.summary["variant"] == "delay=50ms,mechanism=link-rate"
     return r50
 
 
@@ -112,10 +114,30 @@ def test_queue_drains_within_five_seconds_of_the_drop(
 def test_longer_delay_variant_also_tracks(simulate: Callable[..., tuple[RunResult, ...]]) -> None:
     """The 100 ms variant: same utilisation band in the capacity-limited phases (RTT does not
     change GCC's delay-gradient logic, 000_429adbf687ed8411.txt §6.2.2)."""
-    (_r50, r100) = simulate("rfc8867-5.1", "gcc", 1)
-    assert r100.summary["variant"] == "delay=100ms"
+    (_r50, r100) = simulate("rfc8867-5.1", "gcc", 1, LINK_RATE)
+    assert r100.summary["variant"] == "delay=100ms,mechanism=link-rate"
     for p in r100.summary["phases"]:
         if p["capacity_bps"] >= MEDIA_MAX_BPS:
             continue
         util = _call_utilisation(r100, p)
         assert 0.6 <= util <= 1.0, f"phase {p['start_s']}: {util:.2f}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_udp_background_capacity_is_tracked_too(
+    simulate: Callable[..., tuple[RunResult, ...]], seed: int
+) -> None:
+    """RFC 8867 §4.2's other mechanism: the same capacity left free on a 4 Mbit/s link by UDP
+    background traffic. GCC uses at least 60 % of it, as with the link-rate mechanism. There is
+    no upper bound here: the UDP flow shares the drop-tail queue and loses packets too, so the
+    media can take more than the capacity the schedule leaves (1.2× in the 0.6 Mbit/s phase).
+    Not asserted, and reported instead (docs/scenarios.md): the 300 ms queue is sized at the
+    physical 4 Mbit/s, i.e. 1.2 s of the 1 Mbit/s left free, and once GCC's overshoot fills it
+    the delay gradient is flat while loss stays in GCC's 2-10 % hold band, so the queue stands
+    (queuing-delay p95 ~320 ms against ~55 ms with the link-rate mechanism)."""
+    (r50, _r100) = simulate("rfc8867-5.1", "gcc", seed, ("mechanism=udp-background",))
+    for p in r50.summary["phases"]:
+        if p["capacity_bps"] >= MEDIA_MAX_BPS:
+            continue
+        util = _call_utilisation(r50, p)
+        assert util >= 0.6, f"phase {p['start_s']}: {util:.2f}"

@@ -34,10 +34,12 @@ def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     folders = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("*/*/seed-*"))
     assert folders == [
-        "rfc8867-5.1@delay-100ms/fixed/seed-3",
-        "rfc8867-5.1@delay-50ms/fixed/seed-3",
+        "rfc8867-5.1@delay-100ms-mechanism-link-rate/fixed/seed-3",
+        "rfc8867-5.1@delay-100ms-mechanism-udp-background/fixed/seed-3",
+        "rfc8867-5.1@delay-50ms-mechanism-link-rate/fixed/seed-3",
+        "rfc8867-5.1@delay-50ms-mechanism-udp-background/fixed/seed-3",
     ]
-    run = tmp_path / folders[1]
+    run = tmp_path / folders[2]
     expected = {
         "scenario.toml", "summary.json", "overview.png", "packets.parquet", "frames.parquet",
         "controller.parquet", "links.parquet", "feedback.parquet", "timeseries.parquet",

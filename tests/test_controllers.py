@@ -44,7 +44,7 @@ def test_the_gcc_draft_receiver_measures_the_rtt_with_rtcp_xr() -> None:
     """RFC 3611 §4.4-4.5: the receiver's RRTR, answered by a DLRR in the next SR, gives the
     receiver the RTT (for GCC-02 §5.5's response_time) within two report intervals. It agrees
     with the RTT the sender computes from the RR, and is at least the 100 ms path RTT."""
-    (r, _) = rtcbench.run("rfc8867-5.1", "gcc-draft", 1, sets=SHORT, figure=False)
+    (r, *_) = rtcbench.run("rfc8867-5.1", "gcc-draft", 1, sets=SHORT, figure=False)
     c = r.tables.controller.filter(pl.col("t_us") >= 2_100_000)
     assert c["rx_rtt_ms"].null_count() == 0
     assert c["rx_rtt_ms"].min() >= 100.0  # type: ignore[operator]
