@@ -50,7 +50,7 @@ def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
     summary = json.loads((run / "summary.json").read_text())
     for key in ("scenario", "variant", "controller", "seed", "simulated_s", "wall_s", "flows", "phases"):
         assert key in summary
-    assert summary["variant"] == "delay=50ms" and summary["seed"] == 3
+    assert summary["variant"] == "delay=50ms,mechanism=link-rate" and summary["seed"] == 3
     flow_keys = {
         "id", "kind", "mean_send_rate_bps", "mean_goodput_bps", "utilization", "loss_ratio",
         "qdelay_p50_ms", "qdelay_p95_ms", "rtt_mean_ms", "fps_mean", "freezes",
