@@ -374,7 +374,13 @@ fn build_controller(
             AnyController::Nada(Box::new(Nada::new(cfg, min, max, start, now)))
         }
         ControllerKind::Scream => {
-            AnyController::Scream(Box::new(Scream::new(ScreamConfig::default(), min, max, start, now)))
+            let d = ScreamConfig::default();
+            let compensation = params.scream.as_ref().and_then(|p| p.competing_flows_compensation);
+            let cfg = ScreamConfig {
+                competing_flows_compensation: compensation.unwrap_or(d.competing_flows_compensation),
+                ..d
+            };
+            AnyController::Scream(Box::new(Scream::new(cfg, min, max, start, now)))
         }
         _ => AnyController::Fixed(FixedRate::new(start)),
     }

@@ -690,13 +690,21 @@ to = "B"
     #[test]
     fn sets_expand_into_variants_named_sets_move_together() {
         let v = load(builtin::find("rfc8867-5.1").unwrap().0, "x", &[]).unwrap();
-        assert_eq!(v.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(), ["delay=50ms", "delay=100ms"]);
+        assert_eq!(
+            v.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(),
+            [
+                "delay=50ms,mechanism=link-rate",
+                "delay=50ms,mechanism=udp-background",
+                "delay=100ms,mechanism=link-rate",
+                "delay=100ms,mechanism=udp-background"
+            ]
+        );
         for s in &v {
             let fwd = s.spec.links[0].delay.as_ref().unwrap().get();
             let bwd = s.spec.links[1].delay.as_ref().unwrap().get();
             assert_eq!(fwd, bwd);
         }
-        assert_eq!(v[1].variant_slug(), "delay-100ms");
+        assert_eq!(v[3].variant_slug(), "delay-100ms-mechanism-udp-background");
         let seed = load(builtin::find("seed000-5.2.6").unwrap().0, "x", &[]).unwrap();
         assert_eq!(seed.len(), 6);
         assert_eq!(seed[0].variant, "delay=25ms,first=1Mbps");

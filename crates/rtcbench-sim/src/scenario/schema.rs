@@ -76,12 +76,24 @@ pub struct ScenarioSpec {
 pub struct ControllerParams {
     #[serde(rename = "gcc-draft", default, skip_serializing_if = "Option::is_none")]
     pub gcc_draft: Option<GccDraftParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scream: Option<ScreamParams>,
 }
 
 impl ControllerParams {
     pub fn is_empty(&self) -> bool {
-        self.gcc_draft.is_none()
+        self.gcc_draft.is_none() && self.scream.is_none()
     }
+}
+
+/// RFC 8298 options a scenario may set.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScreamParams {
+    /// §4.1.2.3's competing-flows compensation (default off, docs/controllers/scream.md); the
+    /// RFC wants it on where SCReAM shares a bottleneck with loss-based flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub competing_flows_compensation: Option<bool>,
 }
 
 /// Where draft-ietf-rmcat-gcc-02's delay-based controller runs.
