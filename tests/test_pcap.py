@@ -18,7 +18,10 @@ import rtcbench
 
 PION_CCFB = Path(__file__).parent / "interop" / "pion-ccfb"
 CAPTURE_EPOCH_US = 1_767_225_600_000_000  # Instant::ZERO in a capture: 2026-01-01 (rtcbench_wire::pcap)
-TSHARK_ARGS = ["-d", "udp.port==5004,rtp", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"]
+TSHARK_ARGS = [
+    *("-d", "udp.port==5004,rtp"),
+    *("-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"),
+]
 
 
 def tshark_fields(path: Path, *fields: str) -> list[list[str]]:
@@ -166,3 +169,55 @@ def test_rfc8888_feedback_decodes_with_an_independent_parser(controller: str, tm
     for row in video[1:]:
         rts_s = ((row["report_timestamp"] - first["report_timestamp"]) % 2**32) / 65536
         assert abs(rts_s - (row["t_us"] - first["t_us"]) / 1e6) <= 2 / 65536
+
+
+def test_cross_traffic_is_captured_with_real_tcp_headers(tmp_path: Path) -> None:
+    """RFC 8867 §5.6 (NewReno, 8 s) and §5.1 under UDP background: TCP segments and ACKs dissect
+    as TCP with good checksums and SACK blocks, CBR as plain UDP, media as RTP/RTCP; every sent
+    packet is in the capture, none is malformed."""
+    tcp_cap, udp_cap = tmp_path / "tcp.pcap", tmp_path / "udp.pcap"
+    (r,) = rtcbench.run(
+        "rfc8867-5.6",
+        "gcc",
+        1,
+        figure=False,
+        pcap=tcp_cap,
+        sets=["duration=8s", "queue=300ms", "tcp_cc=newreno"],
+    )
+    rows = tshark_fields(
+        tcp_cap, "frame.protocols", "tcp.checksum.status", "_ws.malformed", "tcp.options.sack_le"
+    )
+    sent = r.tables.packets.filter(pl.col("event") == "sent")
+    assert len(rows) == sent.height
+    tcp = [row for row in rows if ":tcp" in row[0]]
+    assert len(tcp) == sent.filter(pl.col("kind").is_in(["tcp", "tcp_ack"])).height > 1000
+    assert {row[1] for row in tcp} == {"1"}, "every TCP checksum is good"
+    assert not any(row[2] for row in rows)
+    assert any(row[3] for row in tcp), "SACK blocks decode"
+    assert all(p.endswith((":rtp", ":rtcp", ":tcp", ":tcp:data")) for p in (row[0] for row in rows))
+
+    (u, *_) = rtcbench.run(
+        "rfc8867-5.1",
+        "gcc",
+        1,
+        figure=False,
+        pcap=udp_cap,
+        sets=["duration=5s", "delay=50ms", "mechanism=udp-background"],
+    )
+    rows = tshark_fields(udp_cap, "frame.protocols", "udp.srcport", "udp.checksum.status")
+    cbr = [row for row in rows if row[1] == "9"]
+    assert (
+        len(cbr)
+        == u.tables.packets.filter((pl.col("event") == "sent") & (pl.col("kind") == "cbr")).height
+        > 1000
+    )
+    assert {row[0] for row in cbr} == {"raw:ip:udp:data"} and {row[2] for row in cbr} == {"1"}
+
+
+def test_the_ecn_field_of_ect_media_is_in_the_capture(tmp_path: Path) -> None:
+    """RFC 8867 §6.2: media sent ECT(0) shows ECN = 2 in the IPv4 header; RTCP stays Not-ECT."""
+    cap = tmp_path / "ecn.pcap"
+    rtcbench.run("rfc8867-6.2", "nada", 1, figure=False, pcap=cap, sets=["duration=5s", "delay=50ms"])
+    rows = tshark_fields(cap, "frame.protocols", "ip.dsfield.ecn")
+    assert {row[1] for row in rows if row[0].endswith(":rtp")} == {"2"}
+    assert {row[1] for row in rows if row[0].endswith(":rtcp")} == {"0"}

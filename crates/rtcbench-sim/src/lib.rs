@@ -20,6 +20,6 @@ pub mod traffic;
 mod world;
 
 pub use world::{
-    simulate, simulate_with, write_pcap, CallMeta, Captured, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput,
-    LINK_SAMPLE_INTERVAL,
+    simulate, simulate_with, write_pcap, CallMeta, Captured, CapturedTransport, FlowMeta, LinkMeta, Meta,
+    RunOptions, RunOutput, LINK_SAMPLE_INTERVAL,
 };

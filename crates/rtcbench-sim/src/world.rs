@@ -34,6 +34,7 @@ use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
 use crate::traffic::cbr::CbrSource;
 use crate::traffic::on_off::{OnOff, OnOffConfig};
+use crate::traffic::tcp::wire::IPV4_HEADER;
 use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
 
 /// Defaults of RFC 8867 §4.3 for media not described in the scenario.
@@ -111,11 +112,29 @@ pub struct Captured {
     /// Indices into [`Meta::nodes`].
     pub src: u16,
     pub dst: u16,
-    /// RTP header with extensions, or the whole RTCP packet.
+    pub transport: CapturedTransport,
+    /// The IPv4 ECN bits the sender set (RFC 3168 §5).
+    pub ecn: u8,
+    /// RTP header with extensions, the whole RTCP packet, or the TCP header; empty for CBR.
     pub data: Vec<u8>,
-    /// Bytes that follow `data` on the wire (zeros in a capture): media payload or probe padding.
-    pub payload: rtcbench_units::DataSize,
+    /// Bytes that follow `data` on the wire (zeros in a capture): media payload, probe padding,
+    /// TCP or CBR payload.
+    pub payload: DataSize,
 }
+
+/// How a captured packet travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapturedTransport {
+    /// RTP and RTCP multiplexed on UDP port 5004 (RFC 5761).
+    RtpUdp,
+    /// A CBR datagram, to and from the discard port (9, RFC 863) so nothing decodes it as RTP.
+    CbrUdp,
+    /// A TCP segment; its header carries the ports.
+    Tcp,
+}
+
+/// The UDP port of CBR cross traffic in captures: discard (RFC 863).
+const CBR_CAPTURE_PORT: u16 = 9;
 
 /// Options of a run beyond (scenario, controller, seed).
 #[derive(Clone, Copy, Debug, Default)]
@@ -943,20 +962,25 @@ impl World {
         self.next_packet_id += 1;
         pkt.hop = 0;
         self.trace.packets.record(now, PacketEvent::Sent, &pkt, None);
-        // Captures hold the calls' RTP and RTCP (cross traffic is not written yet).
-        let rtp_or_rtcp = matches!(pkt.kind, PacketKind::Media | PacketKind::Padding | PacketKind::Rtcp);
-        if let Some(capture) = self.capture.as_mut().filter(|_| rtp_or_rtcp) {
+        if let Some(capture) = &mut self.capture {
             let route = &self.routes[pkt.route as usize];
+            let (transport, headers) = match pkt.kind {
+                PacketKind::Media | PacketKind::Padding | PacketKind::Rtcp => {
+                    (CapturedTransport::RtpUdp, rtcbench_wire::rtp::IPV4_UDP_OVERHEAD)
+                }
+                PacketKind::Tcp | PacketKind::TcpAck => (CapturedTransport::Tcp, IPV4_HEADER),
+                PacketKind::Cbr => (CapturedTransport::CbrUdp, rtcbench_wire::rtp::IPV4_UDP_OVERHEAD),
+            };
             capture.push(Captured {
                 t: now,
                 src: route.src_node,
                 dst: route.dst_node,
+                transport,
+                ecn: pkt.ecn.bits(),
                 data: pkt.data.clone(),
-                // Everything after the header bytes: media payload, or the RTX payload of a probe.
-                payload: pkt.size.saturating_sub(
-                    rtcbench_wire::rtp::IPV4_UDP_OVERHEAD
-                        + rtcbench_units::DataSize::bytes(pkt.data.len() as u64),
-                ),
+                // Everything after the header bytes: media payload, the RTX payload of a probe,
+                // TCP or CBR payload.
+                payload: pkt.size.saturating_sub(headers + DataSize::bytes(pkt.data.len() as u64)),
             });
         }
         self.enter_link(now, pkt);
@@ -1001,9 +1025,9 @@ impl World {
     }
 }
 
-/// Writes captured packets as a pcap file that Wireshark and tshark open (raw IPv4, UDP port
-/// 5004 on both sides with RTP and RTCP multiplexed as WebRTC does; node `i` is the (i+1)-th
-/// address of 10.0.0.0/16).
+/// Writes captured packets as a pcap file that Wireshark and tshark open (raw IPv4; RTP and RTCP
+/// multiplexed on UDP port 5004 as WebRTC does, TCP with its own ports, CBR on the discard port
+/// 9; node `i` is the (i+1)-th address of 10.0.0.0/16).
 /// Decode with `tshark -d udp.port==5004,rtp` (see `rtcbench_wire::pcap::TSHARK_ARGS`).
 pub fn write_pcap<W: std::io::Write>(
     out: W,
@@ -1011,11 +1035,22 @@ pub fn write_pcap<W: std::io::Write>(
 ) -> Result<W, rtcbench_wire::pcap::CaptureError> {
     use rtcbench_wire::pcap::{PcapWriter, DEFAULT_PORT};
     use std::net::{Ipv4Addr, SocketAddrV4};
-    let addr =
-        |n: u16| SocketAddrV4::new(Ipv4Addr::new(10, 0, (n >> 8) as u8, (n & 0xff) as u8 + 1), DEFAULT_PORT);
+    let ip = |n: u16| Ipv4Addr::new(10, 0, (n >> 8) as u8, (n & 0xff) as u8 + 1);
     let mut w = PcapWriter::new(out)?;
     for p in packets {
-        w.write_udp(p.t, addr(p.src), addr(p.dst), &p.data, p.payload)?;
+        let (src, dst) = (ip(p.src), ip(p.dst));
+        let udp = |port| (SocketAddrV4::new(src, port), SocketAddrV4::new(dst, port));
+        match p.transport {
+            CapturedTransport::RtpUdp => {
+                let (a, b) = udp(DEFAULT_PORT);
+                w.write_udp_ecn(p.t, a, b, p.ecn, &p.data, p.payload)?
+            }
+            CapturedTransport::CbrUdp => {
+                let (a, b) = udp(CBR_CAPTURE_PORT);
+                w.write_udp_ecn(p.t, a, b, p.ecn, &p.data, p.payload)?
+            }
+            CapturedTransport::Tcp => w.write_tcp(p.t, (src, dst), p.ecn, &p.data, p.payload)?,
+        };
     }
     Ok(w.into_writer())
 }

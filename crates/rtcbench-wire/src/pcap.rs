@@ -3,10 +3,12 @@
 //!
 //! Each packet is written as a raw IPv4 datagram (`LINKTYPE_RAW`, 101: no link layer, so no
 //! made-up MAC addresses) carrying one UDP datagram (RFC 791, RFC 768) whose data is the RTP
-//! header bytes followed by `payload` zero bytes, or a whole RTCP packet. Sizes match what the
-//! simulator counts: 20 bytes of IPv4 header + 8 of UDP + header bytes + payload
-//! ([`IPV4_UDP_OVERHEAD`] + data), and [`PcapWriter::write_udp`] returns that wire size. Both
-//! checksums are computed, so Wireshark's checksum validation reports them as good.
+//! header bytes followed by `payload` zero bytes, or a whole RTCP packet; or one TCP segment
+//! (RFC 9293) whose header the caller gives, followed by `payload` zero bytes. Sizes match what
+//! the simulator counts: 20 bytes of IPv4 header + 8 of UDP + header bytes + payload
+//! ([`IPV4_UDP_OVERHEAD`] + data) for UDP, 20 + TCP header + payload for TCP, and the write
+//! methods return that wire size. The IPv4, UDP and TCP checksums are computed, so Wireshark's
+//! checksum validation reports them as good; the IPv4 ECN field carries the sender's codepoint.
 //!
 //! Timestamps have microsecond resolution. `Instant::ZERO` is written as 2026-01-01 00:00:00 UTC
 //! ([`EPOCH_UNIX_SECS`]), the same base as [`ntp`](crate::ntp), so the capture time of a sender
@@ -112,6 +114,12 @@ const IPV4_VERSION_IHL: u8 = 0x45;
 const IPV4_FLAGS_DF: u16 = 0x4000;
 const IPV4_TTL: u8 = 64;
 const IP_PROTOCOL_UDP: u8 = 17;
+const IP_PROTOCOL_TCP: u8 = 6;
+/// Where the checksum sits in a UDP (RFC 768) and a TCP (RFC 9293 §3.1) header.
+const UDP_CHECKSUM_AT: usize = 6;
+const TCP_CHECKSUM_AT: usize = 16;
+/// Smallest TCP header (data offset 5).
+const TCP_MIN_HEADER_LEN: usize = 20;
 /// The pcap snapshot length: the largest IPv4 datagram, so no packet is ever truncated.
 const SNAPLEN: u32 = 65_535;
 
@@ -136,6 +144,12 @@ pub enum CaptureError {
     TimeOutOfRange {
         /// The instant given.
         t: Instant,
+    },
+    /// A TCP header shorter than 20 bytes or longer than its data offset allows.
+    #[error("a TCP header of {len} bytes is not a header (20 to 60 bytes)")]
+    BadTcpHeader {
+        /// The length given.
+        len: usize,
     },
     /// The underlying writer failed.
     #[error("writing the capture file: {0}")]
@@ -175,7 +189,7 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// Writes one IPv4/UDP datagram from `src` to `dst` captured at `t`: `data` (an RTP header
-    /// or RTCP packet) followed by `payload` zero bytes. Returns its wire size,
+    /// or RTCP packet) followed by `payload` zero bytes, not ECN-capable. Returns its wire size,
     /// [`IPV4_UDP_OVERHEAD`] + `data.len()` + `payload`.
     ///
     /// Errors when `data` and `payload` together exceed [`MAX_UDP_DATA`], when `t` cannot be
@@ -188,21 +202,74 @@ impl<W: Write> PcapWriter<W> {
         data: &[u8],
         payload: DataSize,
     ) -> Result<DataSize, CaptureError> {
+        self.write_udp_ecn(t, src, dst, 0, data, payload)
+    }
+
+    /// [`write_udp`](Self::write_udp) with the two ECN bits of the IPv4 header (RFC 3168 §5).
+    pub fn write_udp_ecn(
+        &mut self,
+        t: Instant,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        ecn: u8,
+        data: &[u8],
+        payload: DataSize,
+    ) -> Result<DataSize, CaptureError> {
         let too_large = || CaptureError::DatagramTooLarge { data_len: data.len(), payload };
         let udp_data_len = (data.len() as u64).checked_add(payload.as_bytes()).ok_or_else(too_large)?;
         if udp_data_len > MAX_UDP_DATA.as_bytes() {
             return Err(too_large());
         }
-        let timestamp = pcap_timestamp(t)?;
+        let mut udp = Vec::with_capacity(UDP_HEADER_LEN + data.len());
+        udp.extend_from_slice(&src.port().to_be_bytes());
+        udp.extend_from_slice(&dst.port().to_be_bytes());
+        udp.extend_from_slice(&((UDP_HEADER_LEN as u64 + udp_data_len) as u16).to_be_bytes());
+        udp.extend_from_slice(&[0, 0]);
+        udp.extend_from_slice(data);
+        let segment = Segment { protocol: IP_PROTOCOL_UDP, checksum_at: UDP_CHECKSUM_AT, header: &udp };
+        let wire =
+            self.write_ipv4(t, (*src.ip(), *dst.ip()), ecn, segment, UDP_HEADER_LEN + udp_data_len as usize)?;
+        debug_assert_eq!(wire, IPV4_UDP_OVERHEAD + DataSize::bytes(udp_data_len));
+        Ok(wire)
+    }
 
-        emit_ipv4_udp(&mut self.buf, self.next_ip_id, src, dst, data, udp_data_len as usize);
+    /// Writes one IPv4/TCP segment captured at `t`: `header` (a TCP header with its ports and
+    /// options; its checksum field is overwritten) followed by `payload` zero bytes. Returns
+    /// its wire size, 20 + `header.len()` + `payload`.
+    pub fn write_tcp(
+        &mut self,
+        t: Instant,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+        ecn: u8,
+        header: &[u8],
+        payload: DataSize,
+    ) -> Result<DataSize, CaptureError> {
+        if !(TCP_MIN_HEADER_LEN..=60).contains(&header.len()) {
+            return Err(CaptureError::BadTcpHeader { len: header.len() });
+        }
+        let len = (header.len() as u64)
+            .checked_add(payload.as_bytes())
+            .filter(|&l| l <= MAX_UDP_DATA.as_bytes() + 8);
+        let len = len.ok_or(CaptureError::DatagramTooLarge { data_len: header.len(), payload })?;
+        let segment = Segment { protocol: IP_PROTOCOL_TCP, checksum_at: TCP_CHECKSUM_AT, header };
+        self.write_ipv4(t, (src, dst), ecn, segment, len as usize)
+    }
+
+    /// Writes an IPv4 header and `segment` zero-filled to `len` bytes, with all checksums.
+    fn write_ipv4(
+        &mut self,
+        t: Instant,
+        addrs: (Ipv4Addr, Ipv4Addr),
+        ecn: u8,
+        segment: Segment<'_>,
+        len: usize,
+    ) -> Result<DataSize, CaptureError> {
+        let timestamp = pcap_timestamp(t)?;
+        emit_ipv4(&mut self.buf, self.next_ip_id, addrs, ecn, segment, len);
         self.next_ip_id = self.next_ip_id.wrapping_add(1);
         let packet = PcapPacket::new(timestamp, self.buf.len() as u32, &self.buf);
         self.inner.write_packet(&packet)?;
-
-        let wire = DataSize::bytes(self.buf.len() as u64);
-        debug_assert_eq!(wire, IPV4_UDP_OVERHEAD + DataSize::bytes(udp_data_len));
-        Ok(wire)
+        Ok(DataSize::bytes(self.buf.len() as u64))
     }
 
     /// The underlying writer, e.g. to flush a `BufWriter`.
@@ -221,59 +288,66 @@ fn pcap_timestamp(t: Instant) -> Result<std::time::Duration, CaptureError> {
     Ok(std::time::Duration::from_micros(micros as u64))
 }
 
-/// Replaces `buf` with an IPv4 header (RFC 791 §3.1), a UDP header (RFC 768), `data` and zero
-/// bytes up to `udp_data_len` (which must be at least `data.len()` and fit a datagram).
-fn emit_ipv4_udp(
+/// A transport header (and any data after it) to put in an IPv4 datagram.
+#[derive(Clone, Copy, Debug)]
+struct Segment<'a> {
+    protocol: u8,
+    /// Offset of the 16-bit checksum field within `header`.
+    checksum_at: usize,
+    header: &'a [u8],
+}
+
+/// Replaces `buf` with an IPv4 header (RFC 791 §3.1) and `segment`, zero-filled to `len` bytes
+/// (at least `segment.header.len()`), and fills in both checksums: the IPv4 header's and the
+/// transport's over its pseudo-header (RFC 768, RFC 9293 §3.1).
+fn emit_ipv4(
     buf: &mut Vec<u8>,
     ip_id: u16,
-    src: SocketAddrV4,
-    dst: SocketAddrV4,
-    data: &[u8],
-    udp_data_len: usize,
+    (src, dst): (Ipv4Addr, Ipv4Addr),
+    ecn: u8,
+    segment: Segment<'_>,
+    len: usize,
 ) {
-    let udp_len = (UDP_HEADER_LEN + udp_data_len) as u16;
-    let total_len = IPV4_HEADER_LEN as u16 + udp_len;
+    let total_len = (IPV4_HEADER_LEN + len) as u16;
     buf.clear();
     buf.reserve(usize::from(total_len));
 
     // IPv4 header, checksum filled in below.
     buf.push(IPV4_VERSION_IHL);
-    buf.push(0); // DSCP 0, not ECN-capable
+    buf.push(ecn & 0b11); // DSCP 0 and the ECN field
     buf.extend_from_slice(&total_len.to_be_bytes());
     buf.extend_from_slice(&ip_id.to_be_bytes());
     buf.extend_from_slice(&IPV4_FLAGS_DF.to_be_bytes());
     buf.push(IPV4_TTL);
-    buf.push(IP_PROTOCOL_UDP);
+    buf.push(segment.protocol);
     buf.extend_from_slice(&[0, 0]);
-    buf.extend_from_slice(&src.ip().octets());
-    buf.extend_from_slice(&dst.ip().octets());
+    buf.extend_from_slice(&src.octets());
+    buf.extend_from_slice(&dst.octets());
     let ip_checksum = internet_checksum(0, &buf[..IPV4_HEADER_LEN]);
     buf[10..12].copy_from_slice(&ip_checksum.to_be_bytes());
 
-    // UDP header and data, checksum filled in below.
-    buf.extend_from_slice(&src.port().to_be_bytes());
-    buf.extend_from_slice(&dst.port().to_be_bytes());
-    buf.extend_from_slice(&udp_len.to_be_bytes());
-    buf.extend_from_slice(&[0, 0]);
-    buf.extend_from_slice(data);
+    // The segment with a zero checksum, then the checksum.
+    buf.extend_from_slice(segment.header);
     buf.resize(usize::from(total_len), 0);
-    let pseudo = pseudo_header_sum(*src.ip(), *dst.ip(), udp_len);
-    let udp_checksum = match internet_checksum(pseudo, &buf[IPV4_HEADER_LEN..]) {
-        // RFC 768: a computed 0 is sent as all ones, since 0 means "no checksum".
+    let at = IPV4_HEADER_LEN + segment.checksum_at;
+    buf[at..at + 2].fill(0);
+    let pseudo = pseudo_header_sum(src, dst, segment.protocol, len as u16);
+    let checksum = match internet_checksum(pseudo, &buf[IPV4_HEADER_LEN..]) {
+        // RFC 768: a computed 0 is sent as all ones, since 0 means "no checksum" (harmless for TCP).
         0 => 0xFFFF,
         c => c,
     };
-    buf[IPV4_HEADER_LEN + 6..IPV4_HEADER_LEN + 8].copy_from_slice(&udp_checksum.to_be_bytes());
+    buf[at..at + 2].copy_from_slice(&checksum.to_be_bytes());
 }
 
-/// The one's-complement sum of the UDP pseudo-header (RFC 768): source and destination address,
-/// zero, protocol 17 and the UDP length.
-fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> u32 {
+/// The one's-complement sum of the UDP/TCP pseudo-header (RFC 768, RFC 9293 §3.1): source and
+/// destination address, zero, the protocol and the transport length.
+fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, len: u16) -> u32 {
     let mut pseudo = [0u8; 12];
     pseudo[0..4].copy_from_slice(&src.octets());
     pseudo[4..8].copy_from_slice(&dst.octets());
-    pseudo[9] = IP_PROTOCOL_UDP;
-    pseudo[10..12].copy_from_slice(&udp_len.to_be_bytes());
+    pseudo[9] = protocol;
+    pseudo[10..12].copy_from_slice(&len.to_be_bytes());
     ones_complement_sum(0, &pseudo)
 }
 
@@ -308,6 +382,26 @@ mod tests {
         SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, a), port)
     }
 
+    /// A UDP datagram of `data` zero-filled to `udp_data_len`, as `write_udp` lays it out.
+    fn emit_ipv4_udp(
+        buf: &mut Vec<u8>,
+        ip_id: u16,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        data: &[u8],
+        udp_data_len: usize,
+    ) {
+        let len = UDP_HEADER_LEN + udp_data_len;
+        let mut udp = Vec::new();
+        udp.extend_from_slice(&src.port().to_be_bytes());
+        udp.extend_from_slice(&dst.port().to_be_bytes());
+        udp.extend_from_slice(&(len as u16).to_be_bytes());
+        udp.extend_from_slice(&[0, 0]);
+        udp.extend_from_slice(data);
+        let segment = Segment { protocol: IP_PROTOCOL_UDP, checksum_at: UDP_CHECKSUM_AT, header: &udp };
+        emit_ipv4(buf, ip_id, (*src.ip(), *dst.ip()), 0, segment, len);
+    }
+
     /// A 4-byte datagram from 10.0.0.1:5004 to 10.0.0.2:5004, checksums computed by hand.
     ///
     /// ```text
@@ -333,8 +427,32 @@ mod tests {
         assert_eq!(buf, expected);
         // A receiver's check: summing a header including its checksum gives all ones.
         assert_eq!(ones_complement_sum(0, &buf[..20]), 0xFFFF);
-        let pseudo = pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 12);
+        let pseudo =
+            pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), IP_PROTOCOL_UDP, 12);
         assert_eq!(ones_complement_sum(pseudo, &buf[20..]), 0xFFFF);
+    }
+
+    #[test]
+    fn tcp_segments_carry_a_valid_checksum_and_the_ecn_field() {
+        // A pure ACK header (data offset 5, ACK) whose checksum field holds garbage: the writer
+        // replaces it. 1460 payload bytes follow, as zeros.
+        let mut header = [0u8; 20];
+        header[0..2].copy_from_slice(&49152u16.to_be_bytes());
+        header[2..4].copy_from_slice(&5201u16.to_be_bytes());
+        header[12] = 5 << 4;
+        header[13] = 0x10;
+        header[16..18].copy_from_slice(&[0xAB, 0xCD]);
+        let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        let wire = w.write_tcp(Instant::ZERO, (src, dst), 0b10, &header, DataSize::bytes(1460)).unwrap();
+        assert_eq!(wire, DataSize::bytes(1500));
+        let buf = &w.buf;
+        assert_eq!((buf[1], buf[9]), (0b10, IP_PROTOCOL_TCP), "ECT(0) in the ECN field; protocol 6");
+        assert_eq!(ones_complement_sum(0, &buf[..20]), 0xFFFF);
+        let pseudo = pseudo_header_sum(src, dst, IP_PROTOCOL_TCP, 1480);
+        assert_eq!(ones_complement_sum(pseudo, &buf[20..]), 0xFFFF, "the receiver's TCP checksum check");
+        let short = w.write_tcp(Instant::ZERO, (src, dst), 0, &header[..19], DataSize::ZERO).unwrap_err();
+        assert!(matches!(short, CaptureError::BadTcpHeader { len: 19 }), "{short}");
     }
 
     #[test]
@@ -352,7 +470,8 @@ mod tests {
         // of everything else plus it is 0xFFFF.
         let mut buf = Vec::new();
         emit_ipv4_udp(&mut buf, 0, addr(1, 1), addr(2, 2), &[0, 0], 2);
-        let pseudo = pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 10);
+        let pseudo =
+            pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), IP_PROTOCOL_UDP, 10);
         let rest = ones_complement_sum(pseudo, &buf[20..26]) as u16;
         let word = (0xFFFF - rest).to_be_bytes();
         emit_ipv4_udp(&mut buf, 0, addr(1, 1), addr(2, 2), &word, 2);
