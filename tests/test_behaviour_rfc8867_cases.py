@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bands import controllers
 from rtcbench import metrics
 from rtcbench.runner import RunResult
 
@@ -23,20 +24,6 @@ VIDEO_MIN_BPS = 150_000  # RFC 8867 §4.3
 VIDEO_MAX_BPS = 1_500_000
 
 Simulate = Callable[..., tuple[RunResult, ...]]
-
-
-def controllers(known_failures: dict[str, str] | None = None) -> list[Any]:
-    """gcc by default, the others in the slow tier; `known_failures` maps a controller to the
-    measured reason it misses the expectation."""
-    known = known_failures or {}
-
-    def param(cc: str, slow: bool) -> Any:
-        marks = [pytest.mark.slow] if slow else []
-        if cc in known:
-            marks.append(pytest.mark.xfail(strict=True, reason=known[cc]))
-        return pytest.param(cc, marks=marks)
-
-    return [param("gcc", False), *(param(cc, True) for cc in ("gcc-draft", "nada", "scream"))]
 
 
 def _video(r: RunResult) -> list[dict[str, Any]]:

@@ -14,23 +14,19 @@ from typing import Any
 
 import pytest
 
+from bands import controllers as _controllers
 from rtcbench import metrics
 from rtcbench.runner import RunResult
 
 SEC = 1_000_000
-Simulate = Callable[..., tuple[RunResult, ...]]
 
 
 def controllers(known_failures: dict[str, str] | None = None) -> list[Any]:
-    known = known_failures or {}
+    """gcc by default; gcc-draft, the GCC of the seeds' time, in the slow tier."""
+    return _controllers(known_failures, slow=("gcc-draft",))
 
-    def param(cc: str, slow: bool) -> Any:
-        marks = [pytest.mark.slow] if slow else []
-        if cc in known:
-            marks.append(pytest.mark.xfail(strict=True, reason=known[cc]))
-        return pytest.param(cc, marks=marks)
 
-    return [param("gcc", False), param("gcc-draft", True)]
+Simulate = Callable[..., tuple[RunResult, ...]]
 
 
 def _rates(
