@@ -58,10 +58,12 @@ fmt:
 	$(BIN)/ruff format python tests benches
 	$(BIN)/ruff check --fix python tests benches
 
-# Criterion benchmarks of the simulator, then the CLI end to end; prints simulated s per wall s.
+# Criterion benchmarks of the simulator, the CLI end to end, then the whole RFC 8867 suite with four
+# controllers (budget: under 20 s on 2 cores); prints simulated s per wall s.
 bench: build-release
 	$(CARGO) bench -p rtcbench-sim --bench sim
 	$(BIN)/python benches/cli_timing.py
+	$(BIN)/python benches/suite_timing.py
 
 clean:
 	rm -rf $(VENV) target results

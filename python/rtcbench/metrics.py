@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -136,12 +137,13 @@ def _conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise ValueError(f"{name} table lacks column(s) {missing}; docs/traces.md requires {list(required)}")
-    return df.with_columns(
-        [
-            pl.col(c).cast(dt) if c in df.columns else pl.lit(None, dtype=dt).alias(c)
-            for c, dt in schema.items()
-        ]
-    )
+    present = df.schema
+    fixes = [
+        pl.col(c).cast(dt) if c in present else pl.lit(None, dtype=dt).alias(c)
+        for c, dt in schema.items()
+        if present.get(c) != dt
+    ]
+    return df.with_columns(fixes) if fixes else df
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,9 @@ class Tables:
     """The trace tables of one run (`docs/traces.md`) and its `meta` dict.
 
     Columns are cast to the documented dtypes on construction; extra columns (the controller's own
-    state) are kept untouched.
+    state) are kept untouched. Frames derived from the tables (`received`, the rows split by flow,
+    the capacity of each bottleneck) are computed on first use and kept on the object: the tables
+    are immutable, and the time series, every summary interval and the plots all read them.
     """
 
     packets: pl.DataFrame
@@ -164,6 +168,93 @@ class Tables:
             object.__setattr__(self, name, _conform(name, getattr(self, name)))
         if "duration_s" not in self.meta or "flows" not in self.meta:
             raise ValueError("meta needs 'duration_s' and 'flows' (docs/traces.md, `meta`)")
+
+    @cached_property
+    def received(self) -> pl.DataFrame:
+        """Received packets with their delays, as `packet_delays` describes them."""
+        owd = pl.col("t_us") - pl.col("sent_us")
+        return (
+            self.packets.filter(pl.col("event") == "received")
+            .with_columns(owd_ms=owd.cast(pl.Float64) / 1000.0)
+            .with_columns(qdelay_ms=pl.col("owd_ms") - pl.col("owd_ms").min().over("flow"))
+        )
+
+    @cached_property
+    def _by_flow(self) -> _FlowRows:
+        return _FlowRows.of(self)
+
+    @cached_property
+    def _capacity(self) -> dict[str, pl.DataFrame]:
+        """`_link_segments` of every flow's bottleneck, the links the metrics read."""
+        links = {str(f["bottleneck"]) for f in self.meta["flows"] if f.get("bottleneck") is not None}
+        return {link: _link_segments(self, link) for link in sorted(links)}
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The rows of a frame ordered by an integer key column and, within a key, by a time column, so
+    that the rows of one key in an interval are a slice found by binary search instead of a filter
+    over the whole frame. The order is stable: rows recorded in time order keep their order, and so
+    their sums their rounding. Rows without a key or a time are dropped, as a filter would drop them.
+    """
+
+    rows: pl.DataFrame
+    keys: npt.NDArray[np.int64]
+    times: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, df: pl.DataFrame, key: str, time: str) -> _Parts:
+        if df.get_column(key).null_count() or df.get_column(time).null_count():
+            df = df.drop_nulls([key, time])
+        keys, times = (df.get_column(c).to_numpy().astype(np.int64) for c in (key, time))
+        step, tick = np.diff(keys), np.diff(times)
+        if not np.all((step > 0) | ((step == 0) & (tick >= 0))):
+            # Rows recorded in time order need only a (stable) sort by key.
+            by = [key] if df.get_column(time).is_sorted() else [key, time]
+            df = df.sort(by, maintain_order=True)
+            keys, times = (df.get_column(c).to_numpy().astype(np.int64) for c in (key, time))
+        return cls(df, keys, times)
+
+    def between(self, key: int, start_us: int, end_us: int) -> pl.DataFrame:
+        """The rows of `key` whose time is in [start_us, end_us)."""
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        first, end = lo + np.searchsorted(self.times[lo:hi], [start_us, end_us])
+        return self.rows.slice(int(first), max(0, int(end - first)))
+
+
+@dataclass(frozen=True)
+class _FlowRows:
+    """The rows `flow_metrics` reads, split once per run by flow (RTT samples by call) and sorted by
+    the time they count at, so that a summary's many (flow, interval) pairs each take a slice."""
+
+    sent: _Parts
+    dropped: _Parts
+    received: _Parts
+    frames: _Parts
+    rtt: _Parts
+
+    @classmethod
+    def of(cls, t: Tables) -> _FlowRows:
+        pk = t.packets.select("flow", "event", "sent_us", "size")
+        return cls(
+            sent=_Parts.of(pk.filter(pl.col("event") == "sent").drop("event"), "flow", "sent_us"),
+            dropped=_Parts.of(
+                pk.filter(pl.col("event") == "dropped").select("flow", "sent_us"), "flow", "sent_us"
+            ),
+            received=_Parts.of(
+                t.received.select("flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms"), "flow", "t_us"
+            ),
+            frames=_Parts.of(
+                t.frames.select("flow", "capture_us", "complete_us", "freeze"), "flow", "complete_us"
+            ),
+            rtt=_Parts.of(
+                t.feedback.filter(pl.col("rtt_us").is_not_null()).select(
+                    "call", "t_us", rtt_ms=pl.col("rtt_us").cast(pl.Float64) / 1000.0
+                ),
+                "call",
+                "t_us",
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -221,44 +312,38 @@ def _py(x: object) -> float | int | None:
     raise TypeError(f"not a number: {x!r}")
 
 
-def _window_of(ts: pl.DataFrame, fallback_us: int) -> int:
-    """The window length of a timeseries frame: windows start at 0, so it is the second start time."""
-    starts = ts.get_column("t_us").unique().sort()
-    return int(starts[1]) if starts.len() > 1 else fallback_us
-
-
 def packet_delays(t: Tables) -> pl.DataFrame:
     """Received packets with their delays: columns of `packets` plus `owd_ms` and `qdelay_ms`.
 
     qdelay = owd - min owd of the same flow over the whole run. That minimum is the propagation plus
     serialisation delay the flow saw with an empty queue (RFC 8868-style, derived); seed 000 uses
     RTT - min RTT instead, which also counts the feedback path. Shared by the time series, the
-    summaries and the plots so the three agree.
+    summaries and the plots so the three agree; computed once per `Tables` (`Tables.received`).
     """
-    owd = pl.col("t_us") - pl.col("sent_us")
-    return (
-        t.packets.filter(pl.col("event") == "received")
-        .with_columns(owd_ms=owd.cast(pl.Float64) / 1000.0)
-        .with_columns(qdelay_ms=pl.col("owd_ms") - pl.col("owd_ms").min().over("flow"))
-    )
+    return t.received
 
 
 # ------------------------------------------------------------------------------------------------
 # capacity
 
 
-def _link_segments(t: Tables, link: str, duration_us: int) -> pl.DataFrame:
+def _link_segments(t: Tables, link: str) -> pl.DataFrame:
     """Piecewise-constant capacity of a link: rows (t_us, capacity_bps) where each value holds until
     the next row. Several samples at one instant keep the last one written (the state after a change
-    that coincides with a periodic sample); the first value also holds before the first sample."""
-    return (
-        t.links.filter((pl.col("link") == link) & (pl.col("t_us") < duration_us))
-        .select("t_us", "capacity_bps")
-        .with_row_index("_order")
-        .sort("t_us", "_order")
-        .unique(subset="t_us", keep="last", maintain_order=True)
-        .drop("_order")
+    that coincides with a periodic sample); the first value also holds before the first sample.
+    Samples at or after the end of the run are ignored."""
+    seg = t.links.filter((pl.col("link") == link) & (pl.col("t_us") < _duration_us(t))).select(
+        "t_us", "capacity_bps"
     )
+    if not seg.get_column("t_us").is_sorted():
+        seg = seg.sort("t_us", maintain_order=True)
+    return seg.filter(pl.col("t_us").ne_missing(pl.col("t_us").shift(-1)))
+
+
+def _capacity_of(t: Tables, link: str) -> pl.DataFrame:
+    """`_link_segments` of a link, computed once per run for the flows' bottlenecks."""
+    seg = t._capacity.get(link)
+    return _link_segments(t, link) if seg is None else seg
 
 
 def _downstream_delay_us(t: Tables, flow: dict[str, Any]) -> int:
@@ -288,7 +373,7 @@ def _window_capacity(
     320 ms path makes a 3 s capacity dip look 10 % over-used. Integrates exactly in integer bit·µs
     (≤ 1e9 bit/s x 1e8 µs fits Int64), then divides once.
     """
-    seg = _link_segments(t, link, duration_us)
+    seg = _capacity_of(t, link)
     if seg.height == 0:
         return np.full(starts.shape, np.nan)
     seg_t = seg.get_column("t_us").to_numpy().astype(np.int64) + shift_us
@@ -332,38 +417,51 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     starts = np.arange(n_windows, dtype=np.int64) * window_us
     ends = np.minimum(starts + window_us, dur)
 
-    flow_df = pl.DataFrame(
+    # A (flow, window) pair is keyed by one integer, flow * n_windows + window, so that every
+    # aggregate below joins onto the grid on a single Int64 column.
+    def keyed(df: pl.DataFrame, flow: str = "flow") -> pl.DataFrame:
+        key = (pl.col(flow).cast(pl.Int64) * n_windows + pl.col("_w")).alias("_key")
+        return df.select(key, pl.exclude(flow, "_w"))
+
+    # Capacity per (bottleneck, propagation delay after it), one array of windows each.
+    paths = [
+        (str(f["bottleneck"]), _downstream_delay_us(t, f)) if f.get("bottleneck") is not None else None
+        for f in flows
+    ]
+    known = sorted({p for p in paths if p is not None})
+    capacity = {p: _window_capacity(t, p[0], starts, ends, dur, p[1]) for p in known}
+    unlimited = np.full(n_windows, np.nan)
+    calls = [int(f["call"]) if _is_media(f) and f.get("call") is not None else None for f in flows]
+    ids = pl.Series([int(f["id"]) for f in flows], dtype=pl.Int32)
+    grid = pl.DataFrame(
         {
-            "flow": [int(f["id"]) for f in flows],
-            "_kind": [str(f.get("kind", "")) for f in flows],
-            "_call": [int(f["call"]) if _is_media(f) and f.get("call") is not None else None for f in flows],
-            "_link": [f.get("bottleneck") for f in flows],
-            "_shift": [_downstream_delay_us(t, f) for f in flows],
+            "flow": ids.gather(np.repeat(np.arange(len(flows)), n_windows)),
+            "_w": np.tile(np.arange(n_windows, dtype=np.int64), len(flows)),
+            "t_us": np.tile(starts, len(flows)),
+            "_end": np.tile(ends, len(flows)),
+            "_video": np.repeat(np.array([f.get("kind") == VIDEO for f in flows], dtype=bool), n_windows),
+            "_call": pl.Series(calls, dtype=pl.Int32).gather(np.repeat(np.arange(len(flows)), n_windows)),
+            "capacity_bps": np.concatenate(
+                [unlimited if p is None else capacity[p] for p in paths] or [np.empty(0)]
+            ),
         },
-        schema={
-            "flow": pl.Int32,
-            "_kind": pl.String,
-            "_call": pl.Int32,
-            "_link": pl.String,
-            "_shift": pl.Int64,
-        },
+        schema_overrides={"_w": pl.Int64, "capacity_bps": pl.Float64},
+    ).with_columns(
+        _len_s=(pl.col("_end") - pl.col("t_us")) / 1e6,
+        capacity_bps=pl.col("capacity_bps").fill_nan(None),
+        _key=pl.col("flow").cast(pl.Int64) * n_windows + pl.col("_w"),
+        _call_key=pl.col("_call").cast(pl.Int64) * n_windows + pl.col("_w"),
     )
-    win_df = pl.DataFrame({"_w": np.arange(n_windows, dtype=np.int64), "t_us": starts, "_end": ends})
-    grid = flow_df.join(win_df, how="cross").with_columns(_len_s=(pl.col("_end") - pl.col("t_us")) / 1e6)
 
     w_sent = (pl.col("sent_us") // window_us).alias("_w")
     w_now = (pl.col("t_us") // window_us).alias("_w")
-    pk = t.packets
+    in_run = pl.col("sent_us").is_between(0, dur - 1)
     sent = (
-        pk.filter((pl.col("event") == "sent") & pl.col("sent_us").is_between(0, dur - 1))
+        t._by_flow.sent.rows.filter(in_run)
         .group_by("flow", w_sent)
         .agg(_sent_bytes=pl.col("size").cast(pl.Int64).sum(), packets_sent=pl.len())
     )
-    dropped = (
-        pk.filter((pl.col("event") == "dropped") & pl.col("sent_us").is_between(0, dur - 1))
-        .group_by("flow", w_sent)
-        .agg(packets_dropped=pl.len())
-    )
+    dropped = t._by_flow.dropped.rows.filter(in_run).group_by("flow", w_sent).agg(packets_dropped=pl.len())
     recv = (
         packet_delays(t)
         .filter(pl.col("t_us").is_between(0, dur - 1))
@@ -386,31 +484,13 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
         )
     )
 
-    # Capacity per (link, shift, window), attached to each flow through its bottleneck and the
-    # propagation delay after it.
-    keys = sorted(
-        {(str(f["bottleneck"]), _downstream_delay_us(t, f)) for f in flows if f.get("bottleneck") is not None}
-    )
-    cap = pl.DataFrame(
-        {
-            "_link": np.repeat(np.array([k[0] for k in keys], dtype=object), n_windows).tolist(),
-            "_shift": np.repeat(np.array([k[1] for k in keys], dtype=np.int64), n_windows),
-            "_w": np.tile(np.arange(n_windows, dtype=np.int64), len(keys)),
-            "capacity_bps": np.concatenate(
-                [_window_capacity(t, link, starts, ends, dur, shift) for link, shift in keys] or [np.empty(0)]
-            ),
-        },
-        schema={"_link": pl.String, "_shift": pl.Int64, "_w": pl.Int64, "capacity_bps": pl.Float64},
-    ).with_columns(pl.col("capacity_bps").fill_nan(None))
-
     # The call's target in force at the end of each window: last controller row strictly before it.
-    calls = sorted({int(c) for c in flow_df.get_column("_call").drop_nulls().to_list()})
     ctrl = t.controller.select(pl.col("call").alias("_call"), pl.col("t_us").alias("_ct"), "target_bps").sort(
         "_ct"
     )
     call_win = (
-        pl.DataFrame({"_call": calls}, schema={"_call": pl.Int32})
-        .join(win_df.select("_w", "_end"), how="cross")
+        pl.DataFrame({"_call": sorted({c for c in calls if c is not None})}, schema={"_call": pl.Int32})
+        .join(pl.DataFrame({"_w": np.arange(n_windows, dtype=np.int64), "_end": ends}), how="cross")
         .sort("_end")
     )
     target = call_win.join_asof(
@@ -425,12 +505,11 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
 
     rate = 8.0 / pl.col("_len_s")
     out = (
-        grid.join(sent, on=["flow", "_w"], how="left")
-        .join(dropped, on=["flow", "_w"], how="left")
-        .join(recv, on=["flow", "_w"], how="left")
-        .join(frames, on=["flow", "_w"], how="left")
-        .join(cap, on=["_link", "_shift", "_w"], how="left")
-        .join(target, on=["_call", "_w"], how="left")
+        grid.join(keyed(sent), on="_key", how="left")
+        .join(keyed(dropped), on="_key", how="left")
+        .join(keyed(recv), on="_key", how="left")
+        .join(keyed(frames), on="_key", how="left")
+        .join(keyed(target, "_call").rename({"_key": "_call_key"}), on="_call_key", how="left")
         .with_columns(
             pl.col("_sent_bytes", "_recv_bytes", "_goodput_bytes", "_frames").fill_null(0),
             pl.col("packets_sent", "packets_received", "packets_dropped").fill_null(0).cast(pl.Int64),
@@ -445,8 +524,8 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
             loss_ratio=pl.when(pl.col("packets_sent") > 0).then(
                 pl.col("packets_dropped") / pl.col("packets_sent")
             ),
-            fps=pl.when(pl.col("_kind") == VIDEO).then(pl.col("_frames") / pl.col("_len_s")),
-            frame_delay_ms=pl.when(pl.col("_kind") == VIDEO).then(pl.col("frame_delay_ms")),
+            fps=pl.when(pl.col("_video")).then(pl.col("_frames") / pl.col("_len_s")),
+            frame_delay_ms=pl.when(pl.col("_video")).then(pl.col("frame_delay_ms")),
         )
     )
     return out.select(
@@ -489,16 +568,17 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
             link = flow_or_link
     if link is None:
         return [Phase(0.0, dur / _US_PER_S, None)]
-    seg = _link_segments(t, link, dur)
-    changes = seg.filter(
-        pl.col("capacity_bps").ne_missing(pl.col("capacity_bps").shift(1)) | (pl.int_range(pl.len()) == 0)
-    )
-    times = [int(x) for x in changes.get_column("t_us").to_list()]
-    caps: list[int | None] = [
-        None if c is None else int(c) for c in changes.get_column("capacity_bps").to_list()
-    ]
-    if not times:
+    seg = _capacity_of(t, link)
+    if seg.height == 0:
         return [Phase(0.0, dur / _US_PER_S, None)]
+    # Capacities are whole bit/s well below 2**53, so exact as floats; NaN stands for unlimited.
+    values = seg.get_column("capacity_bps").to_numpy().astype(np.float64)
+    unlimited = np.isnan(values)
+    changed = np.ones(values.size, dtype=bool)
+    changed[1:] = (values[1:] != values[:-1]) & ~(unlimited[1:] & unlimited[:-1])
+    at = np.flatnonzero(changed)
+    times = [int(x) for x in seg.get_column("t_us").to_numpy()[at]]
+    caps = [None if unlimited[i] else int(values[i]) for i in at]
     times[0] = 0
     bounds = [*times, dur]
     return [Phase(bounds[i] / _US_PER_S, bounds[i + 1] / _US_PER_S, caps[i]) for i in range(len(caps))]
@@ -508,10 +588,36 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
 # convergence
 
 
-def _flow_windows(ts: pl.DataFrame, flow: int, start_us: int, end_us: int) -> pl.DataFrame:
-    return ts.filter(
-        (pl.col("flow") == flow) & (pl.col("t_us") >= start_us) & (pl.col("t_us") < end_us)
-    ).sort("t_us")
+@dataclass(frozen=True)
+class _Windows:
+    """A time series ordered by flow and window start, so that the windows of a flow in an interval
+    are a slice; `window_us` is None with fewer than two window starts."""
+
+    parts: _Parts
+    window_us: int | None
+
+    @classmethod
+    def of(cls, ts: pl.DataFrame) -> _Windows:
+        # Windows start at 0, so the window length is the second start time.
+        starts = np.unique(ts.get_column("t_us").to_numpy())
+        window_us = int(starts[1]) if starts.size > 1 else None
+        if "capacity_bps" in ts.columns:
+            ts = ts.with_columns(_has_capacity=pl.col("capacity_bps").is_not_null())
+        return cls(_Parts.of(ts, "flow", "t_us"), window_us)
+
+    def length_or(self, fallback_us: int) -> int:
+        return fallback_us if self.window_us is None else self.window_us
+
+    def between(self, flow: int, start_us: int, end_us: int) -> pl.DataFrame:
+        """The flow's windows starting in [start_us, end_us), in time order."""
+        return self.parts.between(flow, start_us, end_us)
+
+
+def _zero_filled(rates: pl.Series) -> npt.NDArray[np.float64]:
+    """A rate column as a float array, nulls (no value in a window) as 0."""
+    filled = rates.fill_null(0.0) if rates.null_count() else rates
+    out: npt.NDArray[np.float64] = filled.to_numpy().astype(np.float64)
+    return out
 
 
 def _block_means(rates: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float64]:
@@ -533,15 +639,19 @@ def convergence_time(
     decides, and the receive rate is clipped by the bottleneck, so it would hide an overshoot that
     only fills the queue. Returned with one-window resolution; None if never converged.
     """
-    w = _flow_windows(ts, flow, start_us, end_us)
+    return _convergence_time(_Windows.of(ts), flow, start_us, end_us, column)
+
+
+def _convergence_time(windows: _Windows, flow: int, start_us: int, end_us: int, column: str) -> float | None:
+    w = windows.between(flow, start_us, end_us)
     if w.height == 0:
         return None
-    window_us = _window_of(ts, end_us - start_us)
+    window_us = windows.length_or(end_us - start_us)
     k = max(1, round(CONVERGENCE_SMOOTH_US / window_us))
     if w.height < k:
         return None
     t0 = w.get_column("t_us").to_numpy().astype(np.int64)
-    rates = w.get_column(column).fill_null(0.0).to_numpy().astype(np.float64)
+    rates = _zero_filled(w.get_column(column))
     steady = float(rates[t0 >= start_us + (end_us - start_us) / 2].mean()) if rates.size else 0.0
     if not steady > 0.0:
         return None
@@ -574,13 +684,14 @@ def time_to_reach(
     With `smooth_us` > 0 the rate is first averaged over that span (forward-looking, as in
     `convergence_time`), so one bursty window does not count as reaching the level.
     """
-    w = _flow_windows(ts, flow, start_us, np.iinfo(np.int64).max)
+    windows = _Windows.of(ts)
+    w = windows.between(flow, start_us, np.iinfo(np.int64).max)
     if w.height == 0:
         return None
-    rates = w.get_column(column).fill_null(0.0).to_numpy().astype(np.float64)
+    rates = _zero_filled(w.get_column(column))
     t0 = w.get_column("t_us").to_numpy().astype(np.int64)
     if smooth_us > 0:
-        k = max(1, round(smooth_us / _window_of(ts, smooth_us)))
+        k = max(1, round(smooth_us / windows.length_or(smooth_us)))
         if rates.size < k:
             return None
         rates = _block_means(rates, k)
@@ -600,6 +711,7 @@ def _quantiles(s: pl.Series, qs: tuple[float, ...]) -> list[float | None]:
 
 
 def _mean(s: pl.Series) -> float | None:
+    """The mean of the non-null values; None if there are none."""
     return _py(s.mean()) if s.len() else None
 
 
@@ -619,6 +731,12 @@ def flow_metrics(
     use frames completed in it. Keys not applicable to the flow's kind are None. Keys:
     `docs/metrics.md`.
     """
+    return _flow_metrics(t, _Windows.of(ts), flow, start_us, end_us, settle_us)
+
+
+def _flow_metrics(
+    t: Tables, windows: _Windows, flow: int, start_us: int, end_us: int, settle_us: int = 0
+) -> dict[str, Any]:
     f = _flow(t, flow)
     kind = str(f.get("kind", ""))
     media = kind in MEDIA_KINDS
@@ -626,43 +744,37 @@ def flow_metrics(
     rtcp = kind == "rtcp"
     call = f.get("call")
     s, e = start_us + settle_us, end_us
+    rows = t._by_flow
 
-    w = _flow_windows(ts, flow, s, e)
+    w = windows.between(flow, s, e)
     send, recv, good = (w.get_column(c) for c in ("send_rate_bps", "recv_rate_bps", "goodput_bps"))
-    with_cap = w.filter(pl.col("capacity_bps").is_not_null())
-    mean_cap = _mean(with_cap.get_column("capacity_bps"))
-    mean_recv_cap = _mean(with_cap.get_column("recv_rate_bps"))
+    has_cap = w.get_column("_has_capacity")
+    mean_cap = _mean(w.get_column("capacity_bps").filter(has_cap))
+    mean_recv_cap = _mean(recv.filter(has_cap))
     utilization = (
         mean_recv_cap / mean_cap
         if not rtcp and mean_cap is not None and mean_recv_cap is not None and mean_cap > 0
         else None
     )
 
-    pk = t.packets.filter(pl.col("flow") == flow)
-    in_sent = pl.col("sent_us").is_between(s, e - 1)
-    sent = pk.filter((pl.col("event") == "sent") & in_sent)
+    sent = rows.sent.between(flow, s, e)
     n_sent = sent.height
-    n_dropped = pk.filter((pl.col("event") == "dropped") & in_sent).height
-    rx = packet_delays(t).filter((pl.col("flow") == flow) & pl.col("t_us").is_between(s, e - 1))
+    n_dropped = rows.dropped.between(flow, s, e).height
+    rx = rows.received.between(flow, s, e)
     qd = rx.get_column("qdelay_ms")
     q25, q50, q90, q95 = _quantiles(qd, (0.25, 0.50, 0.90, 0.95))
     (owd50,) = _quantiles(rx.get_column("owd_ms"), (0.5,))
 
     rtt: float | None = None
     if call is not None:
-        fb = t.feedback.filter(
-            (pl.col("call") == int(call))
-            & pl.col("t_us").is_between(s, e - 1)
-            & pl.col("rtt_us").is_not_null()
-        )
-        rtt = _mean(fb.get_column("rtt_us").cast(pl.Float64) / 1000.0)
+        rtt = _mean(rows.rtt.between(int(call), s, e).get_column("rtt_ms"))
 
     fps: float | None = None
     freezes: int | None = None
     fd50: float | None = None
     fd95: float | None = None
     if video:
-        fr = t.frames.filter((pl.col("flow") == flow) & pl.col("complete_us").is_between(s, e - 1))
+        fr = rows.frames.between(flow, s, e)
         fps = fr.height / ((e - s) / _US_PER_S) if e > s else None
         freezes = int(fr.get_column("freeze").sum())
         delay = (fr.get_column("complete_us") - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
@@ -680,7 +792,7 @@ def flow_metrics(
         "std_goodput_bps": None if rtcp else _std(good),
         "mean_recv_rate_bps": _mean(recv),
         "std_recv_rate_bps": _std(recv),
-        "mean_target_bps": _mean(w.get_column("target_bps").drop_nulls()) if media else None,
+        "mean_target_bps": _mean(w.get_column("target_bps")) if media else None,
         "mean_capacity_bps": None if rtcp else mean_cap,
         "utilization": utilization,
         "packets_sent": n_sent,
@@ -698,7 +810,9 @@ def flow_metrics(
         "qdelay_max_ms": _py(qd.max()) if qd.len() else None,
         "owd_p50_ms": owd50,
         "rtt_mean_ms": rtt,
-        "convergence_time_s": convergence_time(ts, flow, start_us, end_us) if media else None,
+        "convergence_time_s": (
+            _convergence_time(windows, flow, start_us, end_us, "send_rate_bps") if media else None
+        ),
         "fps_mean": fps,
         "freezes": freezes,
         "frame_delay_p50_ms": fd50,
@@ -833,26 +947,19 @@ def _packet_counts(t: Tables, flows: Sequence[int], start_us: int, end_us: int) 
     """Per flow over [start_us, end_us): packets and bytes sent and dropped (by send time, as
     `flow_metrics` counts them) and received (by arrival time), plus the payload received. Flows
     without packets get zeros."""
-    sent = (pl.col("event") == "sent") & pl.col("sent_us").is_between(start_us, end_us - 1)
-    dropped = (pl.col("event") == "dropped") & pl.col("sent_us").is_between(start_us, end_us - 1)
-    received = (pl.col("event") == "received") & pl.col("t_us").is_between(start_us, end_us - 1)
-    size, payload = pl.col("size").cast(pl.Int64), pl.col("payload").cast(pl.Int64)
-    agg = (
-        t.packets.filter(pl.col("flow").is_in(list(flows)))
-        .group_by("flow")
-        .agg(
-            packets_sent=sent.sum(),
-            packets_received=received.sum(),
-            packets_dropped=dropped.sum(),
-            bytes_sent=size.filter(sent).sum(),
-            bytes_received=size.filter(received).sum(),
-            payload_received=payload.filter(received).sum(),
-        )
-    )
-    zero = dict.fromkeys(agg.columns[1:], 0)
-    out = {int(fid): dict(zero) for fid in flows}
-    for row in agg.iter_rows(named=True):
-        out[int(row["flow"])] = {k: int(row[k]) for k in zero}
+    rows = t._by_flow
+    out: dict[int, dict[str, int]] = {}
+    for fid in flows:
+        sent = rows.sent.between(fid, start_us, end_us)
+        rx = rows.received.between(fid, start_us, end_us)
+        out[int(fid)] = {
+            "packets_sent": sent.height,
+            "packets_received": rx.height,
+            "packets_dropped": rows.dropped.between(fid, start_us, end_us).height,
+            "bytes_sent": int(sent.get_column("size").cast(pl.Int64).sum()),
+            "bytes_received": int(rx.get_column("size").cast(pl.Int64).sum()),
+            "payload_received": int(rx.get_column("payload").cast(pl.Int64).sum()),
+        }
     return out
 
 
@@ -1010,15 +1117,18 @@ def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
     overhead, cross traffic) follow.
     """
     ts = timeseries(t) if ts is None else ts
+    windows = _Windows.of(ts)
     dur = _duration_us(t)
     flows = _flows(t)
     out_flows: list[dict[str, Any]] = []
     for f in flows:
         fid = int(f["id"])
-        m = flow_metrics(t, ts, fid, 0, dur)
+        m = _flow_metrics(t, windows, fid, 0, dur)
         if _is_media(f):
             first = phases(t, fid)[0]
-            m["convergence_time_s"] = convergence_time(ts, fid, first.start_us, first.end_us)
+            m["convergence_time_s"] = _convergence_time(
+                windows, fid, first.start_us, first.end_us, "send_rate_bps"
+            )
         out_flows.append(m)
 
     link_order = [str(lk.get("name")) for lk in t.meta.get("links", [])]
@@ -1035,7 +1145,7 @@ def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
                     "start_s": ph.start_s,
                     "end_s": ph.end_s,
                     "capacity_bps": ph.capacity_bps,
-                    "flows": [flow_metrics(t, ts, fid, ph.start_us, ph.end_us) for fid in members],
+                    "flows": [_flow_metrics(t, windows, fid, ph.start_us, ph.end_us) for fid in members],
                 }
             )
     return {"flows": out_flows, "phases": out_phases, **traffic_summary(t, ts)}

@@ -33,6 +33,7 @@ __all__ = [
     "read_summary",
     "run_dir",
     "tables_from_core",
+    "write_parquet",
     "write_tables",
 ]
 
@@ -50,15 +51,14 @@ def _null_where(values: np.ndarray[Any, Any], sentinel: float | None) -> pl.Seri
     """A series with the core's sentinels (-1 for integers, NaN for floats) turned into nulls."""
     s = pl.Series(values)
     if sentinel is None:
-        return s.fill_nan(None) if s.dtype.is_float() else s
-    return s.set(s == sentinel, None) if len(s) else s
+        return s.fill_nan(None) if s.dtype.is_float() and np.isnan(values).any() else s
+    return s.set(s == sentinel, None) if (values == sentinel).any() else s
 
 
 def _decode(codes: np.ndarray[Any, Any], names: list[str]) -> pl.Series:
     """Integer category codes to strings; the empty name means null."""
-    lookup = pl.Series(names, dtype=pl.String)
-    s = lookup.gather(pl.Series(codes, dtype=pl.UInt32)) if len(codes) else pl.Series([], dtype=pl.String)
-    return s.set(s == "", None) if len(s) else s
+    lookup = pl.Series([name or None for name in names], dtype=pl.String)
+    return lookup.gather(pl.Series(codes, dtype=pl.UInt32)) if len(codes) else pl.Series([], dtype=pl.String)
 
 
 def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
@@ -128,11 +128,19 @@ def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
     )
 
 
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    """Writes one results table: zstd at level 1, with column statistics.
+
+    Level 1 rather than polars' default 3: on the RFC 8867 suite it writes about 20 % faster for
+    files about 2 % larger (encoding, not compression, is most of the cost).
+    """
+    df.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
+
+
 def write_tables(t: Tables, folder: Path) -> None:
-    """Writes every trace table as `<name>.parquet` (zstd; polars, pandas and pyarrow read them)."""
+    """Writes every trace table as `<name>.parquet` (polars, pandas and pyarrow read them)."""
     for name in TABLES:
-        df: pl.DataFrame = getattr(t, name)
-        df.write_parquet(folder / f"{name}.parquet", compression="zstd", statistics=True)
+        write_parquet(getattr(t, name), folder / f"{name}.parquet")
 
 
 def load_tables(folder: Path) -> Tables:

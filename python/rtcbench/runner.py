@@ -11,9 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench import _core, metrics, plots
+from rtcbench import _core, metrics
 from rtcbench.metrics import Tables
-from rtcbench.results import atomic_dir, run_dir, tables_from_core, write_tables
+from rtcbench.results import atomic_dir, run_dir, tables_from_core, write_parquet, write_tables
 from rtcbench.scenarios import Variant, resolve
 
 __all__ = ["RunResult", "UnknownController", "controllers", "run", "run_variant"]
@@ -89,8 +89,12 @@ def run_variant(
         with atomic_dir(path) as tmp:
             (tmp / "scenario.toml").write_text(variant.toml, encoding="utf-8")
             write_tables(tables, tmp)
-            ts.write_parquet(tmp / "timeseries.parquet", compression="zstd")
+            write_parquet(ts, tmp / "timeseries.parquet")
             if figure:
+                # Imported here: matplotlib takes longer to import than a short run takes, and a
+                # suite draws no figure.
+                from rtcbench import plots
+
                 title = f"{variant.scenario_id} {variant.variant} · {controller} · seed {seed}".replace(
                     "  ", " "
                 )

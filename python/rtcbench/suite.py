@@ -1,11 +1,11 @@
 """Suites: every (scenario variant, controller, repetition) of a selection, run in parallel.
 
 A run is a pure function of (resolved scenario, controller, seed), so runs are independent jobs,
-shared between this process and a few worker processes; each writes its own results folder
-atomically (`results.atomic_dir`), and a folder that is already complete for the same scenario text
-is read back instead of run again. The two suite tables are written once, at the end, by rename: an
-interrupted suite leaves the previous tables or none, never a partial one. Usage and columns:
-`docs/suite.md`.
+shared between a few worker processes (and this process while they start); each writes its own
+results folder atomically (`results.atomic_dir`), and a folder that is already complete for the
+same scenario text is read back instead of run again. The two suite tables are written once, at
+the end, by rename: an interrupted suite leaves the previous tables or none, never a partial one.
+Usage and columns: `docs/suite.md`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import metrics, runner
-from rtcbench.results import load_tables, read_summary, run_dir
+from rtcbench.results import load_tables, read_summary, run_dir, write_parquet
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
 
 __all__ = [
@@ -170,25 +171,54 @@ def _ready() -> None:
     """A no-op task: its completion says a worker process has started and imported rtcbench."""
 
 
-def _run_parallel(
-    jobs: list[_Job], helpers: int, on_done: Callable[[int, dict[str, Any]], None], *, here: bool = True
-) -> None:
-    """Runs `jobs` on `helpers` worker processes and, with `here`, in this process too, calling
-    `on_done(index, summary)` in this process as each finishes.
+_WORKER_POLARS_THREADS = "1"
+"""polars threads of each worker process. One process per core already uses every core; polars'
+own pool on top (one thread per core in every process) made the RFC 8867 suite about 10 % slower
+on 2 cores."""
 
-    Starting a worker costs about as much as a few runs (it imports polars and rtcbench), so this
-    process runs jobs itself meanwhile, and a worker is handed a job only once it is up: a suite
-    never waits for a process start-up, and a short suite is as fast as running it here.
+_QUEUED_PER_WORKER = 2
+"""Jobs handed to a worker ahead of time: one running and one waiting, so a worker that finishes
+starts its next run at once instead of waiting for this process to hand one out."""
+
+
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """Sets an environment variable for what this process starts meanwhile (spawned workers read
+    their environment once, at start)."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = saved
+
+
+def _run_parallel(
+    jobs: list[_Job], workers: int, on_done: Callable[[int, dict[str, Any]], None], *, here: bool = True
+) -> None:
+    """Runs `jobs` on `workers` worker processes, calling `on_done(index, summary)` in this process
+    as each finishes.
+
+    Starting a worker costs about as much as a few runs (it imports polars and rtcbench), so, with
+    `here`, this process runs jobs itself until every worker is up: a suite never waits for a
+    process start-up, and a short suite is as fast as running it here. Once the workers are up,
+    this process only hands out jobs (`_QUEUED_PER_WORKER` per worker) and collects results: its
+    polars pool was started with one thread per core, which the workers' runs would compete with.
 
     Workers are spawned, not forked: importing polars already starts threads, which a fork would
-    not copy. Each keeps polars' own thread pool (on 2 cores, one thread per worker was slower).
-    On Ctrl-C, jobs not started are dropped and running ones finish before KeyboardInterrupt
-    propagates (workers ignore SIGINT), so no run is left half-written.
+    not copy. They run polars on `_WORKER_POLARS_THREADS` thread(s). On Ctrl-C, jobs not started are
+    dropped and running ones finish before KeyboardInterrupt propagates (workers ignore SIGINT), so
+    no run is left half-written.
     """
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=helpers, mp_context=ctx, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
     queue = deque(range(len(jobs)))
-    starting: set[Future[None]] = {pool.submit(_ready) for _ in range(helpers)}
+    # The pool starts a process per submitted task, up to `workers`: all of them here.
+    with _environ("POLARS_MAX_THREADS", _WORKER_POLARS_THREADS):
+        starting: set[Future[None]] = {pool.submit(_ready) for _ in range(workers)}
     ready = 0
     running: dict[Future[dict[str, Any]], int] = {}
     try:
@@ -199,10 +229,10 @@ def _run_parallel(
                 ready += 1
             for fut in [f for f in running if f.done()]:
                 on_done(running.pop(fut), fut.result())
-            while queue and len(running) < ready:
+            while queue and len(running) < _QUEUED_PER_WORKER * ready:
                 i = queue.popleft()
                 running[pool.submit(_execute, jobs[i])] = i
-            if queue and here:
+            if queue and here and starting:
                 i = queue.popleft()
                 on_done(i, _execute(jobs[i]))
             elif running or starting:
@@ -302,7 +332,7 @@ def _write_atomic(df: pl.DataFrame, final: Path) -> None:
     the old file or the new one, never a part."""
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     try:
-        df.write_parquet(tmp, compression="zstd", statistics=True)
+        write_parquet(df, tmp)
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -368,9 +398,9 @@ def run_suite(
     command: str | None = None,
 ) -> SuiteResult:
     """Runs every variant of the selected scenarios with every controller, `reps` times (repetition
-    r uses seed `seed + r`), `jobs` runs at a time (default: one per CPU): this process and
-    `jobs - 1` worker processes. Writes every run's folder and then `<out>/suite.parquet` and
-    `<out>/suite-runs.parquet`.
+    r uses seed `seed + r`), `jobs` runs at a time (default: one per CPU) in as many worker
+    processes, or in this process with `jobs=1`. Writes every run's folder and then
+    `<out>/suite.parquet` and `<out>/suite-runs.parquet`.
 
     `names_or_scenarios` holds suite names (`SUITES`), built-in scenario ids or scenario files. Runs
     whose folder is already complete are read back, not run again. `progress(done, total)` is
@@ -413,12 +443,12 @@ def run_suite(
             finished(i, _read_back(job.path))
         else:
             todo.append(i)
-    helpers = min(jobs or _cpus(), len(todo)) - 1
-    if helpers <= 0:
+    workers = min(jobs or _cpus(), len(todo))
+    if workers <= 1:
         for i in todo:
             finished(i, _execute(plan[i]))
     else:
-        _run_parallel([plan[i] for i in todo], helpers, lambda k, summary: finished(todo[k], summary))
+        _run_parallel([plan[i] for i in todo], workers, lambda k, summary: finished(todo[k], summary))
 
     flow_rows: list[dict[str, Any]] = []
     run_rows: list[dict[str, Any]] = []
