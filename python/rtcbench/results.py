@@ -131,7 +131,7 @@ def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
     """Writes one results table: zstd at level 1, with column statistics.
 
-    Level 1 rather than polars' default 3: on the RFC 8867 suite it writes about 20 % faster for
+    Level 1 rather than polars' default 3: on the RFC 8867 suite it writes about 15 % faster for
     files about 2 % larger (encoding, not compression, is most of the cost).
     """
     df.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
