@@ -776,8 +776,8 @@ fn build_call(
 impl World {
     fn run(&mut self, meta: Meta) -> RunOutput {
         for i in 0..self.senders.len() {
-            self.wake_sender(i as u32);
-            self.wake_receiver(i as u32);
+            self.wake(Event::Sender(i as u32));
+            self.wake(Event::Receiver(i as u32));
         }
         for i in 0..self.tcp_sources.len() as u32 {
             self.wake(Event::TcpSource(i));
@@ -806,7 +806,7 @@ impl World {
                     while let Some((_, pkt)) = self.links[l as usize].poll_output(now) {
                         self.forward(now, pkt);
                     }
-                    self.wake_link(l);
+                    self.wake(Event::Link(l));
                 }
                 Event::Sender(i) => {
                     if self.sender_wake[i as usize] == Some(now) {
@@ -876,20 +876,27 @@ impl World {
         }
     }
 
-    /// Schedules a cross-traffic element's next wake-up if it is earlier than the pending one.
-    /// A stale wake-up (one superseded by an earlier) still fires and finds nothing due.
+    /// Schedules an element's next wake-up if it is earlier than the one pending. A stale
+    /// wake-up (one superseded by an earlier) still fires and finds nothing due.
     fn wake(&mut self, ev: Event) {
         let (t, slot) = match ev {
+            Event::Link(l) => (self.links[l as usize].poll_timeout(), &mut self.link_wake[l as usize]),
+            Event::Sender(i) => {
+                (Some(self.senders[i as usize].poll_timeout()), &mut self.sender_wake[i as usize])
+            }
+            Event::Receiver(i) => {
+                (Some(self.receivers[i as usize].poll_timeout()), &mut self.receiver_wake[i as usize])
+            }
             Event::TcpSource(i) => {
-                (self.tcp_sources[i as usize].poll_timeout(), &mut self.tcp_source_wake[i as usize])
+                (Some(self.tcp_sources[i as usize].poll_timeout()), &mut self.tcp_source_wake[i as usize])
             }
             Event::TcpSink(i) => {
-                (self.tcp_sinks[i as usize].poll_timeout(), &mut self.tcp_sink_wake[i as usize])
+                (Some(self.tcp_sinks[i as usize].poll_timeout()), &mut self.tcp_sink_wake[i as usize])
             }
-            Event::Cbr(i) => (self.cbrs[i as usize].poll_timeout(), &mut self.cbr_wake[i as usize]),
-            _ => unreachable!("calls and links have their own wake-ups"),
+            Event::Cbr(i) => (Some(self.cbrs[i as usize].poll_timeout()), &mut self.cbr_wake[i as usize]),
+            Event::Sample => unreachable!("samples are scheduled by the sampling loop"),
         };
-        if t < Instant::FAR_FUTURE && slot.is_none_or(|w| t < w) {
+        if let Some(t) = t.filter(|&t| slot.is_none_or(|w| t < w)) {
             *slot = Some(t);
             self.sched.schedule(t, ev);
         }
@@ -909,40 +916,12 @@ impl World {
         self.wake(ev);
     }
 
-    fn wake_link(&mut self, l: LinkId) {
-        if let Some(t) = self.links[l as usize].poll_timeout() {
-            let slot = &mut self.link_wake[l as usize];
-            if slot.is_none_or(|w| t < w) {
-                *slot = Some(t);
-                self.sched.schedule(t, Event::Link(l));
-            }
-        }
-    }
-
-    fn wake_sender(&mut self, i: u32) {
-        let t = self.senders[i as usize].poll_timeout();
-        let slot = &mut self.sender_wake[i as usize];
-        if slot.is_none_or(|w| t < w) {
-            *slot = Some(t);
-            self.sched.schedule(t, Event::Sender(i));
-        }
-    }
-
-    fn wake_receiver(&mut self, i: u32) {
-        let t = self.receivers[i as usize].poll_timeout();
-        let slot = &mut self.receiver_wake[i as usize];
-        if slot.is_none_or(|w| t < w) {
-            *slot = Some(t);
-            self.sched.schedule(t, Event::Receiver(i));
-        }
-    }
-
     fn flush_sender(&mut self, now: Instant, i: u32) {
         let out = std::mem::take(&mut self.senders[i as usize].outbox);
         for p in out {
             self.transmit(now, p);
         }
-        self.wake_sender(i);
+        self.wake(Event::Sender(i));
     }
 
     fn flush_receiver(&mut self, now: Instant, i: u32) {
@@ -953,7 +932,7 @@ impl World {
         for p in out {
             self.transmit(now, p);
         }
-        self.wake_receiver(i);
+        self.wake(Event::Receiver(i));
     }
 
     /// A packet leaves its sender.
@@ -991,7 +970,7 @@ impl World {
         if let Err((pkt, reason)) = self.links[l as usize].enqueue(now, pkt) {
             self.trace.packets.record(now, PacketEvent::Dropped, &pkt, Some((l, reason)));
         }
-        self.wake_link(l);
+        self.wake(Event::Link(l));
     }
 
     /// A packet reached the end of a link: next link or its destination.
