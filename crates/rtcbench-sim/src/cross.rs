@@ -4,12 +4,12 @@
 //! whose packets end at the far node.
 
 use rtcbench_cc::feedback::Ecn;
-use rtcbench_units::{DataSize, Instant};
+use rtcbench_units::{DataSize, Duration, Instant};
 
 use crate::packet::{FlowId, Packet, PacketKind, RouteId};
 use crate::traffic::cbr::CbrSource;
 use crate::traffic::on_off::{Burst, OnOff};
-use crate::traffic::tcp::wire::TcpRepr;
+use crate::traffic::tcp::wire::{TcpRepr, HEADER_LEN as TCP_HEADER_LEN, IPV4_HEADER};
 use crate::traffic::tcp::{ReceiverConfig, Segment, SenderEvent, TcpReceiver, TcpSender};
 
 /// UDP and IPv4 headers of a CBR packet.
@@ -50,23 +50,92 @@ pub struct TcpSource {
     /// Woken at `start` once: a bulk sender has no timer before it sends.
     started: bool,
     out: Plumbing,
+    small_queues: Option<SmallQueues>,
     /// Completed bursts of an on/off application (flow completion times).
     pub bursts: Vec<Burst>,
     pub outbox: Vec<Packet>,
 }
 
+/// Linux's TCP Small Queues (`tcp_small_queue_check`, net/ipv4/tcp_output.c; Linux 3.6 on): a
+/// socket may have only so many bytes queued below it on its own host (qdisc and NIC); more
+/// data waits in the socket until one of its packets leaves the interface. It matters where the
+/// bottleneck's queue is on the sending host (a `tc` shaper on the sender's egress, as in
+/// 000 §5.2.3): there a bulk flow keeps only a couple of packets in the bottleneck queue
+/// instead of filling it. Here the host's queue is the flow's first link.
+#[derive(Debug, Default)]
+struct SmallQueues {
+    /// Bytes of this flow in the first link's queue or being serialised onto it.
+    queued: DataSize,
+    /// A packet left the host while the flow was throttled: send again at this instant.
+    resume: Option<Instant>,
+    throttled: bool,
+}
+
+/// The TSQ limit's floor: two full packets (Linux: 2 × the skb's truesize).
+const TSQ_MIN_PACKETS: u64 = 2;
+/// The time at the pacing rate the limit grows to at higher rates (Linux:
+/// `sk_pacing_rate >> sk_pacing_shift`, shift 10: 1/1024 s).
+const TSQ_PACING_TIME: Duration = Duration::from_micros(977);
+/// `net.ipv4.tcp_limit_output_bytes`' default: the limit's ceiling.
+const TSQ_MAX_BYTES: DataSize = DataSize::bytes(1 << 20);
+
 impl TcpSource {
     pub fn new(sender: TcpSender, app: Option<OnOff>, start: Instant, stop: Instant, out: Plumbing) -> Self {
-        Self { sender, app, start, stop, started: false, out, bursts: Vec::new(), outbox: Vec::new() }
+        Self {
+            sender,
+            app,
+            start,
+            stop,
+            started: false,
+            out,
+            small_queues: None,
+            bursts: Vec::new(),
+            outbox: Vec::new(),
+        }
+    }
+
+    /// Applies TCP Small Queues to this flow's first link (see [`SmallQueues`]); the world
+    /// reports what leaves that link with [`TcpSource::on_left_host`].
+    pub fn with_small_queues(mut self) -> Self {
+        self.small_queues = Some(SmallQueues::default());
+        self
+    }
+
+    /// Whether the flow applies TCP Small Queues.
+    pub fn has_small_queues(&self) -> bool {
+        self.small_queues.is_some()
+    }
+
+    /// A packet of this flow left its host (serialised onto the first link, or dropped there).
+    pub fn on_left_host(&mut self, now: Instant, size: DataSize) {
+        if let Some(tsq) = &mut self.small_queues {
+            tsq.queued = tsq.queued.saturating_sub(size);
+            if tsq.throttled && now < self.stop {
+                tsq.resume = Some(now);
+            }
+        }
+    }
+
+    /// max(2 packets, ~1 ms at the pacing rate), at most 1 MiB.
+    fn small_queue_limit(&self) -> DataSize {
+        let smss = self.sender.config().smss;
+        let full = IPV4_HEADER + DataSize::bytes(TCP_HEADER_LEN as u64) + smss;
+        let floor = full * TSQ_MIN_PACKETS;
+        let paced = self.sender.pacing_rate().map_or(DataSize::ZERO, |r| r * TSQ_PACING_TIME);
+        floor.max(paced).min(TSQ_MAX_BYTES)
     }
 
     pub fn poll_timeout(&self) -> Instant {
         let next = if self.started {
-            [self.sender.poll_timeout(), self.app.as_ref().and_then(OnOff::poll_timeout)]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(Instant::FAR_FUTURE)
+            [
+                self.sender.poll_timeout(),
+                self.app.as_ref().and_then(OnOff::poll_timeout),
+                self.small_queues.as_ref().and_then(|q| q.resume),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(Instant::FAR_FUTURE)
         } else {
             self.start
         };
@@ -82,6 +151,9 @@ impl TcpSource {
             return;
         }
         self.started = true;
+        if let Some(tsq) = &mut self.small_queues {
+            tsq.resume = tsq.resume.filter(|&t| t > now);
+        }
         if let Some(size) = self.app.as_mut().and_then(|a| a.on_timeout(now)) {
             self.sender.write(size);
         }
@@ -107,9 +179,27 @@ impl TcpSource {
         self.transmit(now);
     }
 
+    /// Sends what the windows allow and, with TCP Small Queues, what the host queue allows.
     fn transmit(&mut self, now: Instant) {
-        while let Some(seg) = self.sender.poll_transmit(now) {
-            self.outbox.push(segment_packet(now, self.out, seg));
+        loop {
+            if let Some(tsq) = &self.small_queues {
+                let throttled = tsq.queued >= self.small_queue_limit();
+                if throttled {
+                    self.sender.on_throttled();
+                }
+                if let Some(tsq) = &mut self.small_queues {
+                    tsq.throttled = throttled;
+                }
+                if throttled {
+                    return;
+                }
+            }
+            let Some(seg) = self.sender.poll_transmit(now) else { return };
+            let pkt = segment_packet(now, self.out, seg);
+            if let Some(tsq) = &mut self.small_queues {
+                tsq.queued += pkt.size;
+            }
+            self.outbox.push(pkt);
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::link::capacity::CapacitySchedule;
 use crate::link::jitter::JitterConfig;
 use crate::link::loss::LossModel;
 use crate::link::{Link, LinkConfig, QueueLimit};
-use crate::packet::{FlowId, LinkId, Packet, PacketKind, RouteId};
+use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
 use crate::rng::{derive_seed, rng_for};
 use crate::scenario::{
@@ -188,6 +188,9 @@ struct World {
     receiver_wake: Vec<Option<Instant>>,
     tcp_sources: Vec<TcpSource>,
     tcp_source_wake: Vec<Wake>,
+    /// Per flow id, the TCP source that applies TCP Small Queues to it (its first link is its
+    /// host's interface and reports what leaves it).
+    small_queues: Vec<Option<u32>>,
     tcp_sinks: Vec<TcpSink>,
     tcp_sink_wake: Vec<Wake>,
     cbrs: Vec<CbrFlow>,
@@ -420,7 +423,7 @@ pub fn simulate_with(
     let spec = &s.spec;
     let origin = format!("scenario {}", spec.id);
     let end = Instant::ZERO + *spec.duration.get();
-    let links: Vec<Link> = spec
+    let mut links: Vec<Link> = spec
         .links
         .iter()
         .map(|l| {
@@ -564,6 +567,7 @@ pub fn simulate_with(
 
     let mut tcp_sources = Vec::new();
     let mut tcp_sinks = Vec::new();
+    let mut tsq_flows = Vec::new();
     for (i, t) in spec.tcp.iter().enumerate() {
         let fwd = path_between(format!("tcp.{i}"), &t.from, &t.to)?;
         let bwd = path_between(format!("tcp.{i}"), &t.to, &t.from)?;
@@ -579,6 +583,9 @@ pub fn simulate_with(
             let to_source = route_to(bwd.clone(), Endpoint::TcpSource(index), (ends.1, ends.0));
             let path = format!("tcp/{group}/{k}");
             let (source, sink) = build_tcp(t, k, index, (to_sink, data), (to_source, ack), seed, &path, end);
+            if source.has_small_queues() {
+                tsq_flows.push((data, index, fwd[0]));
+            }
             tcp_sources.push(source);
             tcp_sinks.push(sink);
         }
@@ -607,6 +614,11 @@ pub fn simulate_with(
         available[k] = Some(scheduled_capacity(l));
     }
 
+    let mut small_queues = vec![None; meta.flows.len()];
+    for (flow, source, host_link) in tsq_flows {
+        small_queues[flow as usize] = Some(source);
+        links[host_link as usize].report_serialised();
+    }
     let n_links = links.len();
     let (n_s, n_r) = (senders.len(), receivers.len());
     let (n_tcp, n_cbr) = (tcp_sources.len(), cbrs.len());
@@ -621,6 +633,7 @@ pub fn simulate_with(
         receiver_wake: vec![None; n_r],
         tcp_sources,
         tcp_source_wake: vec![None; n_tcp],
+        small_queues,
         tcp_sinks,
         tcp_sink_wake: vec![None; n_tcp],
         cbrs,
@@ -683,8 +696,11 @@ fn build_tcp(
     let start = Instant::ZERO + t.start.unwrap_or(Duration::ZERO);
     let stop = t.stop.map_or(end, |s| Instant::ZERO + s);
     let app = app.map(|(c, on)| OnOff::new(c, on, start, rng_for(seed, &format!("{path}/workload"))));
-    let source =
+    let mut source =
         TcpSource::new(TcpSender::new(cfg), app, start, stop, Plumbing { flow: data_flow, route: to_sink });
+    if t.small_queues.unwrap_or(false) {
+        source = source.with_small_queues();
+    }
     let sink = TcpSink::new(rx, Plumbing { flow: ack_flow, route: to_source });
     (source, sink)
 }
@@ -800,8 +816,11 @@ impl World {
                     }
                     let link = &mut self.links[l as usize];
                     link.on_timeout(now);
+                    while let Some((flow, size)) = self.links[l as usize].poll_serialised() {
+                        self.left_host(now, flow, size);
+                    }
                     while let Some((pkt, reason)) = self.links[l as usize].poll_drop() {
-                        self.trace.packets.record(now, PacketEvent::Dropped, &pkt, Some((l, reason)));
+                        self.dropped(now, l, &pkt, reason);
                     }
                     while let Some((_, pkt)) = self.links[l as usize].poll_output(now) {
                         self.forward(now, pkt);
@@ -968,9 +987,25 @@ impl World {
     fn enter_link(&mut self, now: Instant, pkt: Packet) {
         let l = self.routes[pkt.route as usize].links[pkt.hop as usize];
         if let Err((pkt, reason)) = self.links[l as usize].enqueue(now, pkt) {
-            self.trace.packets.record(now, PacketEvent::Dropped, &pkt, Some((l, reason)));
+            self.dropped(now, l, &pkt, reason);
         }
         self.wake(Event::Link(l));
+    }
+
+    fn dropped(&mut self, now: Instant, l: LinkId, pkt: &Packet, reason: DropReason) {
+        self.trace.packets.record(now, PacketEvent::Dropped, pkt, Some((l, reason)));
+        if pkt.hop == 0 {
+            self.left_host(now, pkt.flow, pkt.size);
+        }
+    }
+
+    /// A packet left its host's interface (serialised or dropped there): a TCP source under
+    /// TCP Small Queues may send more. It sends in its own event, not from inside the link's.
+    fn left_host(&mut self, now: Instant, flow: FlowId, size: DataSize) {
+        if let Some(&Some(i)) = self.small_queues.get(flow as usize) {
+            self.tcp_sources[i as usize].on_left_host(now, size);
+            self.wake(Event::TcpSource(i));
+        }
     }
 
     /// A packet reached the end of a link: next link or its destination.

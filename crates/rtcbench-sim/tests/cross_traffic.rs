@@ -139,3 +139,63 @@ fn ce_marks_of_an_ecn_codel_queue_reach_nada_through_rfc8888() {
     let ColumnData::Float(values) = &mark.data else { panic!("`mark` is a ratio") };
     assert!(values.iter().any(|&v| v > 0.0), "NADA saw the marks");
 }
+
+/// The largest queue sampled on link 0 (every 10 ms) in [from, to) µs.
+fn max_queue_bytes(out: &RunOutput, (from, to): (i64, i64)) -> i64 {
+    let l = &out.trace.links;
+    (0..l.t_us.len())
+        .filter(|&i| l.link[i] == 0 && (from..to).contains(&l.t_us[i]))
+        .map(|i| l.queue_bytes[i])
+        .max()
+        .unwrap_or(0)
+}
+
+/// A CUBIC flow into a 2 Mbit/s bottleneck with a 300 ms (75 kB) drop-tail buffer, with or
+/// without TCP Small Queues, and optionally a 1 Mbit/s CBR flow through the same queue.
+fn tsq_run(small_queues: bool, cbr: bool) -> RunOutput {
+    let mut body =
+        format!("[[tcp]]\nfrom = \"A\"\nto = \"B\"\ncc = \"cubic\"\nsmall_queues = {small_queues}\n");
+    if cbr {
+        body.push_str("[[cbr]]\nfrom = \"A\"\nto = \"B\"\nrate = \"1Mbps\"\nstart = \"10s\"\n");
+    }
+    run(&two_nodes("capacity = \"2Mbps\"\nqueue = { size = \"300ms\" }", &body), ControllerKind::Fixed)
+}
+
+#[test]
+fn tcp_small_queues_keep_a_bulk_flow_two_packets_deep_in_its_hosts_queue() {
+    // Linux's TSQ with the shaper on the sending host (000 §5.2.3's testbed): the flow still fills
+    // the link, but holds at most two packets (2 × 1500 B) in the queue instead of the 75 kB
+    // buffer, so it loses nothing. Without TSQ the same flow fills the buffer and loses packets.
+    let out = tsq_run(true, false);
+    let tcp = flow_id(&out, "tcp0");
+    let goodput = rate_bps(&out.trace.packets, tcp, RECEIVED, (5 * SEC, 30 * SEC));
+    assert!(goodput >= 0.95 * 2e6, "{goodput}");
+    assert!(
+        max_queue_bytes(&out, (5 * SEC, 30 * SEC)) <= 2 * 1500,
+        "{}",
+        max_queue_bytes(&out, (0, 30 * SEC))
+    );
+    assert_eq!(bytes(&out.trace.packets, tcp, DROPPED, (0, 30 * SEC)), 0);
+
+    let out = tsq_run(false, false);
+    let tcp = flow_id(&out, "tcp0");
+    assert!(max_queue_bytes(&out, (5 * SEC, 30 * SEC)) >= 70_000);
+    assert!(bytes(&out.trace.packets, tcp, DROPPED, (0, 30 * SEC)) > 0);
+}
+
+#[test]
+fn under_tcp_small_queues_a_bulk_flow_yields_to_a_cbr_flow_without_a_standing_queue() {
+    // With 1 Mbit/s of CBR through the host queue from 10 s, the TSQ flow gets the other
+    // 1 Mbit/s (±5 %), its queue stays shallow (a few CBR packets and two of its own: under a
+    // tenth of the 75 kB buffer) and nothing is lost: the host queue's backpressure, not loss,
+    // slows it.
+    let out = tsq_run(true, true);
+    let p = &out.trace.packets;
+    let (tcp, cbr) = (flow_id(&out, "tcp0"), flow_id(&out, "cbr0"));
+    let span = (15 * SEC, 30 * SEC);
+    let tcp_rate = rate_bps(p, tcp, RECEIVED, span);
+    assert!((0.95e6..=1.05e6).contains(&tcp_rate), "{tcp_rate}");
+    assert!(rate_bps(p, cbr, RECEIVED, span) >= 0.99e6);
+    assert!(max_queue_bytes(&out, span) <= 7_500, "{}", max_queue_bytes(&out, span));
+    assert_eq!(bytes(p, tcp, DROPPED, (0, 30 * SEC)) + bytes(p, cbr, DROPPED, (0, 30 * SEC)), 0);
+}

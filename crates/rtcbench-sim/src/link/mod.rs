@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, FlowId, Packet};
 use crate::queue::{Queue, QueueDiscipline};
 use crate::rng::SimRng;
 use capacity::CapacitySchedule;
@@ -71,6 +71,9 @@ pub struct Link {
     drops_due: Option<Instant>,
     /// Serialised packets travelling to the far end, in exit order (jitter never reorders).
     in_flight: VecDeque<(Instant, Packet)>,
+    /// With [`Link::report_serialised`]: (flow, size) of each packet whose serialisation ended
+    /// and not yet handed out by [`Link::poll_serialised`].
+    serialised: Option<Vec<(FlowId, DataSize)>>,
 }
 
 /// The packet being serialised.
@@ -91,6 +94,7 @@ impl Link {
             on_wire: None,
             drops_due: None,
             in_flight: VecDeque::new(),
+            serialised: None,
         }
     }
 
@@ -119,6 +123,17 @@ impl Link {
     /// outage while the capacity is zero).
     pub fn queue_limit_at(&self, t: Instant) -> Option<DataSize> {
         self.cfg.queue.bytes_at(self.cfg.capacity.sizing_rate_at(t))
+    }
+
+    /// Makes the link report every packet whose serialisation ends ([`Link::poll_serialised`]):
+    /// a link that is a host's own interface tells the host when a packet has left it.
+    pub fn report_serialised(&mut self) {
+        self.serialised.get_or_insert_with(Vec::new);
+    }
+
+    /// A packet whose serialisation ended, as (flow, size), if the link reports them.
+    pub fn poll_serialised(&mut self) -> Option<(FlowId, DataSize)> {
+        self.serialised.as_mut().and_then(Vec::pop)
     }
 
     /// Packets the queue marked CE so far.
@@ -172,6 +187,9 @@ impl Link {
                 Some(j) => j.exit_time(nominal, serialisation),
                 None => nominal,
             };
+            if let Some(serialised) = &mut self.serialised {
+                serialised.push((pkt.flow, pkt.size));
+            }
             self.in_flight.push_back((exit, pkt));
             self.start_transmission(done);
             self.note_drops(done);

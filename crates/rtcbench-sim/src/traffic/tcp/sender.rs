@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 
-use rtcbench_units::{DataSize, Duration, Instant, SeqNo};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo};
 
 use super::cubic::Cubic;
 use super::hystart::HyStart;
@@ -376,6 +376,23 @@ impl TcpSender {
             Next::Retransmit(start) => self.retransmit(now, start),
             Next::New(len) => self.send_new(now, len),
         })
+    }
+
+    /// Something other than the congestion window stopped the sender with data waiting (TCP
+    /// Small Queues, see [`crate::cross::TcpSource`]): cwnd limited the sender only if it is
+    /// also full, so an open window stops cwnd growth (Linux's `tcp_is_cwnd_limited`).
+    pub fn on_throttled(&mut self) {
+        self.cwnd_limited = !self.window_open();
+    }
+
+    /// The rate Linux would pace at (`tcp_update_pacing_rate`, net/ipv4/tcp_input.c):
+    /// max(cwnd, bytes in flight) / SRTT, times 200 % while cwnd < ssthresh / 2 (slow start)
+    /// and 120 % after (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio`). `None` before the first
+    /// RTT sample. rtcbench's TCP does not pace; TCP Small Queues sizes its limit from it.
+    pub fn pacing_rate(&self) -> Option<Bitrate> {
+        let srtt = self.rtt.srtt().filter(|d| !d.is_zero())?;
+        let ratio = if self.cwnd * 2 < self.ssthresh { 2.0 } else { 1.2 };
+        Some(self.cwnd.max(self.scoreboard.pipe()) / srtt * ratio)
     }
 
     /// Lost segments first (RFC 6675 NextSeg rule 1), then new data the receive window allows.
