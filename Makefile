@@ -59,11 +59,13 @@ fmt:
 	$(BIN)/ruff check --fix python tests benches
 
 # Criterion benchmarks of the simulator, the CLI end to end, then the whole RFC 8867 suite with four
-# controllers (budget: under 20 s on 2 cores); prints simulated s per wall s.
+# controllers (budget: under 20 s on 2 cores); prints simulated s per wall s. Last, instruction
+# counts (valgrind) against benches/instructions.json: the host-independent regression check.
 bench: build-release
 	$(CARGO) bench -p rtcbench-sim --bench sim
 	$(BIN)/python benches/cli_timing.py
 	$(BIN)/python benches/suite_timing.py
+	$(BIN)/python benches/instructions.py
 
 clean:
 	rm -rf $(VENV) target results
