@@ -294,6 +294,84 @@ def suite_cmd(
     print_suite(result)
 
 
+SCORE_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
+
+
+@app.command("score")
+def score_cmd(
+    folder: Annotated[Path, typer.Argument(help="A run folder, or a folder of runs (a suite).")],
+    thresholds: Annotated[
+        Path | None, typer.Option(help="TOML file overriding criteria thresholds (docs/scorecard.md).")
+    ] = None,
+) -> None:
+    """Judge every run under FOLDER against the RFC 8836 requirements (docs/scorecard.md): the
+    test case × controller matrix and each controller's share of passes. The long table (one row
+    per run and criterion) is written to FOLDER/scorecard.parquet."""
+    from rtcbench import scorecard as sc
+    from rtcbench.results import write_parquet
+
+    if not folder.is_dir():
+        _fail(f"{folder}: not a folder")
+    try:
+        criteria = sc.load_thresholds(thresholds) if thresholds is not None else sc.CRITERIA
+    except sc.ScorecardError as e:
+        _fail(str(e))
+    folders = sc.run_folders(folder)
+    if not folders:
+        _fail(f"{folder}: no run folders (none holds a summary.json)")
+    problems: list[str] = []
+    table = sc.score_table(folders, criteria, problems)
+    for p in problems:
+        err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
+    if table.height == 0:
+        _fail(f"{folder}: no run could be scored")
+    write_parquet(table, folder / "scorecard.parquet")
+    if len(folders) == 1:
+        t = Table(title=f"Scorecard: {folders[0]}", title_justify="left")
+        for col in ("criterion", "requirement", "verdict", "value", "pass", "warn", "note"):
+            t.add_column(col)
+        for row in table.iter_rows(named=True):
+            colour = SCORE_COLOURS[row["verdict"]]
+            value = "-" if row["value"] is None else f"{row['value']:.3g} {row['unit']}".strip()
+            t.add_row(
+                row["criterion"],
+                row["requirement"],
+                f"[{colour}]{row['verdict']}[/]",
+                value,
+                f"{row['pass_at']:g}",
+                f"{row['warn_at']:g}",
+                escape(row["note"]),
+            )
+        console.print(t)
+    else:
+        m = Table(title="Scorecard: checks passed / warned / failed", title_justify="left")
+        m.add_column("scenario")
+        cells = sc.matrix(table)
+        ccs = sorted(set(cells["controller"]))
+        for cc in ccs:
+            m.add_column(cc)
+        for scenario in sorted(set(cells["scenario"])):
+            cells_row: list[str] = [scenario]
+            for cc in ccs:
+                c = cells.filter((cells["scenario"] == scenario) & (cells["controller"] == cc))
+                if c.height == 0:
+                    cells_row.append("")
+                    continue
+                r = c.row(0, named=True)
+                cells_row.append(f"[{SCORE_COLOURS[r['worst']]}]{r['pass']}/{r['warn']}/{r['fail']}[/]")
+            m.add_row(*cells_row)
+        console.print(m)
+        a = Table(title="Per controller", title_justify="left")
+        for col in ("controller", "pass", "warn", "fail", "passed"):
+            a.add_column(col)
+        for r in sc.per_controller(table).iter_rows(named=True):
+            a.add_row(
+                r["controller"], str(r["pass"]), str(r["warn"]), str(r["fail"]), f"{r['pass_share']:.0%}"
+            )
+        console.print(a)
+    console.print(f"table: {folder / 'scorecard.parquet'}", highlight=False)
+
+
 def main() -> None:
     app()
 

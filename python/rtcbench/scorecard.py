@@ -1,0 +1,547 @@
+"""The scorecard: each applicable RFC 8836 requirement judged on a run from RFC 8868 metrics.
+
+A criterion names the requirement it checks, the metric it reads, the thresholds of its verdicts
+and where those come from (`docs/scorecard.md` gives the reasoning for each). Verdicts are
+`pass`, `warn`, `fail` or `n/a` (the run does not exercise the requirement). Thresholds can be
+overridden from a TOML file:
+
+    [delay]
+    pass = 150      # ms
+    warn = 300
+
+A run is judged from its results folder alone (`summary.json`, `scenario.toml`,
+`timeseries.parquet`), so a suite's runs can be scored long after they ran.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import tomllib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from rtcbench import metrics
+
+Verdict = Literal["pass", "warn", "fail", "n/a"]
+VERDICTS: tuple[Verdict, ...] = ("pass", "warn", "fail", "n/a")
+US = 1_000_000
+
+
+class ScorecardError(ValueError):
+    """A thresholds file or a results folder the scorecard cannot use; the message names it."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One requirement check. `higher_is_better` says which side of the thresholds passes: with
+    it, value ≥ pass passes and value ≥ warn warns; without, value ≤ pass passes."""
+
+    id: str
+    requirement: str
+    title: str
+    metric: str
+    unit: str
+    pass_at: float
+    warn_at: float
+    higher_is_better: bool
+    source: str
+
+    def judge(self, value: float | None) -> Verdict:
+        if value is None or math.isnan(value):
+            return "fail"
+        sign = 1.0 if self.higher_is_better else -1.0
+        if sign * value >= sign * self.pass_at:
+            return "pass"
+        if sign * value >= sign * self.warn_at:
+            return "warn"
+        return "fail"
+
+
+CRITERIA: tuple[Criterion, ...] = (
+    Criterion(
+        "delay",
+        "R1, R1.B",
+        "low self-inflicted delay",
+        "media queuing delay p95",
+        "ms",
+        100.0,
+        200.0,
+        False,
+        "000 §6.1 req. 1: end-to-end delay below 100 ms (the delay the flow adds); warn to 2×",
+    ),
+    Criterion(
+        "loss",
+        "R1",
+        "useful rate without self-inflicted loss",
+        "media loss ratio",
+        "%",
+        2.0,
+        10.0,
+        False,
+        "draft-ietf-rmcat-gcc-02 §6: below 2 % is no congestion, above 10 % is congestion",
+    ),
+    Criterion(
+        "reaction",
+        "R1.C",
+        "quick reaction to a capacity drop",
+        "slowest reaction to a capacity drop",
+        "s",
+        1.5,
+        3.0,
+        False,
+        "RFC 8836 R1.C and 000 §6.1 req. 1b: about 1 s (measured on a 1 s mean rate, hence 1.5)",
+    ),
+    Criterion(
+        "startup",
+        "R4",
+        "fast convergence at start",
+        "convergence time",
+        "s",
+        10.0,
+        30.0,
+        False,
+        "000 §6.1 req. 4; 002 calls GCC's 30 s transient after a step slow, so 30 s fails",
+    ),
+    Criterion(
+        "stability",
+        "R5 (000 req. 5)",
+        "stable rate after convergence",
+        "median coefficient of variation of the 1 s video send rate per phase, after 5 s",
+        "",
+        0.15,
+        0.3,
+        False,
+        "000 Tables 6.1-6.3: std about 0.1 Mbit/s on 1.2-1.8 Mbit/s means (0.06-0.12)",
+    ),
+    Criterion(
+        "self-fairness",
+        "R2, R2.A",
+        "fair to flows of its own kind",
+        "largest rate ratio between media flows",
+        "×",
+        3.0,
+        6.0,
+        False,
+        "RFC 8868 §4.1's band: rates of equal flows within [1/3, 3]; warn to 6",
+    ),
+    Criterion(
+        "not-starved",
+        "R3, RFC 8867 §5.6",
+        "not starved by competing traffic",
+        "lowest video rate over its minimum",
+        "×",
+        1.0,
+        0.5,
+        True,
+        "RFC 8867 §5.6: the media flow is not starved below its minimum rate",
+    ),
+    Criterion(
+        "tcp-share",
+        "R3",
+        "neither starves nor is starved by TCP",
+        "media rate over TCP rate, worse side",
+        "×",
+        3.0,
+        10.0,
+        False,
+        "RFC 8868 [1/3, 3] band between media and TCP; beyond 10:1 one side is starved",
+    ),
+    Criterion(
+        "feedback",
+        "R8.B",
+        "modest feedback overhead",
+        "feedback rate over media rate",
+        "%",
+        5.0,
+        10.0,
+        False,
+        "RFC 3550 §6.2: RTCP takes 5 % of the session bandwidth",
+    ),
+)
+BY_ID = {c.id: c for c in CRITERIA}
+
+
+def load_thresholds(path: Path) -> tuple[Criterion, ...]:
+    """The built-in criteria with the thresholds of a TOML file applied."""
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ScorecardError(f"{path}: {e}") from e
+    out = dict(BY_ID)
+    for cid, fields in table.items():
+        if cid not in BY_ID:
+            raise ScorecardError(f"{path}: unknown criterion [{cid}]; allowed: {', '.join(BY_ID)}")
+        if not isinstance(fields, dict):
+            raise ScorecardError(f"{path}: [{cid}] must be a table with pass and/or warn")
+        base = BY_ID[cid]
+        limits = {"pass": base.pass_at, "warn": base.warn_at}
+        for key, value in fields.items():
+            if key not in limits:
+                raise ScorecardError(f"{path}: [{cid}] {key}: unknown field; allowed: pass, warn")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ScorecardError(f"{path}: [{cid}] {key} = {value!r}: must be a number")
+            limits[key] = float(value)
+        c = replace(base, pass_at=limits["pass"], warn_at=limits["warn"])
+        ordered = c.pass_at >= c.warn_at if c.higher_is_better else c.pass_at <= c.warn_at
+        if not ordered:
+            side = "≥" if c.higher_is_better else "≤"
+            raise ScorecardError(f"{path}: [{cid}] needs pass {side} warn; got {c.pass_at} and {c.warn_at}")
+        out[cid] = c
+    return tuple(out.values())
+
+
+@dataclass(frozen=True)
+class Score:
+    """One criterion's verdict on one run."""
+
+    criterion: Criterion
+    verdict: Verdict
+    value: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the criteria read from one run."""
+
+    summary: dict[str, Any]
+    scenario: dict[str, Any]
+    timeseries: pl.DataFrame | None
+
+
+def _media(view: RunView) -> list[dict[str, Any]]:
+    return [f for f in view.summary["flows"] if f["kind"] in ("video", "audio")]
+
+
+def _video(view: RunView) -> list[dict[str, Any]]:
+    return [f for f in view.summary["flows"] if f["kind"] == "video"]
+
+
+def _competing(view: RunView) -> bool:
+    return bool(view.summary.get("cross_traffic")) or len(_video(view)) > 1
+
+
+def _random_loss(view: RunView) -> bool:
+    return any(link.get("loss") for link in view.scenario.get("links", []))
+
+
+def _delay(view: RunView) -> tuple[float | None, str]:
+    values = [f["qdelay_p95_ms"] for f in _media(view) if f.get("qdelay_p95_ms") is not None]
+    return (max(values), "") if values else (None, "no media packet arrived")
+
+
+def _loss(view: RunView) -> tuple[float | None, str]:
+    if _random_loss(view):
+        return None, "n/a: the path loses packets at random"
+    sent = sum(f["packets_sent"] for f in _media(view))
+    lost = sum(f["packets_dropped"] for f in _media(view))
+    return (100.0 * lost / sent, "") if sent else (None, "no media packet sent")
+
+
+def _reaction(view: RunView) -> tuple[float | None, str]:
+    """Slowest time for the single video flow's 1 s mean receive rate to fall to the new
+    capacity after each drop of at least 20 %."""
+    video = _video(view)
+    if len(video) != 1 or _competing(view) or view.timeseries is None:
+        return None, "n/a: only for a single call alone on its path"
+    bottleneck = video[0].get("bottleneck") or next(
+        (f.get("bottleneck") for f in view.summary["meta"]["flows"] if f["id"] == video[0]["id"]), None
+    )
+    phases = [p for p in view.summary["phases"] if p["link"] == bottleneck]
+    worst: float | None = None
+    drops = 0
+    for before, after in itertools.pairwise(phases):
+        if not after["capacity_bps"] < 0.8 * before["capacity_bps"]:
+            continue
+        drops += 1
+        t = metrics.time_to_reach(
+            view.timeseries,
+            video[0]["id"],
+            round(after["start_s"] * US),
+            after["capacity_bps"],
+            column="recv_rate_bps",
+            below=True,
+            smooth_us=US,
+        )
+        span = after["end_s"] - after["start_s"]
+        t = span if t is None else t
+        worst = t if worst is None else max(worst, t)
+    return (worst, "") if drops else (None, "n/a: no capacity drop")
+
+
+def _call_start_s(view: RunView, flow: dict[str, Any]) -> float:
+    """When the call that sends `flow` starts (s)."""
+    meta = {f["id"]: f for f in view.summary["meta"]["flows"]}
+    call = meta.get(flow["id"], {}).get("call")
+    calls = view.scenario.get("calls", [])
+    if call is None or call >= len(calls):
+        return 0.0
+    return _seconds(calls[call].get("start", 0))
+
+
+def _seconds(text: str | int | float) -> float:
+    if isinstance(text, int | float):
+        return float(text)
+    lowered = text.strip().lower()
+    for suffix, factor in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0)):
+        if lowered.endswith(suffix):
+            return float(lowered[: -len(suffix)]) * factor
+    raise ScorecardError(f"scenario.toml: duration {text!r}: expected a number with s, ms or us")
+
+
+def _startup(view: RunView) -> tuple[float | None, str]:
+    """The slowest video flow's convergence, counted from its own call's start."""
+    video = _video(view)
+    if not video:
+        return None, "n/a: no video"
+    times = []
+    for f in video:
+        t = f.get("convergence_time_s")
+        if t is None:
+            return math.inf, f"{f['name']} never converged"
+        times.append(max(0.0, t - _call_start_s(view, f)))
+    return max(times), ""
+
+
+STABILITY_SETTLE_S = 5.0
+STABILITY_MIN_PHASE_S = 10.0
+
+
+def _stability(view: RunView) -> tuple[float | None, str]:
+    """Median, over the phases of 10 s or more, of the video send rate's coefficient of
+    variation over 1 s means from 5 s into the phase (after the flow has settled)."""
+    ts = view.timeseries
+    if ts is None:
+        return None, "n/a: no timeseries.parquet"
+    cvs = []
+    for f in _video(view):
+        start = _call_start_s(view, f)
+        for p in view.summary["phases"]:
+            a = max(p["start_s"], start) + STABILITY_SETTLE_S
+            if p["end_s"] - a < STABILITY_MIN_PHASE_S - STABILITY_SETTLE_S:
+                continue
+            w = ts.filter(
+                (pl.col("flow") == f["id"])
+                & pl.col("t_us").is_between(round(a * US), round(p["end_s"] * US), "left")
+            )
+            if w.height == 0:
+                continue
+            per_second = w.group_by((pl.col("t_us") // US).alias("s")).agg(
+                pl.col("send_rate_bps").fill_null(0).mean()
+            )
+            rates = per_second["send_rate_bps"]
+            mean = rates.mean()
+            if isinstance(mean, float) and mean > 0:
+                std = rates.std(ddof=0)
+                cvs.append(float(std) / mean if isinstance(std, float) else 0.0)
+    if not cvs:
+        return None, "n/a: no phase of 10 s or more with video"
+    cvs.sort()
+    return cvs[len(cvs) // 2], ""
+
+
+def _self_fairness(view: RunView) -> tuple[float | None, str]:
+    if len(_video(view)) < 2:
+        return None, "n/a: one video flow"
+    if any(c.get("priority") not in (None, 1, 1.0) for c in view.scenario.get("calls", [])):
+        return None, "n/a: the calls have different priorities (RFC 8867 §6.1)"
+    ratio = view.summary["fairness"]["run"].get("max_rate_ratio")
+    return (ratio, "") if ratio is not None else (math.inf, "a flow got nothing")
+
+
+def _video_minimum(view: RunView, flow: dict[str, Any]) -> float | None:
+    """The `video.min` of the call that sends `flow`, in bit/s."""
+    meta = {f["id"]: f for f in view.summary["meta"]["flows"]}
+    call = meta.get(flow["id"], {}).get("call")
+    calls = view.scenario.get("calls", [])
+    if call is None or call >= len(calls):
+        return None
+    minimum = (calls[call].get("video") or {}).get("min")
+    return None if minimum is None else _rate_bps(minimum)
+
+
+def _rate_bps(text: str | int | float) -> float:
+    if isinstance(text, int | float):
+        return float(text)
+    units = {"gbps": 1e9, "mbps": 1e6, "kbps": 1e3, "bps": 1.0}
+    lowered = text.strip().lower()
+    for suffix, factor in units.items():
+        if lowered.endswith(suffix):
+            return float(lowered[: -len(suffix)]) * factor
+    raise ScorecardError(f"scenario.toml: rate {text!r}: expected a number with bps, kbps, Mbps or Gbps")
+
+
+def _not_starved(view: RunView) -> tuple[float | None, str]:
+    if not _competing(view):
+        return None, "n/a: no competing traffic"
+    ratios = []
+    for f in _video(view):
+        minimum = _video_minimum(view, f)
+        if minimum:
+            ratios.append(f["mean_recv_rate_bps"] / minimum)
+    return (min(ratios), "") if ratios else (None, "n/a: no video minimum rate")
+
+
+def _tcp_share(view: RunView) -> tuple[float | None, str]:
+    tcp = [c for c in view.summary.get("cross_traffic", []) if c["kind"] == "tcp"]
+    if not tcp:
+        return None, "n/a: no TCP flow"
+    media = sum(f["mean_recv_rate_bps"] for f in _video(view))
+    tcp_rate = sum(c["throughput_bps"] for c in tcp)
+    if media <= 0 or tcp_rate <= 0:
+        return math.inf, "one side got nothing"
+    return max(media / tcp_rate, tcp_rate / media), ""
+
+
+def _feedback(view: RunView) -> tuple[float | None, str]:
+    share = view.summary.get("feedback_overhead", {}).get("share_of_media")
+    return (100.0 * share, "") if share is not None else (None, "n/a: no feedback")
+
+
+MEASURES: dict[str, Callable[[RunView], tuple[float | None, str]]] = {
+    "delay": _delay,
+    "loss": _loss,
+    "reaction": _reaction,
+    "startup": _startup,
+    "stability": _stability,
+    "self-fairness": _self_fairness,
+    "not-starved": _not_starved,
+    "tcp-share": _tcp_share,
+    "feedback": _feedback,
+}
+
+
+def score_view(view: RunView, criteria: Sequence[Criterion] = CRITERIA) -> list[Score]:
+    """Every criterion's verdict on one run."""
+    out = []
+    for c in criteria:
+        value, note = MEASURES[c.id](view)
+        if value is None and note.startswith("n/a"):
+            out.append(Score(c, "n/a", None, note.removeprefix("n/a: ")))
+        else:
+            out.append(Score(c, c.judge(value), value, note))
+    return out
+
+
+def read_run(folder: Path) -> RunView:
+    """A run's results folder, as the criteria read it."""
+    missing = [name for name in ("summary.json", "scenario.toml") if not (folder / name).is_file()]
+    if missing:
+        raise ScorecardError(f"{folder}: missing {', '.join(missing)} (not a complete run folder)")
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        scenario = tomllib.loads((folder / "scenario.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ScorecardError(f"{folder}: {e}") from e
+    ts_path = folder / "timeseries.parquet"
+    ts = pl.read_parquet(ts_path) if ts_path.is_file() else None
+    return RunView(summary, scenario, ts)
+
+
+def run_folders(root: Path) -> list[Path]:
+    """Every run folder under `root` (or `root` itself), in a stable order."""
+    if (root / "summary.json").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("summary.json"))
+
+
+def score_table(
+    folders: Iterable[Path], criteria: Sequence[Criterion] = CRITERIA, problems: list[str] | None = None
+) -> pl.DataFrame:
+    """One row per (run, criterion): the long table behind every scorecard view. With
+    `problems`, a folder that cannot be read is reported there and skipped instead of raising."""
+    rows = []
+    for folder in folders:
+        try:
+            view = read_run(folder)
+        except ScorecardError as e:
+            if problems is None:
+                raise
+            problems.append(str(e))
+            continue
+        s = view.summary
+        for score in score_view(view, criteria):
+            c = score.criterion
+            rows.append(
+                {
+                    "run": str(folder),
+                    "scenario": s["scenario"],
+                    "variant": s["variant"],
+                    "controller": s["controller"],
+                    "seed": s["seed"],
+                    "criterion": c.id,
+                    "requirement": c.requirement,
+                    "verdict": score.verdict,
+                    "value": None if score.value is None or math.isinf(score.value) else score.value,
+                    "unit": c.unit,
+                    "pass_at": c.pass_at,
+                    "warn_at": c.warn_at,
+                    "higher_is_better": c.higher_is_better,
+                    "note": score.note,
+                    "source": c.source,
+                }
+            )
+    schema = {
+        "run": pl.String,
+        "scenario": pl.String,
+        "variant": pl.String,
+        "controller": pl.String,
+        "seed": pl.Int64,
+        "criterion": pl.String,
+        "requirement": pl.String,
+        "verdict": pl.String,
+        "value": pl.Float64,
+        "unit": pl.String,
+        "pass_at": pl.Float64,
+        "warn_at": pl.Float64,
+        "higher_is_better": pl.Boolean,
+        "note": pl.String,
+        "source": pl.String,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def matrix(table: pl.DataFrame) -> pl.DataFrame:
+    """Test case × controller: counts of each verdict over criteria, variants and repetitions,
+    and the worst verdict."""
+    rank = {"fail": 3, "warn": 2, "pass": 1, "n/a": 0}
+    judged = table.with_columns(pl.col("verdict").replace_strict(rank, return_dtype=pl.Int8).alias("rank"))
+    return (
+        judged.group_by("scenario", "controller")
+        .agg(
+            (pl.col("verdict") == "pass").sum().alias("pass"),
+            (pl.col("verdict") == "warn").sum().alias("warn"),
+            (pl.col("verdict") == "fail").sum().alias("fail"),
+            pl.col("rank").max().alias("rank"),
+        )
+        .with_columns(
+            pl.col("rank")
+            .replace_strict({v: k for k, v in rank.items()}, return_dtype=pl.String)
+            .alias("worst")
+        )
+        .drop("rank")
+        .sort("scenario", "controller")
+    )
+
+
+def per_controller(table: pl.DataFrame) -> pl.DataFrame:
+    """Per controller: verdict counts over every applicable check, and the share that passed."""
+    judged = table.filter(pl.col("verdict") != "n/a")
+    return (
+        judged.group_by("controller")
+        .agg(
+            (pl.col("verdict") == "pass").sum().alias("pass"),
+            (pl.col("verdict") == "warn").sum().alias("warn"),
+            (pl.col("verdict") == "fail").sum().alias("fail"),
+        )
+        .with_columns(
+            (pl.col("pass") / (pl.col("pass") + pl.col("warn") + pl.col("fail"))).alias("pass_share")
+        )
+        .sort("controller")
+    )
