@@ -1,7 +1,8 @@
 """rtcbench: a laboratory for congestion control of real-time media.
 
 The simulator core is Rust (`rtcbench._core`); this package is the front end: scenarios, runs,
-metrics computed from trace tables, figures and the `rtcbench` command line.
+metrics computed from trace tables, figures and the `rtcbench` command line. Controllers can also
+be written in Python (`Controller`, docs/controllers/python.md).
 
     >>> import rtcbench
     >>> [r.summary["flows"][0]["utilization"] for r in rtcbench.run("rfc8867-5.1", "gcc")]  # doctest: +SKIP
@@ -9,6 +10,17 @@ metrics computed from trace tables, figures and the `rtcbench` command line.
 
 from rtcbench._core import ScenarioError
 from rtcbench._core import version as _core_version
+from rtcbench.controller import (
+    CallInfo,
+    Controller,
+    ControllerError,
+    ControllerNotFound,
+    FeedbackReport,
+    LossReport,
+    PacketResult,
+    ProbeInfo,
+    SentPacket,
+)
 from rtcbench.metrics import Tables, summarize, timeseries
 from rtcbench.results import load_tables, read_summary
 from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
@@ -17,9 +29,18 @@ from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
 __version__: str = _core_version()
 
 __all__ = [
+    "CallInfo",
+    "Controller",
+    "ControllerError",
+    "ControllerNotFound",
+    "FeedbackReport",
+    "LossReport",
+    "PacketResult",
+    "ProbeInfo",
     "RunResult",
     "ScenarioError",
     "ScenarioNotFound",
+    "SentPacket",
     "Tables",
     "UnknownController",
     "Variant",

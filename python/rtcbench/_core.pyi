@@ -1,13 +1,171 @@
 """Type stubs of the native core (crates/rtcbench-py)."""
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+Ecn = Literal["not-ect", "ect1", "ect0", "ce"]
 
 class ScenarioError(ValueError):
     """A scenario file or override that cannot be used; the message names file, field and line."""
+
+class ControllerError(RuntimeError):
+    """A Python controller raised (its exception is `__cause__`) or returned a value the simulator
+    cannot use; the message names the controller, its call and the method."""
+
+class ProbeInfo:
+    """Which probe cluster a packet belongs to (libwebrtc's `PacedPacketInfo`)."""
+
+    @property
+    def cluster_id(self) -> int: ...
+    @property
+    def min_probes(self) -> int: ...
+    @property
+    def min_bytes(self) -> int: ...
+    def __init__(self, *, cluster_id: int, min_probes: int, min_bytes: int) -> None: ...
+
+class SentPacket:
+    """A packet the sender put on the wire."""
+
+    @property
+    def seq(self) -> int:
+        """Transport-wide sequence number, unwrapped (unique and increasing per sender)."""
+    @property
+    def size(self) -> int:
+        """Bytes on the wire (IPv4, UDP, RTP header with extensions, payload)."""
+    @property
+    def sent_us(self) -> int: ...
+    @property
+    def is_audio(self) -> bool: ...
+    @property
+    def probe(self) -> ProbeInfo | None: ...
+    @property
+    def data_in_flight(self) -> int:
+        """Bytes sent and not yet acknowledged or declared lost, this packet included."""
+    def __init__(
+        self,
+        *,
+        seq: int,
+        size: int,
+        sent_us: int,
+        is_audio: bool = False,
+        probe: ProbeInfo | None = None,
+        data_in_flight: int = 0,
+    ) -> None: ...
+
+class PacketResult:
+    """What feedback says about one sent packet."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def sent_us(self) -> int: ...
+    @property
+    def arrival_us(self) -> int | None:
+        """Arrival on the receiver's clock mapped to the sender's timeline (only differences between
+        arrivals are meaningful); None if the feedback reports the packet as not received."""
+    @property
+    def received(self) -> bool: ...
+    @property
+    def ecn(self) -> Ecn:
+        """The ECN field as the packet arrived (RFC 8888 feedback only; "not-ect" otherwise)."""
+    @property
+    def is_audio(self) -> bool: ...
+    @property
+    def probe(self) -> ProbeInfo | None: ...
+    def __init__(
+        self,
+        *,
+        seq: int,
+        size: int,
+        sent_us: int,
+        arrival_us: int | None,
+        ecn: Ecn = "not-ect",
+        is_audio: bool = False,
+        probe: ProbeInfo | None = None,
+    ) -> None: ...
+
+class LossReport:
+    """Loss over one receiver-report interval (RFC 3550 §6.4.1), over the sender's streams."""
+
+    @property
+    def fraction_lost(self) -> float: ...
+    @property
+    def packets_lost_delta(self) -> int: ...
+    @property
+    def packets_received_delta(self) -> int: ...
+    def __init__(
+        self, *, fraction_lost: float, packets_lost_delta: int, packets_received_delta: int
+    ) -> None: ...
+
+class FeedbackReport:
+    """One parsed feedback message: per-packet results, receiver-report loss and RTT, or REMB."""
+
+    @property
+    def packets(self) -> tuple[PacketResult, ...]:
+        """Per-packet results (transport-wide feedback or RFC 8888), in sequence order."""
+    @property
+    def data_in_flight(self) -> int:
+        """Bytes sent and not yet acknowledged or declared lost, after this feedback."""
+    @property
+    def loss(self) -> LossReport | None: ...
+    @property
+    def rtt_us(self) -> int | None:
+        """Round-trip time from a receiver report's LSR/DLSR."""
+    @property
+    def remb_bps(self) -> int | None: ...
+    def __init__(
+        self,
+        *,
+        packets: Sequence[PacketResult] = (),
+        data_in_flight: int = 0,
+        loss: LossReport | None = None,
+        rtt_us: int | None = None,
+        remb_bps: int | None = None,
+    ) -> None: ...
+
+class CallInfo:
+    """A controller's call, as `Controller.on_start` learns it."""
+
+    @property
+    def call(self) -> int:
+        """The call's index in the scenario (`meta.calls`)."""
+    @property
+    def start_us(self) -> int: ...
+    @property
+    def min_rate_bps(self) -> int:
+        """Rate limits and start rate: totals over the call's streams (video and audio)."""
+    @property
+    def max_rate_bps(self) -> int: ...
+    @property
+    def start_rate_bps(self) -> int: ...
+    @property
+    def priority(self) -> float: ...
+    @property
+    def seed(self) -> int:
+        """A seed for the controller's random draws, derived from the run's seed and the call."""
+    def __init__(
+        self,
+        *,
+        call: int = 0,
+        start_us: int = 0,
+        min_rate_bps: int,
+        max_rate_bps: int,
+        start_rate_bps: int,
+        priority: float = 1.0,
+        seed: int = 0,
+    ) -> None: ...
 
 def version() -> str: ...
 def builtin_scenarios() -> list[tuple[str, str, str, str]]: ...
 def builtin_text(id: str) -> tuple[str, str] | None: ...
 def controllers() -> list[tuple[str, str]]: ...
 def expand(text: str, origin: str, sets: list[str] = ...) -> list[tuple[str, str, str, str]]: ...
-def simulate(resolved: str, controller: str, seed: int, pcap: str | None = None) -> dict[str, Any]: ...
+def simulate(
+    resolved: str,
+    controller: str,
+    seed: int,
+    pcap: str | None = None,
+    factory: Callable[[int, int], object] | None = None,
+) -> dict[str, Any]: ...

@@ -1,13 +1,16 @@
 """The `rtcbench` command line.
 
 User mistakes (unknown scenario or controller, malformed TOML, a bad value) end with exit status 2
-and one line on stderr that says what is wrong and what is allowed; no traceback.
+and one line on stderr that says what is wrong and what is allowed; no traceback. A Python
+controller that fails (`--cc module:Class`) ends with exit status 1: its traceback, then one line
+naming the controller and the method.
 """
 
 from __future__ import annotations
 
 import shlex
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rtcbench import _core
+from rtcbench.controller import ControllerError
 from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
@@ -37,9 +41,22 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError)
 
 
-def _fail(message: str) -> None:
+CC_HELP = (
+    "Controller: gcc, gcc-draft, nada, scream or fixed; or a Python controller class as "
+    "package.module:Class or path/to/file.py:Class."
+)
+
+
+def _fail(message: str, status: int = 2) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(status)
+
+
+def _controller_failed(e: ControllerError) -> None:
+    """A Python controller's exception: where it was raised in the controller's code, then one line."""
+    if e.__cause__ is not None:
+        sys.stderr.write("".join(traceback.format_exception(e.__cause__)))
+    _fail(str(e), status=1)
 
 
 @app.command("list")
@@ -130,9 +147,7 @@ def run_cmd(
     scenario: Annotated[
         str, typer.Argument(help="A built-in scenario id (see `rtcbench list`) or a TOML file.")
     ],
-    cc: Annotated[
-        str, typer.Option("--cc", help="Controller: gcc, gcc-draft, nada, scream or fixed.")
-    ] = "gcc",
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc",
     seed: Annotated[int, typer.Option(help="Seed of every random draw; runs are a pure function of it.")] = 1,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
     sets: Annotated[
@@ -153,6 +168,8 @@ def run_cmd(
         results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
     except USER_ERRORS as e:
         _fail(str(e))
+    except ControllerError as e:
+        _controller_failed(e)
     print_summary(results)
 
 
@@ -161,7 +178,9 @@ def table_cmd(
     scenarios: Annotated[
         list[str] | None, typer.Argument(help="Scenario ids or files (default: every built-in scenario).")
     ] = None,
-    cc: Annotated[str, typer.Option("--cc", help="Comma-separated controllers.")] = "gcc,fixed",
+    cc: Annotated[
+        str, typer.Option("--cc", help="Comma-separated controllers (built-in names or module:Class).")
+    ] = "gcc,fixed",
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
 ) -> None:
     """Compare controllers on scenarios: one Markdown row per scenario variant and controller.
@@ -193,6 +212,8 @@ def table_cmd(
                     rows.append("| " + " | ".join(cells) + " |")
     except USER_ERRORS as e:
         _fail(str(e))
+    except ControllerError as e:
+        _controller_failed(e)
     print("\n".join(rows))
 
 
@@ -255,7 +276,13 @@ def suite_cmd(
             show_default=False,
         ),
     ],
-    cc: Annotated[str, typer.Option("--cc", help="Comma-separated controllers.")] = "gcc",
+    cc: Annotated[
+        str,
+        typer.Option(
+            "--cc",
+            help="Comma-separated controllers: built-in names, package.module:Class or file.py:Class.",
+        ),
+    ] = "gcc",
     reps: Annotated[int, typer.Option(help="Repetitions; repetition r runs with seed SEED + r.")] = 1,
     jobs: Annotated[
         int | None, typer.Option(help="Worker processes (default: one per CPU; 1 runs in this process).")
@@ -285,6 +312,8 @@ def suite_cmd(
             )
     except USER_ERRORS as e:
         _fail(str(e))
+    except ControllerError as e:
+        _controller_failed(e)
     except KeyboardInterrupt:
         err_console.print(
             escape(f"interrupted: finished runs are kept in {out}; the same command resumes them"),

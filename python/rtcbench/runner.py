@@ -12,18 +12,35 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core, metrics
+from rtcbench.controller import (
+    ControllerLike,
+    UnknownController,
+    UserController,
+    load_controller,
+    user_controller,
+)
 from rtcbench.metrics import Tables
 from rtcbench.results import atomic_dir, run_dir, tables_from_core, write_parquet, write_tables
 from rtcbench.scenarios import Variant, resolve
 
-__all__ = ["RunResult", "UnknownController", "controllers", "run", "run_variant"]
+__all__ = [
+    "ControllerArg",
+    "RunResult",
+    "UnknownController",
+    "controller_name",
+    "controllers",
+    "resolve_controller",
+    "run",
+    "run_variant",
+]
 
 FIGURE = "overview.png"
 """The standard figure of a run: rates against capacity, queuing delay, loss."""
 
 
-class UnknownController(ValueError):
-    """A controller name that is not built in."""
+ControllerArg = str | ControllerLike | UserController
+"""A controller as runs take it: a built-in name (`controllers`), ``package.module:Class`` or
+``path/to/file.py:Class``, or a Python controller (`rtcbench.controller.user_controller`)."""
 
 
 def controllers() -> list[tuple[str, str]]:
@@ -31,10 +48,28 @@ def controllers() -> list[tuple[str, str]]:
     return list(_core.controllers())
 
 
-def _check_controller(name: str) -> None:
-    known = [n for n, _ in controllers()]
-    if name not in known:
-        raise UnknownController(f"unknown controller {name!r} (allowed: {', '.join(known)})")
+def resolve_controller(controller: ControllerArg, *, share_instance: bool = True) -> str | UserController:
+    """A built-in controller's name as it is; a Python controller as the `UserController` that builds
+    it per call (``share_instance``: see `rtcbench.controller.user_controller`). Raises
+    `UnknownController` (or its `ControllerNotFound`) for a name that is neither."""
+    if isinstance(controller, UserController):
+        return controller
+    if isinstance(controller, str):
+        known = [n for n, _ in controllers()]
+        if controller in known:
+            return controller
+        if ":" in controller:
+            return load_controller(controller)
+        raise UnknownController(
+            f"unknown controller {controller!r} (allowed: {', '.join(known)}); a Python controller is "
+            f"named package.module:Class or path/to/file.py:Class"
+        )
+    return user_controller(controller, share_instance=share_instance)
+
+
+def controller_name(controller: str | UserController) -> str:
+    """The name runs, traces and results folders give a resolved controller."""
+    return controller if isinstance(controller, str) else controller.name
 
 
 @dataclass(frozen=True)
@@ -49,7 +84,7 @@ class RunResult:
 
 def run_variant(
     variant: Variant,
-    controller: str = "gcc",
+    controller: ControllerArg = "gcc",
     seed: int = 1,
     out: Path | None = None,
     *,
@@ -59,10 +94,21 @@ def run_variant(
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically. With
     `pcap`, the call's packets are also written to that capture file (Wireshark opens it with
-    `-d udp.port==5004,rtp`)."""
-    _check_controller(controller)
+    `-d udp.port==5004,rtp`).
+
+    `controller` is a built-in name or a Python controller (`ControllerArg`); an exception in a
+    Python controller raises `rtcbench.ControllerError`, naming the controller, call and method.
+    """
+    cc = resolve_controller(controller)
+    name = controller_name(cc)
     started = time.perf_counter()
-    raw = _core.simulate(variant.toml, controller, seed, str(pcap) if pcap is not None else None)
+    raw = _core.simulate(
+        variant.toml,
+        name,
+        seed,
+        str(pcap) if pcap is not None else None,
+        factory=None if isinstance(cc, str) else cc.make,
+    )
     meta: dict[str, Any] = json.loads(raw["meta"])
     tables = tables_from_core(raw, meta)
     ts = metrics.timeseries(tables)
@@ -70,7 +116,7 @@ def run_variant(
     summary: dict[str, Any] = {
         "scenario": variant.scenario_id,
         "variant": variant.variant,
-        "controller": controller,
+        "controller": name,
         "seed": seed,
         "simulated_s": meta["duration_s"],
         "wall_s": None,
@@ -85,7 +131,7 @@ def run_variant(
     }
     path: Path | None = None
     if out is not None:
-        path = run_dir(out, variant.scenario_id, variant.slug, controller, seed)
+        path = run_dir(out, variant.scenario_id, variant.slug, name, seed)
         with atomic_dir(path) as tmp:
             (tmp / "scenario.toml").write_text(variant.toml, encoding="utf-8")
             write_tables(tables, tmp)
@@ -95,9 +141,7 @@ def run_variant(
                 # suite draws no figure.
                 from rtcbench import plots
 
-                title = f"{variant.scenario_id} {variant.variant} · {controller} · seed {seed}".replace(
-                    "  ", " "
-                )
+                title = f"{variant.scenario_id} {variant.variant} · {name} · seed {seed}".replace("  ", " ")
                 plots.plot_run(tables, ts, tmp / FIGURE, title)
             summary["wall_s"] = time.perf_counter() - started
             with open(tmp / "summary.json", "w", encoding="utf-8") as fh:
@@ -110,7 +154,7 @@ def run_variant(
 
 def run(
     scenario: str | Path,
-    controller: str = "gcc",
+    controller: ControllerArg = "gcc",
     seed: int = 1,
     out: Path | None = None,
     sets: Sequence[str] = (),
@@ -121,17 +165,23 @@ def run(
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
+    `controller` is a built-in name (`controllers()`), ``package.module:Class``,
+    ``path/to/file.py:Class``, or a Python controller: an `rtcbench.Controller` subclass, a function
+    of no arguments that returns one, or an instance. Each call of each variant runs its own
+    controller: a class or function is called for each; an instance runs as it is if the scenario
+    has one variant with one call, and is copied (`copy.deepcopy`, before any run) for each call
+    otherwise, so every variant starts from the instance as it was given.
+
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
-    _check_controller(controller)
+    if isinstance(controller, str):
+        controller = resolve_controller(controller)
     variants = resolve(scenario, list(sets))
+    cc = resolve_controller(controller, share_instance=len(variants) == 1)
 
     def capture(v: Variant) -> Path | None:
         if pcap is None or len(variants) == 1:
             return pcap
         return pcap.with_name(f"{pcap.stem}@{v.slug}{pcap.suffix or '.pcap'}")
 
-    return [
-        run_variant(v, controller, seed, out, figure=figure, command=command, pcap=capture(v))
-        for v in variants
-    ]
+    return [run_variant(v, cc, seed, out, figure=figure, command=command, pcap=capture(v)) for v in variants]

@@ -117,17 +117,21 @@ def select(names_or_scenarios: Sequence[str | Path]) -> list[str | Path]:
 
 @dataclass(frozen=True)
 class _Job:
-    """One run of a suite; everything a worker process needs (picklable)."""
+    """One run of a suite; everything a worker process needs (picklable). `controller` is a built-in
+    name or a Python controller's ``module:Class`` / ``file.py:Class``, which the worker imports
+    again; `name` is what the run's trace and folder call it, if that differs."""
 
     variant: Variant
     controller: str
     seed: int
     out: Path
     command: str | None
+    name: str | None = None
 
     @property
     def path(self) -> Path:
-        return run_dir(self.out, self.variant.scenario_id, self.variant.slug, self.controller, self.seed)
+        name = self.name or self.controller
+        return run_dir(self.out, self.variant.scenario_id, self.variant.slug, name, self.seed)
 
     def done(self) -> bool:
         """The run's folder is complete and holds this very scenario (a `--set` changes the text)."""
@@ -402,7 +406,9 @@ def run_suite(
     processes, or in this process with `jobs=1`. Writes every run's folder and then
     `<out>/suite.parquet` and `<out>/suite-runs.parquet`.
 
-    `names_or_scenarios` holds suite names (`SUITES`), built-in scenario ids or scenario files. Runs
+    `names_or_scenarios` holds suite names (`SUITES`), built-in scenario ids or scenario files;
+    `controllers` built-in names or Python controllers as ``package.module:Class`` or
+    ``path/to/file.py:Class`` (each worker process imports them again). Runs
     whose folder is already complete are read back, not run again. `progress(done, total)` is
     called after every run. User mistakes raise before anything is written: `UnknownSuite`,
     `ScenarioNotFound`, `runner.UnknownController`, `_core.ScenarioError`, or `ValueError`.
@@ -413,14 +419,11 @@ def run_suite(
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     if not controllers:
         raise ValueError("no controller given")
-    known = [n for n, _ in runner.controllers()]
-    for c in controllers:
-        if c not in known:
-            raise runner.UnknownController(f"unknown controller {c!r} (allowed: {', '.join(known)})")
+    names = {c: runner.controller_name(runner.resolve_controller(c)) for c in controllers}
     started = time.perf_counter()
     variants = [v for s in select(names_or_scenarios) for v in resolve(s, list(sets))]
     plan = [
-        _Job(v, c, seed + r, out, command)
+        _Job(v, c, seed + r, out, command, names[c])
         for v in variants
         for c in dict.fromkeys(controllers)
         for r in range(reps)

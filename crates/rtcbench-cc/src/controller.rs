@@ -138,14 +138,16 @@ impl ControllerKind {
     }
 }
 
-/// The built-in controllers, dispatched without boxing (the set is closed; a Python-defined
-/// controller will get its own variant).
+/// The controller a sender runs: the built-in ones, dispatched without a virtual call (the set is
+/// closed), or one defined outside this crate (a Python class through rtcbench-py) behind a trait
+/// object. Only the `User` arm pays for dynamic dispatch.
 pub enum AnyController {
     Gcc(Box<GoogCc>),
     GccDraft(Box<GccDraft>),
     Nada(Box<Nada>),
     Scream(Box<Scream>),
     Fixed(FixedRate),
+    User(Box<dyn Controller>),
 }
 
 macro_rules! dispatch {
@@ -156,6 +158,7 @@ macro_rules! dispatch {
             AnyController::Nada($c) => $e,
             AnyController::Scream($c) => $e,
             AnyController::Fixed($c) => $e,
+            AnyController::User($c) => $e,
         }
     };
 }

@@ -1,5 +1,11 @@
 //! PyO3 glue for rtcbench: the private `rtcbench._core` module. Logic lives in the Rust crates;
-//! these functions only convert arguments and results and map errors (STYLE.md §9).
+//! these functions only convert arguments and results and map errors (STYLE.md §9). Python-defined
+//! controllers are adapted to the controller trait in [`controller`].
+
+mod controller;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
 
 use numpy::IntoPyArray;
 use pyo3::create_exception;
@@ -9,6 +15,9 @@ use pyo3::types::{PyDict, PyList};
 use rtcbench_cc::ControllerKind;
 use rtcbench_sim::scenario::{self, builtin};
 use rtcbench_sim::trace::{self, ColumnData, Trace};
+use rtcbench_sim::{CallSetup, ControllerChoice, UserController};
+
+use crate::controller::{ControllerError, Prepared, PyController};
 
 create_exception!(_core, ScenarioError, PyValueError, "A scenario file or override that cannot be used.");
 
@@ -176,37 +185,87 @@ fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>>
     Ok(out)
 }
 
-/// Runs one resolved scenario (TOML from `expand`) with a controller and seed, without holding
-/// the GIL. Returns the trace tables as dicts of numpy arrays (integer codes for categorical
-/// columns, -1/NaN for nulls; `codes` names the categories), `meta` as JSON, `events` and
-/// `wall_s` (simulation only).
+/// The Python controllers of a run, one per call from `factory(call, calls)`, as the simulator
+/// builds them; the first error any of them meets is left in the returned slot.
+fn user_controller(
+    factory: &Bound<'_, PyAny>,
+    name: &str,
+    calls: usize,
+) -> PyResult<(ControllerChoice, Arc<OnceLock<PyErr>>)> {
+    let mut prepared = VecDeque::with_capacity(calls);
+    for call in 0..calls {
+        let obj = factory.call1((call, calls))?;
+        prepared.push_back(Prepared::new(&obj, name, call)?);
+    }
+    let feedback = prepared.front().map(Prepared::feedback).unwrap_or_default();
+    if prepared.iter().any(|p| p.feedback() != feedback) {
+        return Err(PyValueError::new_err(format!(
+            "controller {name}: the controllers of one run must ask for the same feedback"
+        )));
+    }
+    let failure = Arc::new(OnceLock::new());
+    let slot = failure.clone();
+    let build = move |setup: &CallSetup| -> Box<dyn rtcbench_cc::Controller> {
+        let p = prepared.pop_front().expect("the simulator builds one controller per call");
+        Box::new(PyController::new(p, setup, slot.clone()))
+    };
+    let user = UserController { name: name.to_string(), feedback, build: Box::new(build) };
+    Ok((ControllerChoice::User(user), failure))
+}
+
+/// Runs one resolved scenario (TOML from `expand`) with a controller and seed. Returns the trace
+/// tables as dicts of numpy arrays (integer codes for categorical columns, -1/NaN for nulls;
+/// `codes` names the categories), `meta` as JSON, `events` and `wall_s` (simulation only).
+///
+/// `controller` names a built-in controller, which runs without holding the GIL. With `factory`,
+/// `controller` is only the name the trace gives a Python controller, and `factory(call, calls)`
+/// returns the `rtcbench.Controller` of each call; the run then holds the GIL, and an exception
+/// in the controller (or a value it returned that cannot be used) raises `ControllerError`.
 ///
 /// With `pcap`, every packet as its sender put it on the wire is also written to that file
 /// (written to a temporary name and renamed, so an interrupted run leaves no half capture).
 #[pyfunction]
-#[pyo3(signature = (resolved, controller, seed, pcap = None))]
+#[pyo3(signature = (resolved, controller, seed, pcap = None, factory = None))]
 fn simulate<'py>(
     py: Python<'py>,
     resolved: &str,
     controller: &str,
     seed: u64,
     pcap: Option<std::path::PathBuf>,
+    factory: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let kind = ControllerKind::from_name(controller).ok_or_else(|| {
-        let known: Vec<&str> = ControllerKind::ALL.iter().map(|k| k.name()).collect();
-        PyValueError::new_err(format!("unknown controller {controller:?} (allowed: {})", known.join(", ")))
-    })?;
     let mut variants = scenario::load(resolved, "resolved scenario", &[]).map_err(scenario_err)?;
     if variants.len() != 1 {
         return Err(PyValueError::new_err("simulate() takes one resolved variant; use expand() first"));
     }
     let s = variants.remove(0);
     let options = rtcbench_sim::RunOptions { capture: pcap.is_some() };
-    let (out, wall) = py.detach(|| {
+    let (out, wall) = if let Some(factory) = factory {
+        let (choice, failure) = user_controller(&factory, controller, s.spec.calls.len())?;
         let t0 = std::time::Instant::now();
-        let out = rtcbench_sim::simulate_with(&s, kind, seed, options);
-        (out, t0.elapsed().as_secs_f64())
-    });
+        let out = rtcbench_sim::simulate_with(&s, choice, seed, options);
+        let wall = t0.elapsed().as_secs_f64();
+        // The run's controllers, and with them the other handles on the slot, are gone.
+        let failure =
+            Arc::try_unwrap(failure).map_or_else(|f| f.get().map(|e| e.clone_ref(py)), |f| f.into_inner());
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        (out, wall)
+    } else {
+        let kind = ControllerKind::from_name(controller).ok_or_else(|| {
+            let known: Vec<&str> = ControllerKind::ALL.iter().map(|k| k.name()).collect();
+            PyValueError::new_err(format!(
+                "unknown controller {controller:?} (allowed: {})",
+                known.join(", ")
+            ))
+        })?;
+        py.detach(|| {
+            let t0 = std::time::Instant::now();
+            let out = rtcbench_sim::simulate_with(&s, kind.into(), seed, options);
+            (out, t0.elapsed().as_secs_f64())
+        })
+    };
     let mut out = out.map_err(scenario_err)?;
     if let Some(path) = pcap {
         let packets = std::mem::take(&mut out.capture);
@@ -232,6 +291,13 @@ fn write_capture(path: &std::path::Path, packets: &[rtcbench_sim::Captured]) -> 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("ControllerError", m.py().get_type::<ControllerError>())?;
+    m.add_class::<controller::PySentPacket>()?;
+    m.add_class::<controller::PyPacketResult>()?;
+    m.add_class::<controller::PyFeedbackReport>()?;
+    m.add_class::<controller::PyLossReport>()?;
+    m.add_class::<controller::PyProbeInfo>()?;
+    m.add_class::<controller::PyCallInfo>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;

@@ -2,7 +2,9 @@
 //! over impaired networks.
 //!
 //! [`scenario`] loads and validates scenario files; [`simulate`] runs one resolved variant with
-//! one controller and seed and returns its [`trace::Trace`] and [`Meta`]. Every element (link,
+//! one controller and seed and returns its [`trace::Trace`] and [`Meta`]; [`simulate_with`] also
+//! takes a [`UserController`] (built per call from outside the workspace, as rtcbench-py does for
+//! Python classes) and [`RunOptions`]. Every element (link,
 //! sender, receiver, controller) is a sans-IO state machine driven from one event heap
 //! ([`scheduler`]); every random draw comes from a generator derived from the seed and the
 //! element's path ([`rng`]).
@@ -20,6 +22,7 @@ pub mod traffic;
 mod world;
 
 pub use world::{
-    simulate, simulate_with, write_pcap, CallMeta, Captured, CapturedTransport, FlowMeta, LinkMeta, Meta,
-    RunOptions, RunOutput, LINK_SAMPLE_INTERVAL,
+    simulate, simulate_with, write_pcap, BuildController, CallMeta, CallSetup, Captured, CapturedTransport,
+    ControllerChoice, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput, UserController, UserFeedback,
+    LINK_SAMPLE_INTERVAL,
 };

@@ -11,7 +11,7 @@ use rtcbench_cc::gcc::{GccConfig, GoogCc};
 use rtcbench_cc::gcc_draft::{Deployment, GccDraft, GccDraftConfig};
 use rtcbench_cc::nada::{Nada, NadaConfig};
 use rtcbench_cc::scream::{Scream, ScreamConfig};
-use rtcbench_cc::{fixed::FixedRate, AnyController, ControllerKind};
+use rtcbench_cc::{fixed::FixedRate, AnyController, Controller, ControllerKind};
 use rtcbench_media::audio::{AudioConfig, AudioSource};
 use rtcbench_media::video::{VideoConfig, VideoSource};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
@@ -141,6 +141,80 @@ const CBR_CAPTURE_PORT: u16 = 9;
 pub struct RunOptions {
     /// Keep every packet's bytes for a capture file.
     pub capture: bool,
+}
+
+/// The controller every call of a run uses.
+pub enum ControllerChoice {
+    /// A built-in controller (`--cc NAME`).
+    Builtin(ControllerKind),
+    /// A controller defined outside the workspace (a Python class, through rtcbench-py).
+    User(UserController),
+}
+
+impl ControllerChoice {
+    /// The name the trace gives the controller (`meta.controller`).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Builtin(kind) => kind.name(),
+            Self::User(u) => &u.name,
+        }
+    }
+}
+
+impl From<ControllerKind> for ControllerChoice {
+    fn from(kind: ControllerKind) -> Self {
+        Self::Builtin(kind)
+    }
+}
+
+/// A controller that is not built in: how to build one per call. It runs behind the same
+/// [`Controller`] trait as the built-in ones and is driven by the same sender code.
+pub struct UserController {
+    /// The name the trace gives it, e.g. `package.module:Class`.
+    pub name: String,
+    /// The per-packet feedback its receivers send.
+    pub feedback: UserFeedback,
+    /// Builds the controller of one call; called once per call, in call order, before the run.
+    pub build: Box<BuildController>,
+}
+
+/// How a [`UserController`] builds the controller of one call.
+pub type BuildController = dyn FnMut(&CallSetup) -> Box<dyn Controller> + Send;
+
+impl std::fmt::Debug for UserController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserController").field("name", &self.name).field("feedback", &self.feedback).finish()
+    }
+}
+
+/// The per-packet feedback a user-defined controller asks for; either reaches it as
+/// [`rtcbench_cc::PacketResult`] batches, but only RFC 8888 carries the ECN field of each packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UserFeedback {
+    /// Transport-wide feedback, every `feedback.twcc_interval` (default 50 ms).
+    #[default]
+    Twcc,
+    /// RFC 8888, every `feedback.ccfb_interval` (default 50 ms, as transport-wide feedback).
+    Ccfb,
+}
+
+/// What a user-defined controller is told about its call when it is built: the arguments the
+/// built-in controllers get.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CallSetup {
+    /// The call's index (`meta.calls`).
+    pub call: u32,
+    /// When the call starts: the `now` of the controller's first input.
+    pub start: Instant,
+    /// Rate limits, totals over the call's streams as libwebrtc passes them to GoogCC.
+    pub min_rate: Bitrate,
+    pub max_rate: Bitrate,
+    pub start_rate: Bitrate,
+    /// The call's priority weight (RFC 8867 §6.1; 1 unless the scenario sets it).
+    pub priority: f64,
+    /// A seed for the controller's own random draws, derived from the run's seed and the call,
+    /// so that a run stays a pure function of (scenario, controller, seed).
+    pub seed: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -333,6 +407,9 @@ fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>> {
     })
 }
 
+/// RFC 8888 feedback interval for a user-defined controller that asks for it: as often as
+/// transport-wide feedback by default.
+const USER_CCFB_INTERVAL: Duration = DEFAULT_TWCC_INTERVAL;
 /// RFC 8888 feedback interval for NADA: RFC 8698 §4.1's feedback interval DELTA = 100 ms.
 const NADA_CCFB_INTERVAL: Duration = Duration::from_millis(100);
 /// RFC 8888 feedback interval for SCReAM: RFC 8298 needs frequent feedback (its window is
@@ -350,13 +427,22 @@ fn gcc_draft_config(params: &ControllerParams) -> GccDraftConfig {
 
 /// The per-packet feedback the receiver sends for a controller.
 fn feedback_mode(
-    kind: ControllerKind,
+    controller: &ControllerChoice,
     params: &ControllerParams,
     f: &crate::scenario::FeedbackSpec,
     start_rate: Bitrate,
 ) -> FeedbackMode {
     let twcc = FeedbackMode::Twcc { interval: f.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL) };
     let ccfb = |default| FeedbackMode::Ccfb { interval: f.ccfb_interval.unwrap_or(default) };
+    let kind = match controller {
+        ControllerChoice::Builtin(kind) => *kind,
+        ControllerChoice::User(u) => {
+            return match u.feedback {
+                UserFeedback::Twcc => twcc,
+                UserFeedback::Ccfb => ccfb(USER_CCFB_INTERVAL),
+            }
+        }
+    };
     match kind {
         ControllerKind::GccDraft => {
             let config = gcc_draft_config(params);
@@ -410,13 +496,13 @@ fn build_controller(
 
 /// Runs one variant of a scenario with one controller and seed.
 pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<RunOutput, ScenarioError> {
-    simulate_with(s, controller, seed, RunOptions::default())
+    simulate_with(s, controller.into(), seed, RunOptions::default())
 }
 
-/// [`simulate`] with options.
+/// [`simulate`] with any controller, built-in or user-defined, and options.
 pub fn simulate_with(
     s: &Scenario,
-    controller: ControllerKind,
+    mut controller: ControllerChoice,
     seed: u64,
     options: RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
@@ -528,14 +614,14 @@ pub fn simulate_with(
             backward_route,
         };
 
-        let (mut sender, receiver) = build_call(c, plumbing, controller, &spec.controller, seed, end)?;
+        let (mut sender, receiver) = build_call(c, plumbing, &mut controller, &spec.controller, seed, end)?;
         // The trace's controller columns are fixed by its first row: include the receiver-side
         // estimator's from the start.
         sender.set_remote_metrics(receiver.estimator_metrics());
         meta.calls.push(CallMeta {
             id: call,
             name,
-            controller: controller.name().into(),
+            controller: controller.name().to_string(),
             sender: c.from.clone(),
             receiver: c.to.clone(),
         });
@@ -708,7 +794,7 @@ fn build_tcp(
 fn build_call(
     c: &CallSpec,
     plumbing: CallPlumbing,
-    controller: ControllerKind,
+    controller: &mut ControllerChoice,
     params: &ControllerParams,
     seed: u64,
     end: Instant,
@@ -759,7 +845,19 @@ fn build_call(
         (v.config().min_rate, v.config().max_rate, v.config().start_rate)
     });
     let limits = (vmin + audio_rate, vmax + audio_rate, vstart + audio_rate);
-    let ctrl = build_controller(controller, params, c.priority.unwrap_or(1.0), limits, start);
+    let priority = c.priority.unwrap_or(1.0);
+    let ctrl = match controller {
+        ControllerChoice::Builtin(kind) => build_controller(*kind, params, priority, limits, start),
+        ControllerChoice::User(u) => AnyController::User((u.build)(&CallSetup {
+            call,
+            start,
+            min_rate: limits.0,
+            max_rate: limits.1,
+            start_rate: limits.2,
+            priority,
+            seed: derive_seed(seed, &format!("call{call}/controller")),
+        })),
+    };
     let feedback = c.feedback.clone().unwrap_or_default();
     let report_interval = feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
     let pauses = c

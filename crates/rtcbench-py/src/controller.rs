@@ -1,0 +1,850 @@
+//! Python-defined controllers: the feedback vocabulary as Python classes, and [`PyController`],
+//! which runs an `rtcbench.Controller` subclass behind the same [`Controller`] trait as the
+//! built-in controllers (docs/controllers/python.md).
+//!
+//! Units on the Python side are those of the trace tables: times are integer microseconds
+//! (`*_us`, on the simulation's clock), sizes bytes, rates bit/s.
+//!
+//! A run with a Python controller holds the GIL throughout (the controller is called for every
+//! feedback message), so `Python::attach` in each method below only reads a thread-local count.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use rtcbench_cc::{
+    Controller, ControllerMetrics, Ecn, FeedbackReport, LossReport, Metric, PacketResult, ProbeInfo,
+    SentPacket,
+};
+use rtcbench_sim::trace::ECN_NAMES;
+use rtcbench_sim::{CallSetup, UserFeedback};
+use rtcbench_units::{Bitrate, DataSize, Instant};
+
+create_exception!(
+    rtcbench,
+    ControllerError,
+    PyRuntimeError,
+    "A Python controller raised an exception or returned a value the simulator cannot use; the \
+     message names the controller, its call and the method, and `__cause__` holds what it raised."
+);
+
+fn ecn_name(ecn: Ecn) -> &'static str {
+    ECN_NAMES[match ecn {
+        Ecn::NotEct => 0,
+        Ecn::Ect1 => 1,
+        Ecn::Ect0 => 2,
+        Ecn::Ce => 3,
+    }]
+}
+
+fn ecn_from_name(name: &str) -> PyResult<&'static str> {
+    ECN_NAMES.iter().copied().find(|n| *n == name).ok_or_else(|| {
+        PyValueError::new_err(format!("unknown ECN codepoint {name:?} (allowed: {})", ECN_NAMES.join(", ")))
+    })
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "None".to_string(), |v| v.to_string())
+}
+
+/// Which probe cluster a packet belongs to (libwebrtc's `PacedPacketInfo`).
+#[pyclass(frozen, get_all, eq, from_py_object, module = "rtcbench", name = "ProbeInfo")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PyProbeInfo {
+    cluster_id: i32,
+    min_probes: u32,
+    min_bytes: u64,
+}
+
+impl From<ProbeInfo> for PyProbeInfo {
+    fn from(p: ProbeInfo) -> Self {
+        Self { cluster_id: p.cluster_id, min_probes: p.min_probes, min_bytes: p.min_bytes.as_bytes() }
+    }
+}
+
+#[pymethods]
+impl PyProbeInfo {
+    #[new]
+    #[pyo3(signature = (*, cluster_id, min_probes, min_bytes))]
+    fn new(cluster_id: i32, min_probes: u32, min_bytes: u64) -> Self {
+        Self { cluster_id, min_probes, min_bytes }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "ProbeInfo(cluster_id={}, min_probes={}, min_bytes={})",
+            self.cluster_id, self.min_probes, self.min_bytes
+        )
+    }
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+}
+
+fn probe_repr(p: Option<PyProbeInfo>) -> String {
+    p.map_or_else(|| "None".to_string(), |p| p.__repr__())
+}
+
+/// A packet the sender put on the wire (`rtcbench_cc::SentPacket`).
+#[pyclass(frozen, get_all, eq, module = "rtcbench", name = "SentPacket")]
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PySentPacket {
+    seq: i64,
+    size: u64,
+    sent_us: i64,
+    is_audio: bool,
+    probe: Option<PyProbeInfo>,
+    data_in_flight: u64,
+}
+
+impl From<&SentPacket> for PySentPacket {
+    fn from(p: &SentPacket) -> Self {
+        Self {
+            seq: p.seq,
+            size: p.size.as_bytes(),
+            sent_us: p.sent_at.as_micros(),
+            is_audio: p.is_audio,
+            probe: p.probe.map(PyProbeInfo::from),
+            data_in_flight: p.data_in_flight.as_bytes(),
+        }
+    }
+}
+
+#[pymethods]
+impl PySentPacket {
+    #[new]
+    #[pyo3(signature = (*, seq, size, sent_us, is_audio = false, probe = None, data_in_flight = 0))]
+    fn new(
+        seq: i64,
+        size: u64,
+        sent_us: i64,
+        is_audio: bool,
+        probe: Option<PyProbeInfo>,
+        data_in_flight: u64,
+    ) -> Self {
+        Self { seq, size, sent_us, is_audio, probe, data_in_flight }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "SentPacket(seq={}, size={}, sent_us={}, is_audio={}, probe={}, data_in_flight={})",
+            self.seq,
+            self.size,
+            self.sent_us,
+            if self.is_audio { "True" } else { "False" },
+            probe_repr(self.probe),
+            self.data_in_flight
+        )
+    }
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+}
+
+/// What feedback says about one sent packet (`rtcbench_cc::PacketResult`).
+#[pyclass(frozen, get_all, eq, module = "rtcbench", name = "PacketResult")]
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PyPacketResult {
+    seq: i64,
+    size: u64,
+    sent_us: i64,
+    arrival_us: Option<i64>,
+    ecn: &'static str,
+    is_audio: bool,
+    probe: Option<PyProbeInfo>,
+}
+
+impl From<&PacketResult> for PyPacketResult {
+    fn from(p: &PacketResult) -> Self {
+        Self {
+            seq: p.seq,
+            size: p.size.as_bytes(),
+            sent_us: p.sent_at.as_micros(),
+            arrival_us: p.arrival.map(Instant::as_micros),
+            ecn: ecn_name(p.ecn),
+            is_audio: p.is_audio,
+            probe: p.probe.map(PyProbeInfo::from),
+        }
+    }
+}
+
+#[pymethods]
+impl PyPacketResult {
+    #[new]
+    #[pyo3(signature = (*, seq, size, sent_us, arrival_us, ecn = "not-ect", is_audio = false, probe = None))]
+    fn new(
+        seq: i64,
+        size: u64,
+        sent_us: i64,
+        arrival_us: Option<i64>,
+        ecn: &str,
+        is_audio: bool,
+        probe: Option<PyProbeInfo>,
+    ) -> PyResult<Self> {
+        Ok(Self { seq, size, sent_us, arrival_us, ecn: ecn_from_name(ecn)?, is_audio, probe })
+    }
+    /// False if the feedback reports the packet as not received.
+    #[getter]
+    fn received(&self) -> bool {
+        self.arrival_us.is_some()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "PacketResult(seq={}, size={}, sent_us={}, arrival_us={}, ecn='{}', is_audio={}, probe={})",
+            self.seq,
+            self.size,
+            self.sent_us,
+            opt(self.arrival_us),
+            self.ecn,
+            if self.is_audio { "True" } else { "False" },
+            probe_repr(self.probe)
+        )
+    }
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+}
+
+/// Loss over one receiver-report interval (`rtcbench_cc::LossReport`).
+#[pyclass(frozen, get_all, eq, from_py_object, module = "rtcbench", name = "LossReport")]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct PyLossReport {
+    fraction_lost: f64,
+    packets_lost_delta: u64,
+    packets_received_delta: u64,
+}
+
+impl From<&LossReport> for PyLossReport {
+    fn from(l: &LossReport) -> Self {
+        Self {
+            fraction_lost: l.fraction_lost,
+            packets_lost_delta: l.packets_lost_delta,
+            packets_received_delta: l.packets_received_delta,
+        }
+    }
+}
+
+#[pymethods]
+impl PyLossReport {
+    #[new]
+    #[pyo3(signature = (*, fraction_lost, packets_lost_delta, packets_received_delta))]
+    fn new(fraction_lost: f64, packets_lost_delta: u64, packets_received_delta: u64) -> Self {
+        Self { fraction_lost, packets_lost_delta, packets_received_delta }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "LossReport(fraction_lost={}, packets_lost_delta={}, packets_received_delta={})",
+            self.fraction_lost, self.packets_lost_delta, self.packets_received_delta
+        )
+    }
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+}
+
+/// One parsed feedback message (`rtcbench_cc::FeedbackReport`).
+#[pyclass(frozen, get_all, module = "rtcbench", name = "FeedbackReport")]
+pub(crate) struct PyFeedbackReport {
+    packets: Py<PyTuple>,
+    data_in_flight: u64,
+    loss: Option<PyLossReport>,
+    rtt_us: Option<i64>,
+    remb_bps: Option<u64>,
+}
+
+impl PyFeedbackReport {
+    fn from_report(py: Python<'_>, r: &FeedbackReport) -> PyResult<Self> {
+        Ok(Self {
+            packets: PyTuple::new(py, r.packets.iter().map(PyPacketResult::from))?.unbind(),
+            data_in_flight: r.data_in_flight.as_bytes(),
+            loss: r.loss.as_ref().map(PyLossReport::from),
+            rtt_us: r.rtt.map(|d| d.as_micros()),
+            remb_bps: r.remb.map(Bitrate::as_bps),
+        })
+    }
+}
+
+#[pymethods]
+impl PyFeedbackReport {
+    #[new]
+    #[pyo3(signature = (*, packets = Vec::new(), data_in_flight = 0, loss = None, rtt_us = None, remb_bps = None))]
+    fn new(
+        py: Python<'_>,
+        packets: Vec<Py<PyPacketResult>>,
+        data_in_flight: u64,
+        loss: Option<PyLossReport>,
+        rtt_us: Option<i64>,
+        remb_bps: Option<u64>,
+    ) -> PyResult<Self> {
+        Ok(Self { packets: PyTuple::new(py, packets)?.unbind(), data_in_flight, loss, rtt_us, remb_bps })
+    }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "FeedbackReport(packets={}, data_in_flight={}, loss={}, rtt_us={}, remb_bps={})",
+            self.packets.bind(py).repr()?,
+            self.data_in_flight,
+            self.loss.map_or_else(|| "None".to_string(), |l| l.__repr__()),
+            opt(self.rtt_us),
+            opt(self.remb_bps)
+        ))
+    }
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+}
+
+/// What a controller is told about its call before anything else (`rtcbench_sim::CallSetup`).
+#[pyclass(frozen, get_all, eq, module = "rtcbench", name = "CallInfo")]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct PyCallInfo {
+    call: u32,
+    start_us: i64,
+    min_rate_bps: u64,
+    max_rate_bps: u64,
+    start_rate_bps: u64,
+    priority: f64,
+    seed: u64,
+}
+
+impl From<&CallSetup> for PyCallInfo {
+    fn from(s: &CallSetup) -> Self {
+        Self {
+            call: s.call,
+            start_us: s.start.as_micros(),
+            min_rate_bps: s.min_rate.as_bps(),
+            max_rate_bps: s.max_rate.as_bps(),
+            start_rate_bps: s.start_rate.as_bps(),
+            priority: s.priority,
+            seed: s.seed,
+        }
+    }
+}
+
+#[pymethods]
+impl PyCallInfo {
+    #[new]
+    #[pyo3(signature = (*, call = 0, start_us = 0, min_rate_bps, max_rate_bps, start_rate_bps, priority = 1.0, seed = 0))]
+    fn new(
+        call: u32,
+        start_us: i64,
+        min_rate_bps: u64,
+        max_rate_bps: u64,
+        start_rate_bps: u64,
+        priority: f64,
+        seed: u64,
+    ) -> Self {
+        Self { call, start_us, min_rate_bps, max_rate_bps, start_rate_bps, priority, seed }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "CallInfo(call={}, start_us={}, min_rate_bps={}, max_rate_bps={}, start_rate_bps={}, priority={}, \
+             seed={})",
+            self.call,
+            self.start_us,
+            self.min_rate_bps,
+            self.max_rate_bps,
+            self.start_rate_bps,
+            self.priority,
+            self.seed
+        )
+    }
+}
+
+/// Trace column names are `&'static str` (`ControllerMetrics`): each distinct name a Python
+/// controller uses is leaked once per process, so memory is bounded by the names, not the runs.
+fn intern(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// Columns every controller table has; a metric may not take their names.
+const RESERVED_COLUMNS: [&str; 4] = ["t_us", "call", "target_bps", "pacing_bps"];
+
+/// How a metric's name types it, as the built-in controllers' metrics are typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MetricKind {
+    /// `*_bps`: an Int64 column of bit/s.
+    Rate,
+    /// `*_bytes`: an Int64 column of bytes.
+    Size,
+    /// Anything else (`*_ms` included): a Float64 column.
+    Real,
+}
+
+/// One metric as the first `metrics()` call named it.
+struct MetricSlot {
+    key: String,
+    /// The name without the unit suffix the trace adds back.
+    name: &'static str,
+    kind: MetricKind,
+}
+
+impl MetricSlot {
+    fn new(key: String) -> Self {
+        let (name, kind) = if let Some(n) = key.strip_suffix("_bps") {
+            (n, MetricKind::Rate)
+        } else if let Some(n) = key.strip_suffix("_bytes") {
+            (n, MetricKind::Size)
+        } else {
+            (key.as_str(), MetricKind::Real)
+        };
+        Self { name: intern(name), kind, key }
+    }
+}
+
+/// The methods of one controller object, bound once; `None` where the subclass keeps the base
+/// class's default, which is then not called at all (a no-op, or `None`).
+pub(crate) struct Methods {
+    on_start: Option<Py<PyAny>>,
+    on_packet_sent: Option<Py<PyAny>>,
+    on_feedback: Py<PyAny>,
+    on_timeout: Option<Py<PyAny>>,
+    next_timeout_us: Option<Py<PyAny>>,
+    target_rate: Py<PyAny>,
+    pacing_rate: Option<Py<PyAny>>,
+    metrics: Option<Py<PyAny>>,
+}
+
+/// A Python controller ready to run: its label for messages, its bound methods and the feedback it
+/// asks for.
+pub(crate) struct Prepared {
+    label: String,
+    methods: Methods,
+    feedback: UserFeedback,
+}
+
+impl Prepared {
+    pub(crate) fn feedback(&self) -> UserFeedback {
+        self.feedback
+    }
+
+    /// Checks that `obj` is an `rtcbench.Controller` and binds its methods.
+    pub(crate) fn new(obj: &Bound<'_, PyAny>, name: &str, call: usize) -> PyResult<Self> {
+        let py = obj.py();
+        let base = py.import("rtcbench.controller")?.getattr("Controller")?;
+        let label = format!("controller {name} (call {call})");
+        if !obj.is_instance(&base)? {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{label}: the factory returned {}, which is not an rtcbench.Controller",
+                obj.repr()?
+            )));
+        }
+        let cls = obj.get_type();
+        let overridden = |method: &str| -> PyResult<Option<Py<PyAny>>> {
+            let own = cls.getattr(method)?;
+            Ok((!own.is(&base.getattr(method)?)).then(|| obj.getattr(method)).transpose()?.map(Bound::unbind))
+        };
+        let feedback = match obj.getattr("feedback")?.extract::<String>()?.as_str() {
+            "twcc" => UserFeedback::Twcc,
+            "ccfb" => UserFeedback::Ccfb,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "{label}: feedback = '{other}'; allowed: 'twcc' (transport-wide feedback) or \
+                     'ccfb' (RFC 8888)"
+                )))
+            }
+        };
+        let methods = Methods {
+            on_start: overridden("on_start")?,
+            on_packet_sent: overridden("on_packet_sent")?,
+            on_feedback: obj.getattr("on_feedback")?.unbind(),
+            on_timeout: overridden("on_timeout")?,
+            next_timeout_us: overridden("next_timeout_us")?,
+            target_rate: obj.getattr("target_rate")?.unbind(),
+            pacing_rate: overridden("pacing_rate")?,
+            metrics: overridden("metrics")?,
+        };
+        Ok(Self { label, methods, feedback })
+    }
+}
+
+/// A getter's last answer, and whether it still holds: a controller's state changes only in its
+/// `on_*` methods, so getters are asked again only after an input.
+#[derive(Clone, Copy, Debug)]
+struct Answer<T> {
+    value: T,
+    fresh: bool,
+}
+
+impl<T: Copy> Answer<T> {
+    fn new(value: T) -> Self {
+        Self { value, fresh: false }
+    }
+    /// The value, asking `ask` first if an input came since; a failed ask keeps the last value.
+    fn get(cell: &RefCell<State>, field: fn(&mut State) -> &mut Self, ask: impl FnOnce() -> Option<T>) -> T {
+        let answer = *field(&mut cell.borrow_mut());
+        if answer.fresh {
+            return answer.value;
+        }
+        // Not borrowed while Python runs.
+        let value = ask().unwrap_or(answer.value);
+        *field(&mut cell.borrow_mut()) = Self { value, fresh: true };
+        value
+    }
+}
+
+/// What the simulator last learnt from a controller.
+struct State {
+    /// `now` of the latest input.
+    now: Instant,
+    /// `now` of the latest `on_timeout`: the next deadline must be later.
+    timed_out: Option<Instant>,
+    target: Answer<Bitrate>,
+    pacing: Answer<Option<Bitrate>>,
+    timeout: Answer<Option<Instant>>,
+    /// The metrics' names and types, fixed by the first `metrics()` call.
+    layout: Option<Vec<MetricSlot>>,
+    metrics: ControllerMetrics,
+}
+
+/// An `rtcbench.Controller` behind the [`Controller`] trait.
+///
+/// A Python exception, or a value the simulator cannot use, becomes a `ControllerError` stored in
+/// `failure` (shared by the run's controllers; the first one is kept). From then on no controller
+/// of the run calls Python again: inputs are ignored and getters repeat their last good answer,
+/// so the run ends quickly and the caller raises the error.
+pub(crate) struct PyController {
+    label: String,
+    methods: Methods,
+    state: RefCell<State>,
+    failure: Arc<OnceLock<PyErr>>,
+}
+
+/// The message of a value a method returned that the simulator cannot use.
+fn bad_value(label: &str, method: &str, now: Instant, value: &Bound<'_, PyAny>, expected: &str) -> PyErr {
+    let shown = value.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
+    ControllerError::new_err(format!(
+        "{label}: {method}() at now_us={} returned {shown}; expected {expected}",
+        now.as_micros()
+    ))
+}
+
+/// A rate in bit/s as a method returned it.
+fn rate(
+    label: &str,
+    method: &str,
+    now: Instant,
+    value: &Bound<'_, PyAny>,
+    optional: bool,
+) -> PyResult<Option<Bitrate>> {
+    let expected = if optional {
+        "None or a finite number of bit/s, at least 1"
+    } else {
+        "a finite number of bit/s, at least 1"
+    };
+    if optional && value.is_none() {
+        return Ok(None);
+    }
+    match value.extract::<f64>() {
+        Ok(bps) if bps.is_finite() && bps >= 1.0 => Ok(Some(Bitrate::from_bps_f64(bps))),
+        _ => Err(bad_value(label, method, now, value, expected)),
+    }
+}
+
+impl PyController {
+    pub(crate) fn new(prepared: Prepared, setup: &CallSetup, failure: Arc<OnceLock<PyErr>>) -> Self {
+        let c = Self {
+            label: prepared.label,
+            methods: prepared.methods,
+            state: RefCell::new(State {
+                now: setup.start,
+                timed_out: None,
+                // Until the controller answers: the call's start rate, and the pacer's default.
+                target: Answer::new(setup.start_rate),
+                pacing: Answer::new(None),
+                timeout: Answer::new(None),
+                layout: None,
+                metrics: ControllerMetrics::new(),
+            }),
+            failure,
+        };
+        if let Some(on_start) = &c.methods.on_start {
+            Python::attach(|py| {
+                let info = PyCallInfo::from(setup);
+                let r = on_start.call1(py, (info,));
+                c.check(py, r, "on_start", setup.start);
+            });
+        }
+        c
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.get().is_some()
+    }
+
+    fn fail(&self, err: PyErr) {
+        // Only the first failure of a run is reported; later ones are its consequences.
+        let _ = self.failure.set(err);
+    }
+
+    /// The result of a call, or `None` after recording why it failed. Our own `ControllerError`s
+    /// and exceptions that are not `Exception`s (KeyboardInterrupt, SystemExit) are kept as they
+    /// are.
+    fn check<T>(&self, py: Python<'_>, r: PyResult<T>, method: &str, now: Instant) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) if e.is_instance_of::<ControllerError>(py) || !e.is_instance_of::<PyException>(py) => {
+                self.fail(e);
+                None
+            }
+            Err(e) => {
+                let kind =
+                    e.get_type(py).qualname().map_or_else(|_| "Exception".to_string(), |n| n.to_string());
+                let err = ControllerError::new_err(format!(
+                    "{}: {method}(now_us={}) raised {kind}: {}",
+                    self.label,
+                    now.as_micros(),
+                    e.value(py)
+                ));
+                err.set_cause(py, Some(e));
+                self.fail(err);
+                None
+            }
+        }
+    }
+
+    /// An input changed the controller's state: its getters must be asked again.
+    fn input(&self, now: Instant, timeout: bool) {
+        let mut s = self.state.borrow_mut();
+        s.now = now;
+        if timeout {
+            s.timed_out = Some(now);
+        }
+        s.target.fresh = false;
+        s.pacing.fresh = false;
+        s.timeout.fresh = false;
+    }
+
+    fn now(&self) -> Instant {
+        self.state.borrow().now
+    }
+
+    fn ask_target(&self) -> Option<Bitrate> {
+        let now = self.now();
+        Python::attach(|py| {
+            let value = self.methods.target_rate.call0(py);
+            let value = self.check(py, value, "target_rate", now)?;
+            let r = rate(&self.label, "target_rate", now, value.bind(py), false);
+            self.check(py, r, "target_rate", now).flatten()
+        })
+    }
+
+    fn ask_pacing(&self, method: &Py<PyAny>) -> Option<Option<Bitrate>> {
+        let now = self.now();
+        Python::attach(|py| {
+            let value = method.call0(py);
+            let value = self.check(py, value, "pacing_rate", now)?;
+            let r = rate(&self.label, "pacing_rate", now, value.bind(py), true);
+            self.check(py, r, "pacing_rate", now)
+        })
+    }
+
+    fn ask_timeout(&self, method: &Py<PyAny>) -> Option<Option<Instant>> {
+        let (now, timed_out) = {
+            let s = self.state.borrow();
+            (s.now, s.timed_out)
+        };
+        Python::attach(|py| {
+            let value = method.call0(py);
+            let value = self.check(py, value, "next_timeout_us", now)?;
+            let value = value.bind(py);
+            if value.is_none() {
+                return Some(None);
+            }
+            let t = match value.extract::<i64>() {
+                Ok(t) => Instant::from_micros(t),
+                Err(_) => {
+                    let e = bad_value(
+                        &self.label,
+                        "next_timeout_us",
+                        now,
+                        value,
+                        "None or an int of microseconds",
+                    );
+                    return self.check(py, Err(e), "next_timeout_us", now);
+                }
+            };
+            // A deadline in the past, or again at the instant it just fired, would stop the clock.
+            if t < now || timed_out.is_some_and(|fired| t <= fired) {
+                let expected = match timed_out {
+                    Some(fired) if fired == now => format!("None or a time after now_us={}", now.as_micros()),
+                    _ => format!("None or a time no earlier than now_us={}", now.as_micros()),
+                };
+                let e = bad_value(&self.label, "next_timeout_us", now, value, &expected);
+                return self.check(py, Err(e), "next_timeout_us", now);
+            }
+            Some(Some(t))
+        })
+    }
+
+    /// The metrics dict as typed values, its names fixed by the first call.
+    fn ask_metrics(&self, method: &Py<PyAny>) -> Option<ControllerMetrics> {
+        let now = self.now();
+        Python::attach(|py| {
+            let value = method.call0(py);
+            let value = self.check(py, value, "metrics", now)?;
+            let r = self.typed_metrics(value.bind(py), now);
+            self.check(py, r, "metrics", now)
+        })
+    }
+
+    fn typed_metrics(&self, value: &Bound<'_, PyAny>, now: Instant) -> PyResult<ControllerMetrics> {
+        let expected = "a dict of str to float or None";
+        let dict =
+            value.cast::<PyDict>().map_err(|_| bad_value(&self.label, "metrics", now, value, expected))?;
+        let mut state = self.state.borrow_mut();
+        if state.layout.is_none() {
+            let mut slots = Vec::with_capacity(dict.len());
+            for key in dict.keys() {
+                let key: String =
+                    key.extract().map_err(|_| bad_value(&self.label, "metrics", now, value, expected))?;
+                if RESERVED_COLUMNS.contains(&key.as_str()) || key.is_empty() {
+                    return Err(ControllerError::new_err(format!(
+                        "{}: metrics() names a metric '{key}', which the controller table already has (or is \
+                         empty); choose another name",
+                        self.label
+                    )));
+                }
+                slots.push(MetricSlot::new(key));
+            }
+            state.layout = Some(slots);
+        }
+        let layout = state.layout.as_ref().expect("set above");
+        let same_keys = dict.len() == layout.len()
+            && dict
+                .keys()
+                .iter()
+                .zip(layout)
+                .all(|(k, slot)| k.extract::<&str>().is_ok_and(|k| k == slot.key));
+        if !same_keys {
+            let first = PyList::new(value.py(), layout.iter().map(|s| s.key.as_str()))?;
+            return Err(ControllerError::new_err(format!(
+                "{}: metrics() at now_us={} returned the keys {}, but its first call returned {}; the \
+                 names and their order must not change during a run",
+                self.label,
+                now.as_micros(),
+                dict.keys().repr()?,
+                first.repr()?
+            )));
+        }
+        let mut m = ControllerMetrics::new();
+        for ((_, v), slot) in dict.iter().zip(layout) {
+            let number = if v.is_none() { Ok(None) } else { v.extract::<f64>().map(Some) };
+            let metric = match (slot.kind, number) {
+                (MetricKind::Real, Ok(x)) => Some(Metric::Real(x)),
+                (MetricKind::Rate, Ok(x)) if x.is_none_or(|x| x.is_finite() && x >= 0.0) => {
+                    Some(Metric::Rate(x.map(Bitrate::from_bps_f64)))
+                }
+                (MetricKind::Size, Ok(x)) if x.is_none_or(|x| x.is_finite() && x >= 0.0) => {
+                    Some(Metric::Size(x.map(|b| DataSize::bytes(b.round() as u64))))
+                }
+                _ => None,
+            };
+            let Some(metric) = metric else {
+                let what = match slot.kind {
+                    MetricKind::Real => "a float or None",
+                    MetricKind::Rate => "a finite rate of bit/s, at least 0, or None",
+                    MetricKind::Size => "a finite size of bytes, at least 0, or None",
+                };
+                let expected = format!("'{}' to be {what}", slot.key);
+                return Err(bad_value(&self.label, "metrics", now, value, &expected));
+            };
+            m = m.with(slot.name, metric);
+        }
+        Ok(m)
+    }
+}
+
+impl Controller for PyController {
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
+        let Some(method) = &self.methods.on_packet_sent else { return };
+        if self.failed() {
+            return;
+        }
+        self.input(now, false);
+        Python::attach(|py| {
+            let r = method.call1(py, (now.as_micros(), PySentPacket::from(pkt)));
+            self.check(py, r, "on_packet_sent", now);
+        });
+    }
+
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        if self.failed() {
+            return;
+        }
+        self.input(now, false);
+        Python::attach(|py| {
+            let r = PyFeedbackReport::from_report(py, report)
+                .and_then(|report| self.methods.on_feedback.call1(py, (now.as_micros(), report)));
+            self.check(py, r, "on_feedback", now);
+        });
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        let Some(method) = &self.methods.on_timeout else { return };
+        if self.failed() {
+            return;
+        }
+        self.input(now, true);
+        Python::attach(|py| {
+            let r = method.call1(py, (now.as_micros(),));
+            self.check(py, r, "on_timeout", now);
+        });
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let method = self.methods.next_timeout_us.as_ref()?;
+        if self.failed() {
+            return None;
+        }
+        Answer::get(&self.state, |s| &mut s.timeout, || self.ask_timeout(method))
+    }
+
+    fn target_rate(&self) -> Bitrate {
+        if self.failed() {
+            return self.state.borrow().target.value;
+        }
+        Answer::get(&self.state, |s| &mut s.target, || self.ask_target())
+    }
+
+    fn pacing_rate(&self) -> Option<Bitrate> {
+        let method = self.methods.pacing_rate.as_ref()?;
+        if self.failed() {
+            return self.state.borrow().pacing.value;
+        }
+        Answer::get(&self.state, |s| &mut s.pacing, || self.ask_pacing(method))
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        let Some(method) = &self.methods.metrics else { return ControllerMetrics::new() };
+        if !self.failed() {
+            if let Some(m) = self.ask_metrics(method) {
+                self.state.borrow_mut().metrics = m;
+            }
+        }
+        self.state.borrow().metrics.clone()
+    }
+}
