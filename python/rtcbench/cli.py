@@ -323,6 +323,47 @@ def suite_cmd(
     print_suite(result)
 
 
+@app.command("sweep")
+def sweep_cmd(
+    spec: Annotated[Path, typer.Argument(help="Sweep file (TOML; docs/sweeps.md).", show_default=False)],
+    out: Annotated[Path | None, typer.Option(help="Results folder (default: results/<file name>).")] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(help="Local worker processes (default: one per CPU; 1 runs in this process)."),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help="Run on the Ray cluster at this address ('auto': the one joined)."),
+    ] = None,
+) -> None:
+    """Run every point of a parameter sweep with every controller and seed, in parallel, and index
+    the runs in <out>/sweep.parquet (one row per run, a column per swept field) and
+    <out>/sweep-flows.parquet. Runs already complete in <out> are read back, not run again."""
+    from rtcbench import sweep as sw
+
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if jobs is not None and jobs < 1:
+        _fail(f"--jobs must be at least 1, got {jobs}")
+    try:
+        parsed = sw.load(spec)
+        folder = out if out is not None else Path("results") / spec.stem
+        console.print(f"sweep {spec}: {sw.describe(parsed)} → {folder}", highlight=False)
+        with _progress_bar() as progress:
+            result = sw.run_sweep(parsed, folder, jobs, ray_address=ray, progress=progress, command=command)
+    except (sw.SweepError, *USER_ERRORS) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        err_console.print(
+            escape("interrupted: finished runs are kept; the same command resumes the sweep"), highlight=False
+        )
+        raise typer.Exit(130) from None
+    console.print(
+        f"{result.ran + result.skipped} runs ({result.ran} simulated, {result.skipped} already complete) "
+        f"in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, {result.out / sw.FLOWS_TABLE}",
+        highlight=False,
+    )
+
+
 SCORE_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
 
 

@@ -389,6 +389,51 @@ class SuiteResult:
         )
 
 
+Executor = Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]
+"""Runs jobs elsewhere (a Ray cluster: `rtcbench.sweep`), calling back `(index, summary)` in this
+process as each finishes."""
+
+
+def execute_plan(
+    plan: list[_Job],
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    executor: Executor | None = None,
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Every job's summary, in plan order, and the indices of the jobs simulated now: a job whose
+    folder is complete is read back; the others run on `jobs` local worker processes (default one
+    per CPU; this process alone with 1), or through `executor`."""
+    summaries: list[dict[str, Any] | None] = [None] * len(plan)
+    done = 0
+
+    def finished(i: int, summary: dict[str, Any]) -> None:
+        nonlocal done
+        summaries[i] = summary
+        done += 1
+        if progress is not None:
+            progress(done, len(plan))
+
+    todo: list[int] = []
+    for i, job in enumerate(plan):
+        if job.done():
+            finished(i, _read_back(job.path))
+        else:
+            todo.append(i)
+    if executor is not None and todo:
+        executor([plan[i] for i in todo], lambda k, summary: finished(todo[k], summary))
+    else:
+        workers = min(jobs or _cpus(), len(todo))
+        if workers <= 1:
+            for i in todo:
+                finished(i, _execute(plan[i]))
+        else:
+            _run_parallel([plan[i] for i in todo], workers, lambda k, summary: finished(todo[k], summary))
+    complete = [summary for summary in summaries if summary is not None]
+    if len(complete) != len(plan):
+        raise RuntimeError(f"{len(plan) - len(complete)} of {len(plan)} runs returned no result")
+    return complete, todo
+
+
 def run_suite(
     names_or_scenarios: Sequence[str | Path],
     controllers: Sequence[str],
@@ -430,34 +475,10 @@ def run_suite(
     ]
     out.mkdir(parents=True, exist_ok=True)
 
-    summaries: list[dict[str, Any] | None] = [None] * len(plan)
-    done = 0
-
-    def finished(i: int, summary: dict[str, Any]) -> None:
-        nonlocal done
-        summaries[i] = summary
-        done += 1
-        if progress is not None:
-            progress(done, len(plan))
-
-    todo: list[int] = []
-    for i, job in enumerate(plan):
-        if job.done():
-            finished(i, _read_back(job.path))
-        else:
-            todo.append(i)
-    workers = min(jobs or _cpus(), len(todo))
-    if workers <= 1:
-        for i in todo:
-            finished(i, _execute(plan[i]))
-    else:
-        _run_parallel([plan[i] for i in todo], workers, lambda k, summary: finished(todo[k], summary))
-
+    complete, todo = execute_plan(plan, jobs, progress)
+    simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
     flow_rows: list[dict[str, Any]] = []
     run_rows: list[dict[str, Any]] = []
-    complete = [summary for summary in summaries if summary is not None]
-    assert len(complete) == len(plan)
-    simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
     for job, summary in zip(plan, complete, strict=True):
         rel = job.path.relative_to(out).as_posix()
         flow_rows += _flow_rows(summary, rel)

@@ -1,0 +1,327 @@
+"""Parameter sweeps: a grid or a list of scenario-field values × controllers × seeds, run as one
+batch, locally or on a Ray cluster, indexed in one Parquet table, and resumable.
+
+A sweep file (TOML) names what to vary; every point is a set of `--set` overrides (scenario
+fields, and controller parameters, which are scenario fields under `[controller.<name>]`):
+
+    scenarios = ["rfc8867-5.1"]          # built-in ids or files (relative to the sweep file)
+    controllers = ["gcc", "nada"]        # built-in names or Python controllers (module:Class)
+    seeds = [1, 2, 3]                    # or { first = 1, count = 3 }
+
+    [grid]                               # every combination of these values
+    "links.forward.delay" = ["20ms", "50ms", "100ms"]
+
+    [[points]]                           # and/or listed points (each combined with the grid)
+    "duration" = "60s"
+
+Every run has its own folder, `<out>/<point>/<scenario@variant>/<controller>/seed-N`, written
+atomically by the runner, so a sweep interrupted and started again runs only what is missing.
+The index, `<out>/sweep.parquet` (one row per run, one column per swept field) and
+`<out>/sweep-flows.parquet` (one row per flow), is written at the end by rename. Usage:
+`docs/sweeps.md`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rtcbench import runner
+from rtcbench.scenarios import resolve
+from rtcbench.suite import (
+    _FLOW_TYPES,
+    _RUN_TYPES,
+    _execute,
+    _flow_rows,
+    _frame,
+    _Job,
+    _run_row,
+    _write_atomic,
+    execute_plan,
+)
+
+__all__ = [
+    "FLOWS_TABLE",
+    "RUNS_TABLE",
+    "SweepError",
+    "SweepPoint",
+    "SweepResult",
+    "SweepSpec",
+    "load",
+    "run_sweep",
+]
+
+RUNS_TABLE = "sweep.parquet"
+FLOWS_TABLE = "sweep-flows.parquet"
+_FIELDS = ("scenarios", "controllers", "seeds", "grid", "points")
+
+Value = str | int | float | bool
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be used; the message names the file, the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of the sweep: the scenario fields it sets, and the folder its runs go in."""
+
+    values: tuple[tuple[str, Value], ...]
+
+    @property
+    def sets(self) -> list[str]:
+        """The point as `--set path=value` overrides (strings quoted, so "true" stays a string)."""
+        return [
+            f"{path}={json.dumps(v) if isinstance(v, str) else _toml_scalar(v)}" for path, v in self.values
+        ]
+
+    @property
+    def slug(self) -> str:
+        """A readable folder name, unique per point: the values, shortened, and a hash of all."""
+        if not self.values:
+            return "default"
+        text = ",".join(f"{p}={v}" for p, v in self.values)
+        readable = re.sub(r"[^A-Za-z0-9._=,-]+", "-", text)[:80]
+        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+        return f"{readable}-{digest}"
+
+
+def _toml_scalar(v: int | float | bool) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else repr(v)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep file."""
+
+    path: Path
+    scenarios: tuple[str | Path, ...]
+    controllers: tuple[str, ...]
+    seeds: tuple[int, ...]
+    points: tuple[SweepPoint, ...]
+
+    @property
+    def swept(self) -> list[str]:
+        """The field paths some point sets, in first-seen order: the index's parameter columns."""
+        return list(dict.fromkeys(p for point in self.points for p, _ in point.values))
+
+
+def _fail(path: Path, message: str) -> SweepError:
+    return SweepError(f"{path}: {message}")
+
+
+def _scalar(path: Path, where: str, v: Any) -> Value:
+    if isinstance(v, str | bool | int | float):
+        return v
+    raise _fail(path, f"{where} = {v!r}: a value must be a string, number or boolean")
+
+
+def load(path: Path) -> SweepSpec:
+    """Reads and checks a sweep file (scenario ids, files and controllers are checked when run)."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise SweepError(f"{path}: {e}") from e
+    for key in doc:
+        if key not in _FIELDS:
+            raise _fail(path, f"unknown field {key!r}; allowed: {', '.join(_FIELDS)}")
+
+    names = doc.get("scenarios")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise _fail(path, "scenarios: a non-empty list of built-in ids or scenario files is required")
+    scenarios: list[str | Path] = []
+    for n in names:
+        local = path.parent / n
+        scenarios.append(local if n.endswith(".toml") and local.is_file() else n)
+
+    ccs = doc.get("controllers", ["gcc"])
+    if not isinstance(ccs, list) or not ccs or not all(isinstance(c, str) for c in ccs):
+        raise _fail(path, "controllers: a non-empty list of controller names")
+
+    seeds = _seeds(path, doc.get("seeds", [1]))
+    grid = doc.get("grid", {})
+    if not isinstance(grid, dict):
+        raise _fail(path, "grid: a table of field = [values]")
+    axes: list[list[tuple[str, Value]]] = []
+    for field, values in _dotted(grid, _is_leaf):
+        if not isinstance(values, list) or not values:
+            raise _fail(path, f"grid.{field}: a non-empty list of values")
+        axes.append([(field, _scalar(path, f"grid.{field}", v)) for v in values])
+    listed = doc.get("points", [{}])
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed) or not listed:
+        raise _fail(path, "points: an array of tables ([[points]]), each field = value")
+
+    points: list[SweepPoint] = []
+    for i, p in enumerate(listed):
+        base = [(field, _scalar(path, f"points.{i}.{field}", v)) for field, v in _dotted(p, _is_leaf)]
+        for combo in itertools.product(*axes):
+            clash = {f for f, _ in base} & {f for f, _ in combo}
+            if clash:
+                raise _fail(path, f"points.{i} and grid both set {', '.join(sorted(clash))}")
+            point = SweepPoint(tuple(base) + combo)
+            if point not in points:
+                points.append(point)
+    return SweepSpec(path, tuple(scenarios), tuple(ccs), seeds, tuple(points))
+
+
+def _is_leaf(v: Any) -> bool:
+    return not isinstance(v, dict)
+
+
+def _dotted(table: dict[str, Any], leaf: Callable[[Any], bool], prefix: str = "") -> list[tuple[str, Any]]:
+    """A TOML table's leaves with dotted paths: `links.forward.delay = ...` and
+    `"links.forward.delay" = ...` both give the path links.forward.delay."""
+    out: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        out += [(name, value)] if leaf(value) else _dotted(value, leaf, f"{name}.")
+    return out
+
+
+def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
+    if isinstance(raw, list) and raw and all(isinstance(s, int) and not isinstance(s, bool) for s in raw):
+        return tuple(dict.fromkeys(raw))
+    if isinstance(raw, dict) and set(raw) <= {"first", "count"} and "count" in raw:
+        first, count = raw.get("first", 1), raw["count"]
+        if isinstance(first, int) and isinstance(count, int) and count >= 1:
+            return tuple(range(first, first + count))
+    raise _fail(path, "seeds: a list of integers, or { first = N, count = M } with M ≥ 1")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A finished sweep: its index tables (also on disk under `out`) and what it took."""
+
+    runs: pl.DataFrame
+    flows: pl.DataFrame
+    out: Path
+    ran: int
+    skipped: int
+    wall_s: float
+
+
+def _plan(spec: SweepSpec, out: Path, command: str | None) -> tuple[list[_Job], list[SweepPoint]]:
+    """Every run of the sweep and the point each belongs to. Raises the scenario's or controller's
+    own error, prefixed with the sweep file and the point, before anything runs."""
+    names = {c: runner.controller_name(runner.resolve_controller(c)) for c in spec.controllers}
+    jobs: list[_Job] = []
+    owners: list[SweepPoint] = []
+    for point in spec.points:
+        folder = out / point.slug
+        for scenario in spec.scenarios:
+            try:
+                variants = resolve(scenario, point.sets)
+            except (LookupError, ValueError) as e:
+                where = ", ".join(point.sets) or "no overrides"
+                raise SweepError(f"{spec.path}: {scenario} with {where}: {e}") from e
+            for v in variants:
+                for c in spec.controllers:
+                    for seed in spec.seeds:
+                        jobs.append(_Job(v, c, seed, folder, command, names[c]))
+                        owners.append(point)
+    return jobs, owners
+
+
+def ray_executor(address: str) -> Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]:
+    """Runs jobs as Ray tasks on the cluster at `address` ("auto" for the one this machine has
+    joined). Every node needs the same rtcbench installed and must see `out` at the same path (a
+    shared file system). Needs the optional extra: `pip install rtcbench[ray]`."""
+    try:
+        import ray
+    except ImportError as e:
+        raise SweepError("--ray needs Ray: pip install 'rtcbench[ray]'") from e
+
+    def execute(jobs: list[_Job], on_done: Callable[[int, dict[str, Any]], None]) -> None:
+        started_here = not ray.is_initialized()
+        if started_here:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        try:
+            task = ray.remote(num_cpus=1)(_execute)
+            pending = {task.remote(job): i for i, job in enumerate(jobs)}
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    on_done(pending.pop(ref), ray.get(ref))
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    return execute
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: Path,
+    jobs: int | None = None,
+    *,
+    ray_address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    command: str | None = None,
+) -> SweepResult:
+    """Runs every (point, scenario variant, controller, seed) of `spec` whose folder under `out` is
+    not complete yet, on `jobs` local processes (default one per CPU) or on the Ray cluster at
+    `ray_address`, then writes the index tables."""
+    started = time.perf_counter()
+    plan, owners = _plan(spec, out, command)
+    out.mkdir(parents=True, exist_ok=True)
+    executor = ray_executor(ray_address) if ray_address is not None else None
+    summaries, todo = execute_plan(plan, jobs, progress, executor)
+
+    swept = spec.swept
+    run_rows: list[dict[str, Any]] = []
+    flow_rows: list[dict[str, Any]] = []
+    for job, point, summary in zip(plan, owners, summaries, strict=True):
+        rel = job.path.relative_to(out).as_posix()
+        params = {field: None for field in swept} | dict(point.values)
+        key = {"point": point.slug, **params}
+        run_rows.append({**key, **_run_row(summary, rel), **_video_means(summary)})
+        flow_rows += [{**key, **row} for row in _flow_rows(summary, rel)]
+    types = {"point": pl.String()}
+    runs = _frame(run_rows, {**types, **_RUN_TYPES})
+    flows = _frame(flow_rows, {**types, **_FLOW_TYPES})
+    _write_atomic(runs, out / RUNS_TABLE)
+    _write_atomic(flows, out / FLOWS_TABLE)
+    return SweepResult(
+        runs=runs,
+        flows=flows,
+        out=out,
+        ran=len(todo),
+        skipped=len(plan) - len(todo),
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def _video_means(summary: dict[str, Any]) -> dict[str, float | None]:
+    """Means over the run's video flows of the headline metrics, so the index answers the usual
+    questions without a join."""
+    video = [f for f in summary["flows"] if f["kind"] == "video"]
+
+    def mean(key: str) -> float | None:
+        values = [f[key] for f in video if f.get(key) is not None]
+        return sum(values) / len(values) if values else None
+
+    return {
+        "video_utilization": mean("utilization"),
+        "video_goodput_bps": mean("mean_goodput_bps"),
+        "video_qdelay_p95_ms": mean("qdelay_p95_ms"),
+        "video_loss_ratio": mean("loss_ratio"),
+        "video_convergence_time_s": mean("convergence_time_s"),
+    }
+
+
+def describe(spec: SweepSpec) -> str:
+    """One line: how many points, scenarios, controllers, seeds."""
+    return (
+        f"{len(spec.points)} point(s) × {len(spec.scenarios)} scenario(s) × "
+        f"{len(spec.controllers)} controller(s) × {len(spec.seeds)} seed(s)"
+    )

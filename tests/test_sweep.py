@@ -1,0 +1,164 @@
+"""Sweeps: expanding a sweep file, running it locally and on a local Ray cluster, the index
+table, resuming after an interruption, and mistakes in the file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rtcbench import sweep as sw
+
+SPEC = """
+scenarios = ["rfc8867-5.1"]
+controllers = ["fixed"]
+seeds = { first = 1, count = 2 }
+
+[grid]
+delay = ["20ms", "80ms"]
+
+[[points]]
+duration = "8s"
+mechanism = "link-rate"
+"""
+"""2 delays × 2 seeds of an 8 s rfc8867-5.1, link-rate mechanism only: 4 runs. `delay` and
+`mechanism` are the scenario's variant names: setting one pins that variant."""
+
+
+def _spec(tmp_path: Path, text: str = SPEC) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", *args], capture_output=True, text=True, check=False, env=env
+    )
+
+
+def test_a_sweep_file_expands_to_grid_times_points_times_seeds(tmp_path: Path) -> None:
+    nested = sw.load(_spec(tmp_path, 'scenarios = ["x"]\n[grid]\nlinks.forward.delay = ["1ms", "2ms"]\n'))
+    assert [p.values for p in nested.points] == [
+        (("links.forward.delay", "1ms"),),
+        (("links.forward.delay", "2ms"),),
+    ]
+    spec = sw.load(_spec(tmp_path))
+    assert spec.seeds == (1, 2) and spec.controllers == ("fixed",)
+    assert [p.values for p in spec.points] == [
+        (("duration", "8s"), ("mechanism", "link-rate"), ("delay", "20ms")),
+        (("duration", "8s"), ("mechanism", "link-rate"), ("delay", "80ms")),
+    ]
+    assert spec.swept == ["duration", "mechanism", "delay"]
+    # Strings stay strings: quoted for --set, so "true" would not become a boolean.
+    assert spec.points[0].sets[0] == 'duration="8s"'
+    assert len({p.slug for p in spec.points}) == 2
+
+
+def test_a_local_sweep_indexes_every_run_and_resumes_after_an_interruption(tmp_path: Path) -> None:
+    spec = sw.load(_spec(tmp_path))
+    out = tmp_path / "out"
+    first = sw.run_sweep(spec, out, jobs=1)
+    assert (first.ran, first.skipped) == (4, 0)
+    runs = pl.read_parquet(out / sw.RUNS_TABLE)
+    assert runs.height == 4
+    assert sorted(runs["delay"].to_list()) == ["20ms", "20ms", "80ms", "80ms"]
+    assert set(runs["seed"]) == {1, 2} and set(runs["controller"]) == {"fixed"}
+    for rel in runs["path"]:
+        assert (out / rel / "summary.json").is_file()
+    # The longer delay shows in the runs' RTT, 60 ms more each way (rfc8867-5.1 applies `delay` to
+    # both links): the swept field reached the scenario.
+    flows = pl.read_parquet(out / sw.FLOWS_TABLE).filter(pl.col("kind") == "video")
+    rtt = dict(flows.group_by("delay").agg(pl.col("rtt_mean_ms").mean()).iter_rows())
+    assert rtt["80ms"] - rtt["20ms"] == pytest.approx(120, abs=5)
+
+    # An interrupted sweep: one run's folder never completed. Started again, only it runs.
+    shutil.rmtree(out / runs["path"][2])
+    (out / sw.RUNS_TABLE).unlink()
+    again = sw.run_sweep(spec, out, jobs=1)
+    assert (again.ran, again.skipped) == (1, 3)
+    timings = ("wall_s", "sim_wall_s")
+    assert pl.read_parquet(out / sw.RUNS_TABLE).drop(timings).equals(runs.drop(timings))
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
+    """A one-node Ray cluster on this machine, started and stopped by the test (Ray's token
+    authentication is off: the cluster only listens here and lives for the test)."""
+    pytest.importorskip("ray", reason="Ray is in the [dev] extras; make test installs it")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    port = "6393"
+    ray = [sys.executable, "-m", "ray.scripts.scripts"]
+    subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, check=False)
+    subprocess.run(
+        [
+            *ray,
+            "start",
+            "--head",
+            "--num-cpus",
+            "2",
+            "--port",
+            port,
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    try:
+        yield f"127.0.0.1:{port}", env
+    finally:
+        subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, check=False)
+
+
+def test_a_sweep_on_a_ray_cluster_gives_the_same_runs_as_locally(
+    tmp_path: Path, ray_cluster: tuple[str, dict[str, str]]
+) -> None:
+    address, env = ray_cluster
+    spec = _spec(tmp_path)
+    local = sw.run_sweep(sw.load(spec), tmp_path / "local", jobs=1)
+    out = cli("sweep", str(spec), "--out", str(tmp_path / "ray"), "--ray", address, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "4 runs (4 simulated, 0 already complete)" in out.stdout
+    remote = pl.read_parquet(tmp_path / "ray" / sw.RUNS_TABLE)
+    # Deterministic runs: the cluster's results are the local ones, metric for metric.
+    keep = [c for c in local.runs.columns if c not in ("wall_s", "sim_wall_s")]
+    assert remote.select(keep).sort("path").equals(local.runs.select(keep).sort("path"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'scenarios = ["rfc8867-5.1"]\nrepeat = 3\n',
+            "unknown field 'repeat'; allowed: scenarios, controllers",
+        ),
+        ("controllers = ['gcc']\n", "scenarios: a non-empty list"),
+        ('scenarios = ["rfc8867-5.1"]\nseeds = { count = 0 }\n', "seeds: a list of integers, or { first = N"),
+        ('scenarios = ["rfc8867-5.1"]\n[grid]\nduration = []\n', "grid.duration: a non-empty list of values"),
+        (
+            'scenarios = ["rfc8867-5.1"]\n[grid]\nduration = ["5s"]\n[[points]]\nduration = "6s"\n',
+            "points.0 and grid both set duration",
+        ),
+    ],
+)
+def test_mistakes_in_a_sweep_file_are_named(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(sw.SweepError) as e:
+        sw.load(_spec(tmp_path, text))
+    assert str(e.value).startswith(str(tmp_path / "sweep.toml")) and message in str(e.value)
+
+
+def test_the_cli_reports_a_bad_field_value_in_one_line_before_running(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, 'scenarios = ["rfc8867-5.1"]\n[grid]\n"links.forward.delay" = ["fast"]\n')
+    out = cli("sweep", str(spec), "--out", str(tmp_path / "out"))
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "sweep.toml" in out.stderr and "links.forward.delay" in out.stderr
+    assert not (tmp_path / "out").exists()
