@@ -8,6 +8,7 @@ naming the controller and the method.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import sys
 import traceback
@@ -17,13 +18,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rtcbench import _core
+from rtcbench.compare import BY_NAME, CompareError, Comparison, comparison
 from rtcbench.controller import ControllerError
+from rtcbench.results import write_parquet_atomic
 from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
@@ -378,7 +382,6 @@ def score_cmd(
     test case × controller matrix and each controller's share of passes. The long table (one row
     per run and criterion) is written to FOLDER/scorecard.parquet."""
     from rtcbench import scorecard as sc
-    from rtcbench.results import write_parquet
 
     if not folder.is_dir():
         _fail(f"{folder}: not a folder")
@@ -395,7 +398,7 @@ def score_cmd(
         err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
     if table.height == 0:
         _fail(f"{folder}: no run could be scored")
-    write_parquet(table, folder / "scorecard.parquet")
+    write_parquet_atomic(table, folder / "scorecard.parquet")
     if len(folders) == 1:
         t = Table(title=f"Scorecard: {folders[0]}", title_justify="left")
         for col in ("criterion", "requirement", "verdict", "value", "pass", "warn", "note"):
@@ -440,6 +443,148 @@ def score_cmd(
             )
         console.print(a)
     console.print(f"table: {folder / 'scorecard.parquet'}", highlight=False)
+
+
+VERDICT_STYLES = {
+    "regression": "bold red",
+    "improvement": "bold green",
+    "no change": "",
+    "insufficient data": "dim",
+}
+
+
+def _case_of_row(r: dict[str, Any]) -> tuple[str, str, str]:
+    return r["scenario"], r["variant"], r["controller_a"]
+
+
+def print_comparison(result: Comparison) -> None:
+    """The terminal tables of a comparison: one per side compared with the baseline, a row per
+    case and metric (each case's name on its first row), regressions in red and improvements in
+    green, then the verdict counts."""
+    per_controller = result.mode == "folders"
+    for b in result.labels[1:]:
+        rows = result.table.filter(result.table.get_column("b") == b)
+        t = Table(
+            title=escape(f"{b} (B) compared with {result.baseline} (A)"),
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+            caption="↑/↓ higher/lower is better; 95 % CI: bootstrap interval of B − A over the "
+            "repetitions; runs: A/B",
+            caption_justify="left",
+        )
+        t.add_column("case", min_width=20, max_width=30, overflow="fold")
+        t.add_column("metric", no_wrap=True)
+        for col in (result.baseline, b, "B − A", "95 % CI", "runs"):
+            t.add_column(escape(col), justify="right")
+        t.add_column("verdict")
+        for _, grouped in itertools.groupby(rows.iter_rows(named=True), _case_of_row):
+            group = list(grouped)
+            first = group[0]
+            # The case's name down its first rows: scenario, each variant parameter, and the
+            # controller when folders are compared.
+            lines = [first["scenario"]]
+            if first["variant"]:
+                lines += first["variant"].split(",")
+            if per_controller:
+                lines.append(first["controller_a"])
+            if len(lines) > len(group):
+                lines[len(group) - 1 :] = [" ".join(lines[len(group) - 1 :])]
+            for i, r in enumerate(group):
+                m = BY_NAME[r["metric"]]
+                if r["ci_low"] is None:
+                    ci = "undefined" if r["diff"] is not None else "-"
+                else:
+                    ci = f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}"
+                diff = m.format(r["diff"], signed=True)
+                if r["rel_diff"] is not None:
+                    diff += f" ({100 * r['rel_diff']:+.0f} %)"
+                style = VERDICT_STYLES[r["verdict"]]
+                t.add_row(
+                    escape(lines[i]) if i < len(lines) else "",
+                    m.heading,
+                    m.format(r["mean_a"]),
+                    m.format(r["mean_b"]),
+                    f"[{style}]{diff}[/]" if style else diff,
+                    ci,
+                    f"{r['n_a']}/{r['n_b']}",
+                    f"[{style}]{r['verdict']}[/]" if style else r["verdict"],
+                    end_section=i + 1 == len(group),
+                )
+        console.print(t)
+        counts = ", ".join(f"{v}: {n}" for v, n in result.counts(b).items())
+        console.print(escape(f"{b} vs {result.baseline}: {counts}"), highlight=False)
+
+
+@app.command("compare")
+def compare_cmd(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Suite folders (rtcbench suite --out). One folder: compare its controllers; "
+            "several: compare each with the first, per scenario, variant and controller.",
+            show_default=False,
+        ),
+    ],
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated: with one folder, the controllers to compare (the first is the "
+            "baseline); with several, a name for each folder (default: the folder names)."
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="The side the others are compared with (default: the first).")
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", help="Metrics, comma-separated or repeated (default: all; see docs/compare.md)."
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="Relative change below which nothing is flagged (0.05 = 5 %).")
+    ] = 0.05,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples per comparison.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap: the same seed, the same output.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Also write the comparison as this Parquet file.")] = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit with status 1 if any regression is found.")
+    ] = False,
+) -> None:
+    """Compare result sets: means per case and metric, the difference B − A with a bootstrap 95 %
+    interval over the repetitions, and a verdict (regression, improvement, no change,
+    insufficient data). See docs/compare.md."""
+    if out is not None and out.is_dir():
+        _fail(f"--out {out}: is a folder; give a file name such as comparison.parquet")
+    try:
+        result = comparison(
+            dirs,
+            labels.split(",") if labels is not None else None,
+            baseline=baseline,
+            metrics=",".join(metric).split(",") if metric else None,
+            tolerance=tolerance,
+            resamples=resamples,
+            seed=seed,
+        )
+    except CompareError as e:
+        _fail(str(e))
+    for p in result.problems:
+        err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
+    for n in result.notes:
+        err_console.print(f"[yellow]note:[/] {escape(n)}", highlight=False, soft_wrap=True)
+    print_comparison(result)
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_parquet_atomic(result.table, out)
+        except OSError as e:
+            _fail(f"--out {out}: {e.strerror or e}")
+        console.print(escape(f"table: {out}"), highlight=False)
+    regressions = int((result.table.get_column("verdict") == "regression").sum())
+    if fail_on_regression and regressions:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "run_dir",
     "tables_from_core",
     "write_parquet",
+    "write_parquet_atomic",
     "write_tables",
 ]
 
@@ -135,6 +136,18 @@ def write_parquet(df: pl.DataFrame, path: Path) -> None:
     files about 2 % larger (encoding, not compression, is most of the cost).
     """
     df.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
+
+
+def write_parquet_atomic(df: pl.DataFrame, final: Path) -> None:
+    """`write_parquet` under a temporary name in the same folder, then a rename: readers see the
+    old file or the new one, never a part, and an interrupted write leaves the old file."""
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        write_parquet(df, tmp)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_tables(t: Tables, folder: Path) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import metrics, runner
-from rtcbench.results import load_tables, read_summary, run_dir, write_parquet
+from rtcbench.results import load_tables, read_summary, run_dir, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
 
 __all__ = [
@@ -35,8 +35,11 @@ __all__ = [
     "SUITES",
     "SuiteResult",
     "UnknownSuite",
+    "read_back",
+    "rows_of_run",
     "run_suite",
     "select",
+    "tables_of_rows",
 ]
 
 SUITES: dict[str, tuple[str, ...]] = {
@@ -140,9 +143,9 @@ class _Job:
         return (self.path / "scenario.toml").read_text(encoding="utf-8") == self.variant.toml
 
 
-def _read_back(path: Path) -> dict[str, Any]:
+def read_back(path: Path) -> dict[str, Any]:
     """A complete run's summary; the `metrics.traffic_summary` keys are computed from its tables if
-    the summary predates them."""
+    the summary predates them. Raises OSError or ValueError if the folder cannot give them."""
     summary = read_summary(path)
     if all(k in summary for k in _TRAFFIC_KEYS):
         return summary
@@ -331,16 +334,18 @@ def _run_row(summary: dict[str, Any], path: str) -> dict[str, Any]:
     }
 
 
-def _write_atomic(df: pl.DataFrame, final: Path) -> None:
-    """Writes a Parquet file under a temporary name in the same folder, then renames it: readers see
-    the old file or the new one, never a part."""
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-    try:
-        write_parquet(df, tmp)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def rows_of_run(summary: dict[str, Any], path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One run's rows of the two suite tables: one per flow, and the run's own. `path` is the run's
+    folder relative to the suite's. Raises KeyError or TypeError on a summary that lacks a key the
+    tables need, so a reader of many folders can name the one that is broken."""
+    return _flow_rows(summary, path), _run_row(summary, path)
+
+
+def tables_of_rows(
+    flow_rows: list[dict[str, Any]], run_rows: list[dict[str, Any]]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The two suite tables (flows, runs) from the rows of `rows_of_run`, typed as on disk."""
+    return _frame(flow_rows, _FLOW_TYPES), _frame(run_rows, _RUN_TYPES)
 
 
 @dataclass(frozen=True)
@@ -416,7 +421,7 @@ def execute_plan(
     todo: list[int] = []
     for i, job in enumerate(plan):
         if job.done():
-            finished(i, _read_back(job.path))
+            finished(i, read_back(job.path))
         else:
             todo.append(i)
     if executor is not None and todo:
@@ -481,12 +486,12 @@ def run_suite(
     run_rows: list[dict[str, Any]] = []
     for job, summary in zip(plan, complete, strict=True):
         rel = job.path.relative_to(out).as_posix()
-        flow_rows += _flow_rows(summary, rel)
-        run_rows.append(_run_row(summary, rel))
-    flows = _frame(flow_rows, _FLOW_TYPES)
-    runs = _frame(run_rows, _RUN_TYPES)
-    _write_atomic(flows, out / FLOWS_TABLE)
-    _write_atomic(runs, out / RUNS_TABLE)
+        flows_of_run, run_row = rows_of_run(summary, rel)
+        flow_rows += flows_of_run
+        run_rows.append(run_row)
+    flows, runs = tables_of_rows(flow_rows, run_rows)
+    write_parquet_atomic(flows, out / FLOWS_TABLE)
+    write_parquet_atomic(runs, out / RUNS_TABLE)
     return SuiteResult(
         flows=flows,
         runs=runs,

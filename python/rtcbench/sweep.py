@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import runner
+from rtcbench.results import write_parquet_atomic
 from rtcbench.scenarios import resolve
 from rtcbench.suite import (
     _FLOW_TYPES,
@@ -46,7 +47,6 @@ from rtcbench.suite import (
     _frame,
     _Job,
     _run_row,
-    _write_atomic,
     execute_plan,
 )
 
@@ -289,8 +289,8 @@ def run_sweep(
     types = {"point": pl.String()}
     runs = _frame(run_rows, {**types, **_RUN_TYPES})
     flows = _frame(flow_rows, {**types, **_FLOW_TYPES})
-    _write_atomic(runs, out / RUNS_TABLE)
-    _write_atomic(flows, out / FLOWS_TABLE)
+    write_parquet_atomic(runs, out / RUNS_TABLE)
+    write_parquet_atomic(flows, out / FLOWS_TABLE)
     return SweepResult(
         runs=runs,
         flows=flows,

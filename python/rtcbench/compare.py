@@ -1,0 +1,629 @@
+"""Result sets side by side: two controllers in one suite folder, or the same controllers in two or
+more suite folders (an old and a new commit), case by case, with a bootstrap confidence interval of
+each difference over the repetitions.
+
+The unit of comparison is a cell: one (scenario, variant) run by one side, where a side is a
+controller (one folder) or a folder's label (several folders, matched per controller). A cell holds
+one run per repetition; each run gives one value per metric (`METRICS`), and the cell's values on
+side B are compared with those on the baseline side A: means, B − A, relative change, and a
+percentile-bootstrap 95 % interval of the difference of means, each side resampled on its own. A
+change is a regression when that interval excludes zero on the metric's worse side and the
+relative change exceeds the tolerance. Definitions and examples: `docs/compare.md`.
+
+Runs are read from their folders (`summary.json`, through the code that builds `suite.parquet`), not
+from the suite tables: a folder of `rtcbench run` results, or suites merged by copying, compare as
+well, and a broken run folder is named and skipped instead of spoiling the set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from rtcbench import suite
+from rtcbench.metrics import VIDEO
+from rtcbench.results import TABLES
+
+__all__ = [
+    "COLUMNS",
+    "CONFIDENCE",
+    "METRICS",
+    "VERDICTS",
+    "CompareError",
+    "Comparison",
+    "Metric",
+    "ResultSet",
+    "bootstrap_ci",
+    "compare",
+    "comparison",
+    "judge",
+    "load",
+    "run_values",
+]
+
+Better = Literal["higher", "lower"]
+Verdict = Literal["regression", "improvement", "no change", "insufficient data"]
+VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "insufficient data")
+
+CONFIDENCE = 0.95
+"""Level of the bootstrap interval of B − A."""
+
+_KEYS = ("scenario", "variant", "controller", "seed")
+
+
+class CompareError(ValueError):
+    """A comparison that cannot be made as asked (no runs, unknown label or metric, nothing in
+    common); the message names the folder or the option and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One compared quantity: a column of `run_values`, with the side that is better."""
+
+    name: str
+    title: str
+    better: Better
+    unit: str
+    scale: float
+    digits: int
+    definition: str
+
+    @property
+    def heading(self) -> str:
+        """Title, display unit and better side, for a table: "qdelay p95 ms ↓"."""
+        arrow = "↑" if self.better == "higher" else "↓"
+        return " ".join(p for p in (self.title, self.unit, arrow) if p)
+
+    def format(self, value: float | None, *, signed: bool = False) -> str:
+        """The value in the display unit (times `scale`, `digits` decimals); "-" for none."""
+        if value is None or not math.isfinite(value):
+            return "-"
+        return f"{value * self.scale:{'+' if signed else ''}.{self.digits}f}"
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "utilization",
+        "utilisation",
+        "higher",
+        "",
+        1.0,
+        3,
+        "video flows' receive rate / bottleneck capacity (`utilization`), mean over the run's video flows",
+    ),
+    Metric(
+        "qdelay_p50_ms",
+        "qdelay p50",
+        "lower",
+        "ms",
+        1.0,
+        1,
+        "video flows' median queuing delay, mean over the run's video flows",
+    ),
+    Metric(
+        "qdelay_p95_ms",
+        "qdelay p95",
+        "lower",
+        "ms",
+        1.0,
+        1,
+        "video flows' 95th-percentile queuing delay, mean over the run's video flows",
+    ),
+    Metric(
+        "loss_ratio",
+        "loss",
+        "lower",
+        "%",
+        100.0,
+        2,
+        "video packets dropped / sent, mean over the run's video flows",
+    ),
+    Metric(
+        "convergence_time_s",
+        "convergence",
+        "lower",
+        "s",
+        1.0,
+        1,
+        "video flows' start-up convergence time, mean over the flows that converged",
+    ),
+    Metric(
+        "jain_index",
+        "Jain's index",
+        "higher",
+        "",
+        1.0,
+        3,
+        "Jain's index of the video flows' rates after settling; runs with two or more video flows",
+    ),
+    Metric(
+        "tcp_throughput_bps",
+        "TCP",
+        "higher",
+        "kbit/s",
+        1e-3,
+        0,
+        "received bytes on the wire of the TCP flows, summed, per second; runs with TCP",
+    ),
+    Metric(
+        "feedback_bps",
+        "feedback",
+        "lower",
+        "kbit/s",
+        1e-3,
+        2,
+        "RTCP sent, all calls and directions, on the wire",
+    ),
+)
+BY_NAME = {m.name: m for m in METRICS}
+
+COLUMNS: dict[str, pl.DataType] = {
+    "scenario": pl.String(),
+    "variant": pl.String(),
+    "metric": pl.String(),
+    "better": pl.String(),
+    "a": pl.String(),
+    "b": pl.String(),
+    "n_a": pl.Int64(),
+    "n_b": pl.Int64(),
+    "mean_a": pl.Float64(),
+    "mean_b": pl.Float64(),
+    "diff": pl.Float64(),
+    "rel_diff": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "verdict": pl.String(),
+    "controller_a": pl.String(),
+    "controller_b": pl.String(),
+}
+"""The columns of `compare`'s frame, in order (docs/compare.md, "The table")."""
+
+
+def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """One row per run (the keys of `suite-runs.parquet` and `path`) with a column per `METRICS`
+    entry, from the two suite tables.
+
+    Flow metrics are averaged over the run's video flows, as the suite's overview does: video is
+    what the controller adapts, while audio's rate is fixed by its codec. Jain's index is kept only
+    where it compares two or more video flows (it is 1 by definition with one), TCP throughput only
+    where the run has TCP flows. Null means "does not apply" or "not measured".
+    """
+    by = list(_KEYS)
+    per_flow = ("utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "convergence_time_s")
+    # A summary from an older rtcbench may lack a metric: it is then not measured, not an error.
+    flows = flows.with_columns(pl.lit(None, pl.Float64).alias(c) for c in per_flow if c not in flows.columns)
+    video = flows.filter(pl.col("kind") == VIDEO).group_by(by).agg(pl.col(*per_flow).mean())
+    tcp = (
+        flows.filter(pl.col("kind") == "tcp")
+        .group_by(by)
+        .agg(tcp_throughput_bps=pl.col("cross_throughput_bps").sum())
+    )
+    base = runs.select(
+        *by,
+        "path",
+        pl.when(pl.col("video_flows") >= 2).then(pl.col("jain_index")).alias("jain_index"),
+        pl.col("feedback_bps").cast(pl.Float64),
+    )
+    joined = base.join(video, on=by, how="left", maintain_order="left").join(
+        tcp, on=by, how="left", maintain_order="left"
+    )
+    return joined.select(*by, "path", *(pl.col(m.name).cast(pl.Float64) for m in METRICS))
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """The runs of one folder: `runs` has one row per run (`run_values`, plus `scenario_sha`, a
+    digest of its `scenario.toml`, null if absent); `problems` names the folders skipped."""
+
+    folder: Path
+    runs: pl.DataFrame
+    problems: tuple[str, ...]
+
+    @property
+    def controllers(self) -> list[str]:
+        return sorted(set(self.runs.get_column("controller")))
+
+
+_RUN_FILES = frozenset(
+    {"summary.json", "scenario.toml", "timeseries.parquet", *(f"{t}.parquet" for t in TABLES)}
+)
+_SEED_FOLDER = re.compile(r"seed-\d+")
+
+
+def _run_folders(root: Path) -> list[Path]:
+    """Every folder under `root` (or `root` itself) that is, or was meant to be, a run: it holds a
+    run's file or is named seed-N. Hidden entries are skipped: they are the temporary folders and
+    files of atomic writes, not results. Sorted, so the same tree always gives the same order."""
+    found: list[Path] = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        folder = Path(here)
+        if _RUN_FILES.intersection(files) or (folder != root and _SEED_FOLDER.fullmatch(folder.name)):
+            found.append(folder)
+            dirs[:] = []
+    return sorted(found)
+
+
+def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
+    """A run's suite-table rows and its scenario digest; raises CompareError naming what is wrong."""
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise CompareError(f"{folder}: no summary.json (an interrupted or incomplete run)")
+    try:
+        summary = suite.read_back(folder)
+    except FileNotFoundError as e:
+        missing = Path(e.filename).name if e.filename else str(e)
+        raise CompareError(
+            f"{folder}: summary.json predates the fairness and feedback keys and {missing} is missing"
+        ) from e
+    except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as e:
+        raise CompareError(f"{summary_path}: cannot be read ({type(e).__name__}: {e})") from e
+    lacking = [k for k in (*_KEYS, "flows") if k not in summary]
+    if lacking:
+        raise CompareError(f"{summary_path}: lacks {', '.join(lacking)}")
+    try:
+        flow_rows, run_row = suite.rows_of_run(summary, rel)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise CompareError(f"{summary_path}: malformed ({type(e).__name__}: {e})") from e
+    toml = folder / "scenario.toml"
+    sha = hashlib.sha256(toml.read_bytes()).hexdigest() if toml.is_file() else None
+    return flow_rows, run_row, sha
+
+
+def load(folder: Path) -> ResultSet:
+    """Every complete run under `folder` (a suite's `--out`, any folder of runs, or one run's
+    folder). Incomplete or unreadable run folders are skipped and named in `problems`; a run whose
+    (scenario, variant, controller, seed) was already read from another folder is skipped too.
+    Raises CompareError if `folder` is not a folder or holds no complete run."""
+    if not folder.is_dir():
+        raise CompareError(f"{folder}: not a folder")
+    problems: list[str] = []
+    flow_rows: list[dict[str, Any]] = []
+    run_rows: list[dict[str, Any]] = []
+    shas: list[str | None] = []
+    seen: dict[tuple[Any, ...], Path] = {}
+    for run in _run_folders(folder):
+        rel = run.relative_to(folder).as_posix()
+        try:
+            flows_of_run, run_row, sha = _read_run(run, rel)
+        except CompareError as e:
+            problems.append(str(e))
+            continue
+        key = tuple(run_row[k] for k in _KEYS)
+        if key in seen:
+            problems.append(f"{run}: the same run as {seen[key]} (scenario, variant, controller and seed)")
+            continue
+        seen[key] = run
+        flow_rows += flows_of_run
+        run_rows.append(run_row)
+        shas.append(sha)
+    if not run_rows:
+        skipped = f"; {len(problems)} run folder(s) skipped, the first: {problems[0]}" if problems else ""
+        raise CompareError(f"{folder}: no complete run (no folder under it holds a summary.json{skipped})")
+    flows, runs = suite.tables_of_rows(flow_rows, run_rows)
+    digests = pl.DataFrame(
+        {"path": [r["path"] for r in run_rows], "scenario_sha": shas},
+        schema={"path": pl.String, "scenario_sha": pl.String},
+    )
+    values = run_values(flows, runs).join(digests, on="path", how="left", maintain_order="left")
+    return ResultSet(folder, values, tuple(problems))
+
+
+def bootstrap_ci(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    resamples: int = 2000,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float] | None:
+    """Percentile-bootstrap interval of mean(b) − mean(a): each side is resampled with replacement
+    on its own (the repetitions of the two sides are independent runs, not pairs), `resamples`
+    times, and the interval spans the middle `confidence` of the differences of the resampled
+    means. None with fewer than two values on either side: one run shows no spread, so no interval
+    can be had from it."""
+    xa = np.asarray(a, dtype=np.float64)
+    xb = np.asarray(b, dtype=np.float64)
+    if xa.size < 2 or xb.size < 2:
+        return None
+    means_a = xa[rng.integers(0, xa.size, size=(resamples, xa.size))].mean(axis=1)
+    means_b = xb[rng.integers(0, xb.size, size=(resamples, xb.size))].mean(axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means_b - means_a, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def judge(
+    better: Better,
+    mean_a: float | None,
+    mean_b: float | None,
+    ci: tuple[float, float] | None,
+    tolerance: float,
+) -> Verdict:
+    """The verdict on one metric of one cell.
+
+    A regression needs both: the interval of B − A excludes zero on the worse side (the change is
+    not the seeds' noise) and the relative change |B − A| / |A| exceeds `tolerance` (it is large
+    enough to matter). An improvement is the same on the better side. With A = 0 any change counts
+    as larger than the tolerance. Without an interval (fewer than two runs on a side), nothing is
+    flagged: "insufficient data".
+    """
+    if ci is None or mean_a is None or mean_b is None:
+        return "insufficient data"
+    low, high = ci
+    # Bootstrap means of equal values can differ in the last bit; that is not a change.
+    eps = 1e-12 * max(abs(mean_a), abs(mean_b))
+    if low <= eps and high >= -eps:
+        return "no change"
+    diff = mean_b - mean_a
+    if mean_a != 0 and abs(diff) / abs(mean_a) <= tolerance:
+        return "no change"
+    went_up = low > eps
+    return "improvement" if went_up == (better == "higher") else "regression"
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of a comparison: its label and its runs, with the cell key of each run."""
+
+    label: str
+    runs: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison: `table` (the frame `compare` returns), the `baseline` label and every side's
+    label in order, the run folders skipped (`problems`) and what was not compared (`notes`:
+    cases present on one side only, cases whose scenario text differs). `mode` is "controllers"
+    (one folder, sides are its controllers) or "folders" (sides are folders, cells per controller).
+    """
+
+    table: pl.DataFrame
+    mode: Literal["controllers", "folders"]
+    labels: tuple[str, ...]
+    baseline: str
+    problems: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def counts(self, b: str) -> dict[Verdict, int]:
+        """How many rows of the comparison of `b` with the baseline got each verdict."""
+        rows = self.table.filter(pl.col("b") == b)
+        return {v: int((rows.get_column("verdict") == v).sum()) for v in VERDICTS}
+
+
+def _listed(values: Sequence[str] | None, what: str) -> list[str] | None:
+    """A list option, stripped and checked: nothing empty, nothing twice; None if not given."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise CompareError(f"{what} must be a list of names, not the string {values!r}")
+    out = [v.strip() for v in values]
+    if not out or not all(out):
+        raise CompareError(f"{what} names nothing, or an empty name: {', '.join(out)!r}")
+    dupes = sorted({v for v in out if out.count(v) > 1})
+    if dupes:
+        raise CompareError(f"{what} names {', '.join(map(repr, dupes))} more than once")
+    return out
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    """Sort key with numbers compared as numbers: delay=50ms before delay=100ms, 5.2 before 5.10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
+def _case(scenario: str, variant: str, controller: str | None) -> str:
+    text = scenario + (f" [{variant}]" if variant else "")
+    return f"{text} {controller}" if controller else text
+
+
+def _sides(
+    sets: list[ResultSet], labels: list[str] | None, baseline: str | None
+) -> tuple[Literal["controllers", "folders"], list[_Side]]:
+    """The sides to compare, baseline first."""
+    if len(sets) == 1:
+        rs = sets[0]
+        present = rs.controllers
+        names = labels if labels is not None else present
+        unknown = [n for n in names if n not in present]
+        if unknown:
+            raise CompareError(
+                f"{rs.folder}: no runs of {', '.join(map(repr, unknown))} "
+                f"(controllers there: {', '.join(present)})"
+            )
+        if len(names) < 2:
+            raise CompareError(
+                f"{rs.folder}: holds runs of one controller only ({names[0]}); "
+                "give two controllers or a second folder"
+            )
+        mode: Literal["controllers", "folders"] = "controllers"
+        sides = [_Side(n, rs.runs.filter(pl.col("controller") == n)) for n in names]
+    else:
+        if labels is None:
+            labels = [d.folder.name or str(d.folder) for d in sets]
+            if len(set(labels)) < len(labels):
+                labels = [str(d.folder) for d in sets]
+            if len(set(labels)) < len(labels):
+                raise CompareError("the same folder is given twice; give --labels to tell them apart")
+        elif len(labels) != len(sets):
+            raise CompareError(f"--labels names {len(labels)} sets for {len(sets)} folders")
+        mode = "folders"
+        sides = [_Side(label, rs.runs) for label, rs in zip(labels, sets, strict=True)]
+    if baseline is not None:
+        names = [s.label for s in sides]
+        if baseline not in names:
+            raise CompareError(f"--baseline {baseline!r} is not compared (allowed: {', '.join(names)})")
+        sides.sort(key=lambda s: s.label != baseline)
+    return mode, sides
+
+
+def _row_rng(seed: int, key: Sequence[str]) -> np.random.Generator:
+    """A generator of its own for each row, from the seed and the row's identity: the same row
+    gets the same interval whatever else is compared, and rows do not share draws."""
+    digest = hashlib.sha256("\x1f".join(key).encode()).digest()
+    return np.random.default_rng(np.random.SeedSequence([seed, int.from_bytes(digest[:16], "little")]))
+
+
+def comparison(
+    dirs: Sequence[Path],
+    labels: Sequence[str] | None = None,
+    *,
+    baseline: str | None = None,
+    metrics: Sequence[str] | None = None,
+    tolerance: float = 0.05,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Compares the result sets under `dirs`; `compare` returns its `table`.
+
+    One folder: its controllers are the sides (`labels` picks and orders them); several folders:
+    the folders are the sides (`labels` names them, default their folder names) and cells are
+    matched per (scenario, variant, controller). Each side is compared with the baseline:
+    `baseline` if given, else the first side. `metrics` picks from `METRICS` (default all). Cases
+    on one side only are left out and listed in `notes`. Raises CompareError on a request that
+    cannot be met.
+    """
+    if not dirs:
+        raise CompareError("no folder to compare")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise CompareError(f"--tolerance must be a finite number ≥ 0, got {tolerance}")
+    if resamples < 1:
+        raise CompareError(f"--resamples must be at least 1, got {resamples}")
+    if seed < 0:
+        raise CompareError(f"--seed must be ≥ 0, got {seed}")
+    names = _listed(labels, "--labels")
+    chosen = _listed(metrics, "--metric")
+    if chosen is None:
+        wanted = list(METRICS)
+    else:
+        unknown = [m for m in chosen if m not in BY_NAME]
+        if unknown:
+            raise CompareError(f"unknown metric {unknown[0]!r} (allowed: {', '.join(BY_NAME)})")
+        wanted = [BY_NAME[m] for m in chosen]
+    sets = [load(Path(d)) for d in dirs]
+    mode, sides = _sides(sets, names, baseline)
+    cell = ["scenario", "variant"] if mode == "controllers" else ["scenario", "variant", "controller"]
+
+    base = sides[0]
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for other in sides[1:]:
+        cells_a = base.runs.sort("seed", "path").partition_by(cell, as_dict=True, maintain_order=True)
+        cells_b = other.runs.sort("seed", "path").partition_by(cell, as_dict=True, maintain_order=True)
+        keys_a, keys_b = set(cells_a), set(cells_b)
+        common = sorted(keys_a & keys_b, key=lambda k: tuple(_natural(str(p)) for p in k))
+        for here, there, only in (
+            (base.label, other.label, keys_a - keys_b),
+            (other.label, base.label, keys_b - keys_a),
+        ):
+            if only:
+                listed = ", ".join(
+                    _case(str(k[0]), str(k[1]), str(k[2]) if len(k) == 3 else None)
+                    for k in sorted(only, key=lambda k: tuple(_natural(str(p)) for p in k))
+                )
+                notes.append(f"not compared, only in {here} (not in {there}): {listed}")
+        if not common:
+            raise CompareError(f"{base.label} and {other.label} have no case in common")
+        differ: list[str] = []
+        for key in common:
+            runs_a, runs_b = cells_a[key], cells_b[key]
+            shas = set(runs_a.get_column("scenario_sha").drop_nulls()) | set(
+                runs_b.get_column("scenario_sha").drop_nulls()
+            )
+            scenario, variant = str(key[0]), str(key[1])
+            cc_a = str(key[2]) if mode == "folders" else base.label
+            cc_b = str(key[2]) if mode == "folders" else other.label
+            if len(shas) > 1:
+                differ.append(_case(scenario, variant, cc_a if mode == "folders" else None))
+            sides_of_row = (base.label, other.label, cc_a, cc_b)
+            for m in wanted:
+                row = _row(m, scenario, variant, sides_of_row, runs_a, runs_b, tolerance, resamples, seed)
+                if row is not None:
+                    rows.append(row)
+        if differ:
+            notes.append(
+                f"scenario.toml is not the same in every run of {base.label} and {other.label} in "
+                f"{len(differ)} case(s), compared anyway: {', '.join(differ)}"
+            )
+    table = pl.DataFrame(rows, schema=COLUMNS)
+    problems = tuple(p for rs in sets for p in rs.problems)
+    return Comparison(table, mode, tuple(s.label for s in sides), base.label, problems, tuple(notes))
+
+
+def _row(
+    m: Metric,
+    scenario: str,
+    variant: str,
+    sides: tuple[str, str, str, str],
+    runs_a: pl.DataFrame,
+    runs_b: pl.DataFrame,
+    tolerance: float,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """One metric of one cell, or None where the metric applies to no run on either side.
+    `sides` is (a, b, controller_a, controller_b)."""
+    a, b, cc_a, cc_b = sides
+    xa = runs_a.get_column(m.name).drop_nulls().to_numpy()
+    xb = runs_b.get_column(m.name).drop_nulls().to_numpy()
+    if xa.size == 0 and xb.size == 0:
+        return None
+    mean_a = float(xa.mean()) if xa.size else None
+    mean_b = float(xb.mean()) if xb.size else None
+    diff = mean_b - mean_a if mean_a is not None and mean_b is not None else None
+    rel = diff / abs(mean_a) if diff is not None and mean_a else None
+    rng = _row_rng(seed, (scenario, variant, a, b, cc_a, cc_b, m.name))
+    ci = bootstrap_ci(xa, xb, resamples=resamples, rng=rng) if diff is not None else None
+    return {
+        "scenario": scenario,
+        "variant": variant,
+        "metric": m.name,
+        "better": m.better,
+        "a": a,
+        "b": b,
+        "n_a": int(xa.size),
+        "n_b": int(xb.size),
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "diff": diff,
+        "rel_diff": rel,
+        "ci_low": ci[0] if ci else None,
+        "ci_high": ci[1] if ci else None,
+        "verdict": judge(m.better, mean_a, mean_b, ci, tolerance),
+        "controller_a": cc_a,
+        "controller_b": cc_b,
+    }
+
+
+def compare(
+    dirs: Sequence[Path],
+    labels: Sequence[str] | None = None,
+    *,
+    baseline: str | None = None,
+    tolerance: float = 0.05,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """The comparison of the result sets under `dirs` as one frame, a row per (side compared with
+    the baseline, cell, metric); columns `COLUMNS`, documented in docs/compare.md.
+
+    One folder compares its controllers with the baseline controller (`baseline`, else the first
+    of `labels`, else the first by name); several folders compare each folder's runs with the
+    first's (or `baseline`'s), per (scenario, variant, controller). `tolerance` is the relative
+    change below which nothing is flagged, `resamples` the bootstrap's draws, `seed` its random
+    seed: the same inputs always give the same frame. Raises CompareError (a ValueError) on a
+    request that cannot be met; skipped run folders and unmatched cases are in `comparison`'s
+    `problems` and `notes`.
+    """
+    return comparison(
+        dirs, labels, baseline=baseline, tolerance=tolerance, resamples=resamples, seed=seed
+    ).table
