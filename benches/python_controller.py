@@ -2,7 +2,7 @@
 `rfc8867-5.1` run (first variant) with the example delay-gradient AIMD against the built-in `gcc`,
 and the simulator's overhead per call into Python.
 
-The overhead is measured on `fixed` written in Python (`PyFixed` below): it gives the built-in
+The overhead is measured on `fixed` written in Python (the test's `PyFixed`): it gives the built-in
 `fixed` trace bit for bit (tests/test_python_controller.py), so the simulation does the same
 work and the difference in time is the cost of calling Python, divided by the calls made.
 
@@ -24,23 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = f"{ROOT / 'examples' / 'delay_gradient_aimd.py'}:DelayGradientAimd"
 
 
-class PyFixed(rtcbench.Controller):
-    """The built-in `fixed` controller in Python."""
-
-    def on_start(self, call: rtcbench.CallInfo) -> None:
-        self.rate = call.start_rate_bps
-
-    def on_feedback(self, now_us: int, report: rtcbench.FeedbackReport) -> None:
-        pass
-
-    def target_rate(self) -> float:
-        return self.rate
-
-    def pacing_rate(self) -> float | None:
-        return self.rate * 2.5
-
-    def metrics(self) -> dict[str, float | None]:
-        return {"rate_bps": self.rate}
+# The very class whose trace the test proves bit-identical to the built-in `fixed`.
+PyFixed = controller_class(f"{ROOT / 'tests' / 'test_python_controller.py'}:PyFixed")
 
 
 def counting(cls: type[rtcbench.Controller], calls: Counter[str]) -> type[rtcbench.Controller]:
