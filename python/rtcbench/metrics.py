@@ -553,7 +553,9 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
 
     `flow_or_link` is a flow id, a flow name or a link name. Consecutive samples with equal capacity
     merge; the first phase starts at 0 and the last ends at `meta.duration_s`. A link without samples
-    is one unlimited phase. These are the "sections" of seed 000's Tables 6.1-6.3.
+    is one unlimited phase. These are the "sections" of seed 000's Tables 6.1-6.3. A link driven by a
+    capacity trace (`capacity_trace` in its `meta.links` entry) changes capacity every few hundred
+    milliseconds, so its run is one phase, whose capacity is the mean over the run (rounded to bit/s).
     """
     dur = _duration_us(t)
     link: str | None
@@ -571,6 +573,9 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
     seg = _capacity_of(t, link)
     if seg.height == 0:
         return [Phase(0.0, dur / _US_PER_S, None)]
+    if any(lk.get("name") == link and lk.get("capacity_trace") for lk in t.meta.get("links", [])):
+        mean = _window_capacity(t, link, np.array([0]), np.array([max(dur, 1)]), dur)[0]
+        return [Phase(0.0, dur / _US_PER_S, None if np.isnan(mean) else round(float(mean)))]
     # Capacities are whole bit/s well below 2**53, so exact as floats; NaN stands for unlimited.
     values = seg.get_column("capacity_bps").to_numpy().astype(np.float64)
     unlimited = np.isnan(values)

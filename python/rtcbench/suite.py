@@ -45,9 +45,10 @@ __all__ = [
 SUITES: dict[str, tuple[str, ...]] = {
     "rfc8867": ("rfc8867-",),
     "seeds-wired": ("seed000-", "seed001-", "seed002-", "seed003-"),
+    "traces": ("trace-",),
 }
 """Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
-experiments are seeds 000-003)."""
+experiments are seeds 000-003; `traces` the scenarios over capacity traces)."""
 
 FLOWS_TABLE = "suite.parquet"
 RUNS_TABLE = "suite-runs.parquet"

@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::call::{CallPlumbing, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::link::capacity::CapacitySchedule;
+use crate::link::capacity_trace::CapacityTrace;
 use crate::link::jitter::JitterConfig;
 use crate::link::loss::LossModel;
 use crate::link::{Link, LinkConfig, QueueLimit};
@@ -73,6 +74,10 @@ pub struct LinkMeta {
     /// Propagation delay (without jitter), so metrics can line receptions up with the capacity
     /// that carried them.
     pub delay_us: i64,
+    /// The format of the link's capacity trace, if it has one: its capacity then changes too
+    /// often for phases to mean anything, and metrics treat the run as one phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_trace: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -347,20 +352,30 @@ fn codel_config(q: &QueueSpec, ecn: bool) -> CodelConfig {
     CodelConfig { target: q.target.unwrap_or(d.target), interval: q.interval.unwrap_or(d.interval), ecn, ..d }
 }
 
-fn link_config(l: &LinkSpec) -> LinkConfig {
-    let capacity = match udp_background_rate(l) {
-        Some(physical) => CapacitySchedule::constant(physical),
-        None => scheduled_capacity(l),
+/// A link as the scenario describes it, with its capacity trace if it has one, for a run that
+/// ends at `end` (a trace is laid out, looped, up to there).
+fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) -> LinkConfig {
+    let (capacity, opportunities) = match (udp_background_rate(l), trace) {
+        (Some(physical), _) => (CapacitySchedule::constant(physical), None),
+        (None, Some(trace @ CapacityTrace::Opportunities(o))) => (trace.schedule(end), Some(o.clone())),
+        (None, Some(trace @ CapacityTrace::Rate(_))) => (trace.schedule(end), None),
+        (None, None) => (scheduled_capacity(l), None),
     };
     LinkConfig {
         name: l.name.clone(),
         capacity,
         delay: l.delay.as_ref().map_or(Duration::ZERO, |d| *d.get()),
-        queue: match l.queue.as_ref().map(|q| *q.size.get()) {
-            None => QueueLimit::Unlimited,
-            Some(QueueSize::Bytes(b)) => QueueLimit::Bytes(b),
-            Some(QueueSize::Time(t)) => QueueLimit::Time(t),
+        queue: match (l.queue.as_ref().map(|q| *q.size.get()), &opportunities) {
+            (None, _) => QueueLimit::Unlimited,
+            (Some(QueueSize::Bytes(b)), _) => QueueLimit::Bytes(b),
+            // A mahimahi link's rate is a 200 ms average of its opportunities, an artefact of
+            // reporting; its buffer is sized once, at the trace's mean rate, as a real device's
+            // buffer does not resize with the radio's rate (mahimahi's own queues are in bytes
+            // or packets).
+            (Some(QueueSize::Time(t)), Some(o)) => QueueLimit::Bytes(o.mean_rate() * t),
+            (Some(QueueSize::Time(t)), None) => QueueLimit::Time(t),
         },
+        opportunities,
         discipline: queue_discipline(l.queue.as_ref()),
         jitter: l
             .jitter
@@ -512,9 +527,11 @@ pub fn simulate_with(
     let mut links: Vec<Link> = spec
         .links
         .iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(k, l)| {
+            let trace = s.capacity_traces.get(k).and_then(Option::as_deref);
             Link::new(
-                link_config(l),
+                link_config(l, trace, end),
                 rng_for(seed, &format!("link/{}/loss", l.name)),
                 rng_for(seed, &format!("link/{}/jitter", l.name)),
                 rng_for(seed, &format!("link/{}/queue", l.name)),
@@ -536,6 +553,7 @@ pub fn simulate_with(
                 from: l.from.clone(),
                 to: l.to.clone(),
                 delay_us: link.config().delay.as_micros(),
+                capacity_trace: l.capacity_trace.as_ref().and_then(|t| t.format).map(|f| f.name()),
             })
             .collect(),
         nodes: Vec::new(),

@@ -82,6 +82,7 @@ fn run(discipline: QueueDiscipline, sources: &[Source], duration: Duration) -> O
     let cfg = LinkConfig {
         name: "aqm".into(),
         capacity: CapacitySchedule::constant(CAPACITY),
+        opportunities: None,
         delay: Duration::ZERO,
         queue: BIG_BUFFER,
         discipline,

@@ -101,6 +101,7 @@ fn link(
     let cfg = LinkConfig {
         name: name.to_string(),
         capacity: rate.map_or_else(CapacitySchedule::unlimited, CapacitySchedule::constant),
+        opportunities: None,
         delay,
         queue,
         discipline: QueueDiscipline::DropTail,

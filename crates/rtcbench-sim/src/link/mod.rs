@@ -12,10 +12,16 @@
 //! already queued stay (as `tc tbf latency` does when reconfigured). During an outage (zero
 //! capacity) the limit of the capacity before it applies. The limit counts the packet being
 //! serialised.
+//!
+//! A link with a mahimahi capacity trace serves its queue at delivery opportunities instead of
+//! serialising at a rate ([`opportunities`]): the packet in service is the one being delivered,
+//! and it leaves when the opportunity that carries its last byte comes.
 
 pub mod capacity;
+pub mod capacity_trace;
 pub mod jitter;
 pub mod loss;
+pub mod opportunities;
 
 use std::collections::VecDeque;
 
@@ -27,6 +33,7 @@ use crate::rng::SimRng;
 use capacity::CapacitySchedule;
 use jitter::{JitterConfig, NrRbpdv};
 use loss::{LossModel, LossProcess};
+use opportunities::{DeliveryOpportunities, OpportunityClock, OPPORTUNITY_SIZE};
 
 /// How much a link's buffer holds: the hard limit under every queue discipline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +59,12 @@ impl QueueLimit {
 #[derive(Clone, Debug)]
 pub struct LinkConfig {
     pub name: String,
+    /// The capacity the link reports (links table, bottleneck choice, a queue size in drain
+    /// time) and, without `opportunities`, the rate it serialises at.
     pub capacity: CapacitySchedule,
+    /// mahimahi's service: packets leave only at these delivery opportunities, and `capacity`
+    /// only reports their rate.
+    pub opportunities: Option<DeliveryOpportunities>,
     pub delay: Duration,
     pub queue: QueueLimit,
     pub discipline: QueueDiscipline,
@@ -66,7 +78,7 @@ pub struct Link {
     loss: LossProcess,
     jitter: Option<NrRbpdv>,
     queue: Queue,
-    on_wire: Option<OnWire>,
+    service: Service,
     /// When the queue dropped the packets [`Link::poll_drop`] has not handed out yet.
     drops_due: Option<Instant>,
     /// Serialised packets travelling to the far end, in exit order (jitter never reorders).
@@ -76,11 +88,33 @@ pub struct Link {
     serialised: Option<Vec<(FlowId, DataSize)>>,
 }
 
+/// How a link serves its queue. One enum rather than two optional fields, so the rate path,
+/// which every scenario runs, tests one tag where it tested whether a packet is on the wire.
+enum Service {
+    /// Serialisation at the capacity schedule's rate: the packet on the wire, if any.
+    Rate(Option<OnWire>),
+    /// mahimahi's delivery opportunities.
+    Opportunities(Box<OpportunityService>),
+}
+
 /// The packet being serialised.
 struct OnWire {
     pkt: Packet,
     done: Instant,
     serialisation: Duration,
+}
+
+/// A link served at delivery opportunities: the next opportunity and the packet being delivered.
+struct OpportunityService {
+    clock: OpportunityClock,
+    in_service: Option<InService>,
+}
+
+/// The packet an opportunity is delivering, the bytes it still needs, and when it got its first.
+struct InService {
+    pkt: Packet,
+    left: DataSize,
+    since: Instant,
 }
 
 impl Link {
@@ -90,8 +124,14 @@ impl Link {
             loss: LossProcess::new(cfg.loss, loss_rng),
             jitter: cfg.jitter.map(|j| NrRbpdv::new(j, jitter_rng)),
             queue: Queue::new(&cfg.discipline, queue_rng),
+            service: match &cfg.opportunities {
+                None => Service::Rate(None),
+                Some(o) => Service::Opportunities(Box::new(OpportunityService {
+                    clock: OpportunityClock::new(o.clone()),
+                    in_service: None,
+                })),
+            },
             cfg,
-            on_wire: None,
             drops_due: None,
             in_flight: VecDeque::new(),
             serialised: None,
@@ -116,7 +156,10 @@ impl Link {
     }
 
     fn on_wire_bytes(&self) -> DataSize {
-        self.on_wire.as_ref().map_or(DataSize::ZERO, |w| w.pkt.size)
+        match &self.service {
+            Service::Rate(on_wire) => on_wire.as_ref().map_or(DataSize::ZERO, |w| w.pkt.size),
+            Service::Opportunities(s) => s.in_service.as_ref().map_or(DataSize::ZERO, |s| s.pkt.size),
+        }
     }
 
     /// The buffer limit in force at `t` (a limit in drain time uses the capacity before an
@@ -146,23 +189,31 @@ impl Link {
         if self.loss.lose() {
             return Err((pkt, DropReason::RandomLoss));
         }
+        if let Service::Opportunities(_) = self.service {
+            // As mahimahi does before it queues a packet: deliver up to `now` first, so the
+            // arrival cannot use an opportunity at or before its own arrival.
+            self.serve_opportunities(now);
+        }
         // The packet on the wire still takes its room in the buffer.
         let room = self.queue_limit_at(now).map(|limit| limit.saturating_sub(self.on_wire_bytes()));
         // A refused packet leaves the queue as it was.
         self.queue.enqueue(now, pkt, room)?;
-        if self.on_wire.is_none() {
+        if let Service::Rate(None) = self.service {
             self.start_transmission(now);
         }
         self.note_drops(now);
         Ok(())
     }
 
-    /// Takes the next packet off the queue and puts it on the wire at `now`.
+    /// Takes the next packet off the queue and puts it on the wire at `now` (rate service).
     fn start_transmission(&mut self, now: Instant) {
-        self.on_wire = self.queue.dequeue(now).map(|pkt| {
+        let on_wire = self.queue.dequeue(now).map(|pkt| {
             let done = self.cfg.capacity.finish_time(now, pkt.size);
             OnWire { pkt, done, serialisation: done - now }
         });
+        if let Service::Rate(slot) = &mut self.service {
+            *slot = on_wire;
+        }
     }
 
     /// Wakes the link at `now` if the queue dropped packets that are still to be handed out.
@@ -174,26 +225,85 @@ impl Link {
 
     /// The next instant something happens inside the link.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let tx = self.on_wire.as_ref().map(|w| w.done);
+        let tx = match &self.service {
+            Service::Rate(on_wire) => on_wire.as_ref().map(|w| w.done),
+            // Busy: the next opportunity. Idle: nothing; opportunities pass unused.
+            Service::Opportunities(s) => {
+                (s.in_service.is_some() || !self.queue.bytes().is_zero()).then(|| s.clock.next())
+            }
+        };
         let out = self.in_flight.front().map(|(t, _)| *t);
         earliest(earliest(tx, out), self.drops_due)
     }
 
-    /// Advances serialisation up to `now`.
+    /// Advances serialisation (or delivery at opportunities) up to `now`.
     pub fn on_timeout(&mut self, now: Instant) {
-        while let Some(OnWire { pkt, done, serialisation }) = self.on_wire.take_if(|w| w.done <= now) {
-            let nominal = done + self.cfg.delay;
-            let exit = match &mut self.jitter {
-                Some(j) => j.exit_time(nominal, serialisation),
-                None => nominal,
+        loop {
+            let due = match &mut self.service {
+                Service::Rate(on_wire) => on_wire.take_if(|w| w.done <= now),
+                Service::Opportunities(_) => return self.serve_opportunities(now),
             };
-            if let Some(serialised) = &mut self.serialised {
-                serialised.push((pkt.flow, pkt.size));
-            }
-            self.in_flight.push_back((exit, pkt));
+            let Some(OnWire { pkt, done, serialisation }) = due else { return };
+            self.depart(done, pkt, serialisation);
             self.start_transmission(done);
             self.note_drops(done);
         }
+    }
+
+    /// A packet whose last bit left the queue at `done` starts its way to the far end.
+    // Both services call this per packet; forced inline so the rate path keeps the code it had
+    // before the second caller existed (see `NrRbpdv::sample`).
+    #[inline(always)]
+    fn depart(&mut self, done: Instant, pkt: Packet, serialisation: Duration) {
+        let nominal = done + self.cfg.delay;
+        let exit = match &mut self.jitter {
+            Some(j) => j.exit_time(nominal, serialisation),
+            None => nominal,
+        };
+        if let Some(serialised) = &mut self.serialised {
+            serialised.push((pkt.flow, pkt.size));
+        }
+        self.in_flight.push_back((exit, pkt));
+    }
+
+    /// Uses every delivery opportunity up to `now` (mahimahi's `LinkQueue::rationalize`): each
+    /// carries 1504 bytes to the packet in service and then to the next queued packets; a
+    /// packet leaves at the opportunity that carries its last byte. What an opportunity does
+    /// not use is lost, and so are the opportunities of an idle link.
+    fn serve_opportunities(&mut self, now: Instant) {
+        let Service::Opportunities(mut service) = std::mem::replace(&mut self.service, Service::Rate(None))
+        else {
+            return;
+        };
+        loop {
+            if service.in_service.is_none() && self.queue.bytes().is_zero() {
+                service.clock.skip_through(now);
+                break;
+            }
+            if service.clock.next() > now {
+                break;
+            }
+            let at = service.clock.take();
+            let mut budget = OPPORTUNITY_SIZE;
+            while !budget.is_zero() {
+                let current = match &mut service.in_service {
+                    Some(current) => current,
+                    None => match self.queue.dequeue(at) {
+                        Some(pkt) => service.in_service.insert(InService { left: pkt.size, pkt, since: at }),
+                        None => break,
+                    },
+                };
+                let sent = budget.min(current.left);
+                current.left -= sent;
+                budget -= sent;
+                if current.left.is_zero() {
+                    let InService { pkt, since, .. } = service.in_service.take().expect("in service");
+                    self.depart(at, pkt, at - since);
+                }
+            }
+            self.note_drops(at);
+        }
+        self.service = Service::Opportunities(service);
     }
 
     /// The next packet that has reached the far end by `now`.
@@ -220,5 +330,152 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The delivery-opportunity service against mahimahi's rules (`opportunities`), driven with
+    //! scripted arrivals the way the world drives a link.
+
+    use rtcbench_cc::feedback::Ecn;
+
+    use super::*;
+    use crate::queue::test_support::packet;
+    use crate::rng::rng_for;
+
+    fn ms(v: i64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    fn us(v: i64) -> Instant {
+        Instant::from_micros(v)
+    }
+
+    /// A link served at opportunities at these milliseconds (looping), no delay, `queue` bytes.
+    fn link(opportunities_ms: &[i64], queue: QueueLimit) -> Link {
+        let o =
+            DeliveryOpportunities::new(opportunities_ms.iter().map(|&m| Duration::from_millis(m)).collect())
+                .unwrap();
+        let cfg = LinkConfig {
+            name: "trace".into(),
+            capacity: o.binned_rate(Duration::from_millis(200), Instant::from_secs(10)),
+            opportunities: Some(o),
+            delay: Duration::ZERO,
+            queue,
+            discipline: QueueDiscipline::DropTail,
+            jitter: None,
+            loss: LossModel::None,
+        };
+        Link::new(cfg, rng_for(1, "l"), rng_for(1, "j"), rng_for(1, "q"))
+    }
+
+    /// Offers packets (arrival, bytes) in time order and wakes the link at its deadlines, as the
+    /// world does; `arrivals_first` decides which goes first when an arrival and a wake-up fall
+    /// on one instant. Returns each packet's exit time, `None` if dropped or still inside.
+    fn drive(
+        link: &mut Link,
+        arrivals: &[(Instant, u64)],
+        until: Instant,
+        arrivals_first: bool,
+    ) -> Vec<Option<Instant>> {
+        let mut exits = vec![None; arrivals.len()];
+        let mut next = 0;
+        loop {
+            let wake = link.poll_timeout().filter(|&t| t <= until);
+            let arrival = arrivals.get(next).map(|a| a.0);
+            let take_arrival = match (arrival, wake) {
+                (Some(a), Some(w)) => a < w || (a == w && arrivals_first),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let now = if take_arrival {
+                let (at, bytes) = arrivals[next];
+                let _ = link.enqueue(at, packet(next as u64, 0, bytes, Ecn::NotEct));
+                next += 1;
+                at
+            } else {
+                let now = wake.expect("a wake-up");
+                link.on_timeout(now);
+                now
+            };
+            while link.poll_drop().is_some() {}
+            while let Some((t, pkt)) = link.poll_output(now) {
+                exits[pkt.id as usize] = Some(t);
+            }
+        }
+        exits
+    }
+
+    fn both_orders(
+        opportunities_ms: &[i64],
+        arrivals: &[(Instant, u64)],
+        until: Instant,
+    ) -> Vec<Option<Instant>> {
+        let a = drive(&mut link(opportunities_ms, QueueLimit::Unlimited), arrivals, until, true);
+        let b = drive(&mut link(opportunities_ms, QueueLimit::Unlimited), arrivals, until, false);
+        assert_eq!(a, b, "the outcome must not depend on the order of events at one instant");
+        a
+    }
+
+    #[test]
+    fn a_packet_leaves_at_the_first_opportunity_after_its_arrival() {
+        // One opportunity per millisecond from 1 ms.
+        let exits = both_orders(&[1], &[(us(500), 1504), (ms(3), 100)], ms(10));
+        assert_eq!(exits, [Some(ms(1)), Some(ms(4))], "an arrival on an opportunity waits for the next");
+    }
+
+    #[test]
+    fn small_packets_share_an_opportunity_and_large_ones_span_two() {
+        // 700 + 700 fit in 1504; the third gets the 104 bytes left and the rest at 2 ms.
+        let exits = both_orders(&[1], &[(us(100), 700), (us(200), 700), (us(300), 700)], ms(10));
+        assert_eq!(exits, [Some(ms(1)), Some(ms(1)), Some(ms(2))]);
+        // Back-to-back 1500-byte packets: each opportunity leaves 4 bytes for the next packet,
+        // so after 375 opportunities one packet has been carried entirely by the leftovers.
+        let burst: Vec<(Instant, u64)> = (0..377).map(|_| (us(100), 1500)).collect();
+        let exits = both_orders(&[1], &burst, ms(1000));
+        assert_eq!(exits[0], Some(ms(1)));
+        assert_eq!(exits[374], Some(ms(375)));
+        assert_eq!(exits[375], Some(ms(375)), "4 × 375 = 1500 bytes of leftovers");
+        assert_eq!(exits[376], Some(ms(376)));
+    }
+
+    #[test]
+    fn unused_opportunities_are_lost_not_banked() {
+        // Idle for 100 ms, then ten full packets: one per opportunity after the arrival, not ten
+        // at once on the strength of the hundred unused opportunities before.
+        let burst: Vec<(Instant, u64)> = (0..10).map(|_| (us(100_500), 1504)).collect();
+        let exits = both_orders(&[1], &burst, ms(200));
+        assert_eq!(exits, (101..=110).map(|m| Some(ms(m))).collect::<Vec<_>>());
+        // What an opportunity does not use is lost too: a 1000-byte packet leaves 504 bytes at
+        // 1 ms that a packet arriving at that very instant may not use.
+        let exits = both_orders(&[1], &[(us(500), 1000), (ms(1), 400)], ms(10));
+        assert_eq!(exits, [Some(ms(1)), Some(ms(2))]);
+    }
+
+    #[test]
+    fn the_trace_loops_and_a_queue_limit_counts_the_packet_in_service() {
+        // Opportunities at 0, 5, 10 | 10, 15, 20: two at 10 ms.
+        let arrivals: Vec<(Instant, u64)> = (0..4).map(|_| (us(6_000), 1504)).collect();
+        let exits = both_orders(&[0, 5, 10], &arrivals, ms(30));
+        assert_eq!(exits, [Some(ms(10)), Some(ms(10)), Some(ms(15)), Some(ms(20))]);
+        // A 3000-byte buffer holds the packet in service and one more.
+        let mut l = link(&[1], QueueLimit::Bytes(DataSize::bytes(3000)));
+        let three: Vec<(Instant, u64)> = (0..3).map(|_| (us(100), 1500)).collect();
+        let exits = drive(&mut l, &three, ms(10), true);
+        assert_eq!(exits, [Some(ms(1)), Some(ms(2)), None]);
+    }
+
+    #[test]
+    fn an_idle_link_asks_for_no_wake_ups() {
+        let mut l = link(&[1], QueueLimit::Unlimited);
+        assert_eq!(l.poll_timeout(), None);
+        l.enqueue(us(2_500), packet(0, 0, 100, Ecn::NotEct)).unwrap();
+        assert_eq!(l.poll_timeout(), Some(ms(3)));
+        assert_eq!(l.queue_bytes(), DataSize::bytes(100));
+        l.on_timeout(ms(3));
+        assert_eq!(l.poll_output(ms(3)).map(|(t, _)| t), Some(ms(3)));
+        assert_eq!(l.poll_timeout(), None);
     }
 }

@@ -124,9 +124,38 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/seeds/003-6.3-parallel-3.toml",
         include_str!("../../../../scenarios/seeds/003-6.3-parallel-3.toml"),
     ),
+    (
+        "trace-lte-drive",
+        "scenarios/traces/lte-drive.toml",
+        include_str!("../../../../scenarios/traces/lte-drive.toml"),
+    ),
+    (
+        "trace-lte-walk",
+        "scenarios/traces/lte-walk.toml",
+        include_str!("../../../../scenarios/traces/lte-walk.toml"),
+    ),
+    (
+        "trace-wifi-office",
+        "scenarios/traces/wifi-office.toml",
+        include_str!("../../../../scenarios/traces/wifi-office.toml"),
+    ),
 ];
 
 /// The text of a built-in scenario and its origin for error messages.
 pub fn find(id: &str) -> Option<(&'static str, String)> {
     BUILTIN.iter().find(|(i, _, _)| *i == id).map(|(_, path, text)| (*text, format!("builtin:{path}")))
+}
+
+/// The capacity traces the built-in scenarios use (`scenarios/traces/`, made by
+/// `scripts/make_traces.py`): (path relative to the repository, text). A scenario names one as
+/// `file = "lte-drive.mahimahi"` beside a built-in scenario, or `builtin:<path>` from anywhere.
+pub const TRACES: &[(&str, &str)] = &[
+    ("scenarios/traces/lte-drive.mahimahi", include_str!("../../../../scenarios/traces/lte-drive.mahimahi")),
+    ("scenarios/traces/lte-walk.csv", include_str!("../../../../scenarios/traces/lte-walk.csv")),
+    ("scenarios/traces/wifi-office.json", include_str!("../../../../scenarios/traces/wifi-office.json")),
+];
+
+/// The text of a built-in trace.
+pub fn trace(path: &str) -> Option<&'static str> {
+    TRACES.iter().find(|(p, _)| *p == path).map(|(_, text)| *text)
 }

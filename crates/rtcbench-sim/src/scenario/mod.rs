@@ -1,15 +1,19 @@
 //! Scenarios: loading a TOML file, applying `--set` overrides, expanding sets of values into
 //! variants (RFC 8867 §3: "[x, y]" means one run per value) and validating each variant once,
-//! with errors that name the file, the field, the line when known, and what is allowed.
+//! with errors that name the file, the field, the line when known, and what is allowed. Loading
+//! also reads the capacity traces the scenario names ([`traces`]).
 
 pub mod builtin;
 mod param;
 pub mod schema;
+mod traces;
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
+use crate::link::capacity_trace::CapacityTrace;
 pub use schema::*;
 
 /// A scenario that cannot be used, described for a person.
@@ -49,6 +53,8 @@ pub struct Scenario {
     pub spec: ScenarioSpec,
     /// `delay=50ms` style name of the variant; empty if the file has a single variant.
     pub variant: String,
+    /// The capacity trace of each link (`spec.links[k]`), read when the scenario was loaded.
+    pub capacity_traces: Vec<Option<Arc<CapacityTrace>>>,
 }
 
 impl Scenario {
@@ -193,7 +199,11 @@ fn set_in_table(
     set_in(table.get_mut(key).expect("present"), rest, value)
 }
 
-/// Loads scenario text: overrides, parsing, expansion into variants, validation.
+/// Loads scenario text: overrides, parsing, expansion into variants, validation, and the
+/// capacity traces it names. `origin` is where the text comes from, for error messages and to
+/// find trace files given relative to it: a file path, or `builtin:<path>` for a built-in
+/// scenario (other text, e.g. "resolved scenario", finds relative traces from the working
+/// directory).
 pub fn load(text: &str, origin: &str, sets: &[String]) -> Result<Vec<Scenario>, ScenarioError> {
     let text = apply_overrides(text, origin, sets)?;
     let spec = parse(&text, origin)?;
@@ -259,6 +269,9 @@ fn walk(
                 if let Some(c) = &mut step.capacity {
                     visit(format!("{p}.schedule[{k}].capacity"), c)?;
                 }
+            }
+            if let Some(t) = &mut l.capacity_trace {
+                visit(format!("{p}.capacity_trace.file"), &mut t.file)?;
             }
             if let Some(q) = &mut l.queue {
                 visit(format!("{p}.queue.size"), &mut q.size)?;
@@ -368,6 +381,7 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
     let total: usize = sizes.iter().product();
     let short = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
     let mut out = Vec::with_capacity(total);
+    let mut traces = traces::TraceCache::default();
     for combo in 0..total {
         // Mixed-radix digits of `combo`, last axis fastest.
         let mut idx = vec![0; sizes.len()];
@@ -408,7 +422,8 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
         let variant = if variant.is_empty() { spec.variant.clone().unwrap_or_default() } else { variant };
         spec.variant = (!variant.is_empty()).then(|| variant.clone());
         validate(&spec, origin)?;
-        out.push(Scenario { spec, variant });
+        let capacity_traces = traces.load(&mut spec, origin)?;
+        out.push(Scenario { spec, variant, capacity_traces });
     }
     Ok(out)
 }
@@ -445,6 +460,54 @@ fn validate_udp_background(l: &LinkSpec, p: &str, origin: &str) -> Result<(), Sc
         ),
         _ => Ok(()),
     }
+}
+
+/// A capacity trace replaces the link's `capacity` and `schedule`, drives the link's own rate,
+/// and takes OpenNetLab's options only for an OpenNetLab file.
+fn validate_capacity_trace(
+    l: &LinkSpec,
+    t: &CapacityTraceSpec,
+    p: &str,
+    origin: &str,
+) -> Result<(), ScenarioError> {
+    let err = |field: String, m: String| Err(ScenarioError::new(origin, Some(field), m));
+    let others: Vec<&str> = [
+        ("capacity", l.capacity.is_some()),
+        ("schedule", l.schedule.is_some()),
+        ("reference_capacity", l.reference_capacity.is_some()),
+    ]
+    .iter()
+    .filter_map(|&(name, set)| set.then_some(name))
+    .collect();
+    if !others.is_empty() {
+        return err(
+            p.to_string(),
+            format!(
+                "give the capacity as one of `capacity`, `schedule` or `capacity_trace`; this link also has `{}`",
+                others.join("`, `")
+            ),
+        );
+    }
+    if l.mechanism.as_ref().is_some_and(|m| *m.get() == CapacityMechanism::UdpBackground) {
+        return err(
+            format!("{p}.mechanism"),
+            "a capacity trace drives the link's own rate: the mechanism must be link-rate (udp-background needs a `capacity` or `schedule`)"
+                .into(),
+        );
+    }
+    let format = traces::format_of(t)
+        .map_err(|m| ScenarioError::new(origin, Some(format!("{p}.capacity_trace.format")), m))?;
+    if format != TraceFormat::Opennetlab {
+        for (name, set) in [("direction", t.direction.is_some()), ("ignore", !t.ignore.is_empty())] {
+            if set {
+                return err(
+                    format!("{p}.capacity_trace.{name}"),
+                    format!("only OpenNetLab traces have it; this trace is {}", format.name()),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Parameters that only some disciplines read are rejected on the others, so that a typo'd
@@ -499,6 +562,9 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         }
         if l.capacity.is_some() && l.schedule.is_some() {
             return err(p, "give either `capacity` or `schedule`, not both".into());
+        }
+        if let Some(t) = &l.capacity_trace {
+            validate_capacity_trace(l, t, &p, origin)?;
         }
         if let Some(steps) = &l.schedule {
             if steps.is_empty() {
@@ -674,15 +740,17 @@ to = "B"
 
     #[test]
     fn every_builtin_loads_and_its_id_matches() {
-        for (id, _, text) in builtin::BUILTIN {
-            let variants = load(text, id, &[]).unwrap_or_else(|e| panic!("{e}"));
+        for (id, path, text) in builtin::BUILTIN {
+            // The origin `builtin::find` gives: relative trace files are found beside the file.
+            let variants = load(text, &format!("builtin:{path}"), &[]).unwrap_or_else(|e| panic!("{e}"));
             assert!(!variants.is_empty());
             for v in &variants {
                 assert_eq!(v.spec.id, *id);
-                // The resolved scenario reloads to itself.
+                // The resolved scenario reloads to itself, with the same capacity traces.
                 let again = load(&v.to_toml(), "resolved", &[]).unwrap_or_else(|e| panic!("{e}"));
                 assert_eq!(again.len(), 1);
                 assert_eq!(again[0].to_toml(), v.to_toml());
+                assert_eq!(again[0].capacity_traces, v.capacity_traces);
             }
         }
     }
@@ -793,6 +861,131 @@ to = "B"
         assert!(e.message.contains("fwd"), "{e}");
         let e = load(MINIMAL, "x", &["delay".to_string()]).unwrap_err();
         assert!(e.message.contains("path=value"), "{e}");
+    }
+
+    /// A fresh folder for a test's files.
+    fn scratch(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rtcbench-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// MINIMAL with the forward link's capacity given by `trace` (the inside of an inline table).
+    fn with_trace(trace: &str) -> String {
+        MINIMAL.replace("capacity = \"1Mbps\"", &format!("capacity_trace = {{ {trace} }}"))
+    }
+
+    #[test]
+    fn capacity_traces_load_beside_the_scenario_file_and_resolve_absolutely() {
+        let dir = scratch("trace-paths");
+        std::fs::create_dir_all(dir.join("t")).unwrap();
+        std::fs::write(dir.join("t/ten.up"), "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n").unwrap();
+        std::fs::write(dir.join("t/steps.csv"), "time_s,rate_kbps\n0,500\n2,1000\n").unwrap();
+        let origin = dir.join("my.toml").display().to_string();
+        let v = load(&with_trace(r#"file = "t/ten.up""#), &origin, &[]).unwrap();
+        let Some(CapacityTrace::Opportunities(o)) = v[0].capacity_traces[0].as_deref() else {
+            panic!("a mahimahi trace: {:?}", v[0].capacity_traces)
+        };
+        assert_eq!(o.len(), 10);
+        assert!(v[0].capacity_traces[1].is_none());
+        // The resolved scenario names the file absolutely and its format explicitly.
+        let t = v[0].spec.links[0].capacity_trace.as_ref().unwrap();
+        assert_eq!(t.file.get(), &dir.join("t/ten.up").display().to_string());
+        assert_eq!(t.format, Some(TraceFormat::Mahimahi));
+        // A set of files: one variant each.
+        let v = load(&with_trace(r#"file = ["t/ten.up", "t/steps.csv"]"#), &origin, &[]).unwrap();
+        assert_eq!(
+            v.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(),
+            ["file=t/ten.up", "file=t/steps.csv"]
+        );
+        assert!(matches!(v[1].capacity_traces[0].as_deref(), Some(CapacityTrace::Rate(_))));
+        // A shipped trace from any scenario.
+        let v = load(&with_trace(r#"file = "builtin:scenarios/traces/lte-walk.csv""#), &origin, &[]).unwrap();
+        assert!(v[0].capacity_traces[0].is_some());
+        // `--set` replaces the file like any field.
+        let v = load(
+            &with_trace(r#"file = "t/ten.up""#),
+            &origin,
+            &["links.fwd.capacity_trace.file=t/steps.csv".into()],
+        );
+        assert!(matches!(v.unwrap()[0].capacity_traces[0].as_deref(), Some(CapacityTrace::Rate(_))));
+    }
+
+    #[test]
+    fn capacity_trace_mistakes_name_the_file_the_line_or_field_and_what_is_allowed() {
+        let dir = scratch("trace-errors");
+        std::fs::write(dir.join("back.mahimahi"), "1\n5\n4\n").unwrap();
+        std::fs::write(
+            dir.join("rtt.json"),
+            r#"{"uplink": {"trace_pattern": [{"duration": 5, "capacity": 1, "rtt": 80}]}}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.join("ok.up"), "5\n").unwrap();
+        let origin = dir.join("my.toml").display().to_string();
+        let e = |trace: &str, extra: &str| {
+            let text = with_trace(trace).replace("name = \"fwd\"", &format!("name = \"fwd\"\n{extra}"));
+            let e = load(&text, &origin, &[]).expect_err("the scenario is invalid");
+            assert!(!e.to_string().contains('\n'), "one line: {e}");
+            e
+        };
+
+        // Mutually exclusive with the other ways to give a capacity, and with udp-background.
+        for other in ["capacity = \"1Mbps\"", "schedule = [{ at = \"0s\", capacity = \"1Mbps\" }]"] {
+            let err = e(r#"file = "ok.up""#, other);
+            assert_eq!(err.field.as_deref(), Some("links.fwd"), "{err}");
+            assert!(err.message.contains("one of `capacity`, `schedule` or `capacity_trace`"), "{err}");
+        }
+        let err = e(r#"file = "ok.up""#, "mechanism = \"udp-background\"\nphysical_capacity = \"4Mbps\"");
+        assert_eq!(err.field.as_deref(), Some("links.fwd.mechanism"), "{err}");
+        assert!(err.message.contains("link-rate"), "{err}");
+
+        // Unknown format, unknown extension, options of another format, unknown key.
+        let err = e(r#"file = "ok.up", format = "pcap""#, "");
+        assert_eq!(err.line, Some(9), "{err}");
+        assert!(
+            err.message.contains("mahimahi")
+                && err.message.contains("opennetlab")
+                && err.message.contains("csv"),
+            "{err}"
+        );
+        let err = e(r#"file = "ok.txt""#, "");
+        assert_eq!(err.field.as_deref(), Some("links.fwd.capacity_trace.format"), "{err}");
+        assert!(err.message.contains(".json") && err.message.contains("format = \"mahimahi\""), "{err}");
+        let err = e(r#"file = "ok.up", direction = "downlink""#, "");
+        assert_eq!(err.field.as_deref(), Some("links.fwd.capacity_trace.direction"), "{err}");
+        assert!(err.message.contains("only OpenNetLab"), "{err}");
+        let err = e(r#"file = "ok.up", ignore = ["rtt"]"#, "");
+        assert_eq!(err.field.as_deref(), Some("links.fwd.capacity_trace.ignore"), "{err}");
+        let err = e(r#"file = "rtt.json", ignore = ["latency"]"#, "");
+        assert!(err.message.contains("loss") && err.message.contains("jitter"), "{err}");
+        let err = e(r#"fil = "ok.up""#, "");
+        assert!(err.message.contains("unknown field `fil`") && err.message.contains("file"), "{err}");
+
+        // Missing files, on disk or built in.
+        let err = e(r#"file = "nope.csv""#, "");
+        assert_eq!(err.field.as_deref(), Some("links.fwd.capacity_trace.file"), "{err}");
+        assert!(err.message.contains("cannot read the trace") && err.message.contains("nope.csv"), "{err}");
+        let err = e(r#"file = "builtin:scenarios/traces/nope.csv""#, "");
+        assert!(
+            err.message.contains("scenarios/traces/lte-drive.mahimahi"),
+            "lists the built-in traces: {err}"
+        );
+
+        // A bad trace: the trace file, its line or field, and the scenario field.
+        let err = e(r#"file = "back.mahimahi""#, "");
+        assert_eq!(err.origin, dir.join("back.mahimahi").display().to_string());
+        assert_eq!(err.line, Some(3));
+        assert!(
+            err.message.contains("must not decrease") && err.message.contains("links.fwd.capacity_trace in"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().starts_with(&format!("{}:3: ", dir.join("back.mahimahi").display())),
+            "{err}"
+        );
+        let err = e(r#"file = "rtt.json""#, "");
+        assert_eq!(err.field.as_deref(), Some("uplink.trace_pattern[0].rtt"), "{err}");
+        assert!(load(&with_trace(r#"file = "rtt.json", ignore = ["rtt"]"#), &origin, &[]).is_ok());
     }
 
     /// MINIMAL with competing traffic, an AQM and a paused call.

@@ -11,6 +11,8 @@ use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use super::param::Param;
+pub use crate::link::capacity_trace::opennetlab::{Direction as TraceDirection, Unapplied as TraceUnapplied};
+pub use crate::link::capacity_trace::TraceFormat;
 
 impl<T: Serialize> Serialize for Param<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -133,6 +135,9 @@ pub struct LinkSpec {
     /// Piecewise-constant capacity: from each `at` until the next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Vec<CapacityStep>>,
+    /// Capacity from a trace file, instead of `capacity` or `schedule`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_trace: Option<CapacityTraceSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +163,27 @@ pub enum CapacityMechanism {
     /// The link runs at `physical_capacity`; a non-adaptive UDP flow over it sends
     /// `physical_capacity − scheduled capacity`, leaving the scheduled capacity to the rest.
     UdpBackground,
+}
+
+/// A link's capacity read from a trace file (`docs/capacity-traces.md`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityTraceSpec {
+    /// The file: relative to the scenario file, absolute, or `builtin:<path>` for a trace shipped
+    /// with rtcbench (`builtin:scenarios/traces/lte-drive.mahimahi`). A list of files runs one
+    /// variant per file. A resolved scenario names the file absolutely.
+    pub file: Param<String>,
+    /// mahimahi, opennetlab or csv; default: from the file's extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<TraceFormat>,
+    /// OpenNetLab traces only: which direction's segments the link takes (default uplink, the
+    /// one OpenNetLab's players use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<TraceDirection>,
+    /// OpenNetLab traces only: segment fields that are not applied and that the scenario
+    /// acknowledges (`loss`, `rtt`, `jitter`); a non-zero value of another is an error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<TraceUnapplied>,
 }
 
 /// One step of a capacity schedule: either an absolute `capacity` or a `ratio` of the link's

@@ -1,0 +1,197 @@
+//! The capacity trace files a scenario names: where each is, reading and parsing it once per
+//! load, and errors that name the trace file, its line or field, and the scenario field.
+//!
+//! A relative `file` is found beside the scenario file: the scenario's origin is its path, or
+//! `builtin:<path in the repository>` for a built-in scenario, whose traces are compiled in
+//! ([`super::builtin::TRACES`]). `builtin:<path>` in `file` names a shipped trace from anywhere.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::link::capacity_trace::{csv, mahimahi, opennetlab, CapacityTrace, TraceFormat};
+
+use super::{builtin, CapacityTraceSpec, Param, ScenarioError, ScenarioSpec};
+
+const BUILTIN: &str = "builtin:";
+
+/// Where a trace file is.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Location {
+    /// Compiled in: its path in the repository.
+    Builtin(String),
+    File(PathBuf),
+}
+
+impl Location {
+    /// Where `file`, written in a scenario that came from `origin`, is.
+    fn of(file: &str, origin: &str) -> Self {
+        if let Some(path) = file.strip_prefix(BUILTIN) {
+            return Self::Builtin(normalize(path));
+        }
+        let path = Path::new(file);
+        if path.is_absolute() {
+            return Self::File(path.to_path_buf());
+        }
+        if let Some(scenario) = origin.strip_prefix(BUILTIN) {
+            let dir = scenario.rsplit_once('/').map_or("", |(dir, _)| dir);
+            return Self::Builtin(normalize(&format!("{dir}/{file}")));
+        }
+        Self::File(Path::new(origin).parent().unwrap_or(Path::new("")).join(path))
+    }
+
+    /// The file as errors name it.
+    fn label(&self) -> String {
+        match self {
+            Self::Builtin(path) => format!("{BUILTIN}{path}"),
+            Self::File(path) => path.display().to_string(),
+        }
+    }
+
+    /// The file as a resolved scenario names it: the same file from any working directory.
+    fn resolved(&self) -> String {
+        match self {
+            Self::Builtin(_) => self.label(),
+            Self::File(path) => {
+                std::path::absolute(path).unwrap_or_else(|_| path.clone()).display().to_string()
+            }
+        }
+    }
+
+    fn read(&self) -> Result<std::borrow::Cow<'static, str>, String> {
+        match self {
+            Self::Builtin(path) => builtin::trace(path).map(Into::into).ok_or_else(|| {
+                let known: Vec<&str> = builtin::TRACES.iter().map(|(p, _)| *p).collect();
+                format!("no built-in trace {path:?} (built-in traces: {})", known.join(", "))
+            }),
+            Self::File(path) => std::fs::read_to_string(path).map(Into::into).map_err(|e| {
+                let resolved = self.resolved();
+                format!("cannot read the trace {:?} ({resolved}): {e}", path.display().to_string())
+            }),
+        }
+    }
+}
+
+/// `a/./b/../c` → `a/c`, so that built-in paths compare as written in [`builtin::TRACES`].
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
+/// The format of a trace: as written, or from the file's extension.
+pub(super) fn format_of(t: &CapacityTraceSpec) -> Result<TraceFormat, String> {
+    let file = t.file.get();
+    t.format.or_else(|| TraceFormat::from_file_name(file)).ok_or_else(|| {
+        format!(
+            "cannot tell the format of {file:?} from its extension ({}); write format = \"mahimahi\", \
+             \"opennetlab\" or \"csv\"",
+            TraceFormat::EXTENSIONS
+        )
+    })
+}
+
+/// What a parsed trace depends on besides the text.
+type Key = (Location, TraceFormat, String);
+
+/// Traces already read while loading one scenario file (its variants share them).
+#[derive(Default)]
+pub(super) struct TraceCache(BTreeMap<Key, Arc<CapacityTrace>>);
+
+impl TraceCache {
+    /// The trace of each link of a validated variant (`None` for links without one), read and
+    /// parsed. Each `file` is rewritten to where it was found and `format` is written out, so the
+    /// resolved scenario names the same trace wherever it is loaded from.
+    pub(super) fn load(
+        &mut self,
+        spec: &mut ScenarioSpec,
+        origin: &str,
+    ) -> Result<Vec<Option<Arc<CapacityTrace>>>, ScenarioError> {
+        let mut out = Vec::with_capacity(spec.links.len());
+        for l in &mut spec.links {
+            let Some(t) = &mut l.capacity_trace else {
+                out.push(None);
+                continue;
+            };
+            let field = format!("links.{}.capacity_trace", l.name);
+            let format =
+                format_of(t).map_err(|m| ScenarioError::new(origin, Some(format!("{field}.format")), m))?;
+            let location = Location::of(t.file.get(), origin);
+            let options = format!("{:?}/{:?}", t.direction, t.ignore);
+            let key = (location.clone(), format, options);
+            let trace = match self.0.get(&key) {
+                Some(trace) => trace.clone(),
+                None => {
+                    let text = location
+                        .read()
+                        .map_err(|m| ScenarioError::new(origin, Some(format!("{field}.file")), m))?;
+                    let trace = Arc::new(parse(format, &text, t).map_err(|e| ScenarioError {
+                        origin: location.label(),
+                        field: e.field,
+                        line: e.line,
+                        message: format!("{} ({field} in {origin})", e.message),
+                    })?);
+                    self.0.insert(key, trace.clone());
+                    trace
+                }
+            };
+            t.file = Param::One(location.resolved());
+            t.format = Some(format);
+            out.push(Some(trace));
+        }
+        Ok(out)
+    }
+}
+
+fn parse(
+    format: TraceFormat,
+    text: &str,
+    t: &CapacityTraceSpec,
+) -> Result<CapacityTrace, crate::link::capacity_trace::TraceError> {
+    Ok(match format {
+        TraceFormat::Mahimahi => CapacityTrace::Opportunities(mahimahi::parse(text)?),
+        TraceFormat::Opennetlab => {
+            CapacityTrace::Rate(opennetlab::parse(text, t.direction.unwrap_or_default(), &t.ignore)?)
+        }
+        TraceFormat::Csv => CapacityTrace::Rate(csv::parse(text)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_files_are_found_beside_the_scenario() {
+        assert_eq!(
+            Location::of("lte.mahimahi", "builtin:scenarios/traces/lte.toml"),
+            Location::Builtin("scenarios/traces/lte.mahimahi".into())
+        );
+        assert_eq!(
+            Location::of("../traces/./x.csv", "builtin:scenarios/seeds/a.toml"),
+            Location::Builtin("scenarios/traces/x.csv".into())
+        );
+        assert_eq!(
+            Location::of("builtin:scenarios/traces/x.csv", "/home/me/my.toml"),
+            Location::Builtin("scenarios/traces/x.csv".into())
+        );
+        assert_eq!(Location::of("t/x.csv", "exp/my.toml"), Location::File("exp/t/x.csv".into()));
+        assert_eq!(Location::of("x.csv", "my.toml"), Location::File("x.csv".into()));
+        assert_eq!(Location::of("/abs/x.csv", "exp/my.toml"), Location::File("/abs/x.csv".into()));
+        // An absolute path stays one in a built-in scenario (`--set ...capacity_trace.file=/x`).
+        assert_eq!(
+            Location::of("/abs/x.csv", "builtin:scenarios/traces/a.toml"),
+            Location::File("/abs/x.csv".into())
+        );
+        // Resolved: absolute, so a results folder's scenario.toml finds it from anywhere.
+        assert!(Path::new(&Location::of("x.csv", "exp/my.toml").resolved()).is_absolute());
+    }
+}
