@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench build build-release clean tshark
+.PHONY: demo test test-rust test-python test-slow lint fmt bench build build-release clean tshark chromium
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -35,10 +35,14 @@ test: build-release test-rust test-python
 tshark:
 	bash scripts/install-tshark.sh
 
+# The report tests open the HTML report in Debian's headless Chromium, as a person would.
+chromium:
+	bash scripts/install-chromium.sh
+
 test-rust: tshark
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
-test-python: tshark
+test-python: tshark chromium
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The slower tier: longer scenario sweeps.

@@ -28,6 +28,7 @@ from rtcbench.metrics import (
     feedback_overhead,
     flow_metrics,
     jain_index,
+    mean_ci,
     packet_delays,
     phases,
     share_ratios,
@@ -900,3 +901,29 @@ def test_summary_adds_sharing_keys_and_keeps_the_others(tables: Tables, ts: pl.D
     # Cross-traffic flows are in `flows` too, measured like any flow.
     assert [f["id"] for f in cross["flows"]] == [VIDEO, 5, 6]
     assert cross["flows"][1]["loss_ratio"] == cross["cross_traffic"][0]["loss_ratio"]
+
+
+def test_mean_ci_brackets_the_mean_and_narrows_with_more_runs() -> None:
+    rng = np.random.default_rng(1)
+    few = list(rng.normal(10.0, 2.0, 5))
+    many = list(rng.normal(10.0, 2.0, 200))
+    lo, hi = mean_ci(few) or (np.nan, np.nan)
+    assert lo < float(np.mean(few)) < hi
+    lo_m, hi_m = mean_ci(many) or (np.nan, np.nan)
+    assert lo_m < 10.0 < hi_m
+    assert hi_m - lo_m < (hi - lo) / 3
+    # About the normal interval for many runs: 2 x 1.96 sigma / sqrt(n).
+    assert hi_m - lo_m == pytest.approx(2 * 1.96 * np.std(many) / np.sqrt(len(many)), rel=0.1)
+
+
+def test_mean_ci_is_deterministic_and_needs_two_values() -> None:
+    values = [0.61, 0.57, 0.66, None, float("nan"), 0.59]
+    assert mean_ci(values) == mean_ci(list(values))
+    spread = list(np.random.default_rng(5).normal(0.0, 1.0, 30))
+    assert mean_ci(spread, seed=2) != mean_ci(spread)  # the seed is what fixes it
+    assert mean_ci([]) is None and mean_ci([1.0]) is None and mean_ci([1.0, None]) is None
+    assert mean_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
+    lo, hi = mean_ci([1.0, 3.0]) or (np.nan, np.nan)
+    assert 1.0 <= lo <= hi <= 3.0
+    with pytest.raises(ValueError, match="confidence"):
+        mean_ci([1.0, 2.0], confidence=1.0)

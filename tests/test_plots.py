@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import importlib.util
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import polars as pl
 import pytest
+from matplotlib.figure import Figure
 
 from rtcbench.metrics import Tables, timeseries
-from rtcbench.plots import plot_run
+from rtcbench.plots import (
+    BoxPanel,
+    plot_run,
+    qdelay_cdf_figure,
+    render,
+    repetitions_figure,
+    run_report_figure,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -81,3 +91,54 @@ def test_plot_run_is_fast_for_a_100_s_run(tmp_path: Path) -> None:
     plot_run(t, ts, tmp_path / "long.png", "100 s run")
     assert time.perf_counter() - start < 2.0  # budget 1 s; slack for loaded CI machines
     assert_png(tmp_path / "long.png")
+
+
+def assert_rendered(fig: Figure) -> None:
+    r = render(fig)
+    assert r.png.startswith(PNG_MAGIC) and len(r.png) > 5_000
+    root = ET.fromstring(r.svg)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    # Same figure, same bytes: no date, no random ids.
+    again = render(fig)
+    assert (again.png, again.svg) == (r.png, r.svg)
+
+
+def test_the_report_figure_of_a_run_draws_from_the_time_series() -> None:
+    t: Tables = B.two_phase()
+    # No packets: the report's figure reads the time series, links, controller and frames only.
+    empty = pl.DataFrame()
+    bare = Tables(empty, t.frames, t.controller, t.links, empty, t.meta)
+    fig = run_report_figure(bare, timeseries(t), "report figure")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(titles) == 4 and titles[3].startswith("(d) video frames")
+    assert_rendered(fig)
+
+
+def test_the_report_figure_without_video_has_three_panels() -> None:
+    meta = B.make_meta(5.0, [])
+    empty = pl.DataFrame()
+    t = Tables(empty, empty, empty, empty, empty, meta)
+    fig = run_report_figure(t, timeseries(t), "nothing")
+    assert len(fig.axes) == 3
+    assert_rendered(fig)
+
+
+def test_cdf_and_box_figures_take_any_number_of_series() -> None:
+    rng = np.random.default_rng(3)
+    delays = {"gcc": rng.exponential(20.0, 5_000), "nada": rng.exponential(8.0, 5_000), "scream": np.empty(0)}
+    cdf = qdelay_cdf_figure(delays, "cdf")
+    labels = [t.get_text() for t in cdf.axes[0].get_legend().get_texts()]
+    assert labels[0].startswith("gcc (p50 14") and labels[2] == "scream: no packets"
+    assert_rendered(cdf)
+    panels = [
+        BoxPanel(
+            "utilisation",
+            "ratio",
+            {"gcc": [0.6, 0.62, 0.58], "nada": [0.7]},
+            {"gcc": (0.58, 0.62), "nada": None},
+        ),
+        BoxPanel("loss", "%", {}, {}),
+    ]
+    box = repetitions_figure(panels, ["gcc", "nada"], "box")
+    assert [ax.get_title() for ax in box.axes] == ["utilisation", "loss"]
+    assert_rendered(box)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -87,31 +88,28 @@ def test_a_local_sweep_indexes_every_run_and_resumes_after_an_interruption(tmp_p
     assert pl.read_parquet(out / sw.RUNS_TABLE).drop(timings).equals(runs.drop(timings))
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
     """A one-node Ray cluster on this machine, started and stopped by the test (Ray's token
-    authentication is off: the cluster only listens here and lives for the test)."""
+    authentication is off: the cluster only listens here and lives for the test). A start that
+    fails is retried once after stopping whatever Ray processes are left over."""
     pytest.importorskip("ray", reason="Ray is in the [dev] extras; make test installs it")
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    port = "6393"
     ray = [sys.executable, "-m", "ray.scripts.scripts"]
-    subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, check=False)
-    subprocess.run(
-        [
-            *ray,
-            "start",
-            "--head",
-            "--num-cpus",
-            "2",
-            "--port",
-            port,
-            "--include-dashboard=false",
-            "--disable-usage-stats",
-        ],
-        env=env,
-        capture_output=True,
-        check=True,
-    )
+    port = _free_port()
+    start = [*ray, "start", "--head", "--num-cpus", "2", "--port", str(port)]
+    start += ["--include-dashboard=false", "--disable-usage-stats"]
+    started = subprocess.run(start, env=env, capture_output=True, text=True, check=False)
+    if started.returncode != 0:
+        subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, check=False)
+        started = subprocess.run(start, env=env, capture_output=True, text=True, check=False)
+    assert started.returncode == 0, f"ray start failed:\n{started.stdout}\n{started.stderr}"
     try:
         yield f"127.0.0.1:{port}", env
     finally:

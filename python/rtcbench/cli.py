@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich import box
@@ -222,15 +222,15 @@ def table_cmd(
 
 
 @contextmanager
-def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar of runs done on stderr, removed when done; none unless stderr is a terminal
+def _progress_bar(what: str = "runs") -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar of `what` done on stderr, removed when done; none unless stderr is a terminal
     (rich would still write a stray newline to a file or pipe)."""
     if not err_console.is_terminal:
         yield None
         return
-    columns = (TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("runs", total=None)
+        task = bar.add_task(what, total=None)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
@@ -585,6 +585,77 @@ def compare_cmd(
     regressions = int((result.table.get_column("verdict") == "regression").sum())
     if fail_on_regression and regressions:
         raise typer.Exit(1)
+
+
+@app.command("report")
+def report_cmd(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run folders, suite folders (a suite's --out) or several suites.", show_default=False
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="The HTML file (default: DIR/report.html for one folder, report.html for several)."
+        ),
+    ] = None,
+    figures: Annotated[
+        Path | None, typer.Option(help="Also write every figure into this folder as <id>.png and <id>.svg.")
+    ] = None,
+    run_figures: Annotated[
+        str,
+        typer.Option(
+            help="Time figures for the first seed of each case, variant and controller (first), "
+            "every run (all) or none."
+        ),
+    ] = "first",
+    jobs: Annotated[
+        int | None, typer.Option(help="Processes drawing figures (default: one per CPU; 1: this process).")
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="A name per folder, in order (default: the folders' names)."),
+    ] = None,
+) -> None:
+    """Write one self-contained HTML report (offline: nothing fetched) of the runs under DIRS:
+    scorecard, per-case CDFs and box plots over repetitions, per-run figures and phase tables,
+    and the commands and versions behind them (docs/report.md). Folders or files that cannot be
+    used are named on stderr and in the report's Problems section; the rest is still reported."""
+    from rtcbench.report import RunFigures, build_report
+
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if run_figures not in ("first", "all", "none"):
+        _fail(f"--run-figures must be first, all or none, got {run_figures!r}")
+    if jobs is not None and jobs < 1:
+        _fail(f"--jobs must be at least 1, got {jobs}")
+    if label and len(label) != len(dirs):
+        _fail(f"{len(label)} --label for {len(dirs)} folders: give one per folder, in order")
+    for d in dirs:
+        if not d.is_dir():
+            _fail(f"{d}: not a folder")
+    with _progress_bar("figures") as progress:
+        result = build_report(
+            dirs,
+            out,
+            figures=figures,
+            run_figures=cast(RunFigures, run_figures),  # checked above
+            jobs=jobs,
+            labels=label,
+            command=command,
+            progress=progress,
+        )
+    for p in result.problems:
+        err_console.print(f"[yellow]problem:[/] {escape(str(p))}", highlight=False, soft_wrap=True)
+    if result.runs == 0:
+        _fail(f"no run could be read under {', '.join(map(str, dirs))}; the report at {result.path} is empty")
+    extra = f"; {len(result.figure_files)} figure files in {figures}" if figures is not None else ""
+    problems = f", {len(result.problems)} problems (see above)" if result.problems else ""
+    console.print(
+        escape(f"report: {result.path} ({result.runs} runs, {len(result.figures)} figures{problems}){extra}"),
+        highlight=False,
+    )
 
 
 def main() -> None:

@@ -1,0 +1,180 @@
+"""Finding the runs under the folders a report is asked for, and saying what is wrong with them.
+
+A report is read from results folders alone (ARCHITECTURE.md, "Results on disk"): a run's folder,
+a suite's `--out` (a folder of run folders), or several suites. Folders are found by what they
+hold, not by their depth, so a hand-made layout works too. A run folder that lacks a file, or whose
+`summary.json` cannot be read, becomes a `Problem` that names it; the report leaves out only what
+needed the missing part, and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rtcbench.metrics import MEDIA_KINDS, VIDEO
+from rtcbench.results import TABLES
+
+__all__ = [
+    "EXPECTED_FILES",
+    "Problem",
+    "Run",
+    "Source",
+    "find_runs",
+    "slug",
+    "source_labels",
+    "video_flows",
+]
+
+TIMESERIES = "timeseries.parquet"
+EXPECTED_FILES = ("summary.json", "scenario.toml", *(f"{name}.parquet" for name in TABLES), TIMESERIES)
+"""What `rtcbench run` and `rtcbench suite` write into every run folder (figures aside)."""
+
+_SEED_FOLDER = re.compile(r"seed-\d+")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the report could not use: where it is, and what is wrong. Shown in the report's
+    Problems section and on stderr."""
+
+    where: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One folder given to the report, with the label that tells its runs apart from another's."""
+
+    path: Path
+    label: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder with a readable `summary.json`; `missing` names the expected files it lacks."""
+
+    path: Path
+    source: Source
+    summary: dict[str, Any]
+    missing: tuple[str, ...] = field(default=())
+
+    @property
+    def scenario(self) -> str:
+        return str(self.summary["scenario"])
+
+    @property
+    def variant(self) -> str:
+        return str(self.summary.get("variant") or "")
+
+    @property
+    def controller(self) -> str:
+        return str(self.summary["controller"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.summary["seed"])
+
+    @property
+    def case(self) -> tuple[str, str]:
+        """The test case and its variant: runs that differ only in controller and seed."""
+        return (self.scenario, self.variant)
+
+    def has(self, name: str) -> bool:
+        return name not in self.missing
+
+    def title(self) -> str:
+        variant = f" [{self.variant}]" if self.variant else ""
+        return f"{self.scenario}{variant} · {self.controller} · seed {self.seed}"
+
+
+def slug(text: str) -> str:
+    """`text` with every character outside [A-Za-z0-9._@-] replaced by '-': safe in a file name
+    and an HTML id, and stable."""
+    out = re.sub(r"[^A-Za-z0-9._@-]+", "-", text).strip("-")
+    return out or "-"
+
+
+def source_labels(paths: list[Path]) -> list[str]:
+    """A short label per folder: its name, or as many trailing path parts as it takes to tell the
+    folders apart (two suites named `results` in different places)."""
+    resolved = [p.resolve() for p in paths]
+    for depth in range(1, max((len(p.parts) for p in resolved), default=1) + 1):
+        labels = ["/".join(p.parts[-depth:]) or str(p) for p in resolved]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{label}#{i + 1}" for i, label in enumerate(str(p) for p in resolved)]
+
+
+def _looks_like_run(folder: Path, files: list[str]) -> bool:
+    """A run folder, complete or not: it holds a file only run folders hold, or is named seed-N."""
+    return bool(set(files) & set(EXPECTED_FILES)) or _SEED_FOLDER.fullmatch(folder.name) is not None
+
+
+def _candidates(root: Path) -> list[Path]:
+    """Run folders under `root` (or `root` itself), in a stable order. Hidden folders are skipped:
+    they are runs still being written (`results.atomic_dir`)."""
+    found: list[Path] = []
+    for here, dirs, files in os.walk(root):
+        folder = Path(here)
+        if _looks_like_run(folder, files):
+            found.append(folder)
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
+
+
+def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
+    """Every run folder under the sources. A folder without a readable `summary.json` is reported
+    in `problems` and left out; a run lacking another file is kept, with the file listed in
+    `Run.missing` and in `problems`."""
+    runs: list[Run] = []
+    for source in sources:
+        if not source.path.is_dir():
+            problems.append(Problem(str(source.path), "not a folder"))
+            continue
+        folders = _candidates(source.path)
+        if not folders:
+            problems.append(Problem(str(source.path), "holds no run folder (none has a summary.json)"))
+        for folder in folders:
+            present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+            missing = tuple(name for name in EXPECTED_FILES if name not in present)
+            if "summary.json" in missing:
+                problems.append(
+                    Problem(str(folder), f"missing {', '.join(missing)}; the run is left out of the report")
+                )
+                continue
+            try:
+                summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+                for key in ("scenario", "controller", "seed", "flows", "phases", "meta"):
+                    if key not in summary:
+                        raise ValueError(f"no {key!r} key")
+            except (OSError, ValueError) as e:
+                problems.append(
+                    Problem(
+                        str(folder / "summary.json"),
+                        f"unreadable ({e}); the run is left out of the report",
+                    )
+                )
+                continue
+            if missing:
+                problems.append(
+                    Problem(str(folder), f"missing {', '.join(missing)}; what needs it is left out")
+                )
+            runs.append(Run(folder, source, summary, missing))
+    return runs
+
+
+def video_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's video flows (summary `flows`), or its media flows if it has no video."""
+    flows: list[dict[str, Any]] = summary["flows"]
+    video = [f for f in flows if f.get("kind") == VIDEO]
+    return video or [f for f in flows if f.get("kind") in MEDIA_KINDS]

@@ -1,0 +1,460 @@
+"""The report's tables, as plain rows of cells the HTML template lays out.
+
+Every number comes from a run's `summary.json` (per flow and per phase, `docs/metrics.md`), from
+the scorecard (`rtcbench.scorecard`) or from the across-repetition statistics below; nothing is
+recomputed here from the traces. Each table has a stable id, so a reader (or a test) can find it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from rtcbench.metrics import MEDIA_KINDS, VIDEO, mean_ci
+from rtcbench.plots import shown_flows
+from rtcbench.report.runs import Run, video_flows
+
+__all__ = [
+    "METRICS",
+    "Cell",
+    "RepetitionMetric",
+    "Table",
+    "case_table",
+    "dataframe_table",
+    "flows_table",
+    "phase_tables",
+    "responsiveness_of",
+    "run_values",
+    "score_details",
+    "score_matrix",
+    "score_per_controller",
+]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: its text, an optional hover text, and an optional CSS class (a verdict's
+    colour, or `num` for right-aligned numbers)."""
+
+    text: str
+    title: str | None = None
+    cls: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table with a stable `id`, a `kind` (the `data-table` attribute: phases, flows, case,
+    score-matrix, ...), a caption, a header row and body rows; `filter` adds a text filter."""
+
+    id: str
+    kind: str
+    caption: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    filter: bool = False
+    note: str = ""
+    row_classes: tuple[str, ...] = field(default=())
+
+
+def _num(v: Any, digits: int = 2, scale: float = 1.0) -> Cell:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return Cell("-", cls="num")
+    return Cell(f"{float(v) * scale:.{digits}f}", cls="num")
+
+
+def _text(v: Any) -> Cell:
+    return Cell("-" if v is None or v == "" else str(v))
+
+
+# ------------------------------------------------------------------------------------------------
+# per run
+
+
+def _mbps(v: Any) -> Cell:
+    return _num(v, 3, 1e-6)
+
+
+def _pct(v: Any) -> Cell:
+    return _num(v, 1, 100.0)
+
+
+_MEDIA_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Cell]], ...] = (
+    ("sending rate - mean (Mbit/s)", lambda f: _mbps(f.get("mean_send_rate_bps"))),
+    ("sending rate - std (Mbit/s)", lambda f: _mbps(f.get("std_send_rate_bps"))),
+    ("receive rate - mean (Mbit/s)", lambda f: _mbps(f.get("mean_recv_rate_bps"))),
+    ("utilisation (%)", lambda f: _pct(f.get("utilization"))),
+    ("convergence time (s)", lambda f: _num(f.get("convergence_time_s"), 1)),
+    ("queuing delay - mean (ms)", lambda f: _num(f.get("qdelay_mean_ms"), 1)),
+    ("queuing delay - 25th (ms)", lambda f: _num(f.get("qdelay_p25_ms"), 1)),
+    ("queuing delay - 90th (ms)", lambda f: _num(f.get("qdelay_p90_ms"), 1)),
+    ("queuing delay - 95th (ms)", lambda f: _num(f.get("qdelay_p95_ms"), 1)),
+    ("packet loss (%)", lambda f: _num(f.get("loss_ratio"), 2, 100.0)),
+    ("packet loss - max (%)", lambda f: _num(f.get("max_window_loss_ratio"), 1, 100.0)),
+)
+_TARGET_ROW: tuple[str, Callable[[dict[str, Any]], Cell]] = (
+    "target - mean (Mbit/s)",
+    lambda f: _mbps(f.get("mean_target_bps")),
+)
+"""For video only: the call's target drives its video, while its audio sends at the codec's rate."""
+_VIDEO_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Cell]], ...] = (
+    ("frame rate (frame/s)", lambda f: _num(f.get("fps_mean"), 1)),
+    ("freezes", lambda f: _num(f.get("freezes"), 0)),
+)
+_CROSS_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Cell]], ...] = (
+    ("rate - mean (Mbit/s)", lambda f: _mbps(f.get("mean_recv_rate_bps"))),
+    ("rate - std (Mbit/s)", lambda f: _mbps(f.get("std_recv_rate_bps"))),
+    ("utilisation (%)", lambda f: _pct(f.get("utilization"))),
+    ("packet loss (%)", lambda f: _num(f.get("loss_ratio"), 2, 100.0)),
+)
+
+
+def _phase_label(p: dict[str, Any]) -> str:
+    cap = p.get("capacity_bps")
+    capacity = "unlimited" if cap is None else f"{cap / 1e6:g} Mbit/s"
+    return f"{p['start_s']:g}-{p['end_s']:g} s, {capacity}"
+
+
+def phase_tables(run: Run, id_prefix: str) -> list[Table]:
+    """Seed 000's Tables 6.1-6.3 for one run: one table per bottleneck link, a column per phase
+    (section of constant capacity), rows per flow (media, then TCP/CBR) and for the channel (all
+    flows shown: the sum of their receive rates, and that over the capacity)."""
+    phases: list[dict[str, Any]] = run.summary.get("phases", [])
+    shown = {int(f["id"]): f for f in shown_flows(run.summary["meta"]["flows"])}
+    links = list(dict.fromkeys(str(p["link"]) for p in phases))
+    tables = []
+    for link in links:
+        cols = [p for p in phases if p["link"] == link]
+        per_phase = [{int(f["id"]): f for f in p["flows"]} for p in cols]
+        ids = [fid for fid in shown if any(fid in pf for pf in per_phase)]
+        ids.sort(key=lambda fid: (shown[fid].get("kind") not in MEDIA_KINDS, list(shown).index(fid)))
+        rows: list[tuple[Cell, ...]] = []
+        classes: list[str] = []
+        for fid in ids:
+            kind = shown[fid].get("kind")
+            if kind == VIDEO:
+                spec = (*_MEDIA_ROWS[:3], _TARGET_ROW, *_MEDIA_ROWS[3:], *_VIDEO_ROWS)
+            else:
+                spec = _MEDIA_ROWS if kind in MEDIA_KINDS else _CROSS_ROWS
+            for i, (label, cell) in enumerate(spec):
+                name = Cell(f"{shown[fid].get('name')} ({kind})" if i == 0 else "")
+                values = [cell(pf[fid]) if fid in pf else Cell("-", cls="num") for pf in per_phase]
+                rows.append((name, Cell(label), *values))
+                classes.append("group-start" if i == 0 else "")
+        channel: list[Cell] = []
+        utilisation: list[Cell] = []
+        for p, pf in zip(cols, per_phase, strict=True):
+            rates = [pf[fid].get("mean_recv_rate_bps") for fid in ids if fid in pf]
+            total = sum(r for r in rates if r is not None)
+            channel.append(_mbps(total))
+            cap = p.get("capacity_bps")
+            utilisation.append(_pct(total / cap) if cap else Cell("-", cls="num"))
+        rows.append((Cell("channel"), Cell("receive rate, all flows (Mbit/s)"), *channel))
+        rows.append((Cell(""), Cell("utilisation (%)"), *utilisation))
+        classes += ["group-start", ""]
+        tables.append(
+            Table(
+                id=f"{id_prefix}--phases--{link}",
+                kind="phases",
+                caption=f"Per phase of link {link} (as seed 000 Tables 6.1-6.3)",
+                header=("flow", "metric", *(_phase_label(p) for p in cols)),
+                rows=tuple(rows),
+                note=(
+                    "Utilisation is the receive rate over the phase's capacity (RFC 8867 4.1.2A; seed "
+                    "000 divides the sending rate: both rates are listed). Convergence is counted "
+                    "from the phase start; queuing delay is owd - min owd (docs/metrics.md)."
+                ),
+                row_classes=tuple(classes),
+            )
+        )
+    return tables
+
+
+def flows_table(run: Run, id_prefix: str) -> Table:
+    """The whole run per flow, as `rtcbench run` prints it, with competing traffic."""
+    header = (
+        "flow", "kind", "send Mbit/s", "receive Mbit/s", "utilisation %", "loss %", "qdelay p50 ms",
+        "qdelay p95 ms", "rtt ms", "convergence s", "fps", "freezes",
+    )  # fmt: skip
+    shown = {int(f["id"]) for f in shown_flows(run.summary["meta"]["flows"])}
+    rows = []
+    for f in run.summary["flows"]:
+        if int(f["id"]) not in shown:
+            continue
+        rows.append(
+            (
+                _text(f.get("name")),
+                _text(f.get("kind")),
+                _mbps(f.get("mean_send_rate_bps")),
+                _mbps(f.get("mean_recv_rate_bps")),
+                _pct(f.get("utilization")),
+                _num(f.get("loss_ratio"), 2, 100.0),
+                _num(f.get("qdelay_p50_ms"), 1),
+                _num(f.get("qdelay_p95_ms"), 1),
+                _num(f.get("rtt_mean_ms"), 0),
+                _num(f.get("convergence_time_s"), 1),
+                _num(f.get("fps_mean"), 1),
+                _num(f.get("freezes"), 0),
+            )
+        )
+    return Table(
+        id=f"{id_prefix}--flows",
+        kind="flows",
+        caption="Whole run, per flow",
+        header=header,
+        rows=tuple(rows),
+        note=(
+            "Rates count bytes on the wire (IP, UDP, RTP headers and payload); convergence is the start-up's."
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# across repetitions
+
+
+@dataclass(frozen=True)
+class RepetitionMetric:
+    """A per-run value compared across controllers and repetitions (seed 001 §5.2)."""
+
+    key: str
+    title: str
+    unit: str
+    digits: int
+
+
+METRICS = (
+    RepetitionMetric("utilization", "utilisation", "ratio", 2),
+    RepetitionMetric("qdelay_p95_ms", "latency: queuing delay p95", "ms", 1),
+    RepetitionMetric("responsiveness_s", "responsiveness", "s", 1),
+    RepetitionMetric("loss_pct", "loss", "%", 2),
+)
+"""Seed 001 §5.2's four box plots: link utilisation, latency, responsiveness, packet loss."""
+
+REACTION = "reaction to capacity drops"
+STARTUP = "start-up convergence"
+
+
+def responsiveness_of(scores: Iterable[Mapping[str, float | None]]) -> str:
+    """Which time a case's responsiveness is: the scorecard's reaction to capacity drops (RFC 8836
+    R1.C) where the case has one for a call alone on its path, else its start-up convergence (R4).
+    Seed 001 times the reaction to every capacity change; a case without a drop has only start-up."""
+    return REACTION if any(s.get("reaction") is not None for s in scores) else STARTUP
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def run_values(run: Run, scores: Mapping[str, float | None], responsiveness: str) -> dict[str, float | None]:
+    """One run's values of `METRICS`: the video flows' mean utilisation, queuing-delay p95 and loss
+    (averaged over the run's video flows, as `SuiteResult.overview` does) and its responsiveness."""
+    video = video_flows(run.summary)
+
+    def of(key: str, scale: float = 1.0) -> float | None:
+        present = [float(f[key]) * scale for f in video if f.get(key) is not None]
+        return _mean(present)
+
+    return {
+        "utilization": of("utilization"),
+        "qdelay_p95_ms": of("qdelay_p95_ms"),
+        "loss_pct": of("loss_ratio", 100.0),
+        "responsiveness_s": scores.get("reaction" if responsiveness == REACTION else "startup"),
+    }
+
+
+def _mean_with_ci(values: Sequence[float | None], digits: int) -> Cell:
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    if not present:
+        return Cell("-", cls="num")
+    mean = sum(present) / len(present)
+    ci = mean_ci(present)
+    if ci is None:
+        return Cell(f"{mean:.{digits}f}", title=f"one run: no interval (n={len(present)})", cls="num")
+    return Cell(
+        f"{mean:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]",
+        title=f"mean of {len(present)} runs; 95 % bootstrap interval of the mean",
+        cls="num",
+    )
+
+
+def case_table(
+    table_id: str, values: Mapping[str, Sequence[Mapping[str, float | None]]], responsiveness: str
+) -> Table:
+    """Per label (controller): runs, then mean [95 % CI] of each of `METRICS` over its runs."""
+    header = (
+        "controller",
+        "runs",
+        *(f"{m.title if m.key != 'responsiveness_s' else responsiveness} ({m.unit})" for m in METRICS),
+    )
+    rows = []
+    for label, runs in values.items():
+        rows.append(
+            (
+                Cell(label),
+                Cell(str(len(runs)), cls="num"),
+                *(_mean_with_ci([r[m.key] for r in runs], m.digits) for m in METRICS),
+            )
+        )
+    return Table(
+        id=table_id,
+        kind="case",
+        caption="Mean over repetitions [95 % confidence interval of the mean, bootstrap]",
+        header=header,
+        rows=tuple(rows),
+        note=(
+            "Per run: the video flows' utilisation, queuing-delay p95 and loss over the whole run "
+            f"(docs/metrics.md); responsiveness is the scorecard's {responsiveness} "
+            "(docs/scorecard.md). Intervals: percentile bootstrap, 10 000 resamples, fixed seed; "
+            "with few repetitions they are narrower than the truth."
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# scorecard
+
+
+def _limit(row: Mapping[str, Any], key: str) -> str:
+    side = "≥" if row["higher_is_better"] else "≤"
+    return f"{side} {row[key]:g}"
+
+
+def _verdict_title(row: Mapping[str, Any]) -> str:
+    value = "-" if row["value"] is None else f"{row['value']:.3g} {row['unit']}".strip()
+    lines = [
+        f"{row['criterion']} ({row['requirement']}): {row['verdict']}",
+        f"value {value}; pass {_limit(row, 'pass_at')}, warn {_limit(row, 'warn_at')} {row['unit']}".rstrip(),
+    ]
+    if row["note"]:
+        lines.append(str(row["note"]))
+    lines.append(f"source: {row['source']}")
+    return "\n".join(lines)
+
+
+_MATRIX_TITLE_LINES = 12
+
+
+def score_matrix(table_id: str, scores: pl.DataFrame, matrix: pl.DataFrame, labels: Sequence[str]) -> Table:
+    """Test case × controller: checks passed/warned/failed, coloured by the worst; the hover text
+    lists every check that did not pass, with its value and thresholds."""
+    rows = []
+    for scenario in sorted(set(matrix["scenario"])):
+        cells = [Cell(scenario)]
+        for label in labels:
+            m = matrix.filter((pl.col("scenario") == scenario) & (pl.col("controller") == label))
+            if m.height == 0:
+                cells.append(Cell(""))
+                continue
+            r = m.row(0, named=True)
+            misses = scores.filter(
+                (pl.col("scenario") == scenario)
+                & (pl.col("controller") == label)
+                & pl.col("verdict").is_in(["warn", "fail"])
+            )
+            lines = []
+            for row in misses.iter_rows(named=True):
+                value = "-" if row["value"] is None else f"{row['value']:.3g} {row['unit']}".strip()
+                where = f"{row['variant']} " if row["variant"] else ""
+                lines.append(
+                    f"{where}seed {row['seed']}: {row['criterion']} {row['verdict']} {value} "
+                    f"(pass {_limit(row, 'pass_at')}, warn {_limit(row, 'warn_at')})"
+                )
+            if len(lines) > _MATRIX_TITLE_LINES:
+                lines = [*lines[:_MATRIX_TITLE_LINES], f"... and {len(lines) - _MATRIX_TITLE_LINES} more"]
+            title = "\n".join(lines) if lines else "every applicable check passed"
+            cells.append(Cell(f"{r['pass']}/{r['warn']}/{r['fail']}", title=title, cls=f"v-{r['worst']}"))
+        rows.append(tuple(cells))
+    return Table(
+        id=table_id,
+        kind="score-matrix",
+        caption="Checks passed / warned / failed per test case and controller (colour: the worst)",
+        header=("scenario", *labels),
+        rows=tuple(rows),
+        note="Hover a cell for the checks that did not pass; every verdict is in the table below.",
+    )
+
+
+def score_per_controller(table_id: str, per_controller: pl.DataFrame) -> Table:
+    rows = tuple(
+        (
+            Cell(r["controller"]),
+            Cell(str(r["pass"]), cls="num"),
+            Cell(str(r["warn"]), cls="num"),
+            Cell(str(r["fail"]), cls="num"),
+            Cell(f"{r['pass_share']:.0%}", cls="num"),
+        )
+        for r in per_controller.iter_rows(named=True)
+    )
+    return Table(
+        id=table_id,
+        kind="score-controllers",
+        caption="Per controller, over every applicable check",
+        header=("controller", "pass", "warn", "fail", "passed"),
+        rows=rows,
+    )
+
+
+def score_details(table_id: str, scores: pl.DataFrame) -> Table:
+    """Every verdict, with its value and thresholds (also on hover of the verdict)."""
+    header = (
+        "scenario", "variant", "controller", "seed", "criterion", "RFC 8836", "verdict", "value",
+        "pass", "warn", "note",
+    )  # fmt: skip
+    rows = []
+    for r in scores.iter_rows(named=True):
+        value = "-" if r["value"] is None else f"{r['value']:.3g}"
+        rows.append(
+            (
+                Cell(r["scenario"]),
+                _text(r["variant"]),
+                Cell(r["controller"]),
+                Cell(str(r["seed"]), cls="num"),
+                Cell(r["criterion"]),
+                Cell(r["requirement"]),
+                Cell(r["verdict"], title=_verdict_title(r), cls=f"v-{r['verdict'].replace('/', '')}"),
+                Cell(f"{value} {r['unit']}".strip() if r["value"] is not None else "-", cls="num"),
+                Cell(_limit(r, "pass_at"), cls="num"),
+                Cell(_limit(r, "warn_at"), cls="num"),
+                _text(r["note"]),
+            )
+        )
+    return Table(
+        id=table_id,
+        kind="score-details",
+        caption="Every verdict (hover a verdict for its source)",
+        header=header,
+        rows=tuple(rows),
+        filter=True,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# any frame
+
+
+def _cell(v: Any) -> Cell:
+    if v is None:
+        return Cell("-")
+    if isinstance(v, bool):
+        return Cell(str(v).lower())
+    if isinstance(v, int):
+        return Cell(str(v), cls="num")
+    if isinstance(v, float):
+        return Cell("-" if not math.isfinite(v) else f"{v:.4g}", cls="num")
+    return Cell(str(v))
+
+
+def dataframe_table(table_id: str, kind: str, caption: str, df: pl.DataFrame) -> Table:
+    """Any frame as a table: numbers to 4 significant digits, nested values as text."""
+    return Table(
+        id=table_id,
+        kind=kind,
+        caption=caption,
+        header=tuple(df.columns),
+        rows=tuple(tuple(_cell(v) for v in row) for row in df.iter_rows()),
+        filter=df.height > 20,
+    )

@@ -1,0 +1,401 @@
+"""`rtcbench report`: the HTML page as a person meets it (opened in headless Chromium, offline),
+its figures exported for papers, folders with missing or broken results, determinism, and the
+hook for `rtcbench.compare`.
+
+The results are a small suite made once per session: two test cases × two controllers × two
+seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import re
+import shutil
+import subprocess
+import sys
+import types
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import rtcbench
+from rtcbench.cli import app
+from rtcbench.report import build_report
+
+sys.path.insert(0, str(Path(__file__).parent))
+import chromium
+
+RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+CASES = (
+    ("rfc8867-5.1", ("delay=50ms", "mechanism=link-rate", "duration=50s")),
+    ("rfc8867-5.6", ("queue=300ms", "tcp_cc=cubic", "duration=30s")),
+)
+CONTROLLERS = ("gcc", "nada")
+SEEDS = (1, 2)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RTCBENCH, *args], capture_output=True, text=True, check=False)
+
+
+@functools.cache
+def _suite(root: str) -> Path:
+    out = Path(root)
+    for scenario, sets in CASES:
+        for cc in CONTROLLERS:
+            for seed in SEEDS:
+                rtcbench.run(scenario, cc, seed, out, sets, figure=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _suite(str(tmp_path_factory.mktemp("report-suite")))
+
+
+def run_folders(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.rglob("summary.json"))
+
+
+def case_folders(root: Path) -> list[str]:
+    return sorted({p.relative_to(root).parts[0] for p in run_folders(root)})
+
+
+class Page(HTMLParser):
+    """Ids of figures and tables, every URL-bearing attribute, and the download links per figure."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.figures: dict[str, str] = {}  # id -> kind
+        self.tables: dict[str, str] = {}  # id -> kind
+        self.urls: list[tuple[str, str, str]] = []  # (tag, attribute, value)
+        self.links: dict[str, dict[str, str]] = {}  # figure id -> format -> href
+        self.sections: set[str] = set()
+        self.problems: list[str] = []
+        self._figure: str | None = None
+        self._in_problems = False
+        self._in_body = False
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        for name in ("src", "href", "srcset", "poster", "data", "action", "formaction", "xlink:href"):
+            if name in a:
+                self.urls.append((tag, name, a[name]))
+        if tag == "figure" and "data-figure" in a:
+            self._figure = a["data-figure"]
+            self.figures[a["data-figure"]] = a.get("data-kind", "")
+            assert a.get("id") == f"fig-{a['data-figure']}"
+        if tag == "a" and self._figure is not None and "data-format" in a:
+            self.links.setdefault(self._figure, {})[a["data-format"]] = a.get("href", "")
+        if tag == "table" and "data-table" in a:
+            self.tables[a["id"]] = a["data-table"]
+            self._in_problems = a["id"] == "tbl-problems"
+        if tag == "section" and "data-section" in a:
+            self.sections.add(a["data-section"])
+        self._in_body = self._in_body or tag == "tbody"
+        if tag == "tr" and self._in_problems and self._in_body:
+            self.problems.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self._figure = None
+        if tag == "table":
+            self._in_problems = False
+        if tag == "tbody":
+            self._in_body = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_problems and self.problems:
+            self.problems[-1] += data
+
+
+REMOTE = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
+CSS_REMOTE = re.compile(r"(url\(\s*['\"]?\s*(https?:)?//|@import)", re.IGNORECASE)
+
+
+def remote_references(html: str) -> list[str]:
+    """Everything in a page that would make a browser fetch from the network: a URL-bearing
+    attribute that is remote (http, https or protocol-relative), a <link> to anything but a data
+    URI, or a CSS url()/@import."""
+    page = Page(html)
+    found = [f"<{tag} {attr}={value[:80]}>" for tag, attr, value in page.urls if REMOTE.match(value)]
+    found += [
+        f"<link {value[:80]}>"
+        for tag, _, value in page.urls
+        if tag == "link" and not value.startswith("data:")
+    ]
+    found += [m.group(0) for m in CSS_REMOTE.finditer(html)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def report(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, str]]:
+    """`rtcbench report SUITE --out ... --figures ...`, once: (html, figures folder, stderr)."""
+    where = tmp_path_factory.mktemp("report")
+    html, figures = where / "suite.html", where / "figures"
+    out = cli("report", str(suite), "--out", str(html), "--figures", str(figures), "--jobs", "1")
+    assert out.returncode == 0, out.stderr
+    assert "report:" in out.stdout
+    yield html, figures, out.stderr
+
+
+def expected_figures(root: Path) -> set[str]:
+    """From the folder layout alone: per case, its CDF and box plots; per case and controller,
+    the first seed's run figure."""
+    ids = set()
+    for case in case_folders(root):
+        ids |= {f"cdf--{case}", f"box--{case}"}
+        for cc in CONTROLLERS:
+            ids.add(f"run--{case}--{cc}--seed-{min(SEEDS)}")
+    return ids
+
+
+def expected_tables(root: Path) -> set[str]:
+    ids = {"tbl-score-matrix", "tbl-score-controllers", "tbl-score-details"}
+    ids |= {"tbl-provenance-report", "tbl-provenance-sources"}
+    for case in case_folders(root):
+        ids.add(f"tbl-case--{case}")
+        for cc in CONTROLLERS:
+            for seed in SEEDS:
+                ids |= {
+                    f"tbl-{case}--{cc}--seed-{seed}--flows",
+                    f"tbl-{case}--{cc}--seed-{seed}--phases--forward",
+                }
+    return ids
+
+
+def test_the_report_opens_offline_in_chromium_with_every_figure_and_table(
+    suite: Path, report: tuple[Path, Path, str]
+) -> None:
+    html, _, stderr = report
+    assert stderr == ""
+    assert chromium.available(), "chromium is not installed: run scripts/install-chromium.sh (make chromium)"
+    page = chromium.open_page(html, screenshot=True)
+    assert page.errors == [], page.errors
+    # The page itself, and data URIs (its figures): nothing else was asked for.
+    assert [u for u in page.requests if not u.startswith("data:")] == [html.resolve().as_uri()]
+    dom = Page(page.dom)
+    assert set(dom.figures) == expected_figures(suite)
+    assert expected_tables(suite) <= set(dom.tables)
+    assert {"provenance", "scorecard", "cases", "runs"} <= dom.sections
+    assert "problems" not in dom.sections and "comparison" not in dom.sections
+    for fig, links in dom.links.items():
+        assert links["png"].startswith("data:image/png;base64,"), fig
+        assert links["svg"].startswith("data:image/svg+xml;"), fig
+    # The page was laid out: a screenshot of the whole page, many screens tall.
+    assert page.screenshot is not None and page.screenshot.startswith(PNG_MAGIC)
+    height = int.from_bytes(page.screenshot[20:24], "big")
+    assert height > 2000, height
+
+
+def test_the_browser_check_sees_script_errors_and_fetches(tmp_path: Path) -> None:
+    """The Chromium harness itself: a page with a console error, an uncaught exception and a
+    remote image is caught on all three counts."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!DOCTYPE html><html><body><img src="https://cdn.example/x.png">'
+        '<script>console.error("broken"); missing();</script></body></html>',
+        encoding="utf-8",
+    )
+    page = chromium.open_page(bad)
+    assert page.console_errors == ["broken"]
+    assert any("missing is not defined" in e for e in page.exceptions)
+    assert "https://cdn.example/x.png" in page.requests
+    assert any("ERR_NAME_NOT_RESOLVED" in e for e in page.log_errors)
+
+
+def test_the_report_names_every_command_and_version(suite: Path, report: tuple[Path, Path, str]) -> None:
+    text = report[0].read_text(encoding="utf-8")
+    for name in ("rtcbench", "python", "polars", "numpy", "matplotlib"):
+        assert f"<td>{name}</td>" in text
+    assert "rtcbench report " in text and "--figures" in text
+    # The runs were made from Python here, so their summaries recorded no command.
+    assert "(not recorded: run from Python)  (8 runs)" in text
+    assert f"{rtcbench.__version__} (8 runs)" in text
+
+
+def test_the_html_references_nothing_remote(report: tuple[Path, Path, str]) -> None:
+    text = report[0].read_text(encoding="utf-8")
+    assert remote_references(text) == []
+    assert "<script src" not in text and "<link" not in text
+    # The check itself finds what it should.
+    bad = (
+        '<img src="https://cdn.example/x.png"><a href="//cdn.example/y">y</a>'
+        '<link rel="stylesheet" href="s.css">'
+        '<style>@import "x.css"; a { background: url(http://x/y) }</style>'
+    )
+    assert len(remote_references(bad)) == 5
+
+
+def test_figures_are_exported_as_png_and_svg_with_stable_names(
+    suite: Path, report: tuple[Path, Path, str]
+) -> None:
+    html, figures, _ = report
+    names = sorted(p.name for p in figures.iterdir())
+    expected = expected_figures(suite)
+    assert names == sorted([f"{f}.png" for f in expected] + [f"{f}.svg" for f in expected])
+    for f in expected:
+        png = (figures / f"{f}.png").read_bytes()
+        assert png.startswith(PNG_MAGIC) and len(png) > 5_000
+        svg = ET.parse(figures / f"{f}.svg").getroot()
+        assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+        assert len(list(svg.iter())) > 50
+    # The page's download links carry the same files.
+    dom = Page(html.read_text(encoding="utf-8"))
+    f = f"run--{case_folders(suite)[0]}--gcc--seed-1"
+    assert base64.b64decode(dom.links[f]["png"].split(",", 1)[1]) == (figures / f"{f}.png").read_bytes()
+
+
+def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> None:
+    a = build_report([suite], tmp_path / "a.html", run_figures="none", jobs=1, command="same")
+    b = build_report([suite], tmp_path / "b.html", run_figures="none", jobs=1, command="same")
+    assert a.path.read_bytes() == b.path.read_bytes()
+    assert a.figures == b.figures and len(a.figures) == 2 * len(case_folders(suite))
+
+
+def _damage(root: Path) -> dict[str, Path]:
+    """Breaks a copy of the suite in five ways, one run each; returns what was broken where."""
+    runs = run_folders(root)
+    no_summary, no_timeseries, bad_packets, bad_summary = runs[1], runs[2], runs[5], runs[6]
+    (no_summary / "summary.json").unlink()
+    (no_timeseries / "timeseries.parquet").unlink()
+    (bad_packets / "packets.parquet").write_bytes(b"not a parquet file")
+    (bad_summary / "summary.json").write_text('{"scenario": "rfc8867-5.6", ', encoding="utf-8")
+    empty = runs[0].parent / "seed-9"
+    empty.mkdir()
+    return {
+        "summary": no_summary,
+        "timeseries": no_timeseries,
+        "packets": bad_packets,
+        "json": bad_summary,
+        "empty": empty,
+    }
+
+
+def _run_id(root: Path, run: Path) -> str:
+    return "run--" + "--".join(run.relative_to(root).parts)
+
+
+def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Path, tmp_path: Path) -> None:
+    root = tmp_path / "partial"
+    shutil.copytree(suite, root)
+    broken = _damage(root)
+    html = tmp_path / "out" / "partial.html"
+    out = cli("report", str(root), "--out", str(html), "--jobs", "1")
+    assert out.returncode == 0, out.stderr
+    err = out.stderr
+    assert f"{broken['summary']}: missing summary.json" in err
+    assert f"{broken['timeseries']}: missing timeseries.parquet" in err
+    assert f"{broken['packets'] / 'packets.parquet'}: unreadable" in err
+    assert f"{broken['json'] / 'summary.json'}: unreadable" in err
+    assert f"{broken['empty']}: missing summary.json, scenario.toml" in err
+    assert err.count("problem:") == 5 and "5 problems" in out.stdout
+
+    text = html.read_text(encoding="utf-8")
+    page = Page(text)
+    assert "problems" in page.sections
+    assert len(page.problems) == 5
+    assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
+    # The rest is there: 6 of 8 runs, every case's figures, and the first seed's run figures but
+    # for the run without its time series. The run whose summary cannot be read is left out, so
+    # the next seed is the first of its controller.
+    ids = {p for p in page.figures if p.startswith("run--")}
+    lost = {_run_id(root, broken["timeseries"]), _run_id(root, broken["json"])}
+    next_seed = _run_id(root, broken["json"].with_name("seed-2"))
+    assert ids == {f for f in expected_figures(suite) if f.startswith("run--")} - lost | {next_seed}
+    assert "figure not drawn: missing timeseries.parquet" in text
+    assert {f"cdf--{c}" for c in case_folders(suite)} <= set(page.figures)
+    assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 6
+    # Written atomically: no temporary file is left beside it.
+    assert sorted(p.name for p in html.parent.iterdir()) == ["partial.html"]
+
+
+def test_a_single_run_folder(suite: Path, tmp_path: Path) -> None:
+    target = tmp_path / "one"
+    shutil.copytree(run_folders(suite)[0], target)
+    result = build_report([target], jobs=1)
+    assert result.path == target / "report.html" and result.runs == 1 and result.problems == ()
+    page = Page(result.path.read_text(encoding="utf-8"))
+    assert len(page.figures) == 3  # the run, its case's CDF and box plots
+    assert set(result.figures) == set(page.figures)
+    assert set(result.tables) == set(page.tables)
+
+
+def test_bad_arguments_end_with_one_line_and_status_2(suite: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["report", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "not a folder" in missing.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = runner.invoke(app, ["report", str(empty)])
+    assert nothing.exit_code == 2 and "no run could be read" in nothing.stderr
+    bad = runner.invoke(app, ["report", str(suite), "--run-figures", "some"])
+    assert bad.exit_code == 2 and "first, all or none" in bad.stderr
+    labels = runner.invoke(app, ["report", str(suite), "--label", "a", "--label", "b"])
+    assert labels.exit_code == 2 and "2 --label for 1 folders" in labels.stderr
+    for r in (missing, nothing, bad, labels):
+        assert ("Traceback" not in r.stderr and r.exception is None) or isinstance(r.exception, SystemExit)
+
+
+def _fake_compare(calls: list[tuple[list[Path], list[str] | None]]) -> types.ModuleType:
+    module = types.ModuleType("rtcbench.compare")
+
+    def compare(dirs: list[Path], labels: list[str] | None = None) -> pl.DataFrame:
+        calls.append((list(dirs), None if labels is None else list(labels)))
+        return pl.DataFrame({"metric": ["qdelay_p95_ms", "utilization"], "delta": [-12.5, 0.031]})
+
+    module.compare = compare  # type: ignore[attr-defined]
+    return module
+
+
+def test_the_comparison_section_comes_from_rtcbench_compare(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    one_case = suite / case_folders(suite)[0]
+    for dst in (a, b):
+        shutil.copytree(one_case, dst / one_case.name)
+    # With rtcbench.compare, several folders get the comparison section: its table has a row per
+    # metric of the case (here identical copies, so every verdict is "no change" or too few runs).
+    real = build_report([a, b], tmp_path / "real.html", run_figures="none", jobs=1)
+    text = real.path.read_text(encoding="utf-8")
+    page = Page(text)
+    assert "comparison" in page.sections and real.problems == ()
+    assert page.tables["tbl-comparison"] == "comparison" and "utilization" in text
+    assert "regression" not in text.split('id="tbl-comparison"')[1].split("</table>")[0]
+    # Several folders: series are labelled by folder.
+    assert "a/gcc" in text
+    # Without the module (an install without it) the section is left out, silently.
+    monkeypatch.setitem(sys.modules, "rtcbench.compare", None)
+    plain = build_report([a, b], tmp_path / "plain.html", run_figures="none", jobs=1)
+    assert "comparison" not in Page(plain.path.read_text(encoding="utf-8")).sections and plain.problems == ()
+
+    calls: list[tuple[list[Path], list[str] | None]] = []
+    monkeypatch.setitem(sys.modules, "rtcbench.compare", _fake_compare(calls))
+    with_it = build_report([a, b], tmp_path / "with.html", run_figures="none", jobs=1)
+    assert calls == [([a, b], ["a", "b"])]
+    page = Page(with_it.path.read_text(encoding="utf-8"))
+    assert "comparison" in page.sections and page.tables["tbl-comparison"] == "comparison"
+    assert "-12.5" in with_it.path.read_text(encoding="utf-8")
+    # One folder: no comparison.
+    single = build_report([a], tmp_path / "single.html", run_figures="none", jobs=1)
+    assert "comparison" not in Page(single.path.read_text(encoding="utf-8")).sections
+
+    def broken(dirs: list[Path], labels: list[str] | None = None) -> pl.DataFrame:
+        raise RuntimeError("no baseline")
+
+    failing = types.ModuleType("rtcbench.compare")
+    failing.compare = broken  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rtcbench.compare", failing)
+    failed = build_report([a, b], tmp_path / "failed.html", run_figures="none", jobs=1)
+    assert [p.where for p in failed.problems] == ["rtcbench.compare"]
+    assert "no baseline" in failed.problems[0].what
