@@ -245,8 +245,10 @@ def _loss(view: RunView) -> tuple[float | None, str]:
 
 
 def _reaction(view: RunView) -> tuple[float | None, str]:
-    """Slowest time for the single video flow's 1 s mean receive rate to fall to the new
-    capacity after each drop of at least 20 %."""
+    """Slowest time for the single video flow's 1 s mean sending rate to fall to the new
+    capacity after each drop of at least 20 %. The sending rate, because it is what the
+    controller decides: the receive rate cannot exceed the capacity, so it would show no
+    reaction time at all."""
     video = _video(view)
     if len(video) != 1 or _competing(view) or view.timeseries is None:
         return None, "n/a: only for a single call alone on its path"
@@ -265,7 +267,7 @@ def _reaction(view: RunView) -> tuple[float | None, str]:
             video[0]["id"],
             round(after["start_s"] * US),
             after["capacity_bps"],
-            column="recv_rate_bps",
+            column="send_rate_bps",
             below=True,
             smooth_us=US,
         )
