@@ -63,14 +63,16 @@ fmt:
 	$(BIN)/ruff format python tests benches examples
 	$(BIN)/ruff check --fix python tests benches examples
 
-# Criterion benchmarks of the simulator, the CLI end to end, a Python controller against gcc, then the
-# whole RFC 8867 suite with four controllers (budget: under 20 s on 2 cores); prints simulated s per
-# wall s. Last, instruction counts (valgrind) against benches/instructions.json: the
-# host-independent regression check.
+# Criterion benchmarks of the simulator, the CLI end to end, a Python controller against gcc, the
+# learning environment's steps per second (goal: 1000x real time), then the whole RFC 8867 suite
+# with four controllers (budget: under 20 s on 2 cores); prints simulated s per wall s. Last,
+# instruction counts (valgrind) against benches/instructions.json: the host-independent
+# regression check.
 bench: build-release
 	$(CARGO) bench -p rtcbench-sim --bench sim
 	$(BIN)/python benches/cli_timing.py
 	$(BIN)/python benches/python_controller.py
+	$(BIN)/python benches/env_steps.py
 	$(BIN)/python benches/suite_timing.py
 	$(BIN)/python benches/instructions.py
 

@@ -2,7 +2,8 @@
 
 The simulator core is Rust (`rtcbench._core`); this package is the front end: scenarios, runs,
 metrics computed from trace tables, figures and the `rtcbench` command line. Controllers can also
-be written in Python (`Controller`, docs/controllers/python.md).
+be written in Python (`Controller`, docs/controllers/python.md), or learnt: `rtcbench.env` is a
+gymnasium environment over any scenario (the ``gym`` extra, docs/env.md; not imported here).
 
     >>> import rtcbench
     >>> [r.summary["flows"][0]["utilization"] for r in rtcbench.run("rfc8867-5.1", "gcc")]  # doctest: +SKIP

@@ -32,6 +32,7 @@ __all__ = [
     "resolve_controller",
     "run",
     "run_variant",
+    "summarize_core",
 ]
 
 FIGURE = "overview.png"
@@ -82,6 +83,34 @@ class RunResult:
     timeseries: pl.DataFrame
 
 
+def summarize_core(
+    variant: Variant, controller: str, seed: int, raw: dict[str, Any], *, command: str | None = None
+) -> tuple[dict[str, Any], Tables, pl.DataFrame]:
+    """The summary (as `summary.json` holds it, ``wall_s`` not yet known), trace tables and
+    timeseries of a run as `_core.simulate` (or `_core.Simulation.finish`) returns it."""
+    meta: dict[str, Any] = json.loads(raw["meta"])
+    tables = tables_from_core(raw, meta)
+    ts = metrics.timeseries(tables)
+    summ = metrics.summarize(tables, ts)
+    summary: dict[str, Any] = {
+        "scenario": variant.scenario_id,
+        "variant": variant.variant,
+        "controller": controller,
+        "seed": seed,
+        "simulated_s": meta["duration_s"],
+        "wall_s": None,
+        "sim_wall_s": raw["wall_s"],
+        "events": raw["events"],
+        "rtcbench_version": _core.version(),
+        "command": command,
+        "flows": summ["flows"],
+        "phases": summ["phases"],
+        **{k: summ[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
+        "meta": meta,
+    }
+    return summary, tables, ts
+
+
 def run_variant(
     variant: Variant,
     controller: ControllerArg = "gcc",
@@ -109,26 +138,7 @@ def run_variant(
         str(pcap) if pcap is not None else None,
         factory=None if isinstance(cc, str) else cc.make,
     )
-    meta: dict[str, Any] = json.loads(raw["meta"])
-    tables = tables_from_core(raw, meta)
-    ts = metrics.timeseries(tables)
-    summ = metrics.summarize(tables, ts)
-    summary: dict[str, Any] = {
-        "scenario": variant.scenario_id,
-        "variant": variant.variant,
-        "controller": name,
-        "seed": seed,
-        "simulated_s": meta["duration_s"],
-        "wall_s": None,
-        "sim_wall_s": raw["wall_s"],
-        "events": raw["events"],
-        "rtcbench_version": _core.version(),
-        "command": command,
-        "flows": summ["flows"],
-        "phases": summ["phases"],
-        **{k: summ[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
-        "meta": meta,
-    }
+    summary, tables, ts = summarize_core(variant, name, seed, raw, command=command)
     path: Path | None = None
     if out is not None:
         path = run_dir(out, variant.scenario_id, variant.slug, name, seed)

@@ -2,6 +2,7 @@
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
+use crate::external::ExternalRate;
 use crate::feedback::{FeedbackReport, ProbeCluster, SentPacket};
 use crate::fixed::FixedRate;
 use crate::gcc::GoogCc;
@@ -147,6 +148,9 @@ pub enum AnyController {
     Nada(Box<Nada>),
     Scream(Box<Scream>),
     Fixed(FixedRate),
+    /// A rate set from outside the run (a learning agent); not selectable by name, the simulator
+    /// gives it to the one call its options name.
+    External(Box<ExternalRate>),
     User(Box<dyn Controller>),
 }
 
@@ -158,6 +162,7 @@ macro_rules! dispatch {
             AnyController::Nada($c) => $e,
             AnyController::Scream($c) => $e,
             AnyController::Fixed($c) => $e,
+            AnyController::External($c) => $e,
             AnyController::User($c) => $e,
         }
     };

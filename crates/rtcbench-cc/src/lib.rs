@@ -22,6 +22,7 @@
 pub mod adapter;
 pub mod ccfb;
 mod controller;
+pub mod external;
 pub mod feedback;
 pub mod fixed;
 pub mod gcc;

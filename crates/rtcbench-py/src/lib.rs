@@ -1,8 +1,10 @@
 //! PyO3 glue for rtcbench: the private `rtcbench._core` module. Logic lives in the Rust crates;
 //! these functions only convert arguments and results and map errors (STYLE.md §9). Python-defined
-//! controllers are adapted to the controller trait in [`controller`].
+//! controllers are adapted to the controller trait in [`controller`]; [`simulation`] exposes a run
+//! advanced in steps, for the learning environment.
 
 mod controller;
+mod simulation;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
@@ -13,9 +15,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rtcbench_cc::ControllerKind;
+use rtcbench_sim::scenario::Scenario;
 use rtcbench_sim::scenario::{self, builtin};
 use rtcbench_sim::trace::{self, ColumnData, Trace};
-use rtcbench_sim::{CallSetup, ControllerChoice, UserController};
+use rtcbench_sim::{CallSetup, ControllerChoice, RunOutput, UserController};
 
 use crate::controller::{ControllerError, Prepared, PyController};
 
@@ -81,6 +84,33 @@ fn columns<'py>(py: Python<'py>, cols: Vec<(&str, Bound<'py, PyAny>)>) -> PyResu
 
 fn names<'py>(py: Python<'py>, codes: &[&str]) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, codes)
+}
+
+/// The one variant a resolved scenario (TOML from `expand`) describes.
+pub(crate) fn one_variant(resolved: &str, what: &str) -> PyResult<Scenario> {
+    let mut variants = scenario::load(resolved, "resolved scenario", &[]).map_err(scenario_err)?;
+    if variants.len() != 1 {
+        return Err(PyValueError::new_err(format!("{what} takes one resolved variant; use expand() first")));
+    }
+    Ok(variants.remove(0))
+}
+
+/// A built-in controller by name, or a `ValueError` that lists the names.
+pub(crate) fn builtin_kind(controller: &str) -> PyResult<ControllerKind> {
+    ControllerKind::from_name(controller).ok_or_else(|| {
+        let known: Vec<&str> = ControllerKind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!("unknown controller {controller:?} (allowed: {})", known.join(", ")))
+    })
+}
+
+/// A finished run as `simulate` returns it: the trace tables, `meta` as JSON, `events`, `wall_s`.
+pub(crate) fn output_dict(py: Python<'_>, out: RunOutput, wall_s: f64) -> PyResult<Bound<'_, PyDict>> {
+    let meta = serde_json::to_string(&out.meta).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let d = trace_to_dict(py, out.trace)?;
+    d.set_item("meta", meta)?;
+    d.set_item("events", out.events)?;
+    d.set_item("wall_s", wall_s)?;
+    Ok(d)
 }
 
 fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>> {
@@ -234,12 +264,8 @@ fn simulate<'py>(
     pcap: Option<std::path::PathBuf>,
     factory: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut variants = scenario::load(resolved, "resolved scenario", &[]).map_err(scenario_err)?;
-    if variants.len() != 1 {
-        return Err(PyValueError::new_err("simulate() takes one resolved variant; use expand() first"));
-    }
-    let s = variants.remove(0);
-    let options = rtcbench_sim::RunOptions { capture: pcap.is_some() };
+    let s = one_variant(resolved, "simulate()")?;
+    let options = rtcbench_sim::RunOptions { capture: pcap.is_some(), ..Default::default() };
     let (out, wall) = if let Some(factory) = factory {
         let (choice, failure) = user_controller(&factory, controller, s.spec.calls.len())?;
         let t0 = std::time::Instant::now();
@@ -253,13 +279,7 @@ fn simulate<'py>(
         }
         (out, wall)
     } else {
-        let kind = ControllerKind::from_name(controller).ok_or_else(|| {
-            let known: Vec<&str> = ControllerKind::ALL.iter().map(|k| k.name()).collect();
-            PyValueError::new_err(format!(
-                "unknown controller {controller:?} (allowed: {})",
-                known.join(", ")
-            ))
-        })?;
+        let kind = builtin_kind(controller)?;
         py.detach(|| {
             let t0 = std::time::Instant::now();
             let out = rtcbench_sim::simulate_with(&s, kind.into(), seed, options);
@@ -272,12 +292,7 @@ fn simulate<'py>(
         py.detach(|| write_capture(&path, &packets))
             .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display())))?;
     }
-    let meta = serde_json::to_string(&out.meta).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let d = trace_to_dict(py, out.trace)?;
-    d.set_item("meta", meta)?;
-    d.set_item("events", out.events)?;
-    d.set_item("wall_s", wall)?;
-    Ok(d)
+    output_dict(py, out, wall)
 }
 
 fn write_capture(path: &std::path::Path, packets: &[rtcbench_sim::Captured]) -> Result<(), String> {
@@ -298,6 +313,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<controller::PyLossReport>()?;
     m.add_class::<controller::PyProbeInfo>()?;
     m.add_class::<controller::PyCallInfo>()?;
+    m.add_class::<simulation::PySimulation>()?;
+    m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;

@@ -279,6 +279,12 @@ impl Sender {
         s
     }
 
+    /// The controller, for a caller that sets an external controller's rate (the world then
+    /// wakes the sender so it reads the new rate in its own event).
+    pub fn controller_mut(&mut self) -> &mut AnyController {
+        &mut self.controller
+    }
+
     /// The earliest instant the sender wants to be woken.
     pub fn poll_timeout(&self) -> Instant {
         let mut t = self.next_report;

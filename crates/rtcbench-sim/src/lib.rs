@@ -4,7 +4,8 @@
 //! [`scenario`] loads and validates scenario files; [`simulate`] runs one resolved variant with
 //! one controller and seed and returns its [`trace::Trace`] and [`Meta`]; [`simulate_with`] also
 //! takes a [`UserController`] (built per call from outside the workspace, as rtcbench-py does for
-//! Python classes) and [`RunOptions`]. Every element (link,
+//! Python classes) and [`RunOptions`]; a [`Simulation`] is the same run advanced in steps by its
+//! owner, which may set one call's rate between steps (a learning environment). Every element (link,
 //! sender, receiver, controller) is a sans-IO state machine driven from one event heap
 //! ([`scheduler`]); every random draw comes from a generator derived from the seed and the
 //! element's path ([`rng`]).
@@ -23,6 +24,6 @@ mod world;
 
 pub use world::{
     simulate, simulate_with, write_pcap, BuildController, CallMeta, CallSetup, Captured, CapturedTransport,
-    ControllerChoice, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput, UserController, UserFeedback,
-    LINK_SAMPLE_INTERVAL,
+    ControllerChoice, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput, Simulation, UserController,
+    UserFeedback, LINK_SAMPLE_INTERVAL,
 };

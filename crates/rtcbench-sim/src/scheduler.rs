@@ -68,6 +68,16 @@ impl<E> Scheduler<E> {
         Some((e.at, e.event))
     }
 
+    /// The next event and its time if it is due at or before `limit`, advancing the clock; `None`
+    /// (and the clock unchanged) otherwise. A run advanced in steps pops exactly the events a run
+    /// to the last step's limit would.
+    pub fn pop_due(&mut self, limit: Instant) -> Option<(Instant, E)> {
+        if self.peek_time()? > limit {
+            return None;
+        }
+        self.pop()
+    }
+
     pub fn peek_time(&self) -> Option<Instant> {
         self.heap.peek().map(|Reverse(e)| e.at)
     }
@@ -94,6 +104,18 @@ mod tests {
         s.schedule(Instant::from_millis(1), "b");
         let order: Vec<_> = std::iter::from_fn(|| s.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn pops_only_what_is_due() {
+        let mut s = Scheduler::new();
+        s.schedule(Instant::from_millis(5), "b");
+        s.schedule(Instant::from_millis(1), "a");
+        assert_eq!(s.pop_due(Instant::from_millis(4)), Some((Instant::from_millis(1), "a")));
+        assert_eq!(s.pop_due(Instant::from_millis(4)), None);
+        assert_eq!(s.now(), Instant::from_millis(1));
+        assert_eq!(s.pop_due(Instant::from_millis(5)), Some((Instant::from_millis(5), "b")));
+        assert_eq!(s.pop_due(Instant::FAR_FUTURE), None);
     }
 
     #[test]

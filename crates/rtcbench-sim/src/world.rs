@@ -4,8 +4,13 @@
 //! Drive loop: every element (link, sender, receiver) is sans-IO. After anything touches an
 //! element, its `poll_timeout` is read and a wake-up is scheduled if it is earlier than the one
 //! already pending; a wake-up calls the element's `on_timeout` and moves what it emitted on.
+//!
+//! A [`Simulation`] is a run that its owner advances in steps (`run_until`), as a learning
+//! environment does between two decisions; [`simulate_with`] is one step to the end, so both
+//! process the same events in the same order and give the same trace.
 
 use rand::RngExt;
+use rtcbench_cc::external::{ExternalRate, IntervalStats};
 use rtcbench_cc::feedback::Ecn;
 use rtcbench_cc::gcc::{GccConfig, GoogCc};
 use rtcbench_cc::gcc_draft::{Deployment, GccDraft, GccDraftConfig};
@@ -146,6 +151,12 @@ const CBR_CAPTURE_PORT: u16 = 9;
 pub struct RunOptions {
     /// Keep every packet's bytes for a capture file.
     pub capture: bool,
+    /// The call (index into the scenario's calls) whose target rate is set from outside, through
+    /// [`Simulation::set_external_target`], instead of by the run's controller: it runs
+    /// [`ExternalRate`] with transport-wide feedback, and the trace names its controller
+    /// `external`. The other calls run the run's controller (a [`UserController`] is built for
+    /// those only).
+    pub external: Option<u32>,
 }
 
 /// The controller every call of a run uses.
@@ -440,15 +451,20 @@ fn gcc_draft_config(params: &ControllerParams) -> GccDraftConfig {
     GccDraftConfig { deployment, ..GccDraftConfig::default() }
 }
 
-/// The per-packet feedback the receiver sends for a controller.
+/// The per-packet feedback the receiver sends for a controller; transport-wide feedback for an
+/// external one, as libwebrtc sends.
 fn feedback_mode(
     controller: &ControllerChoice,
+    external: bool,
     params: &ControllerParams,
     f: &crate::scenario::FeedbackSpec,
     start_rate: Bitrate,
 ) -> FeedbackMode {
     let twcc = FeedbackMode::Twcc { interval: f.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL) };
     let ccfb = |default| FeedbackMode::Ccfb { interval: f.ccfb_interval.unwrap_or(default) };
+    if external {
+        return twcc;
+    }
     let kind = match controller {
         ControllerChoice::Builtin(kind) => *kind,
         ControllerChoice::User(u) => {
@@ -517,10 +533,159 @@ pub fn simulate(s: &Scenario, controller: ControllerKind, seed: u64) -> Result<R
 /// [`simulate`] with any controller, built-in or user-defined, and options.
 pub fn simulate_with(
     s: &Scenario,
-    mut controller: ControllerChoice,
+    controller: ControllerChoice,
     seed: u64,
     options: RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
+    Ok(Simulation::new(s, controller, seed, options)?.finish())
+}
+
+/// A run advanced by its owner: `run_until(t)` processes every event due at or before `t`, in the
+/// order one uninterrupted run would, so stepping changes nothing in the trace. Between steps the
+/// owner may read the run's state and set the rate of the call [`RunOptions::external`] names;
+/// [`Simulation::finish`] runs to the end and returns what [`simulate_with`] would.
+///
+/// ```
+/// # use rtcbench_sim::{scenario, Simulation, RunOptions};
+/// # use rtcbench_cc::ControllerKind;
+/// # use rtcbench_units::{Bitrate, Duration};
+/// let (text, origin) = scenario::builtin::find("rfc8867-5.1").unwrap();
+/// let variant = scenario::load(text, &origin, &[]).unwrap().remove(0);
+/// let options = RunOptions { external: Some(0), ..RunOptions::default() };
+/// let mut sim = Simulation::new(&variant, ControllerKind::Gcc.into(), 1, options).unwrap();
+/// while !sim.is_done() {
+///     sim.run_until(sim.now() + Duration::from_millis(60));
+///     let seen = sim.take_external_interval();
+///     // Decide from what feedback said in the last 60 ms; here, 10 % above what arrived.
+///     sim.set_external_target((seen.receive_rate * 1.1).max(Bitrate::kbps(150)));
+/// }
+/// let out = sim.finish();
+/// assert_eq!(out.meta.calls[0].controller, "external");
+/// ```
+pub struct Simulation {
+    world: World,
+    meta: Meta,
+    /// What each call's controller was told about its call.
+    setups: Vec<CallSetup>,
+    external: Option<u32>,
+    /// Every event due at or before this instant has run.
+    now: Instant,
+    events: u64,
+}
+
+impl Simulation {
+    /// Builds the run and schedules its first events; nothing has run yet (`now()` is zero).
+    /// Fails if the scenario cannot be run (no path between a call's ends) or if
+    /// [`RunOptions::external`] names a call the scenario does not have.
+    pub fn new(
+        s: &Scenario,
+        controller: ControllerChoice,
+        seed: u64,
+        options: RunOptions,
+    ) -> Result<Self, ScenarioError> {
+        let (mut world, meta, setups) = build_world(s, controller, seed, options)?;
+        world.start();
+        Ok(Self { world, meta, setups, external: options.external, now: Instant::ZERO, events: 0 })
+    }
+
+    /// Processes every event due at or before `t` (at most the end of the run); `now()` is then
+    /// `t`. Earlier than `now()`, does nothing.
+    pub fn run_until(&mut self, t: Instant) {
+        let t = t.min(self.world.end);
+        if t < self.now {
+            return;
+        }
+        self.events += self.world.run_until(t);
+        self.now = t;
+    }
+
+    /// The instant the run has reached: every event due at or before it has run.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The end of the run (the scenario's duration).
+    pub fn end(&self) -> Instant {
+        self.world.end
+    }
+
+    /// True once the run has reached its end.
+    pub fn is_done(&self) -> bool {
+        self.now >= self.world.end
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The run's links, calls and flows.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// What the controller of call `call` was told about it (rate limits, start, seed); `None`
+    /// for a call the scenario does not have.
+    pub fn call_setup(&self, call: u32) -> Option<&CallSetup> {
+        self.setups.get(call as usize)
+    }
+
+    /// The externally controlled call ([`RunOptions::external`]), if any.
+    pub fn external_call(&self) -> Option<u32> {
+        self.external
+    }
+
+    fn external_mut(&mut self) -> (u32, &mut ExternalRate) {
+        let call = self.external.expect("RunOptions::external names the call whose rate is set from outside");
+        match self.world.senders[call as usize].controller_mut() {
+            AnyController::External(c) => (call, c),
+            _ => unreachable!("the external call runs ExternalRate"),
+        }
+    }
+
+    /// Sets the external call's target rate from `now()` on. The sender reads it in an event of
+    /// its own at `now()`, the first of the next step.
+    ///
+    /// # Panics
+    /// If [`RunOptions::external`] named no call.
+    pub fn set_external_target(&mut self, rate: Bitrate) {
+        let now = self.now;
+        let (call, c) = self.external_mut();
+        if c.set_target(now, rate) {
+            self.world.wake(Event::Sender(call));
+        }
+    }
+
+    /// What feedback said about the external call's packets since the last call (or the start of
+    /// the run) until `now()`.
+    ///
+    /// # Panics
+    /// If [`RunOptions::external`] named no call.
+    pub fn take_external_interval(&mut self) -> IntervalStats {
+        let now = self.now;
+        self.external_mut().1.take_interval(now)
+    }
+
+    /// Runs to the end and returns the trace.
+    pub fn finish(mut self) -> RunOutput {
+        self.run_until(self.world.end);
+        RunOutput {
+            trace: std::mem::take(&mut self.world.trace),
+            meta: self.meta,
+            events: self.events,
+            capture: self.world.capture.take().unwrap_or_default(),
+        }
+    }
+}
+
+/// The world of a run, its description and what each call's controller was told, before any
+/// event.
+fn build_world(
+    s: &Scenario,
+    mut controller: ControllerChoice,
+    seed: u64,
+    options: RunOptions,
+) -> Result<(World, Meta, Vec<CallSetup>), ScenarioError> {
     let spec = &s.spec;
     let origin = format!("scenario {}", spec.id);
     let end = Instant::ZERO + *spec.duration.get();
@@ -582,9 +747,20 @@ pub fn simulate_with(
     let names =
         |path: &[LinkId]| path.iter().map(|&l| links[l as usize].name().to_string()).collect::<Vec<_>>();
 
+    if let Some(call) = options.external.filter(|&c| c as usize >= spec.calls.len()) {
+        return Err(ScenarioError::new(
+            &origin,
+            Some("calls".to_string()),
+            format!(
+                "the externally controlled call is call {call}, but the scenario has {} call(s)",
+                spec.calls.len()
+            ),
+        ));
+    }
     let mut routes = Vec::new();
     let mut senders = Vec::new();
     let mut receivers = Vec::new();
+    let mut setups = Vec::new();
     for (i, c) in spec.calls.iter().enumerate() {
         let call = i as u32;
         let err = |m: String| ScenarioError {
@@ -632,17 +808,20 @@ pub fn simulate_with(
             backward_route,
         };
 
-        let (mut sender, receiver) = build_call(c, plumbing, &mut controller, &spec.controller, seed, end)?;
+        let external = options.external == Some(call);
+        let (mut sender, receiver, setup) =
+            build_call(c, plumbing, &mut controller, external, &spec.controller, seed, end)?;
         // The trace's controller columns are fixed by its first row: include the receiver-side
         // estimator's from the start.
         sender.set_remote_metrics(receiver.estimator_metrics());
         meta.calls.push(CallMeta {
             id: call,
             name,
-            controller: controller.name().to_string(),
+            controller: if external { ExternalRate::NAME } else { controller.name() }.to_string(),
             sender: c.from.clone(),
             receiver: c.to.clone(),
         });
+        setups.push(setup);
         senders.push(sender);
         receivers.push(receiver);
     }
@@ -726,7 +905,7 @@ pub fn simulate_with(
     let n_links = links.len();
     let (n_s, n_r) = (senders.len(), receivers.len());
     let (n_tcp, n_cbr) = (tcp_sources.len(), cbrs.len());
-    let mut w = World {
+    let w = World {
         sched: Scheduler::new(),
         links,
         link_wake: vec![None; n_links],
@@ -748,7 +927,7 @@ pub fn simulate_with(
         end,
         capture: options.capture.then(Vec::new),
     };
-    Ok(w.run(meta))
+    Ok((w, meta, setups))
 }
 
 /// Bytes on the wire of a CBR packet unless the scenario says otherwise (as the media packets).
@@ -809,14 +988,17 @@ fn build_tcp(
     (source, sink)
 }
 
+/// A call's sender and receiver, and what its controller was told about the call. An `external`
+/// call runs [`ExternalRate`] instead of `controller`.
 fn build_call(
     c: &CallSpec,
     plumbing: CallPlumbing,
     controller: &mut ControllerChoice,
+    external: bool,
     params: &ControllerParams,
     seed: u64,
     end: Instant,
-) -> Result<(Sender, Receiver), ScenarioError> {
+) -> Result<(Sender, Receiver, CallSetup), ScenarioError> {
     let call = plumbing.call;
     let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
     let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
@@ -864,17 +1046,20 @@ fn build_call(
     });
     let limits = (vmin + audio_rate, vmax + audio_rate, vstart + audio_rate);
     let priority = c.priority.unwrap_or(1.0);
+    let setup = CallSetup {
+        call,
+        start,
+        min_rate: limits.0,
+        max_rate: limits.1,
+        start_rate: limits.2,
+        priority,
+        seed: derive_seed(seed, &format!("call{call}/controller")),
+    };
     let ctrl = match controller {
+        // Its first interval starts with the run, when its owner starts watching.
+        _ if external => AnyController::External(Box::new(ExternalRate::new(limits.2, Instant::ZERO))),
         ControllerChoice::Builtin(kind) => build_controller(*kind, params, priority, limits, start),
-        ControllerChoice::User(u) => AnyController::User((u.build)(&CallSetup {
-            call,
-            start,
-            min_rate: limits.0,
-            max_rate: limits.1,
-            start_rate: limits.2,
-            priority,
-            seed: derive_seed(seed, &format!("call{call}/controller")),
-        })),
+        ControllerChoice::User(u) => AnyController::User((u.build)(&setup)),
     };
     let feedback = c.feedback.clone().unwrap_or_default();
     let report_interval = feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
@@ -900,13 +1085,14 @@ fn build_call(
         pauses,
         ecn,
     });
-    let mode = feedback_mode(controller, params, &feedback, limits.2);
+    let mode = feedback_mode(controller, external, params, &feedback, limits.2);
     let receiver = Receiver::new(plumbing, ids, start, mode, report_interval);
-    Ok((sender, receiver))
+    Ok((sender, receiver, setup))
 }
 
 impl World {
-    fn run(&mut self, meta: Meta) -> RunOutput {
+    /// Schedules every element's first wake-up and the first link sample.
+    fn start(&mut self) {
         for i in 0..self.senders.len() {
             self.wake(Event::Sender(i as u32));
             self.wake(Event::Receiver(i as u32));
@@ -919,11 +1105,12 @@ impl World {
             self.wake(Event::Cbr(i));
         }
         self.sched.schedule(Instant::ZERO, Event::Sample);
+    }
+
+    /// Processes the events due at or before `limit` (at most `end`); returns how many.
+    fn run_until(&mut self, limit: Instant) -> u64 {
         let mut events = 0u64;
-        while let Some((now, ev)) = self.sched.pop() {
-            if now > self.end {
-                break;
-            }
+        while let Some((now, ev)) = self.sched.pop_due(limit) {
             events += 1;
             match ev {
                 Event::Link(l) => {
@@ -1003,12 +1190,7 @@ impl World {
                 }
             }
         }
-        RunOutput {
-            trace: std::mem::take(&mut self.trace),
-            meta,
-            events,
-            capture: self.capture.take().unwrap_or_default(),
-        }
+        events
     }
 
     /// Schedules an element's next wake-up if it is earlier than the one pending. A stale

@@ -1,0 +1,215 @@
+//! A [`Simulation`] advanced in steps is the run [`simulate`] makes in one go, and the call whose
+//! rate is set from outside ([`RunOptions::external`]) sends at that rate and reports what its
+//! feedback said.
+
+use rtcbench_cc::ControllerKind;
+use rtcbench_sim::scenario::{builtin, load, Scenario};
+use rtcbench_sim::trace::{ColumnData, Trace};
+use rtcbench_sim::{simulate, RunOptions, RunOutput, Simulation};
+use rtcbench_units::{Bitrate, Duration, Instant};
+
+const RECEIVED: u8 = 1;
+
+fn builtin_scenario(id: &str, sets: &[&str]) -> Scenario {
+    let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
+    let sets: Vec<String> = sets.iter().map(|s| (*s).to_string()).collect();
+    load(text, &origin, &sets).unwrap_or_else(|e| panic!("{e}")).remove(0)
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Every column of every table, floats bit for bit.
+fn assert_identical(a: &Trace, b: &Trace) {
+    let p = (&a.packets, &b.packets);
+    assert!(p.0.t_us == p.1.t_us && p.0.event == p.1.event && p.0.packet == p.1.packet, "packets differ");
+    assert!(p.0.flow == p.1.flow && p.0.size == p.1.size && p.0.sent_us == p.1.sent_us, "packets differ");
+    assert!(p.0.seq == p.1.seq && p.0.link == p.1.link && p.0.reason == p.1.reason, "packets differ");
+    let f = (&a.frames, &b.frames);
+    assert!(f.0.capture_us == f.1.capture_us && f.0.size == f.1.size, "frames differ");
+    assert!(f.0.complete_us == f.1.complete_us && f.0.freeze == f.1.freeze, "frames differ");
+    let c = (&a.controller, &b.controller);
+    assert!(c.0.t_us == c.1.t_us && c.0.call == c.1.call, "controller rows differ");
+    assert!(c.0.target_bps == c.1.target_bps && c.0.pacing_bps == c.1.pacing_bps, "controller differs");
+    assert_eq!(c.0.columns.len(), c.1.columns.len());
+    for (x, y) in c.0.columns.iter().zip(&c.1.columns) {
+        let equal = match (&x.data, &y.data) {
+            (ColumnData::Int(u), ColumnData::Int(v)) => u == v,
+            (ColumnData::Float(u), ColumnData::Float(v)) => bits(u) == bits(v),
+            (ColumnData::Text(u), ColumnData::Text(v)) => u == v,
+            _ => false,
+        };
+        assert!(x.name == y.name && equal, "controller.{} differs", x.name);
+    }
+    let l = (&a.links, &b.links);
+    assert!(l.0.t_us == l.1.t_us && l.0.queue_bytes == l.1.queue_bytes, "links differ");
+    let fb = (&a.feedback, &b.feedback);
+    assert!(fb.0.t_us == fb.1.t_us && fb.0.rtt_us == fb.1.rtt_us, "feedback differs");
+    assert_eq!(bits(&fb.0.fraction_lost), bits(&fb.1.fraction_lost), "feedback differs");
+}
+
+/// Runs in steps of `step`, and with a few irregular steps first (some of them backwards).
+fn stepped(s: &Scenario, cc: ControllerKind, seed: u64, step: Duration, options: RunOptions) -> RunOutput {
+    let mut sim = Simulation::new(s, cc.into(), seed, options).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((sim.now(), sim.events(), sim.is_done()), (Instant::ZERO, 0, false));
+    for ms in [0, 7, 7, 3, 1000, 1001] {
+        sim.run_until(Instant::from_millis(ms));
+    }
+    assert_eq!(sim.now(), Instant::from_millis(1001));
+    while !sim.is_done() {
+        sim.run_until(sim.now() + step);
+    }
+    assert_eq!(sim.now(), sim.end());
+    // Past the end: nothing more happens.
+    let events = sim.events();
+    sim.run_until(sim.end() + Duration::from_secs(10));
+    assert_eq!(sim.events(), events);
+    sim.finish()
+}
+
+#[test]
+fn a_run_in_steps_is_the_run_in_one_go() {
+    for (id, cc) in [
+        ("rfc8867-5.1", ControllerKind::Gcc),
+        ("rfc8867-5.1", ControllerKind::Scream),
+        // A call and TCP: every kind of element has events near the step boundaries.
+        ("rfc8867-5.6", ControllerKind::Nada),
+    ] {
+        let s = builtin_scenario(id, &[]);
+        let whole = simulate(&s, cc, 5).unwrap_or_else(|e| panic!("{e}"));
+        for step in [Duration::from_millis(60), Duration::from_micros(12_345)] {
+            let parts = stepped(&s, cc, 5, step, RunOptions::default());
+            assert_eq!(parts.events, whole.events, "{id} {cc:?} in steps of {step}");
+            assert_identical(&parts.trace, &whole.trace);
+        }
+    }
+}
+
+#[test]
+fn an_external_call_left_alone_is_the_fixed_controller() {
+    // ExternalRate holds the start rate and is paced as `fixed` is (2.5 × target): the same run,
+    // whatever the step, as long as nobody changes the rate.
+    let s = builtin_scenario("rfc8867-5.1", &[]);
+    let fixed = simulate(&s, ControllerKind::Fixed, 3).unwrap_or_else(|e| panic!("{e}"));
+    let options = RunOptions { external: Some(0), ..RunOptions::default() };
+    let mut sim =
+        Simulation::new(&s, ControllerKind::Gcc.into(), 3, options).unwrap_or_else(|e| panic!("{e}"));
+    let start = sim.call_setup(0).expect("call 0").start_rate;
+    while !sim.is_done() {
+        sim.run_until(sim.now() + Duration::from_millis(60));
+        sim.set_external_target(start); // the rate in force: changes nothing
+    }
+    let external = sim.finish();
+    assert_eq!(external.events, fixed.events);
+    assert_identical(&external.trace, &fixed.trace);
+    assert_eq!(external.meta.calls[0].controller, "external");
+    assert_eq!(external.meta.controller, "gcc", "the run's controller, for the other calls");
+}
+
+#[test]
+fn an_external_call_sends_at_the_rate_it_is_given() {
+    let s = builtin_scenario("rfc8867-5.1", &["duration=30s"]);
+    let options = RunOptions { external: Some(0), ..RunOptions::default() };
+    let mut sim =
+        Simulation::new(&s, ControllerKind::Gcc.into(), 1, options).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sim.external_call(), Some(0));
+    let setup = *sim.call_setup(0).expect("call 0");
+    // RFC 8867 §4.3 defaults: video 150-1500 kbit/s plus 20 kbit/s audio.
+    assert_eq!((setup.min_rate, setup.max_rate), (Bitrate::kbps(170), Bitrate::kbps(1520)));
+    // 400 kbit/s for 15 s, then 800 kbit/s (below the 1 Mbit/s capacity).
+    let mut intervals = Vec::new();
+    while !sim.is_done() {
+        let target = if sim.now() < Instant::from_secs(15) { Bitrate::kbps(400) } else { Bitrate::kbps(800) };
+        sim.set_external_target(target);
+        sim.run_until(sim.now() + Duration::from_millis(60));
+        intervals.push(sim.take_external_interval());
+    }
+    // Intervals tile the run.
+    assert_eq!(intervals[0].start, Instant::ZERO);
+    assert!(intervals.windows(2).all(|w| w[0].end == w[1].start));
+    assert_eq!(intervals.last().expect("intervals").end, sim.end());
+    let mean = |from: i64, to: i64, f: &dyn Fn(&rtcbench_cc::external::IntervalStats) -> f64| {
+        let within: Vec<f64> = intervals
+            .iter()
+            .filter(|i| i.start >= Instant::from_secs(from) && i.end <= Instant::from_secs(to))
+            .map(f)
+            .collect();
+        within.iter().sum::<f64>() / within.len() as f64
+    };
+    for (from, to, rate) in [(5, 15, 400.0), (20, 30, 800.0)] {
+        let sent = mean(from, to, &|i| i.send_rate.as_kbps_f64());
+        let received = mean(from, to, &|i| i.receive_rate.as_kbps_f64());
+        let target = mean(from, to, &|i| i.target.as_kbps_f64());
+        eprintln!("{from}-{to} s: target {target:.0}, sent {sent:.0}, received {received:.0} kbit/s");
+        assert!((target - rate).abs() < 1e-9);
+        // The encoder model varies around its target; the wire rate follows it within 10 %.
+        assert!((sent / rate - 1.0).abs() < 0.1, "sent {sent:.0} kbit/s for a target of {rate}");
+        assert!((received / sent - 1.0).abs() < 0.05, "received {received:.0} of {sent:.0} kbit/s");
+        // Below capacity: no loss, a queue of frame bursts and jitter only, an RTT of 2 × 50 ms and more.
+        assert!(mean(from, to, &|i| i.loss_ratio()) == 0.0);
+        let qdelay = mean(from, to, &|i| i.queuing_delay_mean.map_or(0.0, |d| d.as_millis_f64()));
+        let rtt = mean(from, to, &|i| i.rtt.map_or(0.0, |d| d.as_millis_f64()));
+        eprintln!("  queuing delay {qdelay:.1} ms, rtt {rtt:.1} ms");
+        assert!(qdelay < 50.0, "queuing delay {qdelay:.1} ms");
+        assert!((100.0..160.0).contains(&rtt), "rtt {rtt:.1} ms");
+    }
+    // The trace tells the same story: the media the receiver got in 20-30 s.
+    let out = sim.finish();
+    let p = &out.trace.packets;
+    let received: i64 = (0..p.len())
+        .filter(|&i| {
+            p.event[i] == RECEIVED && p.flow[i] <= 1 && (20_000_000..30_000_000).contains(&p.t_us[i])
+        })
+        .map(|i| i64::from(p.size[i]))
+        .sum();
+    let trace_kbps = received as f64 * 8.0 / 10.0 / 1e3;
+    let seen = mean(20, 30, &|i| i.receive_rate.as_kbps_f64());
+    assert!(
+        (seen / trace_kbps - 1.0).abs() < 0.03,
+        "feedback says {seen:.0}, the trace {trace_kbps:.0} kbit/s"
+    );
+}
+
+#[test]
+fn an_external_call_over_capacity_sees_its_queue_and_its_losses() {
+    // 2 Mbit/s into the 1 Mbit/s bottleneck with a 300 ms drop-tail queue.
+    let s = builtin_scenario("rfc8867-5.1", &["duration=20s"]);
+    let options = RunOptions { external: Some(0), ..RunOptions::default() };
+    let mut sim =
+        Simulation::new(&s, ControllerKind::Gcc.into(), 1, options).unwrap_or_else(|e| panic!("{e}"));
+    sim.run_until(Instant::from_secs(5));
+    let calm = sim.take_external_interval();
+    sim.set_external_target(Bitrate::kbps(1500));
+    sim.run_until(Instant::from_secs(15));
+    sim.take_external_interval();
+    sim.run_until(Instant::from_secs(16));
+    let congested = sim.take_external_interval();
+    eprintln!("{calm:?}\n{congested:?}");
+    assert_eq!(calm.packets_lost, 0);
+    assert!(congested.loss_ratio() > 0.1, "{congested:?}");
+    let full = congested.queuing_delay_mean.expect("packets arrived");
+    assert!(full > Duration::from_millis(200), "queuing delay {full}");
+    assert!(congested.rtt.expect("reports") > calm.rtt.expect("reports") + Duration::from_millis(200));
+    // The receiver gets the capacity, not what was sent.
+    assert!((congested.receive_rate.as_kbps_f64() - 1000.0).abs() < 100.0, "{}", congested.receive_rate);
+}
+
+#[test]
+fn other_calls_run_the_run_s_controller() {
+    let s = builtin_scenario("rfc8867-5.4", &[]);
+    let options = RunOptions { external: Some(1), ..RunOptions::default() };
+    let sim = Simulation::new(&s, ControllerKind::Nada.into(), 1, options).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = sim.meta().calls.iter().map(|c| c.controller.as_str()).collect();
+    assert_eq!(names, ["nada", "external", "nada"]);
+}
+
+#[test]
+fn an_external_call_the_scenario_does_not_have_is_an_error() {
+    let s = builtin_scenario("rfc8867-5.1", &[]);
+    let options = RunOptions { external: Some(1), ..RunOptions::default() };
+    let Err(e) = Simulation::new(&s, ControllerKind::Gcc.into(), 1, options) else {
+        panic!("call 1 of a one-call scenario was accepted");
+    };
+    assert!(e.to_string().contains("call 1, but the scenario has 1 call"), "{e}");
+}
