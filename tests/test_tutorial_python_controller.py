@@ -5,9 +5,6 @@ Python controller is tested in tests/test_python_controller.py.)"""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
 import shlex
 import subprocess
 import sys
@@ -15,18 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from doc_blocks import blocks, run_python_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "controllers" / "python.md"
-
-Block = tuple[str, str, int]
-"""(language, code, line of the opening fence)."""
-
-
-def blocks(text: str) -> list[Block]:
-    found = []
-    for m in re.finditer(r"^```(\w+)\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE):
-        found.append((m.group(1), m.group(2), text[: m.start()].count("\n") + 1))
-    return found
 
 
 def test_the_page_has_code_to_run() -> None:
@@ -36,17 +25,7 @@ def test_the_page_has_code_to_run() -> None:
 
 def test_the_python_blocks_run_and_print_what_the_page_shows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    found = blocks(PAGE.read_text(encoding="utf-8"))
-    namespace: dict[str, object] = {"__name__": "__main__"}
-    for i, (lang, code, line) in enumerate(found):
-        if lang != "python":
-            continue
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{PAGE.name}:{line}", "exec"), namespace)
-        shown = found[i + 1] if i + 1 < len(found) and found[i + 1][0] == "text" else None
-        if shown is not None:
-            assert out.getvalue() == shown[1], f"the block at line {line} printed:\n{out.getvalue()}"
+    run_python_blocks(PAGE, every_block_shows_output=False)
 
 
 def test_the_run_commands_succeed(tmp_path: Path) -> None:
