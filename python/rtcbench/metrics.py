@@ -82,6 +82,8 @@ FAIRNESS_SETTLE_US = 5_000_000
 """Start of an interval skipped before comparing flows (RFC 8868 §3(7): static periods only);
 [ASSUMED] 5 s, like H, and never more than half of the interval."""
 
+_HEIGHT = {"height"}
+"""The frames column of the resolution ladder (docs/simulator.md)."""
 _US_PER_S = 1_000_000
 
 # The documented schemas (docs/traces.md). Columns in the second dict are nullable: a producer that
@@ -248,7 +250,12 @@ class _FlowRows:
                 t.received.select("flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms"), "flow", "t_us"
             ),
             frames=_Parts.of(
-                t.frames.select("flow", "capture_us", "complete_us", "freeze"), "flow", "complete_us"
+                # `height` is absent from frames tables written before resolution was modelled.
+                t.frames.select(
+                    "flow", "capture_us", "complete_us", "freeze", *_HEIGHT.intersection(t.frames.columns)
+                ),
+                "flow",
+                "complete_us",
             ),
             rtt=_Parts.of(
                 t.feedback.filter(pl.col("rtt_us").is_not_null()).select(
@@ -781,8 +788,11 @@ def _flow_metrics(
     freezes: int | None = None
     fd50: float | None = None
     fd95: float | None = None
+    height: float | None = None
     if video:
         fr = rows.frames.between(flow, s, e)
+        if "height" in fr.columns:
+            height = _mean(fr.get_column("height"))
         fps = fr.height / ((e - s) / _US_PER_S) if e > s else None
         freezes = int(fr.get_column("freeze").sum())
         delay = (fr.get_column("complete_us") - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
@@ -822,6 +832,7 @@ def _flow_metrics(
             _convergence_time(windows, flow, start_us, end_us, "send_rate_bps") if media else None
         ),
         "fps_mean": fps,
+        "height_mean_px": height,
         "freezes": freezes,
         "frame_delay_p50_ms": fd50,
         "frame_delay_p95_ms": fd95,

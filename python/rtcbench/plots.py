@@ -356,9 +356,36 @@ def _frame_rate_panel(ax: Axes, t: Tables, ts: pl.DataFrame, window_s: float) ->
     ax.set_ylabel("frame rate (frame/s)")
     _headroom(ax)
     ax.set_xlabel("time (s)")
-    ax.set_title(f"(d) video frames completed at the receiver, {_FPS_SMOOTH_S:g} s mean; ticks: freezes")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", ncol=2)
+    ax.set_title(
+        f"(d) video frames completed at the receiver, {_FPS_SMOOTH_S:g} s mean; ticks: freezes; "
+        "dashed: encoded height"
+    )
+    handles, labels = ax.get_legend_handles_labels()
+    if "height" in t.frames.columns and video:
+        # The resolution ladder (rtcbench_media::resolution): the height each frame was encoded
+        # at, on its own axis, as seed 000 reports FW and FH beside the frame rate.
+        res = ax.twinx()
+        for f in video:
+            fid = int(f["id"])
+            fr = t.frames.filter((pl.col("flow") == fid) & pl.col("complete_us").is_not_null()).sort(
+                "complete_us"
+            )
+            if fr.height:
+                res.step(
+                    _seconds(fr.get_column("complete_us")),
+                    fr.get_column("height").to_numpy(),
+                    where="post",
+                    color=colors[fid],
+                    lw=0.9,
+                    linestyle="--",
+                    label=f"{f.get('name')} height",
+                )
+        res.set_ylabel("encoded height (px)")
+        res.set_ylim(0, 800)
+        more_handles, more_labels = res.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
+    if handles:
+        ax.legend(handles, labels, loc="upper left", ncol=3)
 
 
 def _window_s(t: Tables, ts: pl.DataFrame) -> float:

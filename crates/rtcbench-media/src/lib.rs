@@ -8,6 +8,7 @@
 //! * [`pacer`]: a leaky-bucket pacer with audio priority, a queue-time limit and probe clusters,
 //!   modelled on libwebrtc's `PacingController`.
 //! * [`receiver`]: frame completeness from RTP headers, and WebRTC's freeze metric.
+//! * [`resolution`]: the resolution a frame is encoded at, on libwebrtc's VP8 bitrate ladder.
 //!
 //! None of these read a clock or a global random generator. Each takes `now` as an argument and
 //! is polled; the drive loop is the same everywhere:
@@ -23,6 +24,7 @@ pub mod audio;
 pub mod pacer;
 pub mod packetizer;
 pub mod receiver;
+pub mod resolution;
 pub mod video;
 
 pub use audio::{AudioConfig, AudioFrame, AudioSource};

@@ -51,6 +51,8 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
+use crate::resolution::ResolutionLadder;
+
 /// Smallest frame an encoder emits, whatever the target (RFC 8593 §6 uses fs_min ≈ 10 bytes).
 pub const MIN_FRAME_SIZE: DataSize = DataSize::bytes(10);
 
@@ -95,6 +97,9 @@ pub struct VideoConfig {
     /// 0.3 corrects with a time constant of about 3 frames (100 ms at 30 fps, RFC 8867 §4.3's
     /// responsiveness); 0 disables the correction (RFC 8593 sizes without rate control).
     pub rate_control_gain: f64,
+    /// The camera's resolution, the top of the resolution ladder ([`crate::resolution`]); 720p,
+    /// RFC 8593 §5's example source.
+    pub camera: (u16, u16),
 }
 
 impl Default for VideoConfig {
@@ -112,6 +117,7 @@ impl Default for VideoConfig {
             transient_change_ratio: Some(0.5),
             keyframe_interval: None,
             rate_control_gain: 0.3,
+            camera: (1280, 720),
         }
     }
 }
@@ -132,6 +138,9 @@ pub struct Frame {
     pub keyframe: bool,
     /// The target in effect when this frame was encoded.
     pub target: Bitrate,
+    /// The resolution it was encoded at ([`crate::resolution`]).
+    pub width: u16,
+    pub height: u16,
 }
 
 /// RFC 8593 statistical video source. See the module docs for the model.
@@ -155,6 +164,7 @@ pub struct VideoSource {
     last_keyframe: Option<Instant>,
     /// Accumulated size error of the rate controller, in units of B0.
     debt_frames: f64,
+    ladder: ResolutionLadder,
 }
 
 impl VideoSource {
@@ -166,6 +176,7 @@ impl VideoSource {
     pub fn new(cfg: VideoConfig, seed: u64, start: Instant) -> Self {
         assert!(cfg.fps.is_finite() && cfg.fps > 0.0, "VideoConfig.fps must be > 0, got {}", cfg.fps);
         let rate = cfg.start_rate.clamp(cfg.min_rate, cfg.max_rate);
+        let ladder = ResolutionLadder::new(cfg.camera.0, cfg.camera.1, rate);
         let mut src = Self {
             t0_us: 1e6 / cfg.fps,
             cfg,
@@ -180,6 +191,7 @@ impl VideoSource {
             transient_pos: None,
             last_keyframe: None,
             debt_frames: 0.0,
+            ladder,
         };
         src.next_ready = src.ready_time(0);
         src
@@ -299,6 +311,7 @@ impl VideoSource {
             self.debt_frames =
                 (self.debt_frames + bytes / b0 - planned).clamp(-MAX_DEBT_FRAMES, MAX_DEBT_FRAMES);
         }
+        let (width, height) = self.ladder.on_frame(ready, self.rate);
         Frame {
             index: self.next_index,
             capture,
@@ -306,6 +319,8 @@ impl VideoSource {
             size: DataSize::bytes(bytes as u64),
             keyframe,
             target: self.rate,
+            width,
+            height,
         }
     }
 }

@@ -148,6 +148,8 @@ fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>>
                 ("capture_us", f.capture_us.into_pyarray(py).into_any()),
                 ("size", f.size.into_pyarray(py).into_any()),
                 ("keyframe", f.keyframe.into_pyarray(py).into_any()),
+                ("width", f.width.into_pyarray(py).into_any()),
+                ("height", f.height.into_pyarray(py).into_any()),
                 ("packets", f.packets.into_pyarray(py).into_any()),
                 ("complete_us", f.complete_us.into_pyarray(py).into_any()),
                 ("freeze", f.freeze.into_pyarray(py).into_any()),

@@ -336,14 +336,7 @@ impl Sender {
                     ((frame.capture.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32,
                 );
                 let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
-                trace.frames.encoded(
-                    flow,
-                    frame.index,
-                    frame.capture,
-                    frame.size,
-                    frame.keyframe,
-                    plans.len() as u32,
-                );
+                trace.frames.encoded(flow, &frame, plans.len() as u32);
                 for plan in plans {
                     let marking = Some(FrameMarking {
                         start: plan.first_in_frame,

@@ -4,6 +4,7 @@
 //! Python layer turns both into real nulls.
 
 use rtcbench_cc::{ControllerMetrics, Metric};
+use rtcbench_media::video::Frame;
 use rtcbench_units::{Bitrate, DataSize, Instant};
 
 use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind};
@@ -112,6 +113,8 @@ pub struct FrameTable {
     pub capture_us: Vec<i64>,
     pub size: Vec<i32>,
     pub keyframe: Vec<bool>,
+    pub width: Vec<i32>,
+    pub height: Vec<i32>,
     pub packets: Vec<i32>,
     pub complete_us: Vec<i64>,
     pub freeze: Vec<bool>,
@@ -129,15 +132,9 @@ impl FrameTable {
         self.flow.is_empty()
     }
 
-    pub fn encoded(
-        &mut self,
-        flow: FlowId,
-        frame: u64,
-        capture: Instant,
-        size: DataSize,
-        key: bool,
-        packets: u32,
-    ) {
+    /// An encoded frame of `flow`, sent as `packets` RTP packets.
+    pub fn encoded(&mut self, flow: FlowId, encoded: &Frame, packets: u32) {
+        let Frame { index: frame, capture, size, keyframe: key, width, height, .. } = *encoded;
         let f = flow as usize;
         if self.rows.len() <= f {
             self.rows.resize_with(f + 1, Vec::new);
@@ -151,6 +148,8 @@ impl FrameTable {
         self.capture_us.push(capture.as_micros());
         self.size.push(size.as_bytes() as i32);
         self.keyframe.push(key);
+        self.width.push(i32::from(width));
+        self.height.push(i32::from(height));
         self.packets.push(packets as i32);
         self.complete_us.push(-1);
         self.freeze.push(false);

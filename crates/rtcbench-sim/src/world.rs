@@ -1025,6 +1025,7 @@ fn build_call(
             min_rate: min,
             max_rate: rate(&video_spec.max, DEFAULT_VIDEO_MAX),
             start_rate: rate(&video_spec.start, min),
+            camera: video_spec.camera.map_or(VideoConfig::default().camera, |c| (c.width, c.height)),
             ..VideoConfig::default()
         };
         VideoSource::new(cfg, derive_seed(seed, &format!("call{call}/video")), start)

@@ -63,9 +63,9 @@ default: a suite's repetitions look alike, and figures are most of a report's ti
 every run, or none."""
 
 RESOLUTION_NOTE = (
-    "Video resolution is not modelled: the synthetic encoder (RFC 8593's model) captures at a fixed "
-    "frame rate and adapts frame sizes, and frames.parquet has no resolution column, so the report "
-    "shows the received frame rate and freezes only."
+    "Panel (d) shows each video flow's received frame rate and, dashed on the right axis, the "
+    "height its frames were encoded at: the synthetic encoder steps along libwebrtc's VP8 "
+    "resolution ladder (180p to 720p) with its target rate (docs/simulator.md)."
 )
 
 

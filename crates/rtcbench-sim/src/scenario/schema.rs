@@ -468,6 +468,37 @@ pub struct VideoSpec {
     pub start: Option<Param<Bitrate>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fps: Option<f64>,
+    /// The camera's resolution, "WIDTHxHEIGHT" (default "1280x720"): the top of the encoder's
+    /// resolution ladder (`rtcbench_media::resolution`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera: Option<Resolution>,
+}
+
+/// A video resolution written "1280x720".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    pub width: u16,
+    pub height: u16,
+}
+
+impl<'de> Deserialize<'de> for Resolution {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let parsed =
+            text.split_once('x').and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
+        match parsed {
+            Some((width, height)) if width > 0 && height > 0 => Ok(Self { width, height }),
+            _ => Err(serde::de::Error::custom(format!(
+                "cannot read {text:?} as a resolution: expected WIDTHxHEIGHT in pixels, e.g. \"1280x720\""
+            ))),
+        }
+    }
+}
+
+impl Serialize for Resolution {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        format!("{}x{}", self.width, self.height).serialize(s)
+    }
 }
 
 /// The audio source: CBR. Defaults: RFC 8867 §4.3 (20 kbit/s), 20 ms packets.
