@@ -27,7 +27,7 @@ from rich.table import Table
 from rtcbench import _core
 from rtcbench.compare import BY_NAME, CompareError, Comparison, comparison
 from rtcbench.controller import ControllerError
-from rtcbench.results import write_parquet_atomic
+from rtcbench.results import run_folders, write_parquet_atomic
 from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
@@ -389,7 +389,7 @@ def score_cmd(
         criteria = sc.load_thresholds(thresholds) if thresholds is not None else sc.CRITERIA
     except sc.ScorecardError as e:
         _fail(str(e))
-    folders = sc.run_folders(folder)
+    folders = run_folders(folder)
     if not folders:
         _fail(f"{folder}: no run folders (none holds a summary.json)")
     problems: list[str] = []

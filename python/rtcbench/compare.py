@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import polars as pl
 
 from rtcbench import suite
 from rtcbench.metrics import VIDEO
-from rtcbench.results import TABLES
+from rtcbench.results import run_folders
 
 __all__ = [
     "COLUMNS",
@@ -234,26 +233,6 @@ class ResultSet:
         return sorted(set(self.runs.get_column("controller")))
 
 
-_RUN_FILES = frozenset(
-    {"summary.json", "scenario.toml", "timeseries.parquet", *(f"{t}.parquet" for t in TABLES)}
-)
-_SEED_FOLDER = re.compile(r"seed-\d+")
-
-
-def _run_folders(root: Path) -> list[Path]:
-    """Every folder under `root` (or `root` itself) that is, or was meant to be, a run: it holds a
-    run's file or is named seed-N. Hidden entries are skipped: they are the temporary folders and
-    files of atomic writes, not results. Sorted, so the same tree always gives the same order."""
-    found: list[Path] = []
-    for here, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        folder = Path(here)
-        if _RUN_FILES.intersection(files) or (folder != root and _SEED_FOLDER.fullmatch(folder.name)):
-            found.append(folder)
-            dirs[:] = []
-    return sorted(found)
-
-
 def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
     """A run's suite-table rows and its scenario digest; raises CompareError naming what is wrong."""
     summary_path = folder / "summary.json"
@@ -292,7 +271,7 @@ def load(folder: Path) -> ResultSet:
     run_rows: list[dict[str, Any]] = []
     shas: list[str | None] = []
     seen: dict[tuple[Any, ...], Path] = {}
-    for run in _run_folders(folder):
+    for run in run_folders(folder):
         rel = run.relative_to(folder).as_posix()
         try:
             flows_of_run, run_row, sha = _read_run(run, rel)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ __all__ = [
     "load_tables",
     "read_summary",
     "run_dir",
+    "run_folders",
     "tables_from_core",
     "write_parquet",
     "write_parquet_atomic",
@@ -46,6 +48,28 @@ def run_dir(out: Path, scenario_id: str, variant_slug: str, controller: str, see
     """Where one run's results live; a scenario with several variants gets one folder per variant."""
     name = scenario_id if variant_slug == "default" else f"{scenario_id}@{variant_slug}"
     return out / name / controller / f"seed-{seed}"
+
+
+RUN_FILES = ("summary.json", "scenario.toml", *(f"{name}.parquet" for name in TABLES), "timeseries.parquet")
+"""What `rtcbench run` and `rtcbench suite` write into every run folder (figures aside)."""
+
+_SEED_FOLDER = re.compile(r"seed-\d+")
+
+
+def run_folders(root: Path) -> list[Path]:
+    """Every folder under `root` (or `root` itself) that is, or was meant to be, a run: it holds
+    one of `RUN_FILES` or is named seed-N (`run_dir`), so an incomplete run is found and can be
+    named. Hidden folders are skipped: they are runs still being written (`atomic_dir`). Sorted,
+    so the same tree always gives the same order."""
+    found: list[Path] = []
+    for here, dirs, files in os.walk(root):
+        folder = Path(here)
+        if set(files) & set(RUN_FILES) or (folder != root and _SEED_FOLDER.fullmatch(folder.name)):
+            found.append(folder)
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
 
 
 def _null_where(values: np.ndarray[Any, Any], sentinel: float | None) -> pl.Series:

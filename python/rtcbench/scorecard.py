@@ -27,6 +27,22 @@ from typing import Any, Literal
 import polars as pl
 
 from rtcbench import metrics
+from rtcbench.results import run_folders
+
+__all__ = [
+    "CRITERIA",
+    "Criterion",
+    "Score",
+    "ScorecardError",
+    "load_thresholds",
+    "matrix",
+    "per_controller",
+    "read_run",
+    "run_folders",
+    "score_table",
+    "score_view",
+]
+"""`run_folders` is `results.run_folders`: the runs a folder holds, complete or not."""
 
 Verdict = Literal["pass", "warn", "fail", "n/a"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "warn", "fail", "n/a")
@@ -444,13 +460,6 @@ def read_run(folder: Path) -> RunView:
     ts_path = folder / "timeseries.parquet"
     ts = pl.read_parquet(ts_path) if ts_path.is_file() else None
     return RunView(summary, scenario, ts)
-
-
-def run_folders(root: Path) -> list[Path]:
-    """Every run folder under `root` (or `root` itself), in a stable order."""
-    if (root / "summary.json").is_file():
-        return [root]
-    return sorted(p.parent for p in root.rglob("summary.json"))
 
 
 def score_table(

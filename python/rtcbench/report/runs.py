@@ -10,14 +10,13 @@ needed the missing part, and says so.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rtcbench.metrics import MEDIA_KINDS, VIDEO
-from rtcbench.results import TABLES
+from rtcbench.results import RUN_FILES, run_folders
 
 __all__ = [
     "EXPECTED_FILES",
@@ -31,10 +30,8 @@ __all__ = [
 ]
 
 TIMESERIES = "timeseries.parquet"
-EXPECTED_FILES = ("summary.json", "scenario.toml", *(f"{name}.parquet" for name in TABLES), TIMESERIES)
-"""What `rtcbench run` and `rtcbench suite` write into every run folder (figures aside)."""
-
-_SEED_FOLDER = re.compile(r"seed-\d+")
+EXPECTED_FILES = RUN_FILES
+"""What every run folder holds (figures aside): `results.RUN_FILES`."""
 
 
 @dataclass(frozen=True)
@@ -113,25 +110,6 @@ def source_labels(paths: list[Path]) -> list[str]:
     return [f"{label}#{i + 1}" for i, label in enumerate(str(p) for p in resolved)]
 
 
-def _looks_like_run(folder: Path, files: list[str]) -> bool:
-    """A run folder, complete or not: it holds a file only run folders hold, or is named seed-N."""
-    return bool(set(files) & set(EXPECTED_FILES)) or _SEED_FOLDER.fullmatch(folder.name) is not None
-
-
-def _candidates(root: Path) -> list[Path]:
-    """Run folders under `root` (or `root` itself), in a stable order. Hidden folders are skipped:
-    they are runs still being written (`results.atomic_dir`)."""
-    found: list[Path] = []
-    for here, dirs, files in os.walk(root):
-        folder = Path(here)
-        if _looks_like_run(folder, files):
-            found.append(folder)
-            dirs[:] = []
-            continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-    return sorted(found)
-
-
 def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
     """Every run folder under the sources. A folder without a readable `summary.json` is reported
     in `problems` and left out; a run lacking another file is kept, with the file listed in
@@ -141,7 +119,7 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
         if not source.path.is_dir():
             problems.append(Problem(str(source.path), "not a folder"))
             continue
-        folders = _candidates(source.path)
+        folders = run_folders(source.path)
         if not folders:
             problems.append(Problem(str(source.path), "holds no run folder (none has a summary.json)"))
         for folder in folders:
