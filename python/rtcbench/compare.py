@@ -30,7 +30,7 @@ import numpy.typing as npt
 import polars as pl
 
 from rtcbench import suite
-from rtcbench.metrics import VIDEO
+from rtcbench.metrics import VIDEO, bootstrap_means
 from rtcbench.results import run_folders
 
 __all__ = [
@@ -315,8 +315,8 @@ def bootstrap_ci(
     xb = np.asarray(b, dtype=np.float64)
     if xa.size < 2 or xb.size < 2:
         return None
-    means_a = xa[rng.integers(0, xa.size, size=(resamples, xa.size))].mean(axis=1)
-    means_b = xb[rng.integers(0, xb.size, size=(resamples, xb.size))].mean(axis=1)
+    means_a = bootstrap_means(xa, resamples, rng)
+    means_b = bootstrap_means(xb, resamples, rng)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means_b - means_a, [tail, 1.0 - tail])
     return float(low), float(high)

@@ -1180,6 +1180,15 @@ BOOTSTRAP_SEED = 8867
 """Seed of the bootstrap's generator: the same runs give the same interval, in every report."""
 
 
+def bootstrap_means(
+    x: npt.NDArray[np.float64], resamples: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    """The means of `resamples` resamples of `x` with replacement: the percentile bootstrap's core,
+    shared by `mean_ci` and `compare.bootstrap_ci`."""
+    means: npt.NDArray[np.float64] = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    return means
+
+
 def mean_ci(
     values: Iterable[float | None],
     confidence: float = 0.95,
@@ -1201,7 +1210,6 @@ def mean_ci(
         return None
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    means = bootstrap_means(x, resamples, np.random.default_rng(seed))
     lo, hi = np.quantile(means, [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0])
     return float(lo), float(hi)

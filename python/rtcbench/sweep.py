@@ -39,16 +39,7 @@ import polars as pl
 from rtcbench import runner
 from rtcbench.results import write_parquet_atomic
 from rtcbench.scenarios import resolve
-from rtcbench.suite import (
-    _FLOW_TYPES,
-    _RUN_TYPES,
-    _execute,
-    _flow_rows,
-    _frame,
-    _Job,
-    _run_row,
-    execute_plan,
-)
+from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
 
 __all__ = [
     "FLOWS_TABLE",
@@ -284,11 +275,10 @@ def run_sweep(
         rel = job.path.relative_to(out).as_posix()
         params = {field: None for field in swept} | dict(point.values)
         key = {"point": point.slug, **params}
-        run_rows.append({**key, **_run_row(summary, rel), **_video_means(summary)})
-        flow_rows += [{**key, **row} for row in _flow_rows(summary, rel)]
-    types = {"point": pl.String()}
-    runs = _frame(run_rows, {**types, **_RUN_TYPES})
-    flows = _frame(flow_rows, {**types, **_FLOW_TYPES})
+        flows_of_run, run_row = rows_of_run(summary, rel)
+        run_rows.append({**key, **run_row, **_video_means(summary)})
+        flow_rows += [{**key, **row} for row in flows_of_run]
+    flows, runs = tables_of_rows(flow_rows, run_rows)
     write_parquet_atomic(runs, out / RUNS_TABLE)
     write_parquet_atomic(flows, out / FLOWS_TABLE)
     return SweepResult(
