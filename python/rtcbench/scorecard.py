@@ -293,24 +293,16 @@ def _reaction(view: RunView) -> tuple[float | None, str]:
     return (worst, "") if drops else (None, "n/a: no capacity drop")
 
 
+def _call_of(view: RunView, flow: dict[str, Any]) -> dict[str, Any]:
+    """The `meta.calls` entry of the call that sends `flow` (empty for cross traffic)."""
+    flows = {f["id"]: f for f in view.summary["meta"]["flows"]}
+    call = flows.get(flow["id"], {}).get("call")
+    return next((c for c in view.summary["meta"]["calls"] if c["id"] == call), {})
+
+
 def _call_start_s(view: RunView, flow: dict[str, Any]) -> float:
-    """When the call that sends `flow` starts (s)."""
-    meta = {f["id"]: f for f in view.summary["meta"]["flows"]}
-    call = meta.get(flow["id"], {}).get("call")
-    calls = view.scenario.get("calls", [])
-    if call is None or call >= len(calls):
-        return 0.0
-    return _seconds(calls[call].get("start", 0))
-
-
-def _seconds(text: str | int | float) -> float:
-    if isinstance(text, int | float):
-        return float(text)
-    lowered = text.strip().lower()
-    for suffix, factor in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0)):
-        if lowered.endswith(suffix):
-            return float(lowered[: -len(suffix)]) * factor
-    raise ScorecardError(f"scenario.toml: duration {text!r}: expected a number with s, ms or us")
+    """When the call that sends `flow` starts (s), as the simulator resolved it."""
+    return float(_call_of(view, flow).get("start_s", 0.0))
 
 
 def _startup(view: RunView) -> tuple[float | None, str]:
@@ -374,25 +366,9 @@ def _self_fairness(view: RunView) -> tuple[float | None, str]:
 
 
 def _video_minimum(view: RunView, flow: dict[str, Any]) -> float | None:
-    """The `video.min` of the call that sends `flow`, in bit/s."""
-    meta = {f["id"]: f for f in view.summary["meta"]["flows"]}
-    call = meta.get(flow["id"], {}).get("call")
-    calls = view.scenario.get("calls", [])
-    if call is None or call >= len(calls):
-        return None
-    minimum = (calls[call].get("video") or {}).get("min")
-    return None if minimum is None else _rate_bps(minimum)
-
-
-def _rate_bps(text: str | int | float) -> float:
-    if isinstance(text, int | float):
-        return float(text)
-    units = {"gbps": 1e9, "mbps": 1e6, "kbps": 1e3, "bps": 1.0}
-    lowered = text.strip().lower()
-    for suffix, factor in units.items():
-        if lowered.endswith(suffix):
-            return float(lowered[: -len(suffix)]) * factor
-    raise ScorecardError(f"scenario.toml: rate {text!r}: expected a number with bps, kbps, Mbps or Gbps")
+    """The minimum rate of the video encoder that sends `flow` (bit/s), defaults applied."""
+    minimum = _call_of(view, flow).get("video_min_bps")
+    return None if minimum is None else float(minimum)
 
 
 def _not_starved(view: RunView) -> tuple[float | None, str]:

@@ -92,6 +92,11 @@ pub struct CallMeta {
     pub controller: String,
     pub sender: String,
     pub receiver: String,
+    /// When the call starts (s).
+    pub start_s: f64,
+    /// Its video encoder's minimum rate (bit/s), as resolved with the defaults; `None` without
+    /// video. The scorecard's starvation bound (RFC 8867 §5.6).
+    pub video_min_bps: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -820,6 +825,10 @@ fn build_world(
             controller: if external { ExternalRate::NAME } else { controller.name() }.to_string(),
             sender: c.from.clone(),
             receiver: c.to.clone(),
+            start_s: c.start.unwrap_or(Duration::ZERO).as_secs_f64(),
+            video_min_bps: video_on.then(|| {
+                c.video.as_ref().and_then(|v| v.min.as_ref()).map_or(DEFAULT_VIDEO_MIN, |m| *m.get()).as_bps()
+            }),
         });
         setups.push(setup);
         senders.push(sender);
