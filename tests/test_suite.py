@@ -134,17 +134,18 @@ def test_worker_processes_run_jobs_and_write_their_folders(tmp_path: Path) -> No
 def test_an_interrupted_suite_leaves_whole_runs_and_no_table_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = runner.write_tables
+    real = runner.measure_tables
     calls = 0
 
-    def interrupted_on_second_run(*args: object, **kwargs: object) -> None:
+    def interrupted_on_second_run(*args: Any, **kwargs: Any) -> Any:
+        # The second run is interrupted with its trace tables written, before its summary.
         nonlocal calls
         calls += 1
         if calls == 2:
             raise KeyboardInterrupt
-        real(*args, **kwargs)  # type: ignore[arg-type]
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "write_tables", interrupted_on_second_run)
+    monkeypatch.setattr(runner, "measure_tables", interrupted_on_second_run)
     with pytest.raises(KeyboardInterrupt):
         run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
     assert not (tmp_path / FLOWS_TABLE).exists() and not (tmp_path / RUNS_TABLE).exists()
@@ -152,7 +153,7 @@ def test_an_interrupted_suite_leaves_whole_runs_and_no_table_and_resumes(
     assert sorted(p.parent.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("summary.json")) == [
         "seed001-sudden-reduction/gcc/seed-1"
     ]
-    monkeypatch.setattr(runner, "write_tables", real)
+    monkeypatch.setattr(runner, "measure_tables", real)
     resumed = run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
     assert (resumed.ran, resumed.skipped) == (3, 1)
     # A different --set is a different run: it replaces the old folder instead of reusing it.

@@ -162,13 +162,31 @@ def builtin_scenarios() -> list[tuple[str, str, str, str]]: ...
 def builtin_text(id: str) -> tuple[str, str] | None: ...
 def controllers() -> list[tuple[str, str]]: ...
 def expand(text: str, origin: str, sets: list[str] = ...) -> list[tuple[str, str, str, str]]: ...
-def simulate(
-    resolved: str,
-    controller: str,
-    seed: int,
-    pcap: str | None = None,
-    factory: Callable[[int, int], object] | None = None,
-) -> dict[str, Any]: ...
+
+class Run:
+    """One run of a resolved variant on a thread of its own; its trace comes in pieces
+    (`piece()`: the rows recorded since the previous piece, as dicts of numpy arrays with
+    `codes`; None once the run is complete). An interrupt while waiting stops the run."""
+
+    def __init__(
+        self,
+        resolved: str,
+        controller: str,
+        seed: int,
+        *,
+        factory: Callable[[int, int], object] | None = None,
+        pcap: str | None = None,
+        piece_rows: int = ...,
+        slice_events: int = ...,
+    ) -> None: ...
+    def piece(self) -> dict[str, Any] | None: ...
+    def close(self) -> None: ...
+    @property
+    def meta(self) -> str: ...
+    @property
+    def events(self) -> int | None: ...
+    @property
+    def sim_wall_s(self) -> float | None: ...
 
 class IntervalStats:
     """What feedback said about the controlled call's packets in one step of a `Simulation`.

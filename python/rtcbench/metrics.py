@@ -37,16 +37,20 @@ __all__ = [
     "MEDIA_KINDS",
     "RTCP",
     "VIDEO",
+    "FlowSummary",
     "Phase",
     "Tables",
+    "assemble",
     "convergence_time",
     "cross_traffic",
     "fairness",
     "fairness_per_phase",
     "feedback_overhead",
     "flow_metrics",
+    "flow_summaries",
     "jain_index",
     "mean_ci",
+    "media_links",
     "packet_delays",
     "phases",
     "share_ratios",
@@ -87,20 +91,28 @@ _HEIGHT = {"height"}
 _US_PER_S = 1_000_000
 
 # The documented schemas (docs/traces.md). Columns in the second dict are nullable: a producer that
-# cannot fill them (e.g. a browser run has no `frame` per packet) may leave them out.
-_SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType]]] = {
+# cannot fill them (e.g. a browser run has no `frame` per packet) may leave them out. Those in the
+# third are not read by any metric: they are cast when present, not added when missing (a run
+# measured from its files reads only the columns it needs, `rtcbench.measure`).
+_SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[str, pl.DataType]]] = {
     "packets": (
         {
             "t_us": pl.Int64(),
             "event": pl.String(),
-            "packet": pl.Int64(),
             "flow": pl.Int32(),
             "kind": pl.String(),
             "size": pl.Int32(),
             "payload": pl.Int32(),
             "sent_us": pl.Int64(),
         },
-        {"seq": pl.Int32(), "frame": pl.Int64(), "link": pl.String(), "reason": pl.String()},
+        {},
+        {
+            "packet": pl.Int64(),
+            "seq": pl.Int32(),
+            "frame": pl.Int64(),
+            "link": pl.String(),
+            "reason": pl.String(),
+        },
     ),
     "frames": (
         {
@@ -113,18 +125,22 @@ _SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType]]] = {
             "freeze": pl.Boolean(),
         },
         {"complete_us": pl.Int64()},
+        {},
     ),
     "controller": (
         {"t_us": pl.Int64(), "call": pl.Int32(), "target_bps": pl.Int64()},
         {"pacing_bps": pl.Int64()},
+        {},
     ),
     "links": (
         {"t_us": pl.Int64(), "link": pl.String(), "queue_bytes": pl.Int64()},
         {"capacity_bps": pl.Int64(), "queue_limit_bytes": pl.Int64()},
+        {},
     ),
     "feedback": (
         {"t_us": pl.Int64(), "call": pl.Int32(), "kind": pl.String(), "size": pl.Int32()},
         {"rtt_us": pl.Int64(), "fraction_lost": pl.Float64(), "packets_reported": pl.Int32()},
+        {},
     ),
 }
 
@@ -134,20 +150,28 @@ def _conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
 
     A table without columns (a run that produced no such events) becomes an empty table with the
     schema; missing nullable columns are added as nulls; a missing required column is an error.
+    Text columns may also be categorical (a table read to be measured keeps its categories as
+    small integers).
     """
-    required, nullable = _SCHEMAS[name]
+    required, nullable, optional = _SCHEMAS[name]
     schema = {**required, **nullable}
     if df.width == 0:
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema={**schema, **optional})
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise ValueError(f"{name} table lacks column(s) {missing}; docs/traces.md requires {list(required)}")
     present = df.schema
+
+    def fits(c: str, dt: pl.DataType) -> bool:
+        have = present.get(c)
+        return have == dt or (dt == pl.String() and isinstance(have, pl.Categorical | pl.Enum))
+
     fixes = [
         pl.col(c).cast(dt) if c in present else pl.lit(None, dtype=dt).alias(c)
         for c, dt in schema.items()
-        if present.get(c) != dt
+        if not fits(c, dt)
     ]
+    fixes += [pl.col(c).cast(dt) for c, dt in optional.items() if c in present and not fits(c, dt)]
     return df.with_columns(fixes) if fixes else df
 
 
@@ -1006,11 +1030,17 @@ def feedback_overhead(t: Tables, start_us: int = 0, end_us: int | None = None) -
     (call, direction): `flows`, `packets_sent`, `bytes_sent`, `bytes_per_s`, `rate_bps`,
     `media_rate_bps` (the call's media flows) and `share_of_media`."""
     end = _duration_us(t) if end_us is None else end_us
-    span_s = (end - start_us) / _US_PER_S
+    ids = [int(f["id"]) for f in _flows(t) if f.get("kind") == RTCP or _is_media(f)]
+    return _feedback_overhead(t, _packet_counts(t, ids, start_us, end), end - start_us)
+
+
+def _feedback_overhead(t: Tables, counts: dict[int, dict[str, int]], span_us: int) -> dict[str, Any]:
+    """`feedback_overhead` from the RTCP and media flows' `_packet_counts` over an interval of
+    `span_us`; `t` gives the calls, links and flows (its `meta`)."""
+    span_s = span_us / _US_PER_S
     flows = _flows(t)
     rtcp = [f for f in flows if f.get("kind") == RTCP]
     media = [f for f in flows if _is_media(f)]
-    counts = _packet_counts(t, [int(f["id"]) for f in rtcp + media], start_us, end)
 
     media_bytes: dict[Any, int] = {}
     for f in media:
@@ -1077,52 +1107,135 @@ def cross_traffic(t: Tables, kinds: Sequence[str] = CROSS_KINDS) -> list[dict[st
     dropped / sent among the packets sent in the interval, as for media flows. Packet rows are
     counted per flow id, whatever their `kind` column says.
     """
+    return [_cross_traffic_of(t, f) for f in _flows(t) if f.get("kind") in kinds]
+
+
+def _cross_traffic_of(t: Tables, f: dict[str, Any]) -> dict[str, Any]:
+    """The `cross_traffic` entry of one flow."""
     dur = _duration_us(t)
-    wanted = [f for f in _flows(t) if f.get("kind") in kinds]
-    ids = [int(f["id"]) for f in wanted]
-    run = _packet_counts(t, ids, 0, dur)
-    # Flows that share a bottleneck share its phases: one aggregation per phase for all of them.
-    per_phase: dict[int, list[dict[str, Any]]] = {fid: [] for fid in ids}
-    by_link: dict[str, list[int]] = {}
-    for f in wanted:
-        by_link.setdefault(str(f.get("bottleneck")), []).append(int(f["id"]))
-    for members in by_link.values():
-        for i, ph in enumerate(phases(t, members[0])):
-            counts = _packet_counts(t, members, ph.start_us, ph.end_us)
-            for fid in members:
-                per_phase[fid].append(
-                    {
-                        "index": i,
-                        "start_s": ph.start_s,
-                        "end_s": ph.end_s,
-                        "capacity_bps": ph.capacity_bps,
-                        **_traffic_stats(counts[fid], ph.end_us - ph.start_us),
-                    }
-                )
-    return [
-        {
-            "id": int(f["id"]),
-            "name": str(f.get("name", "")),
-            "kind": str(f.get("kind")),
-            "bottleneck": f.get("bottleneck"),
-            **_traffic_stats(run[int(f["id"])], dur),
-            "phases": per_phase[int(f["id"])],
-        }
-        for f in wanted
-    ]
+    fid = int(f["id"])
+    per_phase = []
+    for i, ph in enumerate(phases(t, fid)):
+        counts = _packet_counts(t, [fid], ph.start_us, ph.end_us)[fid]
+        per_phase.append(
+            {
+                "index": i,
+                "start_s": ph.start_s,
+                "end_s": ph.end_s,
+                "capacity_bps": ph.capacity_bps,
+                **_traffic_stats(counts, ph.end_us - ph.start_us),
+            }
+        )
+    return {
+        "id": fid,
+        "name": str(f.get("name", "")),
+        "kind": str(f.get("kind")),
+        "bottleneck": f.get("bottleneck"),
+        **_traffic_stats(_packet_counts(t, [fid], 0, dur)[fid], dur),
+        "phases": per_phase,
+    }
 
 
 def traffic_summary(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
     """The sharing part of a run summary: `fairness` (`run`: over the whole run after the settling
     time; `phases`: per phase of the compared flows' bottleneck), `feedback_overhead` and
-    `cross_traffic`. `summarize` includes it; kept separate so a stored summary that predates these
-    keys can be completed from its tables."""
+    `cross_traffic`. `summarize` includes it."""
     ts = timeseries(t) if ts is None else ts
     return {
         "fairness": {"run": fairness(t, ts), "phases": fairness_per_phase(t, ts)},
         "feedback_overhead": feedback_overhead(t),
         "cross_traffic": cross_traffic(t),
     }
+
+
+def media_links(meta: dict[str, Any]) -> list[str]:
+    """The links that are the bottleneck of a media flow, in `meta.links` order (unknown names
+    after them, sorted): the links `summarize` gives phases for."""
+    flows: list[dict[str, Any]] = meta["flows"]
+    wanted = {str(f["bottleneck"]) for f in flows if _is_media(f) and f.get("bottleneck") is not None}
+    order = [str(lk.get("name")) for lk in meta.get("links", [])]
+    return [lk for lk in order if lk in wanted] + sorted(wanted - set(order))
+
+
+@dataclass(frozen=True)
+class FlowSummary:
+    """What a run summary says of one flow, computed from that flow's rows alone, so that the
+    flows of a long run can be measured a few at a time (`rtcbench.measure`) and put together by
+    `assemble`.
+
+    `run`: `flow_metrics` over the run (a media flow's `convergence_time_s` is its first phase's);
+    `phases`: `flow_metrics` over each phase of its bottleneck, if that link is in `media_links`;
+    `counts`: `_packet_counts` over the run (feedback overhead); `cross`: its `cross_traffic`
+    entry, for TCP and CBR flows."""
+
+    run: dict[str, Any]
+    phases: list[dict[str, Any]] | None
+    counts: dict[str, int]
+    cross: dict[str, Any] | None
+
+
+def flow_summaries(t: Tables, ts: pl.DataFrame, links: Sequence[str]) -> dict[int, FlowSummary]:
+    """`FlowSummary` of every flow of `t.meta["flows"]` (which may be some of a run's flows, with
+    their rows), given the run's time series of those flows and its `media_links`."""
+    windows = _Windows.of(ts)
+    dur = _duration_us(t)
+    out: dict[int, FlowSummary] = {}
+    for f in _flows(t):
+        fid = int(f["id"])
+        m = _flow_metrics(t, windows, fid, 0, dur)
+        if _is_media(f):
+            first = phases(t, fid)[0]
+            m["convergence_time_s"] = _convergence_time(
+                windows, fid, first.start_us, first.end_us, "send_rate_bps"
+            )
+        per_phase = None
+        if f.get("bottleneck") is not None and str(f["bottleneck"]) in links:
+            per_phase = [
+                _flow_metrics(t, windows, fid, ph.start_us, ph.end_us)
+                for ph in phases(t, str(f["bottleneck"]))
+            ]
+        out[fid] = FlowSummary(
+            run=m,
+            phases=per_phase,
+            counts=_packet_counts(t, [fid], 0, dur)[fid],
+            cross=_cross_traffic_of(t, f) if f.get("kind") in CROSS_KINDS else None,
+        )
+    return out
+
+
+def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict[str, Any]:
+    """The summary of a run from the `FlowSummary` of each of its flows. `t` gives `meta` and the
+    links table (its other tables may be empty); `ts` needs, of the time series, the video flows'
+    `t_us` and `recv_rate_bps` (fairness)."""
+    flows = _flows(t)
+    out_phases: list[dict[str, Any]] = []
+    for link in media_links(t.meta):
+        members = [int(f["id"]) for f in flows if f.get("bottleneck") == link]
+        for i, ph in enumerate(phases(t, link)):
+            out_phases.append(
+                {
+                    "index": i,
+                    "link": link,
+                    "start_s": ph.start_s,
+                    "end_s": ph.end_s,
+                    "capacity_bps": ph.capacity_bps,
+                    "flows": [_phase_of(parts[fid], i) for fid in members],
+                }
+            )
+    counts = {fid: p.counts for fid, p in parts.items()}
+    return {
+        "flows": [parts[int(f["id"])].run for f in flows],
+        "phases": out_phases,
+        "fairness": {"run": fairness(t, ts), "phases": fairness_per_phase(t, ts)},
+        "feedback_overhead": _feedback_overhead(t, counts, _duration_us(t)),
+        "cross_traffic": [parts[int(f["id"])].cross for f in flows if f.get("kind") in CROSS_KINDS],
+    }
+
+
+def _phase_of(part: FlowSummary, i: int) -> dict[str, Any]:
+    if part.phases is None:
+        raise ValueError(f"flow {part.run['id']} has no phase metrics")
+    return part.phases[i]
 
 
 def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
@@ -1133,41 +1246,11 @@ def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
     several capacities means nothing. `phases` lists, for each link that is the bottleneck of a media
     flow, its constant-capacity phases (`index` counts within the link) with the metrics of every
     flow bottlenecked there over that phase. The keys of `traffic_summary` (fairness, feedback
-    overhead, cross traffic) follow.
+    overhead, cross traffic) follow. Every flow is measured from its own rows (`flow_summaries`),
+    which is how a long run is measured a few flows at a time.
     """
     ts = timeseries(t) if ts is None else ts
-    windows = _Windows.of(ts)
-    dur = _duration_us(t)
-    flows = _flows(t)
-    out_flows: list[dict[str, Any]] = []
-    for f in flows:
-        fid = int(f["id"])
-        m = _flow_metrics(t, windows, fid, 0, dur)
-        if _is_media(f):
-            first = phases(t, fid)[0]
-            m["convergence_time_s"] = _convergence_time(
-                windows, fid, first.start_us, first.end_us, "send_rate_bps"
-            )
-        out_flows.append(m)
-
-    link_order = [str(lk.get("name")) for lk in t.meta.get("links", [])]
-    media_links = {str(f["bottleneck"]) for f in flows if _is_media(f) and f.get("bottleneck") is not None}
-    links = [lk for lk in link_order if lk in media_links] + sorted(media_links - set(link_order))
-    out_phases: list[dict[str, Any]] = []
-    for link in links:
-        members = [int(f["id"]) for f in flows if f.get("bottleneck") == link]
-        for i, ph in enumerate(phases(t, link)):
-            out_phases.append(
-                {
-                    "index": i,
-                    "link": link,
-                    "start_s": ph.start_s,
-                    "end_s": ph.end_s,
-                    "capacity_bps": ph.capacity_bps,
-                    "flows": [_flow_metrics(t, windows, fid, ph.start_us, ph.end_us) for fid in members],
-                }
-            )
-    return {"flows": out_flows, "phases": out_phases, **traffic_summary(t, ts)}
+    return assemble(t, flow_summaries(t, ts, media_links(t.meta)), ts)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from rtcbench.measure import scatter_sample
 from rtcbench.metrics import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables, packet_delays
 
 if TYPE_CHECKING:
@@ -85,7 +86,6 @@ EXPORT_STYLE: dict[RcKeyType, Any] = {
 }
 """rcParams in force when a figure is saved as PNG and SVG (`render`)."""
 
-_MAX_SCATTER = 20_000
 """Per-packet points per flow in the delay panel; more adds ink and time, not information."""
 _US_PER_S = 1e6
 _HEADROOM = 1.3
@@ -232,18 +232,21 @@ def _delay_panel(
     window_s: float,
     *,
     report: bool = False,
+    sampled: pl.DataFrame | None = None,
 ) -> None:
-    """(b) queuing delay: window means, and per-packet dots; the report's variant draws the video
-    flows' window p95 instead of dots (it reads the time series alone, and dots make the SVG
-    heavy)."""
+    """(b) queuing delay: window means, and per-packet dots (from `sampled`, the flows' delays
+    already sampled by `scatter_sample`, or from the packets table); the report's variant draws
+    the video flows' window p95 instead of dots (it reads the time series alone, and dots make the
+    SVG heavy)."""
     per_packet = not report
     colors = _flow_colors(flows)
-    delays = packet_delays(t).select("flow", "t_us", "qdelay_ms") if per_packet else None
+    delays = None
+    if per_packet:
+        delays = sampled if sampled is not None else packet_delays(t).select("flow", "t_us", "qdelay_ms")
     for f in flows:
         fid = int(f["id"])
-        pk = delays.filter(pl.col("flow") == fid) if delays is not None else None
+        pk = scatter_sample(delays.filter(pl.col("flow") == fid)) if delays is not None else None
         if pk is not None and pk.height:
-            pk = pk.gather_every(max(1, -(-pk.height // _MAX_SCATTER)))
             ax.scatter(
                 _seconds(pk.get_column("t_us")),
                 _values(pk.get_column("qdelay_ms")),
@@ -303,8 +306,10 @@ def _loss_panel(
         ax.legend(loc="upper left", ncol=2)
 
 
-def plot_run(t: Tables, ts: pl.DataFrame, path: Path, title: str) -> None:
-    """Write the standard PNG of a run to `path` (the caller picks the folder and renames it)."""
+def plot_run(t: Tables, ts: pl.DataFrame, path: Path, title: str, delays: pl.DataFrame | None = None) -> None:
+    """Write the standard PNG of a run to `path` (the caller picks the folder and renames it).
+    `delays`: the media flows' per-packet queuing delays sampled by `scatter_sample`, for a run
+    whose packets are not in `t` (`rtcbench.measure`)."""
     flows = _media_flows(t)
     starts = ts.get_column("t_us").unique().sort()
     window_s = float(starts[1]) / _US_PER_S if starts.len() > 1 else float(t.meta["duration_s"])
@@ -315,7 +320,7 @@ def plot_run(t: Tables, ts: pl.DataFrame, path: Path, title: str) -> None:
         # Fixed margins, not constrained/tight layout: those draw the figure twice (2x the time).
         fig.subplots_adjust(left=0.07, right=0.985, top=0.93, bottom=0.065, hspace=0.3)
         _rates_panel(ax_rate, t, ts, flows, window_s)
-        _delay_panel(ax_delay, t, ts, flows, window_s)
+        _delay_panel(ax_delay, t, ts, flows, window_s, sampled=delays)
         _loss_panel(ax_loss, ts, flows, float(t.meta["duration_s"]))
         ax_loss.set_xlim(0.0, float(t.meta["duration_s"]))
         if not flows:

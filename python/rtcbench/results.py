@@ -12,6 +12,7 @@ complete, so an interrupted run never leaves a half result where a finished one 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,13 +25,17 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from rtcbench.metrics import Tables
 
 __all__ = [
     "TABLES",
+    "TraceWriter",
     "atomic_dir",
+    "concat_pieces",
     "load_tables",
+    "piece_frames",
     "read_summary",
     "run_dir",
     "run_folders",
@@ -87,7 +92,21 @@ def _decode(codes: np.ndarray[Any, Any], names: list[str]) -> pl.Series:
 
 
 def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
-    """Builds the typed tables from `_core.simulate`'s arrays (docs/traces.md schemas)."""
+    """Builds the typed tables from the core's arrays (docs/traces.md schemas)."""
+    return Tables(meta=meta, **piece_frames(raw, meta))
+
+
+def concat_pieces(pieces: list[dict[str, pl.DataFrame]], meta: dict[str, Any]) -> Tables:
+    """The tables of a run from its pieces (`piece_frames`), in order."""
+    if len(pieces) == 1:
+        return Tables(meta=meta, **pieces[0])
+    # One chunk per column, as a run taken in one piece has (float sums follow the chunks).
+    return Tables(meta=meta, **{name: pl.concat([p[name] for p in pieces], rechunk=True) for name in TABLES})
+
+
+def piece_frames(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """The typed tables (docs/traces.md schemas) of a piece of a run's trace as the core hands it
+    out (`_core.Run.piece`: numpy arrays, integer codes for categories, -1/NaN for nulls)."""
     codes = raw["codes"]
     link_names = [link["name"] for link in meta["links"]]
     link_names_or_null = [*link_names, ""]
@@ -148,9 +167,16 @@ def tables_from_core(raw: dict[str, Any], meta: dict[str, Any]) -> Tables:
             "packets_reported": _null_where(fb["packets_reported"], -1),
         }
     )
-    return Tables(
-        packets=packets, frames=frames, controller=controller, links=links, feedback=feedback, meta=meta
-    )
+    return {
+        "packets": packets,
+        "frames": frames,
+        "controller": controller,
+        "links": links,
+        "feedback": feedback,
+    }
+
+
+_COMPRESSION = {"compression": "zstd", "compression_level": 1}
 
 
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
@@ -159,7 +185,7 @@ def write_parquet(df: pl.DataFrame, path: Path) -> None:
     Level 1 rather than polars' default 3: on the RFC 8867 suite it writes about 15 % faster for
     files about 2 % larger (encoding, not compression, is most of the cost).
     """
-    df.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
+    df.write_parquet(path, **_COMPRESSION, statistics=True)  # type: ignore[arg-type]
 
 
 def write_parquet_atomic(df: pl.DataFrame, final: Path) -> None:
@@ -174,6 +200,57 @@ def write_parquet_atomic(df: pl.DataFrame, final: Path) -> None:
         raise
 
 
+class TraceWriter:
+    """Appends pieces of a run's tables to `<folder>/<name>.parquet`, one row group or more per
+    piece, as `write_parquet` would write the whole table (the same values and types; readers see
+    no difference), so a long run never holds more than a piece.
+
+    A table's file is created by its first piece with rows; a table that never has a row is
+    written, empty, from its last piece by `close`, which every table needs before the folder is
+    complete. `abort` closes the files without completing them (the caller drops the folder)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._open: dict[str, pq.ParquetWriter] = {}
+        self._empty: dict[str, pl.DataFrame] = {}
+
+    def write(self, name: str, df: pl.DataFrame) -> None:
+        writer = self._open.get(name)
+        if writer is None:
+            if df.height == 0:
+                self._empty[name] = df
+                return
+            table = df.to_arrow()
+            writer = pq.ParquetWriter(
+                self.folder / f"{name}.parquet", table.schema, write_statistics=True, **_COMPRESSION
+            )
+            self._open[name] = writer
+            self._empty.pop(name, None)
+            writer.write_table(table)
+            return
+        if df.height:
+            writer.write_table(df.to_arrow().cast(writer.schema))
+
+    def write_piece(self, piece: dict[str, pl.DataFrame]) -> None:
+        for name, df in piece.items():
+            self.write(name, df)
+
+    def close(self) -> None:
+        for writer in self._open.values():
+            writer.close()
+        for name, df in self._empty.items():
+            write_parquet(df, self.folder / f"{name}.parquet")
+        self._open.clear()
+        self._empty.clear()
+
+    def abort(self) -> None:
+        for writer in self._open.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+        self._open.clear()
+        self._empty.clear()
+
+
 def write_tables(t: Tables, folder: Path) -> None:
     """Writes every trace table as `<name>.parquet` (polars, pandas and pyarrow read them)."""
     for name in TABLES:
@@ -183,7 +260,8 @@ def write_tables(t: Tables, folder: Path) -> None:
 def load_tables(folder: Path) -> Tables:
     """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
     summary = read_summary(folder)
-    frames = {name: pl.read_parquet(folder / f"{name}.parquet") for name in TABLES}
+    # One chunk per column, as tables made in memory have (float sums follow the chunks).
+    frames = {name: pl.read_parquet(folder / f"{name}.parquet").rechunk() for name in TABLES}
     return Tables(meta=summary["meta"], **frames)
 
 

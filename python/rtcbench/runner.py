@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from rtcbench import _core, metrics
+from rtcbench import _core
 from rtcbench.controller import (
     ControllerLike,
     UnknownController,
@@ -19,13 +18,26 @@ from rtcbench.controller import (
     load_controller,
     user_controller,
 )
+from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.metrics import Tables
-from rtcbench.results import atomic_dir, run_dir, tables_from_core, write_parquet, write_tables
+from rtcbench.results import (
+    TraceWriter,
+    atomic_dir,
+    concat_pieces,
+    load_tables,
+    piece_frames,
+    run_dir,
+    tables_from_core,
+    write_parquet,
+)
 from rtcbench.scenarios import Variant, resolve
 
 __all__ = [
+    "KEEP_ROWS",
+    "MAX_MEMORY_ROWS",
     "ControllerArg",
     "RunResult",
+    "TraceTooLarge",
     "UnknownController",
     "controller_name",
     "controllers",
@@ -73,42 +85,132 @@ def controller_name(controller: str | UserController) -> str:
     return controller if isinstance(controller, str) else controller.name
 
 
-@dataclass(frozen=True)
 class RunResult:
-    """One finished run: where it was written (if anywhere), its summary and its tables."""
+    """One finished run: where it was written (if anywhere), its summary, and its tables and time
+    series. A run written to a folder is read back from it when `tables` or `timeseries` is first
+    asked for, unless it was small enough to keep (`KEEP_ROWS`): a long run's tables do not fit
+    in memory (docs/limits.md)."""
 
-    path: Path | None
-    summary: dict[str, Any]
-    tables: Tables
-    timeseries: pl.DataFrame
+    def __init__(
+        self,
+        path: Path | None,
+        summary: dict[str, Any],
+        tables: Tables | None = None,
+        timeseries: pl.DataFrame | None = None,
+    ) -> None:
+        if path is None and (tables is None or timeseries is None):
+            raise ValueError("a run that was not written keeps its tables and time series")
+        self.path = path
+        self.summary = summary
+        self._tables = tables
+        self._timeseries = timeseries
+
+    @property
+    def tables(self) -> Tables:
+        if self._tables is None:
+            assert self.path is not None  # checked by the constructor
+            self._tables = load_tables(self.path)
+        return self._tables
+
+    @property
+    def timeseries(self) -> pl.DataFrame:
+        """Per flow and 200 ms window: rates, delays, loss (docs/metrics.md)."""
+        if self._timeseries is None:
+            assert self.path is not None  # checked by the constructor
+            self._timeseries = pl.read_parquet(self.path / "timeseries.parquet")
+        return self._timeseries
+
+    def __repr__(self) -> str:
+        s = self.summary
+        what = ", ".join(repr(s.get(k)) for k in ("scenario", "variant", "controller"))
+        return f"RunResult({what}, seed={s.get('seed')}, path={self.path})"
+
+
+class TraceTooLarge(ValueError):
+    """A run kept in memory (no results folder) recorded more trace rows than allowed."""
+
+
+MAX_MEMORY_ROWS = 20_000_000
+"""Trace rows a run kept in memory may record (`run(out=None)`), about 3 GB as tables: beyond
+that a run must be written to a folder, which holds any length in bounded memory."""
+
+KEEP_ROWS = 2_000_000
+"""A run written to a folder keeps its tables in memory for its `RunResult` (and measures them
+there) if it recorded at most this many rows; a longer run is measured from its files a batch of
+flows at a time (`rtcbench.measure`) and read back only when asked."""
+
+PIECE_ROWS = 1 << 18
+"""Rows the simulation hands over at a time while a run is written to a folder (a piece may
+exceed it by what one slice of `SLICE_EVENTS` records)."""
+
+SLICE_EVENTS = 100_000
+"""Events the simulation runs between two looks at its stop flag: some 30-50 ms of work, so an
+interrupt stops a run well within a second."""
 
 
 def summarize_core(
     variant: Variant, controller: str, seed: int, raw: dict[str, Any], *, command: str | None = None
 ) -> tuple[dict[str, Any], Tables, pl.DataFrame]:
     """The summary (as `summary.json` holds it, ``wall_s`` not yet known), trace tables and
-    timeseries of a run as `_core.simulate` (or `_core.Simulation.finish`) returns it."""
+    timeseries of a run as `_core.Simulation.finish` returns it (the learning environment's)."""
     meta: dict[str, Any] = json.loads(raw["meta"])
     tables = tables_from_core(raw, meta)
-    ts = metrics.timeseries(tables)
-    summ = metrics.summarize(tables, ts)
-    summary: dict[str, Any] = {
+    measured = measure_tables(tables)
+    assert measured.timeseries is not None
+    summary = _summary(
+        variant, controller, seed, meta, measured.summary, raw["wall_s"], raw["events"], command
+    )
+    return summary, tables, measured.timeseries
+
+
+def _summary(
+    variant: Variant,
+    controller: str,
+    seed: int,
+    meta: dict[str, Any],
+    measured: dict[str, Any],
+    sim_wall_s: float,
+    events: int,
+    command: str | None,
+) -> dict[str, Any]:
+    return {
         "scenario": variant.scenario_id,
         "variant": variant.variant,
         "controller": controller,
         "seed": seed,
         "simulated_s": meta["duration_s"],
         "wall_s": None,
-        "sim_wall_s": raw["wall_s"],
-        "events": raw["events"],
+        "sim_wall_s": sim_wall_s,
+        "events": events,
         "rtcbench_version": _core.version(),
         "command": command,
-        "flows": summ["flows"],
-        "phases": summ["phases"],
-        **{k: summ[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
+        "flows": measured["flows"],
+        "phases": measured["phases"],
+        **{k: measured[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
         "meta": meta,
     }
-    return summary, tables, ts
+
+
+def _pieces(core_run: Any, meta: dict[str, Any]) -> Iterator[dict[str, pl.DataFrame]]:
+    """The pieces of a `_core.Run` as typed tables; the run is closed however the loop ends."""
+    try:
+        while (raw := core_run.piece()) is not None:
+            yield piece_frames(raw, meta)
+    finally:
+        core_run.close()
+
+
+def _start(variant: Variant, cc: str | UserController, seed: int, pcap: Path | None, piece_rows: int) -> Any:
+    name = controller_name(cc)
+    return _core.Run(
+        variant.toml,
+        name,
+        seed,
+        factory=None if isinstance(cc, str) else cc.make,
+        pcap=str(pcap) if pcap is not None else None,
+        piece_rows=piece_rows,
+        slice_events=SLICE_EVENTS,
+    )
 
 
 def run_variant(
@@ -120,46 +222,89 @@ def run_variant(
     figure: bool = True,
     command: str | None = None,
     pcap: Path | None = None,
+    max_memory_rows: int = MAX_MEMORY_ROWS,
 ) -> RunResult:
-    """Simulates one variant and, if `out` is given, writes its results folder atomically. With
-    `pcap`, the call's packets are also written to that capture file (Wireshark opens it with
-    `-d udp.port==5004,rtp`).
+    """Simulates one variant and, if `out` is given, writes its results folder atomically: the
+    trace is written while the run goes, so a run of any length takes bounded memory. Without
+    `out` the run is kept in memory, up to `max_memory_rows` trace rows (`TraceTooLarge` beyond).
+    With `pcap`, the call's packets are also written to that capture file (Wireshark opens it
+    with `-d udp.port==5004,rtp`).
 
     `controller` is a built-in name or a Python controller (`ControllerArg`); an exception in a
     Python controller raises `rtcbench.ControllerError`, naming the controller, call and method.
+    An interrupt stops the run within a fraction of a second and leaves nothing behind.
     """
     cc = resolve_controller(controller)
     name = controller_name(cc)
     started = time.perf_counter()
-    raw = _core.simulate(
-        variant.toml,
-        name,
-        seed,
-        str(pcap) if pcap is not None else None,
-        factory=None if isinstance(cc, str) else cc.make,
-    )
-    summary, tables, ts = summarize_core(variant, name, seed, raw, command=command)
-    path: Path | None = None
-    if out is not None:
-        path = run_dir(out, variant.scenario_id, variant.slug, name, seed)
-        with atomic_dir(path) as tmp:
-            (tmp / "scenario.toml").write_text(variant.toml, encoding="utf-8")
-            write_tables(tables, tmp)
-            write_parquet(ts, tmp / "timeseries.parquet")
-            if figure:
-                # Imported here: matplotlib takes longer to import than a short run takes, and a
-                # suite draws no figure.
-                from rtcbench import plots
-
-                title = f"{variant.scenario_id} {variant.variant} · {name} · seed {seed}".replace("  ", " ")
-                plots.plot_run(tables, ts, tmp / FIGURE, title)
-            summary["wall_s"] = time.perf_counter() - started
-            with open(tmp / "summary.json", "w", encoding="utf-8") as fh:
-                json.dump(summary, fh, indent=2, allow_nan=False)
-                fh.write("\n")
-    else:
+    out = Path(out) if out is not None else None
+    if out is None:
+        core_run = _start(variant, cc, seed, pcap, max_memory_rows)
+        meta: dict[str, Any] = json.loads(core_run.meta)
+        pieces = []
+        for piece in _pieces(core_run, meta):
+            pieces.append(piece)
+            if len(pieces) > 1:
+                raise TraceTooLarge(
+                    f"{variant.scenario_id} records more than {max_memory_rows:,} trace rows, too many to "
+                    "keep in memory; give a results folder (out=...) to write them as the run goes"
+                )
+        in_memory = concat_pieces(pieces, meta)
+        measured = measure_tables(in_memory)
+        summary = _summary(
+            variant, name, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
+        )
         summary["wall_s"] = time.perf_counter() - started
-    return RunResult(path=path, summary=summary, tables=tables, timeseries=ts)
+        return RunResult(None, summary, in_memory, measured.timeseries)
+
+    path = run_dir(out, variant.scenario_id, variant.slug, name, seed)
+    with atomic_dir(path) as tmp:
+        core_run = _start(variant, cc, seed, pcap, PIECE_ROWS)
+        meta = json.loads(core_run.meta)
+        writer = TraceWriter(tmp)
+        kept: list[dict[str, pl.DataFrame]] | None = []
+        rows = 0
+        try:
+            for piece in _pieces(core_run, meta):
+                writer.write_piece(piece)
+                rows += sum(df.height for df in piece.values())
+                if kept is not None and rows <= KEEP_ROWS:
+                    kept.append(piece)
+                else:
+                    kept = None
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        (tmp / "scenario.toml").write_text(variant.toml, encoding="utf-8")
+        tables: Tables | None = None
+        if kept is not None:
+            tables = concat_pieces(kept, meta)
+            measured = measure_tables(tables, delays=figure)
+            assert measured.timeseries is not None
+            write_parquet(measured.timeseries, tmp / "timeseries.parquet")
+        else:
+            del kept
+            measured = measure_folder(tmp, meta, delays=figure)
+        if figure:
+            # Imported here: matplotlib takes longer to import than a short run takes, and a
+            # suite draws no figure.
+            from rtcbench import plots
+
+            title = f"{variant.scenario_id} {variant.variant} · {name} · seed {seed}".replace("  ", " ")
+            if tables is not None and measured.timeseries is not None:
+                plots.plot_run(tables, measured.timeseries, tmp / FIGURE, title, measured.delays)
+            else:
+                light, ts = figure_tables(tmp, meta)
+                plots.plot_run(light, ts, tmp / FIGURE, title, measured.delays)
+        summary = _summary(
+            variant, name, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
+        )
+        summary["wall_s"] = time.perf_counter() - started
+        with open(tmp / "summary.json", "w", encoding="utf-8") as fh:
+            json.dump(summary, fh, indent=2, allow_nan=False)
+            fh.write("\n")
+    return RunResult(path, summary, tables, measured.timeseries)
 
 
 def run(

@@ -1,9 +1,11 @@
 //! PyO3 glue for rtcbench: the private `rtcbench._core` module. Logic lives in the Rust crates;
 //! these functions only convert arguments and results and map errors (STYLE.md §9). Python-defined
-//! controllers are adapted to the controller trait in [`controller`]; [`simulation`] exposes a run
+//! controllers are adapted to the controller trait in [`controller`]; [`run`] runs a scenario
+//! on a thread of its own and hands its trace to Python in pieces; [`simulation`] exposes a run
 //! advanced in steps, for the learning environment.
 
 mod controller;
+mod run;
 mod simulation;
 
 use std::collections::VecDeque;
@@ -113,7 +115,7 @@ pub(crate) fn output_dict(py: Python<'_>, out: RunOutput, wall_s: f64) -> PyResu
     Ok(d)
 }
 
-fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     let p = t.packets;
     out.set_item(
@@ -219,7 +221,7 @@ fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>>
 
 /// The Python controllers of a run, one per call from `factory(call, calls)`, as the simulator
 /// builds them; the first error any of them meets is left in the returned slot.
-fn user_controller(
+pub(crate) fn user_controller(
     factory: &Bound<'_, PyAny>,
     name: &str,
     calls: usize,
@@ -245,66 +247,6 @@ fn user_controller(
     Ok((ControllerChoice::User(user), failure))
 }
 
-/// Runs one resolved scenario (TOML from `expand`) with a controller and seed. Returns the trace
-/// tables as dicts of numpy arrays (integer codes for categorical columns, -1/NaN for nulls;
-/// `codes` names the categories), `meta` as JSON, `events` and `wall_s` (simulation only).
-///
-/// `controller` names a built-in controller, which runs without holding the GIL. With `factory`,
-/// `controller` is only the name the trace gives a Python controller, and `factory(call, calls)`
-/// returns the `rtcbench.Controller` of each call; the run then holds the GIL, and an exception
-/// in the controller (or a value it returned that cannot be used) raises `ControllerError`.
-///
-/// With `pcap`, every packet as its sender put it on the wire is also written to that file
-/// (written to a temporary name and renamed, so an interrupted run leaves no half capture).
-#[pyfunction]
-#[pyo3(signature = (resolved, controller, seed, pcap = None, factory = None))]
-fn simulate<'py>(
-    py: Python<'py>,
-    resolved: &str,
-    controller: &str,
-    seed: u64,
-    pcap: Option<std::path::PathBuf>,
-    factory: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let s = one_variant(resolved, "simulate()")?;
-    let options = rtcbench_sim::RunOptions { capture: pcap.is_some(), ..Default::default() };
-    let (out, wall) = if let Some(factory) = factory {
-        let (choice, failure) = user_controller(&factory, controller, s.spec.calls.len())?;
-        let t0 = std::time::Instant::now();
-        let out = rtcbench_sim::simulate_with(&s, choice, seed, options);
-        let wall = t0.elapsed().as_secs_f64();
-        // The run's controllers, and with them the other handles on the slot, are gone.
-        let failure =
-            Arc::try_unwrap(failure).map_or_else(|f| f.get().map(|e| e.clone_ref(py)), |f| f.into_inner());
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        (out, wall)
-    } else {
-        let kind = builtin_kind(controller)?;
-        py.detach(|| {
-            let t0 = std::time::Instant::now();
-            let out = rtcbench_sim::simulate_with(&s, kind.into(), seed, options);
-            (out, t0.elapsed().as_secs_f64())
-        })
-    };
-    let mut out = out.map_err(scenario_err)?;
-    if let Some(path) = pcap {
-        let packets = std::mem::take(&mut out.capture);
-        py.detach(|| write_capture(&path, &packets))
-            .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display())))?;
-    }
-    output_dict(py, out, wall)
-}
-
-fn write_capture(path: &std::path::Path, packets: &[rtcbench_sim::Captured]) -> Result<(), String> {
-    let tmp = path.with_extension("pcap.tmp");
-    let file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
-    let w = rtcbench_sim::write_pcap(std::io::BufWriter::new(file), packets).map_err(|e| e.to_string())?;
-    w.into_inner().map_err(|e| e.to_string())?.sync_all().map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -316,12 +258,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<controller::PyProbeInfo>()?;
     m.add_class::<controller::PyCallInfo>()?;
     m.add_class::<simulation::PySimulation>()?;
+    m.add_class::<run::PyRun>()?;
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(expand, m)?)?;
-    m.add_function(wrap_pyfunction!(simulate, m)?)?;
     Ok(())
 }

@@ -8,7 +8,8 @@
 //! owner, which may set one call's rate between steps (a learning environment). Every element (link,
 //! sender, receiver, controller) is a sans-IO state machine driven from one event heap
 //! ([`scheduler`]); every random draw comes from a generator derived from the seed and the
-//! element's path ([`rng`]).
+//! element's path ([`rng`]). A [`streamed::StreamedRun`] runs on a thread of its own and hands
+//! its trace out in pieces, so a long run's memory does not grow with its duration.
 
 pub mod call;
 pub mod cross;
@@ -18,12 +19,13 @@ pub mod queue;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;
+pub mod streamed;
 pub mod trace;
 pub mod traffic;
 mod world;
 
 pub use world::{
-    simulate, simulate_with, write_pcap, BuildController, CallMeta, CallSetup, Captured, CapturedTransport,
-    ControllerChoice, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput, Simulation, UserController,
-    UserFeedback, LINK_SAMPLE_INTERVAL,
+    simulate, simulate_with, write_pcap, BuildController, CallMeta, CallSetup, CaptureWriter, Captured,
+    CapturedTransport, ControllerChoice, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput, Simulation,
+    UserController, UserFeedback, LINK_SAMPLE_INTERVAL,
 };

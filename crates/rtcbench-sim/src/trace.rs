@@ -2,6 +2,15 @@
 //! Python as arrays without per-row work. The tables and their columns are documented in
 //! `docs/traces.md`. Nullable integer columns use `-1` and nullable floats `NaN` here; the
 //! Python layer turns both into real nulls.
+//!
+//! A long run does not keep its trace: its owner takes the rows recorded so far
+//! ([`Trace::take_final`]) and writes them out while the run goes on, so memory stays bounded by
+//! what is recorded between two takes. Every table only appends rows except `frames`, whose row
+//! is completed when the frame is; a frame row is handed out once nothing can change it any more
+//! (see [`FrameTable::take_final`]), so the rows taken in pieces are the rows one take at the end
+//! would give, in the same order.
+
+use std::collections::VecDeque;
 
 use rtcbench_cc::{ControllerMetrics, Metric};
 use rtcbench_media::video::Frame;
@@ -79,7 +88,7 @@ impl PacketTable {
         self.t_us.is_empty()
     }
 
-    pub fn record(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
+    fn record(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
         self.t_us.push(t.as_micros());
         self.event.push(event as u8);
         self.packet.push(p.id as i64);
@@ -102,10 +111,12 @@ impl PacketTable {
     }
 }
 
-/// A frame number without a row.
-const NO_ROW: usize = usize::MAX;
-
 /// `frames.parquet`.
+///
+/// Holds the rows not yet taken; `base` rows were taken before them. A row is final, and may be
+/// taken, once its frame completed, or every one of its packets was received or dropped (its
+/// completion could only have happened on an arrival), or a later frame of the same flow
+/// completed (the receiver has given up on the earlier ones, `rtcbench_media::receiver`).
 #[derive(Debug, Default)]
 pub struct FrameTable {
     pub flow: Vec<i32>,
@@ -118,13 +129,39 @@ pub struct FrameTable {
     pub packets: Vec<i32>,
     pub complete_us: Vec<i64>,
     pub freeze: Vec<bool>,
-    /// Row of each (flow, frame): frames of a flow are numbered 0, 1, 2, ... so a per-flow
-    /// vector indexed by frame number finds the row ([`NO_ROW`] for a frame never sent: the
-    /// encoder's frames during a pause).
-    rows: Vec<Vec<usize>>,
+    /// Packets of each row neither received nor dropped yet.
+    outstanding: Vec<u32>,
+    /// Rows taken before the first row held here.
+    base: usize,
+    /// Per flow: where each of its frames' rows is.
+    flows: Vec<FlowFrames>,
+}
+
+/// The rows of one flow's frames. Frames of a flow are numbered 0, 1, 2, ... (a frame never sent,
+/// during a pause, has no row), so a deque indexed by frame number minus `first` finds the row.
+#[derive(Debug, Default)]
+struct FlowFrames {
+    /// The frame number `rows[0]` stands for.
+    first: u64,
+    /// Row (counted from the start of the table) of each frame; [`NO_ROW`] for a frame never sent.
+    rows: VecDeque<usize>,
+    /// Every frame numbered below this one is final: a later frame completed.
+    final_below: u64,
+}
+
+/// A frame number without a row.
+const NO_ROW: usize = usize::MAX;
+
+impl FlowFrames {
+    /// The table row of frame `frame`, if it still has one here.
+    fn row(&self, frame: u64) -> Option<usize> {
+        let k = usize::try_from(frame.checked_sub(self.first)?).ok()?;
+        self.rows.get(k).copied().filter(|&r| r != NO_ROW)
+    }
 }
 
 impl FrameTable {
+    /// Rows held (not yet taken).
     pub fn len(&self) -> usize {
         self.flow.len()
     }
@@ -136,13 +173,17 @@ impl FrameTable {
     pub fn encoded(&mut self, flow: FlowId, encoded: &Frame, packets: u32) {
         let Frame { index: frame, capture, size, keyframe: key, width, height, .. } = *encoded;
         let f = flow as usize;
-        if self.rows.len() <= f {
-            self.rows.resize_with(f + 1, Vec::new);
+        if self.flows.len() <= f {
+            self.flows.resize_with(f + 1, FlowFrames::default);
         }
-        let rows = &mut self.rows[f];
-        debug_assert!(rows.len() as u64 <= frame, "frames are recorded in order");
-        rows.resize(frame as usize, NO_ROW);
-        rows.push(self.flow.len());
+        let frames = &mut self.flows[f];
+        if frames.rows.is_empty() {
+            frames.first = frame;
+        }
+        let k = (frame - frames.first) as usize;
+        debug_assert!(frames.rows.len() <= k, "frames are recorded in order");
+        frames.rows.resize(k, NO_ROW);
+        frames.rows.push_back(self.base + self.flow.len());
         self.flow.push(flow as i32);
         self.frame.push(frame as i64);
         self.capture_us.push(capture.as_micros());
@@ -153,14 +194,79 @@ impl FrameTable {
         self.packets.push(packets as i32);
         self.complete_us.push(-1);
         self.freeze.push(false);
+        self.outstanding.push(packets);
+    }
+
+    /// The held row of `frame` of `flow`, as an index into the columns.
+    fn local_row(&self, flow: FlowId, frame: u64) -> Option<usize> {
+        // Rows taken are gone from `flows`, so what is found is held.
+        Some(self.flows.get(flow as usize)?.row(frame)? - self.base)
     }
 
     pub fn completed(&mut self, flow: FlowId, frame: u64, at: Instant, freeze: bool) {
-        let row = self.rows.get(flow as usize).and_then(|r| r.get(frame as usize));
-        if let Some(&row) = row.filter(|&&r| r != NO_ROW) {
+        if let Some(row) = self.local_row(flow, frame) {
             self.complete_us[row] = at.as_micros();
             self.freeze[row] = freeze;
         }
+        if let Some(frames) = self.flows.get_mut(flow as usize) {
+            frames.final_below = frames.final_below.max(frame);
+        }
+    }
+
+    /// One packet of `frame` of `flow` was received or dropped.
+    fn packet_done(&mut self, flow: FlowId, frame: u64) {
+        if let Some(row) = self.local_row(flow, frame) {
+            self.outstanding[row] = self.outstanding[row].saturating_sub(1);
+        }
+    }
+
+    fn is_final(&self, row: usize) -> bool {
+        let flow = &self.flows[self.flow[row] as usize];
+        self.complete_us[row] >= 0
+            || self.outstanding[row] == 0
+            || (self.frame[row] as u64) < flow.final_below
+    }
+
+    /// Takes the first `n` rows held.
+    fn take_rows(&mut self, n: usize) -> Self {
+        fn front<T>(v: &mut Vec<T>, n: usize) -> Vec<T> {
+            let rest = v.split_off(n);
+            std::mem::replace(v, rest)
+        }
+        let taken = Self {
+            flow: front(&mut self.flow, n),
+            frame: front(&mut self.frame, n),
+            capture_us: front(&mut self.capture_us, n),
+            size: front(&mut self.size, n),
+            keyframe: front(&mut self.keyframe, n),
+            width: front(&mut self.width, n),
+            height: front(&mut self.height, n),
+            packets: front(&mut self.packets, n),
+            complete_us: front(&mut self.complete_us, n),
+            freeze: front(&mut self.freeze, n),
+            outstanding: front(&mut self.outstanding, n),
+            base: self.base,
+            flows: Vec::new(),
+        };
+        self.base += n;
+        for frames in &mut self.flows {
+            while frames.rows.front().is_some_and(|&r| r == NO_ROW || r < self.base) {
+                frames.rows.pop_front();
+                frames.first += 1;
+            }
+        }
+        taken
+    }
+
+    /// The held rows up to the first that can still change, in table order.
+    pub fn take_final(&mut self) -> Self {
+        let n = (0..self.len()).find(|&row| !self.is_final(row)).unwrap_or(self.len());
+        self.take_rows(n)
+    }
+
+    /// Every held row, final or not (the end of a run).
+    pub fn take_all(&mut self) -> Self {
+        self.take_rows(self.len())
     }
 }
 
@@ -190,6 +296,8 @@ pub struct ControllerTable {
     pub target_bps: Vec<i64>,
     pub pacing_bps: Vec<i64>,
     pub columns: Vec<Column>,
+    /// The first row has set the controller-specific columns.
+    described: bool,
 }
 
 impl ControllerTable {
@@ -198,6 +306,30 @@ impl ControllerTable {
     }
     pub fn is_empty(&self) -> bool {
         self.t_us.is_empty()
+    }
+
+    /// Takes the rows held; the columns keep their names and kinds for the rows to come.
+    pub fn take(&mut self) -> Self {
+        let columns = self
+            .columns
+            .iter_mut()
+            .map(|c| {
+                let data = match &mut c.data {
+                    ColumnData::Int(v) => ColumnData::Int(std::mem::take(v)),
+                    ColumnData::Float(v) => ColumnData::Float(std::mem::take(v)),
+                    ColumnData::Text(v) => ColumnData::Text(std::mem::take(v)),
+                };
+                Column { name: c.name.clone(), data }
+            })
+            .collect();
+        Self {
+            t_us: std::mem::take(&mut self.t_us),
+            call: std::mem::take(&mut self.call),
+            target_bps: std::mem::take(&mut self.target_bps),
+            pacing_bps: std::mem::take(&mut self.pacing_bps),
+            columns,
+            described: self.described,
+        }
     }
 
     /// One row: the sender's controller state `m` and, if the controller has a receiver-side
@@ -215,7 +347,8 @@ impl ControllerTable {
             let local = m.values.iter().map(|(n, v)| ("", *n, v));
             local.chain(remote.into_iter().flat_map(|r| r.values.iter().map(|(n, v)| ("rx_", *n, v))))
         };
-        if self.columns.is_empty() && self.t_us.is_empty() {
+        if !self.described {
+            self.described = true;
             self.columns = values()
                 .map(|(prefix, name, v)| {
                     let (suffix, data) = match v {
@@ -322,4 +455,48 @@ pub struct Trace {
     pub controller: ControllerTable,
     pub links: LinkTable,
     pub feedback: FeedbackTable,
+}
+
+impl Trace {
+    /// A packet event. A media packet's arrival or loss also counts against its frame's row.
+    pub fn packet(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
+        self.packets.record(t, event, p, drop);
+        if event != PacketEvent::Sent && p.kind == PacketKind::Media {
+            if let Some(frame) = p.frame {
+                self.frames.packet_done(p.flow, frame);
+            }
+        }
+    }
+
+    /// Rows held in all tables.
+    pub fn rows(&self) -> usize {
+        self.packets.len()
+            + self.frames.len()
+            + self.controller.len()
+            + self.links.t_us.len()
+            + self.feedback.t_us.len()
+    }
+
+    /// Takes every row that can no longer change: all rows of every table but the frames still
+    /// waiting for packets (and the frames recorded after them).
+    pub fn take_final(&mut self) -> Self {
+        Self {
+            packets: std::mem::take(&mut self.packets),
+            frames: self.frames.take_final(),
+            controller: self.controller.take(),
+            links: std::mem::take(&mut self.links),
+            feedback: std::mem::take(&mut self.feedback),
+        }
+    }
+
+    /// Takes every row (the end of a run).
+    pub fn take_all(&mut self) -> Self {
+        Self {
+            packets: std::mem::take(&mut self.packets),
+            frames: self.frames.take_all(),
+            controller: self.controller.take(),
+            links: std::mem::take(&mut self.links),
+            feedback: std::mem::take(&mut self.feedback),
+        }
+    }
 }

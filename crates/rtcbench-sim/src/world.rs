@@ -575,6 +575,8 @@ pub struct Simulation {
     external: Option<u32>,
     /// Every event due at or before this instant has run.
     now: Instant,
+    /// Every event of the run has run: nothing will be recorded any more.
+    exhausted: bool,
     events: u64,
 }
 
@@ -590,7 +592,15 @@ impl Simulation {
     ) -> Result<Self, ScenarioError> {
         let (mut world, meta, setups) = build_world(s, controller, seed, options)?;
         world.start();
-        Ok(Self { world, meta, setups, external: options.external, now: Instant::ZERO, events: 0 })
+        Ok(Self {
+            world,
+            meta,
+            setups,
+            external: options.external,
+            now: Instant::ZERO,
+            exhausted: false,
+            events: 0,
+        })
     }
 
     /// Processes every event due at or before `t` (at most the end of the run); `now()` is then
@@ -600,8 +610,46 @@ impl Simulation {
         if t < self.now {
             return;
         }
-        self.events += self.world.run_until(t);
+        self.events += self.world.run_until(t, u64::MAX);
         self.now = t;
+        self.exhausted = t == self.world.end;
+    }
+
+    /// Processes at most `events` events towards the end of the run, and returns whether the run
+    /// has reached its end. This is how a run is driven in bounded slices of work, so that its
+    /// owner can take the trace recorded so far and notice an interrupt between two slices; the
+    /// events run in the order one uninterrupted run would. `now()` is then the time of the last
+    /// event processed (other events may still be due at that instant).
+    pub fn run_for(&mut self, events: u64) -> bool {
+        let ran = self.world.run_until(self.world.end, events);
+        self.events += ran;
+        if ran < events {
+            self.now = self.world.end;
+            self.exhausted = true;
+        } else {
+            self.now = self.now.max(self.world.sched.now());
+        }
+        self.exhausted
+    }
+
+    /// Rows recorded and not yet taken, over all trace tables.
+    pub fn trace_rows(&self) -> usize {
+        self.world.trace.rows()
+    }
+
+    /// Takes the trace rows recorded so far that nothing can change any more
+    /// ([`Trace::take_final`]); after the end of the run, every row.
+    pub fn take_trace(&mut self) -> Trace {
+        if self.exhausted {
+            self.world.trace.take_all()
+        } else {
+            self.world.trace.take_final()
+        }
+    }
+
+    /// Takes the packets captured so far (empty unless [`RunOptions::capture`]).
+    pub fn take_capture(&mut self) -> Vec<Captured> {
+        self.world.capture.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// The instant the run has reached: every event due at or before it has run.
@@ -1117,10 +1165,12 @@ impl World {
         self.sched.schedule(Instant::ZERO, Event::Sample);
     }
 
-    /// Processes the events due at or before `limit` (at most `end`); returns how many.
-    fn run_until(&mut self, limit: Instant) -> u64 {
+    /// Processes the events due at or before `limit` (at most `end`), no more than `budget` of
+    /// them; returns how many.
+    fn run_until(&mut self, limit: Instant, budget: u64) -> u64 {
         let mut events = 0u64;
-        while let Some((now, ev)) = self.sched.pop_due(limit) {
+        while events < budget {
+            let Some((now, ev)) = self.sched.pop_due(limit) else { break };
             events += 1;
             match ev {
                 Event::Link(l) => {
@@ -1267,7 +1317,7 @@ impl World {
         pkt.id = self.next_packet_id;
         self.next_packet_id += 1;
         pkt.hop = 0;
-        self.trace.packets.record(now, PacketEvent::Sent, &pkt, None);
+        self.trace.packet(now, PacketEvent::Sent, &pkt, None);
         if let Some(capture) = &mut self.capture {
             let route = &self.routes[pkt.route as usize];
             let (transport, headers) = match pkt.kind {
@@ -1301,7 +1351,7 @@ impl World {
     }
 
     fn dropped(&mut self, now: Instant, l: LinkId, pkt: &Packet, reason: DropReason) {
-        self.trace.packets.record(now, PacketEvent::Dropped, pkt, Some((l, reason)));
+        self.trace.packet(now, PacketEvent::Dropped, pkt, Some((l, reason)));
         if pkt.hop == 0 {
             self.left_host(now, pkt.flow, pkt.size);
         }
@@ -1324,7 +1374,7 @@ impl World {
             self.enter_link(now, pkt);
             return;
         }
-        self.trace.packets.record(now, PacketEvent::Received, &pkt, None);
+        self.trace.packet(now, PacketEvent::Received, &pkt, None);
         match route.dest {
             Endpoint::Sender(i) => {
                 self.senders[i as usize].on_rtcp(now, &pkt, &mut self.trace);
@@ -1349,30 +1399,54 @@ impl World {
 
 /// Writes captured packets as a pcap file that Wireshark and tshark open (raw IPv4; RTP and RTCP
 /// multiplexed on UDP port 5004 as WebRTC does, TCP with its own ports, CBR on the discard port
-/// 9; node `i` is the (i+1)-th address of 10.0.0.0/16).
+/// 9; node `i` is the (i+1)-th address of 10.0.0.0/16), in as many pieces as the run is taken in
+/// ([`Simulation::take_capture`]).
 /// Decode with `tshark -d udp.port==5004,rtp` (see `rtcbench_wire::pcap::TSHARK_ARGS`).
+pub struct CaptureWriter<W: std::io::Write> {
+    w: rtcbench_wire::pcap::PcapWriter<W>,
+}
+
+impl<W: std::io::Write> CaptureWriter<W> {
+    /// Writes the file header.
+    pub fn new(out: W) -> Result<Self, rtcbench_wire::pcap::CaptureError> {
+        Ok(Self { w: rtcbench_wire::pcap::PcapWriter::new(out)? })
+    }
+
+    /// Appends packets, in the order they were captured.
+    pub fn write(&mut self, packets: &[Captured]) -> Result<(), rtcbench_wire::pcap::CaptureError> {
+        use rtcbench_wire::pcap::DEFAULT_PORT;
+        use std::net::{Ipv4Addr, SocketAddrV4};
+        let ip = |n: u16| Ipv4Addr::new(10, 0, (n >> 8) as u8, (n & 0xff) as u8 + 1);
+        for p in packets {
+            let (src, dst) = (ip(p.src), ip(p.dst));
+            let udp = |port| (SocketAddrV4::new(src, port), SocketAddrV4::new(dst, port));
+            match p.transport {
+                CapturedTransport::RtpUdp => {
+                    let (a, b) = udp(DEFAULT_PORT);
+                    self.w.write_udp_ecn(p.t, a, b, p.ecn, &p.data, p.payload)?
+                }
+                CapturedTransport::CbrUdp => {
+                    let (a, b) = udp(CBR_CAPTURE_PORT);
+                    self.w.write_udp_ecn(p.t, a, b, p.ecn, &p.data, p.payload)?
+                }
+                CapturedTransport::Tcp => self.w.write_tcp(p.t, (src, dst), p.ecn, &p.data, p.payload)?,
+            };
+        }
+        Ok(())
+    }
+
+    /// The underlying writer.
+    pub fn into_inner(self) -> W {
+        self.w.into_writer()
+    }
+}
+
+/// Writes captured packets as one pcap file ([`CaptureWriter`] in one piece).
 pub fn write_pcap<W: std::io::Write>(
     out: W,
     packets: &[Captured],
 ) -> Result<W, rtcbench_wire::pcap::CaptureError> {
-    use rtcbench_wire::pcap::{PcapWriter, DEFAULT_PORT};
-    use std::net::{Ipv4Addr, SocketAddrV4};
-    let ip = |n: u16| Ipv4Addr::new(10, 0, (n >> 8) as u8, (n & 0xff) as u8 + 1);
-    let mut w = PcapWriter::new(out)?;
-    for p in packets {
-        let (src, dst) = (ip(p.src), ip(p.dst));
-        let udp = |port| (SocketAddrV4::new(src, port), SocketAddrV4::new(dst, port));
-        match p.transport {
-            CapturedTransport::RtpUdp => {
-                let (a, b) = udp(DEFAULT_PORT);
-                w.write_udp_ecn(p.t, a, b, p.ecn, &p.data, p.payload)?
-            }
-            CapturedTransport::CbrUdp => {
-                let (a, b) = udp(CBR_CAPTURE_PORT);
-                w.write_udp_ecn(p.t, a, b, p.ecn, &p.data, p.payload)?
-            }
-            CapturedTransport::Tcp => w.write_tcp(p.t, (src, dst), p.ecn, &p.data, p.payload)?,
-        };
-    }
-    Ok(w.into_writer())
+    let mut w = CaptureWriter::new(out)?;
+    w.write(packets)?;
+    Ok(w.into_inner())
 }

@@ -1,0 +1,120 @@
+"""Runs are written while they go and measured a few flows at a time, with the numbers of a run
+kept and measured whole in memory, bit for bit.
+
+`tests/snapshots/columns.gcc.json` holds, per built-in scenario variant (gcc, seed 1), one hash over
+every column of every table, the time series and the summary (`scripts/result_hashes.py`); it was
+made from the results of 2500d72, before runs were streamed, and any change of behaviour shows
+as a changed hash to explain (regenerate with `RTCBENCH_UPDATE_SNAPSHOTS=1`, as the summary tables).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+import rtcbench
+from rtcbench import measure, runner
+from rtcbench.results import TABLES, run_dir
+from rtcbench.runner import RunResult
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "columns.gcc.json"
+
+
+def _hashes_module() -> ModuleType:
+    path = Path(__file__).parent.parent / "scripts" / "result_hashes.py"
+    spec = importlib.util.spec_from_file_location("result_hashes", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HASHES = _hashes_module()
+
+
+def run_hashes(r: RunResult) -> dict[str, Any]:
+    frames = {name: getattr(r.tables, name) for name in TABLES}
+    return dict(HASHES.run_hashes(r.summary, {**frames, "timeseries": r.timeseries}))
+
+
+def _key(r: RunResult) -> str:
+    s = r.summary
+    slug = next(v.slug for v in rtcbench.resolve(s["scenario"]) if v.variant == s["variant"])
+    return run_dir(Path("."), s["scenario"], slug, s["controller"], s["seed"]).as_posix()
+
+
+@pytest.mark.parametrize("scenario", [b.id for b in rtcbench.builtin()])
+def test_every_column_of_every_built_in_run_is_unchanged(
+    simulate: Callable[..., tuple[RunResult, ...]], scenario: str
+) -> None:
+    snapshot: dict[str, str] = json.loads(SNAPSHOT.read_text())
+    digests = {_key(r): HASHES.run_digest(run_hashes(r)) for r in simulate(scenario, "gcc", 1)}
+    if os.environ.get("RTCBENCH_UPDATE_SNAPSHOTS") == "1":
+        snapshot.update(digests)
+        SNAPSHOT.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
+    for key, digest in digests.items():
+        assert snapshot.get(key) == digest, f"a column or the summary of {key} changed; explain it"
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs written in pieces of a few thousand rows and measured from their files a few flows at
+    a time, as a run of hours is."""
+    monkeypatch.setattr(runner, "KEEP_ROWS", 0)
+    monkeypatch.setattr(runner, "PIECE_ROWS", 5_000)
+    monkeypatch.setattr(runner, "SLICE_EVENTS", 1_000)
+    monkeypatch.setattr(measure, "BATCH_ROWS", 8_000)
+
+
+CASES = [
+    ("rfc8867-5.8", (), "nada"),  # a pause: frames held back across it
+    ("seed003-loss", ("loss=0.2",), "gcc"),  # frames that never complete
+    ("rfc8867-5.6", ("queue=1000ms", "tcp_cc=cubic"), "scream"),  # a starved sender, deep queue
+    ("rfc8867-6.3", (), "gcc"),  # several bottlenecks and calls
+    ("trace-lte-drive", (), "gcc-draft"),  # a capacity trace
+]
+
+
+@pytest.mark.parametrize(("scenario", "sets", "cc"), CASES)
+def test_a_run_written_in_pieces_and_measured_by_batches_is_the_run_in_memory(
+    tmp_path: Path, small_pieces: None, scenario: str, sets: tuple[str, ...], cc: str
+) -> None:
+    in_memory = rtcbench.run(scenario, cc, 3, sets=sets)
+    written = rtcbench.run(scenario, cc, 3, out=tmp_path, sets=sets, figure=False)
+    for a, b in zip(in_memory, written, strict=True):
+        assert a.path is None and b.path is not None
+        assert b._tables is None, "a long run's tables are read back only when asked for"
+        packets = pq.ParquetFile(b.path / "packets.parquet")
+        assert packets.metadata.num_row_groups > 3, "the trace was written in pieces"
+        assert run_hashes(a) == run_hashes(b)
+        assert json.loads((b.path / "summary.json").read_text())["flows"] == a.summary["flows"]
+
+
+def test_a_long_run_draws_its_figure_from_its_files(tmp_path: Path, small_pieces: None) -> None:
+    (r,) = rtcbench.run("rfc8867-5.1", "gcc", 1, out=tmp_path, sets=["delay=50ms", "mechanism=link-rate"])
+    assert r.path is not None and (r.path / runner.FIGURE).stat().st_size > 20_000
+
+
+def test_a_run_too_long_to_keep_in_memory_asks_for_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(runner.TraceTooLarge, match=r"more than 10,000 trace rows.*out="):
+        runner.run_variant(rtcbench.resolve("rfc8867-5.4")[0], "gcc", 1, max_memory_rows=10_000)
+    (r,) = rtcbench.run("rfc8867-5.4", "gcc", 1, out=tmp_path, figure=False)
+    assert r.tables.packets.height > 10_000
+
+
+def test_tables_read_back_have_the_documented_types(tmp_path: Path, small_pieces: None) -> None:
+    (r,) = rtcbench.run("rfc8867-6.2", "nada", 1, out=tmp_path, sets=["delay=50ms"], figure=False)
+    assert r.path is not None
+    for name in TABLES:
+        df = pl.read_parquet(r.path / f"{name}.parquet")
+        assert df.schema == getattr(r.tables, name).schema
+    assert pl.read_parquet(r.path / "packets.parquet").get_column("event").dtype == pl.String
