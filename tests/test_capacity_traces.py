@@ -29,6 +29,7 @@ from = "A"
 to = "B"
 delay = "20ms"
 capacity_trace = {{ {trace} }}
+queue = {{ size = "100ms" }}
 
 [[links]]
 name = "backward"

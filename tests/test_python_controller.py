@@ -188,7 +188,8 @@ def test_an_instance_runs_as_given_for_one_call_and_is_copied_otherwise() -> Non
     rtcbench.run("rfc8867-5.1", one, 1, sets=[*SHORT, "delay=50ms", "mechanism=link-rate"], figure=False)
     assert one.feedback_count > 0 and len(one.started) == 1
     # Several variants, or several calls: copies, each starting from the instance as given.
-    for scenario, sets in (("rfc8867-5.1", SHORT), ("rfc8867-5.4", SHORT)):
+    three_calls = [*SHORT, "calls.1.start=2s", "calls.2.start=4s"]
+    for scenario, sets in (("rfc8867-5.1", SHORT), ("rfc8867-5.4", three_calls)):
         fresh = CountingAimd()
         rtcbench.run(scenario, fresh, 1, sets=sets, figure=False)
         assert fresh.feedback_count == 0 and fresh.started == []

@@ -294,9 +294,11 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert out.returncode == 0, out.stderr
     err = out.stderr
     assert f"{broken['summary']}: missing summary.json" in err
-    assert f"{broken['timeseries']}: missing timeseries.parquet" in err
-    assert f"{broken['packets'] / 'packets.parquet'}: unreadable" in err
-    assert f"{broken['json'] / 'summary.json'}: unreadable" in err
+    # A file missing or changed since its run wrote it (the summary records every file's size and
+    # SHA-256): the run is corrupt and left out, named.
+    assert f"{broken['timeseries']}: timeseries.parquet is missing; the run is left out" in err
+    assert f"{broken['packets']}: packets.parquet is 18 bytes" in err and "(truncated or changed)" in err
+    assert f"{broken['json'] / 'summary.json'}: not a complete summary" in err
     assert f"{broken['empty']}: missing summary.json, scenario.toml" in err
     assert err.count("problem:") == 5 and "5 problems" in out.stdout
 
@@ -305,16 +307,14 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert "problems" in page.sections
     assert len(page.problems) == 5
     assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
-    # The rest is there: 6 of 8 runs, every case's figures, and the first seed's run figures but
-    # for the run without its time series. The run whose summary cannot be read is left out, so
-    # the next seed is the first of its controller.
+    # The rest is there: 4 of 8 runs, every case's figures, and the first seed's run figures; where
+    # a first seed is left out, the next seed is the first of its controller.
     ids = {p for p in page.figures if p.startswith("run--")}
     lost = {_run_id(root, broken["timeseries"]), _run_id(root, broken["json"])}
-    next_seed = _run_id(root, broken["json"].with_name("seed-2"))
-    assert ids == {f for f in expected_figures(suite) if f.startswith("run--")} - lost | {next_seed}
-    assert "figure not drawn: missing timeseries.parquet" in text
+    next_seeds = {_run_id(root, broken[k].with_name("seed-2")) for k in ("timeseries", "json")}
+    assert ids == {f for f in expected_figures(suite) if f.startswith("run--")} - lost | next_seeds
     assert {f"cdf--{c}" for c in case_folders(suite)} <= set(page.figures)
-    assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 6
+    assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 4
     # Written atomically: no temporary file is left beside it.
     assert sorted(p.name for p in html.parent.iterdir()) == ["partial.html"]
 

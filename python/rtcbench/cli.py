@@ -1,21 +1,27 @@
 """The `rtcbench` command line.
 
-User mistakes (unknown scenario or controller, malformed TOML, a bad value) end with exit status 2
-and one line on stderr that says what is wrong and what is allowed; no traceback. A Python
-controller that fails (`--cc module:Class`) ends with exit status 1: its traceback, then one line
-naming the controller and the method.
+User mistakes (unknown scenario or controller, malformed TOML, a bad value) and problems of the
+environment (a folder that cannot be written, a full disk, a file that is not UTF-8, a corrupt
+result) end with exit status 2 and one line on stderr that says what is wrong and what is allowed;
+no traceback. A Python controller that fails (`--cc module:Class`) ends with exit status 1: its
+traceback, then one line naming the controller and the method. Ctrl-C or SIGTERM stops any command
+within a second, removes what it was writing, and ends with status 130 and one line. Anything else
+is a bug and shows its traceback; `--debug` (or `RTCBENCH_DEBUG=1`) shows the traceback of every
+error.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
 import shlex
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, ParamSpec, cast
 
 import typer
 from rich import box
@@ -27,10 +33,11 @@ from rich.table import Table
 from rtcbench import _core
 from rtcbench.compare import BY_NAME, CompareError, Comparison, comparison
 from rtcbench.controller import ControllerError
-from rtcbench.results import run_folders, write_parquet_atomic
-from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
+from rtcbench.results import InputError, run_folders, write_parquet_atomic
+from rtcbench.runner import RunResult, TraceTooLarge, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
+from rtcbench.workers import interrupt_on_sigterm
 
 app = typer.Typer(
     add_completion=False,
@@ -42,7 +49,10 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 120)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
-USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError)
+USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError, TraceTooLarge)
+
+_DEBUG = os.environ.get("RTCBENCH_DEBUG") == "1"
+"""Show the traceback of every error (`--debug`, or `RTCBENCH_DEBUG=1` in the environment)."""
 
 
 CC_HELP = (
@@ -56,6 +66,54 @@ def _fail(message: str, status: int = 2) -> None:
     raise typer.Exit(status)
 
 
+def os_error_message(e: OSError) -> str:
+    """One line for an error of the operating system: the file(s) and what went wrong."""
+    what = e.strerror or str(e)
+    if e.filename is not None and e.filename2 is not None:
+        return f"{e.filename} → {e.filename2}: {what}"
+    if e.filename is not None:
+        return f"{e.filename}: {what}"
+    return what
+
+
+_P = ParamSpec("_P")
+
+
+def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, None]]:
+    """Makes a command answer an interrupt with `interrupted` (one line, status 130), a user or
+    environment error with one line (status 2), a failing Python controller with its traceback
+    and one line (status 1); other exceptions are bugs and keep their traceback. `interrupted` may
+    name the command's `{out}` option."""
+
+    def wrap(command: Callable[_P, None]) -> Callable[_P, None]:
+        @functools.wraps(command)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> None:
+            try:
+                command(*args, **kwargs)
+            except KeyboardInterrupt:
+                message = interrupted.format(out=kwargs.get("out") or "the results folder")
+                err_console.print(escape(f"interrupted: {message}"), highlight=False, soft_wrap=True)
+                raise typer.Exit(130) from None
+            except typer.Exit:
+                raise
+            except ControllerError as e:
+                if _DEBUG:
+                    raise
+                _controller_failed(e)
+            except (*USER_ERRORS, InputError) as e:
+                if _DEBUG:
+                    raise
+                _fail(str(e))
+            except OSError as e:
+                if _DEBUG:
+                    raise
+                _fail(os_error_message(e))
+
+        return run
+
+    return wrap
+
+
 def _controller_failed(e: ControllerError) -> None:
     """A Python controller's exception: where it was raised in the controller's code, then one line."""
     if e.__cause__ is not None:
@@ -63,7 +121,18 @@ def _controller_failed(e: ControllerError) -> None:
     _fail(str(e), status=1)
 
 
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of every error (also RTCBENCH_DEBUG=1).")
+    ] = False,
+) -> None:
+    global _DEBUG
+    _DEBUG = _DEBUG or debug
+
+
 @app.command("list")
+@guarded("nothing was written")
 def list_cmd() -> None:
     """List the built-in scenarios and controllers."""
     t = Table(title="Scenarios", title_justify="left")
@@ -147,12 +216,16 @@ def print_summary(results: list[RunResult]) -> None:
 
 
 @app.command("run")
+@guarded("no half-written run is left; finished variants are kept in {out}")
 def run_cmd(
     scenario: Annotated[
         str, typer.Argument(help="A built-in scenario id (see `rtcbench list`) or a TOML file.")
     ],
     cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc",
-    seed: Annotated[int, typer.Option(help="Seed of every random draw; runs are a pure function of it.")] = 1,
+    seed: Annotated[
+        int,
+        typer.Option(help="Seed of every random draw (0 to 2**64 - 1); runs are a pure function of it."),
+    ] = 1,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
     sets: Annotated[
         list[str] | None,
@@ -168,16 +241,12 @@ def run_cmd(
 ) -> None:
     """Run every variant of a scenario with one controller and write one results folder per variant."""
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    try:
-        results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
-    except USER_ERRORS as e:
-        _fail(str(e))
-    except ControllerError as e:
-        _controller_failed(e)
+    results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
     print_summary(results)
 
 
 @app.command("table")
+@guarded("nothing was written")
 def table_cmd(
     scenarios: Annotated[
         list[str] | None, typer.Argument(help="Scenario ids or files (default: every built-in scenario).")
@@ -185,7 +254,7 @@ def table_cmd(
     cc: Annotated[
         str, typer.Option("--cc", help="Comma-separated controllers (built-in names or module:Class).")
     ] = "gcc,fixed",
-    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of every run (0 to 2**64 - 1).")] = 1,
 ) -> None:
     """Compare controllers on scenarios: one Markdown row per scenario variant and controller.
 
@@ -198,26 +267,21 @@ def table_cmd(
         "| scenario | variant | controller | utilisation | qdelay p95 ms | loss % | convergence s |",
         "|---|---|---|---|---|---|---|",
     ]
-    try:
-        for scenario in ids:
-            for v in resolve(scenario):
-                for name in names:
-                    r = run_variant(v, name, seed, None, figure=False)
-                    video = next(f for f in r.summary["flows"] if f["kind"] == "video")
-                    cells = [
-                        v.scenario_id,
-                        v.variant or "-",
-                        name,
-                        _fmt(video["utilization"], 1, 2),
-                        _fmt(video["qdelay_p95_ms"], 1, 0),
-                        _fmt(video["loss_ratio"], 100, 2),
-                        _fmt(video["convergence_time_s"], 1, 1),
-                    ]
-                    rows.append("| " + " | ".join(cells) + " |")
-    except USER_ERRORS as e:
-        _fail(str(e))
-    except ControllerError as e:
-        _controller_failed(e)
+    for scenario in ids:
+        for v in resolve(scenario):
+            for name in names:
+                r = run_variant(v, name, seed, None, figure=False)
+                video = next(f for f in r.summary["flows"] if f["kind"] == "video")
+                cells = [
+                    v.scenario_id,
+                    v.variant or "-",
+                    name,
+                    _fmt(video["utilization"], 1, 2),
+                    _fmt(video["qdelay_p95_ms"], 1, 0),
+                    _fmt(video["loss_ratio"], 100, 2),
+                    _fmt(video["convergence_time_s"], 1, 1),
+                ]
+                rows.append("| " + " | ".join(cells) + " |")
     print("\n".join(rows))
 
 
@@ -272,6 +336,7 @@ def print_suite(result: SuiteResult) -> None:
 
 
 @app.command("suite")
+@guarded("finished runs are kept in {out}; the same command resumes them")
 def suite_cmd(
     names: Annotated[
         list[str],
@@ -291,7 +356,7 @@ def suite_cmd(
     jobs: Annotated[
         int | None, typer.Option(help="Worker processes (default: one per CPU; 1 runs in this process).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the first repetition.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the first repetition (0 to 2**64 - 1).")] = 1,
     out: Annotated[Path, typer.Option(help="Results folder (runs and suite tables).")] = Path("results"),
     sets: Annotated[
         list[str] | None,
@@ -309,25 +374,15 @@ def suite_cmd(
         _fail(f"--jobs must be at least 1, got {jobs}")
     if not names_cc:
         _fail("--cc names no controller")
-    try:
-        with _progress_bar() as progress:
-            result = run_suite(
-                names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command
-            )
-    except USER_ERRORS as e:
-        _fail(str(e))
-    except ControllerError as e:
-        _controller_failed(e)
-    except KeyboardInterrupt:
-        err_console.print(
-            escape(f"interrupted: finished runs are kept in {out}; the same command resumes them"),
-            highlight=False,
+    with _progress_bar() as progress:
+        result = run_suite(
+            names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command
         )
-        raise typer.Exit(130) from None
     print_suite(result)
 
 
 @app.command("sweep")
+@guarded("finished runs are kept; the same command resumes the sweep")
 def sweep_cmd(
     spec: Annotated[Path, typer.Argument(help="Sweep file (TOML; docs/sweeps.md).", show_default=False)],
     out: Annotated[Path | None, typer.Option(help="Results folder (default: results/<file name>).")] = None,
@@ -350,17 +405,12 @@ def sweep_cmd(
         _fail(f"--jobs must be at least 1, got {jobs}")
     try:
         parsed = sw.load(spec)
-        folder = out if out is not None else Path("results") / spec.stem
-        console.print(f"sweep {spec}: {sw.describe(parsed)} → {folder}", highlight=False)
-        with _progress_bar() as progress:
-            result = sw.run_sweep(parsed, folder, jobs, ray_address=ray, progress=progress, command=command)
-    except (sw.SweepError, *USER_ERRORS) as e:
+    except sw.SweepError as e:
         _fail(str(e))
-    except KeyboardInterrupt:
-        err_console.print(
-            escape("interrupted: finished runs are kept; the same command resumes the sweep"), highlight=False
-        )
-        raise typer.Exit(130) from None
+    folder = out if out is not None else Path("results") / spec.stem
+    console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False)
+    with _progress_bar() as progress:
+        result = sw.run_sweep(parsed, folder, jobs, ray_address=ray, progress=progress, command=command)
     console.print(
         f"{result.ran + result.skipped} runs ({result.ran} simulated, {result.skipped} already complete) "
         f"in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, {result.out / sw.FLOWS_TABLE}",
@@ -372,6 +422,7 @@ SCORE_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
 
 
 @app.command("score")
+@guarded("no scorecard was written")
 def score_cmd(
     folder: Annotated[Path, typer.Argument(help="A run folder, or a folder of runs (a suite).")],
     thresholds: Annotated[
@@ -518,6 +569,7 @@ def print_comparison(result: Comparison) -> None:
 
 
 @app.command("compare")
+@guarded("no comparison was written")
 def compare_cmd(
     dirs: Annotated[
         list[Path],
@@ -576,11 +628,8 @@ def compare_cmd(
         err_console.print(f"[yellow]note:[/] {escape(n)}", highlight=False, soft_wrap=True)
     print_comparison(result)
     if out is not None:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            write_parquet_atomic(result.table, out)
-        except OSError as e:
-            _fail(f"--out {out}: {e.strerror or e}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_parquet_atomic(result.table, out)
         console.print(escape(f"table: {out}"), highlight=False)
     regressions = int((result.table.get_column("verdict") == "regression").sum())
     if fail_on_regression and regressions:
@@ -588,6 +637,7 @@ def compare_cmd(
 
 
 @app.command("report")
+@guarded("no report was written")
 def report_cmd(
     dirs: Annotated[
         list[Path],
@@ -659,7 +709,26 @@ def report_cmd(
 
 
 def main() -> None:
-    app()
+    interrupt_on_sigterm()
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as e:
+        # A mistake on the command line (unknown option, a value of the wrong type): one line and
+        # where to look, instead of click's box; `rtcbench` alone shows the help.
+        format_message = getattr(e, "format_message", None)
+        message = str(format_message()) if callable(format_message) else str(e)
+        status = int(getattr(e, "exit_code", 2))
+        if type(e).__name__ == "NoArgsIsHelpError":
+            sys.stderr.write(message + "\n")
+            sys.exit(status)
+        ctx = getattr(e, "ctx", None)
+        where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+        err_console.print(f"[bold red]error:[/] {escape(message)}{where}", highlight=False, soft_wrap=True)
+        sys.exit(status)
+    except typer.Abort:
+        err_console.print("aborted", highlight=False)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import polars as pl
 
 from rtcbench import suite
 from rtcbench.metrics import VIDEO, bootstrap_means
-from rtcbench.results import run_folders
+from rtcbench.results import SUMMARY, InputError, read_summary, run_folders
 
 __all__ = [
     "COLUMNS",
@@ -60,7 +60,7 @@ CONFIDENCE = 0.95
 _KEYS = ("scenario", "variant", "controller", "seed")
 
 
-class CompareError(ValueError):
+class CompareError(InputError):
     """A comparison that cannot be made as asked (no runs, unknown label or metric, nothing in
     common); the message names the folder or the option and what is allowed."""
 
@@ -235,21 +235,11 @@ class ResultSet:
 
 def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
     """A run's suite-table rows and its scenario digest; raises CompareError naming what is wrong."""
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
-        raise CompareError(f"{folder}: no summary.json (an interrupted or incomplete run)")
+    summary_path = folder / SUMMARY
     try:
-        summary = suite.read_back(folder)
-    except FileNotFoundError as e:
-        missing = Path(e.filename).name if e.filename else str(e)
-        raise CompareError(
-            f"{folder}: summary.json predates the fairness and feedback keys and {missing} is missing"
-        ) from e
-    except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as e:
-        raise CompareError(f"{summary_path}: cannot be read ({type(e).__name__}: {e})") from e
-    lacking = [k for k in (*_KEYS, "flows") if k not in summary]
-    if lacking:
-        raise CompareError(f"{summary_path}: lacks {', '.join(lacking)}")
+        summary = read_summary(folder)
+    except InputError as e:
+        raise CompareError(str(e)) from None
     try:
         flow_rows, run_row = suite.rows_of_run(summary, rel)
     except (KeyError, TypeError, AttributeError) as e:

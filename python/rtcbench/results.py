@@ -13,10 +13,13 @@ complete, so an interrupted run never leaves a half result where a finished one 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,29 +33,77 @@ import pyarrow.parquet as pq
 from rtcbench.metrics import Tables
 
 __all__ = [
+    "FILES_KEY",
+    "SUMMARY",
+    "SUMMARY_KEYS",
     "TABLES",
+    "InputError",
     "TraceWriter",
     "atomic_dir",
     "concat_pieces",
+    "file_records",
     "load_tables",
     "piece_frames",
     "read_summary",
+    "read_text",
+    "remove_stale",
     "run_dir",
     "run_folders",
     "tables_from_core",
+    "verify_files",
     "write_parquet",
     "write_parquet_atomic",
     "write_tables",
 ]
 
+
+class InputError(ValueError):
+    """A file or folder given to rtcbench that cannot be used (not UTF-8 text, corrupt, of the
+    wrong kind); the message names it and says what is wrong, in one line."""
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 text file given by the user; `InputError` naming it if it is not UTF-8 (an OSError,
+    e.g. a missing file, names the file itself)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(
+            f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start})"
+        ) from None
+
+
 TABLES = ("packets", "frames", "controller", "links", "feedback")
 """The trace tables every run records (docs/traces.md)."""
 
 
+def path_component(text: str, what: str) -> str:
+    """`text` if it can name one folder inside another: not empty, not `.` or `..`, no `/`, no
+    NUL, not hidden (a leading `.` is for temporary folders), at most 200 bytes; `InputError`
+    otherwise. Scenario ids are held to a stricter alphabet when they are loaded."""
+    bad = (
+        not text
+        or text in (".", "..")
+        or text.startswith(".")
+        or "/" in text
+        or "\0" in text
+        or len(text.encode("utf-8", "surrogateescape")) > 200
+    )
+    if bad:
+        raise InputError(f"{what} {text!r} cannot name a results folder: it must be one path component")
+    return text
+
+
 def run_dir(out: Path, scenario_id: str, variant_slug: str, controller: str, seed: int) -> Path:
-    """Where one run's results live; a scenario with several variants gets one folder per variant."""
+    """Where one run's results live; a scenario with several variants gets one folder per variant.
+    Every part is checked to be one path component (`path_component`), so a run's folder is always
+    inside `out`."""
     name = scenario_id if variant_slug == "default" else f"{scenario_id}@{variant_slug}"
-    return out / name / controller / f"seed-{seed}"
+    path_component(name, "scenario id")
+    path_component(controller, "controller name")
+    return Path(out) / name / controller / f"seed-{int(seed)}"
 
 
 RUN_FILES = ("summary.json", "scenario.toml", *(f"{name}.parquet" for name in TABLES), "timeseries.parquet")
@@ -259,36 +310,174 @@ def write_tables(t: Tables, folder: Path) -> None:
 
 def load_tables(folder: Path) -> Tables:
     """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
-    summary = read_summary(folder)
+    summary = read_summary(folder, required=("meta",), verify=False)
     # One chunk per column, as tables made in memory have (float sums follow the chunks).
     frames = {name: pl.read_parquet(folder / f"{name}.parquet").rechunk() for name in TABLES}
     return Tables(meta=summary["meta"], **frames)
 
 
-def read_summary(folder: Path) -> dict[str, Any]:
-    with open(folder / "summary.json", encoding="utf-8") as fh:
-        summary: dict[str, Any] = json.load(fh)
+SUMMARY = "summary.json"
+FILES_KEY = "files"
+"""The summary's record of every other file of the run folder: its size and SHA-256, so that a
+truncated or changed file is found (`verify_files`) and resume runs that run again."""
+
+SUMMARY_KEYS = (
+    "scenario", "variant", "controller", "seed", "flows", "phases", "meta",
+    "fairness", "feedback_overhead", "cross_traffic",
+)  # fmt: skip
+"""What every complete summary holds (the suite tables, scorecard, comparison and report read it)."""
+
+
+def file_records(folder: Path) -> dict[str, dict[str, Any]]:
+    """Size and SHA-256 of every file in a run folder except the summary, by name."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name == SUMMARY or not path.is_file():
+            continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        out[path.name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return out
+
+
+def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
+    """What is wrong with the files a summary recorded (missing, truncated, changed), or None
+    (also for a summary written before files were recorded: nothing to check against)."""
+    recorded = summary.get(FILES_KEY)
+    if recorded is None:
+        return None
+    if not isinstance(recorded, dict):
+        return f"{SUMMARY}'s {FILES_KEY!r} is not a table of files"
+    for name, rec in sorted(recorded.items()):
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        size = path.stat().st_size
+        written = rec.get("bytes") if isinstance(rec, dict) else None
+        if size != written:
+            return f"{name} is {size} bytes, {written} were written (truncated or changed)"
+    actual = file_records(folder)
+    for name, rec in sorted(recorded.items()):
+        if actual[name]["sha256"] != rec.get("sha256"):
+            return f"{name} differs from what was written (changed or corrupt)"
+    return None
+
+
+def read_summary(
+    folder: Path, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
+) -> dict[str, Any]:
+    """A run's summary, checked: readable JSON holding the `required` keys and, with `verify`,
+    every file it recorded unchanged (`verify_files`). `InputError` naming the folder or file
+    otherwise, so a reader of many runs can name a broken one and go on."""
+    path = folder / SUMMARY
+    try:
+        summary = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{folder}: no {SUMMARY} (an interrupted or incomplete run)") from None
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: not a complete summary ({e})") from None
+    if not isinstance(summary, dict):
+        raise InputError(f"{path}: not a complete summary (not a JSON object)")
+    lacking = [k for k in required if k not in summary]
+    if lacking:
+        raise InputError(f"{path}: lacks {', '.join(lacking)} (incomplete, or written by an older rtcbench)")
+    if verify and (problem := verify_files(folder, summary)) is not None:
+        raise InputError(f"{folder}: {problem}")
     return summary
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (Linux reports it in /proc)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+_TMP = re.compile(r"\.(?P<name>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[^.]+\.(?:tmp|old)")
+"""Temporary and replaced folders of `atomic_dir`: `.<name>.<host>.<pid>.<random>.tmp|old`."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
+
+
+def remove_stale(parent: Path, name: str | None = None) -> list[Path]:
+    """Removes the temporary folders `atomic_dir` left in `parent` (for `name`, or for any name)
+    when the process that made them was killed: made on this host by a process that is gone.
+    Returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TMP.fullmatch(entry.name)
+        if m is None or (name is not None and m["name"] != name) or m["host"] != _HOST:
+            continue
+        if not _alive(int(m["pid"])) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Creates `folder` and its missing parents; returns those it created, deepest first."""
+    created: list[Path] = []
+    for p in [folder, *folder.parents]:
+        if p.exists():
+            break
+        created.append(p)
+    folder.mkdir(parents=True, exist_ok=True)
+    return created
 
 
 @contextmanager
 def atomic_dir(final: Path) -> Iterator[Path]:
     """Yields a temporary folder beside `final` and renames it to `final` on success.
 
-    On an exception (or an interrupt) the temporary folder is removed and `final` is untouched. A
-    previous result at `final` is replaced only once the new one is complete.
+    On an exception (or an interrupt) the temporary folder is removed, with the parents this
+    call created if they are empty, and `final` is untouched. A previous result at `final` is
+    replaced only once the new one is complete. The folder follows the umask (not `mkdtemp`'s
+    0700), so colleagues on a shared machine can read results. Temporary folders of runs that
+    were killed (SIGKILL, a power cut) are removed by the next run of the same folder.
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    created = _make_parents(final.parent)
+    remove_stale(final.parent, final.name)
+    prefix = f".{final.name}.{_HOST}.{os.getpid()}."
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=final.parent))
     try:
+        os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        for p in created:
+            with contextlib.suppress(OSError):
+                p.rmdir()
         raise
     old: Path | None = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-    os.replace(tmp, final)
+    # The two renames go together: an interrupt between them would leave neither result.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=prefix, suffix=".old", dir=final.parent))
+            os.replace(final, old)
+        os.replace(tmp, final)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

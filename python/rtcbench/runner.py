@@ -21,9 +21,13 @@ from rtcbench.controller import (
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.metrics import Tables
 from rtcbench.results import (
+    FILES_KEY,
+    SUMMARY,
+    InputError,
     TraceWriter,
     atomic_dir,
     concat_pieces,
+    file_records,
     load_tables,
     piece_frames,
     run_dir,
@@ -35,10 +39,12 @@ from rtcbench.scenarios import Variant, resolve
 __all__ = [
     "KEEP_ROWS",
     "MAX_MEMORY_ROWS",
+    "MAX_SEED",
     "ControllerArg",
     "RunResult",
     "TraceTooLarge",
     "UnknownController",
+    "check_seed",
     "controller_name",
     "controllers",
     "resolve_controller",
@@ -148,6 +154,16 @@ SLICE_EVENTS = 100_000
 interrupt stops a run well within a second."""
 
 
+MAX_SEED = 2**64 - 1
+"""Seeds are unsigned 64-bit integers, as the core's generators take them."""
+
+
+def check_seed(seed: int, what: str = "--seed") -> None:
+    """`InputError` (a `ValueError`) unless `seed` is an integer from 0 to `MAX_SEED`."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"{what} must be an integer from 0 to 2**64 - 1, got {seed!r}")
+
+
 def summarize_core(
     variant: Variant, controller: str, seed: int, raw: dict[str, Any], *, command: str | None = None
 ) -> tuple[dict[str, Any], Tables, pl.DataFrame]:
@@ -234,6 +250,7 @@ def run_variant(
     Python controller raises `rtcbench.ControllerError`, naming the controller, call and method.
     An interrupt stops the run within a fraction of a second and leaves nothing behind.
     """
+    check_seed(seed)
     cc = resolve_controller(controller)
     name = controller_name(cc)
     started = time.perf_counter()
@@ -300,8 +317,9 @@ def run_variant(
         summary = _summary(
             variant, name, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
         )
+        summary[FILES_KEY] = file_records(tmp)
         summary["wall_s"] = time.perf_counter() - started
-        with open(tmp / "summary.json", "w", encoding="utf-8") as fh:
+        with open(tmp / SUMMARY, "w", encoding="utf-8") as fh:
             json.dump(summary, fh, indent=2, allow_nan=False)
             fh.write("\n")
     return RunResult(path, summary, tables, measured.timeseries)

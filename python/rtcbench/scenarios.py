@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtcbench import _core
+from rtcbench.results import read_text
 
 __all__ = ["BuiltinScenario", "ScenarioNotFound", "Variant", "builtin", "resolve"]
 
@@ -52,5 +53,5 @@ def resolve(scenario: str | Path, sets: tuple[str, ...] | list[str] = ()) -> lis
             raise ScenarioNotFound(
                 f"no built-in scenario or file named {str(scenario)!r} (built-in: {known})"
             )
-        text, origin = path.read_text(encoding="utf-8"), str(path)
+        text, origin = read_text(path), str(path)
     return [Variant(*row) for row in _core.expand(text, origin, list(sets))]

@@ -16,7 +16,6 @@ A run is judged from its results folder alone (`summary.json`, `scenario.toml`,
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +26,7 @@ from typing import Any, Literal
 import polars as pl
 
 from rtcbench import metrics
-from rtcbench.results import run_folders
+from rtcbench.results import InputError, read_summary, read_text, run_folders
 
 __all__ = [
     "CRITERIA",
@@ -49,7 +48,7 @@ VERDICTS: tuple[Verdict, ...] = ("pass", "warn", "fail", "n/a")
 US = 1_000_000
 
 
-class ScorecardError(ValueError):
+class ScorecardError(InputError):
     """A thresholds file or a results folder the scorecard cannot use; the message names it."""
 
 
@@ -186,7 +185,7 @@ BY_ID = {c.id: c for c in CRITERIA}
 def load_thresholds(path: Path) -> tuple[Criterion, ...]:
     """The built-in criteria with the thresholds of a TOML file applied."""
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
+        table = tomllib.loads(read_text(path))
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ScorecardError(f"{path}: {e}") from e
     out = dict(BY_ID)
@@ -424,17 +423,20 @@ def score_view(view: RunView, criteria: Sequence[Criterion] = CRITERIA) -> list[
 
 
 def read_run(folder: Path) -> RunView:
-    """A run's results folder, as the criteria read it."""
-    missing = [name for name in ("summary.json", "scenario.toml") if not (folder / name).is_file()]
-    if missing:
-        raise ScorecardError(f"{folder}: missing {', '.join(missing)} (not a complete run folder)")
+    """A run's results folder, as the criteria read it; `InputError` (a `ScorecardError` for a
+    missing scenario or time series) naming what is wrong."""
+    summary = read_summary(folder)
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        scenario = tomllib.loads((folder / "scenario.toml").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ScorecardError(f"{folder}: {e}") from e
+        scenario = tomllib.loads(read_text(folder / "scenario.toml"))
+    except OSError as e:
+        raise ScorecardError(f"{folder / 'scenario.toml'}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScorecardError(f"{folder / 'scenario.toml'}: {e}") from None
     ts_path = folder / "timeseries.parquet"
-    ts = pl.read_parquet(ts_path) if ts_path.is_file() else None
+    try:
+        ts = pl.read_parquet(ts_path) if ts_path.is_file() else None
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise ScorecardError(f"{ts_path}: unreadable ({type(e).__name__})") from None
     return RunView(summary, scenario, ts)
 
 
@@ -447,13 +449,20 @@ def score_table(
     for folder in folders:
         try:
             view = read_run(folder)
-        except ScorecardError as e:
+            scores = score_view(view, criteria)
+        except InputError as e:
             if problems is None:
                 raise
             problems.append(str(e))
             continue
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            # A summary that parses but does not hold what it should: edited or from another tool.
+            if problems is None:
+                raise
+            problems.append(f"{folder / 'summary.json'}: malformed ({type(e).__name__}: {e})")
+            continue
         s = view.summary
-        for score in score_view(view, criteria):
+        for score in scores:
             c = score.criterion
             rows.append(
                 {

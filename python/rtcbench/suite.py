@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -26,8 +25,10 @@ from typing import Any
 import polars as pl
 
 from rtcbench import metrics, runner
-from rtcbench.results import load_tables, read_summary, run_dir, write_parquet_atomic
+from rtcbench.results import FILES_KEY, InputError, read_summary, run_dir, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
+from rtcbench.workers import init_worker
+from rtcbench.workers import stop as stop_workers
 
 __all__ = [
     "FLOWS_TABLE",
@@ -35,7 +36,6 @@ __all__ = [
     "SUITES",
     "SuiteResult",
     "UnknownSuite",
-    "read_back",
     "rows_of_run",
     "run_suite",
     "select",
@@ -50,11 +50,11 @@ SUITES: dict[str, tuple[str, ...]] = {
 """Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
 experiments are seeds 000-003; `traces` the scenarios over capacity traces)."""
 
+MAX_REPS = 10_000
+"""Most repetitions of a suite (a suite of 10 000 repetitions of the RFC 8867 set runs for days)."""
+
 FLOWS_TABLE = "suite.parquet"
 RUNS_TABLE = "suite-runs.parquet"
-
-_TRAFFIC_KEYS = ("fairness", "feedback_overhead", "cross_traffic")
-"""Summary keys from `metrics.traffic_summary`; a run folder written before they existed lacks them."""
 
 _KEYS: dict[str, pl.DataType] = {
     "scenario": pl.String(),
@@ -137,29 +137,22 @@ class _Job:
         name = self.name or self.controller
         return run_dir(self.out, self.variant.scenario_id, self.variant.slug, name, self.seed)
 
-    def done(self) -> bool:
-        """The run's folder is complete and holds this very scenario (a `--set` changes the text)."""
-        if not (self.path / "summary.json").is_file():
-            return False
-        return (self.path / "scenario.toml").read_text(encoding="utf-8") == self.variant.toml
-
-
-def read_back(path: Path) -> dict[str, Any]:
-    """A complete run's summary; the `metrics.traffic_summary` keys are computed from its tables if
-    the summary predates them. Raises OSError or ValueError if the folder cannot give them."""
-    summary = read_summary(path)
-    if all(k in summary for k in _TRAFFIC_KEYS):
-        return summary
-    ts = pl.read_parquet(path / "timeseries.parquet")
-    return {**summary, **metrics.traffic_summary(load_tables(path), ts)}
+    def done(self) -> dict[str, Any] | None:
+        """The run's summary if its folder is complete, unchanged since it was written (every file
+        as the summary recorded it) and holds this very scenario (a `--set` changes the text);
+        None if the run must run (again)."""
+        try:
+            summary = read_summary(self.path)
+            same = (self.path / "scenario.toml").read_bytes() == self.variant.toml.encode("utf-8")
+        except (InputError, OSError):
+            return None
+        return summary if same and FILES_KEY in summary else None
 
 
 def _execute(job: _Job) -> dict[str, Any]:
     """Runs one job and writes its folder (no figure: figures are rendered on demand)."""
     r = runner.run_variant(job.variant, job.controller, job.seed, job.out, figure=False, command=job.command)
-    if all(k in r.summary for k in _TRAFFIC_KEYS):
-        return r.summary
-    return {**r.summary, **metrics.traffic_summary(r.tables, r.timeseries)}
+    return r.summary
 
 
 def _cpus() -> int:
@@ -167,12 +160,6 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
-
-
-def _ignore_sigint() -> None:
-    # Workers finish the run they hold when the user presses Ctrl-C; the parent stops handing out
-    # new ones. A run killed half-way would leave its temporary folder behind.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _ready() -> None:
@@ -217,12 +204,14 @@ def _run_parallel(
     polars pool was started with one thread per core, which the workers' runs would compete with.
 
     Workers are spawned, not forked: importing polars already starts threads, which a fork would
-    not copy. They run polars on `_WORKER_POLARS_THREADS` thread(s). On Ctrl-C, jobs not started are
-    dropped and running ones finish before KeyboardInterrupt propagates (workers ignore SIGINT), so
-    no run is left half-written.
+    not copy. They run polars on `_WORKER_POLARS_THREADS` thread(s). On an interrupt (or any
+    error) the workers are interrupted too and their runs removed (`rtcbench.workers.stop`), and
+    a worker whose parent dies, even by SIGKILL, dies with it; finished runs are kept.
     """
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
+    )
     queue = deque(range(len(jobs)))
     # The pool starts a process per submitted task, up to `workers`: all of them here.
     with _environ("POLARS_MAX_THREADS", _WORKER_POLARS_THREADS):
@@ -247,7 +236,7 @@ def _run_parallel(
                 pending: list[Future[Any]] = [*running, *starting]
                 wait(pending, return_when=FIRST_COMPLETED)
     except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop_workers(pool)
         raise
     # Workers still starting exit once they are up; nothing waits for them here.
     pool.shutdown(wait=False, cancel_futures=True)
@@ -421,8 +410,9 @@ def execute_plan(
 
     todo: list[int] = []
     for i, job in enumerate(plan):
-        if job.done():
-            finished(i, read_back(job.path))
+        summary = job.done()
+        if summary is not None:
+            finished(i, summary)
         else:
             todo.append(i)
     if executor is not None and todo:
@@ -464,12 +454,14 @@ def run_suite(
     called after every run. User mistakes raise before anything is written: `UnknownSuite`,
     `ScenarioNotFound`, `runner.UnknownController`, `_core.ScenarioError`, or `ValueError`.
     """
-    if reps < 1:
-        raise ValueError(f"reps must be at least 1, got {reps}")
+    if not 1 <= reps <= MAX_REPS:
+        raise InputError(f"--reps must be from 1 to {MAX_REPS:,}, got {reps}")
+    runner.check_seed(seed)
+    runner.check_seed(seed + reps - 1, "--seed + --reps - 1 (the last repetition's seed)")
     if jobs is not None and jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InputError(f"--jobs must be at least 1, got {jobs}")
     if not controllers:
-        raise ValueError("no controller given")
+        raise InputError("--cc names no controller")
     names = {c: runner.controller_name(runner.resolve_controller(c)) for c in controllers}
     started = time.perf_counter()
     variants = [v for s in select(names_or_scenarios) for v in resolve(s, list(sets))]

@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import runner
-from rtcbench.results import write_parquet_atomic
+from rtcbench.results import InputError, read_text, write_parquet_atomic
 from rtcbench.scenarios import resolve
 from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
 
@@ -59,7 +59,7 @@ _FIELDS = ("scenarios", "controllers", "seeds", "grid", "points")
 Value = str | int | float | bool
 
 
-class SweepError(ValueError):
+class SweepError(InputError):
     """A sweep file that cannot be used; the message names the file, the field and what is allowed."""
 
 
@@ -120,7 +120,7 @@ def _scalar(path: Path, where: str, v: Any) -> Value:
 def load(path: Path) -> SweepSpec:
     """Reads and checks a sweep file (scenario ids, files and controllers are checked when run)."""
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_text(path))
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise SweepError(f"{path}: {e}") from e
     for key in doc:

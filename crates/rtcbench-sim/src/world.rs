@@ -33,8 +33,8 @@ use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
 use crate::rng::{derive_seed, rng_for};
 use crate::scenario::{
-    CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec, LossSpec,
-    QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
+    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
+    LossSpec, QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
 };
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
@@ -382,7 +382,7 @@ fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) -> Lin
         capacity,
         delay: l.delay.as_ref().map_or(Duration::ZERO, |d| *d.get()),
         queue: match (l.queue.as_ref().map(|q| *q.size.get()), &opportunities) {
-            (None, _) => QueueLimit::Unlimited,
+            (None | Some(QueueSize::Unlimited), _) => QueueLimit::Unlimited,
             (Some(QueueSize::Bytes(b)), _) => QueueLimit::Bytes(b),
             // A mahimahi link's rate is a 200 ms average of its opportunities, an artefact of
             // reporting; its buffer is sized once, at the trace's mean rate, as a real device's
@@ -408,34 +408,6 @@ fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) -> Lin
             },
         },
     }
-}
-
-/// Fewest-hop path over directed links (ties: links in file order), as link indices.
-fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>> {
-    let mut prev: std::collections::BTreeMap<&str, Option<usize>> = [(from, None)].into();
-    let mut frontier = vec![from];
-    while !frontier.is_empty() && !prev.contains_key(to) {
-        let mut next = Vec::new();
-        for node in frontier {
-            for (i, l) in links.iter().enumerate() {
-                if l.from == node && !prev.contains_key(l.to.as_str()) {
-                    prev.insert(&l.to, Some(i));
-                    next.push(l.to.as_str());
-                }
-            }
-        }
-        frontier = next;
-    }
-    let mut path = Vec::new();
-    let mut node = to;
-    while let Some(Some(i)) = prev.get(node) {
-        path.push(*i as LinkId);
-        node = &links[*i].from;
-    }
-    (prev.contains_key(to) && node == from && from != to).then(|| {
-        path.reverse();
-        path
-    })
 }
 
 /// RFC 8888 feedback interval for a user-defined controller that asks for it: as often as
@@ -816,17 +788,10 @@ fn build_world(
     let mut setups = Vec::new();
     for (i, c) in spec.calls.iter().enumerate() {
         let call = i as u32;
-        let err = |m: String| ScenarioError {
-            origin: origin.clone(),
-            field: Some(format!("calls.{i}")),
-            line: None,
-            message: m,
-        };
-        let fwd = find_path(&spec.links, &c.from, &c.to)
-            .ok_or_else(|| err(format!("no links lead from {:?} to {:?}", c.from, c.to)))?;
-        let bwd = find_path(&spec.links, &c.to, &c.from)
-            .ok_or_else(|| err(format!("no links lead back from {:?} to {:?} for feedback", c.to, c.from)))?;
-        let name = c.name.clone().unwrap_or_else(|| format!("call{i}"));
+        // Routes were checked when the scenario was loaded.
+        let fwd = find_path(&spec.links, &c.from, &c.to).expect("validated: a forward route");
+        let bwd = find_path(&spec.links, &c.to, &c.from).expect("validated: a backward route");
+        let name = c.name_or_default(i);
         let forward_route = routes.len() as RouteId;
         let (a, b) = (nodes_of_from[i], nodes_of_to[i]);
         routes.push(Route { links: fwd.clone(), dest: Endpoint::Receiver(call), src_node: a, dst_node: b });
@@ -845,12 +810,17 @@ fn build_world(
             });
             id
         };
-        let video_on = c.video.as_ref().is_none_or(|v| v.enabled);
-        let audio_on = c.audio.as_ref().is_none_or(|a| a.enabled);
-        let video_flow = video_on.then(|| add_flow("video", "video", &fwd));
-        let audio_flow = audio_on.then(|| add_flow("audio", "audio", &fwd));
-        let rtcp_rx_flow = add_flow("rtcp", "rtcp-rx", &bwd);
-        let rtcp_tx_flow = add_flow("rtcp", "rtcp-tx", &fwd);
+        let (mut video_flow, mut audio_flow, mut rtcp_rx_flow, mut rtcp_tx_flow) = (None, None, 0, 0);
+        for (kind, suffix, forward) in c.flows() {
+            let id = add_flow(kind, suffix, if forward { &fwd } else { &bwd });
+            match suffix {
+                "video" => video_flow = Some(id),
+                "audio" => audio_flow = Some(id),
+                "rtcp-rx" => rtcp_rx_flow = id,
+                _ => rtcp_tx_flow = id,
+            }
+        }
+        let video_on = video_flow.is_some();
         let plumbing = CallPlumbing {
             call,
             video_flow,
@@ -899,23 +869,20 @@ fn build_world(
         routes.push(Route { links: path, dest, src_node, dst_node });
         (routes.len() - 1) as RouteId
     };
-    let path_between = |what: String, from: &str, to: &str| {
-        find_path(&spec.links, from, to).ok_or_else(|| {
-            ScenarioError::new(&origin, Some(what), format!("no links lead from {from:?} to {to:?}"))
-        })
-    };
+    // Routes were checked when the scenario was loaded.
+    let path_between = |from: &str, to: &str| find_path(&spec.links, from, to).expect("validated: a route");
 
     let mut tcp_sources = Vec::new();
     let mut tcp_sinks = Vec::new();
     let mut tsq_flows = Vec::new();
     for (i, t) in spec.tcp.iter().enumerate() {
-        let fwd = path_between(format!("tcp.{i}"), &t.from, &t.to)?;
-        let bwd = path_between(format!("tcp.{i}"), &t.to, &t.from)?;
+        let fwd = path_between(&t.from, &t.to);
+        let bwd = path_between(&t.to, &t.from);
         let ends = (node(&t.from), node(&t.to));
         let count = t.count.unwrap_or(1);
-        let group = t.name.clone().unwrap_or_else(|| format!("tcp{i}"));
+        let group = t.group_name(i);
         for k in 0..count {
-            let name = if count == 1 { group.clone() } else { format!("{group}.{k}") };
+            let name = t.flow_name(i, k);
             let index = tcp_sources.len() as u32;
             let data = flow_meta(name.clone(), "tcp", &fwd);
             let ack = flow_meta(format!("{name}.ack"), "tcp_ack", &bwd);
@@ -933,8 +900,8 @@ fn build_world(
 
     let mut cbrs = Vec::new();
     for (i, c) in spec.cbr.iter().enumerate() {
-        let fwd = path_between(format!("cbr.{i}"), &c.from, &c.to)?;
-        let name = c.name.clone().unwrap_or_else(|| format!("cbr{i}"));
+        let fwd = path_between(&c.from, &c.to);
+        let name = c.name_or_default(i);
         let flow = flow_meta(name, "cbr", &fwd);
         let route = route_to(fwd, Endpoint::Sink, (node(&c.from), node(&c.to)));
         let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);

@@ -111,7 +111,8 @@ fn cbr_below_capacity_sees_exactly_propagation_plus_serialisation() {
     let text = cbr_scenario(
         "10s",
         r#"delay = "40ms"
-capacity = "3Mbps""#,
+capacity = "3Mbps"
+queue = { size = "unlimited" }"#,
         r#"delay = "40ms""#,
         ("800kbps", "10ms"),
         NO_REPORTS,
@@ -153,6 +154,7 @@ from = "A"
 to = "M"
 delay = "10ms"
 capacity = "2Mbps"
+queue = { size = "unlimited" }
 
 [[links]]
 name = "b"
@@ -160,6 +162,7 @@ from = "M"
 to = "B"
 delay = "20ms"
 capacity = "1Mbps"
+queue = { size = "unlimited" }
 
 [[links]]
 name = "back"
@@ -364,6 +367,7 @@ fn jitter_never_reorders_and_spaces_arrivals_by_serialisation() {
         "20s",
         r#"delay = "50ms"
 capacity = "2Mbps"
+queue = { size = "unlimited" }
 jitter = { model = "nr-rbpdv", std = "20ms", n_std = 3 }"#,
         r#"delay = "50ms""#,
         ("800kbps", "10ms"),

@@ -52,6 +52,8 @@ schedule = [
   { at = "25s", capacity = "800kbps" },
   { at = "45s", capacity = "100kbps" },
 ]
+# Unbounded, as upstream's emulator.
+queue = { size = "unlimited" }
 
 [[links]]
 name = "backward"

@@ -27,6 +27,8 @@ from rtcbench import plots
 from rtcbench.metrics import Tables, packet_delays
 from rtcbench.plots import BoxPanel, Rendered
 from rtcbench.report.runs import Problem
+from rtcbench.workers import init_worker
+from rtcbench.workers import stop as stop_workers
 
 __all__ = [
     "BoxTask",
@@ -181,7 +183,10 @@ def draw_all(
         saved = os.environ.get("POLARS_MAX_THREADS")
         os.environ["POLARS_MAX_THREADS"] = "1"
         try:
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            pool = ProcessPoolExecutor(
+                max_workers=jobs, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
+            )
+            try:
                 # Longest first, so that no long figure starts last while the other workers idle.
                 pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
                     pool.submit(draw, t) for t in sorted(tasks, key=_cost, reverse=True)
@@ -190,6 +195,11 @@ def draw_all(
                     finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         done(*fut.result())
+            except BaseException:
+                # An interrupt, or a figure that failed: the workers stop and die now.
+                stop_workers(pool)
+                raise
+            pool.shutdown()
         finally:
             if saved is None:
                 os.environ.pop("POLARS_MAX_THREADS", None)

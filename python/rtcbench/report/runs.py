@@ -9,14 +9,13 @@ needed the missing part, and says so.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rtcbench.metrics import MEDIA_KINDS, VIDEO
-from rtcbench.results import RUN_FILES, run_folders
+from rtcbench.results import RUN_FILES, InputError, read_summary, run_folders
 
 __all__ = [
     "EXPECTED_FILES",
@@ -30,6 +29,8 @@ __all__ = [
 ]
 
 TIMESERIES = "timeseries.parquet"
+_REPORTED_KEYS = ("scenario", "controller", "seed", "flows", "phases", "meta")
+"""What the report needs of a summary (older runs lack the sharing keys; the report says so)."""
 EXPECTED_FILES = RUN_FILES
 """What every run folder holds (figures aside): `results.RUN_FILES`."""
 
@@ -131,17 +132,9 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
                 )
                 continue
             try:
-                summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-                for key in ("scenario", "controller", "seed", "flows", "phases", "meta"):
-                    if key not in summary:
-                        raise ValueError(f"no {key!r} key")
-            except (OSError, ValueError) as e:
-                problems.append(
-                    Problem(
-                        str(folder / "summary.json"),
-                        f"unreadable ({e}); the run is left out of the report",
-                    )
-                )
+                summary = read_summary(folder, required=_REPORTED_KEYS)
+            except InputError as e:
+                problems.append(Problem(str(folder), f"{e}; the run is left out of the report"))
                 continue
             if missing:
                 problems.append(

@@ -4,6 +4,8 @@
 //! also reads the capacity traces the scenario names ([`traces`]).
 
 pub mod builtin;
+pub mod limits;
+mod locate;
 mod param;
 pub mod schema;
 mod traces;
@@ -11,6 +13,7 @@ mod traces;
 use std::fmt;
 use std::sync::Arc;
 
+use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::de::DeserializeOwned;
 
 use crate::link::capacity_trace::CapacityTrace;
@@ -26,6 +29,9 @@ pub struct ScenarioError {
     /// 1-based line in the file, when the error points at text.
     pub line: Option<usize>,
     pub message: String,
+    /// Other fields the error is about (a call's start and the run's duration): a `--set` of any
+    /// of them is named as the cause.
+    pub related: Vec<String>,
 }
 
 impl fmt::Display for ScenarioError {
@@ -43,7 +49,13 @@ impl fmt::Display for ScenarioError {
 
 impl ScenarioError {
     pub(crate) fn new(origin: &str, field: Option<String>, message: impl Into<String>) -> Self {
-        Self { origin: origin.to_string(), field, line: None, message: message.into() }
+        Self { origin: origin.to_string(), field, line: None, message: message.into(), related: Vec::new() }
+    }
+
+    /// The error is also about `field`.
+    pub(crate) fn about(mut self, field: &str) -> Self {
+        self.related.push(field.to_string());
+        self
     }
 }
 
@@ -86,6 +98,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ScenarioSpec, ScenarioError> {
         field: None,
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().trim().to_string(),
+        related: Vec::new(),
     })?;
     serde_path_to_error::deserialize::<_, ScenarioSpec>(de).map_err(|e| {
         let path = e.path().to_string();
@@ -95,6 +108,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ScenarioSpec, ScenarioError> {
             field: (path != ".").then_some(path),
             line: inner.span().map(|s| line_of(text, s.start)),
             message: inner.message().trim().to_string(),
+            related: Vec::new(),
         }
     })
 }
@@ -113,6 +127,7 @@ pub fn apply_overrides(text: &str, origin: &str, sets: &[String]) -> Result<Stri
         field: None,
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().trim().to_string(),
+        related: Vec::new(),
     })?;
     for set in sets {
         let err = |m: String| ScenarioError::new(origin, Some(format!("--set {set}")), m);
@@ -204,10 +219,35 @@ fn set_in_table(
 /// find trace files given relative to it: a file path, or `builtin:<path>` for a built-in
 /// scenario (other text, e.g. "resolved scenario", finds relative traces from the working
 /// directory).
+///
+/// An error names the line of the field it is about, or the `--set` that gave the field its value.
 pub fn load(text: &str, origin: &str, sets: &[String]) -> Result<Vec<Scenario>, ScenarioError> {
-    let text = apply_overrides(text, origin, sets)?;
-    let spec = parse(&text, origin)?;
-    expand(spec, origin)
+    let edited = apply_overrides(text, origin, sets)?;
+    parse(&edited, origin)
+        .and_then(|spec| expand(spec, origin))
+        .map_err(|e| place(e, origin, text, &edited, sets))
+}
+
+/// Points an error about the scenario text from `origin` at what caused it: the `--set` that set
+/// its field (the field then goes in the message), else the field's line in the file. (An error
+/// in a capacity trace file names that file and its own line.)
+fn place(mut e: ScenarioError, origin: &str, text: &str, edited: &str, sets: &[String]) -> ScenarioError {
+    let Some(field) = e.field.clone() else { return e };
+    if field.starts_with("--set ") || e.origin != origin {
+        return e;
+    }
+    let culprit = sets.iter().rev().find(|set| {
+        let path = set.split_once('=').map_or(set.as_str(), |(p, _)| p);
+        std::iter::once(&field).chain(&e.related).any(|f| locate::set_by(edited, path, f))
+    });
+    if let Some(set) = culprit {
+        e.field = Some(format!("--set {set}"));
+        e.message = format!("{field}: {}", e.message);
+        e.line = None;
+    } else if e.line.is_none() {
+        e.line = locate::line_of(text, &field);
+    }
+    e
 }
 
 /// What a parameter holds before expansion.
@@ -542,15 +582,106 @@ fn param_label(v: &toml::Value) -> String {
     param::label_of(v)
 }
 
-/// Checks what the schema cannot: consistency between fields.
+/// Fewest-hop path over directed links (ties: links in file order), as link indices.
+pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::packet::LinkId>> {
+    let mut prev: std::collections::BTreeMap<&str, Option<usize>> = [(from, None)].into();
+    let mut frontier = vec![from];
+    while !frontier.is_empty() && !prev.contains_key(to) {
+        let mut next = Vec::new();
+        for node in frontier {
+            for (i, l) in links.iter().enumerate() {
+                if l.from == node && !prev.contains_key(l.to.as_str()) {
+                    prev.insert(&l.to, Some(i));
+                    next.push(l.to.as_str());
+                }
+            }
+        }
+        frontier = next;
+    }
+    let mut path = Vec::new();
+    let mut node = to;
+    while let Some(Some(i)) = prev.get(node) {
+        path.push(*i as crate::packet::LinkId);
+        node = &links[*i].from;
+    }
+    (prev.contains_key(to) && node == from && from != to).then(|| {
+        path.reverse();
+        path
+    })
+}
+
+/// `Err` naming `field` unless `lo <= v <= hi`; `what` says what the value is, for the message.
+fn within<T: PartialOrd + std::fmt::Display>(
+    origin: &str,
+    field: impl Into<String>,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<(), ScenarioError> {
+    if v < lo || v > hi {
+        return Err(ScenarioError::new(
+            origin,
+            Some(field.into()),
+            format!("{v} is out of range (allowed: {lo} to {hi})"),
+        ));
+    }
+    Ok(())
+}
+
+/// The names of every flow the scenario makes, in the trace's order, with the field that names
+/// each (flows of one `[[tcp]]` group share its field).
+fn flow_names(s: &ScenarioSpec) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, c) in s.calls.iter().enumerate() {
+        let name = c.name_or_default(i);
+        for (_, suffix, _) in c.flows() {
+            out.push((format!("{name}.{suffix}"), format!("calls.{i}.name")));
+        }
+    }
+    for (i, t) in s.tcp.iter().enumerate() {
+        for k in 0..t.count.unwrap_or(1) {
+            let name = t.flow_name(i, k);
+            out.push((format!("{name}.ack"), format!("tcp.{i}.name")));
+            out.push((name, format!("tcp.{i}.name")));
+        }
+    }
+    for (i, c) in s.cbr.iter().enumerate() {
+        out.push((c.name_or_default(i), format!("cbr.{i}.name")));
+    }
+    for l in &s.links {
+        if l.mechanism.as_ref().is_some_and(|m| *m.get() == CapacityMechanism::UdpBackground) {
+            out.push((format!("{}.udp-background", l.name), format!("links.{}.mechanism", l.name)));
+        }
+    }
+    out
+}
+
+/// Checks the limits of `limits` and what the schema cannot: consistency between fields.
 fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
+    use limits::*;
     let err = |field: String, m: String| Err(ScenarioError::new(origin, Some(field), m));
+    if let Some(m) = id_error(&s.id) {
+        return err("id".into(), m);
+    }
     let duration = *s.duration.get();
     if duration.as_micros() <= 0 {
         return err("duration".into(), "must be positive".into());
     }
+    within(origin, "duration", duration, Duration::from_micros(1), MAX_DURATION)?;
+    let starts_in_run = |field: String, start: Option<Duration>| match start {
+        Some(t) if t >= duration => Err(ScenarioError::new(
+            origin,
+            Some(field),
+            format!("{t} is not before the end of the run ({duration}): the flow would never start"),
+        )
+        .about("duration")),
+        _ => Ok(()),
+    };
     if s.links.is_empty() {
         return err("links".into(), "a scenario needs at least one link".into());
+    }
+    if s.links.len() > MAX_LINKS {
+        return err("links".into(), format!("{} links; at most {MAX_LINKS}", s.links.len()));
     }
     for (i, l) in s.links.iter().enumerate() {
         let p = format!("links.{}", l.name);
@@ -563,6 +694,48 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         if l.capacity.is_some() && l.schedule.is_some() {
             return err(p, "give either `capacity` or `schedule`, not both".into());
         }
+        if let Some(d) = &l.delay {
+            within(origin, format!("{p}.delay"), *d.get(), Duration::ZERO, MAX_DELAY)?;
+        }
+        for (name, rate) in [
+            ("capacity", &l.capacity),
+            ("reference_capacity", &l.reference_capacity),
+            ("physical_capacity", &l.physical_capacity),
+        ] {
+            if let Some(r) = rate {
+                within(origin, format!("{p}.{name}"), *r.get(), Bitrate::bps(1), MAX_RATE)?;
+            }
+        }
+        let limited = l.capacity.is_some()
+            || l.schedule.is_some()
+            || l.capacity_trace.is_some()
+            || l.physical_capacity.is_some();
+        if limited && l.queue.is_none() {
+            return err(
+                format!("{p}.queue"),
+                "a link with a capacity needs a queue size, e.g. queue = { size = \"300ms\" } (RFC 8867 §4.2) \
+                 or { size = \"60KB\" }; a buffer without limit grows without bound, write size = \"unlimited\" \
+                 if that is what you want"
+                    .into(),
+            );
+        }
+        if let Some(q) = &l.queue {
+            let qp = format!("{p}.queue");
+            match *q.size.get() {
+                QueueSize::Time(t) => {
+                    within(origin, format!("{qp}.size"), t, Duration::from_micros(1), MAX_QUEUE_TIME)?
+                }
+                QueueSize::Bytes(b) => {
+                    within(origin, format!("{qp}.size"), b, MIN_QUEUE_BYTES, MAX_QUEUE_BYTES)?
+                }
+                QueueSize::Unlimited => {}
+            }
+            for (name, t) in [("target", q.target), ("interval", q.interval), ("threshold", q.threshold)] {
+                if let Some(t) = t {
+                    within(origin, format!("{qp}.{name}"), t, Duration::from_micros(1), MAX_AQM_TIME)?;
+                }
+            }
+        }
         if let Some(t) = &l.capacity_trace {
             validate_capacity_trace(l, t, &p, origin)?;
         }
@@ -570,30 +743,54 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             if steps.is_empty() {
                 return err(format!("{p}.schedule"), "a schedule needs at least one step".into());
             }
+            if steps.len() > MAX_SCHEDULE_STEPS {
+                return err(
+                    format!("{p}.schedule"),
+                    format!("{} steps; at most {MAX_SCHEDULE_STEPS}", steps.len()),
+                );
+            }
+            if steps[0].at != Duration::ZERO {
+                return err(
+                    format!("{p}.schedule[0].at"),
+                    format!("the first step is at {}; a schedule starts at 0s (the capacity before it would be undefined)", steps[0].at),
+                );
+            }
             for (k, st) in steps.iter().enumerate() {
                 let sp = format!("{p}.schedule[{k}]");
                 if k > 0 && st.at <= steps[k - 1].at {
                     return err(sp, "steps must be in increasing `at` order".into());
                 }
+                if let Some(c) = &st.capacity {
+                    within(origin, format!("{sp}.capacity"), *c.get(), Bitrate::ZERO, MAX_RATE)?;
+                }
                 // A step at or after the end never applies; allowed so that `--set duration=…` can
                 // shorten a scenario without editing its schedule.
                 match (&st.capacity, st.ratio) {
                     (Some(_), None) => {}
-                    (None, Some(r)) if r >= 0.0 && r.is_finite() => {
+                    (None, Some(r)) if (0.0..=1000.0).contains(&r) => {
                         if l.reference_capacity.is_none() {
                             return err(sp, "`ratio` needs the link's `reference_capacity`".into());
                         }
                     }
-                    (None, Some(_)) => return err(sp, "`ratio` must be a non-negative number".into()),
+                    (None, Some(r)) => {
+                        return err(
+                            format!("{sp}.ratio"),
+                            format!("{r} is out of range (allowed: 0 to 1000)"),
+                        )
+                    }
                     _ => return err(sp, "each step gives exactly one of `capacity` or `ratio`".into()),
                 }
             }
         }
         if let Some(j) = &l.jitter {
             let n = j.n_std.as_ref().map_or(3.0, |n| *n.get());
-            if !(n > 0.0 && n.is_finite()) {
-                return err(format!("{p}.jitter.n_std"), "must be a positive number".into());
+            if !(n > 0.0 && n <= MAX_JITTER_N_STD) {
+                return err(
+                    format!("{p}.jitter.n_std"),
+                    format!("{n} is out of range (allowed: above 0, up to {MAX_JITTER_N_STD})"),
+                );
             }
+            within(origin, format!("{p}.jitter.std"), *j.std.get(), Duration::ZERO, MAX_JITTER_STD)?;
         }
         if l.mechanism.as_ref().is_some_and(|m| *m.get() == CapacityMechanism::UdpBackground) {
             validate_udp_background(l, &p, origin)?;
@@ -622,6 +819,16 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
     if s.calls.is_empty() && s.tcp.is_empty() && s.cbr.is_empty() {
         return err("calls".into(), "a scenario needs at least one call, TCP or CBR flow".into());
     }
+    if s.calls.len() > MAX_CALLS {
+        return err("calls".into(), format!("{} calls; at most {MAX_CALLS}", s.calls.len()));
+    }
+    if s.cbr.len() > MAX_CBR_FLOWS {
+        return err("cbr".into(), format!("{} CBR flows; at most {MAX_CBR_FLOWS}", s.cbr.len()));
+    }
+    let tcp_flows: u64 = s.tcp.iter().map(|t| u64::from(t.count.unwrap_or(1))).sum();
+    if tcp_flows > MAX_TCP_FLOWS {
+        return err("tcp".into(), format!("{tcp_flows} TCP flows in all; at most {MAX_TCP_FLOWS}"));
+    }
     let nodes: Vec<&str> = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).collect();
     for (i, c) in s.calls.iter().enumerate() {
         let p = format!("calls.{i}");
@@ -635,12 +842,26 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 return err(format!("{p}.stop"), "must be after `start`".into());
             }
         }
+        starts_in_run(format!("{p}.start"), c.start)?;
         if let Some(v) = &c.video {
             let get = |x: &Option<Param<rtcbench_units::Bitrate>>| x.as_ref().map(|p| *p.get());
-            let (min, max, start) = (get(&v.min), get(&v.max), get(&v.start));
-            if let (Some(min), Some(max)) = (min, max) {
-                if min > max {
-                    return err(format!("{p}.video"), format!("min ({min}) is above max ({max})"));
+            for (name, rate) in [("min", get(&v.min)), ("max", get(&v.max)), ("start", get(&v.start))] {
+                if let Some(r) = rate {
+                    within(origin, format!("{p}.video.{name}"), r, Bitrate::bps(1), MAX_RATE)?;
+                }
+            }
+            // RFC 8867 §4.3's defaults apply to what is not given (world.rs).
+            let min = get(&v.min).unwrap_or(Bitrate::kbps(150));
+            let max = get(&v.max).unwrap_or(Bitrate::kbps(1500));
+            if min > max {
+                return err(format!("{p}.video.max"), format!("max ({max}) is below min ({min})"));
+            }
+            if let Some(start) = get(&v.start) {
+                if start > max {
+                    return err(format!("{p}.video.start"), format!("start ({start}) is above max ({max})"));
+                }
+                if start < min {
+                    return err(format!("{p}.video.start"), format!("start ({start}) is below min ({min})"));
                 }
             }
             if let Some(fps) = v.fps {
@@ -648,7 +869,37 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                     return err(format!("{p}.video.fps"), "must be in (0, 240]".into());
                 }
             }
-            let _ = start;
+        }
+        if let Some(a) = &c.audio {
+            if let Some(r) = a.rate {
+                within(origin, format!("{p}.audio.rate"), r, Bitrate::bps(1), MAX_AUDIO_RATE)?;
+            }
+            if let Some(t) = a.packet_interval {
+                within(
+                    origin,
+                    format!("{p}.audio.packet_interval"),
+                    t,
+                    MIN_AUDIO_INTERVAL,
+                    MAX_AUDIO_INTERVAL,
+                )?;
+            }
+        }
+        if let Some(f) = &c.feedback {
+            for (name, t) in [
+                ("twcc_interval", f.twcc_interval),
+                ("ccfb_interval", f.ccfb_interval),
+                ("report_interval", f.report_interval),
+            ] {
+                if let Some(t) = t {
+                    within(
+                        origin,
+                        format!("{p}.feedback.{name}"),
+                        t,
+                        MIN_FEEDBACK_INTERVAL,
+                        MAX_FEEDBACK_INTERVAL,
+                    )?;
+                }
+            }
         }
         for (k, pause) in c.pause.iter().enumerate() {
             let pp = format!("{p}.pause[{k}]");
@@ -688,16 +939,26 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
     for (i, t) in s.tcp.iter().enumerate() {
         let p = format!("tcp.{i}");
         endpoints(&p, &t.from, &t.to, t.start, t.stop)?;
+        starts_in_run(format!("{p}.start"), t.start)?;
         let count = t.count.unwrap_or(1);
         if count == 0 {
             return err(format!("{p}.count"), "must be at least 1".into());
         }
-        if let Some(WorkloadSpec::Short { size_min, size_max, files, initially_on, .. }) = &t.workload {
+        if let Some(WorkloadSpec::Short { size_min, size_max, files, initially_on, idle_mean }) = &t.workload
+        {
             if size_min > size_max || size_min.as_bytes() == 0 {
                 return err(format!("{p}.workload"), "needs 0 < size_min <= size_max".into());
             }
-            if files == &Some(0) {
-                return err(format!("{p}.workload.files"), "must be at least 1".into());
+            within(origin, format!("{p}.workload.size_max"), *size_max, DataSize::bytes(1), MAX_FILE_SIZE)?;
+            within(
+                origin,
+                format!("{p}.workload.idle_mean"),
+                *idle_mean,
+                Duration::from_micros(1),
+                MAX_IDLE_MEAN,
+            )?;
+            if let Some(n) = files {
+                within(origin, format!("{p}.workload.files"), *n, 1, MAX_FILES)?;
             }
             if initially_on.is_some_and(|n| n > count) {
                 return err(format!("{p}.workload.initially_on"), format!("must be at most count ({count})"));
@@ -707,12 +968,40 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
     for (i, c) in s.cbr.iter().enumerate() {
         let p = format!("cbr.{i}");
         endpoints(&p, &c.from, &c.to, c.start, c.stop)?;
+        starts_in_run(format!("{p}.start"), c.start)?;
+        within(origin, format!("{p}.rate"), *c.rate.get(), Bitrate::bps(1), MAX_RATE)?;
         if c.packet_size.is_some_and(|b| b.as_bytes() < 28 || b.as_bytes() > 1500) {
             return err(
                 format!("{p}.packet_size"),
                 "must be 28 to 1500 bytes (IPv4 + UDP headers to the MTU)".into(),
             );
         }
+    }
+    let names = flow_names(s);
+    for (k, (name, field)) in names.iter().enumerate() {
+        if let Some((_, first)) = names[..k].iter().find(|(n, _)| n == name) {
+            return err(
+                field.clone(),
+                format!("makes a flow named {name:?}, as {first} does: flow names must differ (give `name`)"),
+            );
+        }
+    }
+    let route = |field: String, from: &str, to: &str, what: &str| {
+        if find_path(&s.links, from, to).is_none() {
+            return err(field, format!("no links lead from {from:?} to {to:?} ({what})"));
+        }
+        Ok(())
+    };
+    for (i, c) in s.calls.iter().enumerate() {
+        route(format!("calls.{i}.to"), &c.from, &c.to, "the media")?;
+        route(format!("calls.{i}.from"), &c.to, &c.from, "the feedback")?;
+    }
+    for (i, t) in s.tcp.iter().enumerate() {
+        route(format!("tcp.{i}.to"), &t.from, &t.to, "the data")?;
+        route(format!("tcp.{i}.from"), &t.to, &t.from, "the acknowledgements")?;
+    }
+    for (i, c) in s.cbr.iter().enumerate() {
+        route(format!("cbr.{i}.to"), &c.from, &c.to, "the packets")?;
     }
     Ok(())
 }
@@ -729,6 +1018,7 @@ name = "fwd"
 from = "A"
 to = "B"
 capacity = "1Mbps"
+queue = { size = "100ms" }
 [[links]]
 name = "bwd"
 from = "B"
@@ -817,7 +1107,8 @@ to = "B"
         assert!(e.message.contains("unknown field `capacty`") && e.message.contains("capacity"), "{e}");
         assert_eq!(e.line, Some(8));
 
-        let kind = MINIMAL.replace("capacity = \"1Mbps\"", "queue = { kind = \"red\", size = \"1s\" }");
+        let kind =
+            MINIMAL.replace("queue = { size = \"100ms\" }", "queue = { kind = \"red\", size = \"1s\" }");
         let e = load(&kind, "my.toml", &[]).unwrap_err();
         assert!(e.message.contains("droptail"), "{e}");
 
@@ -1010,8 +1301,8 @@ rate = "500kbps"
         format!(
             "{}{CROSS}{extra}",
             with_call_extras.replace(
-                "capacity = \"1Mbps\"",
-                "capacity = \"1Mbps\"\nqueue = { kind = \"fq-codel\", size = \"100ms\", ecn = true }"
+                "queue = { size = \"100ms\" }",
+                "queue = { kind = \"fq-codel\", size = \"100ms\", ecn = true }"
             )
         )
     }
@@ -1041,9 +1332,17 @@ rate = "500kbps"
             ("cbr.0.packet_size=\"9KB\"", "cbr.0.packet_size", "1500"),
         ];
         for (set, field, message) in cases {
+            // The error names the override that caused it, and the field in its message.
             let e = load(&cross(""), "x", &[set.to_string()]).unwrap_err();
-            assert_eq!(e.field.as_deref(), Some(field), "{set}: {e}");
-            assert!(e.message.contains(message), "{set}: {e}");
+            assert_eq!(e.field, Some(format!("--set {set}")), "{set}: {e}");
+            assert!(
+                e.message.starts_with(&format!("{field}: ")) && e.message.contains(message),
+                "{set}: {e}"
+            );
+            assert_eq!(e.line, None, "{set}: not a line of the file");
+            // The same mistake written in the file names its line.
+            let (path, value) = set.split_once('=').unwrap();
+            let _ = (path, value);
         }
         let e = load(&cross(""), "x", &["links.fwd.queue.kind=red".to_string()]).unwrap_err();
         assert!(e.message.contains("fq-codel") && e.message.contains("pie"), "{e}");

@@ -228,22 +228,32 @@ impl QueueKind {
     }
 }
 
-/// A queue size in bytes ("60KB") or in drain time at the current capacity ("300ms").
+/// A queue size in bytes ("60KB") or in drain time at the current capacity ("300ms"), or
+/// "unlimited": an explicit choice, since a queue without limit in front of a busy link grows
+/// (and takes memory) without bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueSize {
     Bytes(DataSize),
     Time(Duration),
+    Unlimited,
 }
+
+/// How an unlimited queue is written.
+const UNLIMITED: &str = "unlimited";
 
 impl<'de> Deserialize<'de> for QueueSize {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
+        if text.trim() == UNLIMITED {
+            return Ok(Self::Unlimited);
+        }
         if let Ok(t) = text.parse::<Duration>() {
             return Ok(Self::Time(t));
         }
         text.parse::<DataSize>().map(Self::Bytes).map_err(|_| {
             serde::de::Error::custom(format!(
-                "cannot read {text:?} as a queue size: expected a drain time (\"300ms\") or bytes (\"60KB\")"
+                "cannot read {text:?} as a queue size: expected a drain time (\"300ms\"), bytes (\"60KB\") \
+                 or \"unlimited\""
             ))
         })
     }
@@ -254,6 +264,7 @@ impl Serialize for QueueSize {
         match self {
             Self::Bytes(b) => b.serialize(s),
             Self::Time(t) => t.serialize(s),
+            Self::Unlimited => UNLIMITED.serialize(s),
         }
     }
 }
@@ -353,6 +364,30 @@ pub struct CallSpec {
     pub ecn: Option<EcnCodepoint>,
 }
 
+impl CallSpec {
+    /// The call's name: `name`, or `call<i>` for the `i`-th call.
+    pub fn name_or_default(&self, i: usize) -> String {
+        self.name.clone().unwrap_or_else(|| format!("call{i}"))
+    }
+
+    /// The call's flows (kind, name suffix, whether it goes forward): video and audio if
+    /// enabled, then the receiver's and the sender's RTCP. The trace names them `<call>.<suffix>`.
+    pub fn flows(&self) -> Vec<(&'static str, &'static str, bool)> {
+        let video = self.video.as_ref().is_none_or(|v| v.enabled);
+        let audio = self.audio.as_ref().is_none_or(|a| a.enabled);
+        let mut out = Vec::with_capacity(4);
+        if video {
+            out.push(("video", "video", true));
+        }
+        if audio {
+            out.push(("audio", "audio", true));
+        }
+        out.push(("rtcp", "rtcp-rx", false));
+        out.push(("rtcp", "rtcp-tx", true));
+        out
+    }
+}
+
 /// A pause of a call's media, from `from` until `to`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -416,6 +451,24 @@ pub struct TcpSpec {
     pub small_queues: Option<bool>,
 }
 
+impl TcpSpec {
+    /// The name of the group: `name`, or `tcp<i>` for the `i`-th `[[tcp]]`.
+    pub fn group_name(&self, i: usize) -> String {
+        self.name.clone().unwrap_or_else(|| format!("tcp{i}"))
+    }
+
+    /// The name of flow `k` of the group (the group's name when it has one flow); its ACKs are
+    /// `<name>.ack`.
+    pub fn flow_name(&self, i: usize, k: u32) -> String {
+        let group = self.group_name(i);
+        if self.count.unwrap_or(1) == 1 {
+            group
+        } else {
+            format!("{group}.{k}")
+        }
+    }
+}
+
 /// A TCP flow's application.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
@@ -452,6 +505,13 @@ pub struct CbrSpec {
     pub start: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Duration>,
+}
+
+impl CbrSpec {
+    /// The flow's name: `name`, or `cbr<i>` for the `i`-th `[[cbr]]`.
+    pub fn name_or_default(&self, i: usize) -> String {
+        self.name.clone().unwrap_or_else(|| format!("cbr{i}"))
+    }
 }
 
 /// The video source (RFC 8593 statistical model). Defaults: RFC 8867 §4.3.

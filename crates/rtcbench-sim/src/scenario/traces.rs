@@ -138,6 +138,7 @@ impl TraceCache {
                         field: e.field,
                         line: e.line,
                         message: format!("{} ({field} in {origin})", e.message),
+                        related: Vec::new(),
                     })?);
                     self.0.insert(key, trace.clone());
                     trace
