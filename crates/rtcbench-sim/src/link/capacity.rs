@@ -5,19 +5,27 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
 /// Capacity over time: `steps[i]` holds from its instant until the next step. `None` means no
 /// capacity restriction (a packet is serialised in no time).
+///
+/// A periodic schedule (a looping capacity trace) keeps one round of steps and repeats it every
+/// `period`, so it takes memory for its steps, however long the run; equal neighbouring steps,
+/// across the end of a round too, are one step (no change).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CapacitySchedule {
     steps: Vec<(Instant, Option<Bitrate>)>,
+    /// With a period, `steps` is one round, from 0 to before `period`.
+    period: Option<Duration>,
+    /// Steps from this instant on are never reached (the run's end); `min_rate` ignores them.
+    horizon: Instant,
 }
 
 impl CapacitySchedule {
     /// A link without a capacity restriction.
     pub fn unlimited() -> Self {
-        Self { steps: vec![(Instant::ZERO, None)] }
+        Self::from_steps(vec![(Instant::ZERO, None)])
     }
 
     pub fn constant(rate: Bitrate) -> Self {
-        Self { steps: vec![(Instant::ZERO, Some(rate))] }
+        Self::from_steps(vec![(Instant::ZERO, Some(rate))])
     }
 
     /// Steps sorted by time; the first applies from time zero whatever its instant says.
@@ -27,30 +35,84 @@ impl CapacitySchedule {
             return Self::unlimited();
         }
         steps[0].0 = Instant::ZERO;
-        Self { steps }
+        Self { steps, period: None, horizon: Instant::FAR_FUTURE }
     }
 
+    /// `steps` (offsets in [0, `period`), the first 0) repeated every `period` from time zero,
+    /// as far as `horizon`. Equal neighbours merge.
+    ///
+    /// # Panics
+    /// If the steps are empty, unordered, do not start at 0 or reach the period.
+    pub fn periodic(steps: Vec<(Duration, Option<Bitrate>)>, period: Duration, horizon: Instant) -> Self {
+        assert!(steps.first().is_some_and(|s| s.0 == Duration::ZERO), "a round starts at 0");
+        assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "steps are ordered");
+        assert!(steps.last().is_some_and(|s| s.0 < period), "steps lie within the period");
+        let mut merged: Vec<(Instant, Option<Bitrate>)> = Vec::with_capacity(steps.len());
+        for (at, rate) in steps {
+            if merged.last().is_none_or(|s| s.1 != rate) {
+                merged.push((Instant::ZERO + at, rate));
+            }
+        }
+        Self { steps: merged, period: Some(period), horizon }
+    }
+
+    /// The steps of the schedule (of one round, for a periodic one).
     pub fn steps(&self) -> &[(Instant, Option<Bitrate>)] {
         &self.steps
     }
 
-    fn index_at(&self, t: Instant) -> usize {
-        self.steps.partition_point(|s| s.0 <= t).saturating_sub(1)
+    /// The start of the round that holds `t`, and the index of the step in force at `t`. A
+    /// periodic schedule stops changing at its horizon: its last step before it holds on.
+    fn locate(&self, t: Instant) -> (Instant, usize) {
+        let t = match self.period {
+            Some(_) if t >= self.horizon && self.horizon > Instant::ZERO => {
+                self.horizon - Duration::from_micros(1)
+            }
+            _ => t,
+        };
+        let base = match self.period {
+            Some(p) if t > Instant::ZERO => {
+                Instant::ZERO
+                    + Duration::from_micros((t - Instant::ZERO).as_micros() / p.as_micros() * p.as_micros())
+            }
+            _ => Instant::ZERO,
+        };
+        let local = Instant::ZERO + (t - base);
+        (base, self.steps.partition_point(|s| s.0 <= local).saturating_sub(1))
+    }
+
+    /// The step after step `i` of the round starting at `base`: its round start and index, and
+    /// the instant it starts; `None` after the last step of a schedule without period.
+    fn following(&self, base: Instant, i: usize) -> Option<(Instant, usize, Instant)> {
+        let next = match (self.steps.get(i + 1), self.period) {
+            (Some(next), _) => (base, i + 1, base + (next.0 - Instant::ZERO)),
+            (None, Some(period)) => (base + period, 0, base + period),
+            (None, None) => return None,
+        };
+        // A periodic schedule has no step from its horizon on.
+        (self.period.is_none() || next.2 < self.horizon).then_some(next)
     }
 
     /// The capacity in force at `t`.
     pub fn rate_at(&self, t: Instant) -> Option<Bitrate> {
-        self.steps[self.index_at(t)].1
+        self.steps[self.locate(t).1].1
     }
 
     /// The capacity that sizes a queue given in drain time at `t`: the capacity in force, or during
     /// an outage (zero capacity) the last non-zero capacity before it, so a link that stops for a
     /// moment buffers what it would have buffered instead of dropping everything.
     pub fn sizing_rate_at(&self, t: Instant) -> Option<Bitrate> {
-        let i = self.index_at(t);
+        let (base, i) = self.locate(t);
         match self.steps[i].1 {
             Some(r) if r.is_zero() => {
-                self.steps[..i].iter().rev().find_map(|s| s.1.filter(|r| !r.is_zero())).or(Some(r))
+                let earlier = self.steps[..i].iter().rev();
+                // A periodic schedule past its first round also looks back into the round before.
+                let before =
+                    (self.period.is_some() && base > Instant::ZERO).then(|| self.steps[i..].iter().rev());
+                earlier
+                    .chain(before.into_iter().flatten())
+                    .find_map(|s| s.1.filter(|r| !r.is_zero()))
+                    .or(Some(r))
             }
             other => other,
         }
@@ -58,27 +120,48 @@ impl CapacitySchedule {
 
     /// The first change strictly after `t`.
     pub fn next_change_after(&self, t: Instant) -> Option<Instant> {
-        self.steps.get(self.index_at(t) + 1).map(|s| s.0)
+        let (mut base, mut i) = self.locate(t);
+        let rate = self.steps[i].1;
+        // Around one round at most: a periodic schedule of one rate never changes.
+        for _ in 0..=self.steps.len() {
+            let (b, j, at) = self.following(base, i)?;
+            if self.steps[j].1 != rate || self.period.is_none() {
+                return Some(at);
+            }
+            (base, i) = (b, j);
+        }
+        None
     }
 
-    /// The lowest finite capacity of the schedule (`None` if it is never restricted).
+    /// The lowest finite capacity the schedule reaches before its horizon (`None` if it is never
+    /// restricted).
     pub fn min_rate(&self) -> Option<Bitrate> {
-        self.steps.iter().filter_map(|s| s.1).min()
+        let reached = |s: &&(Instant, Option<Bitrate>)| {
+            s.0 == Instant::ZERO
+                || s.0 < self.horizon
+                || self.period.is_some_and(|p| Instant::ZERO + p <= self.horizon)
+        };
+        self.steps.iter().filter(reached).filter_map(|s| s.1).min()
     }
 
     /// When serialising `size` bytes started at `start` finishes, integrating the rate across
     /// capacity changes (a packet on the wire when the rate changes continues at the new rate).
-    /// A zero-rate period pauses the transmission; a schedule that ends at zero never finishes.
+    /// A zero-rate period pauses the transmission; a schedule that ends at zero never finishes,
+    /// nor does a periodic one that is zero throughout.
     pub fn finish_time(&self, start: Instant, size: DataSize) -> Instant {
-        let mut i = self.index_at(start);
+        let (mut base, mut i) = self.locate(start);
         let mut t = start;
         // Remaining bits times 10^6, so that bits / (bit/s) stays in exact microseconds.
         let mut remaining = u128::from(size.as_bits()) * 1_000_000;
+        // A round without capacity would loop forever.
+        let mut idle_rounds = 0;
         loop {
             let Some(rate) = self.steps[i].1 else { return t };
-            let end = self.steps.get(i + 1).map(|s| s.0);
+            let next = self.following(base, i);
+            let end = next.map(|n| n.2);
             let rate = u128::from(rate.as_bps());
             if rate > 0 {
+                idle_rounds = 0;
                 let needed_us = remaining.div_ceil(rate);
                 match end {
                     Some(end) if t + Duration::from_micros(needed_us as i64) > end => {
@@ -87,10 +170,15 @@ impl CapacitySchedule {
                     _ => return t + Duration::from_micros(needed_us as i64),
                 }
             }
-            match end {
-                Some(end) => {
-                    t = end;
-                    i += 1;
+            match next {
+                Some((b, j, at)) => {
+                    if j == 0 && b > base {
+                        idle_rounds += 1;
+                        if idle_rounds > 1 {
+                            return Instant::FAR_FUTURE;
+                        }
+                    }
+                    (base, i, t) = (b, j, at);
                 }
                 None => return Instant::FAR_FUTURE,
             }

@@ -47,6 +47,28 @@ impl DeliveryOpportunities {
         (ordered && valid).then(|| Self { offsets: offsets.into() })
     }
 
+    /// Opportunities strictly before `t`, over every round from time zero. Round k's
+    /// opportunities are at k × period + offset; the rounds before k0 - 1 (k0 = t / period) lie
+    /// wholly before `t`, since no offset exceeds the period.
+    pub fn count_before(&self, t: Instant) -> u128 {
+        let t_us = (t - Instant::ZERO).as_micros();
+        if t_us <= 0 {
+            return 0;
+        }
+        let period = self.period().as_micros();
+        let k0 = t_us / period;
+        let whole = u128::try_from(k0 - 1).unwrap_or(0) * self.len() as u128;
+        let partial = [k0 - 1, k0]
+            .into_iter()
+            .filter(|&k| k >= 0)
+            .map(|k| {
+                let within = Duration::from_micros(t_us - k * period);
+                self.offsets.partition_point(|&o| o < within) as u128
+            })
+            .sum::<u128>();
+        whole + partial
+    }
+
     /// How long a round lasts: the last timestamp.
     pub fn period(&self) -> Duration {
         *self.offsets.last().expect("never empty")
@@ -72,18 +94,16 @@ impl DeliveryOpportunities {
     /// The rate the opportunities offer in each `bin` from time zero until `end` (the last bin
     /// cut at `end`): what the links table reports for a link served this way. Equal
     /// neighbouring bins merge into one step.
+    ///
+    /// Counting takes a binary search per bin (`count_before`), not a step per opportunity: a
+    /// trace of many opportunities per millisecond costs no more than a sparse one.
     pub fn binned_rate(&self, bin: Duration, end: Instant) -> CapacitySchedule {
         assert!(bin > Duration::ZERO, "bins have a length");
         let mut steps: Vec<(Instant, Option<Bitrate>)> = Vec::new();
-        let mut clock = OpportunityClock::new(self.clone());
         let mut start = Instant::ZERO;
         while start < end {
             let stop = (start + bin).min(end);
-            let mut count: u64 = 0;
-            while clock.next() < stop {
-                clock.take();
-                count += 1;
-            }
+            let count = self.count_before(stop) - self.count_before(start);
             let bits = u128::from(OPPORTUNITY_SIZE.as_bits()) * u128::from(count);
             let us = (stop - start).as_micros() as u128;
             let rate = Bitrate::bps(u64::try_from(bits * 1_000_000 / us).unwrap_or(u64::MAX));
@@ -236,5 +256,29 @@ mod tests {
         // holds the pair at 10 ms, 2 × 1504 × 8 bits in 2 ms.
         let s = bursts.binned_rate(Duration::from_millis(5), at(12));
         assert_eq!(s.steps().last().unwrap(), &(at(10), Some(Bitrate::bps(12_032_000))));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counting_by_search_is_counting_one_by_one(
+            gaps in proptest::collection::vec(0i64..5, 1..30),
+            probes in proptest::collection::vec(0i64..400, 10),
+        ) {
+            let mut at = 0;
+            let offsets: Vec<i64> = gaps.iter().map(|g| { at += g; at }).collect();
+            let Some(o) = DeliveryOpportunities::new(offsets.iter().map(|&m| Duration::from_millis(m)).collect()) else {
+                return Ok(());
+            };
+            for p in probes {
+                let t = Instant::from_millis(p);
+                let mut clock = OpportunityClock::new(o.clone());
+                let mut n = 0u128;
+                while clock.next() < t {
+                    clock.take();
+                    n += 1;
+                }
+                proptest::prop_assert_eq!(o.count_before(t), n, "before {} ms", p);
+            }
+        }
     }
 }

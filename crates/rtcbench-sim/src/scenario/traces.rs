@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::link::capacity_trace::{csv, mahimahi, opennetlab, CapacityTrace, TraceFormat};
+use crate::link::capacity_trace::{csv, mahimahi, opennetlab, CapacityTrace, TraceFormat, MAX_FILE_BYTES};
 
 use super::{builtin, CapacityTraceSpec, Param, ScenarioError, ScenarioSpec};
 
@@ -64,10 +64,17 @@ impl Location {
                 let known: Vec<&str> = builtin::TRACES.iter().map(|(p, _)| *p).collect();
                 format!("no built-in trace {path:?} (built-in traces: {})", known.join(", "))
             }),
-            Self::File(path) => std::fs::read_to_string(path).map(Into::into).map_err(|e| {
-                let resolved = self.resolved();
-                format!("cannot read the trace {:?} ({resolved}): {e}", path.display().to_string())
-            }),
+            Self::File(path) => {
+                let fail = |e: String| {
+                    let resolved = self.resolved();
+                    format!("cannot read the trace {:?} ({resolved}): {e}", path.display().to_string())
+                };
+                let size = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?.len();
+                if size > MAX_FILE_BYTES {
+                    return Err(fail(format!("{size} bytes; a trace file is at most {MAX_FILE_BYTES}")));
+                }
+                std::fs::read_to_string(path).map(Into::into).map_err(|e| fail(e.to_string()))
+            }
         }
     }
 }

@@ -98,6 +98,16 @@ pub fn parse(text: &str) -> Result<RateTrace, TraceError> {
                     ),
                 ));
             }
+            Some(&(prev, _)) if at - prev < super::MIN_STEP => {
+                return Err(TraceError::at_line(
+                    line,
+                    format!(
+                        "time {t} {time_unit} is {} after the previous row; steps are at least {} apart",
+                        at - prev,
+                        super::MIN_STEP
+                    ),
+                ));
+            }
             _ => {}
         }
         steps.push((at, Bitrate::from_bps_f64(r * rate.1)));

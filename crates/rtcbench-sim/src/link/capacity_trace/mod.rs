@@ -13,11 +13,19 @@ pub mod csv;
 pub mod mahimahi;
 pub mod opennetlab;
 
+#[cfg(test)]
+use rtcbench_units::DataSize;
 use rtcbench_units::{Bitrate, Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::capacity::CapacitySchedule;
 use super::opportunities::DeliveryOpportunities;
+
+/// The shortest step of a rate trace (OpenNetLab, CSV): a millisecond, mahimahi's resolution.
+pub const MIN_STEP: Duration = Duration::from_millis(1);
+
+/// The largest trace file read: 256 MB (a day of a dense mahimahi trace is about 40 MB).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The links table reports a mahimahi link's capacity as the bytes of delivery opportunities in
 /// each bin of this length: the metrics' default window (200 ms, `docs/metrics.md`), so the
@@ -117,33 +125,25 @@ pub struct RateTrace {
 }
 
 impl RateTrace {
-    /// The steps laid out over [0, `end`), looped if the trace has a period; equal neighbouring
+    /// The steps as a capacity schedule over [0, `end`): looped if the trace has a period (one
+    /// round kept, whatever the run's length), the last rate held otherwise; equal neighbouring
     /// steps merge.
     pub fn schedule(&self, end: Instant) -> CapacitySchedule {
-        let mut steps: Vec<(Instant, Option<Bitrate>)> = Vec::new();
-        let mut push = |at: Instant, rate: Bitrate| {
-            if steps.last().is_none_or(|s| s.1 != Some(rate)) {
-                steps.push((at, Some(rate)));
-            }
-        };
         match self.period {
-            None => self.steps.iter().for_each(|&(o, r)| push(Instant::ZERO + o, r)),
             Some(period) => {
-                let mut base = Instant::ZERO;
-                // The first step always goes in, so a run shorter than nothing still has a rate.
-                'rounds: loop {
-                    for &(o, r) in &self.steps {
-                        let at = base + o;
-                        if at >= end && at > Instant::ZERO {
-                            break 'rounds;
-                        }
-                        push(at, r);
+                let steps = self.steps.iter().map(|&(o, r)| (o, Some(r))).collect();
+                CapacitySchedule::periodic(steps, period, end)
+            }
+            None => {
+                let mut steps: Vec<(Instant, Option<Bitrate>)> = Vec::new();
+                for &(o, r) in &self.steps {
+                    if steps.last().is_none_or(|s| s.1 != Some(r)) {
+                        steps.push((Instant::ZERO + o, Some(r)));
                     }
-                    base += period;
                 }
+                CapacitySchedule::from_steps(steps)
             }
         }
-        CapacitySchedule::from_steps(steps)
     }
 }
 
@@ -172,9 +172,18 @@ mod tests {
             period: Some(ms(500)),
         };
         let s = r.schedule(Instant::from_millis(1200));
-        let at: Vec<(i64, u64)> =
-            s.steps().iter().map(|st| (st.0.as_micros() / 1000, st.1.unwrap().as_bps() / 1000)).collect();
-        assert_eq!(at, [(0, 1000), (300, 500), (500, 1000), (800, 500), (1000, 1000)]);
+        let mut changes = vec![0];
+        let mut t = Instant::ZERO;
+        while let Some(next) = s.next_change_after(t).filter(|&c| c < Instant::from_millis(1200)) {
+            changes.push(next.as_micros() / 1000);
+            t = next;
+        }
+        assert_eq!(changes, [0, 300, 500, 800, 1000]);
+        let rates: Vec<u64> =
+            changes.iter().map(|&c| s.rate_at(Instant::from_millis(c)).unwrap().as_bps() / 1000).collect();
+        assert_eq!(rates, [1000, 500, 1000, 500, 1000]);
+        // One round is kept, however long the run.
+        assert_eq!(r.schedule(Instant::from_secs(86_400)).steps().len(), 2);
     }
 
     #[test]
@@ -190,6 +199,66 @@ mod tests {
     #[test]
     fn equal_neighbours_merge_across_rounds() {
         let r = RateTrace { steps: vec![(ms(0), Bitrate::kbps(300))], period: Some(ms(100)) };
-        assert_eq!(r.schedule(Instant::from_secs(100)).steps().len(), 1);
+        let s = r.schedule(Instant::from_secs(100));
+        assert_eq!(s.steps().len(), 1);
+        assert_eq!(
+            s.next_change_after(Instant::from_secs(5)),
+            None,
+            "one rate: no change, round after round"
+        );
+    }
+
+    /// The schedule a looping trace had before it was kept as one round: every round laid out
+    /// to the end of the run, equal neighbours merged.
+    fn expanded(r: &RateTrace, end: Instant) -> CapacitySchedule {
+        let mut steps: Vec<(Instant, Option<Bitrate>)> = Vec::new();
+        let period = r.period.expect("looping");
+        let mut base = Instant::ZERO;
+        'rounds: loop {
+            for &(o, rate) in &r.steps {
+                let at = base + o;
+                if at >= end && at > Instant::ZERO {
+                    break 'rounds;
+                }
+                if steps.last().is_none_or(|s| s.1 != Some(rate)) {
+                    steps.push((at, Some(rate)));
+                }
+            }
+            base += period;
+        }
+        CapacitySchedule::from_steps(steps)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_round_kept_once_is_the_schedule_laid_out_round_after_round(
+            lengths in proptest::collection::vec(1i64..40, 1..8),
+            rates in proptest::collection::vec(0u64..4, 8),
+            probes in proptest::collection::vec(0i64..3_000, 20),
+            sizes in proptest::collection::vec(1u64..20_000, 20),
+        ) {
+            let mut steps = Vec::new();
+            let mut at = 0;
+            for (k, len) in lengths.iter().enumerate() {
+                steps.push((ms(at), Bitrate::kbps(rates[k] * 500)));
+                at += len;
+            }
+            let r = RateTrace { steps, period: Some(ms(at)) };
+            let end = Instant::from_millis(2_500);
+            let (kept, laid) = (r.schedule(end), expanded(&r, end));
+            // Within the run and after it, where both hold the last rate before the end.
+            for (&p, &size) in probes.iter().zip(&sizes) {
+                let t = Instant::from_millis(p);
+                proptest::prop_assert_eq!(kept.rate_at(t), laid.rate_at(t), "rate at {}", t);
+                proptest::prop_assert_eq!(kept.sizing_rate_at(t), laid.sizing_rate_at(t), "sizing rate at {}", t);
+                proptest::prop_assert_eq!(kept.min_rate(), laid.min_rate());
+                {
+                    let (a, b) = (kept.next_change_after(t), laid.next_change_after(t));
+                    proptest::prop_assert_eq!(a, b, "change after {}", t);
+                    let (a, b) = (kept.finish_time(t, DataSize::bytes(size)), laid.finish_time(t, DataSize::bytes(size)));
+                    proptest::prop_assert_eq!(a, b, "finish of {} B from {}", size, t);
+                }
+            }
+        }
     }
 }

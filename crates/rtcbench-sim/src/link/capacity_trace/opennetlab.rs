@@ -158,11 +158,15 @@ pub fn parse(text: &str, direction: Direction, ignore: &[Unapplied]) -> Result<R
         let duration = number("duration")?.ok_or_else(|| {
             TraceError::at_field(format!("{path}.duration"), "missing: each segment lasts `duration` ms")
         })?;
-        // At least a microsecond, so each step starts after the one before.
-        if !(0.001..=1e12).contains(&duration) {
+        // At least `MIN_STEP`: a capacity that changes faster is not what any trace records, and
+        // each change is a row of the links table.
+        if !(super::MIN_STEP.as_millis_f64()..=1e12).contains(&duration) {
             return Err(TraceError::at_field(
                 format!("{path}.duration"),
-                format!("{duration} is out of range: a segment lasts 0.001 ms or more (the unit is ms)"),
+                format!(
+                    "{duration} is out of range: a segment lasts {} ms or more (the unit is ms)",
+                    super::MIN_STEP.as_millis_f64()
+                ),
             ));
         }
         let capacity = number("capacity")?.ok_or_else(|| {
@@ -246,11 +250,11 @@ mod tests {
 
     #[test]
     fn fractional_durations_do_not_drift() {
-        let seg = r#"{"duration": 0.3334, "capacity": 1}"#;
+        let seg = r#"{"duration": 3.3334, "capacity": 1}"#;
         let text = format!(r#"{{"uplink": {{"trace_pattern": [{}]}}}}"#, vec![seg; 3000].join(","));
         let t = parse(&text, Direction::Uplink, &[]).unwrap();
-        assert_eq!(t.period, Some(Duration::from_micros(1_000_200)));
-        assert_eq!(t.steps[2999].0, Duration::from_micros(999_867));
+        assert_eq!(t.period, Some(Duration::from_micros(10_000_200)));
+        assert_eq!(t.steps[2999].0, Duration::from_micros(9_996_867));
     }
 
     #[test]
@@ -307,7 +311,8 @@ mod tests {
             ),
             (r#"{"capacity": 1}"#, "uplink.trace_pattern[1].duration", "missing"),
             (r#"{"duration": 10}"#, "uplink.trace_pattern[1].capacity", "missing"),
-            (r#"{"duration": 0, "capacity": 1}"#, "uplink.trace_pattern[1].duration", "0.001 ms or more"),
+            (r#"{"duration": 0, "capacity": 1}"#, "uplink.trace_pattern[1].duration", "1 ms or more"),
+            (r#"{"duration": 0.5, "capacity": 1}"#, "uplink.trace_pattern[1].duration", "1 ms or more"),
             (r#"{"duration": -3, "capacity": 1}"#, "uplink.trace_pattern[1].duration", "out of range"),
             (r#"{"duration": 10, "capacity": -5}"#, "uplink.trace_pattern[1].capacity", "0 (an outage)"),
             (r#"{"duration": "10", "capacity": 1}"#, "uplink.trace_pattern[1].duration", "must be a number"),
