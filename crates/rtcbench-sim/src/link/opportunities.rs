@@ -104,7 +104,7 @@ impl DeliveryOpportunities {
         while start < end {
             let stop = (start + bin).min(end);
             let count = self.count_before(stop) - self.count_before(start);
-            let bits = u128::from(OPPORTUNITY_SIZE.as_bits()) * u128::from(count);
+            let bits = u128::from(OPPORTUNITY_SIZE.as_bits()) * count;
             let us = (stop - start).as_micros() as u128;
             let rate = Bitrate::bps(u64::try_from(bits * 1_000_000 / us).unwrap_or(u64::MAX));
             if steps.last().is_none_or(|s| s.1 != Some(rate)) {
