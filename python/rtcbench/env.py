@@ -33,7 +33,7 @@ except ImportError as e:  # pragma: no cover (the dev extra installs it)
     raise ImportError("rtcbench.env needs gymnasium: pip install 'rtcbench[gym]' (or gymnasium>=0.29)") from e
 
 from rtcbench import _core
-from rtcbench.runner import RunResult, controllers, summarize_core
+from rtcbench.runner import MAX_MEMORY_ROWS, RunResult, TraceTooLarge, controllers, summarize_core
 from rtcbench.scenarios import Variant, resolve
 
 __all__ = [
@@ -182,9 +182,14 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         call: int = 0,
         rate_range: tuple[float, float] | None = None,
         render_mode: str | None = None,
+        keep_trace: bool = True,
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode {render_mode!r}: this environment renders nothing (None)")
+        # The episode's trace is kept for `episode_result` up to `MAX_MEMORY_ROWS` rows (dropped
+        # beyond, so a long episode stays in bounded memory); `keep_trace=False` keeps none.
+        self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
+        self._trace_whole = True
         variants = resolve(scenario, list(sets))
         if len(variants) != 1:
             names = ", ".join(v.variant for v in variants)
@@ -260,6 +265,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
         self.seed_used = run_seed
         self._sim = _core.Simulation(self.variant.toml, self.controller, run_seed, external_call=self.call)
+        self._trace_whole = True
         self._obs[:] = 0.0
         self._last_delays = [0.0, 0.0, 0.0, 0.0]
         obs, interval = self._advance()
@@ -285,6 +291,9 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         sim = self._sim
         assert sim is not None
         sim.run_until(sim.now_us + self.step_us)
+        if sim.trace_rows > self._trace_bound:
+            sim.drop_trace()
+            self._trace_whole = False
         s = sim.take_interval()
         # Positional: keywords would double the cost of building it.
         i = Interval(
@@ -340,6 +349,11 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         if sim is None:
             raise RuntimeError("call reset() first: there is no episode")
         self._sim = None
+        if not self._trace_whole:
+            raise TraceTooLarge(
+                "the episode's trace was not kept (keep_trace=False, or more than "
+                f"{MAX_MEMORY_ROWS:,} rows); run the scenario with rtcbench.run(..., out=...) to measure it"
+            )
         raw = sim.finish()
         name = f"external+{self.controller}"
         summary, tables, ts = summarize_core(self.variant, name, self.seed_used or 0, raw)

@@ -52,6 +52,9 @@ __all__ = [
     "run_sweep",
 ]
 
+MAX_SEEDS = 10_000
+"""Most seeds a sweep lists (as `rtcbench suite --reps`)."""
+
 RUNS_TABLE = "sweep.parquet"
 FLOWS_TABLE = "sweep-flows.parquet"
 _FIELDS = ("scenarios", "controllers", "seeds", "grid", "points")
@@ -138,6 +141,12 @@ def load(path: Path) -> SweepSpec:
     ccs = doc.get("controllers", ["gcc"])
     if not isinstance(ccs, list) or not ccs or not all(isinstance(c, str) for c in ccs):
         raise _fail(path, "controllers: a non-empty list of controller names")
+    twice = sorted({c for c in ccs if ccs.count(c) > 1})
+    if twice:
+        raise _fail(
+            path,
+            f"controllers: {', '.join(map(repr, twice))} listed twice (each would run and be indexed twice)",
+        )
 
     seeds = _seeds(path, doc.get("seeds", [1]))
     grid = doc.get("grid", {})
@@ -180,13 +189,24 @@ def _dotted(table: dict[str, Any], leaf: Callable[[Any], bool], prefix: str = ""
 
 
 def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
+    seeds: tuple[int, ...] | None = None
     if isinstance(raw, list) and raw and all(isinstance(s, int) and not isinstance(s, bool) for s in raw):
-        return tuple(dict.fromkeys(raw))
-    if isinstance(raw, dict) and set(raw) <= {"first", "count"} and "count" in raw:
+        twice = sorted({s for s in raw if raw.count(s) > 1})
+        if twice:
+            raise _fail(path, f"seeds: {', '.join(map(str, twice))} listed twice")
+        seeds = tuple(raw)
+    elif isinstance(raw, dict) and set(raw) <= {"first", "count"} and "count" in raw:
         first, count = raw.get("first", 1), raw["count"]
-        if isinstance(first, int) and isinstance(count, int) and count >= 1:
-            return tuple(range(first, first + count))
-    raise _fail(path, "seeds: a list of integers, or { first = N, count = M } with M ≥ 1")
+        if isinstance(first, int) and isinstance(count, int) and 1 <= count <= MAX_SEEDS:
+            seeds = tuple(range(first, first + count))
+    if seeds is None or len(seeds) > MAX_SEEDS:
+        raise _fail(
+            path, f"seeds: a list of integers, or {{ first = N, count = M }} with 1 ≤ M ≤ {MAX_SEEDS:,}"
+        )
+    for s in (seeds[0], seeds[-1], *seeds):
+        if not 0 <= s <= runner.MAX_SEED:
+            raise _fail(path, f"seeds: {s} is not a seed (allowed: 0 to 2**64 - 1)")
+    return seeds
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,20 @@ impl PySimulation {
         Ok(PyIntervalStats::from(&self.sim_mut()?.take_external_interval()))
     }
 
-    /// Runs to the end and returns the trace tables, as `simulate` does (`wall_s` is 0: the run
+    /// Trace rows recorded and not yet taken.
+    #[getter]
+    fn trace_rows(&self) -> PyResult<usize> {
+        Ok(self.sim()?.trace_rows())
+    }
+
+    /// Drops the trace rows recorded so far that can no longer change (a run whose trace is not
+    /// wanted, or is too long to keep, stays in bounded memory); `finish` then returns the rest.
+    fn drop_trace(&mut self) -> PyResult<()> {
+        drop(self.sim_mut()?.take_trace());
+        Ok(())
+    }
+
+    /// Runs to the end and returns the trace tables, as `Run` gives them (`wall_s` is 0: the run
     /// was driven from outside).
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let sim = self.sim.take().ok_or_else(finished)?;
