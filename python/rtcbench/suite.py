@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,8 @@ import polars as pl
 from rtcbench import metrics, runner
 from rtcbench.results import FILES_KEY, InputError, read_summary, run_dir, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
-from rtcbench.workers import init_worker
+from rtcbench.workers import WAKE_S, init_worker, raise_if_interrupted, spawning
+from rtcbench.workers import job as worker_job
 from rtcbench.workers import stop as stop_workers
 
 __all__ = [
@@ -213,12 +215,12 @@ def _run_parallel(
         max_workers=workers, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
     )
     queue = deque(range(len(jobs)))
-    # The pool starts a process per submitted task, up to `workers`: all of them here.
-    with _environ("POLARS_MAX_THREADS", _WORKER_POLARS_THREADS):
-        starting: set[Future[None]] = {pool.submit(_ready) for _ in range(workers)}
     ready = 0
     running: dict[Future[dict[str, Any]], int] = {}
     try:
+        # The pool starts a process per submitted task, up to `workers`: all of them here.
+        with _environ("POLARS_MAX_THREADS", _WORKER_POLARS_THREADS), spawning():
+            starting: set[Future[None]] = {pool.submit(worker_job, _ready) for _ in range(workers)}
         while queue or running:
             for up in [f for f in starting if f.done()]:
                 up.result()
@@ -228,13 +230,19 @@ def _run_parallel(
                 on_done(running.pop(fut), fut.result())
             while queue and len(running) < _QUEUED_PER_WORKER * ready:
                 i = queue.popleft()
-                running[pool.submit(_execute, jobs[i])] = i
+                with spawning():
+                    running[pool.submit(worker_job, _execute, jobs[i])] = i
             if queue and here and starting:
                 i = queue.popleft()
                 on_done(i, _execute(jobs[i]))
             elif running or starting:
                 pending: list[Future[Any]] = [*running, *starting]
-                wait(pending, return_when=FIRST_COMPLETED)
+                # Not without a timeout: a signal may land in another thread, and the main thread
+                # takes its handler (the interrupt) only when it wakes.
+                wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
+    except BrokenProcessPool as e:
+        stop_workers(pool)
+        raise_if_interrupted(pool, e)
     except BaseException:
         stop_workers(pool)
         raise

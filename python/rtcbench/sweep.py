@@ -40,6 +40,7 @@ from rtcbench import runner
 from rtcbench.results import InputError, read_text, write_parquet_atomic
 from rtcbench.scenarios import resolve
 from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
+from rtcbench.workers import WAKE_S
 
 __all__ = [
     "FLOWS_TABLE",
@@ -260,7 +261,8 @@ def ray_executor(address: str) -> Callable[[list[_Job], Callable[[int, dict[str,
             task = ray.remote(num_cpus=1)(_execute)
             pending = {task.remote(job): i for i, job in enumerate(jobs)}
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
+                # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAKE_S)
                 for ref in ready:
                     on_done(pending.pop(ref), ray.get(ref))
         finally:

@@ -1,13 +1,17 @@
 """Worker processes that stop when their parent is interrupted and die with it.
 
-A suite, a sweep and a report share work between spawned worker processes. Three rules keep a
+A suite, a sweep and a report share work between spawned worker processes. These rules keep a
 machine clean, whatever happens to the command that started them:
 
 - an interrupt reaches every worker: Ctrl-C in a terminal signals the whole process group, and a
-  SIGINT or SIGTERM sent to the parent alone is passed on by `stop` (workers turn SIGTERM into
-  KeyboardInterrupt, so the run they hold removes its temporary folder and they exit);
+  SIGINT or SIGTERM sent to the parent alone is passed on by `stop`. A worker interrupted in a
+  job lets the job clean up (a run removes its temporary folder) and exits with status 130; an idle
+  worker exits at once. Neither prints a traceback;
 - a worker dies with its parent, even one killed with SIGKILL: Linux sends it SIGTERM when the
-  parent goes (`prctl(PR_SET_PDEATHSIG)`), and a worker started after its parent died exits at once;
+  parent goes (`prctl(PR_SET_PDEATHSIG)`), and a worker whose parent died before that request
+  took effect exits at once;
+- workers are started with interrupts held back (`spawning`), so none is ever left half-started
+  and unknown to its parent; they take the held-back interrupt once they can handle it;
 - the parent waits at most `STOP_GRACE_S` for its workers, then kills what is left.
 """
 
@@ -19,15 +23,41 @@ import ctypes.util
 import os
 import signal
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
+from typing import ParamSpec, TypeVar
 
-__all__ = ["STOP_GRACE_S", "init_worker", "interrupt_on_sigterm", "stop"]
+__all__ = [
+    "INTERRUPTED",
+    "STOP_GRACE_S",
+    "WAKE_S",
+    "init_worker",
+    "interrupt_on_sigterm",
+    "job",
+    "raise_if_interrupted",
+    "spawning",
+    "stop",
+]
 
 STOP_GRACE_S = 0.8
 """How long `stop` waits for workers to finish their clean-up before it kills them."""
 
+WAKE_S = 0.1
+"""Longest the parent waits for its workers in one go: a signal may be delivered to any thread,
+and Python runs its handler (raising the interrupt) only when the main thread wakes up."""
+
+INTERRUPTED = 130
+"""Exit status of an interrupted worker (and command): 128 + SIGINT, as a shell reports it."""
+
 _PR_SET_PDEATHSIG = 1
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_in_job = False
+"""In a worker: whether it is running a job (an interrupt then unwinds the job first)."""
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -40,23 +70,63 @@ def interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
+def _worker_interrupt(signum: int, frame: FrameType | None) -> None:
+    if _in_job:
+        raise KeyboardInterrupt
+    os._exit(INTERRUPTED)
+
+
 def _die_with_parent(parent: int) -> None:
     libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(libc_name, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if libc_name is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(libc_name, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:
         # The parent died before the request took effect: nobody will collect this worker's work.
-        os._exit(1)
+        os._exit(INTERRUPTED)
 
 
 def init_worker(parent: int) -> None:
-    """Initializer of every worker process: dies with `parent` (its pid) and stops on SIGTERM
-    or SIGINT with KeyboardInterrupt."""
+    """Initializer of every worker process (`parent` is the parent's pid): handles interrupts
+    as the module says, takes any interrupt held back while it started, and dies with its parent."""
+    for sig in _SIGNALS:
+        signal.signal(sig, _worker_interrupt)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     _die_with_parent(parent)
-    interrupt_on_sigterm()
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def job(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """Runs `fn` in a worker as one job: an interrupt unwinds it (its clean-up runs), then the
+    worker exits with `INTERRUPTED` instead of taking the next job."""
+    global _in_job
+    _in_job = True
+    try:
+        return fn(*args, **kwargs)
+    except KeyboardInterrupt:
+        os._exit(INTERRUPTED)
+    finally:
+        _in_job = False
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Holds back SIGINT and SIGTERM while worker processes are started (`submit` may start one):
+    a process is then either not started or known to its pool, never in between. The children
+    inherit the held-back signals until `init_worker`."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def raise_if_interrupted(pool: ProcessPoolExecutor, error: BrokenProcessPool) -> None:
+    """A pool broken because its workers were interrupted (Ctrl-C reached them first) is an
+    interrupt, not an error: raises KeyboardInterrupt then, `error` otherwise."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    if any(p.exitcode in (INTERRUPTED, -signal.SIGTERM, -signal.SIGINT) for p in processes):
+        raise KeyboardInterrupt from None
+    raise error
 
 
 def stop(pool: ProcessPoolExecutor) -> None:

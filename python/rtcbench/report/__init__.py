@@ -53,6 +53,7 @@ from rtcbench.report.figures import (
     write_figures,
 )
 from rtcbench.report.runs import Problem, Run, Source, find_runs, slug, source_labels, video_flows
+from rtcbench.results import InputError
 from rtcbench.suite import _cpus
 
 __all__ = ["Problem", "ReportResult", "RunFigures", "build_report"]
@@ -67,6 +68,10 @@ RESOLUTION_NOTE = (
     "height its frames were encoded at: the synthetic encoder steps along libwebrtc's VP8 "
     "resolution ladder (180p to 720p) with its target rate (docs/simulator.md)."
 )
+
+
+class NoRuns(InputError):
+    """Nothing under the folders given to a report is a readable run."""
 
 
 @dataclass(frozen=True)
@@ -330,7 +335,8 @@ def build_report(
     also written there as `<id>.png` and `<id>.svg`.
 
     Folders and files that cannot be used are in `ReportResult.problems` (and in the page); the
-    report is still written. `jobs` processes draw the figures (default: one per CPU). `labels`
+    report is still written, unless no run at all can be read (`NoRuns`). `jobs` processes draw
+    the figures (default: one per CPU). `labels`
     name the folders (default: their names). `command` is the command line shown as the
     report's own (default: this process's).
     """
@@ -346,6 +352,9 @@ def build_report(
 
     problems: list[Problem] = []
     runs = find_runs(sources, problems)
+    if not runs:
+        first = f": {problems[0]}" if problems else ""
+        raise NoRuns(f"no run could be read under {', '.join(map(str, dirs))}{first}; no report was written")
     runs.sort(key=lambda r: (r.scenario, r.variant, r.source.label, r.controller, r.seed, str(r.path)))
     series = {r.path: f"{r.source.label}/{r.controller}" if several else r.controller for r in runs}
     series_labels = sorted(set(series.values()))

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from rtcbench import plots
 from rtcbench.metrics import Tables, packet_delays
 from rtcbench.plots import BoxPanel, Rendered
 from rtcbench.report.runs import Problem
-from rtcbench.workers import init_worker
+from rtcbench.workers import WAKE_S, init_worker, job, raise_if_interrupted, spawning
 from rtcbench.workers import stop as stop_workers
 
 __all__ = [
@@ -188,13 +189,18 @@ def draw_all(
             )
             try:
                 # Longest first, so that no long figure starts last while the other workers idle.
-                pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
-                    pool.submit(draw, t) for t in sorted(tasks, key=_cost, reverse=True)
-                }
+                with spawning():
+                    pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
+                        pool.submit(job, draw, t) for t in sorted(tasks, key=_cost, reverse=True)
+                    }
                 while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
+                    finished, pending = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         done(*fut.result())
+            except BrokenProcessPool as e:
+                stop_workers(pool)
+                raise_if_interrupted(pool, e)
             except BaseException:
                 # An interrupt, or a figure that failed: the workers stop and die now.
                 stop_workers(pool)

@@ -1,0 +1,222 @@
+"""Every long command stops when asked: Ctrl-C (SIGINT) or SIGTERM ends `run`, `suite`, `sweep`
+and `report` within a second, with status 130 and one line, and leaves no partial result, no
+temporary folder and no worker process; workers die with their parent even when it is killed;
+a later run removes the temporary folders of a killed one; results follow the umask.
+
+These tests start real processes and signal them, as a user or a batch system would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import rtcbench
+from rtcbench.results import remove_stale
+
+RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
+# A call that lasts as long as the run: a day is far more than any test waits for.
+LONG = ["--set", "duration=86400s"]
+STOP_WITHIN_S = 1.0
+
+
+def start(args: Sequence[str], **kw: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*RTCBENCH, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw
+    )  # type: ignore[call-overload]
+
+
+def children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_until(condition: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return bool(condition())  # type: ignore[operator]
+
+
+def stop(p: subprocess.Popen[str], sig: int) -> tuple[int, float, str]:
+    """Signals `p`, waits for it; (status, seconds it took, stderr)."""
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    try:
+        code = p.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    took = time.monotonic() - t0
+    assert p.stderr is not None
+    err = p.stderr.read()
+    p.stderr.close()
+    return code, took, err
+
+
+def assert_clean(out: Path) -> None:
+    """No temporary folder, no partial run, under `out`."""
+    hidden = [p for p in out.rglob(".*")] if out.exists() else []
+    assert hidden == [], f"temporary files left: {hidden}"
+    partial = [p for p in out.rglob("seed-*") if not (p / "summary.json").is_file()] if out.exists() else []
+    assert partial == [], f"partial runs left: {partial}"
+
+
+def wait_for_simulation(p: subprocess.Popen[str], out: Path) -> None:
+    """Until the run's temporary folder exists: the simulation is going."""
+    assert wait_until(lambda: any(out.rglob(".seed-*.tmp")) or p.poll() is not None, 30)
+    assert p.poll() is None, p.stderr.read() if p.stderr else ""
+    time.sleep(0.3)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_run_stops_within_a_second_and_leaves_nothing(tmp_path: Path, sig: int) -> None:
+    out = tmp_path / "out"
+    p = start(["run", "seed001-sudden-reduction", *LONG, "--out", str(out)])
+    wait_for_simulation(p, out)
+    code, took, err = stop(p, sig)
+    assert code == 130, err
+    assert took < STOP_WITHIN_S, f"stopped in {took:.2f} s"
+    assert err.strip().splitlines() == [
+        f"interrupted: no half-written run is left; finished variants are kept in {out}"
+    ], err
+    assert_clean(out)
+    assert not out.exists() or not any(out.iterdir()), "the folders made for the run are removed"
+
+
+def _suite_args(out: Path, jobs: int = 2) -> list[str]:
+    # Four long runs on two workers.
+    return ["suite", "rfc8867-5.1", "--cc", "gcc", *LONG, "--jobs", str(jobs), "--out", str(out)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_suite_stops_its_workers_with_it(tmp_path: Path, sig: int) -> None:
+    out = tmp_path / "out"
+    p = start(_suite_args(out))
+    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    workers = children(p.pid)
+    assert len(workers) >= 2, "two workers are running"
+    code, took, err = stop(p, sig)  # the parent only, as `kill` would
+    assert code == 130, err
+    assert took < STOP_WITHIN_S + 0.5, f"stopped in {took:.2f} s"
+    assert "interrupted: finished runs are kept" in err and "Traceback" not in err, err
+    assert wait_until(lambda: not any(alive(w) for w in workers), 2), "workers left running"
+    assert_clean(out)
+
+
+def test_workers_die_when_their_parent_is_killed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = start(_suite_args(out))
+    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    workers = children(p.pid)
+    assert workers
+    p.kill()
+    p.wait()
+    assert p.stderr is not None
+    p.stderr.close()
+    assert wait_until(lambda: not any(alive(w) for w in workers), 3), "workers outlived a killed parent"
+    # The workers, interrupted, removed their runs' folders; a run the parent held itself stays
+    # (nobody could remove it), and the next run there removes it: its process is gone.
+    for parent in {t.parent for t in out.rglob(".seed-*.tmp")}:
+        remove_stale(parent)
+    assert_clean(out)
+
+
+def test_an_interrupt_while_workers_start_is_clean(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = start(_suite_args(out))
+    # While the parent imports and spawns its workers.
+    assert wait_until(lambda: bool(children(p.pid)) or p.poll() is not None, 30)
+    code, took, err = stop(p, signal.SIGINT)
+    assert code == 130 and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert took < STOP_WITHIN_S + 0.5
+
+
+def test_a_sweep_stops_when_asked(tmp_path: Path) -> None:
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        'scenarios = ["seed001-sudden-reduction"]\ncontrollers = ["gcc", "nada"]\n'
+        '[[points]]\nduration = "86400s"\n'
+    )
+    out = tmp_path / "out"
+    p = start(["sweep", str(spec), "--jobs", "2", "--out", str(out)])
+    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 1 or p.poll() is not None, 60)
+    code, took, err = stop(p, signal.SIGINT)
+    assert code == 130 and "interrupted: finished runs are kept; the same command resumes" in err, err
+    assert took < STOP_WITHIN_S + 0.5
+    assert_clean(out)
+    assert not (out / "sweep.parquet").exists()
+
+
+def test_a_report_stops_when_asked_and_writes_nothing(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    # Twelve runs of ten minutes, each with its own figure: drawn by two worker processes, for a
+    # few seconds.
+    for seed in range(1, 13):
+        rtcbench.run("seed001-sudden-reduction", "gcc", seed, out=runs, sets=["duration=600s"], figure=False)
+    p = start(["report", str(runs), "--run-figures", "all", "--jobs", "2"])
+    assert wait_until(lambda: len(children(p.pid)) >= 2 or p.poll() is not None, 30)
+    assert p.poll() is None, "the report is still being made"
+    code, took, err = stop(p, signal.SIGINT)
+    assert code == 130 and "interrupted: no report was written" in err, err
+    assert took < STOP_WITHIN_S + 0.5
+    assert not (runs / "report.html").exists()
+    assert not [f for f in runs.iterdir() if f.name.startswith(".")]
+
+
+def test_a_killed_run_leaves_a_temporary_folder_that_the_next_run_removes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["run", "seed001-sudden-reduction", "--out", str(out), "--no-figure"]
+    p = start([*args, *LONG])
+    wait_for_simulation(p, out)
+    p.kill()
+    p.wait()
+    assert p.stderr is not None
+    p.stderr.close()
+    left = list(out.rglob(".seed-*.tmp"))
+    assert len(left) == 1
+    done = subprocess.run(
+        [*RTCBENCH, *args, "--set", "duration=5s"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert not left[0].exists(), "the killed run's temporary folder is gone"
+    assert_clean(out)
+
+
+@pytest.mark.parametrize(("umask", "folder", "file"), [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
+def test_results_follow_the_umask(tmp_path: Path, umask: int, folder: int, file: int) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*RTCBENCH, "run", "seed001-sudden-reduction", "--set", "duration=3s", "--out", str(out)],
+        capture_output=True, text=True, check=False, preexec_fn=lambda: os.umask(umask),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run,) = [p.parent for p in out.rglob("summary.json")]
+    assert run.stat().st_mode & 0o777 == folder
+    assert {p.stat().st_mode & 0o777 for p in run.iterdir()} == {file}
