@@ -65,15 +65,17 @@ fmt:
 
 # Criterion benchmarks of the simulator, the CLI end to end, a Python controller against gcc, the
 # learning environment's steps per second (goal: 1000x real time), then the whole RFC 8867 suite
-# with four controllers (budget: under 20 s on 2 cores); prints simulated s per wall s. Last,
-# instruction counts (valgrind) against benches/instructions.json: the host-independent
-# regression check.
+# with four controllers (budget: under 20 s on 2 cores); prints simulated s per wall s. Then the
+# memory of a one-hour run of 16 calls and 4 CUBIC flows (budget: peak under 1 GiB, RSS flat
+# while it runs). Last, instruction counts (valgrind) against benches/instructions.json: the
+# host-independent regression check.
 bench: build-release
 	$(CARGO) bench -p rtcbench-sim --bench sim
 	$(BIN)/python benches/cli_timing.py
 	$(BIN)/python benches/python_controller.py
 	$(BIN)/python benches/env_steps.py
 	$(BIN)/python benches/suite_timing.py
+	$(BIN)/python benches/memory.py
 	$(BIN)/python benches/instructions.py
 
 clean:

@@ -146,6 +146,7 @@ def measure_folder(
                 feedback=read(scan("feedback").filter(of_calls)),
                 meta=_meta_for(meta, batch),
             )
+            t.derive_and_release_packets()
             ts = metrics.timeseries(t)
             writer.write("timeseries", ts)
             parts.update(metrics.flow_summaries(t, ts, media_links))
