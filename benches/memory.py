@@ -64,7 +64,7 @@ def profile(duration_s: int | None) -> dict[str, Any]:
             yield piece
         marks["simulated"] = time.perf_counter()
 
-    runner._pieces = pieces  # type: ignore[assignment]
+    runner._pieces = pieces
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     sets = [f"duration={duration_s}s"] if duration_s else []
@@ -75,7 +75,7 @@ def profile(duration_s: int | None) -> dict[str, Any]:
         sizes = {p.name: p.stat().st_size for p in r.path.iterdir()} if r.path else {}
     done.set()
     thread.join()
-    runner._pieces = real_pieces  # type: ignore[assignment]
+    runner._pieces = real_pieces
     simulating = [m for t, m in samples if t <= marks.get("simulated", t0)]
     measuring = [m for t, m in samples if t > marks.get("simulated", t0)]
     return {
@@ -112,7 +112,8 @@ def main() -> None:
         f"results {hour['results_mb']:.0f} MB"
     )
     print(
-        f"  RSS at simulated 900 s: {at_900:.0f} MiB; at 3600 s: {at_3600:.0f} MiB ({growth:+.0%}; budget 20 %)"
+        f"  RSS at simulated 900 s: {at_900:.0f} MiB; at 3600 s: {at_3600:.0f} MiB "
+        f"({growth:+.0%}; budget 20 %)"
     )
     print(
         f"  peak RSS: {hour['peak_mib']:.0f} MiB (simulating {hour['peak_simulating_mib']:.0f}, "
