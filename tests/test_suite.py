@@ -197,3 +197,25 @@ def test_cli_suite_prints_a_table_and_no_progress_garbage(tmp_path: Path) -> Non
     assert pl.read_parquet(tmp_path / RUNS_TABLE).height == 4
     again = CliRunner().invoke(app, [*args, "--set", "duration=5s"])
     assert "4 runs (0 simulated, 4 already complete)" in again.stdout
+
+
+def test_resume_runs_again_a_run_whose_files_changed(tmp_path: Path) -> None:
+    first = run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
+    assert (first.ran, first.skipped) == (4, 0)
+    runs = sorted(p.parent for p in tmp_path.rglob("summary.json"))
+    truncated, garbled, missing, edited = runs
+    packets = truncated / "packets.parquet"
+    packets.write_bytes(packets.read_bytes()[:-50])
+    (garbled / "summary.json").write_text('{"scenario": ')
+    (missing / "frames.parquet").unlink()
+    # Same size, other bytes: only the hash tells.
+    ts = edited / "timeseries.parquet"
+    data = bytearray(ts.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    ts.write_bytes(bytes(data))
+    again = run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
+    assert (again.ran, again.skipped) == (4, 0), "every damaged run runs again"
+    clock = ["wall_s", "sim_wall_s"]
+    assert again.runs.drop(clock).equals(first.runs.drop(clock)), "and gives the same numbers"
+    third = run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
+    assert (third.ran, third.skipped) == (0, 4)
