@@ -336,10 +336,10 @@ def test_score_compare_and_report_skip_a_corrupt_run_and_name_it(
     root = _copy(two_runs, tmp_path / "runs")
     broken = _runs(root)[1]
     damage(broken)  # type: ignore[operator]
-    code, out, err = main(["score", str(root)], capsys)
+    code, _, err = main(["score", str(root)], capsys)
     assert code == 0 and "Traceback" not in err
     assert f"skipped: {broken}" in err and named in err, err
-    code, out, err = main(["report", str(root), "--jobs", "1", "--run-figures", "none"], capsys)
+    code, _, err = main(["report", str(root), "--jobs", "1", "--run-figures", "none"], capsys)
     assert code == 0 and "Traceback" not in err
     assert str(broken) in err and named in err, err
 
