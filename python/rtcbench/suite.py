@@ -11,14 +11,11 @@ Usage and columns: `docs/suite.md`.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +25,9 @@ import polars as pl
 from rtcbench import metrics, runner
 from rtcbench.results import FILES_KEY, InputError, read_summary, run_dir, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
-from rtcbench.workers import WAKE_S, init_worker, raise_if_interrupted, spawning
+from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
 from rtcbench.workers import job as worker_job
-from rtcbench.workers import stop as stop_workers
+from rtcbench.workers import pool as workers_pool
 
 __all__ = [
     "FLOWS_TABLE",
@@ -168,29 +165,9 @@ def _ready() -> None:
     """A no-op task: its completion says a worker process has started and imported rtcbench."""
 
 
-_WORKER_POLARS_THREADS = "1"
-"""polars threads of each worker process. One process per core already uses every core; polars'
-own pool on top (one thread per core in every process) made the RFC 8867 suite about 10 % slower
-on 2 cores."""
-
 _QUEUED_PER_WORKER = 2
 """Jobs handed to a worker ahead of time: one running and one waiting, so a worker that finishes
 starts its next run at once instead of waiting for this process to hand one out."""
-
-
-@contextmanager
-def _environ(name: str, value: str) -> Iterator[None]:
-    """Sets an environment variable for what this process starts meanwhile (spawned workers read
-    their environment once, at start)."""
-    saved = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = saved
 
 
 def _run_parallel(
@@ -206,20 +183,17 @@ def _run_parallel(
     polars pool was started with one thread per core, which the workers' runs would compete with.
 
     Workers are spawned, not forked: importing polars already starts threads, which a fork would
-    not copy. They run polars on `_WORKER_POLARS_THREADS` thread(s). On an interrupt (or any
+    not copy. They run polars on one thread (`workers.single_threaded_polars`). On an interrupt (or any
     error) the workers are interrupted too and their runs removed (`rtcbench.workers.stop`), and
     a worker whose parent dies, even by SIGKILL, dies with it; finished runs are kept.
     """
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
-    )
+    pool = workers_pool(workers)
     queue = deque(range(len(jobs)))
     ready = 0
     running: dict[Future[dict[str, Any]], int] = {}
-    try:
+    with stopping(pool):
         # The pool starts a process per submitted task, up to `workers`: all of them here.
-        with _environ("POLARS_MAX_THREADS", _WORKER_POLARS_THREADS), spawning():
+        with single_threaded_polars(), spawning():
             starting: set[Future[None]] = {pool.submit(worker_job, _ready) for _ in range(workers)}
         while queue or running:
             for up in [f for f in starting if f.done()]:
@@ -240,12 +214,6 @@ def _run_parallel(
                 # Not without a timeout: a signal may land in another thread, and the main thread
                 # takes its handler (the interrupt) only when it wakes.
                 wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
-    except BrokenProcessPool as e:
-        stop_workers(pool)
-        raise_if_interrupted(pool, e)
-    except BaseException:
-        stop_workers(pool)
-        raise
     # Workers still starting exit once they are up; nothing waits for them here.
     pool.shutdown(wait=False, cancel_futures=True)
 

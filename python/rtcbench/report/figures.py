@@ -10,11 +10,9 @@ and SVG), so a suite's figures are shared between processes, as `rtcbench suite`
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +22,10 @@ import numpy.typing as npt
 import polars as pl
 from matplotlib.figure import Figure
 
-from rtcbench import plots
+from rtcbench import plots, workers
 from rtcbench.metrics import Tables, packet_delays
 from rtcbench.plots import BoxPanel, Rendered
 from rtcbench.report.runs import Problem
-from rtcbench.workers import WAKE_S, init_worker, job, raise_if_interrupted, spawning
-from rtcbench.workers import stop as stop_workers
 
 __all__ = [
     "BoxTask",
@@ -180,37 +176,19 @@ def draw_all(
             done(*draw(task))
     else:
         # Spawned, not forked, for the reason `suite._run_parallel` gives: polars' threads.
-        ctx = multiprocessing.get_context("spawn")
-        saved = os.environ.get("POLARS_MAX_THREADS")
-        os.environ["POLARS_MAX_THREADS"] = "1"
-        try:
-            pool = ProcessPoolExecutor(
-                max_workers=jobs, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
-            )
-            try:
-                # Longest first, so that no long figure starts last while the other workers idle.
-                with spawning():
-                    pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
-                        pool.submit(job, draw, t) for t in sorted(tasks, key=_cost, reverse=True)
-                    }
-                while pending:
-                    # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
-                    finished, pending = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        done(*fut.result())
-            except BrokenProcessPool as e:
-                stop_workers(pool)
-                raise_if_interrupted(pool, e)
-            except BaseException:
-                # An interrupt, or a figure that failed: the workers stop and die now.
-                stop_workers(pool)
-                raise
-            pool.shutdown()
-        finally:
-            if saved is None:
-                os.environ.pop("POLARS_MAX_THREADS", None)
-            else:
-                os.environ["POLARS_MAX_THREADS"] = saved
+        pool = workers.pool(jobs)
+        with workers.stopping(pool):
+            # Longest first, so that no long figure starts last while the other workers idle.
+            with workers.single_threaded_polars(), workers.spawning():
+                pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
+                    pool.submit(workers.job, draw, t) for t in sorted(tasks, key=_cost, reverse=True)
+                }
+            while pending:
+                # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
+                finished, pending = wait(pending, timeout=workers.WAKE_S, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    done(*fut.result())
+        pool.shutdown()
     out: dict[str, Rendered] = {}
     for task in tasks:
         rendered, found = results[task.id]
