@@ -301,3 +301,22 @@ def test_the_stepped_simulation_refuses_what_it_cannot_do() -> None:
         sim.run_until(3_000_000)
     with pytest.raises(RuntimeError, match="finished"):
         sim.finish()
+
+
+def test_an_episode_without_its_trace_keeps_memory_bounded() -> None:
+    env = BandwidthEstimationEnv("rfc8867-5.1", sets=[*ONE_VARIANT, "duration=20s"], keep_trace=False)
+    env.reset(seed=1)
+    held = []
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, _ = env.step(np.array([0.0], dtype=np.float32))
+        assert env._sim is not None
+        held.append(env._sim.trace_rows)
+    # Rows are dropped each step: no more than a few frames waiting for their packets.
+    assert max(held) < 100, max(held)
+    with pytest.raises(rtcbench.runner.TraceTooLarge, match="keep_trace=False"):
+        env.episode_result()
+    # By default the whole episode is kept and measured.
+    kept = BandwidthEstimationEnv("rfc8867-5.1", sets=[*ONE_VARIANT, "duration=5s"])
+    kept.reset(seed=1)
+    assert kept.episode_result().summary["simulated_s"] == 5.0

@@ -86,7 +86,8 @@ class SweepPoint:
         if not self.values:
             return "default"
         text = ",".join(f"{p}={v}" for p, v in self.values)
-        readable = re.sub(r"[^A-Za-z0-9._=,-]+", "-", text)[:80]
+        # One safe path component: no separator, not hidden (a leading dot is for temporary folders).
+        readable = re.sub(r"[^A-Za-z0-9._=,-]+", "-", text)[:80].lstrip(".")
         digest = hashlib.sha1(text.encode()).hexdigest()[:8]
         return f"{readable}-{digest}"
 
