@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench build build-release clean tshark chromium
+.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -77,6 +77,12 @@ bench: build-release
 	$(BIN)/python benches/suite_timing.py
 	$(BIN)/python benches/memory.py
 	$(BIN)/python benches/instructions.py
+
+# Every fuzz target for FUZZ_SECONDS each, two at a time, with edge coverage (docs/fuzzing.md).
+# The default tests run a short blind smoke of the same targets (cargo test -p rtcbench-fuzz).
+FUZZ_SECONDS ?= 20
+fuzz:
+	bash crates/rtcbench-fuzz/fuzz.sh run --seconds $(FUZZ_SECONDS) --jobs 2 all
 
 clean:
 	rm -rf $(VENV) target results

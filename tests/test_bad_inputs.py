@@ -120,6 +120,12 @@ CASES: list[Case] = [
      {"s.toml": scenario(('capacity = "1Mbps"',
                           'reference_capacity = "1Mbps"\nschedule = [{ at = "0s", ratio = 5000.0 }]'))}, run(), 2,
      ["links.forward.schedule[0].ratio:", "0 to 1000"]),
+    ("variants-too-many",
+     {"s.toml": scenario(('delay = "20ms"\ncapacity', 'delay = "$d"\ncapacity'),
+                         append="".join(f'[[cbr]]\nname = "u{k}"\nfrom = "A"\nto = "B"\nrate = "$r{k}"\n' for k in range(2))
+                         + "[variants]\nd = [" + ", ".join(f'"{i}ms"' for i in range(101)) + "]\n"
+                         + "".join(f"r{k} = [" + ", ".join(f'"{i + 1}kbps"' for i in range(10)) + "]\n" for k in range(2)))},
+     run(), 2, ["variants:", "101 × 10 × 10 values", "more than 10000 variants"]),
     ("unit-typo", {"s.toml": scenario(('"1Mbps"', '"1 Mbit"'))}, run(), 2, ["s.toml:9: links[0].capacity:", "kbps"]),
     ("field-typo", {"s.toml": scenario(('capacity =', 'capacty ='))}, run(), 2, ["unknown field `capacty`"]),
     ("toml-syntax", {"s.toml": MINIMAL + "\n[[links]\n"}, run(), 2, ["s.toml:24:", "expected `]`"]),

@@ -42,6 +42,10 @@ pub const MAX_SCHEDULE_STEPS: usize = 1_000_000;
 pub const MAX_FILE_SIZE: DataSize = DataSize::bytes(10_000_000_000);
 pub const MAX_IDLE_MEAN: Duration = Duration::from_secs(24 * 3600);
 pub const MAX_FILES: u32 = 1_000_000;
+/// Most variants one scenario file may expand into (the product of its sets' sizes). RFC 8867's
+/// cases have at most 8; a sweep file, not a scenario, is the tool for large grids. Checked
+/// before any variant is built, so 20 sets of 10 values are an error, not 10^20 allocations.
+pub const MAX_VARIANTS: usize = 10_000;
 /// Longest scenario id: it names a results folder.
 pub const MAX_ID_LEN: usize = 100;
 

@@ -418,7 +418,23 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
 
     let sizes: Vec<usize> =
         named.iter().map(|(_, v)| v.len()).chain(anonymous.iter().map(|(_, l)| l.len())).collect();
-    let total: usize = sizes.iter().product();
+    // Bounded before anything is allocated: the product of a few dozen small sets overflows, and
+    // a few sets of ten already ask for more variants than anyone runs from one file.
+    let total = sizes
+        .iter()
+        .try_fold(1usize, |n, &size| n.checked_mul(size).filter(|&n| n <= limits::MAX_VARIANTS))
+        .ok_or_else(|| {
+            let shown: Vec<String> = sizes.iter().map(usize::to_string).collect();
+            ScenarioError::new(
+                origin,
+                Some("variants".into()),
+                format!(
+                    "the sets ({} values) make more than {} variants; use a sweep file for large grids",
+                    shown.join(" × "),
+                    limits::MAX_VARIANTS
+                ),
+            )
+        })?;
     let short = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
     let mut out = Vec::with_capacity(total);
     let mut traces = traces::TraceCache::default();
@@ -1066,6 +1082,36 @@ to = "B"
         let seed = load(builtin::find("seed000-5.2.6").unwrap().0, "x", &[]).unwrap();
         assert_eq!(seed.len(), 6);
         assert_eq!(seed[0].variant, "delay=25ms,first=1Mbps");
+    }
+
+    /// `MINIMAL` with `n` named sets of `k` rates each, every one a call's video maximum.
+    fn with_sets(n: usize, k: usize) -> String {
+        let values: Vec<String> = (0..k).map(|i| format!("\"{}Mbps\"", i + 2)).collect();
+        let mut text = MINIMAL.replace("to = \"B\"\n\"#", "to = \"B\"\n");
+        text.push_str("[variants]\n");
+        for s in 0..n {
+            text.push_str(&format!("s{s} = [{}]\n", values.join(", ")));
+        }
+        for s in 0..n {
+            text.push_str(&format!(
+                "[[calls]]\nname = \"c{s}\"\nfrom = \"A\"\nto = \"B\"\nvideo = {{ max = \"$s{s}\" }}\n"
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn the_number_of_variants_is_bounded_before_any_is_built() {
+        // Found by the fuzzer's allocation check (docs/fuzzing.md): 20 sets of 10 overflowed the
+        // product, 16 sets of 16 wrapped it to exactly 0 (a file of no variants), 8 sets of 10
+        // reserved 34 GB before the first variant was validated.
+        assert_eq!(load(&with_sets(2, 3), "x", &[]).unwrap().len(), 9);
+        for (n, k) in [(20, 10), (16, 16), (8, 10), (5, 7)] {
+            let e = load(&with_sets(n, k), "x.toml", &[]).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("variants"), "{n} sets of {k}: {e}");
+            assert!(e.to_string().contains("more than 10000 variants"), "{e}");
+        }
+        assert_eq!(load(&with_sets(4, 10), "x", &[]).unwrap().len(), 10_000);
     }
 
     #[test]

@@ -1,0 +1,261 @@
+//! Writes the committed seed corpus, `crates/rtcbench-fuzz/corpus/<target>/<hash>`, from
+//! rtcbench's own output: the RTP headers, RTCP packets and TCP headers of short simulated calls
+//! with each controller (so each feedback format appears as the simulator really sends it), the
+//! shipped capacity traces, and built-in scenarios.
+//!
+//! `cargo run -p rtcbench-fuzz --bin make-corpus` replaces the corpus folders' files; the
+//! simulation is deterministic, so the same sources give the same files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use rtcbench_cc::ControllerKind;
+use rtcbench_fuzz::runner::hash;
+use rtcbench_fuzz::targets::{SET_MARKER, TARGETS};
+use rtcbench_sim::scenario::{self, builtin};
+use rtcbench_sim::{simulate_with, CapturedTransport, RunOptions};
+use rtcbench_wire::rtcp::{FMT_AFB, FMT_CCFB, FMT_TWCC, PT_PSFB, PT_RR, PT_RTPFB, PT_SR, PT_XR};
+
+/// Distinct packets kept per packet target: enough shapes, a small corpus.
+const PER_TARGET: usize = 40;
+
+/// The runs whose captures seed the packet targets: (scenario, controller, overrides). Each
+/// controller gets the feedback its spec prescribes: gcc transport-wide feedback, gcc-draft REMB
+/// with RRs and XR (receive side) or TWCC (send side), nada and scream RFC 8888; the TCP and L4S
+/// scenarios add TCP headers with SACK and ECN-marked CCFB reports.
+const RUNS: &[(&str, ControllerKind, &[&str])] = &[
+    ("rfc8867-5.1", ControllerKind::Gcc, &["duration=15s", "delay=50ms", "mechanism=link-rate"]),
+    ("rfc8867-5.1", ControllerKind::GccDraft, &["duration=15s", "delay=50ms", "mechanism=link-rate"]),
+    (
+        "rfc8867-5.1",
+        ControllerKind::GccDraft,
+        &["duration=15s", "delay=50ms", "mechanism=link-rate", "controller.gcc-draft.deployment=send-side"],
+    ),
+    ("rfc8867-5.1", ControllerKind::Nada, &["duration=15s", "delay=50ms", "mechanism=link-rate"]),
+    ("rfc8867-5.1", ControllerKind::Scream, &["duration=15s", "delay=50ms", "mechanism=link-rate"]),
+    ("rfc8867-5.6", ControllerKind::Gcc, &["duration=15s"]),
+    ("rfc8867-6.2-l4s", ControllerKind::Scream, &["duration=15s"]),
+    ("rfc8867-6.2-l4s", ControllerKind::Nada, &["duration=15s"]),
+];
+
+/// Built-in scenarios copied as seeds (every RFC 8867 case and the trace scenarios, plus a few
+/// of the seeds' experiments with other features).
+const SCENARIOS: &[&str] = &[
+    "rfc8867-5.1",
+    "rfc8867-5.2",
+    "rfc8867-5.3",
+    "rfc8867-5.4",
+    "rfc8867-5.5",
+    "rfc8867-5.6",
+    "rfc8867-5.7",
+    "rfc8867-5.8",
+    "rfc8867-6.1",
+    "rfc8867-6.2",
+    "rfc8867-6.2-l4s",
+    "rfc8867-6.3",
+    "seed000-5.2.6",
+    "seed001-staircase",
+    "seed002-vs-tcp-gcc-first",
+    "seed003-loss-delay",
+    "trace-lte-drive",
+    "trace-lte-walk",
+    "trace-wifi-office",
+];
+
+/// Scenario seeds with one override each, in the scenario target's format.
+const WITH_SETS: &[(&str, &str)] = &[
+    ("rfc8867-5.1", "links.forward.delay=80ms"),
+    ("rfc8867-5.1", "delay=[\"10ms\", \"20ms\"]"),
+    ("rfc8867-5.2", "duration=30s"),
+    ("rfc8867-5.1", "controller.gcc-draft.deployment=send-side"),
+    ("trace-wifi-office", "links.forward.capacity_trace.ignore=[\"rtt\"]"),
+];
+
+fn main() -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let mut corpus: Vec<(&str, Vec<u8>)> = Vec::new();
+    packets(&mut corpus)?;
+    traces(&mut corpus);
+    scenarios(&mut corpus)?;
+    for target in TARGETS {
+        let dir = root.join(target.name);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        let mine: Vec<&Vec<u8>> = corpus.iter().filter(|(t, _)| *t == target.name).map(|(_, d)| d).collect();
+        let bytes: usize = mine.iter().map(|d| d.len()).sum();
+        for data in &mine {
+            let path = dir.join(format!("{:016x}", hash(data)));
+            std::fs::write(&path, data).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        println!("{:<17} {:>3} seeds, {bytes:>6} bytes", target.name, mine.len());
+    }
+    Ok(())
+}
+
+/// What tells packets of one target apart: type, flags, length class.
+type Shape = Vec<u8>;
+
+/// Chooses the packets of each target: the first of each shape (type, flags, length class),
+/// then others spread evenly over the run, up to [`PER_TARGET`] distinct packets.
+#[derive(Default)]
+struct Picker {
+    /// Per target, its distinct packets in capture order with their shapes.
+    seen: BTreeMap<&'static str, Vec<(Shape, Vec<u8>)>>,
+    distinct: BTreeSet<(&'static str, Vec<u8>)>,
+}
+
+impl Picker {
+    fn offer(&mut self, target: &'static str, shape: Vec<u8>, data: &[u8]) {
+        if self.distinct.insert((target, data.to_vec())) {
+            self.seen.entry(target).or_default().push((shape, data.to_vec()));
+        }
+    }
+
+    fn pick(self, corpus: &mut Vec<(&'static str, Vec<u8>)>) {
+        for (target, packets) in self.seen {
+            let mut shapes = BTreeSet::new();
+            let mut chosen: Vec<bool> =
+                packets.iter().map(|(shape, _)| shapes.insert(shape.clone())).collect();
+            let mut left = PER_TARGET.saturating_sub(shapes.len().min(PER_TARGET));
+            let rest: Vec<usize> = (0..packets.len()).filter(|&k| !chosen[k]).collect();
+            let step = (rest.len() / left.max(1)).max(1);
+            for &k in rest.iter().step_by(step) {
+                if left == 0 {
+                    break;
+                }
+                chosen[k] = true;
+                left -= 1;
+            }
+            let picked = packets.into_iter().zip(chosen).filter(|(_, c)| *c).map(|((_, data), _)| data);
+            corpus.extend(picked.take(PER_TARGET).map(|data| (target, data)));
+        }
+    }
+}
+
+fn packets(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
+    let mut picker = Picker::default();
+    for &(id, cc, sets) in RUNS {
+        let (text, origin) = builtin::find(id).ok_or_else(|| format!("no built-in scenario {id}"))?;
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let variant = scenario::load(text, &origin, &sets).map_err(|e| e.to_string())?.remove(0);
+        let run =
+            simulate_with(&variant, cc.into(), 1, RunOptions { capture: true, ..RunOptions::default() })
+                .map_err(|e| e.to_string())?;
+        for packet in &run.capture {
+            let data = &packet.data;
+            match packet.transport {
+                CapturedTransport::Tcp if data.len() > 13 => {
+                    // Flags and length: SYN, ACK, FIN, with and without SACK blocks.
+                    picker.offer("tcp", vec![data[13], data.len() as u8], data);
+                }
+                CapturedTransport::RtpUdp if data.len() >= 2 && (192..=223).contains(&data[1]) => {
+                    rtcp(&mut picker, data);
+                }
+                CapturedTransport::RtpUdp if data.len() >= 12 => {
+                    // Payload type, marker and header length: video, audio, probes, extensions.
+                    picker.offer("rtp", vec![data[0], data[1], data.len() as u8], data);
+                }
+                _ => {}
+            }
+        }
+    }
+    picker.pick(corpus);
+    Ok(())
+}
+
+/// A compound RTCP packet seeds the compound target, and each of its packets the target of its
+/// type.
+fn rtcp(picker: &mut Picker, data: &[u8]) {
+    let mut shape = Vec::new();
+    let mut at = 0;
+    while at + 4 <= data.len() {
+        let len = (usize::from(u16::from_be_bytes([data[at + 2], data[at + 3]])) + 1) * 4;
+        let Some(packet) = data.get(at..at + len) else { break };
+        let (fmt, pt) = (packet[0] & 0x1F, packet[1]);
+        let target = match (pt, fmt) {
+            (PT_SR, _) => Some("rtcp-sr"),
+            (PT_RR, _) => Some("rtcp-rr"),
+            (PT_RTPFB, FMT_TWCC) => Some("rtcp-twcc"),
+            (PT_RTPFB, FMT_CCFB) => Some("rtcp-ccfb"),
+            (PT_PSFB, FMT_AFB) if packet.get(12..16) == Some(b"REMB") => Some("rtcp-remb"),
+            (PT_XR, _) => Some("rtcp-xr"),
+            _ => None,
+        };
+        // Within a type, lengths differ in blocks, chunks, reports and SSRCs.
+        let size_class = (len.min(1024) / 8) as u8;
+        if let Some(target) = target {
+            picker.offer(target, vec![fmt, size_class], packet);
+        }
+        shape.extend([pt, fmt, size_class]);
+        at += len;
+    }
+    picker.offer("rtcp-compound", shape, data);
+}
+
+fn traces(corpus: &mut Vec<(&'static str, Vec<u8>)>) {
+    for &(path, text) in builtin::TRACES {
+        // The whole shipped file, and its first lines: small inputs mutate faster.
+        let head: String = text.lines().take(40).map(|l| format!("{l}\n")).collect();
+        if path.ends_with(".mahimahi") {
+            corpus.push(("trace-mahimahi", text.as_bytes().to_vec()));
+            corpus.push(("trace-mahimahi", head.into_bytes()));
+        } else if path.ends_with(".csv") {
+            corpus.push(("trace-csv", text.as_bytes().to_vec()));
+            corpus.push(("trace-csv", head.into_bytes()));
+        } else if path.ends_with(".json") {
+            // The first byte is the target's options: '0' uplink, nothing ignored; '?' downlink,
+            // loss, rtt and jitter ignored.
+            for options in ["0", "?"] {
+                corpus.push(("trace-opennetlab", format!("{options}{text}").into_bytes()));
+            }
+        }
+    }
+    let small = [
+        ("trace-mahimahi", "1\n1\n2\n5\n"),
+        ("trace-mahimahi", "0\r\n 3 \r\n3\n"),
+        ("trace-csv", "# steps\ntime_ms,rate_mbps\n0,1.5\n2500,0\n4000,2\n"),
+        ("trace-csv", "rate_bps , time_s\n1e6,0\n2e5,1.25\n"),
+        (
+            "trace-opennetlab",
+            "6{\"type\":\"video\",\"downlink\":{},\"uplink\":{\"trace_pattern\":[{\"duration\":100.5,\"capacity\":300,\
+             \"loss\":0,\"rtt\":20,\"jitter\":0,\"time\":0.0},{\"duration\":50,\"capacity\":0}]}}",
+        ),
+        (
+            "trace-opennetlab",
+            "1{\"uplink\":{\"trace_pattern\":[]},\"downlink\":{\"trace_pattern\":[{\"duration\":1,\"capacity\":1}]}}",
+        ),
+    ];
+    corpus.extend(small.iter().map(|&(t, s)| (t, s.as_bytes().to_vec())));
+}
+
+fn scenarios(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
+    let builtin_text = |id: &str| -> Result<String, String> {
+        let (text, origin) = builtin::find(id).ok_or_else(|| format!("no built-in scenario {id}"))?;
+        Ok(with_builtin_traces(text, &origin))
+    };
+    for id in SCENARIOS {
+        corpus.push(("scenario", builtin_text(id)?.into_bytes()));
+    }
+    for (id, set) in WITH_SETS {
+        corpus.push(("scenario", format!("{}{SET_MARKER}{set}\n", builtin_text(id)?).into_bytes()));
+    }
+    Ok(())
+}
+
+/// The fuzz target loads from an empty folder, where a trace named beside the scenario is not
+/// found: name the compiled-in copy instead, so the seeds reach the trace parsers.
+fn with_builtin_traces(text: &str, origin: &str) -> String {
+    let dir = origin.strip_prefix("builtin:").and_then(|p| p.rsplit_once('/')).map_or("", |(d, _)| d);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.split_once("file = \"") {
+            Some((head, rest)) if !rest.starts_with("builtin:") => {
+                out.push_str(&format!("{head}file = \"builtin:{dir}/{rest}"));
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
