@@ -65,14 +65,21 @@ fn controllers() -> Vec<(&'static str, &'static str)> {
     ControllerKind::ALL.iter().map(|k| (k.name(), k.description())).collect()
 }
 
-/// Expands scenario text into its variants: (scenario id, variant, slug, resolved TOML).
+/// One variant as Python's `scenarios.Variant` takes it: (scenario id, variant, slug, resolved
+/// TOML, fingerprint: the SHA-256 of what the variant runs).
+type VariantRow = (String, String, String, String, String);
+
+/// Expands scenario text into its variants.
 #[pyfunction]
 #[pyo3(signature = (text, origin, sets = Vec::new()))]
-fn expand(text: &str, origin: &str, sets: Vec<String>) -> PyResult<Vec<(String, String, String, String)>> {
+fn expand(text: &str, origin: &str, sets: Vec<String>) -> PyResult<Vec<VariantRow>> {
     let variants = scenario::load(text, origin, &sets).map_err(scenario_err)?;
     Ok(variants
         .into_iter()
-        .map(|s| (s.spec.id.clone(), s.variant.clone(), s.variant_slug(), s.to_toml()))
+        .map(|s| {
+            let (slug, toml) = (s.variant_slug(), s.to_toml());
+            (s.spec.id, s.variant, slug, toml, s.fingerprint)
+        })
         .collect())
 }
 

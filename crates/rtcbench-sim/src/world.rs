@@ -97,6 +97,9 @@ pub struct CallMeta {
     /// Its video encoder's minimum rate (bit/s), as resolved with the defaults; `None` without
     /// video. The scorecard's starvation bound (RFC 8867 §5.6).
     pub video_min_bps: Option<u64>,
+    /// Its video encoder's maximum rate (bit/s); `None` without video. What the call can use at
+    /// most, so the fair share metrics compare it with (docs/metrics.md).
+    pub video_max_bps: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -108,6 +111,15 @@ pub struct FlowMeta {
     pub call: Option<u32>,
     pub path: Vec<String>,
     pub bottleneck: String,
+    /// When the flow's source starts and stops (s) as the scenario says: the span its rates are
+    /// averaged over (docs/metrics.md). A call's flows share the call's; the run's end if no stop.
+    pub start_s: f64,
+    pub stop_s: f64,
+    /// What drives a flow that is not a call's: `bulk` or `on-off` TCP (and its ACKs),
+    /// `constant` for CBR, `udp-background` for RFC 8867 §4.2's capacity mechanism. Metrics
+    /// tell elastic competitors (bulk TCP) from fixed-rate traffic by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<&'static str>,
 }
 
 /// What a run produces.
@@ -798,6 +810,7 @@ fn build_world(
         let backward_route = routes.len() as RouteId;
         routes.push(Route { links: bwd.clone(), dest: Endpoint::Sender(call), src_node: b, dst_node: a });
 
+        let (start_s, stop_s) = active_span(c.start, c.stop, end);
         let mut add_flow = |kind: &'static str, suffix: &str, path: &[LinkId]| -> FlowId {
             let id = meta.flows.len() as FlowId;
             meta.flows.push(FlowMeta {
@@ -807,6 +820,9 @@ fn build_world(
                 call: Some(call),
                 path: names(path),
                 bottleneck: bottleneck(path),
+                start_s,
+                stop_s,
+                workload: None,
             });
             id
         };
@@ -847,13 +863,19 @@ fn build_world(
             video_min_bps: video_on.then(|| {
                 c.video.as_ref().and_then(|v| v.min.as_ref()).map_or(DEFAULT_VIDEO_MIN, |m| *m.get()).as_bps()
             }),
+            video_max_bps: video_on.then(|| {
+                c.video.as_ref().and_then(|v| v.max.as_ref()).map_or(DEFAULT_VIDEO_MAX, |m| *m.get()).as_bps()
+            }),
         });
         setups.push(setup);
         senders.push(sender);
         receivers.push(receiver);
     }
 
-    let mut flow_meta = |name: String, kind: &'static str, path: &[LinkId]| -> FlowId {
+    let mut flow_meta = |name: String,
+                         (kind, workload): (&'static str, &'static str),
+                         path: &[LinkId],
+                         (start_s, stop_s): (f64, f64)| {
         let id = meta.flows.len() as FlowId;
         meta.flows.push(FlowMeta {
             id,
@@ -862,6 +884,9 @@ fn build_world(
             call: None,
             path: names(path),
             bottleneck: bottleneck(path),
+            start_s,
+            stop_s,
+            workload: Some(workload),
         });
         id
     };
@@ -884,8 +909,13 @@ fn build_world(
         for k in 0..count {
             let name = t.flow_name(i, k);
             let index = tcp_sources.len() as u32;
-            let data = flow_meta(name.clone(), "tcp", &fwd);
-            let ack = flow_meta(format!("{name}.ack"), "tcp_ack", &bwd);
+            let span = active_span(t.start, t.stop, end);
+            let workload = match t.workload {
+                None | Some(WorkloadSpec::Bulk) => "bulk",
+                Some(WorkloadSpec::Short { .. }) => "on-off",
+            };
+            let data = flow_meta(name.clone(), ("tcp", workload), &fwd, span);
+            let ack = flow_meta(format!("{name}.ack"), ("tcp_ack", workload), &bwd, span);
             let to_sink = route_to(fwd.clone(), Endpoint::TcpSink(index), ends);
             let to_source = route_to(bwd.clone(), Endpoint::TcpSource(index), (ends.1, ends.0));
             let path = format!("tcp/{group}/{k}");
@@ -902,7 +932,7 @@ fn build_world(
     for (i, c) in spec.cbr.iter().enumerate() {
         let fwd = path_between(&c.from, &c.to);
         let name = c.name_or_default(i);
-        let flow = flow_meta(name, "cbr", &fwd);
+        let flow = flow_meta(name, ("cbr", "constant"), &fwd, active_span(c.start, c.stop, end));
         let route = route_to(fwd, Endpoint::Sink, (node(&c.from), node(&c.to)));
         let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
         let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
@@ -914,7 +944,8 @@ fn build_world(
     for (k, l) in spec.links.iter().enumerate() {
         let Some(physical) = udp_background_rate(l) else { continue };
         let path = vec![k as LinkId];
-        let flow = flow_meta(format!("{}.udp-background", l.name), "cbr", &path);
+        let span = active_span(None, None, end);
+        let flow = flow_meta(format!("{}.udp-background", l.name), ("cbr", "udp-background"), &path, span);
         let route = route_to(path, Endpoint::Sink, (node(&l.from), node(&l.to)));
         let source = CbrSource::scheduled(udp_background_steps(l, physical), DEFAULT_CBR_PACKET, end);
         cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
@@ -952,6 +983,14 @@ fn build_world(
         capture: options.capture.then(Vec::new),
     };
     Ok((w, meta, setups))
+}
+
+/// A source's configured (start, stop) in seconds, for [`FlowMeta`]: from 0 and to `end` unless
+/// the scenario says otherwise (a stop after the end is the end).
+fn active_span(start: Option<Duration>, stop: Option<Duration>, end: Instant) -> (f64, f64) {
+    let end_s = (end - Instant::ZERO).as_secs_f64();
+    let start_s = start.unwrap_or(Duration::ZERO).as_secs_f64();
+    (start_s, stop.map_or(end_s, |s| s.as_secs_f64().min(end_s)))
 }
 
 /// Bytes on the wire of a CBR packet unless the scenario says otherwise (as the media packets).

@@ -67,6 +67,8 @@ pub struct Scenario {
     pub variant: String,
     /// The capacity trace of each link (`spec.links[k]`), read when the scenario was loaded.
     pub capacity_traces: Vec<Option<Arc<CapacityTrace>>>,
+    /// What this variant runs, as SHA-256 (hex): see [`fingerprint`].
+    pub fingerprint: String,
 }
 
 impl Scenario {
@@ -478,10 +480,39 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
         let variant = if variant.is_empty() { spec.variant.clone().unwrap_or_default() } else { variant };
         spec.variant = (!variant.is_empty()).then(|| variant.clone());
         validate(&spec, origin)?;
-        let capacity_traces = traces.load(&mut spec, origin)?;
-        out.push(Scenario { spec, variant, capacity_traces });
+        let loaded = traces.load(&mut spec, origin)?;
+        let digests: Vec<Option<&str>> = loaded.iter().map(|l| l.as_ref().map(|(_, d)| d.as_str())).collect();
+        let fingerprint = fingerprint(&spec, &digests);
+        let capacity_traces = loaded.into_iter().map(|l| l.map(|(trace, _)| trace)).collect();
+        out.push(Scenario { spec, variant, capacity_traces, fingerprint });
     }
     Ok(out)
+}
+
+/// SHA-256 of `bytes`, as 64 lowercase hex digits.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The identity of a resolved variant: the SHA-256 of its TOML with the words that do not change
+/// what runs left out (`title`, `source`, `description`, the variant's name) and each capacity
+/// trace file replaced by the SHA-256 of its text (`trace_digests[k]` for `spec.links[k]`). Two
+/// variants run the same network, traffic and controller parameters exactly when their
+/// fingerprints are equal, wherever their files are; results folders are keyed by it.
+fn fingerprint(spec: &ScenarioSpec, trace_digests: &[Option<&str>]) -> String {
+    let mut canonical = spec.clone();
+    canonical.title = None;
+    canonical.source = None;
+    canonical.description = None;
+    canonical.variant = None;
+    for (link, digest) in canonical.links.iter_mut().zip(trace_digests) {
+        if let (Some(trace), Some(digest)) = (&mut link.capacity_trace, digest) {
+            trace.file = Param::One(format!("sha256:{digest}"));
+        }
+    }
+    let text = toml::to_string(&canonical).expect("a resolved scenario always serialises");
+    sha256_hex(text.as_bytes())
 }
 
 /// RFC 8867 §4.2's UDP mechanism needs a constant physical rate at least as high as every
@@ -1112,6 +1143,52 @@ to = "B"
             assert!(e.to_string().contains("more than 10000 variants"), "{e}");
         }
         assert_eq!(load(&with_sets(4, 10), "x", &[]).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn the_fingerprint_is_what_runs_not_how_it_is_written() {
+        let fp = |text: &str, sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| (*s).to_string()).collect();
+            load(text, "x.toml", &sets).unwrap()[0].fingerprint.clone()
+        };
+        let base = fp(MINIMAL, &[]);
+        assert_eq!(base.len(), 64);
+        // Words and layout do not change what runs.
+        let described = MINIMAL.replace("id = \"t\"", "id = \"t\"\ntitle = \"x\"\ndescription = \"y\"");
+        assert_eq!(fp(&described, &[]), base);
+        assert_eq!(fp(&MINIMAL.replace("capacity = \"1Mbps\"", "capacity = \"1000kbps\""), &[]), base);
+        // An override, a value, a controller parameter do.
+        assert_ne!(fp(MINIMAL, &["duration=11s"]), base);
+        assert_ne!(fp(MINIMAL, &["controller.gcc-draft.deployment=send-side"]), base);
+        // The resolved scenario a results folder keeps has the fingerprint of what it resolves.
+        for v in
+            load(builtin::find("rfc8867-5.1").unwrap().0, "builtin:scenarios/rfc8867/5.1.toml", &[]).unwrap()
+        {
+            assert_eq!(load(&v.to_toml(), "resolved", &[]).unwrap()[0].fingerprint, v.fingerprint);
+        }
+    }
+
+    #[test]
+    fn a_capacity_trace_counts_by_its_content_not_its_path() {
+        let dir = std::env::temp_dir().join(format!("rtcbench-fp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            std::fs::write(dir.join(name), text).unwrap();
+            dir.join(name).display().to_string()
+        };
+        let with_trace = |file: &str| {
+            let text = MINIMAL.replace(
+                "capacity = \"1Mbps\"",
+                &format!("capacity_trace = {{ file = {file:?}, format = \"csv\" }}"),
+            );
+            load(&text, "x.toml", &[]).unwrap()[0].fingerprint.clone()
+        };
+        let a = with_trace(&write("a.csv", "time_s,rate_kbps\n0,1000\n5,500\n"));
+        let same_elsewhere = with_trace(&write("b.csv", "time_s,rate_kbps\n0,1000\n5,500\n"));
+        let edited = with_trace(&write("a.csv", "time_s,rate_kbps\n0,1000\n5,400\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(a, same_elsewhere);
+        assert_ne!(a, edited);
     }
 
     #[test]

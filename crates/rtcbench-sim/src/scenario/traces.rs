@@ -109,19 +109,24 @@ pub(super) fn format_of(t: &CapacityTraceSpec) -> Result<TraceFormat, String> {
 /// What a parsed trace depends on besides the text.
 type Key = (Location, TraceFormat, String);
 
+/// A parsed trace and the SHA-256 of the text it was parsed from (hex), which stands for the
+/// file in a scenario's fingerprint: the same trace anywhere on disk, or built in, is the same.
+type Loaded = (Arc<CapacityTrace>, String);
+
 /// Traces already read while loading one scenario file (its variants share them).
 #[derive(Default)]
-pub(super) struct TraceCache(BTreeMap<Key, Arc<CapacityTrace>>);
+pub(super) struct TraceCache(BTreeMap<Key, Loaded>);
 
 impl TraceCache {
     /// The trace of each link of a validated variant (`None` for links without one), read and
-    /// parsed. Each `file` is rewritten to where it was found and `format` is written out, so the
-    /// resolved scenario names the same trace wherever it is loaded from.
+    /// parsed, with the SHA-256 of its text. Each `file` is rewritten to where it was found and
+    /// `format` is written out, so the resolved scenario names the same trace wherever it is
+    /// loaded from.
     pub(super) fn load(
         &mut self,
         spec: &mut ScenarioSpec,
         origin: &str,
-    ) -> Result<Vec<Option<Arc<CapacityTrace>>>, ScenarioError> {
+    ) -> Result<Vec<Option<Loaded>>, ScenarioError> {
         let mut out = Vec::with_capacity(spec.links.len());
         for l in &mut spec.links {
             let Some(t) = &mut l.capacity_trace else {
@@ -134,8 +139,8 @@ impl TraceCache {
             let location = Location::of(t.file.get(), origin);
             let options = format!("{:?}/{:?}", t.direction, t.ignore);
             let key = (location.clone(), format, options);
-            let trace = match self.0.get(&key) {
-                Some(trace) => trace.clone(),
+            let loaded = match self.0.get(&key) {
+                Some(loaded) => loaded.clone(),
                 None => {
                     let text = location
                         .read()
@@ -147,13 +152,14 @@ impl TraceCache {
                         message: format!("{} ({field} in {origin})", e.message),
                         related: Vec::new(),
                     })?);
-                    self.0.insert(key, trace.clone());
-                    trace
+                    let loaded = (trace, super::sha256_hex(text.as_bytes()));
+                    self.0.insert(key, loaded.clone());
+                    loaded
                 }
             };
             t.file = Param::One(location.resolved());
             t.format = Some(format);
-            out.push(Some(trace));
+            out.push(Some(loaded));
         }
         Ok(out)
     }
