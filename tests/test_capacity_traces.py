@@ -98,7 +98,7 @@ def test_a_trace_beside_a_scenario_file_runs_from_any_directory(tmp_path: Path) 
         check=False,
     )
     assert again.returncode == 0, again.stderr
-    (rerun,) = (tmp_path / "again").glob("*/fixed/seed-1/packets.parquet")
+    (rerun,) = (tmp_path / "again").glob("*/fixed/*/seed-1/packets.parquet")
     assert rerun.read_bytes() == (r.path / "packets.parquet").read_bytes()
 
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import rtcbench
-from rtcbench import plots, results
+from rtcbench import plots, results, runner
 
 RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
 
@@ -32,13 +32,19 @@ def test_list_names_every_builtin_scenario_and_controller() -> None:
 def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
     out = cli("run", "rfc8867-5.1", "--cc", "fixed", "--seed", "3", "--out", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    folders = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("*/*/seed-*"))
-    assert folders == [
-        "rfc8867-5.1@delay-100ms-mechanism-link-rate/fixed/seed-3",
-        "rfc8867-5.1@delay-100ms-mechanism-udp-background/fixed/seed-3",
-        "rfc8867-5.1@delay-50ms-mechanism-link-rate/fixed/seed-3",
-        "rfc8867-5.1@delay-50ms-mechanism-udp-background/fixed/seed-3",
+    found = sorted(tmp_path.glob("*/*/*/seed-*"))
+    # <scenario>@<variant>/<controller>/<run key>/seed-N, the key naming the resolved variant.
+    assert found == sorted(
+        runner.run_folder(tmp_path, v, "fixed", 3) for v in rtcbench.resolve("rfc8867-5.1")
+    )
+    folders = [p.relative_to(tmp_path).as_posix() for p in found]
+    assert [f.split("/")[0] for f in folders] == [
+        "rfc8867-5.1@delay-100ms-mechanism-link-rate",
+        "rfc8867-5.1@delay-100ms-mechanism-udp-background",
+        "rfc8867-5.1@delay-50ms-mechanism-link-rate",
+        "rfc8867-5.1@delay-50ms-mechanism-udp-background",
     ]
+    assert len({f.split("/")[2] for f in folders}) == 4, "each variant has its own key"
     run = tmp_path / folders[2]
     expected = {
         "scenario.toml", "summary.json", "overview.png", "packets.parquet", "frames.parquet",
@@ -150,9 +156,20 @@ def test_table_compares_controllers_in_markdown() -> None:
     out = cli("table", "seed001-sudden-reduction", "--cc", "gcc,fixed")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert lines[0].startswith("| scenario | variant | controller | utilisation")
+    assert lines[0].startswith("| scenario | variant | controller | flow | utilisation")
     rows = [line.split(" | ") for line in lines[2:]]
-    assert [r[2] for r in rows] == ["gcc", "fixed"]
+    assert [(r[2], r[3]) for r in rows] == [("gcc", "call0.video"), ("fixed", "call0.video")]
     # fixed sends its 300 kbit/s start rate over a mostly 2 Mbit/s link: low utilisation, no loss.
-    assert float(rows[1][3]) < 0.3
+    assert float(rows[1][4]) < 0.3
     assert cli("table", "seed001-sudden-reduction", "--cc", "gcc,nope").returncode == 2
+
+
+def test_table_shows_the_competing_flows_beside_the_media() -> None:
+    out = cli("table", "rfc8867-5.6", "--cc", "gcc")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(" | ") for line in out.stdout.strip().splitlines()[2:]]
+    # One variant per queue and TCP flavour; in each, the call's video and the TCP flow.
+    assert {r[3] for r in rows} == {"S1.video", "S_tcp"}
+    tcp = [r for r in rows if r[3] == "S_tcp"]
+    assert all(float(r[4]) > 0.5 for r in tcp), "TCP takes most of the 2 Mbit/s link"
+    assert all(r[7].rstrip(" |") == "-" for r in tcp), "no convergence time for TCP"

@@ -8,6 +8,7 @@ CBR "video" flow of 1250-byte packets every 10 ms (exactly 1 Mbit/s on the wire,
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,9 +29,11 @@ from rtcbench.metrics import (
     feedback_overhead,
     flow_metrics,
     jain_index,
+    max_min_shares,
     mean_ci,
     packet_delays,
     phases,
+    settling_time,
     share_ratios,
     summarize,
     time_to_reach,
@@ -503,9 +506,11 @@ def test_not_applicable_fields_are_none(tables: Tables, ts: pl.DataFrame) -> Non
     assert audio["fps_mean"] is None
     assert audio["freezes"] is None
     assert audio["frame_delay_p50_ms"] is None
-    assert audio["convergence_time_s"] == 0.0
+    assert audio["settling_time_s"] == 0.0
+    assert audio["convergence_time_s"] is None  # video only: audio's rate is its codec's
     rtcp = flow_metrics(tables, ts, RTCP, 0, 20 * S)
-    for key in ("utilization", "mean_goodput_bps", "convergence_time_s", "mean_target_bps", "fps_mean"):
+    for key in ("utilization", "mean_goodput_bps", "convergence_time_s", "settling_time_s", "mean_target_bps",
+                "fps_mean"):  # fmt: skip
         assert rtcp[key] is None, key
     assert rtcp["mean_send_rate_bps"] == pytest.approx(80 * 8 / 0.05)
 
@@ -527,29 +532,60 @@ def step_tables(step_us: int, duration_s: float = 20.0) -> Tables:
     return single_flow_tables(pl.concat([low, high]).sort("t_us"), duration_s)
 
 
-def test_convergence_time_of_a_step_response() -> None:
+def test_settling_time_of_a_step_response() -> None:
     t = step_tables(6 * S)
     ts = timeseries(t)
-    assert convergence_time(ts, VIDEO, 0, 20 * S) == pytest.approx(6.0, abs=W / S)
+    assert settling_time(ts, VIDEO, 0, 20 * S) == pytest.approx(6.0, abs=W / S)
     # A step off the window grid is found within one window.
     t2 = step_tables(6_130_000)
-    assert convergence_time(timeseries(t2), VIDEO, 0, 20 * S) == pytest.approx(6.13, abs=W / S)
+    assert settling_time(timeseries(t2), VIDEO, 0, 20 * S) == pytest.approx(6.13, abs=W / S)
     # Measured from the phase start, over the phase only.
-    assert convergence_time(ts, VIDEO, 4 * S, 20 * S) == pytest.approx(2.0, abs=W / S)
-    assert summarize(t)["flows"][0]["convergence_time_s"] == pytest.approx(6.0, abs=W / S)
+    assert settling_time(ts, VIDEO, 4 * S, 20 * S) == pytest.approx(2.0, abs=W / S)
+    assert summarize(t)["flows"][0]["settling_time_s"] == pytest.approx(6.0, abs=W / S)
 
 
-def test_constant_rate_converges_immediately(tables: Tables, ts: pl.DataFrame) -> None:
+def test_convergence_is_reaching_the_reference_not_settling() -> None:
+    ts = timeseries(step_tables(6 * S))
+    # 0.5 → 2 Mbit/s at 6 s against a 2 Mbit/s share: the first 1 s mean at 0.8 × 2 Mbit/s or
+    # more starts at 5.73 s, the 5.8 s window.
+    assert convergence_time(ts, VIDEO, 0, 20 * S, 2_000_000) == pytest.approx(5.8, abs=1e-9)
+    # Against a 0.5 Mbit/s share it is there at once and stays 5 s (until the 5.2 s window's mean
+    # leaves the band): converged at 0. Stepping up at 3 s, it leaves before 5 s: not converged...
+    assert convergence_time(ts, VIDEO, 0, 20 * S, 500_000) == 0.0
+    early = timeseries(step_tables(3 * S))
+    assert convergence_time(early, VIDEO, 0, 20 * S, 500_000) is None
+    # ... unless the interval ends first (the next event on the bottleneck): held to its end.
+    assert convergence_time(early, VIDEO, 0, 3 * S, 500_000) == 0.0
+    # A share it never reaches, or no share at all.
+    assert convergence_time(ts, VIDEO, 0, 20 * S, 3_000_000) is None
+    assert convergence_time(ts, VIDEO, 0, 20 * S, None) is None
+    # The flow settles at 6 s whatever it should have got: settling is not convergence.
+    assert settling_time(ts, VIDEO, 0, 20 * S) == pytest.approx(6.0, abs=W / S)
+
+
+def test_constant_rate_settles_immediately(tables: Tables, ts: pl.DataFrame) -> None:
     s = summarize(tables, ts)
-    assert [p["flows"][0]["convergence_time_s"] for p in s["phases"]] == [0.0, 0.0]
+    assert [p["flows"][0]["settling_time_s"] for p in s["phases"]] == [0.0, 0.0]
 
 
-def test_oscillating_rate_never_converges() -> None:
+def test_oscillating_rate_never_settles_nor_converges() -> None:
     # 2 Mbit/s for 1 s, nothing for 1 s, ...: every 1 s average is 0.8-1.2x or worse off the mean.
     pk = cbr(VIDEO, end_us=20 * S, interval_us=5 * MS, size=1250, payload=1200)
     pk = pk.filter((pl.col("sent_us") // S) % 2 == 0)
     ts = timeseries(single_flow_tables(pk, 20.0))
-    assert convergence_time(ts, VIDEO, 0, 20 * S) is None
+    assert settling_time(ts, VIDEO, 0, 20 * S) is None
+    assert convergence_time(ts, VIDEO, 0, 20 * S, 1_000_000) is None
+
+
+def test_max_min_shares_fill_the_smallest_demands_first() -> None:
+    # Bertsekas and Gallager's example shape: 10 shared by demands 2, 2.6, 4, 5 -> 2, 2.6, 2.7, 2.7.
+    shares = max_min_shares(10.0, {1: 2.0, 2: 2.6, 3: 4.0, 4: 5.0})
+    assert shares == pytest.approx({1: 2.0, 2: 2.6, 3: 2.7, 4: 2.7})
+    # Elastic flows (inf) split what the others leave; demands above the capacity split it evenly.
+    assert max_min_shares(3.0, {1: 0.5, 2: math.inf, 3: math.inf}) == {1: 0.5, 2: 1.25, 3: 1.25}
+    assert max_min_shares(2.0, {1: math.inf}) == {1: 2.0}
+    assert max_min_shares(-1.0, {1: 1.0}) == {1: 0.0}
+    assert max_min_shares(1.0, {}) == {}
 
 
 def test_time_to_reach_levels() -> None:
@@ -583,6 +619,10 @@ FLOW_KEYS = {
     "owd_p50_ms",
     "rtt_mean_ms",
     "convergence_time_s",
+    "settling_time_s",
+    "active_start_s",
+    "active_end_s",
+    "workload",
     "fps_mean",
     "freezes",
     "frame_delay_p50_ms",
@@ -624,9 +664,11 @@ def test_summary_of_a_run_without_events() -> None:
     assert f["qdelay_p50_ms"] is None
     assert f["utilization"] is None
     assert f["convergence_time_s"] is None
+    assert f["settling_time_s"] is None
     assert f["freezes"] == 0
+    in_phase = {k: v for k, v in f.items() if not k.startswith("active_")}
     assert s["phases"] == [
-        {"index": 0, "link": "fwd", "start_s": 0.0, "end_s": 2.0, "capacity_bps": None, "flows": [f]}
+        {"index": 0, "link": "fwd", "start_s": 0.0, "end_s": 2.0, "capacity_bps": None, "flows": [in_phase]}
     ]
 
 

@@ -421,7 +421,8 @@ def test_the_cli_runs_a_controller_from_a_file(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "delay_gradient_aimd:DelayGradientAimd · seed 1" in out.stdout
     folder = "rfc8867-5.1@delay-50ms-mechanism-link-rate"
-    run = tmp_path / folder / "delay_gradient_aimd:DelayGradientAimd" / "seed-1"
+    # No ':' in folder names: the controller's folder is delay_gradient_aimd.DelayGradientAimd.
+    (run,) = (tmp_path / folder / "delay_gradient_aimd.DelayGradientAimd").glob("*/seed-1")
     summary = json.loads((run / "summary.json").read_text())
     assert summary["controller"] == summary["meta"]["controller"] == "delay_gradient_aimd:DelayGradientAimd"
     assert "gradient" in pl.read_parquet(run / "controller.parquet").columns
@@ -452,7 +453,7 @@ def test_suites_import_the_controller_again_in_each_worker(tmp_path: Path) -> No
     assert result.runs.height == 8
     # In worker processes (spawned: nothing is inherited but the spec string).
     variant = rtcbench.resolve("rfc8867-5.1", SHORT)[0]
-    job = _Job(variant, EXAMPLE, 5, tmp_path / "workers", None, "delay_gradient_aimd:DelayGradientAimd")
+    job = _Job.plan(variant, EXAMPLE, load_controller(EXAMPLE), 5, tmp_path / "workers", None)
     done: dict[int, dict[str, Any]] = {}
     _run_parallel([job], 1, done.__setitem__, here=False)
     assert done[0]["controller"] == "delay_gradient_aimd:DelayGradientAimd" and job.done()

@@ -23,25 +23,32 @@ def _fmt(v: float | int | None, scale: float = 1.0, digits: int = 0) -> str:
     return "-" if v is None else f"{v * scale:.{digits}f}"
 
 
+SHOWN = ("video", "tcp", "cbr")
+"""The flows of the table: the media a controller adapts and the traffic competing with it."""
+
+
 def summary_table(results: tuple[RunResult, ...]) -> str:
-    """Per variant and phase, the video flow: capacity, send rate, utilisation, loss, delay, convergence."""
+    """Per variant, phase and data flow (video, TCP, CBR) over the part of the phase it runs:
+    capacity, send rate, utilisation, loss, delay, convergence to the fair share and settling
+    time (video), frame rate and freezes (video)."""
     lines = [
-        f"{'variant':<24} {'phase s':>9} {'cap kbps':>8} {'send kbps':>9} {'util':>5} "
-        f"{'loss %':>6} {'qd p50':>6} {'qd p95':>6} {'conv s':>6} {'fps':>5} {'frz':>4}"
+        f"{'variant':<24} {'phase s':>9} {'flow':<14} {'cap kbps':>8} {'send kbps':>9} {'util':>5} "
+        f"{'loss %':>6} {'qd p50':>6} {'qd p95':>6} {'conv s':>6} {'set s':>6} {'fps':>5} {'frz':>4}"
     ]
     for r in results:
         s = r.summary
         for p in s["phases"]:
             for f in p["flows"]:
-                if f["kind"] != "video":
+                if f["kind"] not in SHOWN:
                     continue
                 lines.append(
                     f"{s['variant'] or 'default':<24} {p['start_s']:>4.0f}-{p['end_s']:<4.0f} "
+                    f"{f['name'][:14]:<14} "
                     f"{_fmt(p['capacity_bps'], 1e-3):>8} {_fmt(f['mean_send_rate_bps'], 1e-3):>9} "
                     f"{_fmt(f['utilization'], 1, 2):>5} {_fmt(f['loss_ratio'], 100, 1):>6} "
                     f"{_fmt(f['qdelay_p50_ms'], 1, 0):>6} {_fmt(f['qdelay_p95_ms'], 1, 0):>6} "
-                    f"{_fmt(f['convergence_time_s'], 1, 1):>6} {_fmt(f['fps_mean'], 1, 1):>5} "
-                    f"{_fmt(f['freezes']):>4}"
+                    f"{_fmt(f['convergence_time_s'], 1, 1):>6} {_fmt(f['settling_time_s'], 1, 1):>6} "
+                    f"{_fmt(f['fps_mean'], 1, 1):>5} {_fmt(f['freezes']):>4}"
                 )
     return "\n".join(lines) + "\n"
 

@@ -73,7 +73,10 @@ def test_suite_runs_every_scenario_controller_and_repetition(first: SuiteResult)
         expected += len(summary["flows"])
     assert flows.height == expected
     assert set(flows["path"]) == set(runs["path"])
-    assert runs["path"][0] == "seed001-sudden-reduction/gcc/seed-1"
+    # <scenario>/<controller>/<run key>/seed-N: the key is that of the resolved scenario with --set.
+    first_run = runner.run_folder(Path(), rtcbench.resolve(SCENARIOS[0], SHORT)[0], "gcc", 1)
+    assert runs["path"][0] == first_run.as_posix()
+    assert runs["run_key"][0] == first_run.parent.name and len(first_run.parent.name) == 12
     # Repetitions use different seeds, and the seeds reach the simulator (jitter draws differ).
     assert runs.group_by("scenario", "controller").agg(pl.col("seed").n_unique())["seed"].to_list() == [2] * 4
     owd = flows.filter(pl.col("kind") == "video", pl.col("controller") == "gcc").group_by("scenario")
@@ -94,10 +97,12 @@ def test_suite_tables_are_typed_and_read_by_polars_and_pandas(first: SuiteResult
     assert [f[c] for c in floats] == [pl.Float64] * 4
     assert (f["scenario"], f["variant"], f["flow_name"], f["kind"], f["path"]) == (pl.String,) * 5
     r = first.runs.schema
-    assert (r["jain_index"], r["feedback_bps"], r["wall_s"]) == (pl.Float64,) * 3
+    assert (r["jain_index_video"], r["jain_index_all"], r["feedback_bps"], r["wall_s"]) == (pl.Float64,) * 4
     assert (r["events"], r["fair_within_band"]) == (pl.Int64, pl.Boolean)
     # One video flow per run: perfectly fair to itself; feedback flows back to the sender.
-    assert first.runs["jain_index"].to_list() == [1.0] * 8
+    assert first.runs["jain_index_video"].to_list() == [1.0] * 8
+    # No link is shared by two data flows (audio is not one), so no all-flow index.
+    assert first.runs["jain_index_all"].to_list() == [None] * 8
     assert first.flows.filter(pl.col("kind") == "video")["share_ratio"].to_list() == [1.0] * 8
     assert (first.runs["feedback_to_sender_bps"] > 0).all()
     assert (first.runs["events"] > 0).all()
@@ -120,7 +125,7 @@ def test_worker_processes_run_jobs_and_write_their_folders(tmp_path: Path) -> No
     # The suite above may finish before its worker is up (this process runs jobs meanwhile); here
     # every job goes to the workers.
     variants = rtcbench.resolve(SCENARIOS[0], SHORT)
-    jobs = [_Job(variants[0], c, 7, tmp_path, "test") for c in CONTROLLERS]
+    jobs = [_Job.plan(variants[0], c, c, 7, tmp_path, "test") for c in CONTROLLERS]
     done: dict[int, dict[str, Any]] = {}
     _run_parallel(jobs, 2, done.__setitem__, here=False)
     assert sorted(done) == [0, 1]
@@ -128,7 +133,7 @@ def test_worker_processes_run_jobs_and_write_their_folders(tmp_path: Path) -> No
         assert job.done()
         assert done[i]["controller"] == job.controller and done[i]["seed"] == 7
         assert done[i]["fairness"]["run"]["jain_index"] == 1.0
-        assert json.loads((job.path / "summary.json").read_text())["command"] == "test"
+        assert json.loads((job.path / "summary.json").read_text())["provenance"]["command"] == "test"
 
 
 def test_an_interrupted_suite_leaves_whole_runs_and_no_table_and_resumes(
@@ -150,17 +155,21 @@ def test_an_interrupted_suite_leaves_whole_runs_and_no_table_and_resumes(
         run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
     assert not (tmp_path / FLOWS_TABLE).exists() and not (tmp_path / RUNS_TABLE).exists()
     assert not [p for p in tmp_path.rglob(".*")], "no half-written run folder"
-    assert sorted(p.parent.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("summary.json")) == [
-        "seed001-sudden-reduction/gcc/seed-1"
+    variant = rtcbench.resolve(SCENARIOS[0], SHORT)[0]
+    assert sorted(p.parent for p in tmp_path.rglob("summary.json")) == [
+        runner.run_folder(tmp_path, variant, "gcc", 1)
     ]
     monkeypatch.setattr(runner, "measure_tables", real)
     resumed = run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
     assert (resumed.ran, resumed.skipped) == (3, 1)
-    # A different --set is a different run: it replaces the old folder instead of reusing it.
+    # A different --set is a different run: a folder of its own, beside the first, never reused.
     other = run_suite(SCENARIOS[:1], ["fixed"], reps=1, jobs=1, out=tmp_path, sets=["duration=5s"])
     assert (other.ran, other.skipped) == (1, 0)
     assert other.runs["simulated_s"].to_list() == [5.0]
     assert 'duration = "5s"' in (tmp_path / other.runs["path"][0] / "scenario.toml").read_text()
+    kept = runner.run_folder(tmp_path, variant, "fixed", 1)
+    assert json.loads((kept / "summary.json").read_text())["simulated_s"] == 10.0
+    assert kept.parent != (tmp_path / other.runs["path"][0]).parent
 
 
 def test_user_mistakes_raise_before_anything_is_written(tmp_path: Path) -> None:

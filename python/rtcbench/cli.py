@@ -31,7 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rtcbench import _core
-from rtcbench.compare import BY_NAME, CompareError, Comparison, comparison
+from rtcbench.compare import BY_NAME, MIN_REPS, CompareError, Comparison, comparison
 from rtcbench.controller import ControllerError
 from rtcbench.results import InputError, run_folders, write_parquet_atomic
 from rtcbench.runner import RunResult, TraceTooLarge, UnknownController, controllers, run, run_variant
@@ -56,8 +56,8 @@ _DEBUG = os.environ.get("RTCBENCH_DEBUG") == "1"
 
 
 CC_HELP = (
-    "Controller: gcc, gcc-draft, nada, scream or fixed; or a Python controller class as "
-    "package.module:Class or path/to/file.py:Class."
+    "Controllers, comma-separated: gcc, gcc-draft, nada, scream, fixed, or Python controller "
+    "classes as package.module:Class or path/to/file.py:Class."
 )
 
 
@@ -156,23 +156,50 @@ def _fmt(v: Any, scale: float = 1.0, digits: int = 0, suffix: str = "") -> str:
     return f"{v * scale:.{digits}f}{suffix}"
 
 
+SHOWN_KINDS = ("video", "audio", "tcp", "cbr")
+"""The flows a run's table shows: media and every competing flow (TCP, CBR, the UDP background of
+RFC 8867 §4.2); RTCP and TCP ACKs are in the summary and the suite tables."""
+
+
+def _span(f: dict[str, Any], duration_s: float) -> str:
+    """A flow's active span, shown only when it is not the whole run."""
+    a, b = f.get("active_start_s"), f.get("active_end_s")
+    if a is None or b is None or (a == 0 and b >= duration_s):
+        return ""
+    return f"{a:g}-{b:g} s"
+
+
+def _fairness_lines(s: dict[str, Any]) -> list[str]:
+    """Jain's indexes of a run, each saying which flows it covers."""
+    lines = []
+    run = s["fairness"]["run"]
+    video = [f["name"] for f in run["flows"]]
+    if len(video) >= 2:
+        lines.append(f"Jain's index, video flows ({', '.join(video)}): {_fmt(run['jain_index'], 1, 3)}")
+    for b in s["fairness"].get("bottlenecks", []):
+        names = ", ".join(f["name"] for f in b["flows"])
+        lines.append(f"Jain's index, all data flows at {b['link']} ({names}): {_fmt(b['jain_index'], 1, 3)}")
+    return lines
+
+
 def print_summary(results: list[RunResult]) -> None:
-    """The terminal table of a run: per media flow overall, then per phase of the bottleneck."""
+    """The terminal tables of a run: every media and competing flow over the time it runs, then the
+    video flow per phase of its bottleneck, and Jain's indexes with the flows they cover."""
     for r in results:
         s = r.summary
         head = f"{s['scenario']}" + (f" [{s['variant']}]" if s["variant"] else "")
         t = Table(title=escape(f"{head} · {s['controller']} · seed {s['seed']}"), title_justify="left")
         cols = [
             "flow", "send kbps", "goodput kbps", "util", "loss %", "qdelay p50 ms", "qdelay p95 ms",
-            "rtt ms", "fps", "freezes",
+            "rtt ms", "fps", "freezes", "active",
         ]  # fmt: skip
         for col in cols:
-            t.add_column(col, justify="right" if col != "flow" else "left")
-        for f in s["flows"]:
-            if f["kind"] not in ("video", "audio"):
-                continue
+            t.add_column(col, justify="left" if col in ("flow", "active") else "right", overflow="fold")
+        flows = [f for f in s["flows"] if f["kind"] in SHOWN_KINDS]
+        spans = [_span(f, s["simulated_s"]) for f in flows]
+        for f, span in zip(flows, spans, strict=True):
             t.add_row(
-                f["name"],
+                escape(f["name"]),
                 _fmt(f["mean_send_rate_bps"], 1e-3),
                 _fmt(f["mean_goodput_bps"], 1e-3),
                 _fmt(f["utilization"], 1, 2),
@@ -182,7 +209,10 @@ def print_summary(results: list[RunResult]) -> None:
                 _fmt(f["rtt_mean_ms"], 1, 0),
                 _fmt(f["fps_mean"], 1, 1),
                 _fmt(f["freezes"]),
+                span,
             )
+        if not any(spans):
+            t.columns.pop()
         console.print(t)
         p = Table(title="phases (video flow)", title_justify="left")
         for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms", "converged s"):
@@ -203,6 +233,8 @@ def print_summary(results: list[RunResult]) -> None:
             )
         if p.row_count:
             console.print(p)
+        for line in _fairness_lines(s):
+            console.print(escape(line), highlight=False)
         speed = s["simulated_s"] / s["sim_wall_s"] if s["sim_wall_s"] else float("inf")
         where = f" → {r.path}" if r.path else ""
         console.print(
@@ -213,6 +245,17 @@ def print_summary(results: list[RunResult]) -> None:
             ),
             highlight=False,
         )
+
+
+def _controller_list(cc: str) -> list[str]:
+    """`--cc` as a list: comma-separated, each once, none empty; exit 2 otherwise."""
+    names = [c.strip() for c in cc.split(",")]
+    if not all(names):
+        _fail(f"--cc {cc!r}: an empty controller name (give names separated by commas)")
+    dupes = sorted({c for c in names if names.count(c) > 1})
+    if dupes:
+        _fail(f"--cc {cc!r}: names {', '.join(dupes)} more than once")
+    return names
 
 
 @app.command("run")
@@ -239,10 +282,15 @@ def run_cmd(
         ),
     ] = None,
 ) -> None:
-    """Run every variant of a scenario with one controller and write one results folder per variant."""
+    """Run every variant of a scenario with each controller and write one results folder per variant
+    and controller."""
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    results = run(scenario, cc, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
-    print_summary(results)
+    names = _controller_list(cc)
+    if pcap is not None and len(names) > 1:
+        _fail("--pcap takes one controller: the captures of several would have the same name")
+    for name in names:
+        results = run(scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
+        print_summary(results)
 
 
 @app.command("table")
@@ -251,37 +299,39 @@ def table_cmd(
     scenarios: Annotated[
         list[str] | None, typer.Argument(help="Scenario ids or files (default: every built-in scenario).")
     ] = None,
-    cc: Annotated[
-        str, typer.Option("--cc", help="Comma-separated controllers (built-in names or module:Class).")
-    ] = "gcc,fixed",
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc,fixed",
     seed: Annotated[int, typer.Option(help="Seed of every run (0 to 2**64 - 1).")] = 1,
 ) -> None:
-    """Compare controllers on scenarios: one Markdown row per scenario variant and controller.
+    """Compare controllers on scenarios: one Markdown row per scenario variant, controller and flow.
 
-    Columns are for the video flow over the whole run: utilisation (receive rate / capacity),
-    queuing-delay p95, loss and start-up convergence time (docs/metrics.md).
+    Rows are the video flows and the competing TCP and CBR flows, each over the time it runs:
+    utilisation (receive rate / capacity, the flow's share of the bottleneck), queuing-delay p95,
+    loss and, for video, the start-up convergence time (docs/metrics.md).
     """
-    names = [c.strip() for c in cc.split(",") if c.strip()]
+    names = _controller_list(cc)
     ids = scenarios or [b.id for b in builtin()]
     rows = [
-        "| scenario | variant | controller | utilisation | qdelay p95 ms | loss % | convergence s |",
-        "|---|---|---|---|---|---|---|",
+        "| scenario | variant | controller | flow | utilisation | qdelay p95 ms | loss % | convergence s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for scenario in ids:
         for v in resolve(scenario):
             for name in names:
                 r = run_variant(v, name, seed, None, figure=False)
-                video = next(f for f in r.summary["flows"] if f["kind"] == "video")
-                cells = [
-                    v.scenario_id,
-                    v.variant or "-",
-                    name,
-                    _fmt(video["utilization"], 1, 2),
-                    _fmt(video["qdelay_p95_ms"], 1, 0),
-                    _fmt(video["loss_ratio"], 100, 2),
-                    _fmt(video["convergence_time_s"], 1, 1),
-                ]
-                rows.append("| " + " | ".join(cells) + " |")
+                for f in r.summary["flows"]:
+                    if f["kind"] not in ("video", "tcp", "cbr"):
+                        continue
+                    cells = [
+                        v.scenario_id,
+                        v.variant or "-",
+                        name,
+                        f["name"],
+                        _fmt(f["utilization"], 1, 2),
+                        _fmt(f["qdelay_p95_ms"], 1, 0),
+                        _fmt(f["loss_ratio"], 100, 2),
+                        _fmt(f["convergence_time_s"], 1, 1),
+                    ]
+                    rows.append("| " + " | ".join(cells) + " |")
     print("\n".join(rows))
 
 
@@ -303,21 +353,46 @@ def _progress_bar(what: str = "runs") -> Iterator[Callable[[int, int], None] | N
 
 
 def print_suite(result: SuiteResult) -> None:
-    """The terminal table of a suite: per scenario variant and controller, means over repetitions."""
-    t = Table(title="suite (video flows, mean over repetitions)", title_justify="left")
-    for col in ("scenario", "variant", "controller", "runs", "util", "qdelay p95 ms", "loss %", "jain"):
-        t.add_column(col, justify="left" if col in ("scenario", "variant", "controller") else "right")
-    for row in result.overview().iter_rows(named=True):
-        t.add_row(
+    """The terminal table of a suite: per scenario variant, controller and configuration, means
+    over repetitions of the video flows, the competing flows and both Jain's indexes."""
+    overview = result.overview()
+    # Two configurations of one variant (another --set) are told apart by their run key.
+    cases = overview.select("scenario", "variant", "controller").rows()
+    several = len(set(cases)) < len(cases)
+    t = Table(
+        title="suite: means over the repetitions",
+        title_justify="left",
+        caption="util, p95, loss: the video flows (utilisation, queuing-delay p95 ms, loss %); tcp, cbr: "
+        "competing flows' kbit/s while they run; jain v: Jain's index of the video flows; jain all: of "
+        "every data flow on the least fair shared link",
+        caption_justify="left",
+    )
+    cols = ["scenario", "variant", "controller", "runs", "util", "p95", "loss", "tcp", "cbr", "jain v",
+            "jain all"]  # fmt: skip
+    if several:
+        cols.insert(3, "config")
+    for col in cols:
+        text = col in ("scenario", "variant", "controller", "config")
+        # Ids wrap instead of being cut, so two rows never read the same on a narrow terminal.
+        t.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
+    for row in overview.iter_rows(named=True):
+        cells = [
             escape(row["scenario"]),
-            escape(row["variant"] or "-"),
-            row["controller"],
+            # A space after each comma lets a long variant wrap between its parameters.
+            escape((row["variant"] or "-").replace(",", ", ")),
+            escape(row["controller"]),
             str(row["runs"]),
             _fmt(row["utilization"], 1, 2),
             _fmt(row["qdelay_p95_ms"], 1, 1),
             _fmt(row["loss_ratio"], 100, 2),
-            _fmt(row["jain_index"], 1, 3),
-        )
+            _fmt(row["tcp_bps"], 1e-3),
+            _fmt(row["cbr_bps"], 1e-3),
+            _fmt(row["jain_index_video"], 1, 3),
+            _fmt(row["jain_index_all"], 1, 3),
+        ]
+        if several:
+            cells.insert(3, row["run_key"])
+        t.add_row(*cells)
     console.print(t)
     total = result.ran + result.skipped
     speed = (
@@ -345,13 +420,7 @@ def suite_cmd(
             show_default=False,
         ),
     ],
-    cc: Annotated[
-        str,
-        typer.Option(
-            "--cc",
-            help="Comma-separated controllers: built-in names, package.module:Class or file.py:Class.",
-        ),
-    ] = "gcc",
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc",
     reps: Annotated[int, typer.Option(help="Repetitions; repetition r runs with seed SEED + r.")] = 1,
     jobs: Annotated[
         int | None, typer.Option(help="Worker processes (default: one per CPU; 1 runs in this process).")
@@ -367,7 +436,7 @@ def suite_cmd(
     the suite tables <out>/suite.parquet (per flow) and <out>/suite-runs.parquet (per run).
     Runs already complete in <out> are read back, not run again."""
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    names_cc = [c.strip() for c in cc.split(",") if c.strip()]
+    names_cc = _controller_list(cc)
     with _progress_bar() as progress:
         result = run_suite(
             names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command
@@ -495,6 +564,7 @@ VERDICT_STYLES = {
     "improvement": "bold green",
     "no change": "",
     "insufficient data": "dim",
+    "too few repetitions": "dim",
 }
 
 
@@ -598,10 +668,21 @@ def compare_cmd(
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="Exit with status 1 if any regression is found.")
     ] = False,
+    min_reps: Annotated[
+        int, typer.Option(help="Repetitions each side of a case needs for a verdict (at least 2).")
+    ] = MIN_REPS,
+    any_config: Annotated[
+        bool,
+        typer.Option(
+            "--any-config",
+            help="Pair cases by name even where their configurations differ (another --set, "
+            "scenario or trace file); such rows are marked.",
+        ),
+    ] = False,
 ) -> None:
     """Compare result sets: means per case and metric, the difference B − A with a bootstrap 95 %
     interval over the repetitions, and a verdict (regression, improvement, no change,
-    insufficient data). See docs/compare.md."""
+    insufficient data, too few repetitions). See docs/compare.md."""
     if out is not None and out.is_dir():
         _fail(f"--out {out}: is a folder; give a file name such as comparison.parquet")
     try:
@@ -613,6 +694,8 @@ def compare_cmd(
             tolerance=tolerance,
             resamples=resamples,
             seed=seed,
+            min_reps=min_reps,
+            any_config=any_config,
         )
     except CompareError as e:
         _fail(str(e))

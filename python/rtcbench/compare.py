@@ -31,12 +31,13 @@ import polars as pl
 
 from rtcbench import suite
 from rtcbench.metrics import VIDEO, bootstrap_means
-from rtcbench.results import SUMMARY, InputError, read_summary, run_folders
+from rtcbench.results import SUMMARY, InputError, PathArg, read_summary, run_folders
 
 __all__ = [
     "COLUMNS",
     "CONFIDENCE",
     "METRICS",
+    "MIN_REPS",
     "VERDICTS",
     "CompareError",
     "Comparison",
@@ -51,8 +52,19 @@ __all__ = [
 ]
 
 Better = Literal["higher", "lower"]
-Verdict = Literal["regression", "improvement", "no change", "insufficient data"]
-VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "insufficient data")
+Verdict = Literal["regression", "improvement", "no change", "insufficient data", "too few repetitions"]
+VERDICTS: tuple[Verdict, ...] = (
+    "regression",
+    "improvement",
+    "no change",
+    "insufficient data",
+    "too few repetitions",
+)
+
+MIN_REPS = 5
+"""Repetitions each side of a cell needs before it gets a verdict. With fewer, a bootstrap
+interval over the seeds is too unstable to call a regression (docs/compare.md): the table still
+shows the means and the difference, with the verdict "too few repetitions"."""
 
 CONFIDENCE = 0.95
 """Level of the bootstrap interval of B − A."""
@@ -134,16 +146,26 @@ METRICS: tuple[Metric, ...] = (
         "s",
         1.0,
         1,
-        "video flows' start-up convergence time, mean over the flows that converged",
+        "video flows' start-up convergence time to their fair share, mean over the flows that converged",
     ),
     Metric(
-        "jain_index",
-        "Jain's index",
+        "jain_index_video",
+        "Jain video",
         "higher",
         "",
         1.0,
         3,
         "Jain's index of the video flows' rates after settling; runs with two or more video flows",
+    ),
+    Metric(
+        "jain_index_all",
+        "Jain all",
+        "higher",
+        "",
+        1.0,
+        3,
+        "Jain's index of every data flow (video, TCP, CBR) of the least fair shared link; runs where "
+        "two or more share one",
     ),
     Metric(
         "tcp_throughput_bps",
@@ -152,7 +174,7 @@ METRICS: tuple[Metric, ...] = (
         "kbit/s",
         1e-3,
         0,
-        "received bytes on the wire of the TCP flows, summed, per second; runs with TCP",
+        "received bytes on the wire of the TCP flows per second while each runs, summed; runs with TCP",
     ),
     Metric(
         "feedback_bps",
@@ -184,6 +206,7 @@ COLUMNS: dict[str, pl.DataType] = {
     "verdict": pl.String(),
     "controller_a": pl.String(),
     "controller_b": pl.String(),
+    "same_config": pl.Boolean(),
 }
 """The columns of `compare`'s frame, in order (docs/compare.md, "The table")."""
 
@@ -197,7 +220,7 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     where it compares two or more video flows (it is 1 by definition with one), TCP throughput only
     where the run has TCP flows. Null means "does not apply" or "not measured".
     """
-    by = list(_KEYS)
+    by = ["path"]
     per_flow = ("utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "convergence_time_s")
     # A summary from an older rtcbench may lack a metric: it is then not measured, not an error.
     flows = flows.with_columns(pl.lit(None, pl.Float64).alias(c) for c in per_flow if c not in flows.columns)
@@ -208,21 +231,23 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         .agg(tcp_throughput_bps=pl.col("cross_throughput_bps").sum())
     )
     base = runs.select(
-        *by,
+        *_KEYS,
         "path",
-        pl.when(pl.col("video_flows") >= 2).then(pl.col("jain_index")).alias("jain_index"),
+        pl.when(pl.col("video_flows") >= 2).then(pl.col("jain_index_video")).alias("jain_index_video"),
+        pl.col("jain_index_all"),
         pl.col("feedback_bps").cast(pl.Float64),
     )
     joined = base.join(video, on=by, how="left", maintain_order="left").join(
         tcp, on=by, how="left", maintain_order="left"
     )
-    return joined.select(*by, "path", *(pl.col(m.name).cast(pl.Float64) for m in METRICS))
+    return joined.select(*_KEYS, "path", *(pl.col(m.name).cast(pl.Float64) for m in METRICS))
 
 
 @dataclass(frozen=True)
 class ResultSet:
-    """The runs of one folder: `runs` has one row per run (`run_values`, plus `scenario_sha`, a
-    digest of its `scenario.toml`, null if absent); `problems` names the folders skipped."""
+    """The runs of one folder: `runs` has one row per run (`run_values`, plus `scenario_sha`, the
+    fingerprint of the configuration it ran: `rtcbench.identity`); `problems` names the folders
+    skipped."""
 
     folder: Path
     runs: pl.DataFrame
@@ -233,8 +258,9 @@ class ResultSet:
         return sorted(set(self.runs.get_column("controller")))
 
 
-def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
-    """A run's suite-table rows and its scenario digest; raises CompareError naming what is wrong."""
+def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+    """A run's suite-table rows and its scenario fingerprint; raises CompareError naming what is
+    wrong."""
     summary_path = folder / SUMMARY
     try:
         summary = read_summary(folder)
@@ -242,24 +268,27 @@ def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, A
         raise CompareError(str(e)) from None
     try:
         flow_rows, run_row = suite.rows_of_run(summary, rel)
+        sha = summary["identity"]["scenario_sha256"]
     except (KeyError, TypeError, AttributeError) as e:
         raise CompareError(f"{summary_path}: malformed ({type(e).__name__}: {e})") from e
-    toml = folder / "scenario.toml"
-    sha = hashlib.sha256(toml.read_bytes()).hexdigest() if toml.is_file() else None
+    if not isinstance(sha, str):
+        raise CompareError(f"{summary_path}: malformed (identity.scenario_sha256 is not a string)")
     return flow_rows, run_row, sha
 
 
-def load(folder: Path) -> ResultSet:
+def load(folder: PathArg) -> ResultSet:
     """Every complete run under `folder` (a suite's `--out`, any folder of runs, or one run's
     folder). Incomplete or unreadable run folders are skipped and named in `problems`; a run whose
-    (scenario, variant, controller, seed) was already read from another folder is skipped too.
+    (scenario, variant, controller, seed, configuration) was already read from another folder is
+    skipped too.
     Raises CompareError if `folder` is not a folder or holds no complete run."""
+    folder = Path(folder)
     if not folder.is_dir():
         raise CompareError(f"{folder}: not a folder")
     problems: list[str] = []
     flow_rows: list[dict[str, Any]] = []
     run_rows: list[dict[str, Any]] = []
-    shas: list[str | None] = []
+    shas: list[str] = []
     seen: dict[tuple[Any, ...], Path] = {}
     for run in run_folders(folder):
         rel = run.relative_to(folder).as_posix()
@@ -268,9 +297,11 @@ def load(folder: Path) -> ResultSet:
         except CompareError as e:
             problems.append(str(e))
             continue
-        key = tuple(run_row[k] for k in _KEYS)
+        key = (*(run_row[k] for k in _KEYS), sha)
         if key in seen:
-            problems.append(f"{run}: the same run as {seen[key]} (scenario, variant, controller and seed)")
+            problems.append(
+                f"{run}: the same run as {seen[key]} (scenario, variant, controller, seed and configuration)"
+            )
             continue
         seen[key] = run
         flow_rows += flows_of_run
@@ -318,6 +349,10 @@ def judge(
     mean_b: float | None,
     ci: tuple[float, float] | None,
     tolerance: float,
+    *,
+    n_a: int = MIN_REPS,
+    n_b: int = MIN_REPS,
+    min_reps: int = MIN_REPS,
 ) -> Verdict:
     """The verdict on one metric of one cell.
 
@@ -325,10 +360,13 @@ def judge(
     not the seeds' noise) and the relative change |B − A| / |A| exceeds `tolerance` (it is large
     enough to matter). An improvement is the same on the better side. With A = 0 any change counts
     as larger than the tolerance. Without an interval (fewer than two runs on a side), nothing is
-    flagged: "insufficient data".
+    flagged: "insufficient data"; with fewer than `min_reps` runs on a side: "too few
+    repetitions".
     """
     if ci is None or mean_a is None or mean_b is None:
         return "insufficient data"
+    if min(n_a, n_b) < min_reps:
+        return "too few repetitions"
     low, high = ci
     # Bootstrap means of equal values can differ in the last bit; that is not a change.
     eps = 1e-12 * max(abs(mean_a), abs(mean_b))
@@ -443,7 +481,7 @@ def _row_rng(seed: int, key: Sequence[str]) -> np.random.Generator:
 
 
 def comparison(
-    dirs: Sequence[Path],
+    dirs: Sequence[PathArg],
     labels: Sequence[str] | None = None,
     *,
     baseline: str | None = None,
@@ -451,15 +489,20 @@ def comparison(
     tolerance: float = 0.05,
     resamples: int = 2000,
     seed: int = 0,
+    min_reps: int = MIN_REPS,
+    any_config: bool = False,
 ) -> Comparison:
     """Compares the result sets under `dirs`; `compare` returns its `table`.
 
     One folder: its controllers are the sides (`labels` picks and orders them); several folders:
     the folders are the sides (`labels` names them, default their folder names) and cells are
-    matched per (scenario, variant, controller). Each side is compared with the baseline:
-    `baseline` if given, else the first side. `metrics` picks from `METRICS` (default all). Cases
-    on one side only are left out and listed in `notes`. Raises CompareError on a request that
-    cannot be met.
+    matched per (scenario, variant, controller). A cell is one configuration: runs pair only if
+    they ran the same resolved scenario (`rtcbench.identity`'s fingerprint), unless `any_config`,
+    which pairs by name and marks such rows `same_config` false. Each side is compared with the
+    baseline: `baseline` if given, else the first side. `metrics` picks from `METRICS` (default
+    all). A cell with fewer than `min_reps` runs on a side gets no verdict. Cases on one side
+    only, or whose configurations differ, are left out and listed in `notes`. Raises
+    CompareError on a request that cannot be met.
     """
     if not dirs:
         raise CompareError("no folder to compare")
@@ -469,6 +512,8 @@ def comparison(
         raise CompareError(f"--resamples must be at least 1, got {resamples}")
     if seed < 0:
         raise CompareError(f"--seed must be ≥ 0, got {seed}")
+    if min_reps < 2:
+        raise CompareError(f"--min-reps must be at least 2 (an interval needs two runs), got {min_reps}")
     names = _listed(labels, "--labels")
     chosen = _listed(metrics, "--metric")
     if chosen is None:
@@ -480,49 +525,77 @@ def comparison(
         wanted = [BY_NAME[m] for m in chosen]
     sets = [load(Path(d)) for d in dirs]
     mode, sides = _sides(sets, names, baseline)
-    cell = ["scenario", "variant"] if mode == "controllers" else ["scenario", "variant", "controller"]
+    named = ["scenario", "variant"] if mode == "controllers" else ["scenario", "variant", "controller"]
+    cell = named if any_config else [*named, "scenario_sha"]
+
+    def case_of(k: tuple[Any, ...]) -> str:
+        return _case(str(k[0]), str(k[1]), str(k[2]) if mode == "folders" else None)
+
+    def natural(k: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(_natural(str(p)) for p in k)
 
     base = sides[0]
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    few: set[str] = set()
     for other in sides[1:]:
         cells_a = base.runs.sort("seed", "path").partition_by(cell, as_dict=True, maintain_order=True)
         cells_b = other.runs.sort("seed", "path").partition_by(cell, as_dict=True, maintain_order=True)
         keys_a, keys_b = set(cells_a), set(cells_b)
-        common = sorted(keys_a & keys_b, key=lambda k: tuple(_natural(str(p)) for p in k))
+        common = sorted(keys_a & keys_b, key=natural)
+        # Same names, another configuration: not the same case (unless any_config).
+        names_a = {k[: len(named)] for k in keys_a}
+        names_b = {k[: len(named)] for k in keys_b}
+        unpaired = {k[: len(named)] for k in keys_a ^ keys_b}
+        differ = sorted(unpaired & names_a & names_b, key=natural)
+        if differ:
+            notes.append(
+                f"not compared, runs of a configuration that is not on the other side, between "
+                f"{base.label} and {other.label} (another --set, scenario or trace file; --any-config "
+                f"compares them anyway): " + ", ".join(case_of(k) for k in differ)
+            )
         for here, there, only in (
-            (base.label, other.label, keys_a - keys_b),
-            (other.label, base.label, keys_b - keys_a),
+            (base.label, other.label, names_a - names_b),
+            (other.label, base.label, names_b - names_a),
         ):
             if only:
-                listed = ", ".join(
-                    _case(str(k[0]), str(k[1]), str(k[2]) if len(k) == 3 else None)
-                    for k in sorted(only, key=lambda k: tuple(_natural(str(p)) for p in k))
-                )
+                listed = ", ".join(case_of(k) for k in sorted(only, key=natural))
                 notes.append(f"not compared, only in {here} (not in {there}): {listed}")
         if not common:
-            raise CompareError(f"{base.label} and {other.label} have no case in common")
-        differ: list[str] = []
+            raise CompareError(
+                f"{base.label} and {other.label} have no case in common"
+                + (" with the same configuration (--any-config pairs them by name)" if differ else "")
+            )
+        mixed: list[str] = []
         for key in common:
             runs_a, runs_b = cells_a[key], cells_b[key]
-            shas = set(runs_a.get_column("scenario_sha").drop_nulls()) | set(
-                runs_b.get_column("scenario_sha").drop_nulls()
-            )
+            shas = set(runs_a.get_column("scenario_sha")) | set(runs_b.get_column("scenario_sha"))
             scenario, variant = str(key[0]), str(key[1])
             cc_a = str(key[2]) if mode == "folders" else base.label
             cc_b = str(key[2]) if mode == "folders" else other.label
             if len(shas) > 1:
-                differ.append(_case(scenario, variant, cc_a if mode == "folders" else None))
+                mixed.append(case_of(key))
+            if min(runs_a.height, runs_b.height) < min_reps:
+                few.add(case_of(key))
             sides_of_row = (base.label, other.label, cc_a, cc_b)
             for m in wanted:
-                row = _row(m, scenario, variant, sides_of_row, runs_a, runs_b, tolerance, resamples, seed)
+                row = _row(
+                    m, scenario, variant, sides_of_row, runs_a, runs_b, tolerance, resamples, seed, min_reps
+                )
                 if row is not None:
+                    row["same_config"] = len(shas) == 1
                     rows.append(row)
-        if differ:
+        if mixed:
             notes.append(
-                f"scenario.toml is not the same in every run of {base.label} and {other.label} in "
-                f"{len(differ)} case(s), compared anyway: {', '.join(differ)}"
+                f"compared by name although the configuration differs (--any-config), "
+                f"{base.label} and {other.label}, {len(mixed)} case(s): {', '.join(mixed)}"
             )
+    if few:
+        notes.append(
+            f"no verdict for {len(few)} case(s) with fewer than {min_reps} repetitions on a side "
+            f"(a bootstrap interval over fewer seeds is not reliable; --reps {min_reps} or more, or "
+            f"--min-reps): {', '.join(sorted(few, key=_natural))}"
+        )
     table = pl.DataFrame(rows, schema=COLUMNS)
     problems = tuple(p for rs in sets for p in rs.problems)
     return Comparison(table, mode, tuple(s.label for s in sides), base.label, problems, tuple(notes))
@@ -538,6 +611,7 @@ def _row(
     tolerance: float,
     resamples: int,
     seed: int,
+    min_reps: int,
 ) -> dict[str, Any] | None:
     """One metric of one cell, or None where the metric applies to no run on either side.
     `sides` is (a, b, controller_a, controller_b)."""
@@ -567,20 +641,24 @@ def _row(
         "rel_diff": rel,
         "ci_low": ci[0] if ci else None,
         "ci_high": ci[1] if ci else None,
-        "verdict": judge(m.better, mean_a, mean_b, ci, tolerance),
+        "verdict": judge(
+            m.better, mean_a, mean_b, ci, tolerance, n_a=int(xa.size), n_b=int(xb.size), min_reps=min_reps
+        ),
         "controller_a": cc_a,
         "controller_b": cc_b,
     }
 
 
 def compare(
-    dirs: Sequence[Path],
+    dirs: Sequence[PathArg],
     labels: Sequence[str] | None = None,
     *,
     baseline: str | None = None,
     tolerance: float = 0.05,
     resamples: int = 2000,
     seed: int = 0,
+    min_reps: int = MIN_REPS,
+    any_config: bool = False,
 ) -> pl.DataFrame:
     """The comparison of the result sets under `dirs` as one frame, a row per (side compared with
     the baseline, cell, metric); columns `COLUMNS`, documented in docs/compare.md.
@@ -589,10 +667,18 @@ def compare(
     of `labels`, else the first by name); several folders compare each folder's runs with the
     first's (or `baseline`'s), per (scenario, variant, controller). `tolerance` is the relative
     change below which nothing is flagged, `resamples` the bootstrap's draws, `seed` its random
-    seed: the same inputs always give the same frame. Raises CompareError (a ValueError) on a
+    seed: the same inputs always give the same frame; `min_reps` and `any_config` are
+    `comparison`'s. Raises CompareError (a ValueError) on a
     request that cannot be met; skipped run folders and unmatched cases are in `comparison`'s
     `problems` and `notes`.
     """
     return comparison(
-        dirs, labels, baseline=baseline, tolerance=tolerance, resamples=resamples, seed=seed
+        dirs,
+        labels,
+        baseline=baseline,
+        tolerance=tolerance,
+        resamples=resamples,
+        seed=seed,
+        min_reps=min_reps,
+        any_config=any_config,
     ).table

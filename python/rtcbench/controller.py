@@ -121,11 +121,14 @@ arguments that returns a `Controller`, or an instance (see `user_controller`).""
 
 @dataclass(frozen=True)
 class UserController:
-    """A Python controller as a run needs it: the name the trace gives it, and ``make(call, calls)``,
-    which returns the controller of call ``call`` out of ``calls``."""
+    """A Python controller as a run needs it: the name the trace gives it, ``make(call, calls)``,
+    which returns the controller of call ``call`` out of ``calls``, and what it was made from (the
+    class, function or instance the user gave), from which `rtcbench.identity` tells two
+    controllers of one name apart."""
 
     name: str
     make: Callable[[int, int], Controller]
+    origin: object = None
 
 
 def _name(obj: object) -> str:
@@ -154,10 +157,10 @@ def user_controller(controller: ControllerLike, *, share_instance: bool = True) 
                 return instance
             return copy.deepcopy(prototype)
 
-        return UserController(_name(type(instance)), from_instance)
+        return UserController(_name(type(instance)), from_instance, prototype)
     if callable(controller):
         factory = controller
-        return UserController(_name(factory), lambda call, calls: factory())
+        return UserController(_name(factory), lambda call, calls: factory(), factory)
     raise TypeError(
         f"a controller is a built-in name, an rtcbench.Controller subclass, an instance of one or a "
         f"function that returns one; got {controller!r}"
@@ -200,7 +203,7 @@ def load_controller(spec: str) -> UserController:
     module named by the file's stem), built once per call. Traces name it ``package.module:Class``,
     or ``stem:Class`` for a file. Raises `ControllerNotFound`, naming what is wrong."""
     module_name, cls = _import(spec)
-    return UserController(f"{module_name}:{spec.rpartition(':')[2]}", lambda call, calls: cls())
+    return UserController(f"{module_name}:{spec.rpartition(':')[2]}", lambda call, calls: cls(), cls)
 
 
 def controller_class(spec: str) -> type[Controller]:

@@ -5,7 +5,8 @@ Every metric of a flow comes from that flow's own rows (and its call's controlle
 rows, and the links table), so a run is measured a few flows at a time: a batch of flows is read
 with their rows only, measured (`metrics.timeseries`, `metrics.flow_summaries`), its time series
 appended to `timeseries.parquet`, and dropped before the next batch is read. The per-flow results
-are then put together (`metrics.assemble`), fairness from the video flows' receive rates. Memory
+are then put together (`metrics.assemble`): convergence and fairness from every flow's rates
+per window, which are kept. Memory
 is bounded by a batch (about `BATCH_ROWS` packet rows, or one flow's rows if it has more), not by
 the run's duration; the numbers are those of measuring the whole run at once, bit for bit, since
 each flow sees the same rows in the same order.
@@ -21,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import metrics
-from rtcbench.metrics import MEDIA_KINDS, VIDEO, Tables
+from rtcbench.metrics import MEDIA_KINDS, Tables
 
 __all__ = ["BATCH_ROWS", "Measured", "figure_tables", "measure_folder", "measure_tables", "scatter_sample"]
 
@@ -40,6 +41,9 @@ _PACKET_COLUMNS = (
 )
 """The packets columns the metrics read (the others are for people and tools), their text as
 categories: about 36 bytes a row."""
+_RATE_SCHEMA = {"flow": pl.Int32, "t_us": pl.Int64, "send_rate_bps": pl.Float64, "recv_rate_bps": pl.Float64}
+_RATE_COLUMNS = tuple(_RATE_SCHEMA)
+"""What `metrics.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
 _FIGURE_TS_COLUMNS = ("t_us", "flow", "send_rate_bps", "recv_rate_bps", "qdelay_ms", "loss_ratio")
 
 
@@ -125,12 +129,11 @@ def measure_folder(
     flows = sorted(int(f["id"]) for f in meta["flows"])
     sizes = dict(scan("packets").group_by("flow").len().collect(engine="streaming").iter_rows())
     media = {int(f["id"]) for f in meta["flows"] if f.get("kind") in MEDIA_KINDS}
-    video = [int(f["id"]) for f in meta["flows"] if f.get("kind") == VIDEO]
     media_links = metrics.media_links(meta)
     call_of = {int(f["id"]): f.get("call") for f in meta["flows"]}
 
     parts: dict[int, metrics.FlowSummary] = {}
-    fairness_ts: list[pl.DataFrame] = []
+    rates: list[pl.DataFrame] = []
     samples: list[pl.DataFrame] = []
     writer = TraceWriter(folder)
     try:
@@ -150,7 +153,7 @@ def measure_folder(
             ts = metrics.timeseries(t)
             writer.write("timeseries", ts)
             parts.update(metrics.flow_summaries(t, ts, media_links))
-            fairness_ts.append(ts.filter(pl.col("flow").is_in(video)).select("flow", "t_us", "recv_rate_bps"))
+            rates.append(ts.select(_RATE_COLUMNS))
             if delays and media.intersection(batch):
                 samples.append(_delay_sample(t))
             del t, ts
@@ -162,12 +165,7 @@ def measure_folder(
         packets=pl.DataFrame(), frames=pl.DataFrame(), controller=pl.DataFrame(), links=links,
         feedback=pl.DataFrame(), meta=meta,
     )  # fmt: skip
-    fair = (
-        pl.concat(fairness_ts)
-        if fairness_ts
-        else pl.DataFrame(schema={"flow": pl.Int32, "t_us": pl.Int64, "recv_rate_bps": pl.Float64})
-    )
-    summary = metrics.assemble(whole, parts, fair)
+    summary = metrics.assemble(whole, parts, pl.concat(rates) if rates else pl.DataFrame(schema=_RATE_SCHEMA))
     if not delays:
         return Measured(summary, None, None)
     return Measured(summary, None, pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA))

@@ -31,28 +31,35 @@ __all__ = [
     "CONVERGENCE_HOLD_US",
     "CONVERGENCE_SMOOTH_US",
     "CROSS_KINDS",
+    "DATA_KINDS",
     "DEFAULT_WINDOW_US",
     "FAIRNESS_SETTLE_US",
     "FAIR_RATIO_BAND",
     "MEDIA_KINDS",
     "RTCP",
+    "SETTLING_BAND",
     "VIDEO",
     "FlowSummary",
     "Phase",
     "Tables",
+    "active_span_us",
     "assemble",
     "convergence_time",
     "cross_traffic",
     "fairness",
+    "fairness_of_bottlenecks",
     "fairness_per_phase",
     "feedback_overhead",
     "flow_metrics",
     "flow_summaries",
     "jain_index",
+    "max_min_shares",
     "mean_ci",
     "media_links",
     "packet_delays",
     "phases",
+    "reference_rates",
+    "settling_time",
     "share_ratios",
     "summarize",
     "time_to_reach",
@@ -68,12 +75,19 @@ MEDIA_KINDS = (VIDEO, AUDIO)
 DEFAULT_WINDOW_US = 200_000
 """W = 200 ms, RFC 8867 §3 and RFC 8868 §3 item 1."""
 
-CONVERGENCE_BAND = 0.10
-"""±X of the steady value (testcases.md §10 [ASSUMED] X = 10 %; the RFCs give no number)."""
+CONVERGENCE_BAND = (0.80, 1.10)
+"""A flow has converged when its 1 s-mean sending rate is within [0.8, 1.1] × its reference rate
+(the max-min fair share of its bottleneck, at most what its encoder can send) and stays there
+for `CONVERGENCE_HOLD_US` (docs/metrics.md, "Convergence"). RFC 8868 §3 item 8 names the metric
+without numbers: 0.8 is where the 000 thesis calls utilisation high ("values over 80 %"), and
+sending 10 % above the share for a second fills a queue by 100 ms."""
 CONVERGENCE_HOLD_US = 5_000_000
-"""H: the rate must stay in the band this long (or until the phase ends), [ASSUMED] H = 5 s."""
+"""H: the rate must stay in the band this long (or until the next event on the bottleneck)."""
 CONVERGENCE_SMOOTH_US = 1_000_000
 """Rates are averaged over 1 s before the band test, as RFC 8868 plots use 1 s."""
+SETTLING_BAND = 0.10
+"""Settling time (the measure once called convergence): ±10 % of the flow's own steady value,
+held for `CONVERGENCE_HOLD_US`; it says when a flow stopped moving, not whether it got anywhere."""
 
 RTCP = "rtcp"
 """Flow kind of a call's RTCP packets (receiver feedback one way, sender reports the other)."""
@@ -339,6 +353,16 @@ def _is_media(f: dict[str, Any]) -> bool:
     return f.get("kind") in MEDIA_KINDS
 
 
+def active_span_us(f: dict[str, Any], duration_us: int) -> tuple[int, int]:
+    """[start, stop) of a flow's source as the scenario set it (`start_s`/`stop_s` of its `meta`
+    entry; the whole run for a producer that does not record them), within the run. Rates are
+    averaged over this span, not over the run (docs/metrics.md)."""
+    start = round(float(f.get("start_s", 0.0)) * _US_PER_S)
+    stop = round(float(f["stop_s"]) * _US_PER_S) if f.get("stop_s") is not None else duration_us
+    start = min(max(start, 0), duration_us)
+    return start, max(start, min(stop, duration_us))
+
+
 def _py(x: object) -> float | int | None:
     """A plain, JSON-safe Python number: numpy/polars scalars unwrapped, NaN and inf mapped to None."""
     if x is None:
@@ -477,6 +501,9 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     grid = pl.DataFrame(
         {
             "flow": ids.gather(np.repeat(np.arange(len(flows)), n_windows)),
+            "flow_name": pl.Series([str(f.get("name", "")) for f in flows], dtype=pl.String).gather(
+                np.repeat(np.arange(len(flows)), n_windows)
+            ),
             "_w": np.tile(np.arange(n_windows, dtype=np.int64), len(flows)),
             "t_us": np.tile(starts, len(flows)),
             "_end": np.tile(ends, len(flows)),
@@ -572,6 +599,7 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     return out.select(
         "t_us",
         "flow",
+        "flow_name",
         pl.col("send_rate_bps", "recv_rate_bps", "goodput_bps", "capacity_bps", "utilization").cast(
             pl.Float64
         ),
@@ -674,44 +702,151 @@ def _block_means(rates: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float
     return out
 
 
-def convergence_time(
-    ts: pl.DataFrame, flow: int, start_us: int, end_us: int, column: str = "send_rate_bps"
-) -> float | None:
-    """Seconds from `start_us` until the flow's 1 s-averaged rate enters and stays within ±10 % of its
-    steady value (mean over the last 50 % of [start_us, end_us)) for min(5 s, rest of the interval).
-
-    RFC 8868 §3 item 8 / RFC 8867 §4.1.1E name the metric without numbers; X, H and the steady value
-    are testcases.md §10 [ASSUMED]. The sending rate is used by default: it is what the controller
-    decides, and the receive rate is clipped by the bottleneck, so it would hide an overshoot that
-    only fills the queue. Returned with one-window resolution; None if never converged.
-    """
-    return _convergence_time(_Windows.of(ts), flow, start_us, end_us, column)
+def _first_held(in_band: npt.NDArray[np.bool_], t0: npt.NDArray[np.int64], hold_us: int) -> int | None:
+    """Index of the first block that is in the band and after which every block is too for
+    `hold_us` (or until the blocks end); None if there is none."""
+    n = in_band.size
+    # next_bad[j] = first block index >= j that is outside the band (n if none).
+    idx = np.where(~in_band, np.arange(n), n)
+    next_bad = np.minimum.accumulate(idx[::-1])[::-1]
+    bad_t = np.where(next_bad < n, t0[np.minimum(next_bad, n - 1)], np.iinfo(np.int64).max)
+    hits = np.flatnonzero(in_band & (bad_t > t0 + hold_us))
+    return None if hits.size == 0 else int(hits[0])
 
 
-def _convergence_time(windows: _Windows, flow: int, start_us: int, end_us: int, column: str) -> float | None:
+def _smoothed(
+    windows: _Windows, flow: int, start_us: int, end_us: int, column: str
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None:
+    """The flow's `column` over [start_us, end_us) averaged over `CONVERGENCE_SMOOTH_US` (forward
+    looking), with each block's start time; None if the interval holds less than one block."""
     w = windows.between(flow, start_us, end_us)
-    if w.height == 0:
-        return None
     window_us = windows.length_or(end_us - start_us)
     k = max(1, round(CONVERGENCE_SMOOTH_US / window_us))
     if w.height < k:
         return None
-    t0 = w.get_column("t_us").to_numpy().astype(np.int64)
+    blocks = _block_means(_zero_filled(w.get_column(column)), k)
+    return blocks, w.get_column("t_us").to_numpy().astype(np.int64)[: blocks.size]
+
+
+def convergence_time(
+    ts: pl.DataFrame,
+    flow: int,
+    start_us: int,
+    end_us: int,
+    reference_bps: float | None,
+    column: str = "send_rate_bps",
+) -> float | None:
+    """Seconds from `start_us` until the flow's 1 s-mean rate enters [0.8, 1.1] × `reference_bps`
+    (`CONVERGENCE_BAND`) and stays there for min(5 s, the rest of [start_us, end_us)).
+
+    The reference is what the flow should get (`reference_rates`: its max-min fair share of the
+    bottleneck, capped by its encoder's maximum), so a flow that settles far below the capacity or
+    far above it (filling the queue) has not converged: RFC 8868 §3 item 8's "time taken to reach
+    a stable rate", read as the rate it should reach. The sending rate is used: it is what the
+    controller decides, and the receive rate is clipped by the bottleneck. Returned with
+    one-window resolution; None if never converged or without a reference.
+    """
+    return _convergence_time(_Windows.of(ts), flow, start_us, end_us, reference_bps, column)
+
+
+def _convergence_time(
+    windows: _Windows, flow: int, start_us: int, end_us: int, reference_bps: float | None, column: str
+) -> float | None:
+    if reference_bps is None or not reference_bps > 0:
+        return None
+    smoothed = _smoothed(windows, flow, start_us, end_us, column)
+    if smoothed is None:
+        return None
+    blocks, t0 = smoothed
+    low, high = CONVERGENCE_BAND
+    i = _first_held(
+        (blocks >= low * reference_bps) & (blocks <= high * reference_bps), t0, CONVERGENCE_HOLD_US
+    )
+    return None if i is None else float(t0[i] - start_us) / _US_PER_S
+
+
+def settling_time(
+    ts: pl.DataFrame, flow: int, start_us: int, end_us: int, column: str = "send_rate_bps"
+) -> float | None:
+    """Seconds from `start_us` until the flow's 1 s-mean rate enters and stays within ±10 % of its
+    own steady value (the mean over the last half of [start_us, end_us)) for min(5 s, the rest of
+    the interval): when the rate stopped moving, wherever it settled (`SETTLING_BAND`). A flow
+    that settles at 8 % of the capacity settles fast; `convergence_time` says whether it reached
+    its share. None if it never settles."""
+    return _settling_time(_Windows.of(ts), flow, start_us, end_us, column)
+
+
+def _settling_time(windows: _Windows, flow: int, start_us: int, end_us: int, column: str) -> float | None:
+    smoothed = _smoothed(windows, flow, start_us, end_us, column)
+    if smoothed is None:
+        return None
+    blocks, t0 = smoothed
+    w = windows.between(flow, start_us, end_us)
     rates = _zero_filled(w.get_column(column))
-    steady = float(rates[t0 >= start_us + (end_us - start_us) / 2].mean()) if rates.size else 0.0
+    starts = w.get_column("t_us").to_numpy()
+    steady = float(rates[starts >= start_us + (end_us - start_us) / 2].mean()) if rates.size else 0.0
     if not steady > 0.0:
         return None
-    blocks = _block_means(rates, k)
-    b_t = t0[: blocks.size]
-    in_band = np.abs(blocks - steady) <= CONVERGENCE_BAND * steady
-    # next_bad[j] = first block index >= j that is outside the band (n if none).
-    n = blocks.size
-    idx = np.where(~in_band, np.arange(n), n)
-    next_bad = np.minimum.accumulate(idx[::-1])[::-1]
-    bad_t = np.where(next_bad < n, b_t[np.minimum(next_bad, n - 1)], np.iinfo(np.int64).max)
-    ok = in_band & (bad_t > b_t + CONVERGENCE_HOLD_US)
-    hits = np.flatnonzero(ok)
-    return None if hits.size == 0 else float(b_t[hits[0]] - start_us) / _US_PER_S
+    i = _first_held(np.abs(blocks - steady) <= SETTLING_BAND * steady, t0, CONVERGENCE_HOLD_US)
+    return None if i is None else float(t0[i] - start_us) / _US_PER_S
+
+
+def max_min_shares(capacity_bps: float, demands: dict[int, float]) -> dict[int, float]:
+    """The max-min fair allocation of `capacity_bps` among flows wanting `demands` (math.inf for a
+    flow that takes whatever it gets): filled from the smallest demand up, each flow gets its
+    demand or an equal part of what is left, whichever is less (Bertsekas and Gallager, Data
+    Networks, §6.5.2)."""
+    out: dict[int, float] = {}
+    left = max(0.0, capacity_bps)
+    pending = sorted(demands.items(), key=lambda kv: (kv[1], kv[0]))
+    for i, (fid, demand) in enumerate(pending):
+        out[fid] = min(demand, left / (len(pending) - i))
+        left -= out[fid]
+    return out
+
+
+def _elastic_demand(meta: dict[str, Any], f: dict[str, Any]) -> float | None:
+    """What an elastic flow would take alone: a video flow its encoder's maximum, a bulk TCP flow
+    everything (inf); None for fixed-rate traffic (audio, RTCP, CBR, on/off TCP, ACKs), which
+    takes what it sends."""
+    if f.get("kind") == VIDEO:
+        call: dict[str, Any] = next((c for c in meta.get("calls", []) if c.get("id") == f.get("call")), {})
+        top = call.get("video_max_bps")
+        return float(top) if top is not None else math.inf
+    if f.get("kind") == "tcp" and f.get("workload", "bulk") == "bulk":
+        return math.inf
+    return None
+
+
+def reference_rates(
+    t: Tables, ts: pl.DataFrame, link: str, start_us: int, end_us: int, capacity_bps: float | None
+) -> dict[int, float]:
+    """What each elastic flow bottlenecked at `link` should get over [start_us, end_us): the
+    capacity less what the fixed-rate flows there sent (their mean sending rate in `ts`), shared
+    max-min fairly among the elastic flows (`_elastic_demand`). A flow counts if its source runs
+    for more than half the interval. An unlimited link gives each flow its demand."""
+    return _reference_rates(t, _Windows.of(ts), link, start_us, end_us, capacity_bps)
+
+
+def _reference_rates(
+    t: Tables, windows: _Windows, link: str, start_us: int, end_us: int, capacity_bps: float | None
+) -> dict[int, float]:
+    dur = _duration_us(t)
+    span = end_us - start_us
+    demands: dict[int, float] = {}
+    fixed = 0.0
+    for f in _flows(t):
+        a, b = active_span_us(f, dur)
+        if f.get("bottleneck") != link or span <= 0 or 2 * (min(b, end_us) - max(a, start_us)) <= span:
+            continue
+        demand = _elastic_demand(t.meta, f)
+        if demand is not None:
+            demands[int(f["id"])] = demand
+        else:
+            fixed += _mean(windows.between(int(f["id"]), start_us, end_us).get_column("send_rate_bps")) or 0.0
+    if capacity_bps is None:
+        return demands
+    return max_min_shares(capacity_bps - fixed, demands)
 
 
 def time_to_reach(
@@ -771,11 +906,12 @@ def flow_metrics(
 ) -> dict[str, Any]:
     """Metrics of one flow over [start_us + settle_us, end_us), as a JSON-safe dict.
 
-    `settle_us` skips a transient for every statistic except `convergence_time_s`, which is always
+    `settle_us` skips a transient for every statistic except `settling_time_s`, which is always
     measured from `start_us` (the event). Rate statistics use the windows of `ts` that start in the
     interval; packet statistics use packets sent (loss) or received (delay) in it; frame statistics
-    use frames completed in it. Keys not applicable to the flow's kind are None. Keys:
-    `docs/metrics.md`.
+    use frames completed in it. Keys not applicable to the flow's kind are None;
+    `convergence_time_s` needs the other flows of the bottleneck and is left None here (`assemble`
+    fills it). Keys: `docs/metrics.md`.
     """
     return _flow_metrics(t, _Windows.of(ts), flow, start_us, end_us, settle_us)
 
@@ -833,6 +969,7 @@ def _flow_metrics(
         "id": int(f["id"]),
         "name": str(f.get("name", "")),
         "kind": kind,
+        "workload": f.get("workload"),
         "mean_send_rate_bps": _mean(send),
         "std_send_rate_bps": _std(send),
         "min_send_rate_bps": _py(send.min()) if send.len() else None,
@@ -859,9 +996,10 @@ def _flow_metrics(
         "qdelay_max_ms": _py(qd.max()) if qd.len() else None,
         "owd_p50_ms": owd50,
         "rtt_mean_ms": rtt,
-        "convergence_time_s": (
-            _convergence_time(windows, flow, start_us, end_us, "send_rate_bps") if media else None
-        ),
+        "convergence_time_s": None,
+        "settling_time_s": _settling_time(windows, flow, start_us, end_us, "send_rate_bps")
+        if media
+        else None,
         "fps_mean": fps,
         "height_mean_px": height,
         "freezes": freezes,
@@ -912,7 +1050,8 @@ def fairness(
     end_us: int | None = None,
     settle_us: int = FAIRNESS_SETTLE_US,
 ) -> dict[str, Any]:
-    """How evenly `flows` (default: every video flow) share over [start_us + settle, end_us).
+    """How evenly `flows` (default: every video flow) share over [start_us + settle, end_us)
+    (by default the interval in which all of them are active, `active_span_us`).
 
     Each flow's rate is its mean receive rate over the windows of `ts` starting in the interval
     (the `mean_recv_rate_bps` of `flow_metrics`), since fairness is about what the network
@@ -923,7 +1062,10 @@ def fairness(
     that received nothing counts, with rate 0: starvation is the unfairness to detect.
     """
     ids = _compared_flows(t, flows)
-    end = _duration_us(t) if end_us is None else end_us
+    if end_us is None:
+        start_us, end = _common_span_us(t, ids)
+    else:
+        end = end_us
     settle = max(0, min(settle_us, (end - start_us) // 2))
     s = start_us + settle
     means: dict[int, float | None] = {
@@ -962,6 +1104,43 @@ def fairness(
             for fid, rate, share in zip(ids, rates, shares, strict=True)
         ],
     }
+
+
+DATA_KINDS = (VIDEO, "tcp", "cbr")
+"""The flows a bottleneck's all-flow fairness compares: every flow that carries data and competes
+for the capacity. Audio (its codec fixes the rate), RTCP, TCP ACKs and the UDP background that
+makes RFC 8867 §4.2's capacity are left out."""
+
+
+def _common_span_us(t: Tables, ids: Sequence[int]) -> tuple[int, int]:
+    """The interval in which every flow of `ids` is active (`active_span_us`); empty (start =
+    end) if there is none."""
+    dur = _duration_us(t)
+    spans = [active_span_us(_flow(t, fid), dur) for fid in ids] or [(0, dur)]
+    start = max(a for a, _ in spans)
+    return start, max(start, min(b for _, b in spans))
+
+
+def fairness_of_bottlenecks(
+    t: Tables, ts: pl.DataFrame, settle_us: int = FAIRNESS_SETTLE_US
+) -> list[dict[str, Any]]:
+    """`fairness` of all the data flows (`DATA_KINDS`) sharing each link that is the bottleneck of
+    two or more of them, over the interval in which they are all active: the media-only index
+    says nothing of a call starved by TCP. Each entry adds `link` and `covers` (the kinds it
+    compares) to the `fairness` dict."""
+    by_link: dict[str, list[int]] = {}
+    for f in _flows(t):
+        if f.get("kind") in DATA_KINDS and f.get("workload") != "udp-background" and f.get("bottleneck"):
+            by_link.setdefault(str(f["bottleneck"]), []).append(int(f["id"]))
+    out: list[dict[str, Any]] = []
+    for link in _links_in_order(t, by_link):
+        members = by_link[link]
+        if len(members) < 2:
+            continue
+        start, end = _common_span_us(t, members)
+        kinds = sorted({str(_flow(t, fid).get("kind")) for fid in members})
+        out.append({"link": link, "covers": kinds, **fairness(t, ts, members, start, end, settle_us)})
+    return out
 
 
 def _links_in_order(t: Tables, links: Iterable[str]) -> list[str]:
@@ -1107,12 +1286,15 @@ def _traffic_stats(counts: dict[str, int], span_us: int) -> dict[str, Any]:
 
 def cross_traffic(t: Tables, kinds: Sequence[str] = CROSS_KINDS) -> list[dict[str, Any]]:
     """Throughput, goodput and loss of every flow whose kind is in `kinds` (default TCP and CBR
-    cross traffic), over the run and in each constant-capacity phase of its bottleneck.
+    cross traffic), over the time its source runs (`active_span_us`) and in each
+    constant-capacity phase of its bottleneck (the part of it in that span).
 
     `throughput_bps` counts received bytes on the wire (RFC 8867 §5.6/§5.7 "TCP throughput"),
-    `goodput_bps` the received `payload` bytes; both per second of the interval. `loss_ratio` is
-    dropped / sent among the packets sent in the interval, as for media flows. Packet rows are
-    counted per flow id, whatever their `kind` column says.
+    `goodput_bps` the received `payload` bytes; both per second of the interval, so a flow that
+    runs from 20 s of 60 s is not reported at two thirds of its rate. `throughput_run_bps` is the
+    same bytes over the whole run, under its own name. `loss_ratio` is dropped / sent among the
+    packets sent in the interval, as for media flows. Packet rows are counted per flow id,
+    whatever their `kind` column says.
     """
     return [_cross_traffic_of(t, f) for f in _flows(t) if f.get("kind") in kinds]
 
@@ -1121,35 +1303,57 @@ def _cross_traffic_of(t: Tables, f: dict[str, Any]) -> dict[str, Any]:
     """The `cross_traffic` entry of one flow."""
     dur = _duration_us(t)
     fid = int(f["id"])
+    a, b = active_span_us(f, dur)
     per_phase = []
     for i, ph in enumerate(phases(t, fid)):
-        counts = _packet_counts(t, [fid], ph.start_us, ph.end_us)[fid]
+        s, e = _clip(ph.start_us, ph.end_us, a, b)
+        counts = _packet_counts(t, [fid], s, e)[fid]
         per_phase.append(
             {
                 "index": i,
                 "start_s": ph.start_s,
                 "end_s": ph.end_s,
                 "capacity_bps": ph.capacity_bps,
-                **_traffic_stats(counts, ph.end_us - ph.start_us),
+                **_traffic_stats(counts, e - s),
             }
         )
+    whole = _packet_counts(t, [fid], 0, dur)[fid]
     return {
         "id": fid,
         "name": str(f.get("name", "")),
         "kind": str(f.get("kind")),
+        "workload": f.get("workload"),
         "bottleneck": f.get("bottleneck"),
-        **_traffic_stats(_packet_counts(t, [fid], 0, dur)[fid], dur),
+        "active_start_s": a / _US_PER_S,
+        "active_end_s": b / _US_PER_S,
+        **_traffic_stats(_packet_counts(t, [fid], a, b)[fid], b - a),
+        "throughput_run_bps": whole["bytes_received"] * 8 / (dur / _US_PER_S) if dur > 0 else None,
         "phases": per_phase,
     }
 
 
+def _clip(start_us: int, end_us: int, a: int, b: int) -> tuple[int, int]:
+    """[start_us, end_us) ∩ [a, b), as an empty interval at its start if they do not meet."""
+    s = max(start_us, a)
+    return s, max(s, min(end_us, b))
+
+
+def _fairness(t: Tables, ts: pl.DataFrame) -> dict[str, Any]:
+    """The `fairness` key of a summary: `run` (the video flows, while all run), `phases` (per
+    phase of their bottleneck) and `bottlenecks` (all data flows per shared link)."""
+    return {
+        "run": {"covers": [VIDEO], **fairness(t, ts)},
+        "phases": fairness_per_phase(t, ts),
+        "bottlenecks": fairness_of_bottlenecks(t, ts),
+    }
+
+
 def traffic_summary(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
-    """The sharing part of a run summary: `fairness` (`run`: over the whole run after the settling
-    time; `phases`: per phase of the compared flows' bottleneck), `feedback_overhead` and
+    """The sharing part of a run summary: `fairness` (`_fairness`), `feedback_overhead` and
     `cross_traffic`. `summarize` includes it."""
     ts = timeseries(t) if ts is None else ts
     return {
-        "fairness": {"run": fairness(t, ts), "phases": fairness_per_phase(t, ts)},
+        "fairness": _fairness(t, ts),
         "feedback_overhead": feedback_overhead(t),
         "cross_traffic": cross_traffic(t),
     }
@@ -1170,8 +1374,10 @@ class FlowSummary:
     flows of a long run can be measured a few at a time (`rtcbench.measure`) and put together by
     `assemble`.
 
-    `run`: `flow_metrics` over the run (a media flow's `convergence_time_s` is its first phase's);
-    `phases`: `flow_metrics` over each phase of its bottleneck, if that link is in `media_links`;
+    `run`: `flow_metrics` over the time its source runs (`active_span_us`; a media flow's
+    `settling_time_s` is measured from its start to the end of that phase); `phases`:
+    `flow_metrics` over each phase of its bottleneck (the part of it in that span), if that link
+    is in `media_links`;
     `counts`: `_packet_counts` over the run (feedback overhead); `cross`: its `cross_traffic`
     entry, for TCP and CBR flows."""
 
@@ -1189,16 +1395,20 @@ def flow_summaries(t: Tables, ts: pl.DataFrame, links: Sequence[str]) -> dict[in
     out: dict[int, FlowSummary] = {}
     for f in _flows(t):
         fid = int(f["id"])
-        m = _flow_metrics(t, windows, fid, 0, dur)
+        a, b = active_span_us(f, dur)
+        m = {
+            **_flow_metrics(t, windows, fid, a, b),
+            "active_start_s": a / _US_PER_S,
+            "active_end_s": b / _US_PER_S,
+        }
         if _is_media(f):
-            first = phases(t, fid)[0]
-            m["convergence_time_s"] = _convergence_time(
-                windows, fid, first.start_us, first.end_us, "send_rate_bps"
-            )
+            first = next((ph for ph in phases(t, fid) if ph.end_us > a), None)
+            end = min(first.end_us, b) if first is not None else b
+            m["settling_time_s"] = _settling_time(windows, fid, a, end, "send_rate_bps")
         per_phase = None
         if f.get("bottleneck") is not None and str(f["bottleneck"]) in links:
             per_phase = [
-                _flow_metrics(t, windows, fid, ph.start_us, ph.end_us)
+                _flow_metrics(t, windows, fid, *_clip(ph.start_us, ph.end_us, a, b))
                 for ph in phases(t, str(f["bottleneck"]))
             ]
         out[fid] = FlowSummary(
@@ -1212,13 +1422,23 @@ def flow_summaries(t: Tables, ts: pl.DataFrame, links: Sequence[str]) -> dict[in
 
 def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict[str, Any]:
     """The summary of a run from the `FlowSummary` of each of its flows. `t` gives `meta` and the
-    links table (its other tables may be empty); `ts` needs, of the time series, the video flows'
-    `t_us` and `recv_rate_bps` (fairness)."""
+    links table (its other tables may be empty); `ts` needs, of the time series, every flow's
+    `t_us`, `send_rate_bps` and `recv_rate_bps` (convergence and fairness compare flows)."""
     flows = _flows(t)
+    windows = _Windows.of(ts)
+    dur = _duration_us(t)
     out_phases: list[dict[str, Any]] = []
     for link in media_links(t.meta):
         members = [int(f["id"]) for f in flows if f.get("bottleneck") == link]
         for i, ph in enumerate(phases(t, link)):
+            in_phase = [_phase_of(parts[fid], i) for fid in members]
+            refs = _reference_rates(t, windows, link, ph.start_us, ph.end_us, ph.capacity_bps)
+            for fid, m in zip(members, in_phase, strict=True):
+                if m["kind"] == VIDEO:
+                    s, e = _clip(ph.start_us, ph.end_us, *active_span_us(_flow(t, fid), dur))
+                    m["convergence_time_s"] = _convergence_time(
+                        windows, fid, s, e, refs.get(fid), "send_rate_bps"
+                    )
             out_phases.append(
                 {
                     "index": i,
@@ -1226,17 +1446,40 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
                     "start_s": ph.start_s,
                     "end_s": ph.end_s,
                     "capacity_bps": ph.capacity_bps,
-                    "flows": [_phase_of(parts[fid], i) for fid in members],
+                    "flows": in_phase,
                 }
             )
+    for f in flows:
+        if f.get("kind") == VIDEO:
+            parts[int(f["id"])].run["convergence_time_s"] = _startup_convergence(t, windows, f)
     counts = {fid: p.counts for fid, p in parts.items()}
     return {
         "flows": [parts[int(f["id"])].run for f in flows],
         "phases": out_phases,
-        "fairness": {"run": fairness(t, ts), "phases": fairness_per_phase(t, ts)},
-        "feedback_overhead": _feedback_overhead(t, counts, _duration_us(t)),
+        "fairness": _fairness(t, ts),
+        "feedback_overhead": _feedback_overhead(t, counts, dur),
         "cross_traffic": [parts[int(f["id"])].cross for f in flows if f.get("kind") in CROSS_KINDS],
     }
+
+
+def _startup_convergence(t: Tables, windows: _Windows, f: dict[str, Any]) -> float | None:
+    """A video flow's start-up convergence time: from its start until the next event on its
+    bottleneck (a capacity change, another flow starting or stopping there) or its stop, against
+    its reference rate in that interval (`convergence_time`)."""
+    dur = _duration_us(t)
+    a, b = active_span_us(f, dur)
+    link = f.get("bottleneck")
+    if link is None:
+        return None
+    link_phases = phases(t, str(link))
+    events = [ph.end_us for ph in link_phases]
+    for g in _flows(t):
+        if g.get("bottleneck") == link and g.get("call") != f.get("call"):
+            events += list(active_span_us(g, dur))
+    end = min([e for e in events if e > a] + [b])
+    capacity = next((ph.capacity_bps for ph in link_phases if ph.start_us <= a < ph.end_us), None)
+    refs = _reference_rates(t, windows, str(link), a, end, capacity)
+    return _convergence_time(windows, int(f["id"]), a, end, refs.get(int(f["id"])), "send_rate_bps")
 
 
 def _phase_of(part: FlowSummary, i: int) -> dict[str, Any]:
@@ -1248,13 +1491,13 @@ def _phase_of(part: FlowSummary, i: int) -> dict[str, Any]:
 def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
     """The summary of a run: `{"flows": [...], "phases": [...], ...}`, JSON-safe, nothing rounded.
 
-    `flows` has one `flow_metrics` dict per flow over the whole run; its `convergence_time_s` is the
-    start-up convergence (that of the flow's first phase), since a steady value over a run with
-    several capacities means nothing. `phases` lists, for each link that is the bottleneck of a media
-    flow, its constant-capacity phases (`index` counts within the link) with the metrics of every
-    flow bottlenecked there over that phase. The keys of `traffic_summary` (fairness, feedback
-    overhead, cross traffic) follow. Every flow is measured from its own rows (`flow_summaries`),
-    which is how a long run is measured a few flows at a time.
+    `flows` has one `flow_metrics` dict per flow over the time its source runs; a video flow's
+    `convergence_time_s` is its start-up convergence (`_startup_convergence`). `phases` lists, for
+    each link that is the bottleneck of a media flow, its constant-capacity phases (`index` counts
+    within the link) with the metrics of every flow bottlenecked there over that phase. The keys
+    of `traffic_summary` (fairness, feedback overhead, cross traffic) follow. Every flow is
+    measured from its own rows (`flow_summaries`), which is how a long run is measured a few flows
+    at a time.
     """
     ts = timeseries(t) if ts is None else ts
     return assemble(t, flow_summaries(t, ts, media_links(t.meta)), ts)

@@ -2,9 +2,13 @@
 
 Layout (ARCHITECTURE.md, "Results on disk")::
 
-    <out>/<scenario-id>[@<variant>]/<controller>/seed-<n>/
+    <out>/<scenario-id>[@<variant>]/<controller>/<key>/seed-<n>/
         scenario.toml  packets.parquet  frames.parquet  controller.parquet  links.parquet
         feedback.parquet  timeseries.parquet  summary.json  overview.png
+
+`<key>` names exactly what ran (`rtcbench.identity`): a `--set`, an edited scenario or trace
+file, or another version of a Python controller gets a folder of its own, and the same
+configuration finds its folder again.
 
 A run is written into a hidden temporary folder beside its destination and renamed into place when
 complete, so an interrupted run never leaves a half result where a finished one is expected.
@@ -38,15 +42,18 @@ __all__ = [
     "SUMMARY_KEYS",
     "TABLES",
     "InputError",
+    "PathArg",
     "TraceWriter",
     "atomic_dir",
     "concat_pieces",
+    "controller_folder",
     "file_records",
     "load_tables",
     "piece_frames",
     "read_summary",
     "read_text",
     "remove_stale",
+    "remove_stale_runs",
     "run_dir",
     "run_folders",
     "tables_from_core",
@@ -55,6 +62,10 @@ __all__ = [
     "write_parquet_atomic",
     "write_tables",
 ]
+
+
+PathArg = str | os.PathLike[str]
+"""A path as the public API takes it: a `str` or any path object; it is turned into a `Path` at once."""
 
 
 class InputError(ValueError):
@@ -96,14 +107,22 @@ def path_component(text: str, what: str) -> str:
     return text
 
 
-def run_dir(out: Path, scenario_id: str, variant_slug: str, controller: str, seed: int) -> Path:
-    """Where one run's results live; a scenario with several variants gets one folder per variant.
-    Every part is checked to be one path component (`path_component`), so a run's folder is always
-    inside `out`."""
+def controller_folder(controller: str) -> str:
+    """The folder name of a controller: built-in names as they are; a Python controller's
+    ``module:Class`` with every character other than letters, digits, ``.``, ``-`` and ``_``
+    turned into ``.`` (no ``:`` in paths: Windows, scp and URLs read it specially)."""
+    return re.sub(r"[^A-Za-z0-9._-]", ".", controller)
+
+
+def run_dir(out: Path, scenario_id: str, variant_slug: str, controller: str, key: str, seed: int) -> Path:
+    """Where one run's results live: one folder per variant, controller and configuration
+    (`key`, `rtcbench.identity.run_key`), one per seed inside. Every part is checked to be one
+    path component (`path_component`), so a run's folder is always inside `out`."""
     name = scenario_id if variant_slug == "default" else f"{scenario_id}@{variant_slug}"
     path_component(name, "scenario id")
-    path_component(controller, "controller name")
-    return Path(out) / name / controller / f"seed-{int(seed)}"
+    folder = path_component(controller_folder(controller), "controller name")
+    path_component(key, "run key")
+    return Path(out) / name / folder / key / f"seed-{int(seed)}"
 
 
 RUN_FILES = ("summary.json", "scenario.toml", *(f"{name}.parquet" for name in TABLES), "timeseries.parquet")
@@ -308,8 +327,9 @@ def write_tables(t: Tables, folder: Path) -> None:
         write_parquet(getattr(t, name), folder / f"{name}.parquet")
 
 
-def load_tables(folder: Path) -> Tables:
+def load_tables(folder: PathArg) -> Tables:
     """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
+    folder = Path(folder)
     summary = read_summary(folder, required=("meta",), verify=False)
     # One chunk per column, as tables made in memory have (float sums follow the chunks).
     frames = {name: pl.read_parquet(folder / f"{name}.parquet").rechunk() for name in TABLES}
@@ -366,11 +386,12 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
 
 
 def read_summary(
-    folder: Path, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
+    folder: PathArg, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
 ) -> dict[str, Any]:
     """A run's summary, checked: readable JSON holding the `required` keys and, with `verify`,
     every file it recorded unchanged (`verify_files`). `InputError` naming the folder or file
     otherwise, so a reader of many runs can name a broken one and go on."""
+    folder = Path(folder)
     path = folder / SUMMARY
     try:
         summary = json.loads(path.read_bytes().decode("utf-8"))
@@ -432,6 +453,24 @@ def remove_stale(parent: Path, name: str | None = None) -> list[Path]:
         if not _alive(int(m["pid"])) and entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(Path(entry.path))
+    return removed
+
+
+def remove_stale_runs(controller_folder: Path) -> list[Path]:
+    """`remove_stale` in every configuration folder of one controller (`run_dir`'s `<key>`
+    level), and those folders if that leaves them empty: a run killed while it wrote one
+    configuration is cleaned up by the next run of any configuration of that controller."""
+    removed: list[Path] = []
+    try:
+        keys = [Path(e.path) for e in os.scandir(controller_folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for key in keys:
+        gone = remove_stale(key)
+        removed += gone
+        if gone:
+            with contextlib.suppress(OSError):
+                key.rmdir()
     return removed
 
 

@@ -18,18 +18,21 @@ from rtcbench.controller import (
     load_controller,
     user_controller,
 )
+from rtcbench.identity import controller_identity, provenance, run_key
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.metrics import Tables
 from rtcbench.results import (
     FILES_KEY,
     SUMMARY,
     InputError,
+    PathArg,
     TraceWriter,
     atomic_dir,
     concat_pieces,
     file_records,
     load_tables,
     piece_frames,
+    remove_stale_runs,
     run_dir,
     tables_from_core,
     write_parquet,
@@ -49,6 +52,7 @@ __all__ = [
     "controllers",
     "resolve_controller",
     "run",
+    "run_folder",
     "run_variant",
     "summarize_core",
 ]
@@ -89,6 +93,18 @@ def resolve_controller(controller: ControllerArg, *, share_instance: bool = True
 def controller_name(controller: str | UserController) -> str:
     """The name runs, traces and results folders give a resolved controller."""
     return controller if isinstance(controller, str) else controller.name
+
+
+def _identity(variant: Variant, controller: str | UserController) -> dict[str, Any]:
+    """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`)."""
+    cc = controller_identity(controller)
+    return {"key": run_key(variant.fingerprint, cc), "scenario_sha256": variant.fingerprint, "controller": cc}
+
+
+def run_folder(out: Path, variant: Variant, controller: str | UserController, seed: int) -> Path:
+    """The results folder of one run of `variant` with a resolved `controller` under `out`."""
+    key = _identity(variant, controller)["key"]
+    return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
 
 
 class RunResult:
@@ -181,7 +197,7 @@ def summarize_core(
 
 def _summary(
     variant: Variant,
-    controller: str,
+    controller: str | UserController,
     seed: int,
     meta: dict[str, Any],
     measured: dict[str, Any],
@@ -192,14 +208,14 @@ def _summary(
     return {
         "scenario": variant.scenario_id,
         "variant": variant.variant,
-        "controller": controller,
+        "controller": controller_name(controller),
         "seed": seed,
+        "identity": _identity(variant, controller),
+        "provenance": provenance(command),
         "simulated_s": meta["duration_s"],
         "wall_s": None,
         "sim_wall_s": sim_wall_s,
         "events": events,
-        "rtcbench_version": _core.version(),
-        "command": command,
         "flows": measured["flows"],
         "phases": measured["phases"],
         **{k: measured[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
@@ -233,11 +249,11 @@ def run_variant(
     variant: Variant,
     controller: ControllerArg = "gcc",
     seed: int = 1,
-    out: Path | None = None,
+    out: PathArg | None = None,
     *,
     figure: bool = True,
     command: str | None = None,
-    pcap: Path | None = None,
+    pcap: PathArg | None = None,
     max_memory_rows: int = MAX_MEMORY_ROWS,
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
@@ -255,6 +271,7 @@ def run_variant(
     name = controller_name(cc)
     started = time.perf_counter()
     out = Path(out) if out is not None else None
+    pcap = Path(pcap) if pcap is not None else None
     if out is None:
         core_run = _start(variant, cc, seed, pcap, max_memory_rows)
         meta: dict[str, Any] = json.loads(core_run.meta)
@@ -269,12 +286,13 @@ def run_variant(
         in_memory = concat_pieces(pieces, meta)
         measured = measure_tables(in_memory)
         summary = _summary(
-            variant, name, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
+            variant, cc, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
         )
         summary["wall_s"] = time.perf_counter() - started
         return RunResult(None, summary, in_memory, measured.timeseries)
 
-    path = run_dir(out, variant.scenario_id, variant.slug, name, seed)
+    path = run_folder(out, variant, cc, seed)
+    remove_stale_runs(path.parent.parent)
     with atomic_dir(path) as tmp:
         core_run = _start(variant, cc, seed, pcap, PIECE_ROWS)
         meta = json.loads(core_run.meta)
@@ -315,7 +333,7 @@ def run_variant(
                 light, ts = figure_tables(tmp, meta)
                 plots.plot_run(light, ts, tmp / FIGURE, title, measured.delays)
         summary = _summary(
-            variant, name, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
+            variant, cc, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
         )
         summary[FILES_KEY] = file_records(tmp)
         summary["wall_s"] = time.perf_counter() - started
@@ -329,12 +347,12 @@ def run(
     scenario: str | Path,
     controller: ControllerArg = "gcc",
     seed: int = 1,
-    out: Path | None = None,
+    out: PathArg | None = None,
     sets: Sequence[str] = (),
     *,
     figure: bool = True,
     command: str | None = None,
-    pcap: Path | None = None,
+    pcap: PathArg | None = None,
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -349,6 +367,7 @@ def run(
     """
     if isinstance(controller, str):
         controller = resolve_controller(controller)
+    pcap = Path(pcap) if pcap is not None else None
     variants = resolve(scenario, list(sets))
     cc = resolve_controller(controller, share_instance=len(variants) == 1)
 

@@ -25,12 +25,14 @@ class BuiltinScenario:
 
 @dataclass(frozen=True)
 class Variant:
-    """One runnable variant of a scenario: its name, folder slug and fully resolved TOML."""
+    """One runnable variant of a scenario: its name, folder slug, fully resolved TOML and
+    fingerprint (the SHA-256 of what it runs: `rtcbench.identity`)."""
 
     scenario_id: str
     variant: str
     slug: str
     toml: str
+    fingerprint: str
 
 
 def builtin() -> list[BuiltinScenario]:

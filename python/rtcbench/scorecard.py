@@ -26,7 +26,7 @@ from typing import Any, Literal
 import polars as pl
 
 from rtcbench import metrics
-from rtcbench.results import InputError, read_summary, read_text, run_folders
+from rtcbench.results import InputError, PathArg, read_summary, read_text, run_folders
 
 __all__ = [
     "CRITERIA",
@@ -116,7 +116,7 @@ CRITERIA: tuple[Criterion, ...] = (
         "startup",
         "R4",
         "fast convergence at start",
-        "convergence time",
+        "time to reach its fair share of the bottleneck (convergence time)",
         "s",
         10.0,
         30.0,
@@ -127,7 +127,7 @@ CRITERIA: tuple[Criterion, ...] = (
         "stability",
         "R5 (000 req. 5)",
         "stable rate after convergence",
-        "median coefficient of variation of the 1 s video send rate per phase, after 5 s",
+        "median coefficient of variation of the 1 s video send rate per phase, after convergence",
         "",
         0.15,
         0.3,
@@ -305,7 +305,8 @@ def _call_start_s(view: RunView, flow: dict[str, Any]) -> float:
 
 
 def _startup(view: RunView) -> tuple[float | None, str]:
-    """The slowest video flow's convergence, counted from its own call's start."""
+    """The slowest video flow's convergence to its fair share, counted from its own start
+    (`metrics.convergence_time`)."""
     video = _video(view)
     if not video:
         return None, "n/a: no video"
@@ -313,18 +314,19 @@ def _startup(view: RunView) -> tuple[float | None, str]:
     for f in video:
         t = f.get("convergence_time_s")
         if t is None:
-            return math.inf, f"{f['name']} never converged"
-        times.append(max(0.0, t - _call_start_s(view, f)))
+            return math.inf, f"{f['name']} never reached its fair share"
+        times.append(t)
     return max(times), ""
 
 
-STABILITY_SETTLE_S = 5.0
-STABILITY_MIN_PHASE_S = 10.0
+STABILITY_MIN_S = 5.0
+"""Stability needs this much of a phase left after the flow converged in it."""
 
 
 def _stability(view: RunView) -> tuple[float | None, str]:
-    """Median, over the phases of 10 s or more, of the video send rate's coefficient of
-    variation over 1 s means from 5 s into the phase (after the flow has settled)."""
+    """Median, over the phases in which a video flow converged to its fair share with at least
+    5 s left, of its send rate's coefficient of variation over 1 s means from then on: the
+    stability RFC 8836 R5 asks for is that of a converged flow."""
     ts = view.timeseries
     if ts is None:
         return None, "n/a: no timeseries.parquet"
@@ -332,8 +334,12 @@ def _stability(view: RunView) -> tuple[float | None, str]:
     for f in _video(view):
         start = _call_start_s(view, f)
         for p in view.summary["phases"]:
-            a = max(p["start_s"], start) + STABILITY_SETTLE_S
-            if p["end_s"] - a < STABILITY_MIN_PHASE_S - STABILITY_SETTLE_S:
+            here = next((g for g in p["flows"] if g["id"] == f["id"]), None)
+            converged = here.get("convergence_time_s") if here is not None else None
+            if converged is None:
+                continue
+            a = max(p["start_s"], start) + converged
+            if p["end_s"] - a < STABILITY_MIN_S:
                 continue
             w = ts.filter(
                 (pl.col("flow") == f["id"])
@@ -350,7 +356,7 @@ def _stability(view: RunView) -> tuple[float | None, str]:
                 std = rates.std(ddof=0)
                 cvs.append(float(std) / mean if isinstance(std, float) else 0.0)
     if not cvs:
-        return None, "n/a: no phase of 10 s or more with video"
+        return None, "n/a: the video never converged with 5 s of a phase left"
     cvs.sort()
     return cvs[len(cvs) // 2], ""
 
@@ -441,12 +447,12 @@ def read_run(folder: Path) -> RunView:
 
 
 def score_table(
-    folders: Iterable[Path], criteria: Sequence[Criterion] = CRITERIA, problems: list[str] | None = None
+    folders: Iterable[PathArg], criteria: Sequence[Criterion] = CRITERIA, problems: list[str] | None = None
 ) -> pl.DataFrame:
     """One row per (run, criterion): the long table behind every scorecard view. With
     `problems`, a folder that cannot be read is reported there and skipped instead of raising."""
     rows = []
-    for folder in folders:
+    for folder in map(Path, folders):
         try:
             view = read_run(folder)
             scores = score_view(view, criteria)

@@ -23,7 +23,8 @@ from typing import Any
 import polars as pl
 
 from rtcbench import metrics, runner
-from rtcbench.results import FILES_KEY, InputError, read_summary, run_dir, write_parquet_atomic
+from rtcbench.controller import UserController
+from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
 from rtcbench.workers import job as worker_job
@@ -60,6 +61,7 @@ _KEYS: dict[str, pl.DataType] = {
     "variant": pl.String(),
     "controller": pl.String(),
     "seed": pl.Int64(),
+    "run_key": pl.String(),
 }
 
 _FLOW_TYPES: dict[str, pl.DataType] = {
@@ -67,9 +69,12 @@ _FLOW_TYPES: dict[str, pl.DataType] = {
     "flow": pl.Int64(),
     "flow_name": pl.String(),
     "kind": pl.String(),
+    "workload": pl.String(),
     "share_ratio": pl.Float64(),
+    "share_ratio_all": pl.Float64(),
     "cross_throughput_bps": pl.Float64(),
     "cross_goodput_bps": pl.Float64(),
+    "cross_throughput_run_bps": pl.Float64(),
     "path": pl.String(),
 }
 _RUN_TYPES: dict[str, pl.DataType] = {
@@ -80,7 +85,9 @@ _RUN_TYPES: dict[str, pl.DataType] = {
     "sim_wall_s": pl.Float64(),
     "events": pl.Int64(),
     "video_flows": pl.Int64(),
-    "jain_index": pl.Float64(),
+    "jain_index_video": pl.Float64(),
+    "jain_index_all": pl.Float64(),
+    "jain_link": pl.String(),
     "min_share_ratio": pl.Float64(),
     "max_share_ratio": pl.Float64(),
     "fair_within_band": pl.Boolean(),
@@ -122,29 +129,33 @@ def select(names_or_scenarios: Sequence[str | Path]) -> list[str | Path]:
 class _Job:
     """One run of a suite; everything a worker process needs (picklable). `controller` is a built-in
     name or a Python controller's ``module:Class`` / ``file.py:Class``, which the worker imports
-    again; `name` is what the run's trace and folder call it, if that differs."""
+    again; `path` is the run's folder (`runner.run_folder`), keyed by what it runs."""
 
     variant: Variant
     controller: str
     seed: int
     out: Path
     command: str | None
-    name: str | None = None
+    path: Path
 
-    @property
-    def path(self) -> Path:
-        name = self.name or self.controller
-        return run_dir(self.out, self.variant.scenario_id, self.variant.slug, name, self.seed)
+    @classmethod
+    def plan(
+        cls, variant: Variant, controller: str, resolved: str | UserController, seed: int, out: Path,
+        command: str | None,
+    ) -> _Job:  # fmt: skip
+        """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it."""
+        return cls(variant, controller, seed, out, command, runner.run_folder(out, variant, resolved, seed))
 
     def done(self) -> dict[str, Any] | None:
-        """The run's summary if its folder is complete, unchanged since it was written (every file
-        as the summary recorded it) and holds this very scenario (a `--set` changes the text);
-        None if the run must run (again)."""
+        """The run's summary if its folder is complete and unchanged since it was written (every
+        file as the summary recorded it); None if the run must run (again). The folder's name
+        is the run's key, so a complete folder holds this very configuration."""
         try:
             summary = read_summary(self.path)
-            same = (self.path / "scenario.toml").read_bytes() == self.variant.toml.encode("utf-8")
         except (InputError, OSError):
             return None
+        identity = summary.get("identity")
+        same = isinstance(identity, dict) and identity.get("key") == self.path.parent.name
         return summary if same and FILES_KEY in summary else None
 
 
@@ -254,9 +265,26 @@ def _flat(prefix: str, value: Any) -> dict[str, Any]:
     return {prefix: value}
 
 
+def _keys(summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{k: summary[k] for k in ("scenario", "variant", "controller", "seed")},
+        "run_key": summary["identity"]["key"],
+    }
+
+
+def _worst_bottleneck(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The shared link whose flows share least evenly (lowest Jain's index over all its data
+    flows), or None if no link is shared by two data flows."""
+    rated = [b for b in summary["fairness"].get("bottlenecks", []) if b["jain_index"] is not None]
+    return min(rated, key=lambda b: b["jain_index"]) if rated else None
+
+
 def _flow_rows(summary: dict[str, Any], path: str) -> list[dict[str, Any]]:
-    key = {k: summary[k] for k in _KEYS}
+    key = _keys(summary)
     share = {f["id"]: f["share_ratio"] for f in summary["fairness"]["run"]["flows"]}
+    share_all = {
+        f["id"]: f["share_ratio"] for b in summary["fairness"].get("bottlenecks", []) for f in b["flows"]
+    }
     cross = {f["id"]: f for f in summary["cross_traffic"]}
     rows = []
     for f in summary["flows"]:
@@ -265,8 +293,10 @@ def _flow_rows(summary: dict[str, Any], path: str) -> list[dict[str, Any]]:
         row = {**key, "flow": fid, "flow_name": m.pop("name"), "kind": m.pop("kind"), **_flat("", m)}
         c = cross.get(fid, {})
         row["share_ratio"] = share.get(fid)
+        row["share_ratio_all"] = share_all.get(fid)
         row["cross_throughput_bps"] = c.get("throughput_bps")
         row["cross_goodput_bps"] = c.get("goodput_bps")
+        row["cross_throughput_run_bps"] = c.get("throughput_run_bps")
         row["path"] = path
         rows.append(row)
     return rows
@@ -280,15 +310,18 @@ def _run_row(summary: dict[str, Any], path: str) -> dict[str, Any]:
         rates = [c["rate_bps"] for c in fb["calls"] if c["direction"] == d and c["rate_bps"] is not None]
         return sum(rates) if rates else None
 
+    worst = _worst_bottleneck(summary)
     return {
-        **{k: summary[k] for k in _KEYS},
+        **_keys(summary),
         "path": path,
         "simulated_s": summary.get("simulated_s"),
         "wall_s": summary.get("wall_s"),
         "sim_wall_s": summary.get("sim_wall_s"),
         "events": summary.get("events"),
         "video_flows": len(fair["flows"]),
-        "jain_index": fair["jain_index"],
+        "jain_index_video": fair["jain_index"],
+        "jain_index_all": worst["jain_index"] if worst else None,
+        "jain_link": worst["link"] if worst else None,
         "min_share_ratio": fair["min_share_ratio"],
         "max_share_ratio": fair["max_share_ratio"],
         "fair_within_band": fair["within_band"],
@@ -337,26 +370,44 @@ class SuiteResult:
         return self.simulated_s / self.wall_s if self.ran and self.wall_s > 0 else None
 
     def overview(self) -> pl.DataFrame:
-        """Per scenario variant and controller, means over the repetitions: of the video flows'
-        utilisation, queuing-delay p95 and loss ratio (averaged over the video flows of a run
-        first), and of the runs' Jain index; `runs` counts the repetitions."""
-        by = ["scenario", "variant", "controller"]
+        """Per scenario variant, controller and configuration (`run_key`), means over the
+        repetitions (`runs` counts them): of the video flows' utilisation, queuing-delay p95 and
+        loss ratio (averaged over the video flows of a run first); of the competing TCP and CBR
+        flows' throughput while they run (summed over the flows of a run), with the UDP
+        background of RFC 8867 §4.2 apart; and of the runs' Jain's indexes, over the video flows
+        (`jain_index_video`) and over all data flows of the least fair shared link
+        (`jain_index_all`)."""
+        by = ["scenario", "variant", "controller", "run_key"]
+        run = [*by, "seed"]
+        flows = self.flows.with_columns(_background=pl.col("workload").eq_missing("udp-background"))
         video = (
-            self.flows.filter(pl.col("kind") == metrics.VIDEO)
-            .group_by([*by, "seed"], maintain_order=True)
+            flows.filter(pl.col("kind") == metrics.VIDEO)
+            .group_by(run, maintain_order=True)
             .agg(pl.col("utilization", "qdelay_p95_ms", "loss_ratio").mean())
         )
-        return (
-            self.runs.select(*by, "seed", "jain_index")
-            .join(video, on=[*by, "seed"], how="left", maintain_order="left")
-            .group_by(by, maintain_order=True)
-            .agg(
-                runs=pl.len(),
-                utilization=pl.col("utilization").mean(),
-                qdelay_p95_ms=pl.col("qdelay_p95_ms").mean(),
-                loss_ratio=pl.col("loss_ratio").mean(),
-                jain_index=pl.col("jain_index").mean(),
+
+        def throughput(kind: str, background: bool = False) -> pl.DataFrame:
+            return (
+                flows.filter((pl.col("kind") == kind) & (pl.col("_background") == background))
+                .group_by(run, maintain_order=True)
+                .agg(
+                    pl.col("cross_throughput_bps").sum().alias(f"{'background' if background else kind}_bps")
+                )
             )
+
+        joined = self.runs.select(*run, "jain_index_video", "jain_index_all")
+        for part in (video, throughput("tcp"), throughput("cbr"), throughput("cbr", background=True)):
+            joined = joined.join(part, on=run, how="left", maintain_order="left")
+        return joined.group_by(by, maintain_order=True).agg(
+            runs=pl.len(),
+            utilization=pl.col("utilization").mean(),
+            qdelay_p95_ms=pl.col("qdelay_p95_ms").mean(),
+            loss_ratio=pl.col("loss_ratio").mean(),
+            tcp_bps=pl.col("tcp_bps").mean(),
+            cbr_bps=pl.col("cbr_bps").mean(),
+            background_bps=pl.col("background_bps").mean(),
+            jain_index_video=pl.col("jain_index_video").mean(),
+            jain_index_all=pl.col("jain_index_all").mean(),
         )
 
 
@@ -411,7 +462,7 @@ def run_suite(
     controllers: Sequence[str],
     reps: int = 1,
     jobs: int | None = None,
-    out: Path = Path("results"),
+    out: PathArg = Path("results"),
     sets: Sequence[str] = (),
     seed: int = 1,
     *,
@@ -430,6 +481,7 @@ def run_suite(
     called after every run. User mistakes raise before anything is written: `UnknownSuite`,
     `ScenarioNotFound`, `runner.UnknownController`, `_core.ScenarioError`, or `ValueError`.
     """
+    out = Path(out)
     if not 1 <= reps <= MAX_REPS:
         raise InputError(f"--reps must be from 1 to {MAX_REPS:,}, got {reps}")
     runner.check_seed(seed)
@@ -438,11 +490,11 @@ def run_suite(
         raise InputError(f"--jobs must be at least 1, got {jobs}")
     if not controllers:
         raise InputError("--cc names no controller")
-    names = {c: runner.controller_name(runner.resolve_controller(c)) for c in controllers}
+    resolved = {c: runner.resolve_controller(c) for c in controllers}
     started = time.perf_counter()
     variants = [v for s in select(names_or_scenarios) for v in resolve(s, list(sets))]
     plan = [
-        _Job(v, c, seed + r, out, command, names[c])
+        _Job.plan(v, c, resolved[c], seed + r, out, command)
         for v in variants
         for c in dict.fromkeys(controllers)
         for r in range(reps)

@@ -14,7 +14,7 @@ fields, and controller parameters, which are scenario fields under `[controller.
     [[points]]                           # and/or listed points (each combined with the grid)
     "duration" = "60s"
 
-Every run has its own folder, `<out>/<point>/<scenario@variant>/<controller>/seed-N`, written
+Every run has its own folder, `<out>/<point>/<scenario@variant>/<controller>/<key>/seed-N`, written
 atomically by the runner, so a sweep interrupted and started again runs only what is missing.
 The index, `<out>/sweep.parquet` (one row per run, one column per swept field) and
 `<out>/sweep-flows.parquet` (one row per flow), is written at the end by rename. Usage:
@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import runner
-from rtcbench.results import InputError, read_text, write_parquet_atomic
+from rtcbench.results import InputError, PathArg, read_text, write_parquet_atomic
 from rtcbench.scenarios import resolve
 from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
 from rtcbench.workers import WAKE_S
@@ -122,8 +122,9 @@ def _scalar(path: Path, where: str, v: Any) -> Value:
     raise _fail(path, f"{where} = {v!r}: a value must be a string, number or boolean")
 
 
-def load(path: Path) -> SweepSpec:
+def load(path: PathArg) -> SweepSpec:
     """Reads and checks a sweep file (scenario ids, files and controllers are checked when run)."""
+    path = Path(path)
     try:
         doc = tomllib.loads(read_text(path))
     except (OSError, tomllib.TOMLDecodeError) as e:
@@ -226,7 +227,7 @@ class SweepResult:
 def _plan(spec: SweepSpec, out: Path, command: str | None) -> tuple[list[_Job], list[SweepPoint]]:
     """Every run of the sweep and the point each belongs to. Raises the scenario's or controller's
     own error, prefixed with the sweep file and the point, before anything runs."""
-    names = {c: runner.controller_name(runner.resolve_controller(c)) for c in spec.controllers}
+    resolved = {c: runner.resolve_controller(c) for c in spec.controllers}
     jobs: list[_Job] = []
     owners: list[SweepPoint] = []
     for point in spec.points:
@@ -240,7 +241,7 @@ def _plan(spec: SweepSpec, out: Path, command: str | None) -> tuple[list[_Job], 
             for v in variants:
                 for c in spec.controllers:
                     for seed in spec.seeds:
-                        jobs.append(_Job(v, c, seed, folder, command, names[c]))
+                        jobs.append(_Job.plan(v, c, resolved[c], seed, folder, command))
                         owners.append(point)
     return jobs, owners
 
@@ -275,7 +276,7 @@ def ray_executor(address: str) -> Callable[[list[_Job], Callable[[int, dict[str,
 
 def run_sweep(
     spec: SweepSpec,
-    out: Path,
+    out: PathArg,
     jobs: int | None = None,
     *,
     ray_address: str | None = None,
@@ -286,6 +287,7 @@ def run_sweep(
     not complete yet, on `jobs` local processes (default one per CPU) or on the Ray cluster at
     `ray_address`, then writes the index tables."""
     started = time.perf_counter()
+    out = Path(out)
     plan, owners = _plan(spec, out, command)
     out.mkdir(parents=True, exist_ok=True)
     executor = ray_executor(ray_address) if ray_address is not None else None

@@ -1,0 +1,142 @@
+"""What a run is: the key of its results folder, and the provenance its summary records.
+
+A results folder is keyed by exactly what ran (docs/traces.md, "Run identity"): the scenario's
+fingerprint (the SHA-256 the core computes over the fully resolved variant, with `--set`
+overrides applied, controller parameters included and each capacity trace file replaced by the
+SHA-256 of its contents; titles and descriptions left out) and the controller's identity (its
+name; for a Python controller also the SHA-256 of the file that defines it and, for an instance
+or a factory, of its state). Two different configurations never share a folder; the same one
+finds its folder again, so a suite or sweep resumes it.
+
+The provenance (rtcbench version, the git commit of the checkout it runs from and whether that
+checkout had uncommitted changes, Python, the command) is recorded beside it, so that `compare
+old new` can say which code made each side.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import pickle
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rtcbench import _core
+from rtcbench.controller import UserController
+
+__all__ = ["KEY_LENGTH", "controller_identity", "provenance", "run_key"]
+
+KEY_LENGTH = 12
+"""Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is
+out of reach (about 10^-5 for a million configurations) while a path stays readable."""
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _source_sha256(obj: object) -> str | None:
+    """SHA-256 of the file that defines `obj` (its class, for an instance), if it has one."""
+    target = obj if inspect.isclass(obj) or inspect.isroutine(obj) else type(obj)
+    if isinstance(target, functools.partial):
+        target = target.func
+    try:
+        path = inspect.getsourcefile(target)
+    except TypeError:
+        return None
+    if path is None:
+        return None
+    try:
+        return _sha256(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
+def _state_sha256(obj: object) -> str | None:
+    """SHA-256 of the state of an instance or a factory (a `functools.partial`, a closure): what
+    its constructor arguments or bound values were. Classes have none beyond their source."""
+    if obj is None or inspect.isclass(obj):
+        return None
+    try:
+        data = pickle.dumps(obj, protocol=4)
+    except Exception:
+        # A lambda or a local function: its code and the values it closes over.
+        code = getattr(obj, "__code__", None)
+        cells = getattr(obj, "__closure__", None) or ()
+        state = vars(obj) if hasattr(obj, "__dict__") and not inspect.isroutine(obj) else {}
+        data = repr(
+            (
+                code.co_code if code is not None else None,
+                [_cell_repr(c) for c in cells],
+                sorted((k, repr(v)) for k, v in state.items()),
+            )
+        ).encode()
+    return _sha256(data)
+
+
+def _cell_repr(cell: Any) -> str:
+    try:
+        return repr(cell.cell_contents)
+    except ValueError:  # an empty cell
+        return "<empty>"
+
+
+def controller_identity(controller: str | UserController) -> dict[str, str | None]:
+    """The controller as a run's identity counts it: its name, and for a Python controller the
+    SHA-256 of its defining file and of its state (None where there is none)."""
+    if isinstance(controller, str):
+        return {"name": controller, "source_sha256": None, "state_sha256": None}
+    return {
+        "name": controller.name,
+        "source_sha256": _source_sha256(controller.origin),
+        "state_sha256": _state_sha256(controller.origin),
+    }
+
+
+def run_key(scenario_fingerprint: str, controller: dict[str, str | None]) -> str:
+    """The folder name that keys one configuration: the first `KEY_LENGTH` hex digits of the
+    SHA-256 of the scenario's fingerprint and the controller's identity."""
+    parts = [scenario_fingerprint, *(f"{k}={controller[k] or ''}" for k in sorted(controller))]
+    return _sha256("\n".join(parts).encode())[:KEY_LENGTH]
+
+
+@functools.cache
+def _git() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the git checkout this package runs from, or (None, None) when it is not
+    run from a checkout (an installed wheel) or git is missing. Asked once per process."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None, None
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None, None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return commit, (bool(status) if status is not None else None)
+
+
+def provenance(command: str | None) -> dict[str, Any]:
+    """What made a run: rtcbench's version, the commit and state of its checkout, Python, the
+    platform and the command line (None when called from Python)."""
+    commit, dirty = _git()
+    return {
+        "rtcbench_version": _core.version(),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "command": command,
+    }
