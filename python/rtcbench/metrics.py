@@ -2,8 +2,8 @@
 
 Every mode (simulator, emulation, browser) records the same tables (`docs/traces.md`), and this module
 is the one place that turns them into numbers, so two runs of a scenario are always measured by the
-same code. Definitions, units and sources (RFC 8868 §3, RFC 8867 §4.1, the seed theses) are in
-`docs/metrics.md`; the code follows that document.
+same code. Definitions, units and sources (RFC 8868 §3, RFC 8867 §4.1, the seed theses;
+`docs/references.md`) are in `docs/metrics.md`; the code follows that document.
 
 Conventions: times in the tables are integer microseconds; rates are bit/s counted on IP-level bytes
 (IPv4 + UDP + RTP headers + payload, the `size` column) so they compare honestly with link capacity;
@@ -69,7 +69,7 @@ DEFAULT_WINDOW_US = 200_000
 """W = 200 ms, RFC 8867 §3 and RFC 8868 §3 item 1."""
 
 CONVERGENCE_BAND = 0.10
-"""±X of the steady value (testcases.md §10 [ASSUMED] X = 10 %; the RFCs give no number)."""
+"""±X of the steady value: X = 10 %, docs/metrics.md assumption 3 (the RFCs give no number)."""
 CONVERGENCE_HOLD_US = 5_000_000
 """H: the rate must stay in the band this long (or until the phase ends), [ASSUMED] H = 5 s."""
 CONVERGENCE_SMOOTH_US = 1_000_000
@@ -357,9 +357,10 @@ def packet_delays(t: Tables) -> pl.DataFrame:
     """Received packets with their delays: columns of `packets` plus `owd_ms` and `qdelay_ms`.
 
     qdelay = owd - min owd of the same flow over the whole run. That minimum is the propagation plus
-    serialisation delay the flow saw with an empty queue (RFC 8868-style, derived); seed 000 uses
-    RTT - min RTT instead, which also counts the feedback path. Shared by the time series, the
-    summaries and the plots so the three agree; computed once per `Tables` (`Tables.received`).
+    serialisation delay the flow saw with an empty queue (RFC 8868-style, derived).
+    Guerrero Viveros 2019 (seed 000) uses RTT - min RTT instead, which also counts the feedback
+    path. Shared by the time series, the summaries and the plots so the three agree; computed once
+    per `Tables` (`Tables.received`).
     """
     return t.received
 
@@ -594,9 +595,10 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
 
     `flow_or_link` is a flow id, a flow name or a link name. Consecutive samples with equal capacity
     merge; the first phase starts at 0 and the last ends at `meta.duration_s`. A link without samples
-    is one unlimited phase. These are the "sections" of seed 000's Tables 6.1-6.3. A link driven by a
-    capacity trace (`capacity_trace` in its `meta.links` entry) changes capacity every few hundred
-    milliseconds, so its run is one phase, whose capacity is the mean over the run (rounded to bit/s).
+    is one unlimited phase. These are the "sections" of Tables 6.1-6.3 of Guerrero Viveros 2019. A
+    link driven by a capacity trace (`capacity_trace` in its `meta.links` entry) changes capacity
+    every few hundred milliseconds, so its run is one phase, whose capacity is the mean over the run
+    (rounded to bit/s).
     """
     dur = _duration_us(t)
     link: str | None
@@ -681,7 +683,7 @@ def convergence_time(
     steady value (mean over the last 50 % of [start_us, end_us)) for min(5 s, rest of the interval).
 
     RFC 8868 §3 item 8 / RFC 8867 §4.1.1E name the metric without numbers; X, H and the steady value
-    are testcases.md §10 [ASSUMED]. The sending rate is used by default: it is what the controller
+    are docs/metrics.md assumption 3. The sending rate is used by default: it is what the controller
     decides, and the receive rate is clipped by the bottleneck, so it would hide an overshoot that
     only fills the queue. Returned with one-window resolution; None if never converged.
     """
