@@ -1,6 +1,6 @@
-"""Every controller on the Sudden Reduction and Sweden to China experiments of Sjölund and Kevo 2022
-(seed 001) §5.1.1 (2 Mbit/s with dips to 500 kbit/s at 30, 60 and 90 s; the second with 320 ms of
-delay and jitter), as bands and as the fingerprints §5.3-5.4 report.
+"""Every controller on the Sudden Reduction and Sweden to China experiments of
+Sjölund and Kevo 2022 (seed 001) §5.1.1 (2 Mbit/s with dips to 500 kbit/s at 30, 60 and 90 s; the
+second with 320 ms of delay and jitter), as bands and as the fingerprints §5.3-5.4 report.
 
 Three seeds in the default tier; seeds 4-10 in the slow tier (`make test-slow`).
 
