@@ -1,11 +1,12 @@
 """Behaviour of the seeds' controllers (`gcc-draft`, `nada`, `scream`) on RFC 8867 §5.1 and the
-staircase of 001_baf68b668fdcd27e.txt §5.1.1, as bands and as the fingerprints the literature and
-the seeds report. Three seeds in the default tier, seeds 4-10 in the slow tier.
+staircase of Sjölund and Kevo 2022 (seed 001) §5.1.1, as bands and as the fingerprints the
+literature and the seeds report. Three seeds in the default tier, seeds 4-10 in the slow tier.
 
-Not asserted, because it does not appear and the expectation, not the implementation, is what
-does not carry over (docs/controllers/scream.md): 001 §5.4's finding that SCReAM keeps the lowest
-latency. The thesis compared RTTs against a GCC whose RTT peaked at 1 s; RFC 8298 v1 holds its
-queue below a 100 ms target by design and so keeps more than GoogCC's delay-gradient control.
+Not asserted, because it does not appear and the expectation, not the implementation, is what does
+not carry over (docs/controllers/scream.md): the finding of Sjölund and Kevo 2022 §5.4 that SCReAM
+keeps the lowest latency. The thesis compared RTTs against a GCC whose RTT peaked at 1 s; RFC 8298
+v1 holds its queue below a 100 ms target by design and so keeps more than GoogCC's delay-gradient
+control.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def test_converges_after_every_capacity_change_without_starving(
 def test_gcc_draft_ramps_up_no_faster_than_eight_percent_per_second(
     simulate: Callable[..., tuple[RunResult, ...]], seed: int
 ) -> None:
-    """GCC-02 §5.5: multiplicative increase is at most 1.08^min(dt, 1): 8 %/s (000 §6.2.2 saw
-    5-25 s to converge after an increase). Measured after the 1 → 2.5 Mbit/s step of §5.1."""
+    """GCC-02 §5.5: multiplicative increase is at most 1.08^min(dt, 1): 8 %/s (Guerrero Viveros 2019
+    §6.2.2 saw 5-25 s to converge after an increase). Measured after the 1 → 2.5 Mbit/s step of
+    §5.1."""
     r = simulate("rfc8867-5.1", "gcc-draft", seed)[0]
     assert _max_growth_per_second(r, 40, 60) <= 1.08 + 1e-3
 
@@ -72,7 +74,7 @@ def test_gcc_draft_ramps_up_no_faster_than_eight_percent_per_second(
 def test_nada_ramps_up_faster_and_uses_more_than_gcc_draft_on_the_staircase(
     simulate: Callable[..., tuple[RunResult, ...]], seed: int
 ) -> None:
-    """001 §5.3-5.4: NADA, in accelerated ramp-up, has the highest link utilisation on the
+    """Sjölund and Kevo 2022 §5.3-5.4: NADA, in accelerated ramp-up, has the highest link utilisation on the
     RMCAT-NS3 staircase and reacts fastest when the capacity rises."""
     nada = simulate("seed001-staircase", "nada", seed)[0]
     draft = simulate("seed001-staircase", "gcc-draft", seed)[0]

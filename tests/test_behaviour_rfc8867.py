@@ -113,7 +113,7 @@ def test_queue_drains_within_five_seconds_of_the_drop(
 
 def test_longer_delay_variant_also_tracks(simulate: Callable[..., tuple[RunResult, ...]]) -> None:
     """The 100 ms variant: same utilisation band in the capacity-limited phases (RTT does not
-    change GCC's delay-gradient logic, 000_429adbf687ed8411.txt §6.2.2)."""
+    change GCC's delay-gradient logic, Guerrero Viveros 2019 (seed 000) §6.2.2)."""
     (_r50, r100) = simulate("rfc8867-5.1", "gcc", 1, LINK_RATE)
     assert r100.summary["variant"] == "delay=100ms,mechanism=link-rate"
     for p in r100.summary["phases"]:

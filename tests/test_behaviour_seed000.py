@@ -1,4 +1,4 @@
-"""000_429adbf687ed8411.txt §5.2.6 / §6.2.2 (Experiment 2): one call over 2 → 3 → 1 → 2 Mbit/s
+"""Guerrero Viveros 2019 (seed 000) §5.2.6 / §6.2.2 (Experiment 2): one call over 2 → 3 → 1 → 2 Mbit/s
 sections of 40 s, at 25, 50 and 100 ms one way. Table 6.1 reports Chrome's GCC; `gcc` (goog_cc)
 is held to it, and every controller to bands. The first section is 2 Mbit/s, as Table 6.1's
 1.69 Mbit/s = 84.5 % implies (`first=2Mbps`; docs/scenarios.md).
@@ -6,9 +6,9 @@ is held to it, and every controller to bands. The first section is 2 Mbit/s, as 
 Table 6.1, per section (three delays): utilisation 82-84.5 %, 76.7-80 % (the encoder's 2.5 Mbit/s
 cap in a 3 Mbit/s section), 80-83 %, 75.5-84 %; maximum loss 0 except at the 3 → 1 Mbit/s drop,
 44.8-66.9 %; "similar results with different delays". Not reproduced: the queuing-delay p95 of
-207-225 ms in the third section (here 40-110 ms for goog_cc). 001 §5.4.4 suspects Chrome's pacer
-queue draining into the bottleneck after a drop; here goog_cc's congestion-window pushback stops
-the encoder first. Not investigated further.
+207-225 ms in the third section (here 40-110 ms for goog_cc). Sjölund and Kevo 2022 §5.4.4
+suspects Chrome's pacer queue draining into the bottleneck after a drop; here goog_cc's
+congestion-window pushback stops the encoder first. Not investigated further.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Every controller on the Sudden Reduction and Sweden to China experiments of
-001_baf68b668fdcd27e.txt §5.1.1 (2 Mbit/s with dips to 500 kbit/s at 30, 60 and 90 s; the second
-with 320 ms of delay and jitter), as bands and as the fingerprints §5.3-5.4 report.
+Sjölund and Kevo 2022 (seed 001) §5.1.1 (2 Mbit/s with dips to 500 kbit/s at 30, 60 and 90 s; the
+second with 320 ms of delay and jitter), as bands and as the fingerprints §5.3-5.4 report.
 
 Three seeds in the default tier; seeds 4-10 in the slow tier (`make test-slow`).
 
-Fingerprints of 001 that appear here and are asserted: every algorithm reacts to a decrease
-within about a second; NADA's accelerated ramp-up regains the capacity in under 2 s ("less than
-2 seconds to respond") and gives the highest utilisation; SCReAM and NADA regain it faster than
-GCC, which needs many seconds (GCC-02's loss-based 5 % per report). Fingerprints that do not
-appear, and why (docs/controllers/scream.md, docs/scenarios.md):
+Fingerprints of Sjölund and Kevo 2022 that appear here and are asserted: every algorithm reacts to a
+decrease within about a second; NADA's accelerated ramp-up regains the capacity in under 2 s ("less
+than 2 seconds to respond") and gives the highest utilisation; SCReAM and NADA regain it faster than
+GCC, which needs many seconds (GCC-02's loss-based 5 % per report). Fingerprints that do not appear,
+and why (docs/controllers/scream.md, docs/scenarios.md):
 - SCReAM with the lowest utilisation and latency, and SCReAM collapsing to 300 kbit/s on the
   320 ms path: the thesis ran Ericsson's 2022 code, whose GCC partner reached 1 s RTTs; here the
   path delay is present from the first packet, so RFC 8298's base delay includes it, and
@@ -34,8 +34,8 @@ SCENARIOS = ("seed001-sudden-reduction", "seed001-sweden-to-china")
 SMOOTH_US = 1_000_000
 HIGH_BPS = 2_000_000
 VIDEO_MIN_BPS = 300_000  # both scenarios' `video.min`
-# 000 §6.1: a reaction "within about 1 s". Measured on the sending rate averaged over 1 s (from
-# 200 ms windows), so a drop completed at 1 s can read 1.2 s.
+# Guerrero Viveros 2019 §6.1: a reaction "within about 1 s". Measured on the sending rate averaged
+# over 1 s (from 200 ms windows), so a drop completed at 1 s can read 1.2 s.
 REACTION_BOUND_S = 1.5
 
 
@@ -113,10 +113,11 @@ def _reaction_cases() -> list[Any]:
 def test_every_controller_reacts_to_each_dip_within_a_second_and_is_not_starved(
     simulate: Callable[..., tuple[RunResult, ...]], scenario: str, controller: str, seed: int
 ) -> None:
-    """RFC 8836 R1.C asks for a reaction to a capacity drop "as soon as possible"; 000 §6.1 sets
-    about 1 s. Every restored 2 Mbit/s phase carries more than the video's minimum rate (no
-    starvation), and loss over the run stays below 2 %. (goog_cc on the jittery 320 ms path
-    stays near the dip's 500 kbit/s for a whole 25 s phase in 2 of 10 seeds: slow, not starved.)"""
+    """RFC 8836 R1.C asks for a reaction to a capacity drop "as soon as possible";
+    Guerrero Viveros 2019 §6.1 sets about 1 s. Every restored 2 Mbit/s phase carries more than the
+    video's minimum rate (no starvation), and loss over the run stays below 2 %. (goog_cc on the
+    jittery 320 ms path stays near the dip's 500 kbit/s for a whole 25 s phase in 2 of 10 seeds:
+    slow, not starved.)"""
     (r,) = simulate(scenario, controller, seed)
     for dip in _dips(r):
         t = _reaction_s(r, dip)
@@ -127,12 +128,13 @@ def test_every_controller_reacts_to_each_dip_within_a_second_and_is_not_starved(
     assert video["loss_ratio"] < 0.02
 
 
-# Seconds to regain half of the restored 2 Mbit/s, per controller, on the 1 ms path. NADA: 001
-# §5.4.3 measured under 2 s. GCC: the delay-based increase is multiplicative up to 8 %/s; the
-# 11-12 s measured (goog_cc) is its link-capacity estimate holding the increase additive near the
-# old capacity. gcc-draft: the loss-based 5 % per 1 s receiver report from ~0.45 Mbit/s needs
-# log(2.2)/log(1.05) = 16 s plus a report interval (measured 16-20 s). SCReAM: fast increase
-# resumes T_RESUME_FAST_INCREASE = 5 s after the last congestion event (measured 7-14 s).
+# Seconds to regain half of the restored 2 Mbit/s, per controller, on the 1 ms path. NADA:
+# Sjölund and Kevo 2022 §5.4.3 measured under 2 s. GCC: the delay-based increase is multiplicative
+# up to 8 %/s; the 11-12 s measured (goog_cc) is its link-capacity estimate holding the increase
+# additive near the old capacity. gcc-draft: the loss-based 5 % per 1 s receiver report from
+# ~0.45 Mbit/s needs log(2.2)/log(1.05) = 16 s plus a report interval (measured 16-20 s). SCReAM:
+# fast increase resumes T_RESUME_FAST_INCREASE = 5 s after the last congestion event (measured
+# 7-14 s).
 RECOVERY_BOUND_S = {"nada": 2.0, "gcc": 13.0, "gcc-draft": 22.0, "scream": 15.0}
 
 
@@ -150,8 +152,8 @@ def test_recovery_after_each_sudden_reduction(
 def test_nada_then_scream_regain_capacity_faster_than_gcc_draft_and_nada_uses_most(
     simulate: Callable[..., tuple[RunResult, ...]], seed: int
 ) -> None:
-    """001 §5.3.2 and §5.4.3: NADA and SCReAM (especially NADA) increase much quicker than GCC
-    after a reduction; NADA has the highest link utilisation."""
+    """Sjölund and Kevo 2022 §5.3.2 and §5.4.3: NADA and SCReAM (especially NADA) increase much
+    quicker than GCC after a reduction; NADA has the highest link utilisation."""
     runs = {c: simulate("seed001-sudden-reduction", c, seed)[0] for c in ("gcc-draft", "nada", "scream")}
 
     def mean_recovery(r: RunResult) -> float:

@@ -2,8 +2,9 @@
 subject) in the default tier, `gcc-draft` (the GCC of their time) in the slow tier, seed 1.
 
 Where the simulator does not reproduce a seed's finding, the test is a strict expected failure
-with the numbers, so the gap stays visible (and fails the day it closes). Sources: 000 =
-000_429adbf687ed8411.txt §6.2, 002 = 002_7c8aa5bc2c5ec52a.txt, 003 = 003_176e70375a7f2d6d.txt §6.1.
+with the numbers, so the gap stays visible (and fails the day it closes). Sources
+(docs/references.md): seed 000 = Guerrero Viveros 2019 §6.2, seed 002 = De Cicco et al. 2013 slides,
+seed 003 = Abelló Lozano 2012 §6.1.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def _tcp_rate(r: RunResult, start_s: float, end_s: float) -> float:
 
 @pytest.mark.parametrize("controller", controllers())
 def test_000_5_2_5_an_unconstrained_call_reaches_the_encoder_cap(simulate: Simulate, controller: str) -> None:
-    """000 Table 6.x (experiment 1): GCC reached 2.46 Mbit/s, the VP8 cap of 2.5 Mbit/s, on
-    100 Mbit/s Ethernet. Band: at least 2.2 Mbit/s over the last 60 s."""
+    """Guerrero Viveros 2019 Table 6.x (experiment 1): GCC reached 2.46 Mbit/s, the VP8 cap of
+    2.5 Mbit/s, on 100 Mbit/s Ethernet. Band: at least 2.2 Mbit/s over the last 60 s."""
     (r,) = simulate("seed000-5.2.5", controller, 1)
     (rate,) = _rates(r, 60, 120).values()
     assert rate >= 2.2e6, rate
@@ -70,9 +71,9 @@ def test_000_5_2_5_an_unconstrained_call_reaches_the_encoder_cap(simulate: Simul
     ),
 )
 def test_000_5_2_7_three_calls_share_the_bottleneck(simulate: Simulate, controller: str) -> None:
-    """000 §6.2.3: three GCC calls joining at 0, 60 and 240 s on 4 Mbit/s ended at 1.05/1.17/1.24
-    Mbit/s. Band: in the last 120 s every pair within RFC 8868's [1/3, 3] and the three use at
-    least 75 % of the link."""
+    """Guerrero Viveros 2019 §6.2.3: three GCC calls joining at 0, 60 and 240 s on 4 Mbit/s ended at
+    1.05/1.17/1.24 Mbit/s. Band: in the last 120 s every pair within RFC 8868's [1/3, 3] and the
+    three use at least 75 % of the link."""
     (r,) = simulate("seed000-5.2.7", controller, 1)
     rates = list(_rates(r, 300, 420).values())
     assert max(rates) / min(rates) <= 3.0 and sum(rates) >= 0.75 * 4e6, rates
@@ -102,12 +103,12 @@ def _queuing_delay_ms(r: RunResult, start_s: float, end_s: float) -> float:
 def test_000_5_2_8_gcc_leads_a_cubic_flow_within_three_to_one_without_loss(
     simulate: Simulate, controller: str
 ) -> None:
-    """000 §6.2.4: against one CUBIC flow GCC kept 1.25 Mbit/s and TCP got 0.66 (300 ms queue;
-    1.23/0.68 at 1000 ms), no loss, mean queuing delay about 20 ms over a 15 ms standing queue.
-    The TCP flow runs with TCP Small Queues, as on the seed's testbed (docs/scenarios.md).
-    Band, over 60-240 s in both queue variants: GCC ahead of TCP and within RFC 8868's [1/3, 3],
-    no packet dropped, and the call's mean queuing delay under 60 ms. gcc-draft, the GCC of the
-    seed's time: 1.35/0.59 Mbit/s and 35 ms."""
+    """Guerrero Viveros 2019 §6.2.4: against one CUBIC flow GCC kept 1.25 Mbit/s and TCP got 0.66
+    (300 ms queue; 1.23/0.68 at 1000 ms), no loss, mean queuing delay about 20 ms over a 15 ms
+    standing queue. The TCP flow runs with TCP Small Queues, as on the seed's testbed
+    (docs/scenarios.md). Band, over 60-240 s in both queue variants: GCC ahead of TCP and within
+    RFC 8868's [1/3, 3], no packet dropped, and the call's mean queuing delay under 60 ms.
+    gcc-draft, the GCC of the seed's time: 1.35/0.59 Mbit/s and 35 ms."""
     for r in simulate("seed000-5.2.8", controller, 1):
         (gcc,) = _rates(r, 60, 240).values()
         tcp = _tcp_rate(r, 60, 240)
@@ -126,10 +127,11 @@ def test_000_5_2_8_gcc_leads_a_cubic_flow_within_three_to_one_without_loss(
     ),
 )
 def test_002_gcc_is_starved_by_tcp_at_one_megabit(simulate: Simulate, controller: str) -> None:
-    """002's conclusion 2: "a video flow controlled by the GCC gets starved when sharing the
-    bottleneck with a TCP flow if the bottleneck capacity is less or equal to 1000 kbps". The
-    buffer (60 KB, 480 ms) is on the receiving host, so TCP fills it. Band, both start orders,
-    120-200 s: the video gets less than a third of TCP's rate. goog_cc: 0.06 against 0.88."""
+    """De Cicco et al. 2013 slides, conclusion 2: "a video flow controlled by the GCC gets starved
+    when sharing the bottleneck with a TCP flow if the bottleneck capacity is less or equal to
+    1000 kbps". The buffer (60 KB, 480 ms) is on the receiving host, so TCP fills it. Band, both
+    start orders, 120-200 s: the video gets less than a third of TCP's rate. goog_cc: 0.06 against
+    0.88."""
     for sid in ("seed002-vs-tcp-gcc-first", "seed002-vs-tcp-tcp-first"):
         (r,) = simulate(sid, controller, 1, ("capacity=1000kbps",))
         (gcc,) = _rates(r, 120, 200).values()
@@ -149,10 +151,10 @@ def test_002_gcc_is_starved_by_tcp_at_one_megabit(simulate: Simulate, controller
     ),
 )
 def test_002_at_three_megabit_gcc_gets_more_than_tcp(simulate: Simulate, controller: str) -> None:
-    """002 (b = 3000 kbps, TCP started first [ASSUMED: the deck shows it after the 1000 kbps case
-    with that order]): "the GCC sending bitrate is driven only by the sender-side controller" and
-    GCC gets "a larger bandwidth than the TCP flow". Band, 120-200 s: video above TCP.
-    gcc-draft: 1.52 against 1.43 Mbit/s."""
+    """De Cicco et al. 2013 slides (b = 3000 kbps, TCP started first [ASSUMED: the deck shows it
+    after the 1000 kbps case with that order]): "the GCC sending bitrate is driven only by the
+    sender-side controller" and GCC gets "a larger bandwidth than the TCP flow". Band, 120-200 s:
+    video above TCP. gcc-draft: 1.52 against 1.43 Mbit/s."""
     (r,) = simulate("seed002-vs-tcp-tcp-first", controller, 1, ("capacity=3000kbps",))
     (gcc,) = _rates(r, 120, 200).values()
     tcp = _tcp_rate(r, 120, 200)
@@ -161,8 +163,9 @@ def test_002_at_three_megabit_gcc_gets_more_than_tcp(simulate: Simulate, control
 
 @pytest.mark.parametrize("controller", controllers())
 def test_002_grid_utilisation_is_slightly_above_eighty_percent(simulate: Simulate, controller: str) -> None:
-    """002: over the 4 × 4 grid of capacity and RTT with a 60 KB buffer, GCC's utilisation was
-    "slightly above 0.8" everywhere. Band: 0.7-0.95 in every cell (from 30 s)."""
+    """De Cicco et al. 2013 slides: over the 4 × 4 grid of capacity and RTT with a 60 KB buffer,
+    GCC's utilisation was "slightly above 0.8" everywhere. Band: 0.7-0.95 in every cell (from
+    30 s)."""
     for r in simulate("seed002-grid", controller, 1):
         (f,) = [f for f in r.summary["meta"]["flows"] if f["kind"] == "video"]
         m = metrics.flow_metrics(r.tables, r.timeseries, f["id"], 30 * SEC, 120 * SEC)
@@ -172,9 +175,9 @@ def test_002_grid_utilisation_is_slightly_above_eighty_percent(simulate: Simulat
 
 @pytest.mark.parametrize("controller", controllers())
 def test_002_step_up_reaches_the_two_megabit_cap(simulate: Simulate, controller: str) -> None:
-    """002: after the 400 → 3000 kbit/s step at 60 s "GCC reaches a steady-state value of around
-    2 Mbps after a transient time of roughly 30 s". Band: above 1.8 Mbit/s (1 s average) within
-    40 s of the step (goog_cc: 23 s)."""
+    """De Cicco et al. 2013 slides: after the 400 → 3000 kbit/s step at 60 s "GCC reaches a
+    steady-state value of around 2 Mbps after a transient time of roughly 30 s". Band: above
+    1.8 Mbit/s (1 s average) within 40 s of the step (goog_cc: 23 s)."""
     (r,) = simulate("seed002-step-up", controller, 1)
     (f,) = [f for f in r.summary["meta"]["flows"] if f["kind"] == "video"]
     t = metrics.time_to_reach(r.timeseries, f["id"], 60 * SEC, 1.8e6, column="recv_rate_bps", smooth_us=SEC)
@@ -186,10 +189,10 @@ def test_002_step_up_reaches_the_two_megabit_cap(simulate: Simulate, controller:
     controllers({"gcc-draft": "the second flow leads: 1.61 against the first's 1.02 Mbit/s (seed 1)"}),
 )
 def test_002_the_first_of_two_gcc_flows_stays_ahead(simulate: Simulate, controller: str) -> None:
-    """002: at 3 Mbit/s "the two flows can roughly share the bandwidth fairly, and the first flow
-    always gets a higher share" (at 1 and 2 Mbit/s the seed found the split unpredictable, so
-    nothing is asserted there). Band: over 120-200 s the first flow is ahead and the two are
-    within [1/3, 3]."""
+    """De Cicco et al. 2013 slides: at 3 Mbit/s "the two flows can roughly share the bandwidth
+    fairly, and the first flow always gets a higher share" (at 1 and 2 Mbit/s the seed found the
+    split unpredictable, so nothing is asserted there). Band: over 120-200 s the first flow is ahead
+    and the two are within [1/3, 3]."""
     (r,) = simulate("seed002-two-gcc", controller, 1, ("capacity=3000kbps",))
     first, second = _rates(r, 120, 200).values()
     assert second < first <= 3 * second, f"{first:.0f} vs {second:.0f}"
@@ -197,10 +200,10 @@ def test_002_the_first_of_two_gcc_flows_stays_ahead(simulate: Simulate, controll
 
 @pytest.mark.parametrize("controller", controllers())
 def test_003_more_random_loss_means_a_lower_rate(simulate: Simulate, controller: str) -> None:
-    """003 §6.1.3: the rate fell with the loss rate (1.90/1.57/1.14/0.31 Mbit/s at 1/5/10/20 %).
-    Band: strictly decreasing, and below half of the 1 % rate at 20 %. (goog_cc stays below the
-    seed's absolute numbers: 1.3-1.7/1.0/0.7/0.09 Mbit/s; the seed's Chrome also sent FEC and
-    retransmissions, which the simulator does not.)"""
+    """Abelló Lozano 2012 §6.1.3: the rate fell with the loss rate (1.90/1.57/1.14/0.31 Mbit/s at
+    1/5/10/20 %). Band: strictly decreasing, and below half of the 1 % rate at 20 %. (goog_cc stays
+    below the seed's absolute numbers: 1.3-1.7/1.0/0.7/0.09 Mbit/s; the seed's Chrome also sent FEC
+    and retransmissions, which the simulator does not.)"""
     rates = [sum(_rates(r, 20, 120).values()) for r in simulate("seed003-loss", controller, 1)]
     assert all(a > b for a, b in itertools.pairwise(rates)), rates
     assert rates[-1] < rates[0] / 2, rates

@@ -2,8 +2,8 @@
 
 Every mode (simulator, emulation, browser) records the same tables (`docs/traces.md`), and this module
 is the one place that turns them into numbers, so two runs of a scenario are always measured by the
-same code. Definitions, units and sources (RFC 8868 §3, RFC 8867 §4.1, the seed theses) are in
-`docs/metrics.md`; the code follows that document.
+same code. Definitions, units and sources (RFC 8868 §3, RFC 8867 §4.1, the seed theses;
+`docs/references.md`) are in `docs/metrics.md`; the code follows that document.
 
 Conventions: times in the tables are integer microseconds; rates are bit/s counted on IP-level bytes
 (IPv4 + UDP + RTP headers + payload, the `size` column) so they compare honestly with link capacity;
@@ -87,7 +87,8 @@ CONVERGENCE_SMOOTH_US = 1_000_000
 """Rates are averaged over 1 s before the band test, as RFC 8868 plots use 1 s."""
 SETTLING_BAND = 0.10
 """Settling time (the measure once called convergence): ±10 % of the flow's own steady value,
-held for `CONVERGENCE_HOLD_US`; it says when a flow stopped moving, not whether it got anywhere."""
+held for `CONVERGENCE_HOLD_US` (docs/metrics.md, assumption 3); it says when a flow stopped
+moving, not whether it got anywhere."""
 
 RTCP = "rtcp"
 """Flow kind of a call's RTCP packets (receiver feedback one way, sender reports the other)."""
@@ -381,9 +382,10 @@ def packet_delays(t: Tables) -> pl.DataFrame:
     """Received packets with their delays: columns of `packets` plus `owd_ms` and `qdelay_ms`.
 
     qdelay = owd - min owd of the same flow over the whole run. That minimum is the propagation plus
-    serialisation delay the flow saw with an empty queue (RFC 8868-style, derived); seed 000 uses
-    RTT - min RTT instead, which also counts the feedback path. Shared by the time series, the
-    summaries and the plots so the three agree; computed once per `Tables` (`Tables.received`).
+    serialisation delay the flow saw with an empty queue (RFC 8868-style, derived).
+    Guerrero Viveros 2019 (seed 000) uses RTT - min RTT instead, which also counts the feedback
+    path. Shared by the time series, the summaries and the plots so the three agree; computed once
+    per `Tables` (`Tables.received`).
     """
     return t.received
 
@@ -622,9 +624,10 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
 
     `flow_or_link` is a flow id, a flow name or a link name. Consecutive samples with equal capacity
     merge; the first phase starts at 0 and the last ends at `meta.duration_s`. A link without samples
-    is one unlimited phase. These are the "sections" of seed 000's Tables 6.1-6.3. A link driven by a
-    capacity trace (`capacity_trace` in its `meta.links` entry) changes capacity every few hundred
-    milliseconds, so its run is one phase, whose capacity is the mean over the run (rounded to bit/s).
+    is one unlimited phase. These are the "sections" of Tables 6.1-6.3 of Guerrero Viveros 2019. A
+    link driven by a capacity trace (`capacity_trace` in its `meta.links` entry) changes capacity
+    every few hundred milliseconds, so its run is one phase, whose capacity is the mean over the run
+    (rounded to bit/s).
     """
     dur = _duration_us(t)
     link: str | None

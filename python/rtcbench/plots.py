@@ -1,12 +1,13 @@
 """Every figure rtcbench draws, from trace tables, time series and run summaries only.
 
 The standard figure of a run has three panels sharing the time axis, like the figures of the seed
-theses (seed 000 Fig. 6.2, seed 001 Fig. 5.1) and the "fine time granularity" views RFC 8867 §4.1
-asks for: (a) rates against the bottleneck capacity and the controller's target, (b) queuing
-delay, (c) loss. The report (`rtcbench.report`) draws the same panels from the time series alone,
-with competing TCP/CBR traffic and a frame-rate panel added (`run_report_figure`), and compares
-controllers across repetitions: queuing-delay CDFs (seed 002) and box plots of per-run values
-(seed 001 §5.2, `qdelay_cdf_figure`, `repetitions_figure`). All look choices live in `STYLE` and
+theses (Guerrero Viveros 2019 Fig. 6.2, Sjölund and Kevo 2022 Fig. 5.1; docs/references.md) and
+the "fine time granularity" views RFC 8867 §4.1 asks for: (a) rates against the bottleneck capacity
+and the controller's target, (b) queuing delay, (c) loss. The report (`rtcbench.report`) draws the
+same panels from the time series alone, with competing TCP/CBR traffic and a frame-rate panel added
+(`run_report_figure`), and compares controllers across repetitions: queuing-delay CDFs
+(De Cicco et al. 2013 slides) and box plots of per-run values (Sjölund and Kevo 2022 §5.2,
+`qdelay_cdf_figure`, `repetitions_figure`). All look choices live in `STYLE` and
 `PALETTE`, so every figure rtcbench draws looks the same.
 
 Figures are built on a bare `Figure` with the Agg canvas: no pyplot, no global backend switch, no
@@ -368,7 +369,7 @@ def _frame_rate_panel(ax: Axes, t: Tables, ts: pl.DataFrame, window_s: float) ->
     handles, labels = ax.get_legend_handles_labels()
     if "height" in t.frames.columns and video:
         # The resolution ladder (rtcbench_media::resolution): the height each frame was encoded
-        # at, on its own axis, as seed 000 reports FW and FH beside the frame rate.
+        # at, on its own axis, as Guerrero Viveros 2019 reports FW and FH beside the frame rate.
         res = ax.twinx()
         for f in video:
             fid = int(f["id"])
@@ -436,9 +437,10 @@ def _series_colors(labels: Sequence[str]) -> dict[str, str]:
 
 
 def qdelay_cdf_figure(delays: Mapping[str, npt.NDArray[np.float64]], title: str) -> Figure:
-    """Empirical CDFs of per-packet queuing delay, one curve per controller (seed 002's CDFs of
-    Qb = RTT - RTTm; here owd - min owd of each flow, docs/metrics.md). `delays` maps a label to
-    every delay sample it pooled (ms); an empty array is listed as "no packets"."""
+    """Empirical CDFs of per-packet queuing delay, one curve per controller (the CDFs of
+    Qb = RTT - RTTm in De Cicco et al. 2013 slides; here owd - min owd of each flow,
+    docs/metrics.md). `delays` maps a label to every delay sample it pooled (ms); an empty array is
+    listed as "no packets"."""
     labels = list(delays)
     colors = _series_colors(labels)
     probs = np.linspace(0.0, 1.0, _CDF_POINTS)
@@ -484,10 +486,10 @@ class BoxPanel:
 
 
 def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title: str) -> Figure:
-    """Box plots over repetitions, one panel per metric and one box per label, as seed 001 §5.2
-    draws utilisation, latency, responsiveness and loss: box from the first to the third quartile,
-    median line, whiskers to the furthest run within 1.5 IQR, every run as a dot, and beside each
-    box the mean with its 95 % confidence interval (diamond and bar)."""
+    """Box plots over repetitions, one panel per metric and one box per label, as
+    Sjölund and Kevo 2022 §5.2 draws utilisation, latency, responsiveness and loss: box from the
+    first to the third quartile, median line, whiskers to the furthest run within 1.5 IQR, every run
+    as a dot, and beside each box the mean with its 95 % confidence interval (diamond and bar)."""
     colors = _series_colors(labels)
     # Two panels a row: the figure is as wide as the CDF beside it in the report.
     cols = min(2, max(1, len(panels)))

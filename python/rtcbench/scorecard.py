@@ -88,7 +88,8 @@ CRITERIA: tuple[Criterion, ...] = (
         100.0,
         200.0,
         False,
-        "000 §6.1 req. 1: end-to-end delay below 100 ms (the delay the flow adds); warn to 2×",
+        "Guerrero Viveros 2019 §6.1 req. 1: end-to-end delay below 100 ms (the delay the flow "
+        "adds); warn to 2×",
     ),
     Criterion(
         "loss",
@@ -110,7 +111,7 @@ CRITERIA: tuple[Criterion, ...] = (
         1.5,
         3.0,
         False,
-        "RFC 8836 R1.C and 000 §6.1 req. 1b: about 1 s (measured on a 1 s mean rate, hence 1.5)",
+        "RFC 8836 R1.C and Guerrero Viveros 2019 §6.1 req. 1b: about 1 s (on a 1 s mean rate, hence 1.5)",
     ),
     Criterion(
         "startup",
@@ -121,18 +122,19 @@ CRITERIA: tuple[Criterion, ...] = (
         10.0,
         30.0,
         False,
-        "000 §6.1 req. 4; 002 calls GCC's 30 s transient after a step slow, so 30 s fails",
+        "Guerrero Viveros 2019 §6.1 req. 4; De Cicco et al. 2013 slides call GCC's 30 s "
+        "transient after a step slow: 30 s fails",
     ),
     Criterion(
         "stability",
-        "R5 (000 req. 5)",
+        "R5 (Guerrero Viveros 2019 req. 5)",
         "stable rate after convergence",
         "median coefficient of variation of the 1 s video send rate per phase, after convergence",
         "",
         0.15,
         0.3,
         False,
-        "000 Tables 6.1-6.3: std about 0.1 Mbit/s on 1.2-1.8 Mbit/s means (0.06-0.12)",
+        "Guerrero Viveros 2019 Tables 6.1-6.3: std about 0.1 Mbit/s on 1.2-1.8 Mbit/s means (0.06-0.12)",
     ),
     Criterion(
         "self-fairness",

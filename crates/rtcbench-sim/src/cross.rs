@@ -60,8 +60,8 @@ pub struct TcpSource {
 /// socket may have only so many bytes queued below it on its own host (qdisc and NIC); more
 /// data waits in the socket until one of its packets leaves the interface. It matters where the
 /// bottleneck's queue is on the sending host (a `tc` shaper on the sender's egress, as in
-/// 000 §5.2.3): there a bulk flow keeps only a couple of packets in the bottleneck queue
-/// instead of filling it. Here the host's queue is the flow's first link.
+/// Guerrero Viveros 2019 §5.2.3, seed 000): there a bulk flow keeps only a couple of packets in
+/// the bottleneck queue instead of filling it. Here the host's queue is the flow's first link.
 #[derive(Debug, Default)]
 struct SmallQueues {
     /// Bytes of this flow in the first link's queue or being serialised onto it.

@@ -163,9 +163,9 @@ fn tsq_run(small_queues: bool, cbr: bool) -> RunOutput {
 
 #[test]
 fn tcp_small_queues_keep_a_bulk_flow_two_packets_deep_in_its_hosts_queue() {
-    // Linux's TSQ with the shaper on the sending host (000 §5.2.3's testbed): the flow still fills
-    // the link, but holds at most two packets (2 × 1500 B) in the queue instead of the 75 kB
-    // buffer, so it loses nothing. Without TSQ the same flow fills the buffer and loses packets.
+    // Linux's TSQ with the shaper on the sending host (the testbed of Guerrero Viveros 2019 §5.2.3):
+    // the flow still fills the link, but holds at most two packets (2 × 1500 B) in the queue instead
+    // of the 75 kB buffer, so it loses nothing. Without TSQ the same flow fills the buffer and loses packets.
     let out = tsq_run(true, false);
     let tcp = flow_id(&out, "tcp0");
     let goodput = rate_bps(&out.trace.packets, tcp, RECEIVED, (5 * SEC, 30 * SEC));

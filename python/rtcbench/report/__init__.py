@@ -8,10 +8,11 @@ Its sections (`docs/report.md`):
 - Scorecard: `rtcbench.scorecard`'s matrix, per-controller share and every verdict.
 - Comparison: `rtcbench.compare`'s table, when that module exists and several folders are given.
 - Cases: per test case and variant, across controllers and repetitions: queuing-delay CDFs
-  (seed 002), box plots of utilisation, latency, responsiveness and loss with 95 % confidence
-  intervals of the mean (seed 001 §5.2), and their table.
+  (De Cicco et al. 2013 slides), box plots of utilisation, latency, responsiveness and loss with
+  95 % confidence intervals of the mean (Sjölund and Kevo 2022 §5.2), and their table.
 - Runs: per run, the seeds' time figure (rates against capacity and target, queuing delay, loss,
-  frame rate, competing traffic) and seed 000's per-phase tables (Tables 6.1-6.3).
+  frame rate, competing traffic) and the per-phase tables of Guerrero Viveros 2019 (Tables 6.1-6.3).
+  Citations: docs/references.md.
 - Provenance: the commands and versions that produced the results, and the report's own.
 
 Everything is read from results folders (`summary.json`, `scenario.toml`, the Parquet tables), so
@@ -273,9 +274,10 @@ def _cases(
         tasks.append(BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels)))
         captions[box_id] = (
             "box",
-            "Box plots over repetitions (seed 001 §5.2): one dot per run; box from the first to the "
-            "third quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and its 95 % "
-            "bootstrap confidence interval. Utilisation = receive rate / capacity of the video flows; "
+            "Box plots over repetitions (Sjölund and Kevo 2022 §5.2): one dot per run; box from the "
+            "first to the third quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and "
+            "its 95 % bootstrap confidence interval. "
+            "Utilisation = receive rate / capacity of the video flows; "
             f"latency = their queuing-delay p95; responsiveness = the scorecard's {kind}; loss = "
             "dropped / sent.",
         )
@@ -303,8 +305,8 @@ def _cases(
         captions[cdf_id] = (
             "cdf",
             "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video "
-            "packet received, pooled over the repetitions of each controller, as seed 002 plots "
-            "the CDF of RTT - RTTmin.",
+            "packet received, pooled over the repetitions of each controller, as De Cicco et al. 2013 "
+            "slides plot the CDF of RTT - RTTmin.",
         )
         blocks.append(CaseBlock(cid, scenario, variant, table, [], notes))
     return blocks, tasks, captions
@@ -314,8 +316,8 @@ RUN_FIGURE_CAPTION = (
     "(a) bottleneck capacity, each call's target, each media flow's sending and receive rate "
     "(200 ms windows), and competing TCP/CBR throughput summed per kind; "
     "(b) queuing delay, window mean (and p95 for video); (c) loss by send time; (d) with video, "
-    "frames completed at the receiver per second (1 s mean) and freezes. As seed 000 Fig. 6.2 "
-    "and seed 001 Fig. 5.1."
+    "frames completed at the receiver per second (1 s mean) and freezes. As Guerrero Viveros 2019 "
+    "Fig. 6.2 and Sjölund and Kevo 2022 Fig. 5.1."
 )
 
 

@@ -119,9 +119,9 @@ def _phase_label(p: dict[str, Any]) -> str:
 
 
 def phase_tables(run: Run, id_prefix: str) -> list[Table]:
-    """Seed 000's Tables 6.1-6.3 for one run: one table per bottleneck link, a column per phase
-    (section of constant capacity), rows per flow (media, then TCP/CBR) and for the channel (all
-    flows shown: the sum of their receive rates, and that over the capacity)."""
+    """Tables 6.1-6.3 of Guerrero Viveros 2019 (seed 000) for one run: one table per bottleneck
+    link, a column per phase (section of constant capacity), rows per flow (media, then TCP/CBR) and
+    for the channel (all flows shown: the sum of their receive rates, and that over the capacity)."""
     phases: list[dict[str, Any]] = run.summary.get("phases", [])
     shown = {int(f["id"]): f for f in shown_flows(run.summary["meta"]["flows"])}
     links = list(dict.fromkeys(str(p["link"]) for p in phases))
@@ -159,13 +159,14 @@ def phase_tables(run: Run, id_prefix: str) -> list[Table]:
             Table(
                 id=f"{id_prefix}--phases--{link}",
                 kind="phases",
-                caption=f"Per phase of link {link} (as seed 000 Tables 6.1-6.3)",
+                caption=f"Per phase of link {link} (as Guerrero Viveros 2019, Tables 6.1-6.3)",
                 header=("flow", "metric", *(_phase_label(p) for p in cols)),
                 rows=tuple(rows),
                 note=(
-                    "Utilisation is the receive rate over the phase's capacity (RFC 8867 4.1.2A; seed "
-                    "000 divides the sending rate: both rates are listed). Convergence is counted "
-                    "from the phase start; queuing delay is owd - min owd (docs/metrics.md)."
+                    "Utilisation is the receive rate over the phase's capacity (RFC 8867 4.1.2A; "
+                    "Guerrero Viveros 2019 divides the sending rate: both rates are listed). "
+                    "Convergence is counted from the phase start; queuing delay is owd - min owd "
+                    "(docs/metrics.md)."
                 ),
                 row_classes=tuple(classes),
             )
@@ -218,7 +219,7 @@ def flows_table(run: Run, id_prefix: str) -> Table:
 
 @dataclass(frozen=True)
 class RepetitionMetric:
-    """A per-run value compared across controllers and repetitions (seed 001 §5.2)."""
+    """A per-run value compared across controllers and repetitions (Sjölund and Kevo 2022 §5.2)."""
 
     key: str
     title: str
@@ -232,7 +233,8 @@ METRICS = (
     RepetitionMetric("responsiveness_s", "responsiveness", "s", 1),
     RepetitionMetric("loss_pct", "loss", "%", 2),
 )
-"""Seed 001 §5.2's four box plots: link utilisation, latency, responsiveness, packet loss."""
+"""The four box plots of Sjölund and Kevo 2022 §5.2: link utilisation, latency, responsiveness,
+packet loss."""
 
 REACTION = "reaction to capacity drops"
 STARTUP = "start-up convergence"
@@ -241,7 +243,8 @@ STARTUP = "start-up convergence"
 def responsiveness_of(scores: Iterable[Mapping[str, float | None]]) -> str:
     """Which time a case's responsiveness is: the scorecard's reaction to capacity drops (RFC 8836
     R1.C) where the case has one for a call alone on its path, else its start-up convergence (R4).
-    Seed 001 times the reaction to every capacity change; a case without a drop has only start-up."""
+    Sjölund and Kevo 2022 time the reaction to every capacity change; a case without a drop has only
+    start-up."""
     return REACTION if any(s.get("reaction") is not None for s in scores) else STARTUP
 
 

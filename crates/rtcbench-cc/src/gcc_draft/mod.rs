@@ -190,7 +190,8 @@ pub struct GccDraftConfig {
     /// no headroom: the encoder's output on the wire (packet headers, frame-size variation)
     /// exceeds the target on average, the pacer queue grows until its queue-time limit drains
     /// it above the target, and every capacity drop then meets a second of backlog
-    /// (`docs/controllers/gcc-draft.md`). (libwebrtc with REMB: 2.5; the seeds' thesis: 1.5.)
+    /// (`docs/controllers/gcc-draft.md`). (libwebrtc with REMB: 2.5; Sjölund and Kevo 2022
+    /// §3.2.1.3: 1.5.)
     pub pacing_factor: f64,
 }
 

@@ -379,9 +379,9 @@ mod tests {
 
     #[test]
     fn jitter_keeps_nada_out_of_accelerated_ramp_up() {
-        // Seed 001 §5.4.2: NADA fails to use the link under jitter because delay samples above
-        // the baseline look like queue build-up. Here 0-22 ms of jitter (above QEPS = 10 ms)
-        // on a 10 Mbit/s path: every LOGWIN holds a sample >= QEPS, so rmode stays gradual and
+        // Sjölund and Kevo 2022 (seed 001) §5.4.2: NADA fails to use the link under jitter
+        // because delay samples above the baseline look like queue build-up. Here 0-22 ms of
+        // jitter (above QEPS = 10 ms) on a 10 Mbit/s path: every LOGWIN holds a sample >= QEPS, so rmode stays gradual and
         // r_ref grows only additively (KAPPA * delta/TAU * XREF * RMAX / TAU = 10 kbit/s per
         // 100 ms while the filtered queue is near 0), not by accelerated ramp-up. (Measured:
         // 0.78 Mbit/s after 5 s, +100 kbit/s per second.)

@@ -414,8 +414,9 @@ fn runs_are_deterministic() {
 /// The path's one-way delay grows by 300 ms at 20 s (a route change; no queue). The base delay
 /// is a minimum over BASE_HISTORY = 10 one-minute intervals (RFC 6817 §2.4.2), so for up to ten
 /// minutes SCReAM reads the extra 300 ms as queuing delay, shrinks cwnd and drives the media
-/// rate to TARGET_BITRATE_MIN. This is RFC 8298 behaving as specified, and what the seed thesis
-/// saw under high delay (its §5.4: "the bitrate [falls] down to 300 kbps and [remains] there").
+/// rate to TARGET_BITRATE_MIN. This is RFC 8298 behaving as specified, and what
+/// Sjölund and Kevo 2022 (seed 001) saw under high delay (its §5.4: "the bitrate [falls] down to
+/// 300 kbps and [remains] there").
 #[test]
 fn a_path_delay_step_is_read_as_queuing_delay_for_the_base_history() {
     let step_at = Instant::from_secs(20);

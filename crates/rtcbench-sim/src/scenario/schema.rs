@@ -445,8 +445,8 @@ pub struct TcpSpec {
     /// Linux's TCP Small Queues against the flow's first link (default off): the sender keeps
     /// at most max(2 packets, ~1 ms at its pacing rate) in that link's queue. Turn it on when
     /// the first link stands for a shaper on the sending host itself (`tc` on its egress), as in
-    /// 000's testbed; off, the first link is in the network and TCP fills its queue
-    /// (`docs/tcp.md`).
+    /// the testbed of Guerrero Viveros 2019 (seed 000); off, the first link is in the network
+    /// and TCP fills its queue (`docs/tcp.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_queues: Option<bool>,
 }
