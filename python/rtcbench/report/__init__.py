@@ -407,7 +407,7 @@ def build_report(
             kind=captions[fig_id][0],
             caption=captions[fig_id][1],
             png_uri=_png_uri(img.png),
-            svg_uri=_svg_uri(img.svg),
+            svg_uri=_svg_uri(img.svg or b""),
         )
         for fig_id, img in rendered.items()
     }

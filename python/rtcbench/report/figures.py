@@ -23,8 +23,9 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from rtcbench import plots, workers
+from rtcbench.measure import figure_tables
 from rtcbench.metrics import Tables, packet_delays
-from rtcbench.plots import BoxPanel, Rendered
+from rtcbench.plots import BoxPanel, Rendered, RunColumn
 from rtcbench.report.runs import Problem
 
 __all__ = [
@@ -51,7 +52,7 @@ PARALLEL_MIN_FIGURES = 12
 
 @dataclass(frozen=True)
 class RunFigureTask:
-    """`plots.run_report_figure` of one run."""
+    """`plots.run_figure` of one run."""
 
     id: str
     path: Path
@@ -81,24 +82,13 @@ class BoxTask:
 FigureTask = RunFigureTask | CdfTask | BoxTask
 
 
-def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | None:
-    try:
-        return pl.read_parquet(path, **kwargs)
-    except Exception as e:  # polars raises several kinds for a truncated or foreign file
-        problems.append(Problem(str(path), f"unreadable ({type(e).__name__}: {e})"))
-        return None
-
-
 def _run_figure(task: RunFigureTask, problems: list[Problem]) -> Figure | None:
-    frames = {name: _read(task.path / name, problems) for name in RUN_FIGURE_TABLES}
-    ts, links, controller, video_frames = (frames[name] for name in RUN_FIGURE_TABLES)
-    if ts is None or links is None or controller is None or video_frames is None:
+    try:
+        t, ts = figure_tables(task.path, task.meta)
+    except Exception as e:  # polars raises several kinds for a truncated or foreign file
+        problems.append(Problem(str(task.path), f"a trace table is unreadable ({type(e).__name__}: {e})"))
         return None
-    empty = pl.DataFrame()
-    t = Tables(
-        packets=empty, frames=video_frames, controller=controller, links=links, feedback=empty, meta=task.meta
-    )
-    return plots.run_report_figure(t, ts, task.title)
+    return plots.run_figure([RunColumn("", t, ts)], task.title)
 
 
 def _received_delays(
@@ -142,7 +132,7 @@ def draw(task: FigureTask) -> tuple[str, Rendered | None, list[Problem]]:
         fig = _cdf_figure(task, problems)
     else:
         fig = plots.repetitions_figure(task.panels, task.labels, task.title)
-    return task.id, (plots.render(fig) if fig is not None else None), problems
+    return task.id, (plots.render(fig, svg=True) if fig is not None else None), problems
 
 
 def _cost(task: FigureTask) -> float:
@@ -206,6 +196,8 @@ def write_figures(figures: dict[str, Rendered], folder: Path) -> list[Path]:
     for fig_id in sorted(figures):
         rendered = figures[fig_id]
         for ext, data in (("png", rendered.png), ("svg", rendered.svg)):
+            if data is None:
+                continue
             final = folder / f"{fig_id}.{ext}"
             tmp = folder / f".{fig_id}.{ext}.{os.getpid()}.tmp"
             tmp.write_bytes(data)
