@@ -1,6 +1,6 @@
 """`rtcbench report`: the HTML page as a person meets it (opened in headless Chromium, offline),
-its figures exported for papers, folders with missing or broken results, determinism, and the
-hook for `rtcbench.compare`.
+its size and what it embeds, its figures exported for papers, folders with missing or broken
+results, determinism, and the hook for `rtcbench.compare`.
 
 The results are a small suite made once per session: two test cases × two controllers × two
 seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out.
@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 
 import rtcbench
 from rtcbench.cli import app
-from rtcbench.report import build_report
+from rtcbench.plots import Rendered
+from rtcbench.report import Problem, build_report, figures
 
 sys.path.insert(0, str(Path(__file__).parent))
 import chromium
@@ -61,6 +62,12 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _suite(str(tmp_path_factory.mktemp("report-suite")))
 
 
+def fresh_copy(root: Path, where: Path) -> Path:
+    """A copy of results without any report."""
+    shutil.copytree(root, where, ignore=shutil.ignore_patterns("*.html"))
+    return where
+
+
 def run_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("summary.json"))
 
@@ -75,6 +82,7 @@ class Page(HTMLParser):
     def __init__(self, html: str) -> None:
         super().__init__()
         self.figures: dict[str, str] = {}  # id -> kind
+        self.images: dict[str, str] = {}  # figure id -> its <img src>
         self.tables: dict[str, str] = {}  # id -> kind
         self.urls: list[tuple[str, str, str]] = []  # (tag, attribute, value)
         self.links: dict[str, dict[str, str]] = {}  # figure id -> format -> href
@@ -94,6 +102,8 @@ class Page(HTMLParser):
             self._figure = a["data-figure"]
             self.figures[a["data-figure"]] = a.get("data-kind", "")
             assert a.get("id") == f"fig-{a['data-figure']}"
+        if tag == "img" and self._figure is not None:
+            self.images[self._figure] = a.get("src", "")
         if tag == "a" and self._figure is not None and "data-format" in a:
             self.links.setdefault(self._figure, {})[a["data-format"]] = a.get("href", "")
         if tag == "table" and "data-table" in a:
@@ -149,14 +159,9 @@ def report(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
 
 
 def expected_figures(root: Path) -> set[str]:
-    """From the folder layout alone: per case, its CDF and box plots; per case and controller,
-    the first seed's run figure."""
-    ids = set()
-    for case in case_folders(root):
-        ids |= {f"cdf--{case}", f"box--{case}"}
-        for cc in CONTROLLERS:
-            ids.add(f"run--{case}--{cc}--seed-{min(SEEDS)}")
-    return ids
+    """From the folder layout alone: per case, the controllers' first seeds over time, the CDF and
+    the box plots over repetitions."""
+    return {f"{kind}--{case}" for case in case_folders(root) for kind in ("time", "cdf", "box")}
 
 
 def expected_tables(root: Path) -> set[str]:
@@ -188,9 +193,11 @@ def test_the_report_opens_offline_in_chromium_with_every_figure_and_table(
     assert expected_tables(suite) <= set(dom.tables)
     assert {"provenance", "scorecard", "cases", "runs"} <= dom.sections
     assert "problems" not in dom.sections and "comparison" not in dom.sections
+    # The download links take their image's data once the script ran; no SVG in the page.
+    assert set(dom.links) == set(dom.figures)
     for fig, links in dom.links.items():
+        assert set(links) == {"png"} and links["png"] == dom.images[fig], fig
         assert links["png"].startswith("data:image/png;base64,"), fig
-        assert links["svg"].startswith("data:image/svg+xml;"), fig
     # The page was laid out: a screenshot of the whole page, many screens tall.
     assert page.screenshot is not None and page.screenshot.startswith(PNG_MAGIC)
     height = int.from_bytes(page.screenshot[20:24], "big")
@@ -249,10 +256,10 @@ def test_figures_are_exported_as_png_and_svg_with_stable_names(
         svg = ET.parse(figures / f"{f}.svg").getroot()
         assert svg.tag == "{http://www.w3.org/2000/svg}svg"
         assert len(list(svg.iter())) > 50
-    # The page's download links carry the same files.
+    # The page shows the same files.
     dom = Page(html.read_text(encoding="utf-8"))
-    f = f"run--{case_folders(suite)[0]}--gcc--seed-1"
-    assert base64.b64decode(dom.links[f]["png"].split(",", 1)[1]) == (figures / f"{f}.png").read_bytes()
+    f = f"time--{case_folders(suite)[0]}"
+    assert base64.b64decode(dom.images[f].split(",", 1)[1]) == (figures / f"{f}.png").read_bytes()
 
 
 def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> None:
@@ -260,6 +267,45 @@ def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> N
     b = build_report([suite], tmp_path / "b.html", run_figures="none", jobs=1, command="same")
     assert a.path.read_bytes() == b.path.read_bytes()
     assert a.figures == b.figures and len(a.figures) == 2 * len(case_folders(suite))
+
+
+PAGE_BYTES_PER_RUN = 60_000
+"""The page's budget on the small suite (8 runs: the two cases over time, their CDFs and box
+plots, every run's tables): about 35 kB a run. With a figure per run, each embedded twice and its
+SVG beside it, it took about 180 kB a run."""
+
+
+def test_the_page_stays_small(suite: Path, report: tuple[Path, Path, str]) -> None:
+    size = report[0].stat().st_size
+    assert size < PAGE_BYTES_PER_RUN * len(run_folders(suite)), size
+
+
+def test_each_image_is_in_the_page_once_and_no_svg(suite: Path, report: tuple[Path, Path, str]) -> None:
+    text = report[0].read_text(encoding="utf-8")
+    page = Page(text)
+    images = re.findall(r"data:image/[a-z+]+[;,][^\"' )]+", text)
+    assert len(images) == len(set(images)) == len(page.figures) == len(expected_figures(suite))
+    assert all(i.startswith("data:image/png;base64,") for i in images)
+    assert "image/svg" not in text and "<svg" not in text
+
+
+def test_svg_is_drawn_only_on_request(suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[bool] = []
+    real = figures.draw
+
+    def spy(task: figures.FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
+        asked.append(svg)
+        return real(task, svg)
+
+    monkeypatch.setattr(figures, "draw", spy)
+    root = fresh_copy(suite, tmp_path / "s")
+    plain = build_report([root], tmp_path / "plain.html", jobs=1)
+    assert plain.figure_files == () and asked and not any(asked)
+    # With --figures, the SVG is drawn and written beside the PNG.
+    asked.clear()
+    files = build_report([root], tmp_path / "files.html", jobs=1, figures=tmp_path / "figs").figure_files
+    assert asked and all(asked)
+    assert sorted(p.suffix for p in files) == sorted([".png", ".svg"] * len(asked))
 
 
 def _damage(root: Path) -> dict[str, Path]:
@@ -307,14 +353,15 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert "problems" in page.sections
     assert len(page.problems) == 5
     assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
-    # The rest is there: 4 of 8 runs, every case's figures, and the first seed's run figures; where
-    # a first seed is left out, the next seed is the first of its controller.
-    ids = {p for p in page.figures if p.startswith("run--")}
-    lost = {_run_id(root, broken["timeseries"]), _run_id(root, broken["json"])}
-    next_seeds = {_run_id(root, broken[k].with_name("seed-2")) for k in ("timeseries", "json")}
-    assert ids == {f for f in expected_figures(suite) if f.startswith("run--")} - lost | next_seeds
-    assert {f"cdf--{c}" for c in case_folders(suite)} <= set(page.figures)
+    # The rest is there: 4 of 8 runs, every case's figures. Where a first seed is left out, the
+    # next seed is drawn over time.
+    assert set(page.figures) == expected_figures(suite)
     assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 4
+    for k in ("timeseries", "json"):
+        block = text.split(f'id="{_run_id(root, broken[k].with_name("seed-2"))}"', 1)[1].split("</details>")[
+            0
+        ]
+        assert "Drawn over time in its case" in block
     # Written atomically: no temporary file is left beside it.
     assert sorted(p.name for p in html.parent.iterdir()) == ["partial.html"]
 
@@ -325,7 +372,7 @@ def test_a_single_run_folder(suite: Path, tmp_path: Path) -> None:
     result = build_report([target], jobs=1)
     assert result.path == target / "report.html" and result.runs == 1 and result.problems == ()
     page = Page(result.path.read_text(encoding="utf-8"))
-    assert len(page.figures) == 3  # the run, its case's CDF and box plots
+    assert len(page.figures) == 3  # the run over time, its case's CDF and box plots
     assert set(result.figures) == set(page.figures)
     assert set(result.tables) == set(page.tables)
 

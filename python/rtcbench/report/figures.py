@@ -2,10 +2,10 @@
 writing them out for papers.
 
 A figure is described by a small picklable task (paths and numbers, no frames), so a worker reads
-only the tables that figure needs: a run's figure reads its time series, links, controller and
-frames tables; a case's queuing-delay CDF reads the received packets of its video flows from
-every repetition. Drawing is most of a report's time (about 0.4 s of CPU per run figure, PNG
-and SVG), so a suite's figures are shared between processes, as `rtcbench suite` shares runs.
+only the tables that figure needs: a time figure reads its runs' time series, links, controller
+and frames tables (`measure.figure_tables`); a case's queuing-delay CDF reads the received packets
+of its video flows from every repetition. Drawing is most of a report's time, so a suite's figures
+are shared between processes, as `rtcbench suite` shares runs.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ __all__ = [
     "BoxTask",
     "CdfTask",
     "FigureTask",
-    "RunFigureTask",
+    "TimeTask",
     "draw",
     "draw_all",
     "write_figures",
 ]
 
 RUN_FIGURE_TABLES = ("timeseries.parquet", "links.parquet", "controller.parquet", "frames.parquet")
-"""What a run's figure is drawn from (no packets: they are most of a suite's bytes)."""
+"""What a time figure is drawn from (no packets: they are most of a suite's bytes)."""
 CDF_TABLE = "packets.parquet"
 
 _PACKET_COLUMNS = ("t_us", "event", "packet", "flow", "kind", "size", "payload", "sent_us")
@@ -51,22 +51,39 @@ PARALLEL_MIN_FIGURES = 12
 
 
 @dataclass(frozen=True)
-class RunFigureTask:
-    """`plots.run_figure` of one run."""
+class TimeColumn:
+    """One run of a time figure: its column title, folder and summary `meta`."""
 
-    id: str
+    label: str
     path: Path
     meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TimeTask:
+    """`plots.run_figure` of runs side by side: a case's first seeds, or one run."""
+
+    id: str
     title: str
+    columns: tuple[TimeColumn, ...]
+
+
+@dataclass(frozen=True)
+class CdfRun:
+    """A run pooled in a CDF: its folder, summary `meta` and video flows."""
+
+    path: Path
+    meta: dict[str, Any]
+    flows: tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class CdfTask:
-    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled and their video flows."""
+    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled."""
 
     id: str
     title: str
-    series: tuple[tuple[str, tuple[tuple[Path, dict[str, Any], tuple[int, ...]], ...]], ...]
+    series: tuple[tuple[str, tuple[CdfRun, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -79,67 +96,77 @@ class BoxTask:
     panels: tuple[BoxPanel, ...]
 
 
-FigureTask = RunFigureTask | CdfTask | BoxTask
+FigureTask = TimeTask | CdfTask | BoxTask
 
 
-def _run_figure(task: RunFigureTask, problems: list[Problem]) -> Figure | None:
+def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | None:
     try:
-        t, ts = figure_tables(task.path, task.meta)
+        return pl.read_parquet(path, **kwargs)
     except Exception as e:  # polars raises several kinds for a truncated or foreign file
-        problems.append(Problem(str(task.path), f"a trace table is unreadable ({type(e).__name__}: {e})"))
+        problems.append(Problem(str(path), f"unreadable ({type(e).__name__}: {e})"))
         return None
-    return plots.run_figure([RunColumn("", t, ts)], task.title)
 
 
-def _received_delays(
-    path: Path, meta: dict[str, Any], flows: tuple[int, ...], problems: list[Problem]
-) -> npt.NDArray[np.float64]:
+def _time_figure(task: TimeTask, problems: list[Problem]) -> Figure | None:
+    columns = []
+    for c in task.columns:
+        try:
+            t, ts = figure_tables(c.path, c.meta)
+        except Exception as e:  # polars raises several kinds for a truncated or foreign file
+            problems.append(Problem(str(c.path), f"a trace table is unreadable ({type(e).__name__}: {e})"))
+            return None
+        columns.append(RunColumn(c.label, t, ts))
+    return plots.run_figure(columns, task.title)
+
+
+def _received_delays(run: CdfRun, problems: list[Problem]) -> npt.NDArray[np.float64]:
     """Queuing delays (ms) of every packet the flows received, as `metrics.packet_delays` has them."""
-    file = path / CDF_TABLE
+    file = run.path / CDF_TABLE
     try:
         packets = (
             pl.scan_parquet(file)
             .select(_PACKET_COLUMNS)
-            .filter((pl.col("event") == "received") & pl.col("flow").is_in(list(flows)))
+            .filter((pl.col("event") == "received") & pl.col("flow").is_in(list(run.flows)))
             .collect()
         )
     except Exception as e:  # as in `_read`
         problems.append(Problem(str(file), f"unreadable ({type(e).__name__}: {e})"))
         return np.empty(0)
     empty = pl.DataFrame()
-    t = Tables(packets=packets, frames=empty, controller=empty, links=empty, feedback=empty, meta=meta)
+    t = Tables(packets=packets, frames=empty, controller=empty, links=empty, feedback=empty, meta=run.meta)
     out: npt.NDArray[np.float64] = packet_delays(t).get_column("qdelay_ms").to_numpy().astype(np.float64)
     return out
 
 
 def _cdf_figure(task: CdfTask, problems: list[Problem]) -> Figure:
     delays = {
-        label: np.concatenate(
-            [np.empty(0), *(_received_delays(path, meta, flows, problems) for path, meta, flows in runs)]
-        )
+        label: np.concatenate([np.empty(0), *(_received_delays(r, problems) for r in runs)])
         for label, runs in task.series
     }
     return plots.qdelay_cdf_figure(delays, task.title)
 
 
-def draw(task: FigureTask) -> tuple[str, Rendered | None, list[Problem]]:
-    """Draws one figure: (its id, its PNG and SVG or None if it could not be drawn, problems)."""
+def draw(task: FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
+    """Draws one figure: (its id, its PNG (and SVG with `svg`) or None if it could not be drawn,
+    problems)."""
     problems: list[Problem] = []
     fig: Figure | None
-    if isinstance(task, RunFigureTask):
-        fig = _run_figure(task, problems)
+    if isinstance(task, TimeTask):
+        fig = _time_figure(task, problems)
     elif isinstance(task, CdfTask):
         fig = _cdf_figure(task, problems)
     else:
         fig = plots.repetitions_figure(task.panels, task.labels, task.title)
-    return task.id, (plots.render(fig, svg=True) if fig is not None else None), problems
+    return task.id, (plots.render(fig, svg=svg) if fig is not None else None), problems
 
 
 def _cost(task: FigureTask) -> float:
-    """A rough drawing time: points drawn grow with a run's duration and its flows; a CDF reads
-    every repetition's packets."""
-    if isinstance(task, RunFigureTask):
-        return float(task.meta.get("duration_s", 0.0)) * max(1, len(task.meta.get("flows", [])))
+    """A rough drawing time: points drawn grow with the runs' duration and their flows; a CDF
+    reads every repetition's packets."""
+    if isinstance(task, TimeTask):
+        return sum(
+            float(c.meta.get("duration_s", 0.0)) * max(1, len(c.meta.get("flows", []))) for c in task.columns
+        )
     if isinstance(task, CdfTask):
         return 10.0 * sum(len(runs) for _, runs in task.series)
     return 100.0
@@ -150,10 +177,12 @@ def draw_all(
     jobs: int,
     problems: list[Problem],
     progress: Callable[[int, int], None] | None = None,
+    *,
+    svg: bool = False,
 ) -> dict[str, Rendered]:
-    """Every figure, by id (`plots.Rendered`); figures that could not be drawn are left out and
-    their problems added to `problems` in task order, so the report is the same however many
-    processes drew it."""
+    """Every figure, by id (`plots.Rendered`), with its SVG too if `svg`; figures that could not
+    be drawn are left out and their problems added to `problems` in task order, so the report is
+    the same however many processes drew it."""
     results: dict[str, tuple[Rendered | None, list[Problem]]] = {}
 
     def done(fig_id: str, rendered: Rendered | None, found: list[Problem]) -> None:
@@ -163,7 +192,7 @@ def draw_all(
 
     if jobs <= 1 or len(tasks) < PARALLEL_MIN_FIGURES:
         for task in tasks:
-            done(*draw(task))
+            done(*draw(task, svg))
     else:
         # Spawned, not forked, for the reason `suite._run_parallel` gives: polars' threads.
         pool = workers.pool(jobs)
@@ -171,7 +200,7 @@ def draw_all(
             # Longest first, so that no long figure starts last while the other workers idle.
             with workers.single_threaded_polars(), workers.spawning():
                 pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
-                    pool.submit(workers.job, draw, t) for t in sorted(tasks, key=_cost, reverse=True)
+                    pool.submit(workers.job, draw, t, svg) for t in sorted(tasks, key=_cost, reverse=True)
                 }
             while pending:
                 # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
@@ -189,8 +218,8 @@ def draw_all(
 
 
 def write_figures(figures: dict[str, Rendered], folder: Path) -> list[Path]:
-    """Writes each figure as `<id>.png` and `<id>.svg` into `folder` (each file atomically: a
-    temporary name, then a rename)."""
+    """Writes each figure as `<id>.png`, and `<id>.svg` where it has one, into `folder` (each file
+    atomically: a temporary name, then a rename)."""
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for fig_id in sorted(figures):
