@@ -1,6 +1,7 @@
 """`rtcbench report`: the HTML page as a person meets it (opened in headless Chromium, offline),
-its size and what it embeds, its figures exported for papers, folders with missing or broken
-results, determinism, and the hook for `rtcbench.compare`.
+its size and what it embeds, its figure cache (also on read-only results), its figures exported
+for papers, folders with missing or broken results, determinism, and the hook for
+`rtcbench.compare`.
 
 The results are a small suite made once per session: two test cases × two controllers × two
 seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out.
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import base64
 import functools
+import io
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import types
@@ -22,12 +26,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
 import rtcbench
 from rtcbench.cli import app
 from rtcbench.plots import Rendered
 from rtcbench.report import Problem, build_report, figures
+from rtcbench.report.cache import CACHE_DIR
 
 sys.path.insert(0, str(Path(__file__).parent))
 import chromium
@@ -63,8 +69,8 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fresh_copy(root: Path, where: Path) -> Path:
-    """A copy of results without any report."""
-    shutil.copytree(root, where, ignore=shutil.ignore_patterns("*.html"))
+    """A copy of results without any report or figure cache."""
+    shutil.copytree(root, where, ignore=shutil.ignore_patterns(CACHE_DIR, "*.html"))
     return where
 
 
@@ -301,11 +307,115 @@ def test_svg_is_drawn_only_on_request(suite: Path, tmp_path: Path, monkeypatch: 
     root = fresh_copy(suite, tmp_path / "s")
     plain = build_report([root], tmp_path / "plain.html", jobs=1)
     assert plain.figure_files == () and asked and not any(asked)
-    # With --figures, the SVG is drawn and written beside the PNG.
+    # With --figures, the SVG is drawn (the cache holds PNG only) and written beside the PNG.
     asked.clear()
     files = build_report([root], tmp_path / "files.html", jobs=1, figures=tmp_path / "figs").figure_files
     assert asked and all(asked)
     assert sorted(p.suffix for p in files) == sorted([".png", ".svg"] * len(asked))
+
+
+def _cache_files(root: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in sorted(root.rglob(f"{CACHE_DIR}/*"))}
+
+
+def test_a_second_report_draws_nothing(suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = fresh_copy(suite, tmp_path / "s")
+    first = build_report([root], tmp_path / "a.html", jobs=1, command="same")
+    cached = _cache_files(root)
+    # One PNG per figure, each in a hidden folder of one of the runs it shows.
+    assert len(cached) == len(first.figures) == len(expected_figures(suite))
+    assert {p.parent.parent for p in cached} <= set(run_folders(root))
+
+    def no_drawing(task: figures.FigureTask, svg: bool = False) -> None:
+        raise AssertionError(f"{task.id} was drawn again")
+
+    monkeypatch.setattr(figures, "draw", no_drawing)
+    second = build_report([root], tmp_path / "b.html", jobs=1, command="same")
+    assert second.path.read_bytes() == first.path.read_bytes()
+    assert _cache_files(root) == cached
+    # A run written again (its summary changed): its case's figures drawn from its files are
+    # drawn again, and replace their old entries; its box plots show the same values and the
+    # other case's figures show other runs, so they come from the cache.
+    monkeypatch.undo()
+    drawn: list[str] = []
+    real = figures.draw
+
+    def spy(task: figures.FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
+        drawn.append(task.id)
+        return real(task, svg)
+
+    monkeypatch.setattr(figures, "draw", spy)
+    changed = run_folders(root)[0]
+    summary = changed / "summary.json"
+    summary.write_text(
+        summary.read_text(encoding="utf-8").replace('"wall_s": ', '"wall_s": 1'), encoding="utf-8"
+    )
+    build_report([root], tmp_path / "c.html", jobs=1, command="same")
+    case = changed.relative_to(root).parts[0]
+    assert sorted(drawn) == [f"cdf--{case}", f"time--{case}"]
+    assert len(_cache_files(root)) == len(cached)
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def _read_only_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`rtcbench ARGS` with `root` read-only: a read-only bind mount of it for root (whom file
+    modes do not stop), its files' and folders' write bits cleared for anyone else."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [root, *root.rglob("*")]}
+        for p, mode in modes.items():
+            p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        try:
+            return cli(*args)
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+    if shutil.which("unshare") is None:
+        pytest.skip("running as root without unshare: cannot make a read-only folder")
+    script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+    out = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script, "sh", str(root), *RTCBENCH, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0 and re.match(r"(unshare|mount):", out.stderr):
+        pytest.skip(f"running as root, and cannot mount a read-only folder: {out.stderr.strip()}")
+    return out
+
+
+def _marker_png() -> bytes:
+    data = io.BytesIO()
+    Image.new("RGB", (3, 2), (255, 0, 255)).save(data, format="PNG")
+    return data.getvalue()
+
+
+def test_read_only_results_are_reported_without_writing_to_them(suite: Path, tmp_path: Path) -> None:
+    root = fresh_copy(suite, tmp_path / "archive")
+    before = _tree(root)
+    html = tmp_path / "a.html"
+    out = _read_only_cli(root, "report", str(root), "--out", str(html), "--jobs", "1")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert set(Page(html.read_text(encoding="utf-8")).figures) == expected_figures(suite)
+    assert _tree(root) == before  # no cache either
+    # A cache made while the folder could be written is read from the read-only folder: here
+    # every entry is replaced by a marker image, which the page then shows.
+    build_report([root], tmp_path / "w.html", jobs=1)
+    entries = sorted(root.rglob(f"{CACHE_DIR}/*.png"))
+    assert len(entries) == len(expected_figures(suite))
+    marker = _marker_png()
+    for entry in entries:
+        entry.write_bytes(marker)
+    before = _tree(root)
+    html = tmp_path / "b.html"
+    out = _read_only_cli(root, "report", str(root), "--out", str(html), "--jobs", "1")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    images = Page(html.read_text(encoding="utf-8")).images
+    assert len(images) == len(entries)
+    assert all(base64.b64decode(src.split(",", 1)[1]) == marker for src in images.values())
+    assert _tree(root) == before
 
 
 def _damage(root: Path) -> dict[str, Path]:

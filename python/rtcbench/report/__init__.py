@@ -280,6 +280,7 @@ def _cases(
         by_case.setdefault(run.case, []).append(run)
     for (scenario, variant), members in by_case.items():
         cid = _case_id(scenario, variant)
+        home = members[0].path
         present = [label for label in labels if any(series[r.path] == label for r in members)]
         kind = tb.responsiveness_of(scores.get(r.path, {}) for r in members)
         values = {
@@ -301,6 +302,7 @@ def _cases(
                         series[r.path] + (f" · seed {r.seed}" if repeated else ""),
                         r.path,
                         r.summary["meta"],
+                        r.digest,
                     )
                     for r in first
                 )
@@ -327,6 +329,7 @@ def _cases(
                             r.path,
                             r.summary["meta"],
                             tuple(int(f["id"]) for f in video_flows(r.summary)),
+                            r.digest,
                         )
                         for r in with_packets
                     ),
@@ -337,7 +340,9 @@ def _cases(
                 f"The CDF pools {pooled} of {len(members)} runs: the others lack {CDF_TABLE} (see Problems)."
             )
         cdf_id = f"cdf--{cid}"
-        tasks.append(CdfTask(cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series)))
+        tasks.append(
+            CdfTask(cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series), home)
+        )
         captions[cdf_id] = ("cdf", CDF_CAPTION)
         panels = []
         for m in tb.METRICS:
@@ -354,7 +359,9 @@ def _cases(
                 )
             )
         box_id = f"box--{cid}"
-        tasks.append(BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels)))
+        tasks.append(
+            BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels), home)
+        )
         captions[box_id] = ("box", BOX_CAPTION.format(kind=kind))
         blocks.append(CaseBlock(cid, scenario, variant, table, [], notes))
     return blocks, tasks, captions, drawn
@@ -375,10 +382,12 @@ def build_report(
     folder, `report.html` for several) and returns what it holds. With `figures`, every figure is
     also written there as `<id>.png` and `<id>.svg` (the SVG is drawn only then).
 
-    Folders and files that cannot be used are in `ReportResult.problems` (and in the page); the
-    report is still written, unless no run at all can be read (`NoRuns`). `jobs` processes draw
-    the figures (default: one per CPU). `labels` name the folders (default: their names).
-    `command` is the command line shown as the report's own (default: this process's).
+    Figures are taken from the cache in the run folders when the runs have not changed, and
+    cached there when drawn (`rtcbench.report.cache`; a folder that cannot be written is left
+    alone). Folders and files that cannot be used are in `ReportResult.problems` (and in the
+    page); the report is still written, unless no run at all can be read (`NoRuns`). `jobs`
+    processes draw the figures (default: one per CPU). `labels` name the folders (default: their
+    names). `command` is the command line shown as the report's own (default: this process's).
     """
     if not dirs:
         raise ValueError("no folder given")
@@ -413,7 +422,7 @@ def build_report(
         note = ""
         if run_figures == "all" and not lacking:
             fig_id = f"run--{rid}"
-            tasks.append(TimeTask(fig_id, r.title(), (TimeColumn("", r.path, r.summary["meta"]),)))
+            tasks.append(TimeTask(fig_id, r.title(), (TimeColumn("", r.path, r.summary["meta"], r.digest),)))
             captions[fig_id] = ("run", TIME_CAPTION.format(who="this run"))
         elif lacking:
             note = f"Not drawn over time: missing {', '.join(lacking)}."

@@ -1,11 +1,12 @@
-"""The report's figures: what each one needs, drawing them (in worker processes for a suite), and
-writing them out for papers.
+"""The report's figures: what each one needs, drawing them (in worker processes for a suite), the
+cache that spares drawing them again (`rtcbench.report.cache`), and writing them out for papers.
 
 A figure is described by a small picklable task (paths and numbers, no frames), so a worker reads
 only the tables that figure needs: a time figure reads its runs' time series, links, controller
 and frames tables (`measure.figure_tables`); a case's queuing-delay CDF reads the received packets
 of its video flows from every repetition. Drawing is most of a report's time, so a suite's figures
-are shared between processes, as `rtcbench suite` shares runs.
+are shared between processes, as `rtcbench suite` shares runs, and each is kept in its runs'
+folders for the next report.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rtcbench import plots, workers
 from rtcbench.measure import figure_tables
 from rtcbench.metrics import Tables, packet_delays
 from rtcbench.plots import BoxPanel, Rendered, RunColumn
+from rtcbench.report import cache
 from rtcbench.report.runs import Problem
 
 __all__ = [
@@ -52,11 +54,12 @@ PARALLEL_MIN_FIGURES = 12
 
 @dataclass(frozen=True)
 class TimeColumn:
-    """One run of a time figure: its column title, folder and summary `meta`."""
+    """One run of a time figure: its column title, folder, summary `meta` and summary digest."""
 
     label: str
     path: Path
     meta: dict[str, Any]
+    digest: str
 
 
 @dataclass(frozen=True)
@@ -67,23 +70,37 @@ class TimeTask:
     title: str
     columns: tuple[TimeColumn, ...]
 
+    @property
+    def home(self) -> Path:
+        return self.columns[0].path
+
+    def key(self) -> str:
+        return cache.figure_key("time", [self.title, [(c.label, c.digest) for c in self.columns]])
+
 
 @dataclass(frozen=True)
 class CdfRun:
-    """A run pooled in a CDF: its folder, summary `meta` and video flows."""
+    """A run pooled in a CDF: its folder, summary `meta`, video flows and summary digest."""
 
     path: Path
     meta: dict[str, Any]
     flows: tuple[int, ...]
+    digest: str
 
 
 @dataclass(frozen=True)
 class CdfTask:
-    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled."""
+    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled. `home`: the case's first
+    run, where the figure is cached."""
 
     id: str
     title: str
     series: tuple[tuple[str, tuple[CdfRun, ...]], ...]
+    home: Path
+
+    def key(self) -> str:
+        runs = [(label, [(r.digest, list(r.flows)) for r in rs]) for label, rs in self.series]
+        return cache.figure_key("cdf", [self.title, runs])
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,14 @@ class BoxTask:
     title: str
     labels: tuple[str, ...]
     panels: tuple[BoxPanel, ...]
+    home: Path
+
+    def key(self) -> str:
+        panels = [
+            [p.title, p.ylabel, {k: list(v) for k, v in p.values.items()}, {k: p.ci[k] for k in sorted(p.ci)}]
+            for p in self.panels
+        ]
+        return cache.figure_key("box", [self.title, list(self.labels), panels])
 
 
 FigureTask = TimeTask | CdfTask | BoxTask
@@ -180,9 +205,11 @@ def draw_all(
     *,
     svg: bool = False,
 ) -> dict[str, Rendered]:
-    """Every figure, by id (`plots.Rendered`), with its SVG too if `svg`; figures that could not
-    be drawn are left out and their problems added to `problems` in task order, so the report is
-    the same however many processes drew it."""
+    """Every figure, by id (`plots.Rendered`), from the cache (`rtcbench.report.cache`) or drawn
+    and then cached; with `svg`, each has its SVG too. Figures that could not be drawn are left
+    out and their problems added to `problems` in task order, so the report is the same however
+    many processes drew it. A figure drawn with problems is not cached: the next report says them
+    again."""
     results: dict[str, tuple[Rendered | None, list[Problem]]] = {}
 
     def done(fig_id: str, rendered: Rendered | None, found: list[Problem]) -> None:
@@ -190,24 +217,43 @@ def draw_all(
         if progress is not None:
             progress(len(results), len(tasks))
 
-    if jobs <= 1 or len(tasks) < PARALLEL_MIN_FIGURES:
-        for task in tasks:
-            done(*draw(task, svg))
+    keys = {task.id: task.key() for task in tasks}
+    todo = []
+    for task in tasks:
+        cached = cache.load(task.home, task.id, keys[task.id], svg=svg)
+        if cached is not None:
+            done(task.id, cached, [])
+        else:
+            todo.append(task)
+    drawn: list[str] = []
+
+    def drew(fig_id: str, rendered: Rendered | None, found: list[Problem]) -> None:
+        done(fig_id, rendered, found)
+        drawn.append(fig_id)
+
+    if jobs <= 1 or len(todo) < PARALLEL_MIN_FIGURES:
+        for task in todo:
+            drew(*draw(task, svg))
     else:
         # Spawned, not forked, for the reason `suite._run_parallel` gives: polars' threads.
-        pool = workers.pool(jobs)
+        pool = workers.pool(min(jobs, len(todo)))
         with workers.stopping(pool):
             # Longest first, so that no long figure starts last while the other workers idle.
             with workers.single_threaded_polars(), workers.spawning():
                 pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
-                    pool.submit(workers.job, draw, t, svg) for t in sorted(tasks, key=_cost, reverse=True)
+                    pool.submit(workers.job, draw, t, svg) for t in sorted(todo, key=_cost, reverse=True)
                 }
             while pending:
                 # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
                 finished, pending = wait(pending, timeout=workers.WAKE_S, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    done(*fut.result())
+                    drew(*fut.result())
         pool.shutdown()
+    by_id = {task.id: task for task in todo}
+    for fig_id in drawn:
+        rendered, found = results[fig_id]
+        if rendered is not None and not found:
+            cache.store(by_id[fig_id].home, fig_id, keys[fig_id], rendered)
     out: dict[str, Rendered] = {}
     for task in tasks:
         rendered, found = results[task.id]

@@ -9,6 +9,7 @@ needed the missing part, and says so.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,12 +58,15 @@ class Source:
 
 @dataclass(frozen=True)
 class Run:
-    """One run folder with a readable `summary.json`; `missing` names the expected files it lacks."""
+    """One run folder with a readable `summary.json`; `missing` names the expected files it lacks;
+    `digest` is the SHA-256 of the summary's bytes, which record every trace file's SHA-256: what
+    the run's figures are cached by (`rtcbench.report.cache`)."""
 
     path: Path
     source: Source
     summary: dict[str, Any]
     missing: tuple[str, ...] = field(default=())
+    digest: str = ""
 
     @property
     def scenario(self) -> str:
@@ -140,7 +144,12 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
                 problems.append(
                     Problem(str(folder), f"missing {', '.join(missing)}; what needs it is left out")
                 )
-            runs.append(Run(folder, source, summary, missing))
+            try:
+                digest = hashlib.sha256((folder / "summary.json").read_bytes()).hexdigest()
+            except OSError as e:
+                problems.append(Problem(str(folder), f"summary.json unreadable ({e}); the run is left out"))
+                continue
+            runs.append(Run(folder, source, summary, missing, digest))
     return runs
 
 
