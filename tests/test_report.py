@@ -268,6 +268,21 @@ def test_figures_are_exported_as_png_and_svg_with_stable_names(
     assert base64.b64decode(dom.images[f].split(",", 1)[1]) == (figures / f"{f}.png").read_bytes()
 
 
+def test_the_scorecard_has_a_column_per_criterion_and_colours_by_the_share_passed(
+    suite: Path, report: tuple[Path, Path, str]
+) -> None:
+    text = report[0].read_text(encoding="utf-8")
+    controllers = text.split('id="tbl-score-controllers"', 1)[1].split("</table>", 1)[0]
+    for criterion in ("delay", "loss", "startup", "stability", "self-fairness", "tcp-share"):
+        assert f"<th>{criterion} (" in controllers, criterion
+    matrix = text.split('id="tbl-score-matrix"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'<td class="share-(\d)" title="(\d+) passed[^"]*">(\d+)/(\d+)</td>', matrix)
+    assert len(cells) == len(case_folders(suite)) * len(CONTROLLERS)
+    for level, passed, shown, applicable in cells:
+        share = int(passed) / int(applicable)
+        assert passed == shown and int(level) == sum(share >= step for step in (0.25, 0.5, 0.75, 1.0))
+
+
 def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> None:
     a = build_report([suite], tmp_path / "a.html", run_figures="none", jobs=1, command="same")
     b = build_report([suite], tmp_path / "b.html", run_figures="none", jobs=1, command="same")

@@ -473,8 +473,8 @@ def build_report(
     score_tables: list[tb.Table] = []
     if scores.height:
         score_tables = [
-            tb.score_matrix("tbl-score-matrix", scores, sc.matrix(scores), series_labels),
-            tb.score_per_controller("tbl-score-controllers", sc.per_controller(scores)),
+            tb.score_matrix("tbl-score-matrix", scores, series_labels),
+            tb.score_per_controller("tbl-score-controllers", scores, series_labels),
             tb.score_details("tbl-score-details", scores),
         ]
     comparison = _comparison(dirs, names, problems)
