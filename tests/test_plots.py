@@ -210,4 +210,6 @@ def test_cdf_and_box_figures_take_any_number_of_series() -> None:
     ]
     box = repetitions_figure(panels, ["gcc", "nada"], "box")
     assert [ax.get_title() for ax in box.axes] == ["utilisation", "loss"]
+    # One box: nada's single run is a dot, with no box and no mean beside it.
+    assert len(box.axes[0].patches) == 1
     assert_rendered(box)

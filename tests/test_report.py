@@ -1,10 +1,11 @@
 """`rtcbench report`: the HTML page as a person meets it (opened in headless Chromium, offline),
 its size and what it embeds, its figure cache (also on read-only results), its figures exported
-for papers, folders with missing or broken results, determinism, and the hook for
-`rtcbench.compare`.
+for papers, folders with missing or broken results, determinism, the order and statistics of
+cases, and the hook for `rtcbench.compare`.
 
 The results are a small suite made once per session: two test cases × two controllers × two
-seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out.
+seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out; and, for one
+repetition and the order of variants, one case in two variants × two controllers × one seed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rtcbench.cli import app
 from rtcbench.plots import Rendered
 from rtcbench.report import Problem, build_report, figures
 from rtcbench.report.cache import CACHE_DIR
+from rtcbench.report.runs import natural_key
 
 sys.path.insert(0, str(Path(__file__).parent))
 import chromium
@@ -66,6 +68,22 @@ def _suite(root: str) -> Path:
 @pytest.fixture(scope="session")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _suite(str(tmp_path_factory.mktemp("report-suite")))
+
+
+VARIANTS = ("delay=100ms", "delay=50ms")
+"""Listed in text order, which is not the order of their values."""
+
+
+@pytest.fixture(scope="session")
+def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One repetition: rfc8867-5.1 at 100 ms and 50 ms, gcc and nada, seed 1."""
+    out = tmp_path_factory.mktemp("report-single")
+    for delay in VARIANTS:
+        for cc in CONTROLLERS:
+            rtcbench.run(
+                "rfc8867-5.1", cc, 1, out, (delay, "mechanism=link-rate", "duration=20s"), figure=False
+            )
+    return out
 
 
 def fresh_copy(root: Path, where: Path) -> Path:
@@ -433,6 +451,28 @@ def test_read_only_results_are_reported_without_writing_to_them(suite: Path, tmp
     assert _tree(root) == before
 
 
+def test_one_repetition_shows_values_and_variants_come_in_order(single: Path, tmp_path: Path) -> None:
+    assert [k for k in sorted(["rate=10Mbps", "rate=2.5Mbps", "rate=1Mbps"], key=natural_key)] == [
+        "rate=1Mbps",
+        "rate=2.5Mbps",
+        "rate=10Mbps",
+    ]
+    result = build_report([single], tmp_path / "one.html", jobs=1)
+    text = result.path.read_text(encoding="utf-8")
+    cases = re.findall(r'<section class="case" id="case--([^"]+)"', text)
+    # 50 ms before 100 ms, in the cases and in the runs.
+    by_delay = sorted(case_folders(single), key=lambda c: int(re.findall(r"delay-(\d+)ms", c)[0]))
+    assert cases == by_delay and "delay-50ms" in by_delay[0]
+    runs = re.findall(r'<details class="run" id="run--([^"]+)"', text)
+    assert runs[0].startswith(by_delay[0]) and runs[-1].startswith(by_delay[1])
+    # One run per controller: values, no box plots and no intervals.
+    assert sorted(Page(text).figures) == sorted(f"{kind}--{c}" for c in cases for kind in ("time", "cdf"))
+    for c in cases:
+        table = text.split(f'id="tbl-case--{c}"', 1)[1].split("</table>", 1)[0]
+        assert "1 repetition: values, no interval" in table
+        assert "[" not in table.split("<tbody>", 1)[1] and "95 %" not in table
+
+
 def _damage(root: Path) -> dict[str, Path]:
     """Breaks a copy of the suite in five ways, one run each; returns what was broken where."""
     runs = run_folders(root)
@@ -478,9 +518,9 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert "problems" in page.sections
     assert len(page.problems) == 5
     assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
-    # The rest is there: 4 of 8 runs, every case's figures. Where a first seed is left out, the
-    # next seed is drawn over time.
-    assert set(page.figures) == expected_figures(suite)
+    # The rest is there: 4 of 8 runs, one per controller and case, so no box plots; every case over
+    # time and its CDF. Where a first seed is left out, the next seed is drawn over time.
+    assert set(page.figures) == {f"{kind}--{c}" for c in case_folders(suite) for kind in ("time", "cdf")}
     assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 4
     for k in ("timeseries", "json"):
         block = text.split(f'id="{_run_id(root, broken[k].with_name("seed-2"))}"', 1)[1].split("</details>")[
@@ -497,7 +537,7 @@ def test_a_single_run_folder(suite: Path, tmp_path: Path) -> None:
     result = build_report([target], jobs=1)
     assert result.path == target / "report.html" and result.runs == 1 and result.problems == ()
     page = Page(result.path.read_text(encoding="utf-8"))
-    assert len(page.figures) == 3  # the run over time, its case's CDF and box plots
+    assert len(page.figures) == 2  # the run over time and its CDF: no box plots of one run
     assert set(result.figures) == set(page.figures)
     assert set(result.tables) == set(page.tables)
 

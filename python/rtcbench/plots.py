@@ -545,7 +545,8 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
     """Box plots over repetitions, one panel per metric and one box per label, as seed 001 §5.2
     draws utilisation, latency, responsiveness and loss: box from the first to the third quartile,
     median line, whiskers to the furthest run within 1.5 IQR, every run as a dot, and beside each
-    box the mean with its 95 % confidence interval (diamond and bar)."""
+    box the mean with its 95 % confidence interval (diamond and bar). A label with one run shows
+    its dot alone."""
     colors = _series_colors(labels)
     # Two panels a row: the figure is as wide as the CDF beside it in the report.
     cols = min(2, max(1, len(panels)))
@@ -566,18 +567,21 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
             data = [np.asarray(panel.values.get(label, ()), dtype=float) for label in labels]
             data = [d[np.isfinite(d)] for d in data]
             present = [i for i, d in enumerate(data) if d.size]
-            if present:
+            # A box and a mean need repetitions: a label with one run has its dot only.
+            boxed = [i for i in present if data[i].size > 1]
+            if boxed:
                 box = ax.boxplot(
-                    [data[i] for i in present],
-                    positions=positions[present],
+                    [data[i] for i in boxed],
+                    positions=positions[boxed],
                     widths=0.45,
                     showfliers=False,
                     patch_artist=True,
                     medianprops={"color": "#000000", "linewidth": 1.2},
                 )
-                for i, patch in zip(present, box["boxes"], strict=True):
+                for i, patch in zip(boxed, box["boxes"], strict=True):
                     patch.set_facecolor(colors[labels[i]])
                     patch.set_alpha(0.35)
+            if present:
                 for i in present:
                     d = data[i]
                     # Runs as dots, spread evenly across the box (no random jitter: same figure,
@@ -597,7 +601,7 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
                             capsize=3,
                             lw=1.0,
                         )
-                    else:
+                    elif d.size > 1:
                         ax.plot(positions[i] + 0.33, mean, "D", ms=4, color="#333333")
             else:
                 ax.text(0.5, 0.5, "n/a", transform=ax.transAxes, ha="center", va="center", color="#777777")

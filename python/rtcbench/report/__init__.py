@@ -10,8 +10,8 @@ Its sections (`docs/report.md`):
 - Cases: per test case and variant, across controllers and repetitions: the time figure of each
   controller's first seed side by side (rates against capacity and target, queuing delay, loss,
   frame rate, competing traffic), queuing-delay CDFs (seed 002), box plots of utilisation,
-  latency, responsiveness and loss with 95 % confidence intervals of the mean (seed 001 §5.2),
-  and their table.
+  latency, responsiveness and loss with 95 % confidence intervals of the mean (seed 001 §5.2)
+  where there are repetitions, and their table.
 - Runs: per run, seed 000's per-phase tables (Tables 6.1-6.3), and on request its own time figure.
 - Provenance: the commands and versions that produced the results, and the report's own.
 
@@ -59,6 +59,7 @@ from rtcbench.report.runs import (
     Run,
     Source,
     find_runs,
+    natural_key,
     slug,
     source_labels,
     video_flows,
@@ -251,8 +252,9 @@ TIME_CAPTION = (
 BOX_CAPTION = (
     "Box plots over repetitions (seed 001 §5.2): one dot per run; box from the first to the third "
     "quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and its 95 % bootstrap "
-    "confidence interval. Utilisation = receive rate / capacity of the video flows; latency = their "
-    "queuing-delay p95; responsiveness = the scorecard's {kind}; loss = dropped / sent."
+    "confidence interval (a controller with one run has its dot only). Utilisation = receive rate / "
+    "capacity of the video flows; latency = their queuing-delay p95; responsiveness = the "
+    "scorecard's {kind}; loss = dropped / sent."
 )
 CDF_CAPTION = (
     "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video packet "
@@ -269,14 +271,14 @@ def _cases(
     time_figures: bool,
 ) -> tuple[list[CaseBlock], list[FigureTask], dict[str, tuple[str, str]], set[Path]]:
     """Per case: its table, and the tasks of its figures (with their captions): the first seeds
-    over time (with `time_figures`), the queuing-delay CDF, and box plots over repetitions. Also
-    the runs the time figures draw."""
+    over time (with `time_figures`), the queuing-delay CDF, and box plots where some controller
+    has repetitions. Also the runs the time figures draw."""
     blocks: list[CaseBlock] = []
     tasks: list[FigureTask] = []
     captions: dict[str, tuple[str, str]] = {}
     drawn: set[Path] = set()
     by_case: dict[tuple[str, str], list[Run]] = {}
-    for run in runs:  # in report order
+    for run in runs:  # in report order: cases and variants in natural order
         by_case.setdefault(run.case, []).append(run)
     for (scenario, variant), members in by_case.items():
         cid = _case_id(scenario, variant)
@@ -344,25 +346,26 @@ def _cases(
             CdfTask(cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series), home)
         )
         captions[cdf_id] = ("cdf", CDF_CAPTION)
-        panels = []
-        for m in tb.METRICS:
-            per_label = {
-                label: [float(x) for v in vals if (x := v[m.key]) is not None]
-                for label, vals in values.items()
-            }
-            panels.append(
-                BoxPanel(
-                    title=kind if m.key == "responsiveness_s" else m.title,
-                    ylabel=m.unit,
-                    values=per_label,
-                    ci={k: mean_ci(v) for k, v in per_label.items()},
+        if repeated:
+            panels = []
+            for m in tb.METRICS:
+                per_label = {
+                    label: [float(x) for v in vals if (x := v[m.key]) is not None]
+                    for label, vals in values.items()
+                }
+                panels.append(
+                    BoxPanel(
+                        title=kind if m.key == "responsiveness_s" else m.title,
+                        ylabel=m.unit,
+                        values=per_label,
+                        ci={k: mean_ci(v) for k, v in per_label.items()},
+                    )
                 )
+            box_id = f"box--{cid}"
+            tasks.append(
+                BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels), home)
             )
-        box_id = f"box--{cid}"
-        tasks.append(
-            BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels), home)
-        )
-        captions[box_id] = ("box", BOX_CAPTION.format(kind=kind))
+            captions[box_id] = ("box", BOX_CAPTION.format(kind=kind))
         blocks.append(CaseBlock(cid, scenario, variant, table, [], notes))
     return blocks, tasks, captions, drawn
 
@@ -404,9 +407,9 @@ def build_report(
     if not runs:
         first = f": {problems[0]}" if problems else ""
         raise NoRuns(f"no run could be read under {', '.join(map(str, dirs))}{first}; no report was written")
-    runs.sort(key=lambda r: (r.scenario, r.variant, r.source.label, r.controller, r.seed, str(r.path)))
+    runs.sort(key=Run.order)
     series = {r.path: f"{r.source.label}/{r.controller}" if several else r.controller for r in runs}
-    series_labels = sorted(set(series.values()))
+    series_labels = sorted(set(series.values()), key=natural_key)
 
     scores, by_run = _scores(runs, series, problems)
     cases, tasks, captions, in_case_figure = _cases(

@@ -24,6 +24,7 @@ __all__ = [
     "Run",
     "Source",
     "find_runs",
+    "natural_key",
     "slug",
     "source_labels",
     "video_flows",
@@ -92,6 +93,14 @@ class Run:
     def has(self, name: str) -> bool:
         return name not in self.missing
 
+    def order(self) -> tuple[Any, ...]:
+        """Where the run comes in the report: by case, variant (`natural_key`), folder, controller
+        and seed."""
+        return (
+            natural_key(self.scenario), natural_key(self.variant), self.source.label, self.controller,
+            self.seed, str(self.path),
+        )  # fmt: skip
+
     def title(self) -> str:
         variant = f" [{self.variant}]" if self.variant else ""
         return f"{self.scenario}{variant} · {self.controller} · seed {self.seed}"
@@ -102,6 +111,19 @@ def slug(text: str) -> str:
     and an HTML id, and stable."""
     out = re.sub(r"[^A-Za-z0-9._@-]+", "-", text).strip("-")
     return out or "-"
+
+
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, float, str], ...]:
+    """A sort key that compares the numbers inside `text` as numbers, so variants come in the order
+    of their values: "50ms" before "100ms", "1Mbps" before "2.5Mbps" before "10Mbps"."""
+    return tuple(
+        (0, float(part), "") if i % 2 else (1, 0.0, part)
+        for i, part in enumerate(_NUMBER.split(text))
+        if part
+    )
 
 
 def source_labels(paths: list[Path]) -> list[str]:

@@ -16,7 +16,7 @@ import polars as pl
 
 from rtcbench.metrics import MEDIA_KINDS, VIDEO, mean_ci
 from rtcbench.plots import shown_flows
-from rtcbench.report.runs import Run, video_flows
+from rtcbench.report.runs import Run, natural_key, video_flows
 
 __all__ = [
     "METRICS",
@@ -273,7 +273,7 @@ def _mean_with_ci(values: Sequence[float | None], digits: int) -> Cell:
     mean = sum(present) / len(present)
     ci = mean_ci(present)
     if ci is None:
-        return Cell(f"{mean:.{digits}f}", title=f"one run: no interval (n={len(present)})", cls="num")
+        return Cell(f"{mean:.{digits}f}", title="one run: its value, no interval", cls="num")
     return Cell(
         f"{mean:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]",
         title=f"mean of {len(present)} runs; 95 % bootstrap interval of the mean",
@@ -281,10 +281,15 @@ def _mean_with_ci(values: Sequence[float | None], digits: int) -> Cell:
     )
 
 
+SINGLE_REPETITION = "1 repetition: values, no interval"
+
+
 def case_table(
     table_id: str, values: Mapping[str, Sequence[Mapping[str, float | None]]], responsiveness: str
 ) -> Table:
-    """Per label (controller): runs, then mean [95 % CI] of each of `METRICS` over its runs."""
+    """Per label (controller): runs, then mean [95 % CI] of each of `METRICS` over its runs; with
+    one run per label, the values alone (`SINGLE_REPETITION`): an interval needs repetitions."""
+    single = all(len(runs) <= 1 for runs in values.values())
     header = (
         "controller",
         "runs",
@@ -299,18 +304,26 @@ def case_table(
                 *(_mean_with_ci([r[m.key] for r in runs], m.digits) for m in METRICS),
             )
         )
+    measured = (
+        "Per run: the video flows' utilisation, queuing-delay p95 and loss over the whole run "
+        f"(docs/metrics.md); responsiveness is the scorecard's {responsiveness} (docs/scorecard.md)."
+    )
+    if single:
+        caption = f"Per controller ({SINGLE_REPETITION})"
+        note = measured + " Run the suite with --reps 3 or more for box plots and confidence intervals."
+    else:
+        caption = "Mean over repetitions [95 % confidence interval of the mean, bootstrap]"
+        note = measured + (
+            " Intervals: percentile bootstrap, 10 000 resamples, fixed seed; with few repetitions "
+            "they are narrower than the truth."
+        )
     return Table(
         id=table_id,
         kind="case",
-        caption="Mean over repetitions [95 % confidence interval of the mean, bootstrap]",
+        caption=caption,
         header=header,
         rows=tuple(rows),
-        note=(
-            "Per run: the video flows' utilisation, queuing-delay p95 and loss over the whole run "
-            f"(docs/metrics.md); responsiveness is the scorecard's {responsiveness} "
-            "(docs/scorecard.md). Intervals: percentile bootstrap, 10 000 resamples, fixed seed; "
-            "with few repetitions they are narrower than the truth."
-        ),
+        note=note,
     )
 
 
@@ -388,7 +401,7 @@ def score_matrix(table_id: str, scores: pl.DataFrame, labels: Sequence[str]) -> 
     """Test case × controller: checks passed out of those that apply, coloured by that share; the
     hover text lists every check that did not pass, with its value and thresholds."""
     rows = []
-    for scenario in sorted(set(scores["scenario"])):
+    for scenario in sorted(set(scores["scenario"]), key=natural_key):
         of_case = scores.filter(pl.col("scenario") == scenario)
         cells = [Cell(scenario)]
         for label in labels:
