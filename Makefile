@@ -75,6 +75,7 @@ bench: build-release
 	$(BIN)/python benches/python_controller.py
 	$(BIN)/python benches/env_steps.py
 	$(BIN)/python benches/suite_timing.py
+	$(BIN)/python benches/report_timing.py
 	$(BIN)/python benches/memory.py
 	$(BIN)/python benches/instructions.py
 

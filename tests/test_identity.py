@@ -167,3 +167,17 @@ def test_controller_folders_are_one_safe_component(name: str) -> None:
     folder = controller_folder(name)
     assert ":" not in folder and "/" not in folder and "<" not in folder
     assert controller_folder("gcc-draft") == "gcc-draft"
+
+
+def test_the_report_does_not_pool_two_configurations_of_one_variant(tmp_path: Path) -> None:
+    from rtcbench.report.runs import Source, find_runs
+
+    out = tmp_path / "out"
+    for duration in ("3s", "4s"):
+        rtcbench.run("seed001-staircase", "fixed", out=out, sets=[f"duration={duration}"], figure=False)
+    problems: list[object] = []
+    runs = find_runs([Source(out, "out")], problems)  # type: ignore[arg-type]
+    assert problems == [] and len(runs) == 2
+    # Same scenario and variant names, two configurations: two cases, each marked.
+    assert len({r.case for r in runs}) == 2
+    assert all(r.variant.startswith("#") and len(r.config) == 8 for r in runs)

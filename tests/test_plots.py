@@ -1,4 +1,5 @@
-"""Tests of rtcbench.plots: the run figure is written for full and for sparse tables."""
+"""Tests of rtcbench.plots: the run figure is written for full and for sparse tables, names what it
+draws as the scenario does, and is the one figure of both `rtcbench run` and the report."""
 
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ from types import ModuleType
 import numpy as np
 import polars as pl
 import pytest
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+import rtcbench
+from rtcbench import plots
+from rtcbench.measure import figure_tables
 from rtcbench.metrics import Tables, timeseries
 from rtcbench.plots import (
     BoxPanel,
+    RunColumn,
     plot_run,
     qdelay_cdf_figure,
     render,
     repetitions_figure,
-    run_report_figure,
+    run_figure,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -95,32 +102,95 @@ def test_plot_run_is_fast_for_a_100_s_run(tmp_path: Path) -> None:
 
 def assert_rendered(fig: Figure) -> None:
     r = render(fig)
-    assert r.png.startswith(PNG_MAGIC) and len(r.png) > 5_000
-    root = ET.fromstring(r.svg)
+    assert r.png.startswith(PNG_MAGIC) and len(r.png) > 2_000
+    assert r.svg is None  # SVG only on request
+    with_svg = render(fig, svg=True)
+    assert with_svg.png == r.png and with_svg.svg is not None
+    root = ET.fromstring(with_svg.svg)
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     # Same figure, same bytes: no date, no random ids.
-    again = render(fig)
-    assert (again.png, again.svg) == (r.png, r.svg)
+    again = render(fig, svg=True)
+    assert (again.png, again.svg) == (with_svg.png, with_svg.svg)
 
 
-def test_the_report_figure_of_a_run_draws_from_the_time_series() -> None:
+def test_the_run_figure_draws_from_the_time_series() -> None:
     t: Tables = B.two_phase()
-    # No packets: the report's figure reads the time series, links, controller and frames only.
+    # No packets: the figure reads the time series, links, controller and frames only.
     empty = pl.DataFrame()
     bare = Tables(empty, t.frames, t.controller, t.links, empty, t.meta)
-    fig = run_report_figure(bare, timeseries(t), "report figure")
-    titles = [ax.get_title() for ax in fig.axes]
-    assert len(titles) == 4 and titles[3].startswith("(d) video frames")
+    fig = run_figure([RunColumn("", bare, timeseries(t))], "report figure")
+    assert "(d) video frames" in " ".join(text.get_text() for text in fig.texts)
     assert_rendered(fig)
 
 
-def test_the_report_figure_without_video_has_three_panels() -> None:
+def test_the_run_figure_without_video_has_three_panels() -> None:
     meta = B.make_meta(5.0, [])
     empty = pl.DataFrame()
     t = Tables(empty, empty, empty, empty, empty, meta)
-    fig = run_report_figure(t, timeseries(t), "nothing")
+    fig = run_figure([RunColumn("", t, timeseries(t))], "nothing")
     assert len(fig.axes) == 3
     assert_rendered(fig)
+
+
+@pytest.fixture(scope="module")
+def competing() -> rtcbench.RunResult:
+    """RFC 8867 §5.6, shortened: call S1 against a TCP flow named S_tcp."""
+    return rtcbench.run("rfc8867-5.6", "gcc", 1, None, ("queue=300ms", "tcp_cc=cubic", "duration=20s"))[0]
+
+
+def _legend(fig: Figure) -> list[str]:
+    legends = [*fig.legends, *(legend for ax in fig.axes if (legend := ax.get_legend()) is not None)]
+    return [text.get_text() for legend in legends for text in legend.get_texts()]
+
+
+def test_the_legend_names_calls_and_flows_as_the_scenario_does(competing: rtcbench.RunResult) -> None:
+    fig = run_figure([RunColumn("", competing.tables, competing.timeseries)], "5.6")
+    labels = _legend(fig)
+    assert {"S1 target", "S1.video sent", "S1.audio sent", "TCP received"} <= set(labels), labels
+    assert not [label for label in labels if label.startswith("call")], labels
+
+
+def _height_axis(fig: Figure) -> Axes:
+    return next(ax for ax in fig.axes if ax.get_ylabel().endswith("height (px)"))
+
+
+@pytest.mark.parametrize("runs", [1, 4])
+def test_the_encoded_height_axis_is_inside_the_figure(competing: rtcbench.RunResult, runs: int) -> None:
+    """Panel (d)'s right axis, its tick labels and its label, are drawn, not cut off at the edge."""
+    columns = [
+        RunColumn(f"cc{i}" if runs > 1 else "", competing.tables, competing.timeseries) for i in range(runs)
+    ]
+    fig = run_figure(columns, "5.6")
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)
+    renderer = canvas.get_renderer()
+    fig.draw(renderer)
+    box = _height_axis(fig).get_tightbbox(renderer)
+    assert box is not None and box.x1 <= fig.bbox.x1 - 2, (box, fig.bbox)
+    assert _height_axis(fig).yaxis.label.get_window_extent(renderer).x1 <= fig.bbox.x1
+
+
+def test_runs_overview_is_the_report_figure_with_the_competing_tcp_flow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rtcbench run` draws overview.png with `run_figure`, the report's own figure, so a TCP
+    flow beside the call shows in both."""
+    drawn: list[Figure] = []
+    real = plots.run_figure
+
+    def spy(columns: list[RunColumn], title: str) -> Figure:
+        fig = real(columns, title)
+        drawn.append(fig)
+        return fig
+
+    monkeypatch.setattr(plots, "run_figure", spy)
+    result = rtcbench.run("rfc8867-5.6", "gcc", 1, tmp_path, ("queue=300ms", "tcp_cc=cubic", "duration=20s"))[
+        0
+    ]
+    assert result.path is not None
+    assert (result.path / "overview.png").read_bytes().startswith(PNG_MAGIC)
+    assert len(drawn) == 1
+    assert "TCP received" in _legend(drawn[0]) and "S1 target" in _legend(drawn[0])
 
 
 def test_cdf_and_box_figures_take_any_number_of_series() -> None:
@@ -141,4 +211,17 @@ def test_cdf_and_box_figures_take_any_number_of_series() -> None:
     ]
     box = repetitions_figure(panels, ["gcc", "nada"], "box")
     assert [ax.get_title() for ax in box.axes] == ["utilisation", "loss"]
+    # One box: nada's single run is a dot, with no box and no mean beside it.
+    assert len(box.axes[0].patches) == 1
     assert_rendered(box)
+
+
+def test_a_flow_is_drawn_while_it_runs_not_to_zero_after_it_stops(tmp_path: Path) -> None:
+    # RFC 8867 §5.1's call stops at 99 s of 100: its sending rate must not fall to 0 at the end.
+    (r,) = rtcbench.run("rfc8867-5.1", "gcc", out=tmp_path, sets=["delay=50ms", "mechanism=link-rate"])
+    assert r.path is not None
+    light, ts = figure_tables(r.path, r.summary["meta"])
+    fig = run_figure([RunColumn("", light, ts)], "t")
+    (sent,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "call0.video sent"]
+    x = sent.get_xdata()
+    assert max(x) < 99.0 and min(sent.get_ydata()) > 0.1  # Mbit/s, after the first window

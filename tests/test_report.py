@@ -1,17 +1,22 @@
 """`rtcbench report`: the HTML page as a person meets it (opened in headless Chromium, offline),
-its figures exported for papers, folders with missing or broken results, determinism, and the
-hook for `rtcbench.compare`.
+its size and what it embeds, its figure cache (also on read-only results), its figures exported
+for papers, folders with missing or broken results, determinism, the order and statistics of
+cases, and the hook for `rtcbench.compare`.
 
 The results are a small suite made once per session: two test cases × two controllers × two
-seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out.
+seeds, shortened with `--set duration=...`, as `rtcbench suite --out` lays them out; and, for one
+repetition and the order of variants, one case in two variants × two controllers × one seed.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import io
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import types
@@ -22,11 +27,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
 import rtcbench
 from rtcbench.cli import app
-from rtcbench.report import build_report
+from rtcbench.plots import Rendered
+from rtcbench.report import Problem, build_report, figures
+from rtcbench.report.cache import CACHE_DIR
+from rtcbench.report.runs import natural_key
 
 sys.path.insert(0, str(Path(__file__).parent))
 import chromium
@@ -61,6 +70,28 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _suite(str(tmp_path_factory.mktemp("report-suite")))
 
 
+VARIANTS = ("delay=100ms", "delay=50ms")
+"""Listed in text order, which is not the order of their values."""
+
+
+@pytest.fixture(scope="session")
+def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One repetition: rfc8867-5.1 at 100 ms and 50 ms, gcc and nada, seed 1."""
+    out = tmp_path_factory.mktemp("report-single")
+    for delay in VARIANTS:
+        for cc in CONTROLLERS:
+            rtcbench.run(
+                "rfc8867-5.1", cc, 1, out, (delay, "mechanism=link-rate", "duration=20s"), figure=False
+            )
+    return out
+
+
+def fresh_copy(root: Path, where: Path) -> Path:
+    """A copy of results without any report or figure cache."""
+    shutil.copytree(root, where, ignore=shutil.ignore_patterns(CACHE_DIR, "*.html"))
+    return where
+
+
 def run_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("summary.json"))
 
@@ -75,6 +106,7 @@ class Page(HTMLParser):
     def __init__(self, html: str) -> None:
         super().__init__()
         self.figures: dict[str, str] = {}  # id -> kind
+        self.images: dict[str, str] = {}  # figure id -> its <img src>
         self.tables: dict[str, str] = {}  # id -> kind
         self.urls: list[tuple[str, str, str]] = []  # (tag, attribute, value)
         self.links: dict[str, dict[str, str]] = {}  # figure id -> format -> href
@@ -94,6 +126,8 @@ class Page(HTMLParser):
             self._figure = a["data-figure"]
             self.figures[a["data-figure"]] = a.get("data-kind", "")
             assert a.get("id") == f"fig-{a['data-figure']}"
+        if tag == "img" and self._figure is not None:
+            self.images[self._figure] = a.get("src", "")
         if tag == "a" and self._figure is not None and "data-format" in a:
             self.links.setdefault(self._figure, {})[a["data-format"]] = a.get("href", "")
         if tag == "table" and "data-table" in a:
@@ -149,14 +183,9 @@ def report(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
 
 
 def expected_figures(root: Path) -> set[str]:
-    """From the folder layout alone: per case, its CDF and box plots; per case and controller,
-    the first seed's run figure."""
-    ids = set()
-    for case in case_folders(root):
-        ids |= {f"cdf--{case}", f"box--{case}"}
-        for cc in CONTROLLERS:
-            ids.add(f"run--{case}--{cc}--seed-{min(SEEDS)}")
-    return ids
+    """From the folder layout alone: per case, the controllers' first seeds over time, the CDF and
+    the box plots over repetitions."""
+    return {f"{kind}--{case}" for case in case_folders(root) for kind in ("time", "cdf", "box")}
 
 
 def expected_tables(root: Path) -> set[str]:
@@ -188,9 +217,11 @@ def test_the_report_opens_offline_in_chromium_with_every_figure_and_table(
     assert expected_tables(suite) <= set(dom.tables)
     assert {"provenance", "scorecard", "cases", "runs"} <= dom.sections
     assert "problems" not in dom.sections and "comparison" not in dom.sections
+    # The download links take their image's data once the script ran; no SVG in the page.
+    assert set(dom.links) == set(dom.figures)
     for fig, links in dom.links.items():
+        assert set(links) == {"png"} and links["png"] == dom.images[fig], fig
         assert links["png"].startswith("data:image/png;base64,"), fig
-        assert links["svg"].startswith("data:image/svg+xml;"), fig
     # The page was laid out: a screenshot of the whole page, many screens tall.
     assert page.screenshot is not None and page.screenshot.startswith(PNG_MAGIC)
     height = int.from_bytes(page.screenshot[20:24], "big")
@@ -220,7 +251,9 @@ def test_the_report_names_every_command_and_version(suite: Path, report: tuple[P
     assert "rtcbench report " in text and "--figures" in text
     # The runs were made from Python here, so their summaries recorded no command.
     assert "(not recorded: run from Python)  (8 runs)" in text
-    assert f"{rtcbench.__version__} (8 runs)" in text
+    # And the commit of this checkout they were made from (summary.json's provenance).
+    made = re.escape(rtcbench.__version__) + r" at [0-9a-f]{12}( \(uncommitted changes\))? \(8 runs\)"
+    assert re.search(made, text), "version and commit of the runs"
 
 
 def test_the_html_references_nothing_remote(report: tuple[Path, Path, str]) -> None:
@@ -249,10 +282,25 @@ def test_figures_are_exported_as_png_and_svg_with_stable_names(
         svg = ET.parse(figures / f"{f}.svg").getroot()
         assert svg.tag == "{http://www.w3.org/2000/svg}svg"
         assert len(list(svg.iter())) > 50
-    # The page's download links carry the same files.
+    # The page shows the same files.
     dom = Page(html.read_text(encoding="utf-8"))
-    f = f"run--{case_folders(suite)[0]}--gcc--seed-1"
-    assert base64.b64decode(dom.links[f]["png"].split(",", 1)[1]) == (figures / f"{f}.png").read_bytes()
+    f = f"time--{case_folders(suite)[0]}"
+    assert base64.b64decode(dom.images[f].split(",", 1)[1]) == (figures / f"{f}.png").read_bytes()
+
+
+def test_the_scorecard_has_a_column_per_criterion_and_colours_by_the_share_passed(
+    suite: Path, report: tuple[Path, Path, str]
+) -> None:
+    text = report[0].read_text(encoding="utf-8")
+    controllers = text.split('id="tbl-score-controllers"', 1)[1].split("</table>", 1)[0]
+    for criterion in ("delay", "loss", "startup", "stability", "self-fairness", "tcp-share"):
+        assert f"<th>{criterion} (" in controllers, criterion
+    matrix = text.split('id="tbl-score-matrix"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'<td class="share-(\d)" title="(\d+) passed[^"]*">(\d+)/(\d+)</td>', matrix)
+    assert len(cells) == len(case_folders(suite)) * len(CONTROLLERS)
+    for level, passed, shown, applicable in cells:
+        share = int(passed) / int(applicable)
+        assert passed == shown and int(level) == sum(share >= step for step in (0.25, 0.5, 0.75, 1.0))
 
 
 def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> None:
@@ -260,6 +308,171 @@ def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> N
     b = build_report([suite], tmp_path / "b.html", run_figures="none", jobs=1, command="same")
     assert a.path.read_bytes() == b.path.read_bytes()
     assert a.figures == b.figures and len(a.figures) == 2 * len(case_folders(suite))
+
+
+PAGE_BYTES_PER_RUN = 60_000
+"""The page's budget on the small suite (8 runs: the two cases over time, their CDFs and box
+plots, every run's tables): about 35 kB a run. With a figure per run, each embedded twice and its
+SVG beside it, it took about 180 kB a run."""
+
+
+def test_the_page_stays_small(suite: Path, report: tuple[Path, Path, str]) -> None:
+    size = report[0].stat().st_size
+    assert size < PAGE_BYTES_PER_RUN * len(run_folders(suite)), size
+
+
+def test_each_image_is_in_the_page_once_and_no_svg(suite: Path, report: tuple[Path, Path, str]) -> None:
+    text = report[0].read_text(encoding="utf-8")
+    page = Page(text)
+    images = re.findall(r"data:image/[a-z+]+[;,][^\"' )]+", text)
+    assert len(images) == len(set(images)) == len(page.figures) == len(expected_figures(suite))
+    assert all(i.startswith("data:image/png;base64,") for i in images)
+    assert "image/svg" not in text and "<svg" not in text
+
+
+def test_svg_is_drawn_only_on_request(suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[bool] = []
+    real = figures.draw
+
+    def spy(task: figures.FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
+        asked.append(svg)
+        return real(task, svg)
+
+    monkeypatch.setattr(figures, "draw", spy)
+    root = fresh_copy(suite, tmp_path / "s")
+    plain = build_report([root], tmp_path / "plain.html", jobs=1)
+    assert plain.figure_files == () and asked and not any(asked)
+    # With --figures, the SVG is drawn (the cache holds PNG only) and written beside the PNG.
+    asked.clear()
+    files = build_report([root], tmp_path / "files.html", jobs=1, figures=tmp_path / "figs").figure_files
+    assert asked and all(asked)
+    assert sorted(p.suffix for p in files) == sorted([".png", ".svg"] * len(asked))
+
+
+def _cache_files(root: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in sorted(root.rglob(f"{CACHE_DIR}/*"))}
+
+
+def test_a_second_report_draws_nothing(suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = fresh_copy(suite, tmp_path / "s")
+    first = build_report([root], tmp_path / "a.html", jobs=1, command="same")
+    cached = _cache_files(root)
+    # One PNG per figure, each in a hidden folder of one of the runs it shows.
+    assert len(cached) == len(first.figures) == len(expected_figures(suite))
+    assert {p.parent.parent for p in cached} <= set(run_folders(root))
+
+    def no_drawing(task: figures.FigureTask, svg: bool = False) -> None:
+        raise AssertionError(f"{task.id} was drawn again")
+
+    monkeypatch.setattr(figures, "draw", no_drawing)
+    second = build_report([root], tmp_path / "b.html", jobs=1, command="same")
+    assert second.path.read_bytes() == first.path.read_bytes()
+    assert _cache_files(root) == cached
+    # A run written again (its summary changed): its case's figures drawn from its files are
+    # drawn again, and replace their old entries; its box plots show the same values and the
+    # other case's figures show other runs, so they come from the cache.
+    monkeypatch.undo()
+    drawn: list[str] = []
+    real = figures.draw
+
+    def spy(task: figures.FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
+        drawn.append(task.id)
+        return real(task, svg)
+
+    monkeypatch.setattr(figures, "draw", spy)
+    changed = run_folders(root)[0]
+    summary = changed / "summary.json"
+    summary.write_text(
+        summary.read_text(encoding="utf-8").replace('"wall_s": ', '"wall_s": 1'), encoding="utf-8"
+    )
+    build_report([root], tmp_path / "c.html", jobs=1, command="same")
+    case = changed.relative_to(root).parts[0]
+    assert sorted(drawn) == [f"cdf--{case}", f"time--{case}"]
+    assert len(_cache_files(root)) == len(cached)
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def _read_only_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`rtcbench ARGS` with `root` read-only: a read-only bind mount of it for root (whom file
+    modes do not stop), its files' and folders' write bits cleared for anyone else."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [root, *root.rglob("*")]}
+        for p, mode in modes.items():
+            p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        try:
+            return cli(*args)
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+    if shutil.which("unshare") is None:
+        pytest.skip("running as root without unshare: cannot make a read-only folder")
+    script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+    out = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script, "sh", str(root), *RTCBENCH, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0 and re.match(r"(unshare|mount):", out.stderr):
+        pytest.skip(f"running as root, and cannot mount a read-only folder: {out.stderr.strip()}")
+    return out
+
+
+def _marker_png() -> bytes:
+    data = io.BytesIO()
+    Image.new("RGB", (3, 2), (255, 0, 255)).save(data, format="PNG")
+    return data.getvalue()
+
+
+def test_read_only_results_are_reported_without_writing_to_them(suite: Path, tmp_path: Path) -> None:
+    root = fresh_copy(suite, tmp_path / "archive")
+    before = _tree(root)
+    html = tmp_path / "a.html"
+    out = _read_only_cli(root, "report", str(root), "--out", str(html), "--jobs", "1")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert set(Page(html.read_text(encoding="utf-8")).figures) == expected_figures(suite)
+    assert _tree(root) == before  # no cache either
+    # A cache made while the folder could be written is read from the read-only folder: here
+    # every entry is replaced by a marker image, which the page then shows.
+    build_report([root], tmp_path / "w.html", jobs=1)
+    entries = sorted(root.rglob(f"{CACHE_DIR}/*.png"))
+    assert len(entries) == len(expected_figures(suite))
+    marker = _marker_png()
+    for entry in entries:
+        entry.write_bytes(marker)
+    before = _tree(root)
+    html = tmp_path / "b.html"
+    out = _read_only_cli(root, "report", str(root), "--out", str(html), "--jobs", "1")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    images = Page(html.read_text(encoding="utf-8")).images
+    assert len(images) == len(entries)
+    assert all(base64.b64decode(src.split(",", 1)[1]) == marker for src in images.values())
+    assert _tree(root) == before
+
+
+def test_one_repetition_shows_values_and_variants_come_in_order(single: Path, tmp_path: Path) -> None:
+    assert [k for k in sorted(["rate=10Mbps", "rate=2.5Mbps", "rate=1Mbps"], key=natural_key)] == [
+        "rate=1Mbps",
+        "rate=2.5Mbps",
+        "rate=10Mbps",
+    ]
+    result = build_report([single], tmp_path / "one.html", jobs=1)
+    text = result.path.read_text(encoding="utf-8")
+    cases = re.findall(r'<section class="case" id="case--([^"]+)"', text)
+    # 50 ms before 100 ms, in the cases and in the runs.
+    by_delay = sorted(case_folders(single), key=lambda c: int(re.findall(r"delay-(\d+)ms", c)[0]))
+    assert cases == by_delay and "delay-50ms" in by_delay[0]
+    runs = re.findall(r'<details class="run" id="run--([^"]+)"', text)
+    assert runs[0].startswith(by_delay[0]) and runs[-1].startswith(by_delay[1])
+    # One run per controller: values, no box plots and no intervals.
+    assert sorted(Page(text).figures) == sorted(f"{kind}--{c}" for c in cases for kind in ("time", "cdf"))
+    for c in cases:
+        table = text.split(f'id="tbl-case--{c}"', 1)[1].split("</table>", 1)[0]
+        assert "1 repetition: values, no interval" in table
+        assert "[" not in table.split("<tbody>", 1)[1] and "95 %" not in table
 
 
 def _damage(root: Path) -> dict[str, Path]:
@@ -282,7 +495,9 @@ def _damage(root: Path) -> dict[str, Path]:
 
 
 def _run_id(root: Path, run: Path) -> str:
-    return "run--" + "--".join(run.relative_to(root).parts)
+    """The report's id of a run: its case, controller and seed folders (not the run key)."""
+    case, controller, *_ = run.relative_to(root).parts
+    return f"run--{case}--{controller}--{run.name}"
 
 
 def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Path, tmp_path: Path) -> None:
@@ -307,14 +522,15 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert "problems" in page.sections
     assert len(page.problems) == 5
     assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
-    # The rest is there: 4 of 8 runs, every case's figures, and the first seed's run figures; where
-    # a first seed is left out, the next seed is the first of its controller.
-    ids = {p for p in page.figures if p.startswith("run--")}
-    lost = {_run_id(root, broken["timeseries"]), _run_id(root, broken["json"])}
-    next_seeds = {_run_id(root, broken[k].with_name("seed-2")) for k in ("timeseries", "json")}
-    assert ids == {f for f in expected_figures(suite) if f.startswith("run--")} - lost | next_seeds
-    assert {f"cdf--{c}" for c in case_folders(suite)} <= set(page.figures)
+    # The rest is there: 4 of 8 runs, one per controller and case, so no box plots; every case over
+    # time and its CDF. Where a first seed is left out, the next seed is drawn over time.
+    assert set(page.figures) == {f"{kind}--{c}" for c in case_folders(suite) for kind in ("time", "cdf")}
     assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 4
+    for k in ("timeseries", "json"):
+        block = text.split(f'id="{_run_id(root, broken[k].with_name("seed-2"))}"', 1)[1].split("</details>")[
+            0
+        ]
+        assert "Drawn over time in its case" in block
     # Written atomically: no temporary file is left beside it.
     assert sorted(p.name for p in html.parent.iterdir()) == ["partial.html"]
 
@@ -325,7 +541,7 @@ def test_a_single_run_folder(suite: Path, tmp_path: Path) -> None:
     result = build_report([target], jobs=1)
     assert result.path == target / "report.html" and result.runs == 1 and result.problems == ()
     page = Page(result.path.read_text(encoding="utf-8"))
-    assert len(page.figures) == 3  # the run, its case's CDF and box plots
+    assert len(page.figures) == 2  # the run over time and its CDF: no box plots of one run
     assert set(result.figures) == set(page.figures)
     assert set(result.tables) == set(page.tables)
 

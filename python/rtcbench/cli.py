@@ -729,13 +729,17 @@ def report_cmd(
         ),
     ] = None,
     figures: Annotated[
-        Path | None, typer.Option(help="Also write every figure into this folder as <id>.png and <id>.svg.")
+        Path | None,
+        typer.Option(
+            help="Also write every figure into this folder as <id>.png and <id>.svg (the page "
+            "embeds PNG only; SVG is drawn only with this option)."
+        ),
     ] = None,
     run_figures: Annotated[
         str,
         typer.Option(
-            help="Time figures for the first seed of each case, variant and controller (first), "
-            "every run (all) or none."
+            help="Time figures: per case, each controller's first seed side by side (first); that "
+            "and every run's own (all); or none."
         ),
     ] = "first",
     jobs: Annotated[

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import metrics
-from rtcbench.metrics import MEDIA_KINDS, Tables
+from rtcbench.metrics import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
 
 __all__ = ["BATCH_ROWS", "Measured", "figure_tables", "measure_folder", "measure_tables", "scatter_sample"]
 
@@ -44,7 +44,9 @@ categories: about 36 bytes a row."""
 _RATE_SCHEMA = {"flow": pl.Int32, "t_us": pl.Int64, "send_rate_bps": pl.Float64, "recv_rate_bps": pl.Float64}
 _RATE_COLUMNS = tuple(_RATE_SCHEMA)
 """What `metrics.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
-_FIGURE_TS_COLUMNS = ("t_us", "flow", "send_rate_bps", "recv_rate_bps", "qdelay_ms", "loss_ratio")
+_FIGURE_TS_COLUMNS = (
+    "t_us", "flow", "send_rate_bps", "recv_rate_bps", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ MAX_SCATTER = 20_000
 
 def scatter_sample(rows: pl.DataFrame) -> pl.DataFrame:
     """At most about `MAX_SCATTER` evenly spaced rows of one flow's per-packet delays: the dots of
-    the run figure's delay panel (`plots.plot_run`)."""
+    the run figure's delay panel (`plots.run_figure`)."""
     return rows.gather_every(max(1, -(-rows.height // MAX_SCATTER))) if rows.height else rows
 
 
@@ -172,18 +174,20 @@ def measure_folder(
 
 
 def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFrame]:
-    """What `plots.plot_run` draws a run from, read from its folder with only the columns and flows
-    it needs: the links, each call's target and the media flows' time series."""
-    media = [int(f["id"]) for f in meta["flows"] if f.get("kind") in MEDIA_KINDS]
+    """What `plots.run_figure` draws a run from, read from its folder with only the columns and
+    flows it needs: the links, each call's target, the video frames, and the time series of the
+    media and competing (TCP, CBR, UDP background) flows."""
+    shown = [int(f["id"]) for f in meta["flows"] if f.get("kind") in (*MEDIA_KINDS, *CROSS_KINDS)]
     ts = (
         pl.scan_parquet(folder / "timeseries.parquet")
         .select(_FIGURE_TS_COLUMNS)
-        .filter(pl.col("flow").is_in(media))
+        .filter(pl.col("flow").is_in(shown))
         .collect()
     )
+    video = [int(f["id"]) for f in meta["flows"] if f.get("kind") == VIDEO]
     t = Tables(
         packets=pl.DataFrame(),
-        frames=pl.DataFrame(),
+        frames=pl.scan_parquet(folder / "frames.parquet").filter(pl.col("flow").is_in(video)).collect(),
         controller=pl.scan_parquet(folder / "controller.parquet")
         .select("t_us", "call", "target_bps")
         .collect(),

@@ -1,14 +1,15 @@
 """Every figure rtcbench draws, from trace tables, time series and run summaries only.
 
-The standard figure of a run has three panels sharing the time axis, like the figures of the seed
-theses (Guerrero Viveros 2019 Fig. 6.2, Sjölund and Kevo 2022 Fig. 5.1; docs/references.md) and
-the "fine time granularity" views RFC 8867 §4.1 asks for: (a) rates against the bottleneck capacity
-and the controller's target, (b) queuing delay, (c) loss. The report (`rtcbench.report`) draws the
-same panels from the time series alone, with competing TCP/CBR traffic and a frame-rate panel added
-(`run_report_figure`), and compares controllers across repetitions: queuing-delay CDFs
-(De Cicco et al. 2013 slides) and box plots of per-run values (Sjölund and Kevo 2022 §5.2,
-`qdelay_cdf_figure`, `repetitions_figure`). All look choices live in `STYLE` and
-`PALETTE`, so every figure rtcbench draws looks the same.
+The time figure of runs (`run_figure`) is the one figure of a run over time, like the figures of
+the seed theses (Guerrero Viveros 2019 Fig. 6.2, Sjölund and Kevo 2022 Fig. 5.1; docs/references.md)
+and the "fine time granularity" views RFC 8867 §4.1 asks for: (a) rates against the bottleneck
+capacity and the calls' targets, with the competing TCP, CBR and UDP background traffic, (b)
+queuing delay, (c) loss, (d) frame rate and encoded height. `rtcbench run` writes it for one run
+as overview.png (`plot_run`); the report draws it for a case's controllers side by side. The
+report also compares controllers across repetitions: queuing-delay CDFs (De Cicco et al. 2013
+slides) and box plots of per-run values (Sjölund and Kevo 2022 §5.2, `qdelay_cdf_figure`,
+`repetitions_figure`). All look choices live in `STYLE` and `PALETTE`, so every figure rtcbench
+draws looks the same.
 
 Figures are built on a bare `Figure` with the Agg canvas: no pyplot, no global backend switch, no
 display, safe in worker processes and in notebooks that use another backend.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,11 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
 from rtcbench.measure import scatter_sample
-from rtcbench.metrics import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables, packet_delays
+from rtcbench.metrics import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables, active_span_us
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -43,18 +45,22 @@ __all__ = [
     "STYLE",
     "BoxPanel",
     "Rendered",
+    "RunColumn",
+    "is_background",
     "plot_run",
     "qdelay_cdf_figure",
     "render",
     "repetitions_figure",
-    "run_report_figure",
+    "run_figure",
     "shown_flows",
 ]
 
 STYLE: dict[RcKeyType, Any] = {
     "figure.figsize": (10.0, 8.0),
-    "figure.dpi": 120,
-    "savefig.dpi": 120,
+    # Line figures stay sharp at 90 dpi on screen (9 pt text is 11 px); 120 dpi made every PNG
+    # twice the pixels for no detail a reader of the page can use.
+    "figure.dpi": 90,
+    "savefig.dpi": 90,
     "font.size": 9,
     "axes.titlesize": 9,
     "axes.labelsize": 9,
@@ -66,6 +72,9 @@ STYLE: dict[RcKeyType, Any] = {
     "lines.linewidth": 1.2,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # Titles at a fixed height: placing them above tick labels costs a third of a figure's time.
+    "axes.titley": 1.0,
+    "axes.titlepad": 3.0,
 }
 """rcParams every rtcbench figure is drawn with."""
 
@@ -75,22 +84,21 @@ CAPACITY_COLOR = "#222222"
 CAPACITY_STYLES = ("-", "--", ":", "-.")
 """One line style per bottleneck link when media flows cross several."""
 CROSS_COLORS = {"tcp": "#7f7f7f", "cbr": "#bcbd22"}
-"""Competing traffic, one line per kind (all flows of the kind summed), in the report's figure."""
+"""Competing traffic, one line per kind (all flows of the kind summed)."""
+BACKGROUND_COLOR = "#9a9a9a"
+"""A link's UDP background flow (dash-dot), one line per link."""
 EXPORT_STYLE: dict[RcKeyType, Any] = {
     # Text stays text in SVG: smaller files, and editable when a figure goes into a paper.
     "svg.fonttype": "none",
     # Fixed ids inside the SVG, so the same figure gives the same bytes.
     "svg.hashsalt": "rtcbench",
     # Merge path vertices within 0.5 px of a straight line (default 1/9 px): invisible at the
-    # figures' 120 dpi, and a third fewer vertices in a 300 s run's SVG.
+    # figures' 90 dpi, and a third fewer vertices in a 300 s run's SVG.
     "path.simplify_threshold": 0.5,
 }
 """rcParams in force when a figure is saved as PNG and SVG (`render`)."""
 
-"""Per-packet points per flow in the delay panel; more adds ink and time, not information."""
 _US_PER_S = 1e6
-_HEADROOM = 1.3
-"""Top of each panel above its data, so the legend (upper left) does not hide the curves."""
 
 
 def _seconds(us: pl.Series) -> npt.NDArray[np.float64]:
@@ -102,8 +110,8 @@ def _values(s: pl.Series, scale: float = 1.0) -> npt.NDArray[np.float64]:
     return s.cast(pl.Float64).fill_null(np.nan).to_numpy() * scale
 
 
-def _media_flows(t: Tables) -> list[dict[str, Any]]:
-    return [f for f in t.meta["flows"] if f.get("kind") in MEDIA_KINDS]
+def _media_flows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in meta["flows"] if f.get("kind") in MEDIA_KINDS]
 
 
 def _flow_colors(flows: list[dict[str, Any]]) -> dict[int, str]:
@@ -117,314 +125,375 @@ def _step_to_end(t_us: pl.Series, v: npt.NDArray[np.float64], end_s: float) -> t
     return x, y
 
 
-def _headroom(ax: Axes) -> None:
-    top = float(ax.dataLim.y1)
-    ax.set_ylim(0.0, top * _HEADROOM if np.isfinite(top) and top > 0 else 1.0)
+def is_background(flow: Mapping[str, Any]) -> bool:
+    """A link's UDP background flow (RFC 8867 §4.2): it *makes* the capacity the links table
+    shows (docs/traces.md, `meta`), so tables leave it out; the run figure draws it."""
+    return flow.get("workload") == "udp-background" or (
+        # Runs written before meta recorded the workload.
+        "workload" not in flow and str(flow.get("name", "")).endswith(".udp-background")
+    )
 
 
 def shown_flows(meta_flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The flows figures and report tables show: media, and competing TCP/CBR traffic. RTCP and
-    TCP's ACKs are parts of other flows, and a link's UDP background (RFC 8867 §4.2) *makes* the
-    capacity that the links table already shows (docs/traces.md, `meta`)."""
+    """The flows report tables show: media, and competing TCP/CBR traffic. RTCP and TCP's ACKs
+    are parts of other flows, and a link's UDP background makes the capacity (`is_background`)."""
     return [
         f
         for f in meta_flows
-        if f.get("kind") in MEDIA_KINDS
-        or (f.get("kind") in CROSS_KINDS and not str(f.get("name", "")).endswith(".udp-background"))
+        if f.get("kind") in MEDIA_KINDS or (f.get("kind") in CROSS_KINDS and not is_background(f))
     ]
 
 
-def _cross_flows(t: Tables) -> list[dict[str, Any]]:
-    return [f for f in shown_flows(t.meta["flows"]) if f.get("kind") in CROSS_KINDS]
+@dataclass(frozen=True)
+class RunColumn:
+    """One run in `run_figure`: its column title (the controller; empty for a figure of one run),
+    its tables (links, controller, frames and meta; packets are not read), its time series, and
+    optionally each media flow's per-packet queuing delays sampled by `measure.scatter_sample`
+    (drawn as dots in panel b when a run has them at hand, as `rtcbench run` has)."""
+
+    label: str
+    tables: Tables
+    timeseries: pl.DataFrame
+    delays: pl.DataFrame | None = None
 
 
-def _rates_panel(
-    ax: Axes,
-    t: Tables,
-    ts: pl.DataFrame,
-    flows: list[dict[str, Any]],
-    window_s: float,
-    *,
-    report: bool = False,
-) -> None:
-    """(a) rates; the report's variant adds competing TCP/CBR traffic."""
-    end_s = float(t.meta["duration_s"])
-    colors = _flow_colors(flows)
-    links = list(dict.fromkeys(str(f["bottleneck"]) for f in flows if f.get("bottleneck") is not None))
-    for i, link in enumerate(links):
-        lk = t.links.filter(pl.col("link") == link).sort("t_us")
-        if lk.height:
-            x, y = _step_to_end(lk.get_column("t_us"), _values(lk.get_column("capacity_bps"), 1e-6), end_s)
-            ax.step(
-                x,
-                y,
-                where="post",
-                color=CAPACITY_COLOR,
-                linestyle=CAPACITY_STYLES[i % len(CAPACITY_STYLES)],
-                linewidth=1.6,
-                label=f"capacity ({link})",
-            )
-    calls = list(dict.fromkeys(int(f["call"]) for f in flows if f.get("call") is not None))
-    for call in calls:
-        ctrl = t.controller.filter(pl.col("call") == call).sort("t_us")
-        if ctrl.height:
-            first = next(f for f in flows if f.get("call") == call)
-            x, y = _step_to_end(ctrl.get_column("t_us"), _values(ctrl.get_column("target_bps"), 1e-6), end_s)
-            ax.step(
-                x,
-                y,
-                where="post",
-                color=colors[int(first["id"])],
-                linestyle="--",
-                linewidth=1.0,
-                alpha=0.9,
-                label=f"call{call} target",
-            )
-    for f in flows:
-        fid, video = int(f["id"]), f.get("kind") == VIDEO
-        w = ts.filter(pl.col("flow") == fid).sort("t_us")
-        x = _seconds(w.get_column("t_us")) + window_s / 2
-        lw = 1.3 if video else 0.7
-        name = str(f.get("name", fid))
-        ax.plot(
-            x, _values(w.get_column("send_rate_bps"), 1e-6), color=colors[fid], lw=lw, label=f"{name} sent"
-        )
-        ax.plot(
-            x,
-            _values(w.get_column("recv_rate_bps"), 1e-6),
-            color=colors[fid],
-            lw=lw * 0.8,
-            alpha=0.55,
-            linestyle=":",
-            label=f"{name} received",
-        )
-    if report:
-        competing = _cross_flows(t)
-        for kind in CROSS_KINDS:
-            ids = [int(f["id"]) for f in competing if f.get("kind") == kind]
-            if not ids:
-                continue
-            w = (
-                ts.filter(pl.col("flow").is_in(ids))
-                .group_by("t_us")
-                .agg(pl.col("recv_rate_bps").sum())
-                .sort("t_us")
-            )
-            n = f" ({len(ids)} flows)" if len(ids) > 1 else ""
-            ax.plot(
-                _seconds(w.get_column("t_us")) + window_s / 2,
-                _values(w.get_column("recv_rate_bps"), 1e-6),
-                color=CROSS_COLORS[kind],
-                lw=1.0,
-                label=f"{kind.upper()}{n} received",
-            )
-    ax.set_ylabel("rate (Mbit/s)")
-    _headroom(ax)
-    ax.set_title(f"(a) rates, {window_s * 1000:.0f} ms windows")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", ncol=3)
-
-
-def _delay_panel(
-    ax: Axes,
-    t: Tables,
-    ts: pl.DataFrame,
-    flows: list[dict[str, Any]],
-    window_s: float,
-    *,
-    report: bool = False,
-    sampled: pl.DataFrame | None = None,
-) -> None:
-    """(b) queuing delay: window means, and per-packet dots (from `sampled`, the flows' delays
-    already sampled by `scatter_sample`, or from the packets table); the report's variant draws
-    the video flows' window p95 instead of dots (it reads the time series alone, and dots make the
-    SVG heavy)."""
-    per_packet = not report
-    colors = _flow_colors(flows)
-    delays = None
-    if per_packet:
-        delays = sampled if sampled is not None else packet_delays(t).select("flow", "t_us", "qdelay_ms")
-    for f in flows:
-        fid = int(f["id"])
-        pk = scatter_sample(delays.filter(pl.col("flow") == fid)) if delays is not None else None
-        if pk is not None and pk.height:
-            ax.scatter(
-                _seconds(pk.get_column("t_us")),
-                _values(pk.get_column("qdelay_ms")),
-                s=1.5,
-                color=colors[fid],
-                alpha=0.12,
-                linewidths=0,
-                rasterized=True,
-            )
-        w = ts.filter(pl.col("flow") == fid).sort("t_us")
-        x = _seconds(w.get_column("t_us")) + window_s / 2
-        lw = 1.2 if f.get("kind") == VIDEO else 0.7
-        ax.plot(
-            x, _values(w.get_column("qdelay_ms")), color=colors[fid], lw=lw, label=f"{f.get('name')} mean"
-        )
-        if report and f.get("kind") == VIDEO:
-            ax.plot(
-                x,
-                _values(w.get_column("qdelay_p95_ms")),
-                color=colors[fid],
-                lw=lw * 0.6,
-                alpha=0.6,
-                linestyle="--",
-                label=f"{f.get('name')} p95",
-            )
-    ax.set_ylabel("queuing delay (ms)")
-    _headroom(ax)
-    detail = "dots per packet" if per_packet else "dashed: video window p95"
-    ax.set_title(f"(b) queuing delay (owd - min owd): window mean, {detail}")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", ncol=2)
-
-
-def _loss_panel(
-    ax: Axes, ts: pl.DataFrame, flows: list[dict[str, Any]], end_s: float, *, last: bool = True
-) -> None:
-    colors = _flow_colors(flows)
-    for f in flows:
-        fid = int(f["id"])
-        w = ts.filter(pl.col("flow") == fid).sort("t_us")
-        lw = 1.1 if f.get("kind") == VIDEO else 0.7
-        x, y = _step_to_end(w.get_column("t_us"), _values(w.get_column("loss_ratio"), 100.0), end_s)
-        ax.step(
-            x,
-            y,
-            where="post",
-            color=colors[fid],
-            lw=lw,
-            label=str(f.get("name", fid)),
-        )
-    ax.set_ylabel("loss (%)")
-    _headroom(ax)
-    if last:
-        ax.set_xlabel("time (s)")
-    ax.set_title("(c) packets dropped / sent, by send time")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", ncol=2)
-
-
-def plot_run(t: Tables, ts: pl.DataFrame, path: Path, title: str, delays: pl.DataFrame | None = None) -> None:
-    """Write the standard PNG of a run to `path` (the caller picks the folder and renames it).
-    `delays`: the media flows' per-packet queuing delays sampled by `scatter_sample`, for a run
-    whose packets are not in `t` (`rtcbench.measure`)."""
-    flows = _media_flows(t)
-    starts = ts.get_column("t_us").unique().sort()
-    window_s = float(starts[1]) / _US_PER_S if starts.len() > 1 else float(t.meta["duration_s"])
-    with mpl.rc_context(STYLE):
-        fig = Figure()
-        FigureCanvasAgg(fig)
-        ax_rate, ax_delay, ax_loss = fig.subplots(3, 1, sharex=True, height_ratios=(2.2, 1.3, 1.0))
-        # Fixed margins, not constrained/tight layout: those draw the figure twice (2x the time).
-        fig.subplots_adjust(left=0.07, right=0.985, top=0.93, bottom=0.065, hspace=0.3)
-        _rates_panel(ax_rate, t, ts, flows, window_s)
-        _delay_panel(ax_delay, t, ts, flows, window_s, sampled=delays)
-        _loss_panel(ax_loss, ts, flows, float(t.meta["duration_s"]))
-        ax_loss.set_xlim(0.0, float(t.meta["duration_s"]))
-        if not flows:
-            ax_rate.text(0.5, 0.5, "no media flows", transform=ax_rate.transAxes, ha="center", va="center")
-        fig.suptitle(title)
-        fig.savefig(path, format="png")
-
-
+COLUMNS_PER_ROW = 4
+"""Runs side by side in `run_figure`; more wrap into further rows (several folders)."""
 _FPS_SMOOTH_S = 1.0
 """The frame-rate panel averages the windows' frame rates over 1 s: a 200 ms window holds only
 six frames at 30 fps, so its rate moves in steps of 5 frame/s."""
+_HEIGHT_MAX_PX = 800
+"""Top of the encoded-height axis: the ladder's largest rung is 720p."""
+
+# Layout in inches, with fixed margins: constrained or tight layout draws a figure twice.
+_PANEL_IN = {"rates": 2.1, "delay": 1.3, "loss": 0.85, "frames": 1.0}
+_ROW_TITLE_IN, _COLUMN_TITLE_IN, _GROUP_GAP_IN = 0.26, 0.22, 0.25
+_LEFT_IN, _RIGHT_IN, _TWIN_IN, _COLUMN_GAP_IN = 0.62, 0.15, 0.55, 0.22
+_SUPTITLE_IN, _LEGEND_LINE_IN, _BOTTOM_IN = 0.36, 0.165, 0.5
+_ONE_RUN_WIDTH_IN, _RUNS_WIDTH_IN, _LEGEND_ENTRY_IN = 10.0, 13.2, 2.2
+_GRID: dict[str, Any] = {"color": "#b0b0b0", "linewidth": 0.6, "alpha": 0.5}
+_FRAME: dict[str, Any] = {"color": "#000000", "linewidth": 0.8, "clip_on": False}
 
 
-def _frame_rate_panel(ax: Axes, t: Tables, ts: pl.DataFrame, window_s: float) -> None:
-    """(d) frames completed at the receiver per second, per video flow, with freezes marked."""
-    video = [f for f in _media_flows(t) if f.get("kind") == VIDEO]
-    colors = _flow_colors(_media_flows(t))
-    k = max(1, round(_FPS_SMOOTH_S / window_s)) if window_s > 0 else 1
-    for f in video:
-        fid = int(f["id"])
-        w = ts.filter(pl.col("flow") == fid).sort("t_us")
-        fps = w.get_column("fps").cast(pl.Float64).rolling_mean(window_size=k, min_samples=1)
-        x = _seconds(w.get_column("t_us")) + k * window_s / 2
-        ax.plot(x, _values(fps), color=colors[fid], lw=1.1, label=f"{f.get('name')} frame rate")
-        frozen = t.frames.filter(
-            (pl.col("flow") == fid) & pl.col("freeze") & pl.col("complete_us").is_not_null()
+@dataclass
+class _Run:
+    """A column's data, split once by flow, and where the column starts on the shared time axis
+    (`shift_s`)."""
+
+    column: RunColumn
+    shift_s: float
+    end_s: float
+    window_s: float
+    flows: list[dict[str, Any]]  # media
+    colors: dict[int, str]
+    by_flow: dict[int, pl.DataFrame]
+
+    @classmethod
+    def of(cls, column: RunColumn) -> _Run:
+        meta = column.tables.meta
+        flows = _media_flows(meta)
+        ts = column.timeseries
+        starts = ts.get_column("t_us").unique().sort() if ts.height else pl.Series([], dtype=pl.Int64)
+        end_s = float(meta["duration_s"])
+        window_s = float(starts[1]) / _US_PER_S if starts.len() > 1 else end_s
+        # Each flow is drawn while its source runs: a call that stops at 99 s does not end on a
+        # drop to zero in its last windows (metrics.active_span_us).
+        duration_us = round(end_s * _US_PER_S)
+        spans = {int(f["id"]): active_span_us(f, duration_us) for f in meta["flows"]}
+        by_flow = {}
+        for k, v in ts.partition_by("flow", as_dict=True).items():
+            start, stop = spans.get(int(k[0]), (0, duration_us))
+            by_flow[int(k[0])] = v.filter(pl.col("t_us").is_between(start, stop, closed="left")).sort("t_us")
+        return cls(column, 0.0, end_s, window_s, flows, _flow_colors(flows), by_flow)
+
+    def series(self, fid: int) -> pl.DataFrame:
+        return self.by_flow.get(fid, self.column.timeseries.clear())
+
+    def at(self, us: pl.Series) -> npt.NDArray[np.float64]:
+        """Where times (µs into the run) are on the figure's x axis: in seconds, shifted to the column."""
+        return _seconds(us) + self.shift_s
+
+    def mid(self, w: pl.DataFrame) -> npt.NDArray[np.float64]:
+        """Window midpoints."""
+        return self.at(w.get_column("t_us")) + self.window_s / 2
+
+    def steps(self, us: pl.Series, v: npt.NDArray[np.float64]) -> tuple[Any, Any]:
+        """Samples of a piecewise-constant signal, extended to the run end so the last level shows."""
+        x = np.append(self.at(us), self.shift_s + self.end_s)
+        return x, np.append(v, v[-1] if v.size else np.nan)
+
+
+def _rates_panel(ax: Axes, run: _Run) -> None:
+    """(a) capacity, each call's target, each media flow's sending (solid) and receive (dotted)
+    rate, and the competing traffic: TCP and CBR summed per kind, each link's UDP background."""
+    t, flows, colors = run.column.tables, run.flows, run.colors
+    links = list(dict.fromkeys(str(f["bottleneck"]) for f in flows if f.get("bottleneck") is not None))
+    for i, link in enumerate(links):
+        lk = t.links.filter(pl.col("link") == link).sort("t_us") if t.links.height else t.links
+        if lk.height:
+            x, y = run.steps(lk.get_column("t_us"), _values(lk.get_column("capacity_bps"), 1e-6))
+            style = CAPACITY_STYLES[i % len(CAPACITY_STYLES)]
+            ax.step(x, y, where="post", color=CAPACITY_COLOR, ls=style, lw=1.5, label=f"capacity ({link})")
+    calls = {int(c["id"]): str(c.get("name", c["id"])) for c in t.meta.get("calls", [])}
+    for call in dict.fromkeys(int(f["call"]) for f in flows if f.get("call") is not None):
+        ctrl = (
+            t.controller.filter(pl.col("call") == call).sort("t_us") if t.controller.height else t.controller
         )
-        if frozen.height:
+        if ctrl.height:
+            color = colors[next(int(f["id"]) for f in flows if f.get("call") == call)]
+            x, y = run.steps(ctrl.get_column("t_us"), _values(ctrl.get_column("target_bps"), 1e-6))
+            name = calls.get(call, f"call {call}")
+            ax.step(x, y, where="post", color=color, ls="--", lw=1.0, label=f"{name} target")
+    for f in flows:
+        fid = int(f["id"])
+        w, lw = run.series(fid), 1.3 if f.get("kind") == VIDEO else 0.7
+        x = run.mid(w)
+        ax.plot(
+            x,
+            _values(w.get_column("send_rate_bps"), 1e-6),
+            color=colors[fid],
+            lw=lw,
+            label=f"{f['name']} sent",
+        )
+        ax.plot(
+            x, _values(w.get_column("recv_rate_bps"), 1e-6), color=colors[fid], lw=lw * 0.8, alpha=0.6, ls=":"
+        )
+    competing = [f for f in t.meta["flows"] if f.get("kind") in CROSS_KINDS]
+    groups: list[tuple[str, str, str, list[int]]] = []
+    for kind in CROSS_KINDS:
+        ids = [int(f["id"]) for f in competing if f.get("kind") == kind and not is_background(f)]
+        if ids:
+            n = f" ({len(ids)} flows)" if len(ids) > 1 else ""
+            groups.append((f"{kind.upper()}{n} received", CROSS_COLORS[kind], "-", ids))
+    for f in competing:
+        if is_background(f):
+            link = str(f["name"]).removesuffix(".udp-background")
+            groups.append((f"UDP background ({link}) received", BACKGROUND_COLOR, "-.", [int(f["id"])]))
+    for label, color, style, ids in groups:
+        parts = [run.by_flow[i] for i in ids if i in run.by_flow]
+        if parts:
+            w = pl.concat(parts).group_by("t_us").agg(pl.col("recv_rate_bps").sum()).sort("t_us")
             ax.plot(
-                _seconds(frozen.get_column("complete_us")),
-                np.zeros(frozen.height),
-                linestyle="none",
-                marker="|",
-                markersize=9,
-                color=colors[fid],
-                label=f"{f.get('name')} freeze ({frozen.height})",
+                run.mid(w),
+                _values(w.get_column("recv_rate_bps"), 1e-6),
+                color=color,
+                lw=1.0,
+                ls=style,
+                label=label,
             )
-    ax.set_ylabel("frame rate (frame/s)")
-    _headroom(ax)
-    ax.set_xlabel("time (s)")
-    ax.set_title(
-        f"(d) video frames completed at the receiver, {_FPS_SMOOTH_S:g} s mean; ticks: freezes; "
-        "dashed: encoded height"
-    )
-    handles, labels = ax.get_legend_handles_labels()
-    if "height" in t.frames.columns and video:
-        # The resolution ladder (rtcbench_media::resolution): the height each frame was encoded
-        # at, on its own axis, as Guerrero Viveros 2019 reports FW and FH beside the frame rate.
-        res = ax.twinx()
-        for f in video:
-            fid = int(f["id"])
-            fr = t.frames.filter((pl.col("flow") == fid) & pl.col("complete_us").is_not_null()).sort(
-                "complete_us"
-            )
-            if fr.height:
-                res.step(
-                    _seconds(fr.get_column("complete_us")),
-                    fr.get_column("height").to_numpy(),
-                    where="post",
-                    color=colors[fid],
-                    lw=0.9,
-                    linestyle="--",
-                    label=f"{f.get('name')} height",
-                )
-        res.set_ylabel("encoded height (px)")
-        res.set_ylim(0, 800)
-        more_handles, more_labels = res.get_legend_handles_labels()
-        handles, labels = handles + more_handles, labels + more_labels
-    if handles:
-        ax.legend(handles, labels, loc="upper left", ncol=3)
 
 
-def _window_s(t: Tables, ts: pl.DataFrame) -> float:
-    starts = ts.get_column("t_us").unique().sort()
-    return float(starts[1]) / _US_PER_S if starts.len() > 1 else float(t.meta["duration_s"])
-
-
-def run_report_figure(t: Tables, ts: pl.DataFrame, title: str) -> Figure:
-    """The report's figure of a run, from its time series, links, controller and frames tables
-    (no packets: a suite's packet tables are most of its bytes): (a) capacity, each call's
-    target, each media flow's sending and receive rate, and the competing TCP/CBR throughput
-    summed per kind; (b) queuing delay, window mean (and p95 for video);
-    (c) loss; (d) frame rate and freezes, when the run has video."""
-    flows = _media_flows(t)
-    window_s = _window_s(t, ts)
-    video = any(f.get("kind") == VIDEO for f in flows)
-    end_s = float(t.meta["duration_s"])
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(10.0, 9.5 if video else 8.0))
-        FigureCanvasAgg(fig)
-        ratios = (2.2, 1.3, 1.0, 1.0) if video else (2.2, 1.3, 1.0)
-        axes = fig.subplots(len(ratios), 1, sharex=True, height_ratios=ratios)
-        fig.subplots_adjust(left=0.07, right=0.985, top=0.94, bottom=0.055, hspace=0.32)
-        _rates_panel(axes[0], t, ts, flows, window_s, report=True)
-        _delay_panel(axes[1], t, ts, flows, window_s, report=True)
-        _loss_panel(axes[2], ts, flows, end_s, last=not video)
+def _delay_panel(ax: Axes, run: _Run) -> None:
+    """(b) queuing delay: window mean per media flow (solid), window p95 per video flow (dashed),
+    and per-packet dots where the run has them (`RunColumn.delays`)."""
+    delays = run.column.delays
+    for f in run.flows:
+        fid, color = int(f["id"]), run.colors[int(f["id"])]
+        if delays is not None:
+            pk = scatter_sample(delays.filter(pl.col("flow") == fid))
+            if pk.height:
+                x, y = run.at(pk.get_column("t_us")), _values(pk.get_column("qdelay_ms"))
+                ax.scatter(x, y, s=1.5, color=color, alpha=0.12, linewidths=0, rasterized=True)
+        w, video = run.series(fid), f.get("kind") == VIDEO
+        x = run.mid(w)
+        ax.plot(x, _values(w.get_column("qdelay_ms")), color=color, lw=1.2 if video else 0.7)
         if video:
-            _frame_rate_panel(axes[3], t, ts, window_s)
-        axes[-1].set_xlim(0.0, end_s)
-        if not flows:
-            axes[0].text(0.5, 0.5, "no media flows", transform=axes[0].transAxes, ha="center", va="center")
-        fig.suptitle(title)
+            ax.plot(x, _values(w.get_column("qdelay_p95_ms")), color=color, lw=0.7, alpha=0.6, ls="--")
+
+
+def _loss_panel(ax: Axes, run: _Run) -> None:
+    """(c) packets dropped / sent per window, by send time."""
+    for f in run.flows:
+        fid = int(f["id"])
+        w = run.series(fid)
+        x, y = run.steps(w.get_column("t_us"), _values(w.get_column("loss_ratio"), 100.0))
+        ax.step(x, y, where="post", color=run.colors[fid], lw=1.1 if f.get("kind") == VIDEO else 0.7)
+
+
+def _frames_panel(ax: Axes, run: _Run, height: Axes) -> None:
+    """(d) frames completed at the receiver per second (1 s mean) per video flow, freezes as
+    ticks, and on `height` (a second axis) the height each frame was encoded at: the resolution
+    ladder (rtcbench_media::resolution), as Guerrero Viveros 2019 reports FW and FH beside the frame rate."""
+    frames = run.column.tables.frames
+    k = max(1, round(_FPS_SMOOTH_S / run.window_s)) if run.window_s > 0 else 1
+    for f in run.flows:
+        if f.get("kind") != VIDEO:
+            continue
+        fid, color = int(f["id"]), run.colors[int(f["id"])]
+        w = run.series(fid)
+        fps = w.get_column("fps").cast(pl.Float64).rolling_mean(window_size=k, min_samples=1)
+        ax.plot(run.at(w.get_column("t_us")) + k * run.window_s / 2, _values(fps), color=color, lw=1.1)
+        if not frames.height:
+            continue
+        done = frames.filter((pl.col("flow") == fid) & pl.col("complete_us").is_not_null()).sort(
+            "complete_us"
+        )
+        frozen = done.filter(pl.col("freeze"))
+        if frozen.height:
+            x = run.at(frozen.get_column("complete_us"))
+            ax.plot(x, np.zeros(frozen.height), ls="none", marker="|", markersize=9, color=color)
+        if done.height and "height" in done.columns:
+            x = run.at(done.get_column("complete_us"))
+            height.step(x, done.get_column("height").to_numpy(), where="post", color=color, lw=0.9, ls="--")
+
+
+_ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
+    "rates": (
+        "Mbit/s",
+        "(a) rates, {window} windows: solid sent, dotted received, dashed the call's target",
+        _rates_panel,
+    ),
+    "delay": (
+        "queuing delay (ms)",
+        "(b) queuing delay (owd - min owd): window mean; dashed: video window p95",
+        _delay_panel,
+    ),
+    "loss": ("loss (%)", "(c) packets dropped / sent, by send time", _loss_panel),
+    "frames": (
+        "frame/s",
+        "(d) video frames completed at the receiver, {smooth} mean; ticks: freezes; dashed (right "
+        "axis): encoded height",
+        None,  # drawn with its second axis
+    ),
+}
+"""Per panel: y label, title, and what draws one run into it."""
+
+
+def _small_multiples(ax: Axes, runs: Sequence[_Run], span_s: float, xticks: Sequence[float]) -> None:
+    """Draws on `ax` (one panel row, its runs side by side on one x axis) each run's frame and
+    grid over its own stretch of x, so the row reads as small multiples sharing one y scale.
+
+    One axes per row, not per run: matplotlib's per-axes ticks and artists were most of the
+    figure's time (twenty axes for four runs), and one y axis is what makes runs comparable."""
+    ax.grid(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    bottom, top = ax.get_ylim()
+    yticks = [y for y in ax.get_yticks() if bottom <= y <= top]
+    ax.set_yticks(yticks)
+    starts = [r.shift_s for r in runs]
+    xs = [s + x for s in starts for x in xticks]
+    ax.vlines(xs, bottom, top, **_GRID)
+    ax.hlines(
+        [y for y in yticks for _ in starts], [s for _ in yticks for s in starts],
+        [s + span_s for _ in yticks for s in starts], **_GRID,
+    )  # fmt: skip
+    ax.vlines(starts, bottom, top, **_FRAME)
+    ax.hlines([bottom] * len(starts), starts, [s + span_s for s in starts], **_FRAME)
+
+
+def run_figure(columns: Sequence[RunColumn], title: str) -> Figure:
+    """The time figure of runs, side by side, each panel on one scale across them so controllers
+    compare at a glance, from the time series, links, controller and frames tables (no packets:
+    a suite's packet tables are most of its bytes). As Guerrero Viveros 2019 Fig. 6.2 and
+    Sjölund and Kevo 2022 Fig. 5.1, with RFC 8867 §4.1's fine time granularity: (a) capacity,
+    each call's target, each media flow's sending and receive rate, and the competing TCP, CBR
+    and UDP background traffic;
+    (b) queuing delay; (c) loss; (d) with video, frame rate, freezes and encoded height. Curves
+    are named as in the scenario ("S1 target", "S1.video sent").
+
+    `rtcbench run`'s overview.png is this figure of one run (`plot_run`); the report's time
+    figure of a case is this figure of each controller's first seed."""
+    if not columns:
+        raise ValueError("no run to draw")
+    runs = [_Run.of(c) for c in columns]
+    video = any(f.get("kind") == VIDEO for r in runs for f in r.flows)
+    panels = ["rates", "delay", "loss", *(["frames"] if video else [])]
+    # As few rows as COLUMNS_PER_ROW allows, filled evenly (six runs: two rows of three).
+    per_row = -(-len(runs) // -(-len(runs) // COLUMNS_PER_ROW))
+    groups = [runs[i : i + per_row] for i in range(0, len(runs), per_row)]
+    titled = any(c.label for c in columns)
+    width = _ONE_RUN_WIDTH_IN if per_row == 1 else _RUNS_WIDTH_IN
+    axes_w = width - _LEFT_IN - (_TWIN_IN if video else _RIGHT_IN)
+    col_w = (axes_w - _COLUMN_GAP_IN * (per_row - 1)) / per_row
+    span_s = max(r.end_s for r in runs)
+    gap_s = span_s * _COLUMN_GAP_IN / col_w
+    for i, run in enumerate(runs):
+        run.shift_s = (i % per_row) * (span_s + gap_s)
+    xlim = (0.0, per_row * span_s + (per_row - 1) * gap_s)
+    xticks = [
+        float(x) for x in MaxNLocator(6 if per_row == 1 else 4).tick_values(0.0, span_s) if 0 <= x <= span_s
+    ]
+    group_h = (_COLUMN_TITLE_IN if titled else 0.0) + sum(_PANEL_IN[p] + _ROW_TITLE_IN for p in panels)
+    window = f"{runs[0].window_s * 1000:.0f} ms"
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(width, 1.0))
+        FigureCanvasAgg(fig)
+        rows: list[tuple[list[_Run], dict[str, Axes]]] = []
+        for group in groups:
+            axes: dict[str, Axes] = {}
+            for p in panels:
+                ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharey=rows[0][1][p] if rows else None)
+                draw = _ROWS[p][2]
+                for run in group:
+                    if draw is not None:
+                        draw(ax, run)
+                axes[p] = ax
+            if video:
+                height = axes["frames"].twinx()
+                for run in group:
+                    _frames_panel(axes["frames"], run, height)
+                height.set_ylim(0, _HEIGHT_MAX_PX)
+                height.yaxis.set_major_locator(MaxNLocator(4))
+                height.set_ylabel("height (px)")
+                height.grid(False)
+                axes["height"] = height
+            rows.append((group, axes))
+        handles: dict[str, Any] = {}
+        for _, axes in rows:
+            for h, label in zip(*axes["rates"].get_legend_handles_labels(), strict=True):
+                handles.setdefault(label, h)
+        ncol = max(1, min(len(handles), int(width / _LEGEND_ENTRY_IN)))
+        top_in = _SUPTITLE_IN + ((-(-len(handles) // ncol)) * _LEGEND_LINE_IN + 0.1 if handles else 0.0)
+        height_in = top_in + len(groups) * group_h + (len(groups) - 1) * _GROUP_GAP_IN + _BOTTOM_IN
+        fig.set_size_inches(width, height_in)
+        for p in panels:
+            tops = [float(axes[p].dataLim.y1) for _, axes in rows if axes[p].has_data()]
+            peak = max(tops, default=0.0)
+            rows[0][1][p].set_ylim(0.0, peak * 1.05 if np.isfinite(peak) and peak > 0 else 1.0)
+        y = height_in - top_in
+        for g, (group, axes) in enumerate(rows):
+            y -= _GROUP_GAP_IN if g else 0.0
+            if titled:
+                y -= _COLUMN_TITLE_IN
+                for run in group:
+                    x = _LEFT_IN + (run.shift_s + span_s / 2) / xlim[1] * axes_w
+                    fig.text(x / width, (y + 0.05) / height_in, run.column.label, ha="center", weight="bold")
+            for n, p in enumerate(panels):
+                y -= _ROW_TITLE_IN
+                text = _ROWS[p][1].format(window=window, smooth=f"{_FPS_SMOOTH_S:g} s")
+                fig.text(_LEFT_IN / width, (y + 0.06) / height_in, text, size=mpl.rcParams["axes.titlesize"])
+                y -= _PANEL_IN[p]
+                box = (_LEFT_IN / width, y / height_in, axes_w / width, _PANEL_IN[p] / height_in)
+                ax = axes[p]
+                ax.set_position(box)
+                ax.set_xlim(*xlim)
+                ax.set_ylabel(_ROWS[p][0])
+                ax.yaxis.set_major_locator(MaxNLocator(4))
+                last = n == len(panels) - 1
+                ax.set_xticks([r.shift_s + x for r in group for x in xticks] if last else [])
+                if last:
+                    ax.set_xticklabels([f"{x:g}" for _ in group for x in xticks])
+                _small_multiples(ax, group, span_s, xticks)
+                if p == "frames":
+                    axes["height"].set_position(box)
+            if not any(r.flows for r in group):
+                axes["rates"].text(0.5, 0.5, "no media flows", transform=axes["rates"].transAxes, ha="center")
+        fig.text(0.5, 0.1 / height_in, "time (s)", ha="center", va="bottom")
+        fig.suptitle(title, y=1 - 0.08 / height_in, va="top")
+        if handles:
+            fig.legend(
+                list(handles.values()), list(handles), loc="upper center", ncol=ncol, frameon=False,
+                bbox_to_anchor=(0.5, 1 - _SUPTITLE_IN / height_in), borderaxespad=0.0, columnspacing=1.2,
+            )  # fmt: skip
     return fig
+
+
+def plot_run(t: Tables, ts: pl.DataFrame, path: Path, title: str, delays: pl.DataFrame | None = None) -> None:
+    """Writes `run_figure` of one run as a PNG to `path` (`rtcbench run`'s overview.png; the caller
+    picks the folder and renames it). `delays`: the media flows' per-packet queuing delays sampled
+    by `scatter_sample`, when the run has them at hand."""
+    path.write_bytes(render(run_figure([RunColumn("", t, ts, delays)], title)).png)
 
 
 _CDF_POINTS = 600
@@ -486,10 +555,11 @@ class BoxPanel:
 
 
 def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title: str) -> Figure:
-    """Box plots over repetitions, one panel per metric and one box per label, as
-    Sjölund and Kevo 2022 §5.2 draws utilisation, latency, responsiveness and loss: box from the
-    first to the third quartile, median line, whiskers to the furthest run within 1.5 IQR, every run
-    as a dot, and beside each box the mean with its 95 % confidence interval (diamond and bar)."""
+    """Box plots over repetitions, one panel per metric and one box per label, as Sjölund and Kevo 2022 §5.2
+    draws utilisation, latency, responsiveness and loss: box from the first to the third quartile,
+    median line, whiskers to the furthest run within 1.5 IQR, every run as a dot, and beside each
+    box the mean with its 95 % confidence interval (diamond and bar). A label with one run shows
+    its dot alone."""
     colors = _series_colors(labels)
     # Two panels a row: the figure is as wide as the CDF beside it in the report.
     cols = min(2, max(1, len(panels)))
@@ -510,18 +580,21 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
             data = [np.asarray(panel.values.get(label, ()), dtype=float) for label in labels]
             data = [d[np.isfinite(d)] for d in data]
             present = [i for i, d in enumerate(data) if d.size]
-            if present:
+            # A box and a mean need repetitions: a label with one run has its dot only.
+            boxed = [i for i in present if data[i].size > 1]
+            if boxed:
                 box = ax.boxplot(
-                    [data[i] for i in present],
-                    positions=positions[present],
+                    [data[i] for i in boxed],
+                    positions=positions[boxed],
                     widths=0.45,
                     showfliers=False,
                     patch_artist=True,
                     medianprops={"color": "#000000", "linewidth": 1.2},
                 )
-                for i, patch in zip(present, box["boxes"], strict=True):
+                for i, patch in zip(boxed, box["boxes"], strict=True):
                     patch.set_facecolor(colors[labels[i]])
                     patch.set_alpha(0.35)
+            if present:
                 for i in present:
                     d = data[i]
                     # Runs as dots, spread evenly across the box (no random jitter: same figure,
@@ -541,7 +614,7 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
                             capsize=3,
                             lw=1.0,
                         )
-                    else:
+                    elif d.size > 1:
                         ax.plot(positions[i] + 0.33, mean, "D", ms=4, color="#333333")
             else:
                 ax.text(0.5, 0.5, "n/a", transform=ax.transAxes, ha="center", va="center", color="#777777")
@@ -556,10 +629,11 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A figure as PNG and SVG bytes, for a report to embed and for papers."""
+    """A figure as PNG bytes (for the page and for `rtcbench run`), and as SVG bytes when asked
+    for (for papers: `rtcbench report --figures DIR`)."""
 
     png: bytes
-    svg: bytes
+    svg: bytes | None = None
 
 
 _PATH_DATA = re.compile(rb' d="([^"]*)"')
@@ -582,20 +656,29 @@ def _compact_svg(svg: bytes) -> bytes:
     return _PATH_DATA.sub(_compact_path, svg)
 
 
-def render(fig: Figure) -> Rendered:
-    """The figure as PNG and SVG, without the metadata (date, software version) that would make
-    the same figure give other bytes on another day.
+PNG_COLORS = 128
+"""Colours of the PNG palette. Line figures on a white ground use a few dozen, plus the grey
+steps of anti-aliased text and lines; 128 keeps those smooth and the file a sixth smaller than
+256."""
 
-    The PNG is a 256-colour palette image: line figures on a white ground hold far fewer colours
-    than that, and the file is about a third of the full-colour one (a report embeds one per run).
-    The SVG is the one for print, with its path coordinates to 0.1 pt (`_compact_svg`).
+
+def render(fig: Figure, *, svg: bool = False) -> Rendered:
+    """The figure as PNG and, with `svg`, SVG, without the metadata (date, software version) that
+    would make the same figure give other bytes on another day.
+
+    The PNG is a palette image (`PNG_COLORS`): about a third of the full-colour file, and a
+    report embeds one per figure. The SVG is the one for print, with its path coordinates to
+    0.1 pt (`_compact_svg`); it takes as long again to write, so it is made only on request.
     """
     with mpl.rc_context(EXPORT_STYLE):
         raw = io.BytesIO()
         fig.savefig(raw, format="rgba", dpi="figure")
         rgba = Image.frombytes("RGBA", fig.canvas.get_width_height(), raw.getvalue())
         png = io.BytesIO()
-        rgba.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(png, format="PNG")
-        svg = io.BytesIO()
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return Rendered(png.getvalue(), _compact_svg(svg.getvalue()))
+        palette = rgba.convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.FASTOCTREE)
+        palette.save(png, format="PNG")
+        if not svg:
+            return Rendered(png.getvalue())
+        text = io.BytesIO()
+        fig.savefig(text, format="svg", metadata={"Date": None, "Creator": None})
+    return Rendered(png.getvalue(), _compact_svg(text.getvalue()))

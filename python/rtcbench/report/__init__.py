@@ -7,12 +7,13 @@ Its sections (`docs/report.md`):
 - Problems: folders or files that could not be used, and what was left out because of them.
 - Scorecard: `rtcbench.scorecard`'s matrix, per-controller share and every verdict.
 - Comparison: `rtcbench.compare`'s table, when that module exists and several folders are given.
-- Cases: per test case and variant, across controllers and repetitions: queuing-delay CDFs
-  (De Cicco et al. 2013 slides), box plots of utilisation, latency, responsiveness and loss with
-  95 % confidence intervals of the mean (Sjölund and Kevo 2022 §5.2), and their table.
-- Runs: per run, the seeds' time figure (rates against capacity and target, queuing delay, loss,
-  frame rate, competing traffic) and the per-phase tables of Guerrero Viveros 2019 (Tables 6.1-6.3).
-  Citations: docs/references.md.
+- Cases: per test case and variant, across controllers and repetitions: the time figure of each
+  controller's first seed side by side (rates against capacity and target, queuing delay, loss,
+  frame rate, competing traffic), queuing-delay CDFs (De Cicco et al. 2013 slides), box plots of
+  utilisation, latency, responsiveness and loss with 95 % confidence intervals of the mean
+  (Sjölund and Kevo 2022 §5.2) where there are repetitions, and their table.
+- Runs: per run, the per-phase tables of Guerrero Viveros 2019 (Tables 6.1-6.3), and on request
+  its own time figure. Citations: docs/references.md.
 - Provenance: the commands and versions that produced the results, and the report's own.
 
 Everything is read from results folders (`summary.json`, `scenario.toml`, the Parquet tables), so
@@ -28,7 +29,6 @@ import os
 import platform
 import shlex
 import sys
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata, resources
@@ -47,27 +47,39 @@ from rtcbench.report.figures import (
     CDF_TABLE,
     RUN_FIGURE_TABLES,
     BoxTask,
+    CdfRun,
     CdfTask,
     FigureTask,
-    RunFigureTask,
+    TimeColumn,
+    TimeTask,
     draw_all,
     write_figures,
 )
-from rtcbench.report.runs import Problem, Run, Source, find_runs, slug, source_labels, video_flows
+from rtcbench.report.runs import (
+    Problem,
+    Run,
+    Source,
+    find_runs,
+    natural_key,
+    slug,
+    source_labels,
+    video_flows,
+)
 from rtcbench.results import InputError
 from rtcbench.suite import _cpus
 
 __all__ = ["Problem", "ReportResult", "RunFigures", "build_report"]
 
 RunFigures = Literal["first", "all", "none"]
-"""Which runs get their time figure: the first seed of each case, variant and controller (the
-default: a suite's repetitions look alike, and figures are most of a report's time and size),
-every run, or none."""
+"""Which runs are drawn over time: per case, the first seed of each controller side by side in one
+figure (the default: a suite's repetitions look alike, figures are most of a report's time and
+size, and one figure on shared scales compares the controllers at a glance); that and every run's
+own figure in its block; or none."""
 
 RESOLUTION_NOTE = (
-    "Panel (d) shows each video flow's received frame rate and, dashed on the right axis, the "
-    "height its frames were encoded at: the synthetic encoder steps along libwebrtc's VP8 "
-    "resolution ladder (180p to 720p) with its target rate (docs/simulator.md)."
+    "In the time figures, panel (d) shows each video flow's received frame rate and, dashed on the "
+    "right axis, the height its frames were encoded at: the synthetic encoder steps along "
+    "libwebrtc's VP8 resolution ladder (180p to 720p) with its target rate (docs/simulator.md)."
 )
 
 
@@ -77,13 +89,13 @@ class NoRuns(InputError):
 
 @dataclass(frozen=True)
 class FigureBlock:
-    """A figure as the page shows it: the PNG to look at, PNG and SVG to download."""
+    """A figure as the page shows it: its PNG, embedded once (the download link takes the image's
+    own data, by script)."""
 
     id: str
     kind: str
     caption: str
     png_uri: str
-    svg_uri: str
 
 
 @dataclass
@@ -124,16 +136,6 @@ class ReportResult:
 
 def _png_uri(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-
-
-# Characters an SVG may keep as they are in a data URI: percent-encoding is about 5 % larger than
-# the text, base64 a third. Quotes, '<', '>', '#', '%' and line breaks are encoded.
-_SVG_SAFE = " !$&()*+,-./:;=?@_~'"
-
-
-def _svg_uri(data: bytes) -> str:
-    text = urllib.parse.quote(data.decode("utf-8"), safe=_SVG_SAFE)
-    return "data:image/svg+xml;charset=utf-8," + text
 
 
 def _versions() -> list[tuple[str, str]]:
@@ -230,21 +232,58 @@ def _headline(run: Run) -> str:
     )
 
 
+def _first_seeds(members: Sequence[Run], series: Mapping[Path, str], labels: Sequence[str]) -> list[Run]:
+    """Per label, its first seed that has every table a time figure needs."""
+    out = []
+    for label in labels:
+        drawable = [r for r in members if series[r.path] == label and all(map(r.has, RUN_FIGURE_TABLES))]
+        if drawable:
+            out.append(min(drawable, key=lambda r: (r.seed, str(r.path))))
+    return out
+
+
+TIME_CAPTION = (
+    "Over time, {who} side by side, each panel on one scale: (a) bottleneck capacity, each call's "
+    "target (dashed), each media flow's sending (solid) and receive (dotted) rate in 200 ms windows, "
+    "and the competing TCP, CBR and UDP background traffic; (b) queuing delay, window mean and, "
+    "dashed, the video's window p95; (c) loss by send time; (d) with video, frames completed at "
+    "the receiver per second (1 s mean), freezes, and the encoded height (right axis). As "
+    "Guerrero Viveros 2019 Fig. 6.2 and Sjölund and Kevo 2022 Fig. 5.1."
+)
+BOX_CAPTION = (
+    "Box plots over repetitions (Sjölund and Kevo 2022 §5.2): one dot per run; box from the first "
+    "to the third quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and its 95 % bootstrap "
+    "confidence interval (a controller with one run has its dot only). Utilisation = receive rate / "
+    "capacity of the video flows; latency = their queuing-delay p95; responsiveness = the "
+    "scorecard's {kind}; loss = dropped / sent."
+)
+CDF_CAPTION = (
+    "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video packet "
+    "received, pooled over the repetitions of each controller, as De Cicco et al. 2013 slides plot "
+    "the CDF of RTT - RTTmin."
+)
+
+
 def _cases(
     runs: Sequence[Run],
     series: Mapping[Path, str],
     labels: Sequence[str],
     scores: Mapping[Path, Mapping[str, float | None]],
-) -> tuple[list[CaseBlock], list[FigureTask], dict[str, tuple[str, str]]]:
-    """Per case: its table, and the tasks of its CDF and box-plot figures (with their captions)."""
+    time_figures: bool,
+) -> tuple[list[CaseBlock], list[FigureTask], dict[str, tuple[str, str]], set[Path]]:
+    """Per case: its table, and the tasks of its figures (with their captions): the first seeds
+    over time (with `time_figures`), the queuing-delay CDF, and box plots where some controller
+    has repetitions. Also the runs the time figures draw."""
     blocks: list[CaseBlock] = []
     tasks: list[FigureTask] = []
     captions: dict[str, tuple[str, str]] = {}
+    drawn: set[Path] = set()
     by_case: dict[tuple[str, str], list[Run]] = {}
-    for run in runs:
+    for run in runs:  # in report order: cases and variants in natural order
         by_case.setdefault(run.case, []).append(run)
-    for (scenario, variant), members in sorted(by_case.items()):
+    for (scenario, variant), members in by_case.items():
         cid = _case_id(scenario, variant)
+        home = members[0].path
         present = [label for label in labels if any(series[r.path] == label for r in members)]
         kind = tb.responsiveness_of(scores.get(r.path, {}) for r in members)
         values = {
@@ -253,35 +292,33 @@ def _cases(
             ]
             for label in present
         }
+        repeated = any(len(v) > 1 for v in values.values())
         table = tb.case_table(f"tbl-case--{cid}", values, kind)
         heading = scenario + (f" [{variant}]" if variant else "")
-        panels = []
-        for m in tb.METRICS:
-            per_label = {
-                label: [float(x) for v in vals if (x := v[m.key]) is not None]
-                for label, vals in values.items()
-            }
-            title = kind if m.key == "responsiveness_s" else m.title
-            panels.append(
-                BoxPanel(
-                    title=title,
-                    ylabel=m.unit,
-                    values=per_label,
-                    ci={k: mean_ci(v) for k, v in per_label.items()},
-                )
-            )
-        box_id = f"box--{cid}"
-        tasks.append(BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels)))
-        captions[box_id] = (
-            "box",
-            "Box plots over repetitions (Sjölund and Kevo 2022 §5.2): one dot per run; box from the "
-            "first to the third quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and "
-            "its 95 % bootstrap confidence interval. "
-            "Utilisation = receive rate / capacity of the video flows; "
-            f"latency = their queuing-delay p95; responsiveness = the scorecard's {kind}; loss = "
-            "dropped / sent.",
-        )
         notes = []
+        if time_figures:
+            first = _first_seeds(members, series, present)
+            if first:
+                time_id = f"time--{cid}"
+                columns = tuple(
+                    TimeColumn(
+                        series[r.path] + (f" · seed {r.seed}" if repeated else ""),
+                        r.path,
+                        r.summary["meta"],
+                        r.digest,
+                    )
+                    for r in first
+                )
+                tasks.append(TimeTask(time_id, heading, columns))
+                who = "each controller's first seed" if repeated else "the controllers"
+                captions[time_id] = ("time", TIME_CAPTION.format(who=who))
+                drawn.update(r.path for r in first)
+            lacking = [label for label in present if label not in {series[r.path] for r in first}]
+            if lacking:
+                notes.append(
+                    f"Not over time: {', '.join(lacking)} (no run with {', '.join(RUN_FIGURE_TABLES)}; "
+                    "see Problems)."
+                )
         cdf_series = []
         pooled = 0
         for label in present:
@@ -291,7 +328,12 @@ def _cases(
                 (
                     label,
                     tuple(
-                        (r.path, r.summary["meta"], tuple(int(f["id"]) for f in video_flows(r.summary)))
+                        CdfRun(
+                            r.path,
+                            r.summary["meta"],
+                            tuple(int(f["id"]) for f in video_flows(r.summary)),
+                            r.digest,
+                        )
                         for r in with_packets
                     ),
                 )
@@ -301,24 +343,32 @@ def _cases(
                 f"The CDF pools {pooled} of {len(members)} runs: the others lack {CDF_TABLE} (see Problems)."
             )
         cdf_id = f"cdf--{cid}"
-        tasks.append(CdfTask(cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series)))
-        captions[cdf_id] = (
-            "cdf",
-            "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video "
-            "packet received, pooled over the repetitions of each controller, as De Cicco et al. 2013 "
-            "slides plot the CDF of RTT - RTTmin.",
+        tasks.append(
+            CdfTask(cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series), home)
         )
+        captions[cdf_id] = ("cdf", CDF_CAPTION)
+        if repeated:
+            panels = []
+            for m in tb.METRICS:
+                per_label = {
+                    label: [float(x) for v in vals if (x := v[m.key]) is not None]
+                    for label, vals in values.items()
+                }
+                panels.append(
+                    BoxPanel(
+                        title=kind if m.key == "responsiveness_s" else m.title,
+                        ylabel=m.unit,
+                        values=per_label,
+                        ci={k: mean_ci(v) for k, v in per_label.items()},
+                    )
+                )
+            box_id = f"box--{cid}"
+            tasks.append(
+                BoxTask(box_id, f"{heading}: per run, over repetitions", tuple(present), tuple(panels), home)
+            )
+            captions[box_id] = ("box", BOX_CAPTION.format(kind=kind))
         blocks.append(CaseBlock(cid, scenario, variant, table, [], notes))
-    return blocks, tasks, captions
-
-
-RUN_FIGURE_CAPTION = (
-    "(a) bottleneck capacity, each call's target, each media flow's sending and receive rate "
-    "(200 ms windows), and competing TCP/CBR throughput summed per kind; "
-    "(b) queuing delay, window mean (and p95 for video); (c) loss by send time; (d) with video, "
-    "frames completed at the receiver per second (1 s mean) and freezes. As Guerrero Viveros 2019 "
-    "Fig. 6.2 and Sjölund and Kevo 2022 Fig. 5.1."
-)
+    return blocks, tasks, captions, drawn
 
 
 def build_report(
@@ -334,13 +384,14 @@ def build_report(
 ) -> ReportResult:
     """Writes the report of the runs under `dirs` to `out` (default: `<dir>/report.html` for one
     folder, `report.html` for several) and returns what it holds. With `figures`, every figure is
-    also written there as `<id>.png` and `<id>.svg`.
+    also written there as `<id>.png` and `<id>.svg` (the SVG is drawn only then).
 
-    Folders and files that cannot be used are in `ReportResult.problems` (and in the page); the
-    report is still written, unless no run at all can be read (`NoRuns`). `jobs` processes draw
-    the figures (default: one per CPU). `labels`
-    name the folders (default: their names). `command` is the command line shown as the
-    report's own (default: this process's).
+    Figures are taken from the cache in the run folders when the runs have not changed, and
+    cached there when drawn (`rtcbench.report.cache`; a folder that cannot be written is left
+    alone). Folders and files that cannot be used are in `ReportResult.problems` (and in the
+    page); the report is still written, unless no run at all can be read (`NoRuns`). `jobs`
+    processes draw the figures (default: one per CPU). `labels` name the folders (default: their
+    names). `command` is the command line shown as the report's own (default: this process's).
     """
     if not dirs:
         raise ValueError("no folder given")
@@ -357,37 +408,36 @@ def build_report(
     if not runs:
         first = f": {problems[0]}" if problems else ""
         raise NoRuns(f"no run could be read under {', '.join(map(str, dirs))}{first}; no report was written")
-    runs.sort(key=lambda r: (r.scenario, r.variant, r.source.label, r.controller, r.seed, str(r.path)))
+    runs.sort(key=Run.order)
     series = {r.path: f"{r.source.label}/{r.controller}" if several else r.controller for r in runs}
-    series_labels = sorted(set(series.values()))
+    series_labels = sorted(set(series.values()), key=natural_key)
 
     scores, by_run = _scores(runs, series, problems)
-    cases, tasks, captions = _cases(runs, series, series_labels, by_run)
+    cases, tasks, captions, in_case_figure = _cases(
+        runs, series, series_labels, by_run, run_figures != "none"
+    )
 
     run_ids = _run_ids(runs, several)
-    first_seed: dict[tuple[str, str, str, str], int] = {}
-    for r in runs:
-        key = (r.source.label, r.scenario, r.variant, r.controller)
-        first_seed[key] = min(first_seed.get(key, r.seed), r.seed)
     blocks: list[RunBlock] = []
     for r in runs:
         rid = run_ids[r.path]
-        wanted = run_figures == "all" or (
-            run_figures == "first"
-            and r.seed == first_seed[(r.source.label, r.scenario, r.variant, r.controller)]
-        )
+        case_id = _case_id(r.scenario, r.variant)
         lacking = [name for name in RUN_FIGURE_TABLES if not r.has(name)]
         note = ""
-        if not wanted:
-            note = "figure drawn for the first seed only (--run-figures all draws every run)"
-            if run_figures == "none":
-                note = "no figure (--run-figures none)"
-        elif lacking:
-            note = f"figure not drawn: missing {', '.join(lacking)}"
-        else:
+        if run_figures == "all" and not lacking:
             fig_id = f"run--{rid}"
-            tasks.append(RunFigureTask(fig_id, r.path, r.summary["meta"], r.title()))
-            captions[fig_id] = ("run", RUN_FIGURE_CAPTION)
+            tasks.append(TimeTask(fig_id, r.title(), (TimeColumn("", r.path, r.summary["meta"], r.digest),)))
+            captions[fig_id] = ("run", TIME_CAPTION.format(who="this run"))
+        elif lacking:
+            note = f"Not drawn over time: missing {', '.join(lacking)}."
+        elif r.path in in_case_figure:
+            note = f"Drawn over time in its case's figure (time--{case_id})."
+        elif run_figures == "none":
+            note = "Not drawn over time (--run-figures none)."
+        else:
+            note = (
+                "Not drawn over time: its case's figure shows the first seed (--run-figures all: every run)."
+            )
         tables = [tb.flows_table(r, f"tbl-{rid}"), *tb.phase_tables(r, f"tbl-{rid}")]
         blocks.append(
             RunBlock(
@@ -402,33 +452,33 @@ def build_report(
             )
         )
 
-    rendered = draw_all(tasks, jobs if jobs is not None else _cpus(), problems, progress)
+    rendered = draw_all(
+        tasks, jobs if jobs is not None else _cpus(), problems, progress, svg=figures is not None
+    )
     figure_blocks = {
         fig_id: FigureBlock(
-            id=fig_id,
-            kind=captions[fig_id][0],
-            caption=captions[fig_id][1],
-            png_uri=_png_uri(img.png),
-            svg_uri=_svg_uri(img.svg),
+            id=fig_id, kind=captions[fig_id][0], caption=captions[fig_id][1], png_uri=_png_uri(img.png)
         )
         for fig_id, img in rendered.items()
     }
     for case in cases:
         case.figures = [
-            figure_blocks[f] for f in (f"cdf--{case.id}", f"box--{case.id}") if f in figure_blocks
+            figure_blocks[f]
+            for f in (f"time--{case.id}", f"cdf--{case.id}", f"box--{case.id}")
+            if f in figure_blocks
         ]
     for block in blocks:
         fig_id = f"run--{block.id}"
         if fig_id in figure_blocks:
             block.figure = figure_blocks[fig_id]
         elif not block.figure_note:
-            block.figure_note = "figure could not be drawn (see Problems)"
+            block.figure_note = "Its figure could not be drawn (see Problems)."
 
     score_tables: list[tb.Table] = []
     if scores.height:
         score_tables = [
-            tb.score_matrix("tbl-score-matrix", scores, sc.matrix(scores), series_labels),
-            tb.score_per_controller("tbl-score-controllers", sc.per_controller(scores)),
+            tb.score_matrix("tbl-score-matrix", scores, series_labels),
+            tb.score_per_controller("tbl-score-controllers", scores, series_labels),
             tb.score_details("tbl-score-details", scores),
         ]
     comparison = _comparison(dirs, names, problems)
@@ -490,9 +540,14 @@ def _provenance(sources: Sequence[Source], runs: Sequence[Run], command: str | N
         commands: dict[str, int] = {}
         versions: dict[str, int] = {}
         for r in mine:
-            c = r.summary.get("command") or "(not recorded: run from Python)"
+            made = r.summary.get("provenance") or {}
+            c = made.get("command") or "(not recorded: run from Python)"
             commands[c] = commands.get(c, 0) + 1
-            v = str(r.summary.get("rtcbench_version") or "(not recorded)")
+            v = str(made.get("rtcbench_version") or "(not recorded)")
+            if made.get("git_commit"):
+                v += f" at {made['git_commit'][:12]}" + (
+                    " (uncommitted changes)" if made.get("git_dirty") else ""
+                )
             versions[v] = versions.get(v, 0) + 1
         rows.append(
             (

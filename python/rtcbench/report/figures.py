@@ -1,11 +1,12 @@
-"""The report's figures: what each one needs, drawing them (in worker processes for a suite), and
-writing them out for papers.
+"""The report's figures: what each one needs, drawing them (in worker processes for a suite), the
+cache that spares drawing them again (`rtcbench.report.cache`), and writing them out for papers.
 
 A figure is described by a small picklable task (paths and numbers, no frames), so a worker reads
-only the tables that figure needs: a run's figure reads its time series, links, controller and
-frames tables; a case's queuing-delay CDF reads the received packets of its video flows from
-every repetition. Drawing is most of a report's time (about 0.4 s of CPU per run figure, PNG
-and SVG), so a suite's figures are shared between processes, as `rtcbench suite` shares runs.
+only the tables that figure needs: a time figure reads its runs' time series, links, controller
+and frames tables (`measure.figure_tables`); a case's queuing-delay CDF reads the received packets
+of its video flows from every repetition. Drawing is most of a report's time, so a suite's figures
+are shared between processes, as `rtcbench suite` shares runs, and each is kept in its runs'
+folders for the next report.
 """
 
 from __future__ import annotations
@@ -23,22 +24,24 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from rtcbench import plots, workers
+from rtcbench.measure import figure_tables
 from rtcbench.metrics import Tables, packet_delays
-from rtcbench.plots import BoxPanel, Rendered
+from rtcbench.plots import BoxPanel, Rendered, RunColumn
+from rtcbench.report import cache
 from rtcbench.report.runs import Problem
 
 __all__ = [
     "BoxTask",
     "CdfTask",
     "FigureTask",
-    "RunFigureTask",
+    "TimeTask",
     "draw",
     "draw_all",
     "write_figures",
 ]
 
 RUN_FIGURE_TABLES = ("timeseries.parquet", "links.parquet", "controller.parquet", "frames.parquet")
-"""What a run's figure is drawn from (no packets: they are most of a suite's bytes)."""
+"""What a time figure is drawn from (no packets: they are most of a suite's bytes)."""
 CDF_TABLE = "packets.parquet"
 
 _PACKET_COLUMNS = ("t_us", "event", "packet", "flow", "kind", "size", "payload", "sent_us")
@@ -50,22 +53,54 @@ PARALLEL_MIN_FIGURES = 12
 
 
 @dataclass(frozen=True)
-class RunFigureTask:
-    """`plots.run_report_figure` of one run."""
+class TimeColumn:
+    """One run of a time figure: its column title, folder, summary `meta` and summary digest."""
 
-    id: str
+    label: str
     path: Path
     meta: dict[str, Any]
+    digest: str
+
+
+@dataclass(frozen=True)
+class TimeTask:
+    """`plots.run_figure` of runs side by side: a case's first seeds, or one run."""
+
+    id: str
     title: str
+    columns: tuple[TimeColumn, ...]
+
+    @property
+    def home(self) -> Path:
+        return self.columns[0].path
+
+    def key(self) -> str:
+        return cache.figure_key("time", [self.title, [(c.label, c.digest) for c in self.columns]])
+
+
+@dataclass(frozen=True)
+class CdfRun:
+    """A run pooled in a CDF: its folder, summary `meta`, video flows and summary digest."""
+
+    path: Path
+    meta: dict[str, Any]
+    flows: tuple[int, ...]
+    digest: str
 
 
 @dataclass(frozen=True)
 class CdfTask:
-    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled and their video flows."""
+    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled. `home`: the case's first
+    run, where the figure is cached."""
 
     id: str
     title: str
-    series: tuple[tuple[str, tuple[tuple[Path, dict[str, Any], tuple[int, ...]], ...]], ...]
+    series: tuple[tuple[str, tuple[CdfRun, ...]], ...]
+    home: Path
+
+    def key(self) -> str:
+        runs = [(label, [(r.digest, list(r.flows)) for r in rs]) for label, rs in self.series]
+        return cache.figure_key("cdf", [self.title, runs])
 
 
 @dataclass(frozen=True)
@@ -76,9 +111,17 @@ class BoxTask:
     title: str
     labels: tuple[str, ...]
     panels: tuple[BoxPanel, ...]
+    home: Path
+
+    def key(self) -> str:
+        panels = [
+            [p.title, p.ylabel, {k: list(v) for k, v in p.values.items()}, {k: p.ci[k] for k in sorted(p.ci)}]
+            for p in self.panels
+        ]
+        return cache.figure_key("box", [self.title, list(self.labels), panels])
 
 
-FigureTask = RunFigureTask | CdfTask | BoxTask
+FigureTask = TimeTask | CdfTask | BoxTask
 
 
 def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | None:
@@ -89,67 +132,66 @@ def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | 
         return None
 
 
-def _run_figure(task: RunFigureTask, problems: list[Problem]) -> Figure | None:
-    frames = {name: _read(task.path / name, problems) for name in RUN_FIGURE_TABLES}
-    ts, links, controller, video_frames = (frames[name] for name in RUN_FIGURE_TABLES)
-    if ts is None or links is None or controller is None or video_frames is None:
-        return None
-    empty = pl.DataFrame()
-    t = Tables(
-        packets=empty, frames=video_frames, controller=controller, links=links, feedback=empty, meta=task.meta
-    )
-    return plots.run_report_figure(t, ts, task.title)
+def _time_figure(task: TimeTask, problems: list[Problem]) -> Figure | None:
+    columns = []
+    for c in task.columns:
+        try:
+            t, ts = figure_tables(c.path, c.meta)
+        except Exception as e:  # polars raises several kinds for a truncated or foreign file
+            problems.append(Problem(str(c.path), f"a trace table is unreadable ({type(e).__name__}: {e})"))
+            return None
+        columns.append(RunColumn(c.label, t, ts))
+    return plots.run_figure(columns, task.title)
 
 
-def _received_delays(
-    path: Path, meta: dict[str, Any], flows: tuple[int, ...], problems: list[Problem]
-) -> npt.NDArray[np.float64]:
+def _received_delays(run: CdfRun, problems: list[Problem]) -> npt.NDArray[np.float64]:
     """Queuing delays (ms) of every packet the flows received, as `metrics.packet_delays` has them."""
-    file = path / CDF_TABLE
+    file = run.path / CDF_TABLE
     try:
         packets = (
             pl.scan_parquet(file)
             .select(_PACKET_COLUMNS)
-            .filter((pl.col("event") == "received") & pl.col("flow").is_in(list(flows)))
+            .filter((pl.col("event") == "received") & pl.col("flow").is_in(list(run.flows)))
             .collect()
         )
     except Exception as e:  # as in `_read`
         problems.append(Problem(str(file), f"unreadable ({type(e).__name__}: {e})"))
         return np.empty(0)
     empty = pl.DataFrame()
-    t = Tables(packets=packets, frames=empty, controller=empty, links=empty, feedback=empty, meta=meta)
+    t = Tables(packets=packets, frames=empty, controller=empty, links=empty, feedback=empty, meta=run.meta)
     out: npt.NDArray[np.float64] = packet_delays(t).get_column("qdelay_ms").to_numpy().astype(np.float64)
     return out
 
 
 def _cdf_figure(task: CdfTask, problems: list[Problem]) -> Figure:
     delays = {
-        label: np.concatenate(
-            [np.empty(0), *(_received_delays(path, meta, flows, problems) for path, meta, flows in runs)]
-        )
+        label: np.concatenate([np.empty(0), *(_received_delays(r, problems) for r in runs)])
         for label, runs in task.series
     }
     return plots.qdelay_cdf_figure(delays, task.title)
 
 
-def draw(task: FigureTask) -> tuple[str, Rendered | None, list[Problem]]:
-    """Draws one figure: (its id, its PNG and SVG or None if it could not be drawn, problems)."""
+def draw(task: FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
+    """Draws one figure: (its id, its PNG (and SVG with `svg`) or None if it could not be drawn,
+    problems)."""
     problems: list[Problem] = []
     fig: Figure | None
-    if isinstance(task, RunFigureTask):
-        fig = _run_figure(task, problems)
+    if isinstance(task, TimeTask):
+        fig = _time_figure(task, problems)
     elif isinstance(task, CdfTask):
         fig = _cdf_figure(task, problems)
     else:
         fig = plots.repetitions_figure(task.panels, task.labels, task.title)
-    return task.id, (plots.render(fig) if fig is not None else None), problems
+    return task.id, (plots.render(fig, svg=svg) if fig is not None else None), problems
 
 
 def _cost(task: FigureTask) -> float:
-    """A rough drawing time: points drawn grow with a run's duration and its flows; a CDF reads
-    every repetition's packets."""
-    if isinstance(task, RunFigureTask):
-        return float(task.meta.get("duration_s", 0.0)) * max(1, len(task.meta.get("flows", [])))
+    """A rough drawing time: points drawn grow with the runs' duration and their flows; a CDF
+    reads every repetition's packets."""
+    if isinstance(task, TimeTask):
+        return sum(
+            float(c.meta.get("duration_s", 0.0)) * max(1, len(c.meta.get("flows", []))) for c in task.columns
+        )
     if isinstance(task, CdfTask):
         return 10.0 * sum(len(runs) for _, runs in task.series)
     return 100.0
@@ -160,10 +202,14 @@ def draw_all(
     jobs: int,
     problems: list[Problem],
     progress: Callable[[int, int], None] | None = None,
+    *,
+    svg: bool = False,
 ) -> dict[str, Rendered]:
-    """Every figure, by id (`plots.Rendered`); figures that could not be drawn are left out and
-    their problems added to `problems` in task order, so the report is the same however many
-    processes drew it."""
+    """Every figure, by id (`plots.Rendered`), from the cache (`rtcbench.report.cache`) or drawn
+    and then cached; with `svg`, each has its SVG too. Figures that could not be drawn are left
+    out and their problems added to `problems` in task order, so the report is the same however
+    many processes drew it. A figure drawn with problems is not cached: the next report says them
+    again."""
     results: dict[str, tuple[Rendered | None, list[Problem]]] = {}
 
     def done(fig_id: str, rendered: Rendered | None, found: list[Problem]) -> None:
@@ -171,24 +217,43 @@ def draw_all(
         if progress is not None:
             progress(len(results), len(tasks))
 
-    if jobs <= 1 or len(tasks) < PARALLEL_MIN_FIGURES:
-        for task in tasks:
-            done(*draw(task))
+    keys = {task.id: task.key() for task in tasks}
+    todo = []
+    for task in tasks:
+        cached = cache.load(task.home, task.id, keys[task.id], svg=svg)
+        if cached is not None:
+            done(task.id, cached, [])
+        else:
+            todo.append(task)
+    drawn: list[str] = []
+
+    def drew(fig_id: str, rendered: Rendered | None, found: list[Problem]) -> None:
+        done(fig_id, rendered, found)
+        drawn.append(fig_id)
+
+    if jobs <= 1 or len(todo) < PARALLEL_MIN_FIGURES:
+        for task in todo:
+            drew(*draw(task, svg))
     else:
         # Spawned, not forked, for the reason `suite._run_parallel` gives: polars' threads.
-        pool = workers.pool(jobs)
+        pool = workers.pool(min(jobs, len(todo)))
         with workers.stopping(pool):
             # Longest first, so that no long figure starts last while the other workers idle.
             with workers.single_threaded_polars(), workers.spawning():
                 pending: set[Future[tuple[str, Rendered | None, list[Problem]]]] = {
-                    pool.submit(workers.job, draw, t) for t in sorted(tasks, key=_cost, reverse=True)
+                    pool.submit(workers.job, draw, t, svg) for t in sorted(todo, key=_cost, reverse=True)
                 }
             while pending:
                 # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
                 finished, pending = wait(pending, timeout=workers.WAKE_S, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    done(*fut.result())
+                    drew(*fut.result())
         pool.shutdown()
+    by_id = {task.id: task for task in todo}
+    for fig_id in drawn:
+        rendered, found = results[fig_id]
+        if rendered is not None and not found:
+            cache.store(by_id[fig_id].home, fig_id, keys[fig_id], rendered)
     out: dict[str, Rendered] = {}
     for task in tasks:
         rendered, found = results[task.id]
@@ -199,13 +264,15 @@ def draw_all(
 
 
 def write_figures(figures: dict[str, Rendered], folder: Path) -> list[Path]:
-    """Writes each figure as `<id>.png` and `<id>.svg` into `folder` (each file atomically: a
-    temporary name, then a rename)."""
+    """Writes each figure as `<id>.png`, and `<id>.svg` where it has one, into `folder` (each file
+    atomically: a temporary name, then a rename)."""
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for fig_id in sorted(figures):
         rendered = figures[fig_id]
         for ext, data in (("png", rendered.png), ("svg", rendered.svg)):
+            if data is None:
+                continue
             final = folder / f"{fig_id}.{ext}"
             tmp = folder / f".{fig_id}.{ext}.{os.getpid()}.tmp"
             tmp.write_bytes(data)

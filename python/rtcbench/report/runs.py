@@ -9,8 +9,9 @@ needed the missing part, and says so.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "Run",
     "Source",
     "find_runs",
+    "natural_key",
     "slug",
     "source_labels",
     "video_flows",
@@ -57,12 +59,18 @@ class Source:
 
 @dataclass(frozen=True)
 class Run:
-    """One run folder with a readable `summary.json`; `missing` names the expected files it lacks."""
+    """One run folder with a readable `summary.json`; `missing` names the expected files it lacks;
+    `digest` is the SHA-256 of the summary's bytes, which record every trace file's SHA-256: what
+    the run's figures are cached by (`rtcbench.report.cache`). `config` is the first digits of
+    its scenario's fingerprint when runs of another configuration share its scenario and variant
+    names (another --set, an edited trace), so they are not pooled as one case."""
 
     path: Path
     source: Source
     summary: dict[str, Any]
     missing: tuple[str, ...] = field(default=())
+    digest: str = ""
+    config: str = ""
 
     @property
     def scenario(self) -> str:
@@ -70,7 +78,9 @@ class Run:
 
     @property
     def variant(self) -> str:
-        return str(self.summary.get("variant") or "")
+        """The variant's name, with the configuration's digits when they tell cases apart."""
+        name = str(self.summary.get("variant") or "")
+        return f"{name} #{self.config}".strip() if self.config else name
 
     @property
     def controller(self) -> str:
@@ -88,6 +98,14 @@ class Run:
     def has(self, name: str) -> bool:
         return name not in self.missing
 
+    def order(self) -> tuple[Any, ...]:
+        """Where the run comes in the report: by case, variant (`natural_key`), folder, controller
+        and seed."""
+        return (
+            natural_key(self.scenario), natural_key(self.variant), self.source.label, self.controller,
+            self.seed, str(self.path),
+        )  # fmt: skip
+
     def title(self) -> str:
         variant = f" [{self.variant}]" if self.variant else ""
         return f"{self.scenario}{variant} · {self.controller} · seed {self.seed}"
@@ -98,6 +116,19 @@ def slug(text: str) -> str:
     and an HTML id, and stable."""
     out = re.sub(r"[^A-Za-z0-9._@-]+", "-", text).strip("-")
     return out or "-"
+
+
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, float, str], ...]:
+    """A sort key that compares the numbers inside `text` as numbers, so variants come in the order
+    of their values: "50ms" before "100ms", "1Mbps" before "2.5Mbps" before "10Mbps"."""
+    return tuple(
+        (0, float(part), "") if i % 2 else (1, 0.0, part)
+        for i, part in enumerate(_NUMBER.split(text))
+        if part
+    )
 
 
 def source_labels(paths: list[Path]) -> list[str]:
@@ -140,8 +171,34 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
                 problems.append(
                     Problem(str(folder), f"missing {', '.join(missing)}; what needs it is left out")
                 )
-            runs.append(Run(folder, source, summary, missing))
-    return runs
+            try:
+                digest = hashlib.sha256((folder / "summary.json").read_bytes()).hexdigest()
+            except OSError as e:
+                problems.append(Problem(str(folder), f"summary.json unreadable ({e}); the run is left out"))
+                continue
+            runs.append(Run(folder, source, summary, missing, digest))
+    return _told_apart(runs)
+
+
+CONFIG_DIGITS = 8
+"""Digits of a scenario fingerprint shown to tell configurations of one variant apart."""
+
+
+def _told_apart(runs: list[Run]) -> list[Run]:
+    """`runs`, those whose scenario and variant names are shared by several configurations marked
+    with their configuration (`Run.config`)."""
+    configs: dict[tuple[str, str], set[str]] = {}
+    for r in runs:
+        configs.setdefault(r.case, set()).add(_fingerprint(r))
+    return [
+        replace(r, config=_fingerprint(r)[:CONFIG_DIGITS]) if len(configs[r.case]) > 1 else r for r in runs
+    ]
+
+
+def _fingerprint(r: Run) -> str:
+    identity = r.summary.get("identity")
+    sha = identity.get("scenario_sha256") if isinstance(identity, dict) else None
+    return str(sha) if sha else ""
 
 
 def video_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:

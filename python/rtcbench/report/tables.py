@@ -16,7 +16,7 @@ import polars as pl
 
 from rtcbench.metrics import MEDIA_KINDS, VIDEO, mean_ci
 from rtcbench.plots import shown_flows
-from rtcbench.report.runs import Run, video_flows
+from rtcbench.report.runs import Run, natural_key, video_flows
 
 __all__ = [
     "METRICS",
@@ -276,7 +276,7 @@ def _mean_with_ci(values: Sequence[float | None], digits: int) -> Cell:
     mean = sum(present) / len(present)
     ci = mean_ci(present)
     if ci is None:
-        return Cell(f"{mean:.{digits}f}", title=f"one run: no interval (n={len(present)})", cls="num")
+        return Cell(f"{mean:.{digits}f}", title="one run: its value, no interval", cls="num")
     return Cell(
         f"{mean:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]",
         title=f"mean of {len(present)} runs; 95 % bootstrap interval of the mean",
@@ -284,10 +284,15 @@ def _mean_with_ci(values: Sequence[float | None], digits: int) -> Cell:
     )
 
 
+SINGLE_REPETITION = "1 repetition: values, no interval"
+
+
 def case_table(
     table_id: str, values: Mapping[str, Sequence[Mapping[str, float | None]]], responsiveness: str
 ) -> Table:
-    """Per label (controller): runs, then mean [95 % CI] of each of `METRICS` over its runs."""
+    """Per label (controller): runs, then mean [95 % CI] of each of `METRICS` over its runs; with
+    one run per label, the values alone (`SINGLE_REPETITION`): an interval needs repetitions."""
+    single = all(len(runs) <= 1 for runs in values.values())
     header = (
         "controller",
         "runs",
@@ -302,18 +307,26 @@ def case_table(
                 *(_mean_with_ci([r[m.key] for r in runs], m.digits) for m in METRICS),
             )
         )
+    measured = (
+        "Per run: the video flows' utilisation, queuing-delay p95 and loss over the whole run "
+        f"(docs/metrics.md); responsiveness is the scorecard's {responsiveness} (docs/scorecard.md)."
+    )
+    if single:
+        caption = f"Per controller ({SINGLE_REPETITION})"
+        note = measured + " Run the suite with --reps 3 or more for box plots and confidence intervals."
+    else:
+        caption = "Mean over repetitions [95 % confidence interval of the mean, bootstrap]"
+        note = measured + (
+            " Intervals: percentile bootstrap, 10 000 resamples, fixed seed; with few repetitions "
+            "they are narrower than the truth."
+        )
     return Table(
         id=table_id,
         kind="case",
-        caption="Mean over repetitions [95 % confidence interval of the mean, bootstrap]",
+        caption=caption,
         header=header,
         rows=tuple(rows),
-        note=(
-            "Per run: the video flows' utilisation, queuing-delay p95 and loss over the whole run "
-            f"(docs/metrics.md); responsiveness is the scorecard's {responsiveness} "
-            "(docs/scorecard.md). Intervals: percentile bootstrap, 10 000 resamples, fixed seed; "
-            "with few repetitions they are narrower than the truth."
-        ),
+        note=note,
     )
 
 
@@ -341,63 +354,113 @@ def _verdict_title(row: Mapping[str, Any]) -> str:
 _MATRIX_TITLE_LINES = 12
 
 
-def score_matrix(table_id: str, scores: pl.DataFrame, matrix: pl.DataFrame, labels: Sequence[str]) -> Table:
-    """Test case × controller: checks passed/warned/failed, coloured by the worst; the hover text
-    lists every check that did not pass, with its value and thresholds."""
+_SHARE_STEPS = (0.25, 0.5, 0.75, 1.0)
+"""Where a cell's colour changes (`_share_class`)."""
+
+
+def _share_class(passed: int, applicable: int) -> str:
+    """A cell's colour by the share of its checks that passed: green when all did, then paler
+    steps to red below a quarter, so controllers tell apart where the worst verdict alone made
+    nearly every cell red."""
+    if applicable == 0:
+        return "v-na"
+    share = passed / applicable
+    return f"share-{sum(share >= step for step in _SHARE_STEPS)}"
+
+
+def _counts(rows: pl.DataFrame) -> tuple[int, int, int]:
+    verdicts = rows.get_column("verdict").to_list()
+    return verdicts.count("pass"), verdicts.count("warn"), verdicts.count("fail")
+
+
+def _misses(rows: pl.DataFrame, *, scenario: bool) -> list[str]:
+    """One line per check that did not pass: where, the verdict, its value and thresholds."""
+    lines = []
+    for row in rows.filter(pl.col("verdict").is_in(["warn", "fail"])).iter_rows(named=True):
+        value = "-" if row["value"] is None else f"{row['value']:.3g} {row['unit']}".strip()
+        where = (f"{row['scenario']} " if scenario else "") + (f"{row['variant']} " if row["variant"] else "")
+        lines.append(
+            f"{where}seed {row['seed']}: {row['criterion']} {row['verdict']} {value} "
+            f"(pass {_limit(row, 'pass_at')}, warn {_limit(row, 'warn_at')})"
+        )
+    if len(lines) > _MATRIX_TITLE_LINES:
+        lines = [*lines[:_MATRIX_TITLE_LINES], f"... and {len(lines) - _MATRIX_TITLE_LINES} more"]
+    return lines
+
+
+def _share_cell(rows: pl.DataFrame, *, scenario: bool) -> Cell:
+    """Checks passed / applicable, coloured by that share; the hover text counts the verdicts and
+    lists every check that did not pass."""
+    passed, warned, failed = _counts(rows)
+    applicable = passed + warned + failed
+    if applicable == 0:
+        return Cell("n/a", title="no check applies", cls="v-na")
+    head = f"{passed} passed, {warned} warned, {failed} failed of {applicable} checks"
+    title = "\n".join([head, *_misses(rows, scenario=scenario)])
+    return Cell(f"{passed}/{applicable}", title=title, cls=_share_class(passed, applicable))
+
+
+def score_matrix(table_id: str, scores: pl.DataFrame, labels: Sequence[str]) -> Table:
+    """Test case × controller: checks passed out of those that apply, coloured by that share; the
+    hover text lists every check that did not pass, with its value and thresholds."""
     rows = []
-    for scenario in sorted(set(matrix["scenario"])):
+    for scenario in sorted(set(scores["scenario"]), key=natural_key):
+        of_case = scores.filter(pl.col("scenario") == scenario)
         cells = [Cell(scenario)]
         for label in labels:
-            m = matrix.filter((pl.col("scenario") == scenario) & (pl.col("controller") == label))
-            if m.height == 0:
-                cells.append(Cell(""))
-                continue
-            r = m.row(0, named=True)
-            misses = scores.filter(
-                (pl.col("scenario") == scenario)
-                & (pl.col("controller") == label)
-                & pl.col("verdict").is_in(["warn", "fail"])
-            )
-            lines = []
-            for row in misses.iter_rows(named=True):
-                value = "-" if row["value"] is None else f"{row['value']:.3g} {row['unit']}".strip()
-                where = f"{row['variant']} " if row["variant"] else ""
-                lines.append(
-                    f"{where}seed {row['seed']}: {row['criterion']} {row['verdict']} {value} "
-                    f"(pass {_limit(row, 'pass_at')}, warn {_limit(row, 'warn_at')})"
-                )
-            if len(lines) > _MATRIX_TITLE_LINES:
-                lines = [*lines[:_MATRIX_TITLE_LINES], f"... and {len(lines) - _MATRIX_TITLE_LINES} more"]
-            title = "\n".join(lines) if lines else "every applicable check passed"
-            cells.append(Cell(f"{r['pass']}/{r['warn']}/{r['fail']}", title=title, cls=f"v-{r['worst']}"))
+            mine = of_case.filter(pl.col("controller") == label)
+            cells.append(_share_cell(mine, scenario=False) if mine.height else Cell(""))
         rows.append(tuple(cells))
     return Table(
         id=table_id,
         kind="score-matrix",
-        caption="Checks passed / warned / failed per test case and controller (colour: the worst)",
+        caption="Checks passed / applicable per test case and controller (colour: the share passed)",
         header=("scenario", *labels),
         rows=tuple(rows),
-        note="Hover a cell for the checks that did not pass; every verdict is in the table below.",
+        note=(
+            "Green: every check passed; paler to red as the share falls (below 100, 75, 50, 25 %). "
+            "Hover a cell for the checks that did not pass; every verdict is in the table below."
+        ),
     )
 
 
-def score_per_controller(table_id: str, per_controller: pl.DataFrame) -> Table:
-    rows = tuple(
-        (
-            Cell(r["controller"]),
-            Cell(str(r["pass"]), cls="num"),
-            Cell(str(r["warn"]), cls="num"),
-            Cell(str(r["fail"]), cls="num"),
-            Cell(f"{r['pass_share']:.0%}", cls="num"),
+def score_per_controller(table_id: str, scores: pl.DataFrame, labels: Sequence[str]) -> Table:
+    """Per controller: verdict counts over every applicable check and the share passed, then one
+    column per criterion with its share passed over every case, coloured by that share."""
+    criteria = list(dict.fromkeys(scores.get_column("criterion").to_list()))
+    requirement = {r["criterion"]: r["requirement"] for r in scores.iter_rows(named=True)}
+    rows = []
+    for label in labels:
+        mine = scores.filter(pl.col("controller") == label)
+        if not mine.height:
+            continue
+        passed, warned, failed = _counts(mine)
+        applicable = passed + warned + failed
+        share = f"{passed / applicable:.0%}" if applicable else "-"
+        rows.append(
+            (
+                Cell(label),
+                Cell(str(passed), cls="num"),
+                Cell(str(warned), cls="num"),
+                Cell(str(failed), cls="num"),
+                Cell(share, cls=f"num {_share_class(passed, applicable)}"),
+                *(_share_cell(mine.filter(pl.col("criterion") == c), scenario=True) for c in criteria),
+            )
         )
-        for r in per_controller.iter_rows(named=True)
-    )
     return Table(
         id=table_id,
         kind="score-controllers",
-        caption="Per controller, over every applicable check",
-        header=("controller", "pass", "warn", "fail", "passed"),
-        rows=rows,
+        caption="Per controller: over every applicable check, then per criterion over every case",
+        header=(
+            "controller",
+            "pass",
+            "warn",
+            "fail",
+            "passed",
+            *(f"{c} ({requirement[c]})" for c in criteria),
+        ),
+        rows=tuple(rows),
+        note="Per criterion: checks passed / applicable over every case, variant and seed; hover for misses.",
     )
 
 
