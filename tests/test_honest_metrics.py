@@ -4,6 +4,7 @@ fair share (docs/metrics.md). Each of these read wrong numbers before (issue 12)
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,10 @@ def test_run_prints_tcp_next_to_the_media_for_each_controller(tmp_path: Path) ->
         assert f"· {cc} · seed 1" in out.stdout
     rows = [line for line in out.stdout.splitlines() if line.startswith("│ S_tcp ")]
     assert len(rows) == 2, out.stdout
+    # The TCP flow's goodput is its received payload, not the media-only per-flow goodput (0).
+    for row in rows:
+        send, goodput = (float(c) for c in row.split("│")[2:4])
+        assert 0.8 * send < goodput <= send, row
     assert out.stdout.count("Jain's index, all data flows at forward (S1.video, S_tcp)") == 2
 
 
@@ -120,3 +125,24 @@ def test_convergence_is_to_the_fair_share_not_to_a_settled_rate() -> None:
     alone = rtcbench.run("rfc8867-5.1", "gcc", seed=2, sets=["delay=50ms", "mechanism=link-rate"])[0]
     (video,) = [f for f in alone.summary["flows"] if f["kind"] == "video"]
     assert video["convergence_time_s"] is not None and video["convergence_time_s"] < 20.0
+
+
+def test_the_suite_table_shows_the_udp_background_and_leaves_out_empty_columns(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", "suite", "rfc8867-5.1", "--cc", "fixed", "--set",
+         "delay=50ms", "--set", "duration=10s", "--jobs", "1", "--out", str(tmp_path)],
+        capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "150"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    header = next(line for line in out.stdout.splitlines() if "scenario" in line and "runs" in line)
+    cells = [c.strip() for c in header.split("┃") if c.strip()]
+    # No TCP or CBR flow in RFC 8867 §5.1, and no link two data flows share; the UDP background
+    # that makes the capacity in one variant has its own column.
+    assert cells == ["scenario", "variant", "controller", "runs", "util", "p95", "loss", "bg", "jain v"]
+    bg = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("│ rfc8867-5.1"):
+            row = [c.strip() for c in line.split("│")[1:-1]]
+            bg[row[1]] = row[cells.index("bg")]
+    assert bg["delay=50ms, mechanism=link-rate"] == "-", out.stdout
+    assert 2000 < float(bg["delay=50ms, mechanism=udp-background"]) < 4000, out.stdout

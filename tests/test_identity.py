@@ -15,6 +15,7 @@ import pytest
 import rtcbench
 from rtcbench import identity, runner
 from rtcbench.controller import Controller, user_controller
+from rtcbench.scenarios import variant_fields
 from rtcbench.suite import run_suite
 
 STEP = """id = "my-step"
@@ -181,3 +182,48 @@ def test_the_report_does_not_pool_two_configurations_of_one_variant(tmp_path: Pa
     # Same scenario and variant names, two configurations: two cases, each marked.
     assert len({r.case for r in runs}) == 2
     assert all(r.variant.startswith("#") and len(r.config) == 8 for r in runs)
+
+
+@pytest.mark.parametrize(
+    ("variant", "fields"),
+    [
+        ("delay=50ms,mechanism=link-rate", {"delay": "50ms", "mechanism": "link-rate"}),
+        ("queue=300ms,tcp_cc=cubic", {"queue": "300ms", "tcp_cc": "cubic"}),
+        ("sizes=[1, 2],rate=3", {"sizes": "[1, 2]", "rate": "3"}),
+        ("", {}),
+        ("my-own-name", {}),
+    ],
+)
+def test_a_variant_name_splits_into_its_fields(variant: str, fields: dict[str, str]) -> None:
+    assert variant_fields(variant) == fields
+
+
+def test_the_suite_tables_have_a_column_per_variant_field(tmp_path: Path) -> None:
+    result = run_suite(["rfc8867-5.6"], ["fixed"], out=str(tmp_path), sets=["duration=7s"], jobs=1)
+    for table in (result.flows, result.runs):
+        head = table.columns[: table.columns.index("run_key") + 3]
+        assert head[-2:] == ["variant.queue", "variant.tcp_cc"], head
+        rows = table.select("variant", "variant.queue", "variant.tcp_cc").unique().sort("variant").rows()
+        assert all(v == f"queue={q},tcp_cc={cc}" for v, q, cc in rows) and len(rows) == 4
+
+
+def test_one_option_has_one_spelling_in_every_command() -> None:
+    # `--label` on one command and `--labels` on another is the trap: the same meaning, two names.
+    import typer
+
+    from rtcbench.cli import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert {"run", "suite", "compare", "report", "table", "sweep"} <= set(commands)
+    spellings: dict[str, set[str]] = {}
+    for command in commands.values():
+        for param in command.params:
+            for opt in getattr(param, "opts", []):
+                if opt.startswith("--"):
+                    stem = opt[2:].removesuffix("s").replace("-", "")
+                    spellings.setdefault(stem, set()).add(opt)
+    # Two options, not two spellings of one: `run --figure/--no-figure` draws overview.png,
+    # `report --figures DIR` writes the report's figures as files.
+    distinct = {"figure": {"--figure", "--figures"}}
+    assert {s: o for s, o in spellings.items() if len(o) > 1 and distinct.get(s) != o} == {}
+    assert "--labels" in spellings["label"]

@@ -8,12 +8,13 @@ These tests start real processes and signal them, as a user or a batch system wo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,32 @@ LONG = ["--set", "duration=86400s"]
 STOP_WITHIN_S = 1.0
 
 
+_started: list[subprocess.Popen[str]] = []
+
+
 def start(args: Sequence[str], **kw: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    p = subprocess.Popen(
         [*RTCBENCH, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw
     )  # type: ignore[call-overload]
+    _started.append(p)
+    return p
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    """A test that fails before it stops its command (a wait that timed out on a loaded host)
+    must not leave a day-long run behind: kill what is still running, and its workers."""
+    yield
+    while _started:
+        p = _started.pop()
+        if p.poll() is None:
+            for child in children(p.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
+            p.kill()
+            p.wait()
+        if p.stderr is not None:
+            p.stderr.close()
 
 
 def children(pid: int) -> set[int]:

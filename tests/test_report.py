@@ -556,8 +556,8 @@ def test_bad_arguments_end_with_one_line_and_status_2(suite: Path, tmp_path: Pat
     assert nothing.exit_code == 2 and "no run could be read" in nothing.stderr
     bad = runner.invoke(app, ["report", str(suite), "--run-figures", "some"])
     assert bad.exit_code == 2 and "first, all or none" in bad.stderr
-    labels = runner.invoke(app, ["report", str(suite), "--label", "a", "--label", "b"])
-    assert labels.exit_code == 2 and "2 --label for 1 folders" in labels.stderr
+    labels = runner.invoke(app, ["report", str(suite), "--labels", "a", "--labels", "b"])
+    assert labels.exit_code == 2 and "2 --labels for 1 folders" in labels.stderr
     for r in (missing, nothing, bad, labels):
         assert ("Traceback" not in r.stderr and r.exception is None) or isinstance(r.exception, SystemExit)
 

@@ -197,12 +197,18 @@ def print_summary(results: list[RunResult]) -> None:
             t.add_column(col, justify="left" if col in ("flow", "active") else "right", overflow="fold")
         flows = [f for f in s["flows"] if f["kind"] in SHOWN_KINDS]
         spans = [_span(f, s["simulated_s"]) for f in flows]
+        # A competing flow's goodput is its received payload (`cross_traffic`); the per-flow
+        # goodput counts media payload only. The UDP background's "capacity" is what it leaves
+        # to the others (RFC 8867 §4.2), so a utilisation of it would mean nothing.
+        cross = {c["id"]: c for c in s.get("cross_traffic", [])}
         for f, span in zip(flows, spans, strict=True):
+            c = cross.get(f["id"])
+            background = f.get("workload") == "udp-background"
             t.add_row(
                 escape(f["name"]),
                 _fmt(f["mean_send_rate_bps"], 1e-3),
-                _fmt(f["mean_goodput_bps"], 1e-3),
-                _fmt(f["utilization"], 1, 2),
+                _fmt(c["goodput_bps"] if c is not None else f["mean_goodput_bps"], 1e-3),
+                _fmt(None if background else f["utilization"], 1, 2),
                 _fmt(f["loss_ratio"], 100, 2),
                 _fmt(f["qdelay_p50_ms"], 1, 1),
                 _fmt(f["qdelay_p95_ms"], 1, 1),
@@ -215,7 +221,8 @@ def print_summary(results: list[RunResult]) -> None:
             t.columns.pop()
         console.print(t)
         p = Table(title="phases (video flow)", title_justify="left")
-        for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms", "converged s"):
+        for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms",
+                    "convergence s"):  # fmt: skip
             p.add_column(col, justify="right")
         for ph in s["phases"]:
             video = [f for f in ph["flows"] if f["kind"] == "video"]
@@ -256,6 +263,17 @@ def _controller_list(cc: str) -> list[str]:
     if dupes:
         _fail(f"--cc {cc!r}: names {', '.join(dupes)} more than once")
     return names
+
+
+def _listed_option(values: list[str] | None) -> list[str] | None:
+    """A list option given comma-separated, repeated, or both (`--labels a,b`, `--labels a
+    --labels b`), as one list; None when not given."""
+    if not values:
+        return None
+    return [part.strip() for v in values for part in v.split(",")]
+
+
+LABELS_HELP = "Comma-separated or repeated"
 
 
 @app.command("run")
@@ -359,39 +377,43 @@ def print_suite(result: SuiteResult) -> None:
     # Two configurations of one variant (another --set) are told apart by their run key.
     cases = overview.select("scenario", "variant", "controller").rows()
     several = len(set(cases)) < len(cases)
+    # (heading, value of a row, shown only when some row has a value)
+    measures: list[tuple[str, Callable[[dict[str, Any]], float | None], int, float, bool]] = [
+        ("util", lambda r: r["utilization"], 2, 1, False),
+        ("p95", lambda r: r["qdelay_p95_ms"], 1, 1, False),
+        ("loss", lambda r: r["loss_ratio"], 2, 100, False),
+        ("tcp", lambda r: r["tcp_bps"], 0, 1e-3, True),
+        ("cbr", lambda r: r["cbr_bps"], 0, 1e-3, True),
+        ("bg", lambda r: r["background_bps"], 0, 1e-3, True),
+        ("jain v", lambda r: r["jain_index_video"], 3, 1, False),
+        ("jain all", lambda r: r["jain_index_all"], 3, 1, True),
+    ]
+    rows = list(overview.iter_rows(named=True))
+    shown = [m for m in measures if not m[4] or any(m[1](r) is not None for r in rows)]
     t = Table(
         title="suite: means over the repetitions",
         title_justify="left",
-        caption="util, p95, loss: the video flows (utilisation, queuing-delay p95 ms, loss %); tcp, cbr: "
-        "competing flows' kbit/s while they run; jain v: Jain's index of the video flows; jain all: of "
-        "every data flow on the least fair shared link",
+        caption="util, p95, loss: the video flows (utilisation, queuing-delay p95 ms, loss %); tcp, cbr, "
+        "bg: competing TCP, CBR and UDP-background kbit/s while they run; jain v: Jain's index of the "
+        "video flows; jain all: of every data flow on the least fair shared link",
         caption_justify="left",
     )
-    cols = ["scenario", "variant", "controller", "runs", "util", "p95", "loss", "tcp", "cbr", "jain v",
-            "jain all"]  # fmt: skip
-    if several:
-        cols.insert(3, "config")
-    for col in cols:
-        text = col in ("scenario", "variant", "controller", "config")
+    ids = ["scenario", "variant", "controller", *(["config"] if several else [])]
+    for col in ids:
         # Ids wrap instead of being cut, so two rows never read the same on a narrow terminal.
-        t.add_column(col, justify="left" if text else "right", overflow="fold", no_wrap=not text)
-    for row in overview.iter_rows(named=True):
+        t.add_column(col, justify="left", overflow="fold")
+    for col in ["runs", *(m[0] for m in shown)]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for row in rows:
         cells = [
             escape(row["scenario"]),
             # A space after each comma lets a long variant wrap between its parameters.
             escape((row["variant"] or "-").replace(",", ", ")),
             escape(row["controller"]),
+            *([row["run_key"]] if several else []),
             str(row["runs"]),
-            _fmt(row["utilization"], 1, 2),
-            _fmt(row["qdelay_p95_ms"], 1, 1),
-            _fmt(row["loss_ratio"], 100, 2),
-            _fmt(row["tcp_bps"], 1e-3),
-            _fmt(row["cbr_bps"], 1e-3),
-            _fmt(row["jain_index_video"], 1, 3),
-            _fmt(row["jain_index_all"], 1, 3),
+            *(_fmt(value(row), scale, digits) for _, value, digits, scale, _ in shown),
         ]
-        if several:
-            cells.insert(3, row["run_key"])
         t.add_row(*cells)
     console.print(t)
     total = result.ran + result.skipped
@@ -644,10 +666,11 @@ def compare_cmd(
         ),
     ],
     labels: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
-            help="Comma-separated: with one folder, the controllers to compare (the first is the "
-            "baseline); with several, a name for each folder (default: the folder names)."
+            "--labels",
+            help=f"{LABELS_HELP}: with one folder, the controllers to compare (the first is the "
+            "baseline); with several, a name for each folder (default: the folder names).",
         ),
     ] = None,
     baseline: Annotated[
@@ -688,9 +711,9 @@ def compare_cmd(
     try:
         result = comparison(
             dirs,
-            labels.split(",") if labels is not None else None,
+            _listed_option(labels),
             baseline=baseline,
-            metrics=",".join(metric).split(",") if metric else None,
+            metrics=_listed_option(metric),
             tolerance=tolerance,
             resamples=resamples,
             seed=seed,
@@ -745,9 +768,11 @@ def report_cmd(
     jobs: Annotated[
         int | None, typer.Option(help="Processes drawing figures (default: one per CPU; 1: this process).")
     ] = None,
-    label: Annotated[
+    labels: Annotated[
         list[str] | None,
-        typer.Option("--label", help="A name per folder, in order (default: the folders' names)."),
+        typer.Option(
+            "--labels", help=f"{LABELS_HELP}: a name per folder, in order (default: the folders' names)."
+        ),
     ] = None,
 ) -> None:
     """Write one self-contained HTML report (offline: nothing fetched) of the runs under DIRS:
@@ -761,8 +786,9 @@ def report_cmd(
         _fail(f"--run-figures must be first, all or none, got {run_figures!r}")
     if jobs is not None and jobs < 1:
         _fail(f"--jobs must be at least 1, got {jobs}")
-    if label and len(label) != len(dirs):
-        _fail(f"{len(label)} --label for {len(dirs)} folders: give one per folder, in order")
+    label = _listed_option(labels)
+    if label is not None and len(label) != len(dirs):
+        _fail(f"{len(label)} --labels for {len(dirs)} folders: give one per folder, in order")
     for d in dirs:
         if not d.is_dir():
             _fail(f"{d}: not a folder")

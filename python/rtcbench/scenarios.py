@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from rtcbench import _core
 from rtcbench.results import read_text
 
-__all__ = ["BuiltinScenario", "ScenarioNotFound", "Variant", "builtin", "resolve"]
+__all__ = ["BuiltinScenario", "ScenarioNotFound", "Variant", "builtin", "resolve", "variant_fields"]
 
 
 class ScenarioNotFound(LookupError):
@@ -33,6 +34,18 @@ class Variant:
     slug: str
     toml: str
     fingerprint: str
+
+
+_FIELD_START = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_.-]*=)")
+
+
+def variant_fields(variant: str) -> dict[str, str]:
+    """The fields of a variant's name as `{name: value}`: ``"delay=50ms,queue=300ms"`` gives
+    ``{"delay": "50ms", "queue": "300ms"}``. A value may hold commas (a list's label); a name
+    starts each field. A name without ``=`` (a resolved file's own name) gives ``{}``."""
+    if "=" not in variant:
+        return {}
+    return dict(part.partition("=")[::2] for part in _FIELD_START.split(variant))
 
 
 def builtin() -> list[BuiltinScenario]:

@@ -25,7 +25,7 @@ import polars as pl
 from rtcbench import metrics, runner
 from rtcbench.controller import UserController
 from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
-from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
+from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
 from rtcbench.workers import job as worker_job
 from rtcbench.workers import pool as workers_pool
@@ -247,6 +247,11 @@ def _frame(rows: list[dict[str, Any]], types: dict[str, pl.DataType]) -> pl.Data
     names: list[str] = []
     for row in rows:
         names += [k for k in row if k not in names]
+    # The variant's fields right after the keys, whichever run first had them.
+    fields = [n for n in names if n.startswith(VARIANT_PREFIX)]
+    after = names.index("run_key") + 1 if "run_key" in names else 0
+    rest = [n for n in names if not n.startswith(VARIANT_PREFIX)]
+    names = [*rest[:after], *fields, *rest[after:]]
     columns = {n: [row.get(n) for row in rows] for n in names}
     return pl.DataFrame(columns, schema={n: types.get(n) or _scalar_dtype(v) for n, v in columns.items()})
 
@@ -265,10 +270,16 @@ def _flat(prefix: str, value: Any) -> dict[str, Any]:
     return {prefix: value}
 
 
+VARIANT_PREFIX = "variant."
+"""Each field of a run's variant is a String column `variant.<field>` (`scenarios.variant_fields`),
+placed after the keys; runs of variants without that field have null."""
+
+
 def _keys(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         **{k: summary[k] for k in ("scenario", "variant", "controller", "seed")},
         "run_key": summary["identity"]["key"],
+        **{VARIANT_PREFIX + k: v for k, v in variant_fields(summary["variant"]).items()},
     }
 
 
