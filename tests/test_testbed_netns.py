@@ -36,9 +36,8 @@ from rtcbench.testbed.topology import IFNAMSIZ, MTU, PREFIX_PATTERN
 TWO_NODES = "rfc8867-5.1"
 MANY_NODES = "rfc8867-5.5"  # S1..S5 → A → B: seven nodes
 
-needs_root = pytest.mark.skipif(
-    testbed.missing() is not None, reason=f"builds network namespaces: {testbed.missing()}"
-)
+MISSING = testbed.missing()
+needs_root = pytest.mark.skipif(MISSING is not None, reason=f"builds network namespaces: {MISSING}")
 
 ETH_P_ALL = 0x0003
 ETH_HEADER = 14
@@ -114,6 +113,14 @@ def checksum(data: bytes) -> int:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return total
+
+
+def udp_payload(frame: bytes) -> bytes | None:
+    """The payload of an IPv4 UDP frame; None for any other frame."""
+    if frame[12:14] != b"\x08\x00" or frame[ETH_HEADER + 9] != 17:
+        return None
+    ip = frame[ETH_HEADER:]
+    return ip[(ip[0] & 0x0F) * 4 + 8 : struct.unpack("!H", ip[2:4])[0]]
 
 
 def udp_checksum_ok(frame: bytes) -> bool:
@@ -260,38 +267,45 @@ def test_a_datagram_crosses_through_the_net_namespace_whole(built: Callable[[str
     a, b = bed.topology.host("A"), bed.topology.host("B")
     sender, receiver = udp_socket(bed, "A"), udp_socket(bed, "B")
     to_b = (str(b.address.ip), receiver.getsockname()[1])
-    with sender, receiver:
+    at_a, at_b = capture(bed, "A"), capture(bed, "B")
+    with sender, receiver, at_a, at_b:
         # Without a relay, the net namespace's kernel drops what it would have to forward.
         sender.sendto(b"dropped", to_b)
         kernel_forwarding(bed)
-        at_a, at_b = capture(bed, "A"), capture(bed, "B")
-        with at_a, at_b:
-            sender.sendto(b"forwarded", to_b)
-            # The first datagram to arrive is the second one sent.
-            assert receiver.recvfrom(100) == (b"forwarded", sender.getsockname())
-            # A process started in a node's namespace, the way agents will run, answers.
-            script = (
-                "import socket as s, sys; "
-                "s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'reply', (sys.argv[1], int(sys.argv[2])))"
-            )
-            args = [sys.executable, "-c", script, str(a.address.ip), str(sender.getsockname()[1])]
-            bed.run("B", args, check=True, timeout=10)
-            data, (source, _) = sender.recvfrom(100)
-            assert (data, source) == (b"reply", str(b.address.ip))
-            in_a, out_b = frames(at_a), frames(at_b)
-    # Exactly the datagrams, no ARP, no IPv6: the neighbours are permanent, IPv6 is off.
-    sent = [f for f, kind in in_a if kind != PACKET_OUTGOING]
-    forwarded = [f for f, kind in out_b if kind == PACKET_OUTGOING]
-    assert len(sent) == 1 and len(forwarded) == 1
-    for frame, dst_mac, src_mac in [(sent[0], a.net_mac, a.mac), (forwarded[0], b.mac, b.net_mac)]:
-        assert frame[12:14] == b"\x08\x00" and frame[ETH_HEADER + 9] == 17  # IPv4, UDP
-        assert frame[:6] == bytes.fromhex(dst_mac.replace(":", "")) and frame[6:12] == bytes.fromhex(
-            src_mac.replace(":", "")
+        sender.sendto(b"forwarded", to_b)
+        # The first datagram to arrive is the second one sent.
+        assert receiver.recvfrom(100) == (b"forwarded", sender.getsockname())
+        # A process started in a node's namespace, the way agents will run, answers.
+        script = (
+            "import socket as s, sys; "
+            "s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'reply', (sys.argv[1], int(sys.argv[2])))"
         )
-        assert frame.endswith(b"forwarded")
+        args = [sys.executable, "-c", script, str(a.address.ip), str(sender.getsockname()[1])]
+        bed.run("B", args, check=True, timeout=10)
+        data, (source, _) = sender.recvfrom(100)
+        assert (data, source) == (b"reply", str(b.address.ip))
+        seen_a, seen_b = frames(at_a), frames(at_b)
+    # Every frame on both veths: the datagrams and nothing else. No ICMP error for the dropped
+    # one, no ARP (the neighbours are permanent), no IPv6 (it is off).
+    from_a = [f for f, kind in seen_a if kind != PACKET_OUTGOING]
+    to_a = [f for f, kind in seen_a if kind == PACKET_OUTGOING]
+    from_b = [f for f, kind in seen_b if kind != PACKET_OUTGOING]
+    to_b_frames = [f for f, kind in seen_b if kind == PACKET_OUTGOING]
+    assert [udp_payload(f) for f in from_a] == [b"dropped", b"forwarded"]
+    assert [udp_payload(f) for f in to_b_frames] == [b"forwarded"]
+    assert [udp_payload(f) for f in from_b] == [udp_payload(f) for f in to_a] == [b"reply"]
+    for frame, dst_mac, src_mac in [
+        (from_a[1], a.net_mac, a.mac),
+        (to_b_frames[0], b.mac, b.net_mac),
+        (to_a[0], a.mac, a.net_mac),
+    ]:
+        assert frame[:12] == mac(dst_mac) + mac(src_mac)
         # Checksum offload off: complete checksums on the wire, as a relay must forward them.
         assert udp_checksum_ok(frame)
-    assert all(f[12:14] == b"\x08\x00" for f, _ in in_a + out_b), "only IPv4 frames"
+
+
+def mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
 
 
 @needs_root
