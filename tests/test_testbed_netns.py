@@ -29,10 +29,12 @@ import pytest
 import typer
 
 import rtcbench
+from doc_blocks import run_python_blocks
 from rtcbench import cli, testbed
 from rtcbench.testbed import Testbed, Topology, _linux, netns
 from rtcbench.testbed.topology import IFNAMSIZ, MTU, PREFIX_PATTERN
 
+ROOT = Path(__file__).resolve().parents[1]
 TWO_NODES = "rfc8867-5.1"
 MANY_NODES = "rfc8867-5.5"  # S1..S5 → A → B: seven nodes
 
@@ -530,3 +532,8 @@ def test_the_command_line_says_what_is_missing_in_one_line(capsys: pytest.Captur
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: emulation needs root (to create network namespaces and veth pairs)"
     ]
+
+
+@needs_root
+def test_the_documented_example_prints_what_the_page_shows() -> None:
+    assert run_python_blocks(ROOT / "docs" / "emulation.md", every_block_shows_output=True) == 1
