@@ -484,16 +484,19 @@ def test_an_interrupted_owner_removes_everything_itself(sig: int) -> None:
 
 @needs_root
 def test_after_sigkill_children_die_and_the_next_build_removes_the_rest() -> None:
-    with owner() as (p, seen):
+    # The state lock keeps any other build on the machine from sweeping while we look.
+    with owner() as (p, seen), netns._locked():
         inodes = seen.inodes
         p.kill()
         p.wait()
-    # Its children die with it (PR_SET_PDEATHSIG); its namespaces, its record and the grandchild
-    # are left to the next run.
-    assert wait_until(lambda: not any(alive(c) for c in seen.children), 2), "children outlived their parent"
-    assert alive(seen.grandchild)
-    assert (netns.STATE_DIR / f"{seen.prefix}.json").is_file()
-    assert all((netns.NETNS_DIR / n).exists() for n in seen.netns)
+        # Its children die with it (PR_SET_PDEATHSIG); its namespaces, its record and the
+        # grandchild are left to the next run.
+        assert wait_until(lambda: not any(alive(c) for c in seen.children), 2), (
+            "children outlived their parent"
+        )
+        assert alive(seen.grandchild)
+        assert (netns.STATE_DIR / f"{seen.prefix}.json").is_file()
+        assert all((netns.NETNS_DIR / n).exists() for n in seen.netns)
     with testbed.build(variant(TWO_NODES)) as bed:
         assert bed.topology.prefix != seen.prefix
         assert not alive(seen.grandchild)

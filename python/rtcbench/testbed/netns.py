@@ -34,7 +34,7 @@ from typing import Any
 
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import _linux
-from rtcbench.testbed.topology import MTU, PREFIX_PATTERN, Topology, scenario_nodes
+from rtcbench.testbed.topology import MAX_NODES, MTU, PREFIX_PATTERN, Topology, scenario_nodes
 from rtcbench.workers import STOP_GRACE_S, interrupts_held
 
 __all__ = [
@@ -171,6 +171,11 @@ def build(variant: Variant) -> Iterator[Testbed]:
     the block already raised, and leaves the run recorded so that a later `build` retries."""
     require()
     nodes = scenario_nodes(variant.toml)
+    if not 1 <= len(nodes) <= MAX_NODES:
+        raise TestbedError(
+            f"{variant.scenario_id}: an emulated network has 1 to {MAX_NODES} nodes, "
+            f"this scenario has {len(nodes)}"
+        )
     topology: Topology | None = None
     bed: Testbed | None = None
     try:
