@@ -37,6 +37,7 @@ from rtcbench.results import InputError, run_folders, write_parquet_atomic
 from rtcbench.runner import RunResult, TraceTooLarge, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
+from rtcbench.testbed import TestbedError
 from rtcbench.workers import interrupt_on_sigterm
 
 app = typer.Typer(
@@ -49,7 +50,7 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 120)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
-USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError, TraceTooLarge)
+USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError, TraceTooLarge, TestbedError)
 
 _DEBUG = os.environ.get("RTCBENCH_DEBUG") == "1"
 """Show the traceback of every error (`--debug`, or `RTCBENCH_DEBUG=1` in the environment)."""

@@ -36,6 +36,7 @@ __all__ = [
     "WAKE_S",
     "init_worker",
     "interrupt_on_sigterm",
+    "interrupts_held",
     "job",
     "pool",
     "single_threaded_polars",
@@ -112,15 +113,23 @@ def job(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
 
 
 @contextlib.contextmanager
-def spawning() -> Iterator[None]:
-    """Holds back SIGINT and SIGTERM while worker processes are started (`submit` may start one):
-    a process is then either not started or known to its pool, never in between. The children
-    inherit the held-back signals until `init_worker`."""
+def interrupts_held() -> Iterator[None]:
+    """Holds back SIGINT and SIGTERM (on the calling thread, where Python handles them: the main
+    one) for the block, and takes them after it: for work that must not stop half done."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Holds back SIGINT and SIGTERM while worker processes are started (`submit` may start one):
+    a process is then either not started or known to its pool, never in between. The children
+    inherit the held-back signals until `init_worker`."""
+    with interrupts_held():
+        yield
 
 
 @contextlib.contextmanager

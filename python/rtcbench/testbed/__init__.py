@@ -1,0 +1,35 @@
+"""The emulated network: a scenario's topology built out of Linux network namespaces and veth
+pairs (docs/emulation.md).
+
+    >>> from rtcbench import resolve, testbed
+    >>> with testbed.build(resolve("rfc8867-5.1")[0]) as bed:  # doctest: +SKIP
+    ...     print(bed.topology.host("B").address)  # 10.0.2.2/24
+    ...     bed.run("A", ["ip", "route"])
+
+`topology` describes it (pure data, for the relay and the agents); `netns` builds and removes it.
+Needs Linux, root and iproute2's `ip` (`missing()` says what is lacking).
+"""
+
+from rtcbench.testbed.netns import (
+    Testbed,
+    TestbedError,
+    TestbedUnavailable,
+    build,
+    missing,
+    remove_stale,
+    require,
+)
+from rtcbench.testbed.topology import Host, Topology, scenario_nodes
+
+__all__ = [
+    "Host",
+    "Testbed",
+    "TestbedError",
+    "TestbedUnavailable",
+    "Topology",
+    "build",
+    "missing",
+    "remove_stale",
+    "require",
+    "scenario_nodes",
+]
