@@ -24,7 +24,7 @@ SELF = Path(__file__).resolve()
 
 SEED_FILE = re.compile(r"\b(00[0-9])_[0-9a-f]{16}(?:\.txt)?\b")
 SEED_HANDLE = re.compile(r"\bseed (00[0-9])\b", re.IGNORECASE)
-NOTES = re.compile(r"testcases\.md", re.IGNORECASE)
+NOTES = re.compile(r"testcases\.md|algorithms\.md|model-codebases\.md|shared/reference", re.IGNORECASE)
 
 TEXT_SUFFIXES = {".md", ".py", ".pyi", ".rs", ".go", ".toml", ".j2", ".html", ".txt", ".sh", ".yml", ".yaml"}
 TEXT_NAMES = {"Makefile"}
@@ -132,8 +132,8 @@ def test_nothing_cites_the_research_notes() -> None:
         if NOTES.search(line)
     ]
     assert not bad, (
-        "users do not have the test-case catalogue; cite docs/scenarios.md or docs/metrics.md:\n"
-        + "\n".join(bad)
+        "users do not have the project's research notes (test cases, algorithms); cite the RFC, the "
+        "seed by its key, the reference code, or docs/scenarios.md and docs/metrics.md:\n" + "\n".join(bad)
     )
 
 

@@ -1,5 +1,5 @@
-//! Sans-IO leaky-bucket pacer modelled on libwebrtc's `PacingController` (see
-//! `../reference/algorithms.md` §1B.12) and on the sending engine of draft-ietf-rmcat-gcc-02 §4.
+//! Sans-IO leaky-bucket pacer modelled on libwebrtc's `PacingController`
+//! (`modules/pacing/pacing_controller.cc`) and on the sending engine of draft-ietf-rmcat-gcc-02 §4.
 //!
 //! * **Media debt.** Each video packet sent adds its size to a debt that drains at the effective
 //!   pacing rate. A video packet may leave while the debt is at most `burst_time` × rate (default
