@@ -431,6 +431,7 @@ def replayed_sizes(flow: TcpFlow, n: int) -> list[int]:
 def test_start_and_stop_times_are_honoured_within_50_ms(ran: Ran) -> None:
     for name, flow in ran.flows.items():
         log = ran.logs[name]
+        assert log.scheduling == "fifo", name  # real-time, as root: precise departures
         assert log.start_s is not None and log.stop_s is not None, name
         assert flow.start_s <= log.start_s < flow.start_s + STOP_S, name
         assert flow.stop_s <= log.stop_s < flow.stop_s + STOP_S, name

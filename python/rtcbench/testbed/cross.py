@@ -556,6 +556,8 @@ class FlowLog:
     payload bytes; `datagrams` for CBR), totals and the first and last delivery."""
 
     name: str
+    scheduling: str | None = None
+    """How its source was scheduled: `fifo` (real-time, precise) or `normal`."""
     start_s: float | None = None
     connected_s: float | None = None
     cc: str | None = None
@@ -582,14 +584,19 @@ class FlowLog:
 
 def read_logs(log_dir: Path) -> dict[str, FlowLog]:
     """Every flow's `FlowLog` from the agents' logs in `log_dir` (`source-*.jsonl`,
-    `sink-*.jsonl`)."""
+    `sink-*.jsonl`). A flow's `scheduling` is its source's."""
     flows: dict[str, FlowLog] = {}
     for path in sorted(log_dir.glob("source-*.jsonl")) + sorted(log_dir.glob("sink-*.jsonl")):
+        policy = None
         for line in path.read_text().splitlines():
             r = json.loads(line)
+            if r["event"] == "scheduling":
+                policy = r["policy"]
             if r["flow"] is None:
                 continue
             f = flows.setdefault(r["flow"], FlowLog(r["flow"]))
+            if path.name.startswith("source-"):
+                f.scheduling = policy
             _apply(f, r)
     return flows
 
