@@ -238,7 +238,7 @@ def test_a_missing_congestion_control_is_one_line_before_anything_starts(
         cross.start(None, [flow], end_s=1.0, log_dir=tmp_path)  # type: ignore[arg-type]  # not touched
     assert str(e.value) == (
         "tcp0: this kernel has no TCP congestion control 'bbr' (available: cubic reno; "
-        "`modprobe tcp_bbr` did not add it)"
+        "no `modprobe` to load tcp_bbr)"
     )
     cross.require_congestion_controls([dataclasses.replace(flow, cc="reno")])
 

@@ -287,16 +287,18 @@ def require_congestion_controls(flows: Sequence[CrossFlow]) -> None:
     wanted = {f.cc: f.name for f in flows if isinstance(f, TcpFlow)}
     have = available_congestion_controls()
     missing = sorted(set(wanted) - have)
-    if missing and shutil.which("modprobe"):
+    modprobe = shutil.which("modprobe")
+    if missing and modprobe:
         for cc in missing:
-            subprocess.run(["modprobe", f"tcp_{cc}"], capture_output=True, check=False)
+            subprocess.run([modprobe, f"tcp_{cc}"], capture_output=True, check=False)
         have = available_congestion_controls()
         missing = sorted(set(wanted) - have)
     if missing:
         cc = missing[0]
+        tried = f"`modprobe tcp_{cc}` did not add it" if modprobe else f"no `modprobe` to load tcp_{cc}"
         raise CrossTrafficError(
             f"{wanted[cc]}: this kernel has no TCP congestion control {cc!r} "
-            f"(available: {' '.join(sorted(have)) or 'none'}; `modprobe tcp_{cc}` did not add it)"
+            f"(available: {' '.join(sorted(have)) or 'none'}; {tried})"
         )
 
 
