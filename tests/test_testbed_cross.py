@@ -431,7 +431,7 @@ def replayed_sizes(flow: TcpFlow, n: int) -> list[int]:
 def test_start_and_stop_times_are_honoured_within_50_ms(ran: Ran) -> None:
     for name, flow in ran.flows.items():
         log = ran.logs[name]
-        assert log.scheduling == "fifo", name  # real-time, as root: precise departures
+        assert log.scheduling == log.sink_scheduling == "fifo", name  # real-time, as root: precise times
         assert log.start_s is not None and log.stop_s is not None, name
         assert flow.start_s <= log.start_s < flow.start_s + STOP_S, name
         assert flow.stop_s <= log.stop_s < flow.stop_s + STOP_S, name
@@ -481,6 +481,27 @@ def test_an_interrupted_run_stops_every_agent_and_completes_the_logs(
         assert logs[name].stop_s == pytest.approx(interrupted, abs=0.5)
         assert logs[name].last_delivery_s is not None and logs[name].delivered_bytes > 0
     assert logs["tcp4"].start_s is None  # it would have started at 1 s
+
+
+@needs_root
+def test_stopping_early_closes_every_flow_without_errors(variant: rtcbench.Variant, tmp_path: Path) -> None:
+    with testbed.build(variant) as bed:
+        kernel_forwarding_and_shapers(bed)
+        traffic = cross.start(bed, flows_of(variant), end_s=END_S, log_dir=tmp_path)
+        t0 = traffic.go()
+        time.sleep(max(0.0, t0 + 0.8 - time.monotonic()))
+        asked = time.monotonic() - t0
+        traffic.stop()  # sources first, then sinks; raises if an agent failed
+        stopped = time.monotonic() - t0
+        assert all(a.process.returncode == 0 for a in traffic.agents)
+    logs = traffic.logs()
+    started = [name for name, log in logs.items() if log.start_s is not None]
+    assert sorted(started) == ["bbr", "cbr0", "cubic", "reno", "web.0", "web.1", "web.2"]
+    for name in started:
+        assert logs[name].errors == [], name
+        stop_s = logs[name].stop_s
+        assert stop_s is not None and asked <= stop_s <= stopped, name
+        assert logs[name].delivered_bytes > 0, name
 
 
 @needs_root

@@ -18,7 +18,7 @@ is in seconds after it. A setup error is one line on stderr and exit status 2.
 
 The log is JSON Lines, one record per line, every record with `flow`, `event` and `t` (seconds
 after the start instant); `rtcbench.testbed.cross.read_logs` reads it. Each agent first writes
-`scheduling` (flow null; `policy`: fifo or normal, `SOURCE_PRIORITY`). A source writes `start`,
+`scheduling` (flow null; `policy`: fifo or normal, `AGENT_PRIORITY`). A source writes `start`,
 `connected` (with the socket's `cc`), `burst` (`start`, `size`; `t` is when the last byte was
 acknowledged), `stop` (`sent` bytes, `datagrams`) and `error` (`message`). A sink writes
 `accepted`, `delivered` per interval (`t` is the interval's start; `bytes` of payload,
@@ -68,13 +68,18 @@ ACK_POLL_S = 0.001
 """While an on/off burst is written but not yet acknowledged, how often the source asks the
 kernel how much is outstanding (SIOCOUTQ): the kernel signals no event when all is acknowledged."""
 
+SINK_LINGER_S = 0.25
+"""A sink stays this long after the end of the run, reading but counting nothing, so that no
+source whose flow stops at the end sees it reset by a sink that ended first."""
+
 CHUNK = 1 << 18
 """Bytes a source hands the kernel per send call."""
 
-SOURCE_PRIORITY = 1
-"""A source runs SCHED_FIFO at this priority, the lowest real-time one, where it may (root): at
-normal priority on a busy 2-core machine its departures were late by 6.5 ms at p99, at this one
-by 0.1-0.15 ms (ADR 0002). It never spins, and the relay must run above it."""
+AGENT_PRIORITY = 1
+"""An agent runs SCHED_FIFO at this priority, the lowest real-time one, where it may (root): at
+normal priority on a busy 2-core machine a source's departures were late by 6.5 ms at p99, at this
+one by 0.07-1 ms (ADR 0002), and a sink read a datagram 90 ms after it arrived while two busy
+loops held both cores. Agents never spin, and the relay must run above them."""
 
 _SIOCOUTQ = termios.TIOCOUTQ
 _PR_SET_TIMERSLACK = 29
@@ -468,6 +473,7 @@ class Sink:
         self.log = log
         self.interval_s: float = cfg["interval_s"]
         self.end_s: float = cfg["end_s"]
+        self.finished = False
         self.flows: dict[tuple[str, int], FlowCount] = {}
         for f in cfg["flows"]:
             self.flows[(f["src_address"], f["src_port"])] = FlowCount(f["name"], f["kind"] == "cbr")
@@ -498,13 +504,15 @@ class Sink:
             raise SetupError(f"cannot listen on {address}: {e.strerror}") from None
 
     def run(self, go: Callable[[], Clock]) -> None:
-        """Waits for `go`, then counts until the end of the run (or until stopped: SIGTERM);
-        either way, writes every flow's totals."""
+        """Waits for `go`, then counts until the end of the run (or until stopped: SIGTERM) and
+        writes every flow's totals; then lingers (`SINK_LINGER_S`)."""
         clock: Clock | None = None
         try:
             clock = go()
-            while (now := clock.now()) < self.end_s:
-                for key, _ in self.sel.select(min(self.end_s - now, 1.0)):
+            while (now := clock.now()) < self.end_s + SINK_LINGER_S:
+                if now >= self.end_s and not self.finished:
+                    self.finish(self.end_s)
+                for key, _ in self.sel.select(min(self.end_s + SINK_LINGER_S - now, 1.0)):
                     if key.data == "accept":
                         self._accept(clock.now())
                     elif key.data == "udp":
@@ -512,10 +520,9 @@ class Sink:
                     else:
                         self._receive(key.fileobj, clock.now())  # type: ignore[arg-type]
         finally:
-            if clock is None:
-                self.close()
-            else:
-                self.finish(clock.now())
+            if clock is not None and not self.finished:
+                self.finish(min(clock.now(), self.end_s))
+            self.close()
 
     def _accept(self, now: float) -> None:
         assert self.listener is not None
@@ -568,6 +575,8 @@ class Sink:
                 self._count(flow, clock.now(), n, datagram=True)
 
     def _count(self, flow: FlowCount, now: float, n: int, datagram: bool = False) -> None:
+        if self.finished:
+            return  # after the end of the run
         k = math.floor(now / self.interval_s)
         if k != flow.bin:
             self._flush(flow)
@@ -588,18 +597,19 @@ class Sink:
         flow.bin_bytes = flow.bin_datagrams = 0
 
     def finish(self, now: float) -> None:
-        """Writes what is counted and each flow's totals; closes every socket."""
+        """Writes what is counted and each flow's totals, once."""
+        self.finished = True
         for flow in self.flows.values():
             self._flush(flow)
             extra = {"datagrams": flow.datagrams} if flow.cbr else {}
             first = None if flow.first is None else round(flow.first, 6)
             last = None if flow.last is None else round(flow.last, 6)
             self.log.write(flow.name, "end", now, bytes=flow.bytes, first=first, last=last, **extra)
-        self.close()
 
     def close(self) -> None:
         for conn in self.conns:
             conn.close()
+        self.conns.clear()
         for s in (self.listener, self.udp):
             if s is not None:
                 s.close()
@@ -616,15 +626,13 @@ def _precise_timers() -> None:
     libc.prctl(_PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 
 
-def _schedule(role: str) -> str:
-    """Puts a source on SCHED_FIFO (`SOURCE_PRIORITY`) where it may; the policy it has."""
-    if role == "source":
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SOURCE_PRIORITY))
-            return "fifo"
-        except OSError:
-            pass
-    return "normal"
+def _schedule() -> str:
+    """Puts the agent on SCHED_FIFO (`AGENT_PRIORITY`) where it may; the policy it has."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(AGENT_PRIORITY))
+    except OSError:
+        return "normal"
+    return "fifo"
 
 
 def main(argv: list[str]) -> int:
@@ -649,7 +657,7 @@ def _main(argv: list[str]) -> int:
     cfg = json.loads(line)
     _precise_timers()
     log = Log(cfg["log"])
-    log.write(None, "scheduling", 0.0, policy=_schedule(role))
+    log.write(None, "scheduling", 0.0, policy=_schedule())
 
     def go() -> Clock:
         """Says the agent is ready and waits for the start instant."""

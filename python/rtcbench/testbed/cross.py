@@ -363,9 +363,14 @@ class CrossTraffic:
     def stop(self) -> None:
         """Ends every agent now (SIGTERM): open flows are closed and the logs completed."""
         self.stopped = True
-        for a in self.agents:
-            if a.process.poll() is None:
-                a.process.send_signal(signal.SIGTERM)
+        # Sources first: a flow whose sink ended first would end in a reset, logged as an error.
+        for role in ("source", "sink"):
+            mine = [a for a in self.agents if a.role == role]
+            for a in mine:
+                if a.process.poll() is None:
+                    a.process.send_signal(signal.SIGTERM)
+            for a in mine:
+                a.process.wait(READY_TIMEOUT_S)
         self.wait(READY_TIMEOUT_S)
 
     def logs(self) -> dict[str, FlowLog]:
@@ -559,7 +564,9 @@ class FlowLog:
 
     name: str
     scheduling: str | None = None
-    """How its source was scheduled: `fifo` (real-time, precise) or `normal`."""
+    """How its source was scheduled: `fifo` (real-time, precise) or `normal` (its sink's is in
+    `sink_scheduling`)."""
+    sink_scheduling: str | None = None
     start_s: float | None = None
     connected_s: float | None = None
     cc: str | None = None
@@ -586,7 +593,7 @@ class FlowLog:
 
 def read_logs(log_dir: Path) -> dict[str, FlowLog]:
     """Every flow's `FlowLog` from the agents' logs in `log_dir` (`source-*.jsonl`,
-    `sink-*.jsonl`). A flow's `scheduling` is its source's."""
+    `sink-*.jsonl`)."""
     flows: dict[str, FlowLog] = {}
     for path in sorted(log_dir.glob("source-*.jsonl")) + sorted(log_dir.glob("sink-*.jsonl")):
         policy = None
@@ -599,6 +606,8 @@ def read_logs(log_dir: Path) -> dict[str, FlowLog]:
             f = flows.setdefault(r["flow"], FlowLog(r["flow"]))
             if path.name.startswith("source-"):
                 f.scheduling = policy
+            else:
+                f.sink_scheduling = policy
             _apply(f, r)
     return flows
 
