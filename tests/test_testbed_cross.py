@@ -204,8 +204,12 @@ def test_the_plan_maps_every_field_of_rfc8867_5_7() -> None:
     assert [f.src_port for f in tcp] == list(range(49152, 49162))
     assert [f.on_off.initially_on for f in tcp if f.on_off] == [True] * 2 + [False] * 8
     assert {f.on_off for f in tcp} == {
-        cross.OnOff(size_min=30_000, size_max=50_000, files=1, idle_mean_s=10.0, initially_on=True),
-        cross.OnOff(size_min=30_000, size_max=50_000, files=1, idle_mean_s=10.0, initially_on=False),
+        cross.OnOff(
+            size_min_bytes=30_000, size_max_bytes=50_000, files=1, idle_mean_s=10.0, initially_on=True
+        ),
+        cross.OnOff(
+            size_min_bytes=30_000, size_max_bytes=50_000, files=1, idle_mean_s=10.0, initially_on=False
+        ),
     }
     assert len({f.rng_key for f in tcp}) == 10 and tcp[0].rng_key == "3/tcp/web/0/workload"
     assert {f.cc for f in cross.plan(cubic) if isinstance(f, TcpFlow)} == {"cubic"}
@@ -383,9 +387,9 @@ def test_cbr_delivers_its_rate_within_2_percent(ran: Ran) -> None:
     span = flow.stop_s - flow.start_s
     # One 1200-byte packet every 4.8 ms over 5 s: 1042 packets, all delivered.
     assert log.sent_datagrams == 1042
-    rate = log.delivered_datagrams * flow.packet_size * 8 / span
+    rate = log.delivered_datagrams * flow.packet_size_bytes * 8 / span
     assert rate == pytest.approx(flow.rate_bps, rel=0.02)
-    assert log.delivered_bytes == log.delivered_datagrams * (flow.packet_size - 28)
+    assert log.delivered_bytes == log.delivered_datagrams * (flow.packet_size_bytes - 28)
 
 
 @needs_root
@@ -414,7 +418,13 @@ def replayed_sizes(flow: TcpFlow, n: int) -> list[int]:
     assert flow.on_off is not None
     o = flow.on_off
     model = _cross_agent.OnOff(
-        o.size_min, o.size_max, o.files, o.idle_mean_s, o.initially_on, 0.0, random.Random(flow.rng_key)
+        o.size_min_bytes,
+        o.size_max_bytes,
+        o.files,
+        o.idle_mean_s,
+        o.initially_on,
+        0.0,
+        random.Random(flow.rng_key),
     )
     sizes = []
     for _ in range(n):

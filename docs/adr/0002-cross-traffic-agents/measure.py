@@ -129,7 +129,7 @@ def main() -> None:
         if flow is None:
             continue
         seq, t_ns = struct.unpack("!QQ", ip[header + 8 : header + 24])
-        scheduled = flow.start_s + seq * flow.packet_size * 8 / flow.rate_bps
+        scheduled = flow.start_s + seq * flow.packet_size_bytes * 8 / flow.rate_bps
         late[flow.name].append(t_ns / 1e9 - scheduled)
     for name, values in late.items():
         print(f"{name} departures late by {percentiles(values)}")

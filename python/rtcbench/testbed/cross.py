@@ -102,12 +102,12 @@ class CrossTrafficError(TestbedError):
 @dataclass(frozen=True)
 class OnOff:
     """The on/off application of a short TCP flow (RFC 8868 §5.1, RFC 8867 §5.7): bursts of
-    `files` files of uniform size in [`size_min`, `size_max`] bytes, then an exponential idle time
+    `files` files of uniform size in [`size_min_bytes`, `size_max_bytes`], then an exponential idle time
     of mean `idle_mean_s` once the burst is acknowledged; the first burst at `start` if
     `initially_on`, else after an idle time."""
 
-    size_min: int
-    size_max: int
+    size_min_bytes: int
+    size_max_bytes: int
     files: int
     idle_mean_s: float
     initially_on: bool
@@ -136,7 +136,7 @@ class TcpFlow:
 
 @dataclass(frozen=True)
 class CbrFlow:
-    """UDP datagrams of `packet_size` bytes on the wire (IPv4 and UDP headers included) at
+    """UDP datagrams of `packet_size_bytes` on the wire (IPv4 and UDP headers included) at
     `rate_bps` from `src` to `dst`, from `start_s` until `stop_s`."""
 
     name: str
@@ -145,7 +145,7 @@ class CbrFlow:
     start_s: float
     stop_s: float
     rate_bps: int
-    packet_size: int = DEFAULT_CBR_PACKET
+    packet_size_bytes: int = DEFAULT_CBR_PACKET
     src_port: int = FIRST_SOURCE_PORT
     dst_port: int = CBR_PORT
 
@@ -196,8 +196,8 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
             on_off = None
             if workload["kind"] == "short":
                 on_off = OnOff(
-                    size_min=_bytes(workload["size_min"]),
-                    size_max=_bytes(workload["size_max"]),
+                    size_min_bytes=_bytes(workload["size_min"]),
+                    size_max_bytes=_bytes(workload["size_max"]),
                     files=int(workload.get("files", 1)),
                     idle_mean_s=_seconds(workload["idle_mean"]),
                     initially_on=k < int(workload.get("initially_on", 0)),
@@ -227,7 +227,7 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
                 start_s=start_s,
                 stop_s=stop_s,
                 rate_bps=_bps(c["rate"]),
-                packet_size=_bytes(c["packet_size"]) if "packet_size" in c else DEFAULT_CBR_PACKET,
+                packet_size_bytes=_bytes(c["packet_size"]) if "packet_size" in c else DEFAULT_CBR_PACKET,
                 src_port=port,
             )
         )
@@ -466,9 +466,9 @@ def _check(flows: tuple[CrossFlow, ...], end_s: float) -> None:
                 f"{f.name}: runs from {f.start_s} s to {f.stop_s} s; it must start at 0 s or later and stop "
                 f"after it starts and by the end of the run ({end_s} s)"
             )
-        if isinstance(f, CbrFlow) and not UDP_IPV4_HEADERS <= f.packet_size <= MTU:
+        if isinstance(f, CbrFlow) and not UDP_IPV4_HEADERS <= f.packet_size_bytes <= MTU:
             raise CrossTrafficError(
-                f"{f.name}: packet_size {f.packet_size} B is not {UDP_IPV4_HEADERS} to {MTU} bytes"
+                f"{f.name}: packet_size {f.packet_size_bytes} B is not {UDP_IPV4_HEADERS} to {MTU} bytes"
             )
         if isinstance(f, TcpFlow):
             other = back.setdefault((f.src, f.dst), f)
@@ -497,14 +497,14 @@ def _agent_flow(f: CrossFlow, address: Any) -> dict[str, Any]:
         if f.on_off is not None:
             o = f.on_off
             out["on_off"] = {
-                "size_min": o.size_min,
-                "size_max": o.size_max,
+                "size_min": o.size_min_bytes,
+                "size_max": o.size_max_bytes,
                 "files": o.files,
                 "idle_mean_s": o.idle_mean_s,
                 "initially_on": o.initially_on,
             }
     else:
-        out |= {"rate_bps": f.rate_bps, "packet_size": f.packet_size}
+        out |= {"rate_bps": f.rate_bps, "packet_size": f.packet_size_bytes}
     return out
 
 
