@@ -539,4 +539,4 @@ def test_the_command_line_says_what_is_missing_in_one_line(capsys: pytest.Captur
 
 @needs_root
 def test_the_documented_example_prints_what_the_page_shows() -> None:
-    assert run_python_blocks(ROOT / "docs" / "emulation.md", every_block_shows_output=True) == 1
+    assert run_python_blocks(ROOT / "docs" / "emulation.md", every_block_shows_output=True) == 2

@@ -6,10 +6,12 @@ pairs (docs/emulation.md).
     ...     print(bed.topology.host("B").address)  # 10.0.2.2/24
     ...     bed.run("A", ["ip", "route"])
 
-`topology` describes it (pure data, for the relay and the agents); `netns` builds and removes it.
-Needs Linux, root and iproute2's `ip` (`missing()` says what is lacking).
+`topology` describes it (pure data, for the relay and the agents); `netns` builds and removes it;
+`cross` runs the scenario's kernel TCP and CBR cross traffic in it. Needs Linux, root and
+iproute2's `ip` (`missing()` says what is lacking).
 """
 
+from rtcbench.testbed import cross
 from rtcbench.testbed.netns import (
     Testbed,
     TestbedError,
@@ -28,6 +30,7 @@ __all__ = [
     "TestbedUnavailable",
     "Topology",
     "build",
+    "cross",
     "missing",
     "remove_stale",
     "require",

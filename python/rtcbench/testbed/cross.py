@@ -1,0 +1,638 @@
+"""Cross traffic on the emulated network: kernel TCP and UDP CBR between the hosts, from a
+resolved scenario's `[[tcp]]` and `[[cbr]]` entries (docs/emulation.md, "Cross traffic").
+
+    flows = cross.plan(variant, seed=1)                 # pure: no root, no system call
+    with testbed.build(variant) as bed:
+        traffic = cross.start(bed, flows, end_s=30.0, log_dir=out)   # agents ready, waiting
+        traffic.go(t0)                                  # the run's start instant (monotonic)
+        traffic.wait()
+    logs = cross.read_logs(out)                         # per flow: start, stop, bytes delivered
+
+`plan` reads the scenario as the simulator does (`crates/rtcbench-sim/src/world.rs`): the same
+flow names, counts, start and stop times, ports and on/off parameters; what the kernel cannot do
+as the simulator does is refused there, in one line naming the field (`CrossTrafficError`).
+`start` runs one agent per node and role (`_cross_agent.py`: a source where flows start, a sink
+where they end) through `Testbed.popen`, so they are stopped with the testbed whatever ends it.
+Why our own agent and not iperf3: docs/adr/0002-cross-traffic-agents.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rtcbench.scenarios import Variant
+from rtcbench.testbed.netns import Testbed, TestbedError
+from rtcbench.testbed.topology import MTU
+
+__all__ = [
+    "AVAILABLE_CC",
+    "CBR_PORT",
+    "FIRST_SOURCE_PORT",
+    "KERNEL_CC",
+    "LOG_INTERVAL_S",
+    "TCP_SINK_PORT",
+    "CbrFlow",
+    "CrossFlow",
+    "CrossTraffic",
+    "CrossTrafficError",
+    "FlowLog",
+    "OnOff",
+    "TcpFlow",
+    "available_congestion_controls",
+    "plan",
+    "read_logs",
+    "require_congestion_controls",
+    "run",
+    "start",
+]
+
+AGENT = Path(__file__).with_name("_cross_agent.py")
+"""The agent, run by path with the standard library only (`python -I -S`)."""
+
+KERNEL_CC = {"newreno": "reno", "cubic": "cubic"}
+"""A scenario's `cc` → the Linux congestion control set with TCP_CONGESTION (Linux calls
+NewReno "reno"). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
+`TcpFlow` may ask for any congestion control the kernel has."""
+
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+TCP_SINK_PORT = 5201
+"""Where every TCP sink listens, as in the simulator (iperf's port)."""
+FIRST_SOURCE_PORT = 49152
+"""Source ports count up from the first ephemeral port (RFC 6335 §6), TCP flows first, in the
+simulator's order, then CBR flows."""
+CBR_PORT = 9
+"""CBR datagrams go to the discard port (RFC 863), as in the simulator's captures."""
+
+DEFAULT_CBR_PACKET = 1200
+"""Bytes on the wire of a CBR packet unless the scenario says otherwise (the simulator's)."""
+UDP_IPV4_HEADERS = 28
+
+LOG_INTERVAL_S = 0.1
+"""A sink counts what each flow delivers per interval of this length (half the 200 ms window
+of `timeseries.parquet`)."""
+
+READY_TIMEOUT_S = 10.0
+"""How long `start` waits for an agent to say it is ready (it takes tens of milliseconds)."""
+
+GO_MARGIN_S = 0.02
+"""`go()` without a start instant starts this long after the call."""
+
+
+class CrossTrafficError(TestbedError):
+    """Cross traffic cannot run as asked: a scenario field the kernel cannot match, a congestion
+    control this kernel lacks, an agent that failed. One line, naming the field or the flow."""
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OnOff:
+    """The on/off application of a short TCP flow (RFC 8868 §5.1, RFC 8867 §5.7): bursts of
+    `files` files of uniform size in [`size_min_bytes`, `size_max_bytes`], then an exponential idle time
+    of mean `idle_mean_s` once the burst is acknowledged; the first burst at `start` if
+    `initially_on`, else after an idle time."""
+
+    size_min_bytes: int
+    size_max_bytes: int
+    files: int
+    idle_mean_s: float
+    initially_on: bool
+
+
+@dataclass(frozen=True)
+class TcpFlow:
+    """One kernel TCP connection from `src` to `dst` (scenario nodes), open from `start_s` to
+    `stop_s` (seconds after the run's start). `cc` is the kernel's name (`KERNEL_CC`); `on_off`
+    None is a bulk transfer. `rng_key` seeds the on/off draws."""
+
+    name: str
+    src: str
+    dst: str
+    start_s: float
+    stop_s: float
+    cc: str
+    delayed_ack: bool = True
+    on_off: OnOff | None = None
+    src_port: int = FIRST_SOURCE_PORT
+    dst_port: int = TCP_SINK_PORT
+    rng_key: str = ""
+
+    kind = "tcp"
+
+
+@dataclass(frozen=True)
+class CbrFlow:
+    """UDP datagrams of `packet_size_bytes` on the wire (IPv4 and UDP headers included) at
+    `rate_bps` from `src` to `dst`, from `start_s` until `stop_s`."""
+
+    name: str
+    src: str
+    dst: str
+    start_s: float
+    stop_s: float
+    rate_bps: int
+    packet_size_bytes: int = DEFAULT_CBR_PACKET
+    src_port: int = FIRST_SOURCE_PORT
+    dst_port: int = CBR_PORT
+
+    kind = "cbr"
+
+
+CrossFlow = TcpFlow | CbrFlow
+
+
+def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
+    """The cross traffic of a resolved scenario, as the simulator builds it: every `[[tcp]]`
+    entry's `count` flows (named `TcpSpec::flow_name`: the entry's `name`, or `tcp<i>`, with
+    `.<k>` when `count` > 1), then every `[[cbr]]` flow (`name` or `cbr<i>`), each active from
+    `start` (default 0) to `stop` (default, and at most, the end of the run). `seed` keys the
+    on/off draws (the same distributions as the simulator's, not the same draws).
+
+    Raises `CrossTrafficError` for what the kernel cannot do as the simulator does:
+    `small_queues = true`, or `delayed_ack` that differs between two `[[tcp]]` entries to the
+    same node from the same node (the kernel turns delayed ACKs off per route)."""
+    doc = tomllib.loads(variant.toml)
+    where = variant.scenario_id
+    end_s = _seconds(doc["duration"])
+    flows: list[CrossFlow] = []
+    delayed_ack: dict[tuple[str, str], tuple[bool, int]] = {}
+    port = FIRST_SOURCE_PORT
+    for i, t in enumerate(doc.get("tcp", [])):
+        field_ = f"tcp.{i}"
+        if t.get("small_queues", False):
+            raise CrossTrafficError(
+                f"{where}: {field_}.small_queues = true cannot be emulated: the kernel's TCP Small "
+                "Queues act on the sending host's own queue, and the emulated links are in the relay"
+            )
+        ends = (str(t["from"]), str(t["to"]))
+        delack = bool(t.get("delayed_ack", True))
+        if ends in delayed_ack and delayed_ack[ends][0] != delack:
+            raise CrossTrafficError(
+                f"{where}: {field_}.delayed_ack = {str(delack).lower()} differs from "
+                f"tcp.{delayed_ack[ends][1]} from {ends[0]} to {ends[1]}: the kernel turns delayed "
+                "ACKs off per route (quickack), for every connection between two hosts"
+            )
+        delayed_ack.setdefault(ends, (delack, i))
+        count = int(t.get("count", 1))
+        group = str(t.get("name", f"tcp{i}"))
+        start_s, stop_s = _span(t, end_s)
+        cc = KERNEL_CC[str(t.get("cc", "cubic"))]
+        workload = t.get("workload", {"kind": "bulk"})
+        for k in range(count):
+            on_off = None
+            if workload["kind"] == "short":
+                on_off = OnOff(
+                    size_min_bytes=_bytes(workload["size_min"]),
+                    size_max_bytes=_bytes(workload["size_max"]),
+                    files=int(workload.get("files", 1)),
+                    idle_mean_s=_seconds(workload["idle_mean"]),
+                    initially_on=k < int(workload.get("initially_on", 0)),
+                )
+            flows.append(
+                TcpFlow(
+                    name=group if count == 1 else f"{group}.{k}",
+                    src=ends[0],
+                    dst=ends[1],
+                    start_s=start_s,
+                    stop_s=stop_s,
+                    cc=cc,
+                    delayed_ack=delack,
+                    on_off=on_off,
+                    src_port=port,
+                    rng_key=f"{seed}/tcp/{group}/{k}/workload",
+                )
+            )
+            port += 1
+    for i, c in enumerate(doc.get("cbr", [])):
+        start_s, stop_s = _span(c, end_s)
+        flows.append(
+            CbrFlow(
+                name=str(c.get("name", f"cbr{i}")),
+                src=str(c["from"]),
+                dst=str(c["to"]),
+                start_s=start_s,
+                stop_s=stop_s,
+                rate_bps=_bps(c["rate"]),
+                packet_size_bytes=_bytes(c["packet_size"]) if "packet_size" in c else DEFAULT_CBR_PACKET,
+                src_port=port,
+            )
+        )
+        port += 1
+    return flows
+
+
+def _span(entry: dict[str, Any], end_s: float) -> tuple[float, float]:
+    """(start, stop) in seconds, as the simulator's `active_span`: from 0 to the end unless the
+    scenario says otherwise; a stop after the end is the end."""
+    start_s = _seconds(entry["start"]) if "start" in entry else 0.0
+    stop_s = min(_seconds(entry["stop"]), end_s) if "stop" in entry else end_s
+    return start_s, stop_s
+
+
+# Quantities as a resolved scenario writes them (`crates/rtcbench-units/src/parse.rs`).
+_QUANTITY = re.compile(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?)\s*(\S+)\s*")
+_SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+_BPS = {"bps": 1, "bit/s": 1, "kbps": 1e3, "Kbps": 1e3, "kbit/s": 1e3, "Mbps": 1e6, "mbps": 1e6}
+_BPS |= {"Mbit/s": 1e6, "Gbps": 1e9, "gbps": 1e9, "Gbit/s": 1e9}
+_BYTES = {"B": 1, "bytes": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1 << 20}
+
+
+def _quantity(text: str, units: dict[str, float]) -> float:
+    m = _QUANTITY.fullmatch(str(text))
+    if m is None or m.group(2) not in units:
+        raise ValueError(f"cannot read {text!r} (units: {', '.join(units)})")
+    return float(m.group(1).replace("_", "")) * units[m.group(2)]
+
+
+def _seconds(text: str) -> float:
+    return round(_quantity(text, _SECONDS) * 1e6) / 1e6
+
+
+def _bps(text: str) -> int:
+    return round(_quantity(text, _BPS))
+
+
+def _bytes(text: str) -> int:
+    return round(_quantity(text, _BYTES))
+
+
+# -- congestion controls -----------------------------------------------------------------------
+
+
+def available_congestion_controls() -> set[str]:
+    """The TCP congestion controls this kernel offers (the same in every network namespace)."""
+    try:
+        return set(AVAILABLE_CC.read_text().split())
+    except OSError:
+        return set()
+
+
+def require_congestion_controls(flows: Sequence[CrossFlow]) -> None:
+    """`CrossTrafficError` (one line) unless the kernel has every congestion control the TCP
+    flows ask for. A missing one is loaded first if it is a module (`modprobe tcp_<name>`)."""
+    wanted = {f.cc: f.name for f in flows if isinstance(f, TcpFlow)}
+    have = available_congestion_controls()
+    missing = sorted(set(wanted) - have)
+    modprobe = shutil.which("modprobe")
+    if missing and modprobe:
+        for cc in missing:
+            subprocess.run([modprobe, f"tcp_{cc}"], capture_output=True, check=False)
+        have = available_congestion_controls()
+        missing = sorted(set(wanted) - have)
+    if missing:
+        cc = missing[0]
+        tried = f"`modprobe tcp_{cc}` did not add it" if modprobe else f"no `modprobe` to load tcp_{cc}"
+        raise CrossTrafficError(
+            f"{wanted[cc]}: this kernel has no TCP congestion control {cc!r} "
+            f"(available: {' '.join(sorted(have)) or 'none'}; {tried})"
+        )
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Agent:
+    """One agent process: a node's `source` or `sink`."""
+
+    node: str
+    role: str
+    process: subprocess.Popen[str]
+    stderr: Path
+    log: Path
+    ready: bool = False
+
+    def last_error(self) -> str:
+        lines = [line for line in self.stderr.read_text(errors="replace").splitlines() if line.strip()]
+        return lines[-1].strip() if lines else f"exit status {self.process.returncode}"
+
+
+@dataclass
+class CrossTraffic:
+    """The agents of one run, started by `start`: ready, then running once `go` is called."""
+
+    flows: tuple[CrossFlow, ...]
+    log_dir: Path
+    agents: list[Agent] = field(default_factory=list)
+    t0: float | None = None
+    """The start instant given to `go` (`time.monotonic()` seconds)."""
+    stopped: bool = False
+
+    def go(self, t0: float | None = None) -> float:
+        """Starts the run at `t0` (CLOCK_MONOTONIC seconds, as `time.monotonic()`; default: in
+        `GO_MARGIN_S`): every flow's start and stop count from there. Returns `t0`."""
+        if self.t0 is not None:
+            raise RuntimeError("cross traffic is already going")
+        self.t0 = time.monotonic() + GO_MARGIN_S if t0 is None else t0
+        line = f"go {round(self.t0 * 1e9)}\n"
+        for a in self.agents:
+            stdin = _pipe(a.process.stdin)
+            try:
+                stdin.write(line)
+                stdin.close()
+            except BrokenPipeError:
+                pass  # the agent has ended: `wait` says why
+        return self.t0
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Waits until every agent has ended (sources after their flows' stops, sinks at the end
+        of the run); `CrossTrafficError` naming the first that failed, with its message."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for a in self.agents:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            a.process.wait(left)
+        self._close_pipes()
+        for a in self.agents:
+            if a.process.returncode != 0 and not (self.stopped and a.process.returncode < 0):
+                raise CrossTrafficError(f"cross traffic ({a.role} at {a.node}): {a.last_error()}")
+
+    def stop(self) -> None:
+        """Ends every agent now (SIGTERM): open flows are closed and the logs completed."""
+        self.stopped = True
+        # Sources first: a flow whose sink ended first would end in a reset, logged as an error.
+        for role in ("source", "sink"):
+            mine = [a for a in self.agents if a.role == role]
+            for a in mine:
+                if a.process.poll() is None:
+                    a.process.send_signal(signal.SIGTERM)
+            for a in mine:
+                a.process.wait(READY_TIMEOUT_S)
+        self.wait(READY_TIMEOUT_S)
+
+    def logs(self) -> dict[str, FlowLog]:
+        """What the agents logged, per flow (`read_logs`)."""
+        return read_logs(self.log_dir)
+
+    def _close_pipes(self) -> None:
+        for a in self.agents:
+            for pipe in (a.process.stdin, a.process.stdout):
+                if pipe is not None and not pipe.closed:
+                    pipe.close()
+
+
+def start(
+    bed: Testbed,
+    flows: Sequence[CrossFlow],
+    *,
+    end_s: float,
+    log_dir: Path,
+    interval_s: float = LOG_INTERVAL_S,
+) -> CrossTraffic:
+    """Starts the agents of `flows` in their nodes' namespaces of `bed` (sinks first) and waits
+    until each is ready; they begin at `CrossTraffic.go`. Sinks count until `end_s`. The logs and
+    each agent's stderr go to `log_dir`.
+
+    Checks first that the kernel has every congestion control asked for and that every CBR packet
+    fits the MTU, and turns delayed ACKs off where flows ask (`quickack` on the route back to the
+    source, in the sink's namespace). Raises `CrossTrafficError` (one line) if anything fails; the
+    agents already started are stopped with the testbed."""
+    flows = tuple(flows)
+    _check(flows, end_s)
+    require_congestion_controls(flows)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    topo = bed.topology
+    for src, dst in sorted({(f.src, f.dst) for f in flows if isinstance(f, TcpFlow) and not f.delayed_ack}):
+        s, d = topo.host(src), topo.host(dst)
+        route = ["ip", "route", "replace", f"{s.address.ip}/32", "via", str(d.net_address.ip)]
+        route += ["dev", d.interface, "quickack", "1"]
+        done = bed.run(dst, route, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise CrossTrafficError(f"cannot turn delayed ACKs off at {dst}: {done.stderr.strip()}")
+
+    def address(node: str) -> str:
+        return str(topo.host(node).address.ip)
+
+    traffic = CrossTraffic(flows, log_dir)
+    sinks = sorted({f.dst for f in flows}, key=lambda n: topo.host(n).index)
+    sources = sorted({f.src for f in flows}, key=lambda n: topo.host(n).index)
+    try:
+        for role, nodes in (("sink", sinks), ("source", sources)):
+            for node in nodes:
+                mine = [f for f in flows if (f.dst if role == "sink" else f.src) == node]
+                index = topo.host(node).index
+                cfg: dict[str, Any] = {
+                    "address": address(node),
+                    "log": str(log_dir / f"{role}-h{index}.jsonl"),
+                    "flows": [_agent_flow(f, address) for f in mine],
+                }
+                if role == "sink":
+                    cfg |= {
+                        "interval_s": interval_s,
+                        "end_s": end_s,
+                        "tcp_port": TCP_SINK_PORT,
+                        "cbr_port": CBR_PORT,
+                    }
+                traffic.agents.append(_launch(bed, node, role, cfg, log_dir / f"{role}-h{index}.stderr"))
+            # Sinks listen before any source exists.
+            _await_ready(traffic)
+    except BaseException:
+        # The agents end with the testbed; without their pipes they end at once (no `go`).
+        traffic._close_pipes()
+        raise
+    return traffic
+
+
+def run(bed: Testbed, flows: Sequence[CrossFlow], *, end_s: float, log_dir: Path) -> dict[str, FlowLog]:
+    """`start`, `go` at once, `wait`: the flows' logs."""
+    traffic = start(bed, flows, end_s=end_s, log_dir=log_dir)
+    traffic.go()
+    traffic.wait(end_s + READY_TIMEOUT_S)
+    return traffic.logs()
+
+
+def _check(flows: tuple[CrossFlow, ...], end_s: float) -> None:
+    """`CrossTrafficError` for flows the agents cannot run as asked (`plan` never makes them)."""
+    names = [f.name for f in flows]
+    if len(set(names)) != len(names):
+        raise CrossTrafficError(f"flow names repeat: {names}")
+    back: dict[tuple[str, str], TcpFlow] = {}
+    for f in flows:
+        if not 0 <= f.start_s < f.stop_s <= end_s:
+            raise CrossTrafficError(
+                f"{f.name}: runs from {f.start_s} s to {f.stop_s} s; it must start at 0 s or later and stop "
+                f"after it starts and by the end of the run ({end_s} s)"
+            )
+        if isinstance(f, CbrFlow) and not UDP_IPV4_HEADERS <= f.packet_size_bytes <= MTU:
+            raise CrossTrafficError(
+                f"{f.name}: packet_size {f.packet_size_bytes} B is not {UDP_IPV4_HEADERS} to {MTU} bytes"
+            )
+        if isinstance(f, TcpFlow):
+            other = back.setdefault((f.src, f.dst), f)
+            if other.delayed_ack != f.delayed_ack:
+                raise CrossTrafficError(
+                    f"{f.name}: delayed ACKs {'on' if f.delayed_ack else 'off'} while {other.name}, from "
+                    f"{f.src} to {f.dst} too, has them {'on' if other.delayed_ack else 'off'}: the kernel "
+                    "sets them per route"
+                )
+
+
+def _agent_flow(f: CrossFlow, address: Any) -> dict[str, Any]:
+    """A flow as the agents read it."""
+    out: dict[str, Any] = {
+        "name": f.name,
+        "kind": f.kind,
+        "start_s": f.start_s,
+        "stop_s": f.stop_s,
+        "src_address": address(f.src),
+        "src_port": f.src_port,
+        "dst_address": address(f.dst),
+        "dst_port": f.dst_port,
+    }
+    if isinstance(f, TcpFlow):
+        out |= {"cc": f.cc, "rng_key": f.rng_key}
+        if f.on_off is not None:
+            o = f.on_off
+            out["on_off"] = {
+                "size_min": o.size_min_bytes,
+                "size_max": o.size_max_bytes,
+                "files": o.files,
+                "idle_mean_s": o.idle_mean_s,
+                "initially_on": o.initially_on,
+            }
+    else:
+        out |= {"rate_bps": f.rate_bps, "packet_size": f.packet_size_bytes}
+    return out
+
+
+def _launch(bed: Testbed, node: str, role: str, cfg: dict[str, Any], stderr: Path) -> Agent:
+    with stderr.open("w") as err:
+        process = bed.popen(
+            node,
+            [sys.executable, "-I", "-S", str(AGENT), role],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    stdin = _pipe(process.stdin)
+    stdin.write(json.dumps(cfg) + "\n")
+    stdin.flush()
+    return Agent(node, role, process, stderr, Path(cfg["log"]))
+
+
+def _await_ready(traffic: CrossTraffic) -> None:
+    """Waits for every agent's `ready` line; `CrossTrafficError` if one ends or is silent."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    waiting = {_pipe(a.process.stdout).fileno(): a for a in traffic.agents if not a.ready}
+    while waiting:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            a = next(iter(waiting.values()))
+            raise CrossTrafficError(
+                f"cross traffic ({a.role} at {a.node}) was not ready in {READY_TIMEOUT_S} s"
+            )
+        readable, _, _ = select.select(list(waiting), [], [], left)
+        for fd in readable:
+            a = waiting.pop(fd)
+            line = _pipe(a.process.stdout).readline()
+            if line.strip() != "ready":
+                a.process.wait()
+                raise CrossTrafficError(f"cross traffic ({a.role} at {a.node}): {a.last_error()}")
+            a.ready = True
+            _pipe(a.process.stdout).close()  # nothing more comes from it
+
+
+def _pipe(stream: IO[str] | None) -> IO[str]:
+    assert stream is not None, "agents are started with pipes"
+    return stream
+
+
+# -- logs --------------------------------------------------------------------------------------
+
+
+@dataclass
+class FlowLog:
+    """What the agents logged of one flow, times in seconds after the run's start instant. From
+    the source: when it started, connected (TCP, with the congestion control the socket really
+    has), stopped, each on/off burst, bytes handed to the kernel (TCP) or sent (CBR). From the
+    sink: connections accepted, bytes delivered per interval (`delivered`: interval start and
+    payload bytes; `datagrams` for CBR), totals and the first and last delivery."""
+
+    name: str
+    scheduling: str | None = None
+    """How its source was scheduled: `fifo` (real-time, precise) or `normal` (its sink's is in
+    `sink_scheduling`)."""
+    sink_scheduling: str | None = None
+    start_s: float | None = None
+    connected_s: float | None = None
+    cc: str | None = None
+    stop_s: float | None = None
+    sent_bytes: int = 0
+    sent_datagrams: int = 0
+    bursts: list[tuple[float, float, int]] = field(default_factory=list)
+    """(start, end, size) of every completed burst; end is when its last byte was acknowledged."""
+    connections: int = 0
+    closed: list[tuple[float, str]] = field(default_factory=list)
+    delivered: list[tuple[float, int]] = field(default_factory=list)
+    datagrams: list[tuple[float, int]] = field(default_factory=list)
+    delivered_bytes: int = 0
+    delivered_datagrams: int = 0
+    first_delivery_s: float | None = None
+    last_delivery_s: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def rate_bps(self, from_s: float, to_s: float) -> float:
+        """Payload bit rate delivered over the intervals that start in [from_s, to_s)."""
+        got = sum(b for t, b in self.delivered if from_s <= t + 1e-9 < to_s)
+        return got * 8 / (to_s - from_s)
+
+
+def read_logs(log_dir: Path) -> dict[str, FlowLog]:
+    """Every flow's `FlowLog` from the agents' logs in `log_dir` (`source-*.jsonl`,
+    `sink-*.jsonl`)."""
+    flows: dict[str, FlowLog] = {}
+    for path in sorted(log_dir.glob("source-*.jsonl")) + sorted(log_dir.glob("sink-*.jsonl")):
+        policy = None
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r["event"] == "scheduling":
+                policy = r["policy"]
+            if r["flow"] is None:
+                continue
+            f = flows.setdefault(r["flow"], FlowLog(r["flow"]))
+            if path.name.startswith("source-"):
+                f.scheduling = policy
+            else:
+                f.sink_scheduling = policy
+            _apply(f, r)
+    return flows
+
+
+def _apply(f: FlowLog, r: dict[str, Any]) -> None:
+    event, t = r["event"], r["t"]
+    if event == "start":
+        f.start_s = t
+    elif event == "connected":
+        f.connected_s, f.cc = t, r["cc"]
+    elif event == "burst":
+        f.bursts.append((r["start"], t, r["size"]))
+    elif event == "stop":
+        f.stop_s, f.sent_bytes = t, r["sent"]
+        f.sent_datagrams = r.get("datagrams", 0)
+    elif event == "error":
+        f.errors.append(r["message"])
+    elif event == "accepted":
+        f.connections += 1
+    elif event == "closed":
+        f.closed.append((t, r["how"]))
+    elif event == "delivered":
+        f.delivered.append((t, r["bytes"]))
+        if "datagrams" in r:
+            f.datagrams.append((t, r["datagrams"]))
+    elif event == "end":
+        f.delivered_bytes, f.delivered_datagrams = r["bytes"], r.get("datagrams", 0)
+        f.first_delivery_s, f.last_delivery_s = r["first"], r["last"]
