@@ -1,11 +1,12 @@
 //! Deterministic randomness: every random element gets its own generator, derived from the
 //! scenario seed and the element's path ("link/forward/loss"), so adding an element never
 //! changes the draws of another and a run is a pure function of (scenario, controller, seed).
+//! The simulator derives the streams of its other random parts (sources, ids) here too.
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
-/// The generator type used throughout the simulator.
+/// The generator type of every element (and of the simulator's other random parts).
 pub type SimRng = Pcg64Mcg;
 
 /// FNV-1a over the path, mixed with the seed by SplitMix64 (both stable across platforms and

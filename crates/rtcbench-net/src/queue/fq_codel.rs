@@ -1,9 +1,11 @@
 //! FQ-CoDel (RFC 8290): flow queues served by deficit round robin, each with its own CoDel.
 //!
 //! The RFC hashes a packet's 5-tuple into one of `flows` buckets (1024 by default). Here the key
-//! is the packet's flow id, which is what a 5-tuple tells apart in a run (each stream and each
-//! RTCP direction is its own flow), and there are no collisions: one queue per flow. Flow ids are
-//! dense indices in the run, so the queues are a vector indexed by them.
+//! is the packet's flow key used as an index: the simulator's flow id, which is what a 5-tuple
+//! tells apart in a run (each stream and each RTCP direction is its own flow), and there are no
+//! collisions: one queue per flow. Flow ids are dense indices in the run, so the queues are a
+//! vector indexed by them. (A raw IP packet's key is a 64-bit hash, not an index: such packets
+//! need the RFC's hashing into buckets, the next step.)
 //!
 //! The RFC's memory_limit (32 MB in Linux) is not modelled: the byte limit that matters in a
 //! simulation is the link's own, which overflows the queue the way packet_limit does.
@@ -15,7 +17,7 @@ use rtcbench_units::{DataSize, Instant};
 use super::codel::{CodelConfig, CodelState};
 use super::fifo::Fifo;
 use super::Signals;
-use crate::packet::{DropReason, FlowId, Packet};
+use crate::packet::{DropReason, NetPacket};
 
 /// FQ-CoDel parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,25 +42,30 @@ impl Default for FqCodelConfig {
     }
 }
 
-pub(super) struct FqCodel {
+pub(super) struct FqCodel<P> {
     cfg: FqCodelConfig,
-    /// One queue per flow id, created when the flow's first packet arrives.
-    flows: Vec<FlowQueue>,
+    /// One queue per flow key, created when the flow's first packet arrives.
+    flows: Vec<FlowQueue<P>>,
     /// new_flows and old_flows (RFC 8290 §4.2): the active queues, new ones served first.
-    new_flows: VecDeque<FlowId>,
-    old_flows: VecDeque<FlowId>,
+    new_flows: VecDeque<usize>,
+    old_flows: VecDeque<usize>,
     packets: usize,
     bytes: DataSize,
 }
 
-#[derive(Default)]
-struct FlowQueue {
-    fifo: Fifo,
+struct FlowQueue<P> {
+    fifo: Fifo<P>,
     codel: CodelState,
     /// DRR credit in bytes (RFC 8290 §4.2); negative once the queue overdraws its quantum.
     deficit: i64,
     /// On new_flows or old_flows. An active queue may be empty until the scheduler passes it.
     active: bool,
+}
+
+impl<P> Default for FlowQueue<P> {
+    fn default() -> Self {
+        Self { fifo: Fifo::default(), codel: CodelState::default(), deficit: 0, active: false }
+    }
 }
 
 /// Which list a queue was taken from.
@@ -68,7 +75,7 @@ enum List {
     Old,
 }
 
-impl FqCodel {
+impl<P: NetPacket> FqCodel<P> {
     pub(super) fn new(cfg: FqCodelConfig) -> Self {
         Self {
             cfg,
@@ -94,24 +101,23 @@ impl FqCodel {
     pub(super) fn enqueue(
         &mut self,
         now: Instant,
-        pkt: Packet,
+        pkt: P,
         limit: Option<DataSize>,
-        signals: &mut Signals,
+        signals: &mut Signals<P>,
     ) {
-        let id = pkt.flow;
-        let index = id as usize;
+        let index = pkt.flow_key().0 as usize;
         if index >= self.flows.len() {
             self.flows.resize_with(index + 1, FlowQueue::default);
         }
         self.packets += 1;
-        self.bytes += pkt.size;
+        self.bytes += pkt.size();
         let quantum = self.quantum();
         let flow = &mut self.flows[index];
         flow.fifo.push(now, pkt);
         if !flow.active {
             flow.active = true;
             flow.deficit = quantum;
-            self.new_flows.push_back(id);
+            self.new_flows.push_back(index);
         }
         while self.packets > self.cfg.packet_limit || limit.is_some_and(|limit| self.bytes > limit) {
             self.drop_from_fattest(signals);
@@ -120,30 +126,30 @@ impl FqCodel {
 
     /// RFC 8290 §4.1: one packet off the head of the fattest queue. Linux drops a batch (up to
     /// half that queue) at once; one at a time keeps the buffer exactly at its limit.
-    fn drop_from_fattest(&mut self, signals: &mut Signals) {
+    fn drop_from_fattest(&mut self, signals: &mut Signals<P>) {
         let fattest = self.flows.iter_mut().max_by_key(|f| f.fifo.bytes()).and_then(|f| f.fifo.pop());
         if let Some(queued) = fattest {
             self.packets -= 1;
-            self.bytes -= queued.pkt.size;
+            self.bytes -= queued.pkt.size();
             signals.drop_packet(queued.pkt, DropReason::Overflow);
         }
     }
 
     /// RFC 8290 §4.2: the next packet from the first queue of new_flows, else of old_flows, that
     /// has credit and a packet CoDel lets through.
-    pub(super) fn dequeue(&mut self, now: Instant, signals: &mut Signals) -> Option<Packet> {
+    pub(super) fn dequeue(&mut self, now: Instant, signals: &mut Signals<P>) -> Option<P> {
         loop {
-            let (id, list) = match self.new_flows.front() {
-                Some(&id) => (id, List::New),
+            let (index, list) = match self.new_flows.front() {
+                Some(&index) => (index, List::New),
                 None => (*self.old_flows.front()?, List::Old),
             };
             let quantum = self.quantum();
-            let flow = &mut self.flows[id as usize];
+            let flow = &mut self.flows[index];
             if flow.deficit <= 0 {
                 // Out of credit: a quantum more, and to the end of old_flows.
                 flow.deficit += quantum;
                 self.pop_front(list);
-                self.old_flows.push_back(id);
+                self.old_flows.push_back(index);
                 continue;
             }
             let (packets, bytes) = (flow.fifo.len(), flow.fifo.bytes());
@@ -152,7 +158,7 @@ impl FqCodel {
             self.packets -= packets - flow.fifo.len();
             self.bytes -= bytes - flow.fifo.bytes();
             if let Some(pkt) = pkt {
-                flow.deficit -= pkt.size.as_bytes() as i64;
+                flow.deficit -= pkt.size().as_bytes() as i64;
                 return Some(pkt);
             }
             // Empty. A new queue goes to the end of old_flows rather than leaving, so a flow that
@@ -160,8 +166,8 @@ impl FqCodel {
             // queue becomes inactive.
             self.pop_front(list);
             match list {
-                List::New => self.old_flows.push_back(id),
-                List::Old => self.flows[id as usize].active = false,
+                List::New => self.old_flows.push_back(index),
+                List::Old => self.flows[index].active = false,
             }
         }
     }
@@ -176,12 +182,12 @@ impl FqCodel {
 
 #[cfg(test)]
 mod tests {
-    use rtcbench_cc::feedback::Ecn;
+    use rtcbench_wire::Ecn;
 
     use super::*;
-    use crate::queue::test_support::packet;
+    use crate::queue::test_support::{packet, TestPacket};
 
-    fn queue_with(packets: &[(FlowId, u64)]) -> FqCodel {
+    fn queue_with(packets: &[(u32, u64)]) -> FqCodel<TestPacket> {
         let mut q = FqCodel::new(FqCodelConfig::default());
         let mut signals = Signals::default();
         for (id, &(flow, bytes)) in packets.iter().enumerate() {
