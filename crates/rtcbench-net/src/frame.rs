@@ -53,7 +53,7 @@ impl NetPacket for IpFrame {
 }
 
 /// FNV-1a over the 5-tuple's fields: stable across platforms and runs, unlike `std`'s hasher, so
-/// a relay classifies a flow the same way every time.
+/// a relay classifies a flow the same way every time (FQ-CoDel perturbs it per queue).
 fn flow_key(t: &FiveTuple) -> FlowKey {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {

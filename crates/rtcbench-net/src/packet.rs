@@ -11,8 +11,8 @@ use rtcbench_wire::Ecn;
 pub trait NetPacket {
     /// Bytes on the wire: what serialisation takes time for and what buffer limits count.
     fn size(&self) -> DataSize;
-    /// The packet's flow (equal for every packet of one flow), which FQ-CoDel classifies by
-    /// (RFC 8290 §4.1).
+    /// The packet's flow (equal for every packet of one flow); FQ-CoDel hashes it into one of its
+    /// queues (RFC 8290 §4.1).
     fn flow_key(&self) -> FlowKey;
     /// The ECN field of the IP header (RFC 3168 §5).
     fn ecn(&self) -> Ecn;
@@ -20,7 +20,8 @@ pub trait NetPacket {
     fn set_ecn(&mut self, ecn: Ecn);
 }
 
-/// Identifies a flow: the simulator's flow id, or a hash of an IP packet's 5-tuple.
+/// Identifies a flow: the simulator's flow id, or a hash of an IP packet's 5-tuple. Only
+/// equality matters; FQ-CoDel mixes it with its own perturbation before choosing a queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey(pub u64);
 

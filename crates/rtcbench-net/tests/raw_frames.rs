@@ -1,18 +1,19 @@
 //! A link driven with plain byte buffers, raw IPv4/UDP packets as a relay reads them from the
 //! kernel, in the loop a relay runs (crate docs, "Driving an element"): departures follow
-//! serialisation plus delay to the microsecond, a full buffer drops, and the step marker marks CE
-//! in the packet's own IP header (its checksum kept valid).
+//! serialisation plus delay to the microsecond, a full buffer drops, the step marker marks CE in
+//! the packet's own IP header (its checksum kept valid), and FQ-CoDel tells flows apart by their
+//! 5-tuple.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{Link, LinkConfig, QueueLimit};
-use rtcbench_net::queue::{QueueDiscipline, StepConfig};
+use rtcbench_net::queue::{FqCodelConfig, QueueDiscipline, StepConfig};
 use rtcbench_net::rng::rng_for;
 use rtcbench_net::{DropReason, Ecn, IpFrame, NetPacket};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
-use rtcbench_wire::ip;
+use rtcbench_wire::ip::{self, FiveTuple};
 
 const RATE: Bitrate = Bitrate::mbps(1);
 const DELAY: Duration = Duration::from_millis(20);
@@ -176,4 +177,33 @@ fn the_step_marker_marks_ce_in_the_ip_header() {
         assert_eq!(f, &original);
     }
     assert_eq!(l.ce_marks(), 3 + 3 - 1, "ECT(1) packets 4 and 8, and the CE ones, but not packet 0");
+}
+
+#[test]
+fn fq_codel_tells_flows_apart_by_their_five_tuple() {
+    // A bulk flow (source port 4000) queues ten packets at 0 ms; a sparse flow (port 4001) sends
+    // one at 1 ms. Under FQ-CoDel the sparse packet goes on the wire as soon as the bulk flow has
+    // spent its quantum (1514 B: packets 0 and 1, RFC 8290 §4.2), at 16 ms; under drop-tail it
+    // waits behind the whole backlog, until 80 ms.
+    let bulk = |k| (ms(0), frame(4000, Ecn::NotEct, k));
+    let mut arrivals: Vec<(Instant, IpFrame)> = (0..10).map(bulk).collect();
+    arrivals.push((ms(1), frame(4001, Ecn::NotEct, 99)));
+    let sparse_exit = |discipline| {
+        let out = drive(&mut link(QueueLimit::Unlimited, discipline), arrivals.clone());
+        assert_eq!(out.delivered.len(), 11);
+        out.delivered.iter().find(|(_, f)| tag(f) == 99).map(|(t, _)| *t).expect("delivered")
+    };
+    assert_eq!(
+        sparse_exit(QueueDiscipline::FqCodel(FqCodelConfig::default())),
+        ms(16) + SERIALISATION + DELAY
+    );
+    assert_eq!(sparse_exit(QueueDiscipline::DropTail), Instant::ZERO + SERIALISATION * 11 + DELAY);
+
+    // The two flows differ only in their source port.
+    let (a, b) = (
+        FiveTuple::parse(frame(4000, Ecn::NotEct, 0).bytes()),
+        FiveTuple::parse(frame(4001, Ecn::NotEct, 0).bytes()),
+    );
+    assert_eq!(a.map(|t| (t.src, t.dst, t.protocol)), b.map(|t| (t.src, t.dst, t.protocol)));
+    assert_ne!(frame(4000, Ecn::NotEct, 0).flow_key(), frame(4001, Ecn::NotEct, 0).flow_key());
 }

@@ -22,6 +22,7 @@ mod step;
 
 use std::collections::VecDeque;
 
+use rand::RngExt;
 use rtcbench_units::{DataSize, Instant};
 use rtcbench_wire::Ecn;
 
@@ -66,12 +67,13 @@ enum Discipline<P> {
 }
 
 impl<P: NetPacket> Queue<P> {
-    /// An empty queue. `rng` drives the discipline's random decisions (only PIE draws).
-    pub fn new(discipline: &QueueDiscipline, rng: SimRng) -> Self {
+    /// An empty queue. `rng` drives the discipline's random decisions: PIE's drops, and the
+    /// perturbation of FQ-CoDel's flow hash (one draw, when the queue is made).
+    pub fn new(discipline: &QueueDiscipline, mut rng: SimRng) -> Self {
         let discipline = match discipline {
             QueueDiscipline::DropTail => Discipline::DropTail(Fifo::default()),
             QueueDiscipline::Codel(cfg) => Discipline::Codel(Codel::new(*cfg)),
-            QueueDiscipline::FqCodel(cfg) => Discipline::FqCodel(FqCodel::new(*cfg)),
+            QueueDiscipline::FqCodel(cfg) => Discipline::FqCodel(FqCodel::new(*cfg, rng.random())),
             QueueDiscipline::Pie(cfg) => Discipline::Pie(Pie::new(*cfg, rng)),
             QueueDiscipline::Step(cfg) => Discipline::Step(StepMarker::new(*cfg)),
         };
