@@ -16,6 +16,12 @@
 //! A link with a mahimahi capacity trace serves its queue at delivery opportunities instead of
 //! serialising at a rate ([`opportunities`]): the packet in service is the one being delivered,
 //! and it leaves when the opportunity that carries its last byte comes.
+//!
+//! The link and its queues are generic over the packet, so they are compiled in the crate that
+//! names the packet type (the simulator), while the plain functions they call per packet
+//! (capacity lookups, the loss process) are compiled here. Those are `#[inline]`, so that crate
+//! can inline them without relying on link-time optimisation (with the release profile's fat LTO
+//! it makes no difference beyond ±0.05 % of instructions, callgrind on rfc8867-5.1).
 
 pub mod capacity;
 pub mod capacity_trace;
@@ -46,6 +52,7 @@ pub enum QueueLimit {
 
 impl QueueLimit {
     /// The byte limit at a given capacity (`None` = unlimited).
+    #[inline]
     pub fn bytes_at(self, capacity: Option<Bitrate>) -> Option<DataSize> {
         match (self, capacity) {
             (Self::Unlimited, _) | (Self::Time(_), None) => None,
@@ -329,6 +336,7 @@ impl<P: NetPacket> Link<P> {
     }
 }
 
+#[inline]
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
