@@ -3,9 +3,11 @@ wrote: every column of every Parquet table and the summary (`result_hashes.py`).
 refactoring leaves behaviour bit-identical (docs/simulator.md, "Proving a change changes
 nothing"): record the hashes at the base commit, make the change, record again and compare.
 
-    python scripts/hash_outputs.py record base.json [--cc gcc,fixed] [--seed 1] [--jobs 2]
-    python scripts/hash_outputs.py record after.json
+    make build-release && python scripts/hash_outputs.py record base.json [--cc gcc,fixed] [--jobs 2]
+    make build-release && python scripts/hash_outputs.py record after.json
     python scripts/hash_outputs.py compare base.json after.json
+
+It runs the installed extension: rebuild it (`make build-release`) at each commit first.
 
 `record` writes each run to a temporary folder (as `rtcbench run` does, figures off), hashes its
 files and deletes them, `--jobs` scenarios at a time. A run is keyed by scenario, variant,
@@ -124,7 +126,9 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="run and hash every built-in scenario")
     rec.add_argument("output")
