@@ -6,27 +6,9 @@
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
-/// ECN codepoint of a packet as received (RFC 3168).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Ecn {
-    #[default]
-    NotEct,
-    Ect1,
-    Ect0,
-    Ce,
-}
-
-impl Ecn {
-    /// The two-bit ECN field of the IP header (RFC 3168 §5): 00, 01, 10, 11.
-    pub fn bits(self) -> u8 {
-        match self {
-            Self::NotEct => 0b00,
-            Self::Ect1 => 0b01,
-            Self::Ect0 => 0b10,
-            Self::Ce => 0b11,
-        }
-    }
-}
+/// ECN codepoint of a packet (RFC 3168 §5). It is the IP header's, so it lives with the wire
+/// formats; re-exported here, where controllers have always found it.
+pub use rtcbench_wire::Ecn;
 
 /// Which probe cluster a packet belongs to (libwebrtc `PacedPacketInfo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,10 +10,12 @@ use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
+use rtcbench_net::{IpFrame, NetPacket};
 use rtcbench_sim::link::capacity_trace::opennetlab::{Direction, Unapplied};
 use rtcbench_sim::link::capacity_trace::{csv, mahimahi, opennetlab};
 use rtcbench_sim::scenario;
 use rtcbench_sim::traffic::tcp::wire::TcpRepr;
+use rtcbench_wire::ip::{self, FiveTuple};
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
 use rtcbench_wire::{
     CcfbRepr, ReceiverReportRepr, RembRepr, RtpHeader, RtpHeaderRepr, SenderReportRepr,
@@ -236,6 +238,14 @@ pub const TARGETS: &[Target] = &[
         dictionary: &[],
     },
     Target {
+        name: "ip",
+        about: "ip::FiveTuple::parse, ip::ecn, ip::set_ecn, IpFrame (IPv4/IPv6 header, what a relay reads)",
+        run: ip_packet,
+        input: Input::Binary,
+        max_len: 1500,
+        dictionary: &[],
+    },
+    Target {
         name: "trace-mahimahi",
         about: "capacity_trace::mahimahi::parse",
         run: trace_mahimahi,
@@ -333,6 +343,20 @@ fn tcp(data: &[u8]) {
     if let Ok(repr) = TcpRepr::parse(data) {
         let _ = repr.to_bytes();
     }
+}
+
+/// A raw packet as a relay hands it to a network element: classified, read and marked. Marking
+/// CE must read back as CE and leave the 5-tuple alone.
+fn ip_packet(data: &[u8]) {
+    let tuple = FiveTuple::parse(data);
+    let mut bytes = data.to_vec();
+    if ip::set_ecn(&mut bytes, rtcbench_wire::Ecn::Ce).is_ok() {
+        assert_eq!(ip::ecn(&bytes), Ok(rtcbench_wire::Ecn::Ce));
+        assert_eq!(FiveTuple::parse(&bytes), tuple);
+    }
+    let mut frame = IpFrame::new(data.to_vec());
+    let _ = (frame.size(), frame.flow_key());
+    frame.set_ecn(rtcbench_wire::Ecn::Ce);
 }
 
 fn text(data: &[u8]) -> Cow<'_, str> {

@@ -8,21 +8,31 @@
 //! owner, which may set one call's rate between steps (a learning environment). Every element (link,
 //! sender, receiver, controller) is a sans-IO state machine driven from one event heap
 //! ([`scheduler`]); every random draw comes from a generator derived from the seed and the
-//! element's path ([`rng`]). A [`streamed::StreamedRun`] runs on a thread of its own and hands
+//! element's path ([`rng`]). The network elements ([`link`], [`queue`]) and the random streams
+//! are the `rtcbench-net` crate's, re-exported here under their old paths; they carry this
+//! crate's [`packet::Packet`]. A [`streamed::StreamedRun`] runs on a thread of its own and hands
 //! its trace out in pieces, so a long run's memory does not grow with its duration.
 
 pub mod call;
 pub mod cross;
-pub mod link;
 pub mod packet;
-pub mod queue;
-pub mod rng;
 pub mod scenario;
 pub mod scheduler;
 pub mod streamed;
 pub mod trace;
 pub mod traffic;
 mod world;
+
+pub use rtcbench_net::{queue, rng};
+
+/// `rtcbench_net::link`, with [`link::Link`] the link that carries this crate's packets, so code
+/// written before the elements moved compiles as it was.
+pub mod link {
+    pub use rtcbench_net::link::*;
+
+    /// A link carrying the simulator's [`Packet`](crate::packet::Packet)s.
+    pub type Link = rtcbench_net::link::Link<crate::packet::Packet>;
+}
 
 pub use world::{
     simulate, simulate_with, write_pcap, BuildController, CallMeta, CallSetup, CaptureWriter, Captured,

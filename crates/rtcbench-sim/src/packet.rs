@@ -1,6 +1,8 @@
 //! Packets as they travel through the simulated network.
 
 use rtcbench_cc::feedback::Ecn;
+pub use rtcbench_net::DropReason;
+use rtcbench_net::{FlowKey, NetPacket};
 use rtcbench_units::{DataSize, Instant};
 
 /// Index of a flow in the run (`meta.flows` in the trace).
@@ -37,31 +39,6 @@ impl PacketKind {
     }
 }
 
-/// Why the network dropped a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropReason {
-    /// The queue had no room for it on arrival.
-    QueueFull,
-    /// The link's random loss process chose it.
-    RandomLoss,
-    /// An AQM's control law chose it: CoDel at dequeue, PIE at enqueue.
-    Aqm,
-    /// The buffer was full and FQ-CoDel dropped it from the head of its fattest flow queue
-    /// (RFC 8290 §4.1) to make room for an arrival.
-    Overflow,
-}
-
-impl DropReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::QueueFull => "queue_full",
-            Self::RandomLoss => "random_loss",
-            Self::Aqm => "aqm",
-            Self::Overflow => "overflow",
-        }
-    }
-}
-
 /// One packet in the network. `data` holds its real protocol bytes: the RTP header with its
 /// extensions (the payload is represented only by its length) or a whole RTCP packet.
 #[derive(Clone, Debug)]
@@ -85,4 +62,34 @@ pub struct Packet {
     /// ECN field of the IP header (RFC 3168 §5): set by the sender, turned to CE by a marking
     /// queue.
     pub ecn: Ecn,
+}
+
+/// The network elements of `rtcbench-net` see a packet's wire size, its flow id as the flow key
+/// (each media stream, RTCP direction, TCP connection and CBR source is a flow) and its ECN field.
+impl NetPacket for Packet {
+    #[inline]
+    fn size(&self) -> DataSize {
+        self.size
+    }
+
+    #[inline]
+    fn flow_key(&self) -> FlowKey {
+        FlowKey(u64::from(self.flow))
+    }
+
+    #[inline]
+    fn ecn(&self) -> Ecn {
+        self.ecn
+    }
+
+    #[inline]
+    fn set_ecn(&mut self, ecn: Ecn) {
+        self.ecn = ecn;
+    }
+}
+
+/// The flow of a packet, from the key its [`NetPacket`] implementation gave it (a link reports
+/// the packets it serialised by key).
+pub fn flow_of(key: FlowKey) -> FlowId {
+    key.0 as FlowId
 }

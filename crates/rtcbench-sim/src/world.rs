@@ -24,14 +24,7 @@ use serde::Serialize;
 
 use crate::call::{CallPlumbing, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
-use crate::link::capacity::CapacitySchedule;
-use crate::link::capacity_trace::CapacityTrace;
-use crate::link::jitter::JitterConfig;
-use crate::link::loss::LossModel;
-use crate::link::{Link, LinkConfig, QueueLimit};
-use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
-use crate::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
-use crate::rng::{derive_seed, rng_for};
+use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::scenario::{
     find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
     LossSpec, QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
@@ -42,6 +35,13 @@ use crate::traffic::cbr::CbrSource;
 use crate::traffic::on_off::{OnOff, OnOffConfig};
 use crate::traffic::tcp::wire::IPV4_HEADER;
 use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
+use rtcbench_net::link::capacity::CapacitySchedule;
+use rtcbench_net::link::capacity_trace::CapacityTrace;
+use rtcbench_net::link::jitter::JitterConfig;
+use rtcbench_net::link::loss::LossModel;
+use rtcbench_net::link::{Link, LinkConfig, QueueLimit};
+use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
+use rtcbench_net::rng::{derive_seed, rng_for};
 
 /// Defaults of RFC 8867 §4.3 for media not described in the scenario.
 const DEFAULT_VIDEO_MIN: Bitrate = Bitrate::kbps(150);
@@ -286,7 +286,7 @@ struct Route {
 
 struct World {
     sched: Scheduler<Event>,
-    links: Vec<Link>,
+    links: Vec<Link<Packet>>,
     link_wake: Vec<Option<Instant>>,
     routes: Vec<Route>,
     senders: Vec<Sender>,
@@ -726,7 +726,7 @@ fn build_world(
     let spec = &s.spec;
     let origin = format!("scenario {}", spec.id);
     let end = Instant::ZERO + *spec.duration.get();
-    let mut links: Vec<Link> = spec
+    let mut links: Vec<Link<Packet>> = spec
         .links
         .iter()
         .enumerate()
@@ -1185,8 +1185,8 @@ impl World {
                     }
                     let link = &mut self.links[l as usize];
                     link.on_timeout(now);
-                    while let Some((flow, size)) = self.links[l as usize].poll_serialised() {
-                        self.left_host(now, flow, size);
+                    while let Some((key, size)) = self.links[l as usize].poll_serialised() {
+                        self.left_host(now, flow_of(key), size);
                     }
                     while let Some((pkt, reason)) = self.links[l as usize].poll_drop() {
                         self.dropped(now, l, &pkt, reason);

@@ -83,6 +83,15 @@ pub enum WireError {
     /// The input given to an encoder is not usable, e.g. sequence numbers not increasing.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// The first nibble of a packet given as IP is neither 4 nor 6 (RFC 791 §3.1, RFC 8200 §3).
+    #[error("not an IP packet: version {version}, only 4 and 6 are allowed")]
+    NotIp {
+        /// The version found.
+        version: u8,
+    },
+    /// An IP header is inconsistent, e.g. an IPv4 IHL below 5.
+    #[error("bad IP header: {0}")]
+    BadIpHeader(&'static str),
     /// An RTCP packet was rejected by the `rtcp-types` parser.
     #[error("RTCP parse error: {0}")]
     Rtcp(#[from] rtcp_types::RtcpParseError),

@@ -13,9 +13,13 @@
 //!   (draft-alvestrand-rmcat-remb-03) and RFC 8888 congestion control feedback, written byte by
 //!   byte; and compound packets.
 //!
+//! * [`ip`]: the ECN field (RFC 3168 §5) and the 5-tuple of IPv4 and IPv6 packets, what a network
+//!   element reads and marks.
+//!
 //! Nothing here panics on malformed input: every parser returns a [`WireError`].
 
 mod error;
+pub mod ip;
 pub mod ntp;
 pub mod pcap;
 pub mod rtcp;
@@ -23,6 +27,7 @@ pub mod rtp;
 pub mod rtp_stats;
 
 pub use error::WireError;
+pub use ip::{Ecn, FiveTuple};
 pub use rtcp::ccfb::{CcfbArrival, CcfbMetric, CcfbRepr, CcfbStream, CcfbStreamArrivals};
 pub use rtcp::remb::RembRepr;
 pub use rtcp::report::{ReceiverReportRepr, ReportBlock, SenderReportRepr};

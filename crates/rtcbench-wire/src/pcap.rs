@@ -107,16 +107,16 @@ pub const TSHARK_ARGS: &[&str] =
 pub const MAX_UDP_DATA: DataSize = DataSize::bytes(65_507);
 
 const IPV4_HEADER_LEN: usize = 20;
-const UDP_HEADER_LEN: usize = 8;
+pub(crate) const UDP_HEADER_LEN: usize = 8;
 /// Version 4, IHL 5 words (no options).
 const IPV4_VERSION_IHL: u8 = 0x45;
 /// Don't Fragment, as WebRTC stacks set it (path MTU discovery); offset 0.
 const IPV4_FLAGS_DF: u16 = 0x4000;
 const IPV4_TTL: u8 = 64;
-const IP_PROTOCOL_UDP: u8 = 17;
+pub(crate) const IP_PROTOCOL_UDP: u8 = 17;
 const IP_PROTOCOL_TCP: u8 = 6;
 /// Where the checksum sits in a UDP (RFC 768) and a TCP (RFC 9293 §3.1) header.
-const UDP_CHECKSUM_AT: usize = 6;
+pub(crate) const UDP_CHECKSUM_AT: usize = 6;
 const TCP_CHECKSUM_AT: usize = 16;
 /// Smallest TCP header (data offset 5).
 const TCP_MIN_HEADER_LEN: usize = 20;
@@ -220,12 +220,7 @@ impl<W: Write> PcapWriter<W> {
         if udp_data_len > MAX_UDP_DATA.as_bytes() {
             return Err(too_large());
         }
-        let mut udp = Vec::with_capacity(UDP_HEADER_LEN + data.len());
-        udp.extend_from_slice(&src.port().to_be_bytes());
-        udp.extend_from_slice(&dst.port().to_be_bytes());
-        udp.extend_from_slice(&((UDP_HEADER_LEN as u64 + udp_data_len) as u16).to_be_bytes());
-        udp.extend_from_slice(&[0, 0]);
-        udp.extend_from_slice(data);
+        let udp = udp_header(src.port(), dst.port(), data, udp_data_len as usize);
         let segment = Segment { protocol: IP_PROTOCOL_UDP, checksum_at: UDP_CHECKSUM_AT, header: &udp };
         let wire =
             self.write_ipv4(t, (*src.ip(), *dst.ip()), ecn, segment, UDP_HEADER_LEN + udp_data_len as usize)?;
@@ -288,19 +283,31 @@ fn pcap_timestamp(t: Instant) -> Result<std::time::Duration, CaptureError> {
     Ok(std::time::Duration::from_micros(micros as u64))
 }
 
+/// A UDP header (RFC 768) with a zero checksum, followed by `data`, for a datagram of
+/// `udp_data_len` bytes after the header (`data` and the payload after it).
+pub(crate) fn udp_header(src_port: u16, dst_port: u16, data: &[u8], udp_data_len: usize) -> Vec<u8> {
+    let mut udp = Vec::with_capacity(UDP_HEADER_LEN + data.len());
+    udp.extend_from_slice(&src_port.to_be_bytes());
+    udp.extend_from_slice(&dst_port.to_be_bytes());
+    udp.extend_from_slice(&((UDP_HEADER_LEN + udp_data_len) as u16).to_be_bytes());
+    udp.extend_from_slice(&[0, 0]);
+    udp.extend_from_slice(data);
+    udp
+}
+
 /// A transport header (and any data after it) to put in an IPv4 datagram.
 #[derive(Clone, Copy, Debug)]
-struct Segment<'a> {
-    protocol: u8,
+pub(crate) struct Segment<'a> {
+    pub(crate) protocol: u8,
     /// Offset of the 16-bit checksum field within `header`.
-    checksum_at: usize,
-    header: &'a [u8],
+    pub(crate) checksum_at: usize,
+    pub(crate) header: &'a [u8],
 }
 
 /// Replaces `buf` with an IPv4 header (RFC 791 §3.1) and `segment`, zero-filled to `len` bytes
 /// (at least `segment.header.len()`), and fills in both checksums: the IPv4 header's and the
 /// transport's over its pseudo-header (RFC 768, RFC 9293 §3.1).
-fn emit_ipv4(
+pub(crate) fn emit_ipv4(
     buf: &mut Vec<u8>,
     ip_id: u16,
     (src, dst): (Ipv4Addr, Ipv4Addr),

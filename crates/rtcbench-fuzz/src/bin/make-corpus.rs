@@ -1,20 +1,23 @@
 //! Writes the committed seed corpus, `crates/rtcbench-fuzz/corpus/<target>/<hash>`, from
 //! rtcbench's own output: the RTP headers, RTCP packets and TCP headers of short simulated calls
-//! with each controller (so each feedback format appears as the simulator really sends it), the
-//! shipped capacity traces, and built-in scenarios.
+//! with each controller (so each feedback format appears as the simulator really sends it), their
+//! UDP packets as IPv4 and IPv6 datagrams, the shipped capacity traces, and built-in scenarios.
 //!
 //! `cargo run -p rtcbench-fuzz --bin make-corpus` replaces the corpus folders' files; the
 //! simulation is deterministic, so the same sources give the same files.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 
 use rtcbench_cc::ControllerKind;
 use rtcbench_fuzz::runner::hash;
 use rtcbench_fuzz::targets::{SET_MARKER, TARGETS};
 use rtcbench_sim::scenario::{self, builtin};
-use rtcbench_sim::{simulate_with, CapturedTransport, RunOptions};
+use rtcbench_sim::{simulate_with, Captured, CapturedTransport, RunOptions};
+use rtcbench_wire::ip::ipv4_udp_datagram;
 use rtcbench_wire::rtcp::{FMT_AFB, FMT_CCFB, FMT_TWCC, PT_PSFB, PT_RR, PT_RTPFB, PT_SR, PT_XR};
+use rtcbench_wire::Ecn;
 
 /// Distinct packets kept per packet target: enough shapes, a small corpus.
 const PER_TARGET: usize = 40;
@@ -145,6 +148,9 @@ fn packets(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         for packet in &run.capture {
             let data = &packet.data;
+            if let CapturedTransport::RtpUdp = packet.transport {
+                ip(&mut picker, packet);
+            }
             match packet.transport {
                 CapturedTransport::Tcp if data.len() > 13 => {
                     // Flags and length: SYN, ACK, FIN, with and without SACK blocks.
@@ -163,6 +169,26 @@ fn packets(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
     }
     picker.pick(corpus);
     Ok(())
+}
+
+/// A captured UDP packet as the IPv4 datagram a relay reads (header bytes only: the payload is
+/// zeros), with the ECN codepoint its sender set; and, once per shape, the same as IPv6.
+fn ip(picker: &mut Picker, packet: &Captured) {
+    let addr = |node: u16, port| SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, node as u8 + 1), port);
+    let (src, dst) = (addr(packet.src, 5004), addr(packet.dst, 5004));
+    let ecn = Ecn::from_bits(packet.ecn);
+    let Ok(v4) = ipv4_udp_datagram(src, dst, ecn, &packet.data, 0) else { return };
+    picker.offer("ip", vec![4, packet.ecn, (v4.len().min(1024) / 64) as u8], &v4);
+    // IPv6 (RFC 8200 §3): version 6, the ECN bits in the traffic class, payload length, UDP (17),
+    // hop limit 64, ::ffff-mapped addresses, then the IPv4 datagram's UDP header and data.
+    let udp = &v4[20..];
+    let mut v6 = vec![0x60, packet.ecn << 4, 0, 0];
+    v6.extend_from_slice(&(udp.len() as u16).to_be_bytes());
+    v6.extend_from_slice(&[17, 64]);
+    v6.extend_from_slice(&src.ip().to_ipv6_mapped().octets());
+    v6.extend_from_slice(&dst.ip().to_ipv6_mapped().octets());
+    v6.extend_from_slice(udp);
+    picker.offer("ip", vec![6, packet.ecn, (v6.len().min(1024) / 64) as u8], &v6);
 }
 
 /// A compound RTCP packet seeds the compound target, and each of its packets the target of its

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::de::DeserializeOwned;
 
-use crate::link::capacity_trace::CapacityTrace;
+use rtcbench_net::link::capacity_trace::CapacityTrace;
 pub use schema::*;
 
 /// A scenario that cannot be used, described for a person.

@@ -11,8 +11,10 @@ use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use super::param::Param;
-pub use crate::link::capacity_trace::opennetlab::{Direction as TraceDirection, Unapplied as TraceUnapplied};
-pub use crate::link::capacity_trace::TraceFormat;
+pub use rtcbench_net::link::capacity_trace::opennetlab::{
+    Direction as TraceDirection, Unapplied as TraceUnapplied,
+};
+pub use rtcbench_net::link::capacity_trace::TraceFormat;
 
 impl<T: Serialize> Serialize for Param<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::link::capacity_trace::{csv, mahimahi, opennetlab, CapacityTrace, TraceFormat, MAX_FILE_BYTES};
+use rtcbench_net::link::capacity_trace::{
+    csv, mahimahi, opennetlab, CapacityTrace, TraceFormat, MAX_FILE_BYTES,
+};
 
 use super::{builtin, CapacityTraceSpec, Param, ScenarioError, ScenarioSpec};
 
@@ -169,7 +171,7 @@ fn parse(
     format: TraceFormat,
     text: &str,
     t: &CapacityTraceSpec,
-) -> Result<CapacityTrace, crate::link::capacity_trace::TraceError> {
+) -> Result<CapacityTrace, rtcbench_net::link::capacity_trace::TraceError> {
     Ok(match format {
         TraceFormat::Mahimahi => CapacityTrace::Opportunities(mahimahi::parse(text)?),
         TraceFormat::Opennetlab => {

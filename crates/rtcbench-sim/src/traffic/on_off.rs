@@ -6,7 +6,7 @@
 use rand::RngExt;
 use rtcbench_units::{DataSize, Duration, Instant};
 
-use crate::rng::SimRng;
+use rtcbench_net::rng::SimRng;
 
 /// Parameters of an on/off source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ fn idle_time(rng: &mut SimRng, mean: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::rng_for;
+    use rtcbench_net::rng::rng_for;
 
     fn cfg(files: u32) -> OnOffConfig {
         OnOffConfig {

@@ -10,7 +10,7 @@ use rtcbench_units::{DataSize, Duration, Instant};
 
 use super::fifo::Fifo;
 use super::Signals;
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, NetPacket};
 
 /// CoDel parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,13 +44,13 @@ impl Default for CodelConfig {
 const COUNT_REUSE_INTERVALS: i64 = 16;
 
 /// A single CoDel queue.
-pub(super) struct Codel {
+pub(super) struct Codel<P> {
     cfg: CodelConfig,
-    pub(super) fifo: Fifo,
+    pub(super) fifo: Fifo<P>,
     state: CodelState,
 }
 
-impl Codel {
+impl<P: NetPacket> Codel<P> {
     pub(super) fn new(cfg: CodelConfig) -> Self {
         Self { cfg, fifo: Fifo::default(), state: CodelState::default() }
     }
@@ -60,13 +60,13 @@ impl Codel {
     pub(super) fn enqueue(
         &mut self,
         now: Instant,
-        pkt: Packet,
+        pkt: P,
         limit: Option<DataSize>,
-    ) -> Result<(), (Packet, DropReason)> {
+    ) -> Result<(), (P, DropReason)> {
         self.fifo.push_within(now, pkt, limit)
     }
 
-    pub(super) fn dequeue(&mut self, now: Instant, signals: &mut Signals) -> Option<Packet> {
+    pub(super) fn dequeue(&mut self, now: Instant, signals: &mut Signals<P>) -> Option<P> {
         self.state.dequeue(now, &mut self.fifo, &self.cfg, signals)
     }
 }
@@ -88,21 +88,21 @@ pub(super) struct CodelState {
 }
 
 /// A packet taken off the head and whether CoDel may drop it (RFC 8289 §5.6, dodequeue_result).
-struct Head {
-    pkt: Option<Packet>,
+struct Head<P> {
+    pkt: Option<P>,
     ok_to_drop: bool,
 }
 
 impl CodelState {
     /// RFC 8289 §5.5, dequeue(): the next packet to send, after the drops or the mark the state
     /// machine calls for at `now`.
-    pub(super) fn dequeue(
+    pub(super) fn dequeue<P: NetPacket>(
         &mut self,
         now: Instant,
-        fifo: &mut Fifo,
+        fifo: &mut Fifo<P>,
         cfg: &CodelConfig,
-        signals: &mut Signals,
-    ) -> Option<Packet> {
+        signals: &mut Signals<P>,
+    ) -> Option<P> {
         let head = self.dodequeue(now, fifo, cfg);
         if self.dropping {
             self.continue_dropping(now, head, fifo, cfg, signals)
@@ -116,14 +116,14 @@ impl CodelState {
     /// RFC 8289 §5.5, in the dropping state: leave it once a packet is under TARGET; otherwise
     /// drop each packet whose turn (`drop_next`) has come, spacing the next drop by the control
     /// law. A mark ends the round: the marked packet is sent (as Linux does).
-    fn continue_dropping(
+    fn continue_dropping<P: NetPacket>(
         &mut self,
         now: Instant,
-        mut head: Head,
-        fifo: &mut Fifo,
+        mut head: Head<P>,
+        fifo: &mut Fifo<P>,
         cfg: &CodelConfig,
-        signals: &mut Signals,
-    ) -> Option<Packet> {
+        signals: &mut Signals<P>,
+    ) -> Option<P> {
         self.dropping = head.ok_to_drop;
         while self.dropping && now >= self.drop_next {
             let pkt = head.pkt.take()?;
@@ -144,14 +144,14 @@ impl CodelState {
     /// RFC 8289 §5.5, entering the dropping state: drop (or mark) this packet and schedule the
     /// next drop. If the last episode ended recently, start from its drop rate: count = the
     /// drops it made beyond its first, when that is more than one.
-    fn start_dropping(
+    fn start_dropping<P: NetPacket>(
         &mut self,
         now: Instant,
-        head: Head,
-        fifo: &mut Fifo,
+        head: Head<P>,
+        fifo: &mut Fifo<P>,
         cfg: &CodelConfig,
-        signals: &mut Signals,
-    ) -> Option<Packet> {
+        signals: &mut Signals<P>,
+    ) -> Option<P> {
         let pkt = head.pkt.and_then(|p| signals.mark_or_drop(p, cfg.ecn));
         let pkt = pkt.or_else(|| self.dodequeue(now, fifo, cfg).pkt);
         self.dropping = true;
@@ -166,7 +166,7 @@ impl CodelState {
     /// RFC 8289 §5.6, dodequeue(): takes the head packet and tells whether its sojourn time has
     /// been at or above TARGET for at least INTERVAL. A queue left with at most one MTU of data
     /// does not count as standing.
-    fn dodequeue(&mut self, now: Instant, fifo: &mut Fifo, cfg: &CodelConfig) -> Head {
+    fn dodequeue<P: NetPacket>(&mut self, now: Instant, fifo: &mut Fifo<P>, cfg: &CodelConfig) -> Head<P> {
         let Some(queued) = fifo.pop() else {
             self.first_above_time = None;
             return Head { pkt: None, ok_to_drop: false };
@@ -194,15 +194,15 @@ fn control_law(t: Instant, count: u32, interval: Duration) -> Instant {
 
 #[cfg(test)]
 mod tests {
-    use rtcbench_cc::feedback::Ecn;
+    use rtcbench_wire::Ecn;
 
     use super::*;
-    use crate::queue::test_support::packet;
+    use crate::queue::test_support::{packet, TestPacket};
 
     const MS: Duration = Duration::from_millis(1);
 
     /// A queue that `backlog` packets of 1000 B entered at time zero.
-    fn backlogged(backlog: u64, ecn: Ecn) -> Codel {
+    fn backlogged(backlog: u64, ecn: Ecn) -> Codel<TestPacket> {
         let mut q = Codel::new(CodelConfig { ecn: ecn != Ecn::NotEct, ..CodelConfig::default() });
         for id in 0..backlog {
             q.enqueue(Instant::ZERO, packet(id, 0, 1000, ecn), None).expect("unlimited");
@@ -211,7 +211,11 @@ mod tests {
     }
 
     /// Dequeues one packet every millisecond until `end` and returns when each drop happened.
-    fn drop_times(q: &mut Codel, signals: &mut Signals, end: Instant) -> Vec<Instant> {
+    fn drop_times(
+        q: &mut Codel<TestPacket>,
+        signals: &mut Signals<TestPacket>,
+        end: Instant,
+    ) -> Vec<Instant> {
         let mut drops = Vec::new();
         let mut now = Instant::ZERO;
         while now <= end {

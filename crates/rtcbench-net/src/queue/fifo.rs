@@ -6,30 +6,35 @@ use std::collections::VecDeque;
 
 use rtcbench_units::{DataSize, Duration, Instant};
 
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, NetPacket};
 
 /// A waiting packet and when it arrived.
-pub(super) struct Queued {
-    pub(super) pkt: Packet,
+pub(super) struct Queued<P> {
+    pub(super) pkt: P,
     pub(super) enqueued_at: Instant,
 }
 
-impl Queued {
+impl<P> Queued<P> {
     /// How long the packet has waited by `now`.
     pub(super) fn sojourn(&self, now: Instant) -> Duration {
         now - self.enqueued_at
     }
 }
 
-#[derive(Default)]
-pub(super) struct Fifo {
-    packets: VecDeque<Queued>,
+pub(super) struct Fifo<P> {
+    packets: VecDeque<Queued<P>>,
     bytes: DataSize,
 }
 
-impl Fifo {
-    pub(super) fn push(&mut self, now: Instant, pkt: Packet) {
-        self.bytes += pkt.size;
+impl<P> Default for Fifo<P> {
+    fn default() -> Self {
+        Self { packets: VecDeque::new(), bytes: DataSize::ZERO }
+    }
+}
+
+impl<P: NetPacket> Fifo<P> {
+    pub(super) fn push(&mut self, now: Instant, pkt: P) {
+        self.bytes += pkt.size();
         self.packets.push_back(Queued { pkt, enqueued_at: now });
     }
 
@@ -37,19 +42,19 @@ impl Fifo {
     pub(super) fn push_within(
         &mut self,
         now: Instant,
-        pkt: Packet,
+        pkt: P,
         limit: Option<DataSize>,
-    ) -> Result<(), (Packet, DropReason)> {
-        if !self.has_room(pkt.size, limit) {
+    ) -> Result<(), (P, DropReason)> {
+        if !self.has_room(pkt.size(), limit) {
             return Err((pkt, DropReason::QueueFull));
         }
         self.push(now, pkt);
         Ok(())
     }
 
-    pub(super) fn pop(&mut self) -> Option<Queued> {
+    pub(super) fn pop(&mut self) -> Option<Queued<P>> {
         let q = self.packets.pop_front()?;
-        self.bytes -= q.pkt.size;
+        self.bytes -= q.pkt.size();
         Some(q)
     }
 

@@ -63,6 +63,7 @@ impl CapacitySchedule {
 
     /// The start of the round that holds `t`, and the index of the step in force at `t`. A
     /// periodic schedule stops changing at its horizon: its last step before it holds on.
+    #[inline]
     fn locate(&self, t: Instant) -> (Instant, usize) {
         let t = match self.period {
             Some(_) if t >= self.horizon && self.horizon > Instant::ZERO => {
@@ -83,6 +84,7 @@ impl CapacitySchedule {
 
     /// The step after step `i` of the round starting at `base`: its round start and index, and
     /// the instant it starts; `None` after the last step of a schedule without period.
+    #[inline]
     fn following(&self, base: Instant, i: usize) -> Option<(Instant, usize, Instant)> {
         let next = match (self.steps.get(i + 1), self.period) {
             (Some(next), _) => (base, i + 1, base + (next.0 - Instant::ZERO)),
@@ -94,6 +96,7 @@ impl CapacitySchedule {
     }
 
     /// The capacity in force at `t`.
+    #[inline]
     pub fn rate_at(&self, t: Instant) -> Option<Bitrate> {
         self.steps[self.locate(t).1].1
     }
@@ -101,6 +104,7 @@ impl CapacitySchedule {
     /// The capacity that sizes a queue given in drain time at `t`: the capacity in force, or during
     /// an outage (zero capacity) the last non-zero capacity before it, so a link that stops for a
     /// moment buffers what it would have buffered instead of dropping everything.
+    #[inline]
     pub fn sizing_rate_at(&self, t: Instant) -> Option<Bitrate> {
         let (base, i) = self.locate(t);
         match self.steps[i].1 {
@@ -148,6 +152,7 @@ impl CapacitySchedule {
     /// capacity changes (a packet on the wire when the rate changes continues at the new rate).
     /// A zero-rate period pauses the transmission; a schedule that ends at zero never finishes,
     /// nor does a periodic one that is zero throughout.
+    #[inline]
     pub fn finish_time(&self, start: Instant, size: DataSize) -> Instant {
         let (mut base, mut i) = self.locate(start);
         let mut t = start;

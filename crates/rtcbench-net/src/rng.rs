@@ -1,11 +1,12 @@
 //! Deterministic randomness: every random element gets its own generator, derived from the
 //! scenario seed and the element's path ("link/forward/loss"), so adding an element never
 //! changes the draws of another and a run is a pure function of (scenario, controller, seed).
+//! The simulator derives the streams of its other random parts (sources, ids) here too.
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
-/// The generator type used throughout the simulator.
+/// The generator type of every element (and of the simulator's other random parts).
 pub type SimRng = Pcg64Mcg;
 
 /// FNV-1a over the path, mixed with the seed by SplitMix64 (both stable across platforms and
@@ -19,7 +20,8 @@ pub fn derive_seed(seed: u64, path: &str) -> u64 {
     splitmix64(seed ^ splitmix64(h))
 }
 
-fn splitmix64(mut z: u64) -> u64 {
+/// SplitMix64's output function (Steele, Lea, Flood 2014): a bijective mix of 64 bits.
+pub(crate) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

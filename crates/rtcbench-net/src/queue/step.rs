@@ -2,12 +2,12 @@
 //! sojourn time above a threshold is marked CE, the simplest native AQM for the L queue of
 //! RFC 9332's DualQ (Linux `dualpi2`'s `step_thresh`). Other packets see a plain drop-tail queue.
 
-use rtcbench_cc::feedback::Ecn;
 use rtcbench_units::{DataSize, Duration, Instant};
+use rtcbench_wire::Ecn;
 
 use super::fifo::Fifo;
 use super::Signals;
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, NetPacket};
 
 /// Step marker parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,12 +22,12 @@ impl Default for StepConfig {
     }
 }
 
-pub(super) struct StepMarker {
+pub(super) struct StepMarker<P> {
     cfg: StepConfig,
-    pub(super) fifo: Fifo,
+    pub(super) fifo: Fifo<P>,
 }
 
-impl StepMarker {
+impl<P: NetPacket> StepMarker<P> {
     pub(super) fn new(cfg: StepConfig) -> Self {
         Self { cfg, fifo: Fifo::default() }
     }
@@ -35,17 +35,17 @@ impl StepMarker {
     pub(super) fn enqueue(
         &mut self,
         now: Instant,
-        pkt: Packet,
+        pkt: P,
         limit: Option<DataSize>,
-    ) -> Result<(), (Packet, DropReason)> {
+    ) -> Result<(), (P, DropReason)> {
         self.fifo.push_within(now, pkt, limit)
     }
 
-    pub(super) fn dequeue(&mut self, now: Instant, signals: &mut Signals) -> Option<Packet> {
+    pub(super) fn dequeue(&mut self, now: Instant, signals: &mut Signals<P>) -> Option<P> {
         let queued = self.fifo.pop()?;
         let late = queued.sojourn(now) > self.cfg.threshold;
         let mut pkt = queued.pkt;
-        if late && matches!(pkt.ecn, Ecn::Ect1 | Ecn::Ce) {
+        if late && matches!(pkt.ecn(), Ecn::Ect1 | Ecn::Ce) {
             signals.mark(&mut pkt);
         }
         Some(pkt)

@@ -54,6 +54,7 @@ impl LossProcess {
     }
 
     /// Decides the fate of the next packet.
+    #[inline]
     pub fn lose(&mut self) -> bool {
         match self.model {
             LossModel::None => false,

@@ -14,7 +14,7 @@ use rtcbench_units::{DataSize, Duration, Instant};
 
 use super::fifo::Fifo;
 use super::Signals;
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, NetPacket};
 use crate::rng::SimRng;
 
 /// PIE parameters.
@@ -69,9 +69,9 @@ const MAX_PROB_STEP: f64 = 0.02;
 /// RFC 8033 §4.2: the factor applied per update while the queue stays empty.
 const DECAY: f64 = 0.98;
 
-pub(super) struct Pie {
+pub(super) struct Pie<P> {
     cfg: PieConfig,
-    pub(super) fifo: Fifo,
+    pub(super) fifo: Fifo<P>,
     rng: SimRng,
     /// drop_prob_ (RFC 8033 §4.2).
     drop_prob: f64,
@@ -85,7 +85,7 @@ pub(super) struct Pie {
     next_update: Instant,
 }
 
-impl Pie {
+impl<P: NetPacket> Pie<P> {
     pub(super) fn new(cfg: PieConfig, rng: SimRng) -> Self {
         Self {
             cfg,
@@ -104,12 +104,12 @@ impl Pie {
     pub(super) fn enqueue(
         &mut self,
         now: Instant,
-        mut pkt: Packet,
+        mut pkt: P,
         limit: Option<DataSize>,
-        signals: &mut Signals,
-    ) -> Result<(), (Packet, DropReason)> {
+        signals: &mut Signals<P>,
+    ) -> Result<(), (P, DropReason)> {
         self.run_updates(now);
-        if !self.fifo.has_room(pkt.size, limit) {
+        if !self.fifo.has_room(pkt.size(), limit) {
             return Err((pkt, DropReason::QueueFull));
         }
         // §4.4: a queue that has been quiet for an update gets its burst allowance back.
@@ -140,7 +140,7 @@ impl Pie {
     }
 
     /// RFC 8033 §4.3, with timestamps: the dequeued packet's sojourn time becomes current_qdelay.
-    pub(super) fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+    pub(super) fn dequeue(&mut self, now: Instant) -> Option<P> {
         self.run_updates(now);
         let queued = self.fifo.pop()?;
         self.qdelay = if self.fifo.is_empty() { Duration::ZERO } else { queued.sojourn(now) };
@@ -180,13 +180,13 @@ impl Pie {
 
 #[cfg(test)]
 mod tests {
-    use rtcbench_cc::feedback::Ecn;
+    use rtcbench_wire::Ecn;
 
     use super::*;
-    use crate::queue::test_support::packet;
+    use crate::queue::test_support::{packet, TestPacket};
     use crate::rng::rng_for;
 
-    fn pie(cfg: PieConfig) -> Pie {
+    fn pie(cfg: PieConfig) -> Pie<TestPacket> {
         Pie::new(cfg, rng_for(1, "pie"))
     }
 

@@ -22,10 +22,11 @@ mod step;
 
 use std::collections::VecDeque;
 
-use rtcbench_cc::feedback::Ecn;
+use rand::RngExt;
 use rtcbench_units::{DataSize, Instant};
+use rtcbench_wire::Ecn;
 
-use crate::packet::{DropReason, Packet};
+use crate::packet::{DropReason, NetPacket};
 use crate::rng::SimRng;
 use codel::Codel;
 pub use codel::CodelConfig;
@@ -51,27 +52,28 @@ pub enum QueueDiscipline {
 
 /// A link's queue: the packets waiting to be serialised and the discipline that orders, marks
 /// and drops them.
-pub struct Queue {
-    discipline: Discipline,
-    signals: Signals,
+pub struct Queue<P> {
+    discipline: Discipline<P>,
+    signals: Signals<P>,
 }
 
 /// Enum dispatch: one `match` per call, no virtual calls on the per-packet path.
-enum Discipline {
-    DropTail(Fifo),
-    Codel(Codel),
-    FqCodel(FqCodel),
-    Pie(Pie),
-    Step(StepMarker),
+enum Discipline<P> {
+    DropTail(Fifo<P>),
+    Codel(Codel<P>),
+    FqCodel(FqCodel<P>),
+    Pie(Pie<P>),
+    Step(StepMarker<P>),
 }
 
-impl Queue {
-    /// An empty queue. `rng` drives the discipline's random decisions (only PIE draws).
-    pub fn new(discipline: &QueueDiscipline, rng: SimRng) -> Self {
+impl<P: NetPacket> Queue<P> {
+    /// An empty queue. `rng` drives the discipline's random decisions: PIE's drops, and the
+    /// perturbation of FQ-CoDel's flow hash (one draw, when the queue is made).
+    pub fn new(discipline: &QueueDiscipline, mut rng: SimRng) -> Self {
         let discipline = match discipline {
             QueueDiscipline::DropTail => Discipline::DropTail(Fifo::default()),
             QueueDiscipline::Codel(cfg) => Discipline::Codel(Codel::new(*cfg)),
-            QueueDiscipline::FqCodel(cfg) => Discipline::FqCodel(FqCodel::new(*cfg)),
+            QueueDiscipline::FqCodel(cfg) => Discipline::FqCodel(FqCodel::new(*cfg, rng.random())),
             QueueDiscipline::Pie(cfg) => Discipline::Pie(Pie::new(*cfg, rng)),
             QueueDiscipline::Step(cfg) => Discipline::Step(StepMarker::new(*cfg)),
         };
@@ -81,12 +83,7 @@ impl Queue {
     /// Offers a packet arriving at `now`, with `limit` bytes of room in the buffer (`None` =
     /// unlimited). Returns the packet with the reason if the queue refuses it; packets dropped
     /// from inside the queue instead come out of [`Queue::poll_drop`].
-    pub fn enqueue(
-        &mut self,
-        now: Instant,
-        pkt: Packet,
-        limit: Option<DataSize>,
-    ) -> Result<(), (Packet, DropReason)> {
+    pub fn enqueue(&mut self, now: Instant, pkt: P, limit: Option<DataSize>) -> Result<(), (P, DropReason)> {
         match &mut self.discipline {
             Discipline::DropTail(fifo) => fifo.push_within(now, pkt, limit),
             Discipline::Codel(q) => q.enqueue(now, pkt, limit),
@@ -104,7 +101,7 @@ impl Queue {
     // Called per packet from both of a link's services; forced inline for the rate path's sake,
     // as `NrRbpdv::sample`.
     #[inline(always)]
-    pub fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+    pub fn dequeue(&mut self, now: Instant) -> Option<P> {
         match &mut self.discipline {
             Discipline::DropTail(fifo) => fifo.pop().map(|q| q.pkt),
             Discipline::Codel(q) => q.dequeue(now, &mut self.signals),
@@ -115,7 +112,7 @@ impl Queue {
     }
 
     /// The next packet the discipline dropped from inside the queue, oldest first.
-    pub fn poll_drop(&mut self) -> Option<(Packet, DropReason)> {
+    pub fn poll_drop(&mut self) -> Option<(P, DropReason)> {
         self.signals.dropped.pop_front()
     }
 
@@ -143,32 +140,37 @@ impl Queue {
 
 /// What the disciplines did to packets besides handing them on: the packets they dropped from
 /// inside the queue, waiting for [`Queue::poll_drop`], and how many they marked CE.
-#[derive(Default)]
-struct Signals {
-    dropped: VecDeque<(Packet, DropReason)>,
+struct Signals<P> {
+    dropped: VecDeque<(P, DropReason)>,
     ce_marks: u64,
 }
 
-impl Signals {
-    fn drop_packet(&mut self, pkt: Packet, reason: DropReason) {
+impl<P> Default for Signals<P> {
+    fn default() -> Self {
+        Self { dropped: VecDeque::new(), ce_marks: 0 }
+    }
+}
+
+impl<P: NetPacket> Signals<P> {
+    fn drop_packet(&mut self, pkt: P, reason: DropReason) {
         self.dropped.push_back((pkt, reason));
     }
 
     /// Sets CE on an ECN-capable packet (RFC 3168 §5: ECT(0) or ECT(1); a packet already CE
     /// stays CE and still counts, as the signal reaches the receiver either way). Returns
     /// whether the packet carries the mark.
-    fn mark(&mut self, pkt: &mut Packet) -> bool {
-        if pkt.ecn == Ecn::NotEct {
+    fn mark(&mut self, pkt: &mut P) -> bool {
+        if pkt.ecn() == Ecn::NotEct {
             return false;
         }
-        pkt.ecn = Ecn::Ce;
+        pkt.set_ecn(Ecn::Ce);
         self.ce_marks += 1;
         true
     }
 
     /// Signals congestion on a packet leaving the queue: marks it and hands it back if `ecn` is
     /// on and the packet is ECN-capable (RFC 3168 §5), otherwise drops it as the AQM's choice.
-    fn mark_or_drop(&mut self, mut pkt: Packet, ecn: bool) -> Option<Packet> {
+    fn mark_or_drop(&mut self, mut pkt: P, ecn: bool) -> Option<P> {
         if ecn && self.mark(&mut pkt) {
             return Some(pkt);
         }
@@ -179,27 +181,41 @@ impl Signals {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    //! Packets for the unit tests of the disciplines.
+    //! Packets for the unit tests of the disciplines and the link.
 
-    use rtcbench_cc::feedback::Ecn;
-    use rtcbench_units::{DataSize, Instant};
+    use rtcbench_units::DataSize;
+    use rtcbench_wire::Ecn;
 
-    use crate::packet::{FlowId, Packet, PacketKind};
+    use crate::packet::{FlowKey, NetPacket};
 
-    pub(crate) fn packet(id: u64, flow: FlowId, bytes: u64, ecn: Ecn) -> Packet {
-        Packet {
-            id,
-            flow,
-            kind: PacketKind::Media,
-            size: DataSize::bytes(bytes),
-            payload: DataSize::ZERO,
-            sent_at: Instant::ZERO,
-            route: 0,
-            hop: 0,
-            data: Vec::new(),
-            seq: None,
-            frame: None,
-            ecn,
+    /// A packet with an id to follow it by, a flow, a size and an ECN field.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub(crate) struct TestPacket {
+        pub(crate) id: u64,
+        pub(crate) flow: u32,
+        pub(crate) size: DataSize,
+        pub(crate) ecn: Ecn,
+    }
+
+    impl NetPacket for TestPacket {
+        fn size(&self) -> DataSize {
+            self.size
         }
+
+        fn flow_key(&self) -> FlowKey {
+            FlowKey(u64::from(self.flow))
+        }
+
+        fn ecn(&self) -> Ecn {
+            self.ecn
+        }
+
+        fn set_ecn(&mut self, ecn: Ecn) {
+            self.ecn = ecn;
+        }
+    }
+
+    pub(crate) fn packet(id: u64, flow: u32, bytes: u64, ecn: Ecn) -> TestPacket {
+        TestPacket { id, flow, size: DataSize::bytes(bytes), ecn }
     }
 }

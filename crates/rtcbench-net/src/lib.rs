@@ -1,0 +1,38 @@
+//! rtcbench's network elements as a library: a link ([`link`]: capacity schedule or delivery
+//! opportunities, propagation delay, NR-RBPDV jitter, random loss), its queue disciplines
+//! ([`queue`]: drop-tail, CoDel, FQ-CoDel, PIE, an L4S step marker), capacity traces
+//! ([`link::capacity_trace`]) and the seeded random streams they draw from ([`rng`]).
+//!
+//! Elements are generic over the packet they carry ([`NetPacket`]: size, flow key, ECN), so the
+//! simulator's packets and raw IP packets ([`IpFrame`]) pass through the same code, and depend on
+//! nothing above `rtcbench-units` and `rtcbench-wire`: the simulator drives them from its event
+//! heap, a relay from the OS's monotonic clock.
+//!
+//! # Driving an element
+//!
+//! Elements are sans-IO: they never read a clock. Time comes in as `now`, which must never go
+//! back. With a [`link::Link`]:
+//!
+//! 1. an arriving packet: [`Link::enqueue(now, pkt)`](link::Link::enqueue), which may refuse it
+//!    with a [`DropReason`];
+//! 2. at (or after) [`Link::poll_timeout()`](link::Link::poll_timeout):
+//!    [`Link::on_timeout(now)`](link::Link::on_timeout), which serialises and delivers what is
+//!    due by `now`, on the link's own schedule: a late call changes no departure time;
+//! 3. after either, drain [`Link::poll_drop()`](link::Link::poll_drop) (packets a queue dropped
+//!    after accepting them) and [`Link::poll_output(now)`](link::Link::poll_output) (packets at
+//!    the far end, each with the instant it was due there), then wait until the next
+//!    `poll_timeout()`.
+//!
+//! A caller whose clock may have passed `poll_timeout()` (a relay that woke late) calls
+//! `on_timeout(now)` before `enqueue(now, ..)`, so the arrival finds the link as it is by then;
+//! the simulator's event heap wakes every element at its deadline, so it never needs to.
+
+pub mod frame;
+pub mod link;
+pub mod packet;
+pub mod queue;
+pub mod rng;
+
+pub use frame::IpFrame;
+pub use packet::{DropReason, FlowKey, NetPacket};
+pub use rtcbench_wire::Ecn;
