@@ -5,6 +5,7 @@ tests of the pages that are tutorials (docs/env.md, docs/controllers/python.md).
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import re
 from pathlib import Path
@@ -29,16 +30,23 @@ def run_python_blocks(page: Path, *, every_block_shows_output: bool) -> int:
     found = blocks(page.read_text(encoding="utf-8"))
     namespace: dict[str, object] = {"__name__": "__main__"}
     checked = 0
-    for i, (lang, code, line) in enumerate(found):
-        if lang != "python":
-            continue
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
-        shown = found[i + 1] if i + 1 < len(found) and found[i + 1][0] == "text" else None
-        if shown is None:
-            assert not every_block_shows_output, f"the block at line {line} has no output to compare"
-            continue
-        assert out.getvalue() == shown[1], f"the block at line {line} printed:\n{out.getvalue()}"
-        checked += 1
+    try:
+        for i, (lang, code, line) in enumerate(found):
+            if lang != "python":
+                continue
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
+            shown = found[i + 1] if i + 1 < len(found) and found[i + 1][0] == "text" else None
+            if shown is None:
+                assert not every_block_shows_output, f"the block at line {line} has no output to compare"
+                continue
+            assert out.getvalue() == shown[1], f"the block at line {line} printed:\n{out.getvalue()}"
+            checked += 1
+    finally:
+        # The page's functions hold the namespace (their globals): a cycle that only the cyclic
+        # collector frees, on whichever thread happens to run it. A simulation the page made
+        # must be freed on this one (it is not sendable), so free it all here and now.
+        namespace.clear()
+        gc.collect()
     return checked
