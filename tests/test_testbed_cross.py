@@ -298,14 +298,14 @@ class Ran:
     inodes: set[int]
 
 
-def kernel_forwarding_and_shapers(bed: Testbed) -> None:
+def kernel_forwarding_and_shapers(bed: Testbed, limit: int = SHAPER_LIMIT) -> None:
     """THE TEST'S STAND-IN FOR THE RELAY: the net namespace's kernel forwards, and a token bucket
-    on its veth end towards a node limits what that node receives."""
+    on its veth end towards a node limits what that node receives (queueing `limit` bytes)."""
     bed.run(None, ["sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"], check=True)
     for node, rate in SHAPERS.items():
         dev = bed.topology.host(node).net_interface
         tbf = ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate]
-        bed.run(None, [*tbf, "burst", "20kb", "limit", str(SHAPER_LIMIT)], check=True)
+        bed.run(None, [*tbf, "burst", "20kb", "limit", str(limit)], check=True)
 
 
 def congestion_controls(ss: str) -> dict[int, str]:
@@ -495,8 +495,11 @@ def test_an_interrupted_run_stops_every_agent_and_completes_the_logs(
 
 @needs_root
 def test_stopping_early_closes_every_flow_without_errors(variant: rtcbench.Variant, tmp_path: Path) -> None:
+    # The shaper holds the three bulk flows' initial windows (3 x 10 segments): with the default
+    # 20-segment queue a flow can lose its whole first window and wait out a retransmission
+    # timeout past the stop, and then it has rightly delivered nothing.
     with testbed.build(variant) as bed:
-        kernel_forwarding_and_shapers(bed)
+        kernel_forwarding_and_shapers(bed, limit=4 * SHAPER_LIMIT)
         traffic = cross.start(bed, flows_of(variant), end_s=END_S, log_dir=tmp_path)
         t0 = traffic.go()
         time.sleep(max(0.0, t0 + 0.8 - time.monotonic()))
