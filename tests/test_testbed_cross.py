@@ -147,6 +147,10 @@ END_S = 6.0
 SEED = 7
 SHAPERS = {"B": "20mbit", "D": "10mbit", "E": "10mbit"}
 SHAPER_LIMIT = 30_000  # bytes the shaper queues: 12 ms at 20 Mbit/s, 24 ms at 10 Mbit/s
+# Tests that stop 300 ms after the flows start queue the three bulk flows' initial windows
+# (3 x 10 segments): with 20 segments a flow can lose its whole first window, wait out a
+# retransmission timeout past the stop, and rightly have delivered nothing.
+EARLY_STOP_LIMIT = 4 * SHAPER_LIMIT
 STOP_S = 0.05  # how late a flow may start or stop
 
 
@@ -476,7 +480,7 @@ def test_an_interrupted_run_stops_every_agent_and_completes_the_logs(
 ) -> None:
     pids: list[int] = []
     with contextlib.suppress(KeyboardInterrupt), testbed.build(variant) as bed:
-        kernel_forwarding_and_shapers(bed)
+        kernel_forwarding_and_shapers(bed, limit=EARLY_STOP_LIMIT)
         traffic = cross.start(bed, flows_of(variant), end_s=END_S, log_dir=tmp_path)
         pids = [a.process.pid for a in traffic.agents]
         t0 = traffic.go()
@@ -495,11 +499,8 @@ def test_an_interrupted_run_stops_every_agent_and_completes_the_logs(
 
 @needs_root
 def test_stopping_early_closes_every_flow_without_errors(variant: rtcbench.Variant, tmp_path: Path) -> None:
-    # The shaper holds the three bulk flows' initial windows (3 x 10 segments): with the default
-    # 20-segment queue a flow can lose its whole first window and wait out a retransmission
-    # timeout past the stop, and then it has rightly delivered nothing.
     with testbed.build(variant) as bed:
-        kernel_forwarding_and_shapers(bed, limit=4 * SHAPER_LIMIT)
+        kernel_forwarding_and_shapers(bed, limit=EARLY_STOP_LIMIT)
         traffic = cross.start(bed, flows_of(variant), end_s=END_S, log_dir=tmp_path)
         t0 = traffic.go()
         time.sleep(max(0.0, t0 + 0.8 - time.monotonic()))
