@@ -20,9 +20,12 @@ $(STAMP): pyproject.toml | $(PY)
 	$(BIN)/pip install -q "maturin>=1.7,<2"
 	touch $(STAMP)
 
-# The extension in release mode, with the [dev] extras (pytest, hypothesis, ruff, mypy, pandas).
+# The extension in release mode, with the [dev] extras (pytest, hypothesis, ruff, mypy, pandas),
+# and the emulation relay beside the package (python/rtcbench/_bin, where rtcbench.testbed looks).
 build-release: $(STAMP)
 	$(BIN)/maturin develop --release -q -E dev
+	$(CARGO) build --release -q -p rtcbench-live --bin rtcbench-relay
+	install -D -m 0755 target/release/rtcbench-relay python/rtcbench/_bin/rtcbench-relay
 
 build: build-release
 

@@ -104,6 +104,15 @@ pub(crate) fn one_variant(resolved: &str, what: &str) -> PyResult<Scenario> {
     Ok(variants.remove(0))
 }
 
+/// The network an emulation relay realises for one resolved variant and seed, as JSON
+/// (`rtcbench_sim::scenario::elements::NetworkPlan`: every link's elements and the routes).
+#[pyfunction]
+fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
+    let s = one_variant(resolved, "network_plan")?;
+    let plan = scenario::elements::NetworkPlan::new(&s, seed);
+    serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// A built-in controller by name, or a `ValueError` that lists the names.
 pub(crate) fn builtin_kind(controller: &str) -> PyResult<ControllerKind> {
     ControllerKind::from_name(controller).ok_or_else(|| {
@@ -268,6 +277,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::PyRun>()?;
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(network_plan, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;

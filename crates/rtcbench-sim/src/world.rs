@@ -25,9 +25,12 @@ use serde::Serialize;
 use crate::call::{CallPlumbing, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
+use crate::scenario::elements::{
+    link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
+};
 use crate::scenario::{
-    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
-    LossSpec, QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
+    find_path, CallSpec, ControllerParams, EcnCodepoint, GccDeployment, Scenario, ScenarioError, TcpCc,
+    TcpSpec, WorkloadSpec,
 };
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
@@ -36,11 +39,7 @@ use crate::traffic::on_off::{OnOff, OnOffConfig};
 use crate::traffic::tcp::wire::IPV4_HEADER;
 use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
 use rtcbench_net::link::capacity::CapacitySchedule;
-use rtcbench_net::link::capacity_trace::CapacityTrace;
-use rtcbench_net::link::jitter::JitterConfig;
-use rtcbench_net::link::loss::LossModel;
-use rtcbench_net::link::{Link, LinkConfig, QueueLimit};
-use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
+use rtcbench_net::link::Link;
 use rtcbench_net::rng::{derive_seed, rng_for};
 
 /// Defaults of RFC 8867 §4.3 for media not described in the scenario.
@@ -309,117 +308,6 @@ struct World {
     next_packet_id: u64,
     end: Instant,
     capture: Option<Vec<Captured>>,
-}
-
-/// The capacity a link's `capacity` or `schedule` describes: the capacity left to the flows.
-fn scheduled_capacity(l: &LinkSpec) -> CapacitySchedule {
-    match (&l.schedule, &l.capacity) {
-        (Some(steps), _) => CapacitySchedule::from_steps(
-            steps
-                .iter()
-                .map(|s| {
-                    let rate = match (&s.capacity, s.ratio) {
-                        (Some(c), _) => *c.get(),
-                        (None, Some(r)) => {
-                            *l.reference_capacity.as_ref().expect("validated: ratio has a reference").get()
-                                * r
-                        }
-                        (None, None) => unreachable!("validated: each step has a capacity or a ratio"),
-                    };
-                    (Instant::ZERO + Duration::from_micros(s.at.as_micros()), Some(rate))
-                })
-                .collect(),
-        ),
-        (None, Some(c)) => CapacitySchedule::constant(*c.get()),
-        (None, None) => CapacitySchedule::unlimited(),
-    }
-}
-
-/// The physical rate of a link that realises its schedule with UDP background traffic (RFC 8867
-/// §4.2), or `None` if the link's own rate follows the schedule.
-fn udp_background_rate(l: &LinkSpec) -> Option<Bitrate> {
-    let udp = l.mechanism.as_ref().is_some_and(|m| *m.get() == CapacityMechanism::UdpBackground);
-    udp.then(|| {
-        *l.physical_capacity.as_ref().expect("validated: udp-background has a physical capacity").get()
-    })
-}
-
-/// The background CBR rate that leaves a link's scheduled capacity free on its physical rate.
-fn udp_background_steps(l: &LinkSpec, physical: Bitrate) -> Vec<(Instant, Bitrate)> {
-    scheduled_capacity(l)
-        .steps()
-        .iter()
-        .map(|&(at, free)| (at, physical.saturating_sub(free.unwrap_or(physical))))
-        .collect()
-}
-
-fn queue_discipline(q: Option<&QueueSpec>) -> QueueDiscipline {
-    let Some(q) = q else { return QueueDiscipline::DropTail };
-    // FQ-CoDel marks by default (RFC 8290 §5.2.6, Linux); the single-queue AQMs do not.
-    let ecn = q.ecn.unwrap_or(q.kind() == QueueKind::FqCodel);
-    match q.kind() {
-        QueueKind::Droptail => QueueDiscipline::DropTail,
-        QueueKind::Codel => QueueDiscipline::Codel(codel_config(q, ecn)),
-        QueueKind::FqCodel => QueueDiscipline::FqCodel(FqCodelConfig {
-            codel: codel_config(q, ecn),
-            ..FqCodelConfig::default()
-        }),
-        QueueKind::Pie => {
-            let d = PieConfig::default();
-            QueueDiscipline::Pie(PieConfig { target: q.target.unwrap_or(d.target), ecn, ..d })
-        }
-        QueueKind::Step => {
-            let d = StepConfig::default();
-            QueueDiscipline::Step(StepConfig { threshold: q.threshold.unwrap_or(d.threshold) })
-        }
-    }
-}
-
-fn codel_config(q: &QueueSpec, ecn: bool) -> CodelConfig {
-    let d = CodelConfig::default();
-    CodelConfig { target: q.target.unwrap_or(d.target), interval: q.interval.unwrap_or(d.interval), ecn, ..d }
-}
-
-/// A link as the scenario describes it, with its capacity trace if it has one, for a run that
-/// ends at `end` (a trace is laid out, looped, up to there).
-fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) -> LinkConfig {
-    let (capacity, opportunities) = match (udp_background_rate(l), trace) {
-        (Some(physical), _) => (CapacitySchedule::constant(physical), None),
-        (None, Some(trace @ CapacityTrace::Opportunities(o))) => (trace.schedule(end), Some(o.clone())),
-        (None, Some(trace @ CapacityTrace::Rate(_))) => (trace.schedule(end), None),
-        (None, None) => (scheduled_capacity(l), None),
-    };
-    LinkConfig {
-        name: l.name.clone(),
-        capacity,
-        delay: l.delay.as_ref().map_or(Duration::ZERO, |d| *d.get()),
-        queue: match (l.queue.as_ref().map(|q| *q.size.get()), &opportunities) {
-            (None | Some(QueueSize::Unlimited), _) => QueueLimit::Unlimited,
-            (Some(QueueSize::Bytes(b)), _) => QueueLimit::Bytes(b),
-            // A mahimahi link's rate is a 200 ms average of its opportunities, an artefact of
-            // reporting; its buffer is sized once, at the trace's mean rate, as a real device's
-            // buffer does not resize with the radio's rate (mahimahi's own queues are in bytes
-            // or packets).
-            (Some(QueueSize::Time(t)), Some(o)) => QueueLimit::Bytes(o.mean_rate() * t),
-            (Some(QueueSize::Time(t)), None) => QueueLimit::Time(t),
-        },
-        opportunities,
-        discipline: queue_discipline(l.queue.as_ref()),
-        jitter: l
-            .jitter
-            .as_ref()
-            .map(|j| JitterConfig { std: *j.std.get(), n_std: j.n_std.as_ref().map_or(3.0, |n| *n.get()) }),
-        loss: match &l.loss {
-            None => LossModel::None,
-            Some(LossSpec::Bernoulli { rate }) => LossModel::Bernoulli { rate: *rate.get() },
-            Some(LossSpec::GilbertElliott { p, r, loss_good, loss_bad }) => LossModel::GilbertElliott {
-                p: *p.get(),
-                r: *r.get(),
-                loss_good: loss_good.as_ref().map_or(0.0, |v| *v.get()),
-                loss_bad: loss_bad.as_ref().map_or(1.0, |v| *v.get()),
-            },
-        },
-    }
 }
 
 /// RFC 8888 feedback interval for a user-defined controller that asks for it: as often as
@@ -734,9 +622,9 @@ fn build_world(
             let trace = s.capacity_traces.get(k).and_then(Option::as_deref);
             Link::new(
                 link_config(l, trace, end),
-                rng_for(seed, &format!("link/{}/loss", l.name)),
-                rng_for(seed, &format!("link/{}/jitter", l.name)),
-                rng_for(seed, &format!("link/{}/queue", l.name)),
+                rng_for(seed, &link_rng_path(&l.name, "loss")),
+                rng_for(seed, &link_rng_path(&l.name, "jitter")),
+                rng_for(seed, &link_rng_path(&l.name, "queue")),
             )
         })
         .collect();

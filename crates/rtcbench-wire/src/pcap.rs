@@ -267,6 +267,18 @@ impl<W: Write> PcapWriter<W> {
         Ok(DataSize::bytes(self.buf.len() as u64))
     }
 
+    /// Writes an IP packet exactly as it crossed a real interface (an emulation relay's
+    /// capture), captured at `t`. No IP packet exceeds the snapshot length (65,535 bytes, the
+    /// largest IPv4 total length); longer bytes are refused.
+    pub fn write_raw(&mut self, t: Instant, packet: &[u8]) -> Result<(), CaptureError> {
+        if packet.len() > SNAPLEN as usize {
+            return Err(CaptureError::DatagramTooLarge { data_len: packet.len(), payload: DataSize::ZERO });
+        }
+        let timestamp = pcap_timestamp(t)?;
+        self.inner.write_packet(&PcapPacket::new(timestamp, packet.len() as u32, packet))?;
+        Ok(())
+    }
+
     /// The underlying writer, e.g. to flush a `BufWriter`.
     pub fn into_writer(self) -> W {
         self.inner.into_writer()
@@ -460,6 +472,21 @@ mod tests {
         assert_eq!(ones_complement_sum(pseudo, &buf[20..]), 0xFFFF, "the receiver's TCP checksum check");
         let short = w.write_tcp(Instant::ZERO, (src, dst), 0, &header[..19], DataSize::ZERO).unwrap_err();
         assert!(matches!(short, CaptureError::BadTcpHeader { len: 19 }), "{short}");
+    }
+
+    #[test]
+    fn raw_packets_are_written_as_given() {
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        let packet: Vec<u8> = (0..=255u8).cycle().take(1500).collect();
+        w.write_raw(Instant::ZERO + rtcbench_units::Duration::from_micros(2_500_001), &packet).unwrap();
+        let long = w.write_raw(Instant::ZERO, &vec![0x45; SNAPLEN as usize + 1]).unwrap_err();
+        assert!(matches!(long, CaptureError::DatagramTooLarge { data_len: 65_536, .. }), "{long}");
+        let bytes = w.into_writer();
+        let mut r = pcap_file::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let first = r.next_packet().unwrap().unwrap();
+        assert_eq!((first.orig_len, &first.data[..]), (1500, &packet[..]));
+        assert_eq!(first.timestamp, std::time::Duration::from_micros(1_767_225_602_500_001));
+        assert!(r.next_packet().is_none(), "the refused packet left nothing");
     }
 
     #[test]

@@ -7,11 +7,12 @@ pairs (docs/emulation.md).
     ...     bed.run("A", ["ip", "route"])
 
 `topology` describes it (pure data, for the relay and the agents); `netns` builds and removes it;
-`cross` runs the scenario's kernel TCP and CBR cross traffic in it. Needs Linux, root and
+`cross` runs the scenario's kernel TCP and CBR cross traffic in it; `relay` carries the
+packets between the hosts through the scenario's links. Needs Linux, root and
 iproute2's `ip` (`missing()` says what is lacking).
 """
 
-from rtcbench.testbed import cross
+from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import (
     Testbed,
     TestbedError,
@@ -32,6 +33,7 @@ __all__ = [
     "build",
     "cross",
     "missing",
+    "relay",
     "remove_stale",
     "require",
     "scenario_nodes",

@@ -2,6 +2,7 @@
 //! times; between changes the rate is constant).
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 /// Capacity over time: `steps[i]` holds from its instant until the next step. `None` means no
 /// capacity restriction (a packet is serialised in no time).
@@ -9,13 +10,60 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 /// A periodic schedule (a looping capacity trace) keeps one round of steps and repeats it every
 /// `period`, so it takes memory for its steps, however long the run; equal neighbouring steps,
 /// across the end of a round too, are one step (no change).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ScheduleText", into = "ScheduleText")]
 pub struct CapacitySchedule {
     steps: Vec<(Instant, Option<Bitrate>)>,
     /// With a period, `steps` is one round, from 0 to before `period`.
     period: Option<Duration>,
     /// Steps from this instant on are never reached (the run's end); `min_rate` ignores them.
     horizon: Instant,
+}
+
+/// A schedule as a relay's configuration file carries it: instants as microseconds from time
+/// zero, `null` for an unlimited step, the horizon `null` when the schedule has none.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleText {
+    steps_us: Vec<(i64, Option<Bitrate>)>,
+    period: Option<Duration>,
+    horizon_us: Option<i64>,
+}
+
+impl From<CapacitySchedule> for ScheduleText {
+    fn from(s: CapacitySchedule) -> Self {
+        Self {
+            steps_us: s.steps.iter().map(|&(at, rate)| ((at - Instant::ZERO).as_micros(), rate)).collect(),
+            period: s.period,
+            horizon_us: (s.horizon != Instant::FAR_FUTURE).then(|| (s.horizon - Instant::ZERO).as_micros()),
+        }
+    }
+}
+
+impl TryFrom<ScheduleText> for CapacitySchedule {
+    type Error = String;
+
+    /// Holds the invariants the constructors keep: steps from 0 in increasing order, within a
+    /// positive period.
+    fn try_from(t: ScheduleText) -> Result<Self, String> {
+        let at = |us: i64| Instant::ZERO + Duration::from_micros(us);
+        if t.steps_us.first().is_none_or(|s| s.0 != 0) {
+            return Err("a capacity schedule starts with a step at 0".into());
+        }
+        if !t.steps_us.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Err("a capacity schedule's steps are in increasing order".into());
+        }
+        if let Some(period) = t.period {
+            if period <= Duration::ZERO || t.steps_us.last().is_some_and(|s| s.0 >= period.as_micros()) {
+                return Err("a periodic capacity schedule's steps lie within its positive period".into());
+            }
+        }
+        Ok(Self {
+            steps: t.steps_us.into_iter().map(|(us, rate)| (at(us), rate)).collect(),
+            period: t.period,
+            horizon: t.horizon_us.map_or(Instant::FAR_FUTURE, at),
+        })
+    }
 }
 
 impl CapacitySchedule {

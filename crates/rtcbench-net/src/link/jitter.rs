@@ -11,11 +11,13 @@
 
 use rand::RngExt;
 use rtcbench_units::{Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 use crate::rng::SimRng;
 
 /// Parameters of the truncated, folded Gaussian.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JitterConfig {
     pub std: Duration,
     pub n_std: f64,

@@ -2,11 +2,13 @@
 //! and the two-state Gilbert-Elliott model it suggests for correlated loss.
 
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 
 use crate::rng::SimRng;
 
 /// A loss process.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossModel {
     None,
     /// Each packet is lost with probability `rate`.

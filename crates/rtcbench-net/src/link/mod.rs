@@ -32,6 +32,7 @@ pub mod opportunities;
 use std::collections::VecDeque;
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 use crate::packet::{DropReason, FlowKey, NetPacket};
 use crate::queue::{Queue, QueueDiscipline};
@@ -42,7 +43,8 @@ use loss::{LossModel, LossProcess};
 use opportunities::{DeliveryOpportunities, OpportunityClock, OPPORTUNITY_SIZE};
 
 /// How much a link's buffer holds: the hard limit under every queue discipline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueLimit {
     Unlimited,
     Bytes(DataSize),
@@ -62,8 +64,10 @@ impl QueueLimit {
     }
 }
 
-/// Static description of a link.
-#[derive(Clone, Debug)]
+/// Static description of a link. It serialises (JSON), so a relay is configured with exactly the
+/// elements the simulator builds from a scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     pub name: String,
     /// The capacity the link reports (links table, bottleneck choice, a queue size in drain

@@ -23,6 +23,7 @@
 use std::sync::Arc;
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 use super::capacity::CapacitySchedule;
 
@@ -30,10 +31,25 @@ use super::capacity::CapacitySchedule;
 pub const OPPORTUNITY_SIZE: DataSize = DataSize::bytes(1504);
 
 /// The delivery opportunities of one round of a trace, as offsets from the start of the round.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<Duration>", into = "Vec<Duration>")]
 pub struct DeliveryOpportunities {
     /// Non-decreasing; the last is the period and is positive.
     offsets: Arc<[Duration]>,
+}
+
+impl From<DeliveryOpportunities> for Vec<Duration> {
+    fn from(o: DeliveryOpportunities) -> Self {
+        o.offsets.to_vec()
+    }
+}
+
+impl TryFrom<Vec<Duration>> for DeliveryOpportunities {
+    type Error = &'static str;
+
+    fn try_from(offsets: Vec<Duration>) -> Result<Self, Self::Error> {
+        Self::new(offsets).ok_or("delivery opportunities are non-negative, in order, and end after 0")
+    }
 }
 
 impl DeliveryOpportunities {

@@ -7,13 +7,15 @@
 //! that FQ-CoDel runs one per flow queue.
 
 use rtcbench_units::{DataSize, Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 use super::fifo::Fifo;
 use super::Signals;
 use crate::packet::{DropReason, NetPacket};
 
 /// CoDel parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CodelConfig {
     /// TARGET (RFC 8289 §4.3, §5.3): the standing queue delay tolerated. 5 ms.
     pub target: Duration,

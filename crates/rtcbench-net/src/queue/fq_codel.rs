@@ -17,6 +17,7 @@
 //! The RFC's memory_limit (32 MB in Linux) is not modelled: the byte limit that matters in a
 //! simulation is the link's own, which overflows the queue the way packet_limit does.
 
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 use rtcbench_units::{DataSize, Instant};
@@ -28,7 +29,8 @@ use crate::packet::{DropReason, FlowKey, NetPacket};
 use crate::rng::splitmix64;
 
 /// FQ-CoDel parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FqCodelConfig {
     /// The CoDel of each flow queue: interval 100 ms and target 5 ms (RFC 8290 §5.2.1-5.2.2),
     /// and ECN on (§5.2.6: enabled by default).

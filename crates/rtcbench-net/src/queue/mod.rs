@@ -20,6 +20,7 @@ mod fq_codel;
 mod pie;
 mod step;
 
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 use rand::RngExt;
@@ -39,7 +40,8 @@ pub use step::StepConfig;
 use step::StepMarker;
 
 /// Which discipline a link's queue runs, with its parameters.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueDiscipline {
     /// First come, first served; an arriving packet that does not fit is dropped.
     #[default]

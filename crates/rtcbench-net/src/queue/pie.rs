@@ -11,6 +11,7 @@
 
 use rand::RngExt;
 use rtcbench_units::{DataSize, Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 use super::fifo::Fifo;
 use super::Signals;
@@ -18,7 +19,8 @@ use crate::packet::{DropReason, NetPacket};
 use crate::rng::SimRng;
 
 /// PIE parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PieConfig {
     /// QDELAY_REF (RFC 8033 §4.2): the queueing delay PIE steers towards. 15 ms.
     pub target: Duration,

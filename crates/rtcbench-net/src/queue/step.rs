@@ -4,13 +4,15 @@
 
 use rtcbench_units::{DataSize, Duration, Instant};
 use rtcbench_wire::Ecn;
+use serde::{Deserialize, Serialize};
 
 use super::fifo::Fifo;
 use super::Signals;
 use crate::packet::{DropReason, NetPacket};
 
 /// Step marker parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StepConfig {
     /// Sojourn time above which L4S packets are marked. 1 ms (Linux `dualpi2` `step_thresh`).
     pub threshold: Duration,

@@ -4,6 +4,7 @@
 //! also reads the capacity traces the scenario names ([`traces`]).
 
 pub mod builtin;
+pub mod elements;
 pub mod limits;
 mod locate;
 mod param;

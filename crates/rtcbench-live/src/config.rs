@@ -1,0 +1,85 @@
+//! What the relay is told to do, as JSON from `rtcbench.testbed.relay`: the scenario's network
+//! as the simulator would build it (`rtcbench_sim::scenario::elements::NetworkPlan`, serialised)
+//! and the testbed's interfaces, one per scenario node.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use rtcbench_net::link::LinkConfig;
+use rtcbench_units::Duration;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelayConfig {
+    pub plan: Plan,
+    pub interfaces: Vec<Interface>,
+    /// Where the relay writes its report, drop log and captures (the run's folder, or a
+    /// temporary one inside it).
+    pub out_dir: PathBuf,
+    /// How long before a departure the relay stops sleeping and spins on the clock
+    /// (docs/adr/0001-relay-packet-io.md: a wake-up is late by tens of µs, a spin is not).
+    #[serde(default = "default_spin")]
+    pub spin: Duration,
+    /// Write `relay-in.pcap` (every frame as it arrived) and `relay-out.pcap` (as delivered).
+    #[serde(default)]
+    pub capture: bool,
+}
+
+fn default_spin() -> Duration {
+    Duration::from_micros(50)
+}
+
+/// The scenario's network: links (their elements) and, per ordered pair of nodes, the chain of
+/// links a packet crosses.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub scenario: String,
+    pub seed: u64,
+    pub duration: Duration,
+    pub nodes: Vec<String>,
+    pub links: Vec<LinkConfig>,
+    pub routes: Vec<RoutePlan>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutePlan {
+    pub from: String,
+    pub to: String,
+    pub links: Vec<usize>,
+}
+
+/// A node's veth pair as the relay sees it: its end in the net namespace, and the host's address
+/// and MAC at the other end.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interface {
+    pub node: String,
+    /// The veth end in the net namespace, e.g. `rb1a2b3c-r0`.
+    pub name: String,
+    pub host_ip: Ipv4Addr,
+    /// "02:72:62:00:01:02"
+    pub host_mac: String,
+}
+
+impl Interface {
+    pub fn mac(&self) -> Result<[u8; 6], String> {
+        let bad = || {
+            format!(
+                "interface {}: host_mac {:?} is not a MAC address like 02:00:00:00:00:01",
+                self.name, self.host_mac
+            )
+        };
+        let parts: Vec<&str> = self.host_mac.split(':').collect();
+        if parts.len() != 6 {
+            return Err(bad());
+        }
+        let mut mac = [0u8; 6];
+        for (byte, part) in mac.iter_mut().zip(parts) {
+            *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+        }
+        Ok(mac)
+    }
+}

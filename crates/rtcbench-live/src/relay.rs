@@ -1,0 +1,283 @@
+//! The relay's core, without sockets or clock: frames arrive from a node at an instant, cross the
+//! links of their route (the same [`rtcbench_net`] elements the simulator runs, seeded as it
+//! seeds them), and leave for their destination node at the instant the last link delivers them.
+//! `bin/rtcbench-relay.rs` drives it from packet sockets and the monotonic clock; tests drive it
+//! with byte buffers.
+//!
+//! Time is the scenario's: microseconds since the run's start. The relay keeps its own notion of
+//! "now" (the latest instant it has processed) and never lets it go back: a frame whose kernel
+//! timestamp is older than what the relay already processed enters at "now" (counted as
+//! `late_arrivals`).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use rtcbench_net::link::Link;
+use rtcbench_net::rng::rng_for;
+use rtcbench_net::{DropReason, FlowKey, IpFrame, NetPacket};
+use rtcbench_units::{DataSize, Instant};
+use rtcbench_wire::Ecn;
+use serde::Serialize;
+
+use crate::config::{Plan, RelayConfig};
+
+/// A frame on its way: which route it follows and which link of it carries it now.
+#[derive(Debug)]
+pub struct InFlight {
+    pub frame: IpFrame,
+    route: u32,
+    hop: u32,
+    /// When it reached the relay.
+    pub arrived: Instant,
+}
+
+impl NetPacket for InFlight {
+    fn size(&self) -> DataSize {
+        self.frame.size()
+    }
+    fn flow_key(&self) -> FlowKey {
+        self.frame.flow_key()
+    }
+    fn ecn(&self) -> Ecn {
+        self.frame.ecn()
+    }
+    fn set_ecn(&mut self, ecn: Ecn) {
+        self.frame.set_ecn(ecn);
+    }
+}
+
+/// A frame due at its destination.
+#[derive(Debug)]
+pub struct Departure {
+    /// When the route's last link delivers it: the instant it must leave the relay.
+    pub due: Instant,
+    /// Index of the destination's interface.
+    pub to: usize,
+    pub frame: IpFrame,
+    pub arrived: Instant,
+}
+
+/// A frame a link dropped.
+#[derive(Debug)]
+pub struct Dropped {
+    pub at: Instant,
+    pub link: usize,
+    pub reason: DropReason,
+    pub frame: IpFrame,
+    pub arrived: Instant,
+}
+
+/// Frames the relay did not carry, by cause.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Refused {
+    /// Not an IPv4 packet (ARP, IPv6; the testbed turns both off).
+    pub not_ipv4: u64,
+    /// For an address no host of the testbed has (the net namespace's own gateway addresses
+    /// among them: its kernel answers those, outside the emulated path).
+    pub no_host: u64,
+    /// Between nodes that no chain of links joins, or to the node it came from.
+    pub no_route: u64,
+}
+
+/// Per-link counts for the report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LinkCounts {
+    pub name: String,
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub dropped: HashMap<&'static str, u64>,
+}
+
+/// The scenario's links between the testbed's interfaces.
+pub struct Relay {
+    links: Vec<Link<InFlight>>,
+    /// Per route id, its links in order.
+    routes: Vec<Vec<usize>>,
+    /// (source interface, destination interface) → route id.
+    route_of: HashMap<(usize, usize), u32>,
+    /// Host address → its interface.
+    hosts: HashMap<Ipv4Addr, usize>,
+    now: Instant,
+    departures: VecDeque<Departure>,
+    dropped: VecDeque<Dropped>,
+    pub counts: Vec<LinkCounts>,
+    pub refused: Refused,
+    /// Frames whose arrival instant the relay had already passed (they enter at "now").
+    pub late_arrivals: u64,
+}
+
+impl Relay {
+    /// Builds the plan's links and maps its routes onto the interfaces. Errors name what in the
+    /// configuration does not fit together.
+    pub fn new(cfg: &RelayConfig) -> Result<Self, String> {
+        let plan: &Plan = &cfg.plan;
+        let iface_of = |node: &str| {
+            cfg.interfaces
+                .iter()
+                .position(|i| i.node == node)
+                .ok_or_else(|| format!("node {node} of the plan has no interface"))
+        };
+        for i in &cfg.interfaces {
+            if !plan.nodes.contains(&i.node) {
+                return Err(format!(
+                    "interface {} is for node {}, which the plan does not have",
+                    i.name, i.node
+                ));
+            }
+        }
+        let mut routes = Vec::new();
+        let mut route_of = HashMap::new();
+        for r in &plan.routes {
+            if r.links.is_empty() || r.links.iter().any(|&l| l >= plan.links.len()) {
+                return Err(format!(
+                    "route {} → {}: links {:?} are not links of the plan",
+                    r.from, r.to, r.links
+                ));
+            }
+            route_of.insert((iface_of(&r.from)?, iface_of(&r.to)?), routes.len() as u32);
+            routes.push(r.links.clone());
+        }
+        let links = plan
+            .links
+            .iter()
+            .map(|l| {
+                let rng = |what: &str| rng_for(plan.seed, &format!("link/{}/{what}", l.name));
+                Link::new(l.clone(), rng("loss"), rng("jitter"), rng("queue"))
+            })
+            .collect();
+        let counts =
+            plan.links.iter().map(|l| LinkCounts { name: l.name.clone(), ..Default::default() }).collect();
+        let hosts = cfg.interfaces.iter().enumerate().map(|(k, i)| (i.host_ip, k)).collect();
+        Ok(Self {
+            links,
+            routes,
+            route_of,
+            hosts,
+            now: Instant::ZERO,
+            departures: VecDeque::new(),
+            dropped: VecDeque::new(),
+            counts,
+            refused: Refused::default(),
+            late_arrivals: 0,
+        })
+    }
+
+    /// The latest instant processed.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// A frame read from interface `from` at `at`: onto the first link of its route, or refused.
+    pub fn arrive(&mut self, at: Instant, from: usize, bytes: Vec<u8>) {
+        let at = if at < self.now {
+            self.late_arrivals += 1;
+            self.now
+        } else {
+            at
+        };
+        self.advance(at);
+        let Some(dst) = ipv4_destination(&bytes) else {
+            self.refused.not_ipv4 += 1;
+            return;
+        };
+        let Some(&to) = self.hosts.get(&dst) else {
+            self.refused.no_host += 1;
+            return;
+        };
+        let Some(&route) = self.route_of.get(&(from, to)) else {
+            self.refused.no_route += 1;
+            return;
+        };
+        let pkt = InFlight { frame: IpFrame::new(bytes), route, hop: 0, arrived: at };
+        self.enter(at, pkt);
+    }
+
+    /// Processes every link event up to `t`, in time order, so a frame leaving one link enters
+    /// the next at the instant it left.
+    pub fn advance(&mut self, t: Instant) {
+        loop {
+            let next = self.links.iter().enumerate().filter_map(|(k, l)| Some((l.poll_timeout()?, k))).min();
+            let Some((due, k)) = next.filter(|&(due, _)| due <= t) else { break };
+            self.now = self.now.max(due);
+            self.links[k].on_timeout(due);
+            self.drain(k, due);
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// The earliest instant a link has something to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.links.iter().filter_map(Link::poll_timeout).min()
+    }
+
+    pub fn poll_departure(&mut self) -> Option<Departure> {
+        self.departures.pop_front()
+    }
+
+    pub fn poll_dropped(&mut self) -> Option<Dropped> {
+        self.dropped.pop_front()
+    }
+
+    /// The bytes each link's queue holds now.
+    pub fn queued(&self) -> impl Iterator<Item = DataSize> + '_ {
+        self.links.iter().map(Link::queue_bytes)
+    }
+
+    fn enter(&mut self, at: Instant, pkt: InFlight) {
+        let k = self.routes[pkt.route as usize][pkt.hop as usize];
+        let c = &mut self.counts[k];
+        c.packets_in += 1;
+        c.bytes_in += pkt.size().as_bytes();
+        // The link may be due for work before this arrival (a frame from the previous link at
+        // the same instant): the arrival finds it as it is by then.
+        if self.links[k].poll_timeout().is_some_and(|d| d <= at) {
+            self.links[k].on_timeout(at);
+        }
+        if let Err((pkt, reason)) = self.links[k].enqueue(at, pkt) {
+            self.drop_packet(at, k, pkt, reason);
+        }
+        // A link with nothing to wait for (no capacity limit, no delay) delivers at once.
+        if self.links[k].poll_timeout().is_some_and(|d| d <= at) {
+            self.links[k].on_timeout(at);
+        }
+        self.drain(k, at);
+    }
+
+    fn drain(&mut self, k: usize, now: Instant) {
+        while let Some((pkt, reason)) = self.links[k].poll_drop() {
+            self.drop_packet(now, k, pkt, reason);
+        }
+        while let Some((at, mut pkt)) = self.links[k].poll_output(now) {
+            let c = &mut self.counts[k];
+            c.packets_out += 1;
+            c.bytes_out += pkt.size().as_bytes();
+            let route = &self.routes[pkt.route as usize];
+            if (pkt.hop as usize) + 1 < route.len() {
+                pkt.hop += 1;
+                self.enter(at, pkt);
+            } else {
+                let to = self.destination(&pkt);
+                self.departures.push_back(Departure { due: at, to, frame: pkt.frame, arrived: pkt.arrived });
+            }
+        }
+    }
+
+    fn destination(&self, pkt: &InFlight) -> usize {
+        let dst = ipv4_destination(pkt.frame.bytes()).expect("checked on arrival");
+        self.hosts[&dst]
+    }
+
+    fn drop_packet(&mut self, at: Instant, link: usize, pkt: InFlight, reason: DropReason) {
+        *self.counts[link].dropped.entry(reason.as_str()).or_default() += 1;
+        self.dropped.push_back(Dropped { at, link, reason, frame: pkt.frame, arrived: pkt.arrived });
+    }
+}
+
+/// The destination of an IPv4 packet (version 4, a full header).
+pub fn ipv4_destination(bytes: &[u8]) -> Option<Ipv4Addr> {
+    let ihl = usize::from(bytes.first()? & 0x0f) * 4;
+    (bytes[0] >> 4 == 4 && ihl >= 20 && bytes.len() >= ihl)
+        .then(|| Ipv4Addr::new(bytes[16], bytes[17], bytes[18], bytes[19]))
+}

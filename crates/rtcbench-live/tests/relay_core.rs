@@ -1,0 +1,135 @@
+//! The relay's core with byte buffers and no clock: a frame leaves at the instant the scenario's
+//! links say, over the route the simulator would choose, or is counted where it stopped.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use rtcbench_live::config::RelayConfig;
+use rtcbench_live::relay::Relay;
+use rtcbench_units::{Duration, Instant};
+use rtcbench_wire::ip::ipv4_udp_datagram;
+use rtcbench_wire::Ecn;
+
+/// A → B over a 1 Mbit/s, 10 ms link with a 3000-byte queue, then B → C over an unlimited 5 ms
+/// one; B → A unlimited and instant. Routes as the simulator's plan lists them.
+fn config() -> RelayConfig {
+    let link = |name: &str, capacity: serde_json::Value, delay: &str, queue: serde_json::Value| {
+        serde_json::json!({
+            "name": name,
+            "capacity": {"steps_us": [[0, capacity]], "period": null, "horizon_us": null},
+            "opportunities": null,
+            "delay": delay,
+            "queue": queue,
+            "discipline": "drop_tail",
+            "jitter": null,
+            "loss": {"kind": "none"},
+        })
+    };
+    let json = serde_json::json!({
+        "plan": {
+            "scenario": "relay-core",
+            "seed": 1,
+            "duration": "10s",
+            "nodes": ["A", "B", "C"],
+            "links": [
+                link("ab", "1Mbps".into(), "10ms", serde_json::json!({"bytes": "3000B"})),
+                link("ba", serde_json::Value::Null, "0ms", "unlimited".into()),
+                link("bc", serde_json::Value::Null, "5ms", "unlimited".into()),
+            ],
+            "routes": [
+                {"from": "A", "to": "B", "links": [0]},
+                {"from": "B", "to": "A", "links": [1]},
+                {"from": "A", "to": "C", "links": [0, 2]},
+            ],
+        },
+        "interfaces": [
+            {"node": "A", "name": "t-r0", "host_ip": "10.0.1.2", "host_mac": "02:72:62:00:01:02"},
+            {"node": "B", "name": "t-r1", "host_ip": "10.0.2.2", "host_mac": "02:72:62:00:02:02"},
+            {"node": "C", "name": "t-r2", "host_ip": "10.0.3.2", "host_mac": "02:72:62:00:03:02"},
+        ],
+        "out_dir": "/nonexistent",
+    });
+    serde_json::from_value(json).expect("a valid configuration")
+}
+
+/// A UDP datagram of `size` bytes on the wire from host `from` to host `to` (10.0.<n>.2).
+fn datagram(from: u8, to: u8, size: usize) -> Vec<u8> {
+    let addr = |n: u8| SocketAddrV4::new(Ipv4Addr::new(10, 0, n, 2), 5000);
+    ipv4_udp_datagram(addr(from), addr(to), Ecn::NotEct, &[], size - 28).expect("fits")
+}
+
+fn ms(v: i64) -> Instant {
+    Instant::ZERO + Duration::from_micros(v * 1000)
+}
+
+#[test]
+fn a_frame_leaves_after_serialisation_and_delay_and_unchanged() {
+    let mut relay = Relay::new(&config()).expect("fits together");
+    let frame = datagram(1, 2, 1250); // 10 ms at 1 Mbit/s
+    relay.arrive(ms(100), 0, frame.clone());
+    assert!(relay.poll_departure().is_none());
+    assert_eq!(relay.poll_timeout(), Some(ms(110)));
+    relay.advance(ms(119));
+    assert!(relay.poll_departure().is_none(), "due at 120 ms, not before");
+    relay.advance(ms(130));
+    let d = relay.poll_departure().expect("delivered");
+    assert_eq!((d.due, d.to, d.arrived), (ms(120), 1, ms(100)));
+    assert_eq!(d.frame.bytes(), &frame[..]);
+}
+
+#[test]
+fn a_two_link_route_hands_over_at_the_instant_the_first_link_delivers() {
+    let mut relay = Relay::new(&config()).expect("fits together");
+    relay.arrive(ms(0), 0, datagram(1, 3, 1250));
+    relay.arrive(ms(1), 0, datagram(1, 3, 1250));
+    relay.advance(ms(1000)); // one late wake-up: both still leave on the links' schedule
+    let due: Vec<_> = std::iter::from_fn(|| relay.poll_departure()).map(|d| (d.due, d.to)).collect();
+    assert_eq!(due, [(ms(25), 2), (ms(35), 2)]); // 10 + 10 + 5; queued 9 ms behind the first
+    assert_eq!(relay.counts[0].packets_out, 2);
+    assert_eq!(relay.counts[2].packets_in, 2);
+}
+
+#[test]
+fn a_full_queue_drops_and_the_drop_is_reported_with_its_link() {
+    let mut relay = Relay::new(&config()).expect("fits together");
+    for _ in 0..4 {
+        relay.arrive(ms(0), 0, datagram(1, 2, 1000)); // the queue holds 3000 bytes
+    }
+    let d = relay.poll_dropped().expect("the fourth did not fit");
+    assert_eq!((d.at, d.link, d.reason.as_str()), (ms(0), 0, "queue_full"));
+    assert!(relay.poll_dropped().is_none());
+    assert_eq!(relay.counts[0].dropped["queue_full"], 1);
+}
+
+#[test]
+fn frames_without_a_host_or_a_route_are_counted_not_carried() {
+    let mut relay = Relay::new(&config()).expect("fits together");
+    relay.arrive(ms(0), 0, datagram(1, 1, 100)); // to itself
+    relay.arrive(ms(0), 2, datagram(3, 1, 100)); // C → A: no link
+    let mut to_gateway = datagram(1, 2, 100);
+    to_gateway[19] = 1; // 10.0.2.1, the net namespace's own address
+    relay.arrive(ms(0), 0, to_gateway);
+    relay.arrive(ms(0), 0, vec![0x60; 40]); // IPv6
+    relay.advance(ms(100));
+    assert!(relay.poll_departure().is_none());
+    let r = &relay.refused;
+    assert_eq!((r.no_route, r.no_host, r.not_ipv4), (2, 1, 1));
+}
+
+#[test]
+fn an_arrival_older_than_what_was_processed_enters_now() {
+    let mut relay = Relay::new(&config()).expect("fits together");
+    relay.advance(ms(50));
+    relay.arrive(ms(40), 1, datagram(2, 1, 100));
+    let d = relay.poll_departure().expect("ba is instant");
+    assert_eq!((d.due, relay.late_arrivals), (ms(50), 1));
+}
+
+#[test]
+fn a_plan_and_interfaces_that_do_not_fit_are_refused_by_name() {
+    let mut cfg = config();
+    cfg.interfaces.pop();
+    assert_eq!(Relay::new(&cfg).err().as_deref(), Some("node C of the plan has no interface"));
+    let mut cfg = config();
+    cfg.plan.routes[0].links = vec![7];
+    assert_eq!(Relay::new(&cfg).err().as_deref(), Some("route A → B: links [7] are not links of the plan"));
+}

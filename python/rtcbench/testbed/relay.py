@@ -1,0 +1,256 @@
+"""The emulation relay: a Rust process (`crates/rtcbench-live`, `rtcbench-relay`) in a testbed's
+net namespace that carries every IPv4 packet between the hosts through the scenario's links, built
+from the same elements the simulator runs (docs/emulation.md, "The relay";
+docs/adr/0001-relay-packet-io.md).
+
+    with testbed.build(variant) as bed:
+        relay = testbed.relay.start(bed, variant, seed=1, out_dir=run_dir)
+        t0 = relay.go()            # the run's time zero: capacity schedules count from here
+        ...                        # traffic between the hosts
+        report = relay.stop()      # relay.json: timing error, counts per link, drops
+
+`start` raises `RelayError` (one line) when the relay cannot start or the scenario asks for what it
+cannot do; `stop` raises it when the relay failed while running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from rtcbench import _core
+from rtcbench.scenarios import Variant
+from rtcbench.testbed.netns import Testbed, TestbedError, TestbedUnavailable
+
+RELAY_ENV = "RTCBENCH_RELAY"
+"""Names the relay binary to use instead of the one `make build-release` puts in the package."""
+PACKAGED = Path(__file__).resolve().parent.parent / "_bin" / "rtcbench-relay"
+READY_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 5.0
+GO_MARGIN_S = 0.05
+"""How far ahead `go` puts time zero by default, so every process it starts has it in time."""
+LATENESS_GOAL_US = 200.0
+
+
+class RelayError(TestbedError):
+    """The relay could not start, refused the scenario, or failed while running (one line)."""
+
+
+def binary() -> Path:
+    """The relay executable: `$RTCBENCH_RELAY`, else the one built beside the package."""
+    path = Path(os.environ.get(RELAY_ENV, PACKAGED))
+    if not os.access(path, os.X_OK):
+        how = f"${RELAY_ENV} names {path}, which" if RELAY_ENV in os.environ else f"{path}"
+        raise TestbedUnavailable(
+            f"the emulation relay is not built: {how} is not an executable; run `make build`"
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class LinkReport:
+    name: str
+    packets_in: int
+    bytes_in: int
+    packets_out: int
+    bytes_out: int
+    dropped: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RelayReport:
+    """What the relay says about its run (`relay.json`). Lateness is how long after the instant
+    its last link delivered a frame the relay sent it: the emulation's own timing error."""
+
+    scheduling: str
+    departures: int
+    lateness_p50_us: float
+    lateness_p99_us: float
+    lateness_max_us: float
+    keeping_up: bool
+    frames_in: int
+    frames_out: int
+    refused: dict[str, int]
+    oversize: int
+    late_arrivals: int
+    socket_drops: list[int]
+    records_lost: int
+    links: dict[str, LinkReport]
+    wall_s: float
+
+    @classmethod
+    def read(cls, path: Path) -> RelayReport:
+        r = json.loads(path.read_text())
+        late = r["lateness"]
+        links = {
+            link["name"]: LinkReport(
+                name=link["name"],
+                packets_in=link["packets_in"],
+                bytes_in=link["bytes_in"],
+                packets_out=link["packets_out"],
+                bytes_out=link["bytes_out"],
+                dropped=dict(link["dropped"]),
+            )
+            for link in r["links"]
+        }
+        return cls(
+            scheduling=r["scheduling"],
+            departures=late["departures"],
+            lateness_p50_us=late["p50_us"],
+            lateness_p99_us=late["p99_us"],
+            lateness_max_us=late["max_us"],
+            keeping_up=r["keeping_up"],
+            frames_in=r["frames_in"],
+            frames_out=r["frames_out"],
+            refused=dict(r["refused"]),
+            oversize=r["oversize"],
+            late_arrivals=r["late_arrivals"],
+            socket_drops=list(r["socket_drops"]),
+            records_lost=r["records_lost"],
+            links=links,
+            wall_s=r["wall_s"],
+        )
+
+    def warning(self) -> str | None:
+        """One line when the emulation's timing cannot be trusted, else None."""
+        if not self.keeping_up:
+            return (
+                f"the relay could not keep up: departures late by {self.lateness_p99_us:.0f} µs at p99 "
+                f"(goal {LATENESS_GOAL_US:.0f} µs; scheduling {self.scheduling}); timing on this path "
+                "is not the scenario's"
+            )
+        if any(self.socket_drops) or self.records_lost:
+            return (
+                f"the relay lost frames outside the scenario: {sum(self.socket_drops)} at full socket "
+                f"buffers, {self.records_lost} capture records"
+            )
+        return None
+
+
+@dataclass
+class Relay:
+    """A started relay (`start`): ready, running once `go` is called, done after `stop`."""
+
+    process: subprocess.Popen[str]
+    out_dir: Path
+    stderr_path: Path
+    t0: float | None = None
+    report: RelayReport | None = None
+
+    def go(self, t0: float | None = None) -> float:
+        """Starts the run at `t0` (`time.monotonic()` seconds; default: `GO_MARGIN_S` from now)."""
+        if self.t0 is not None:
+            raise RuntimeError("the relay is already going")
+        self.t0 = time.monotonic() + GO_MARGIN_S if t0 is None else t0
+        try:
+            _pipe(self.process.stdin).write(f"go {round(self.t0 * 1e9)}\n")
+            _pipe(self.process.stdin).flush()
+        except BrokenPipeError:
+            self.stop()  # raises with the relay's own message
+        return self.t0
+
+    def stop(self) -> RelayReport:
+        """Ends the run (the relay finishes its files) and returns its report."""
+        if self.report is not None:
+            return self.report
+        stdin = _pipe(self.process.stdin)
+        if not stdin.closed:
+            try:
+                stdin.write("stop\n")
+                stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            self.process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise RelayError(f"the relay did not stop within {STOP_TIMEOUT_S} s") from None
+        if self.process.returncode != 0:
+            raise RelayError(f"the relay failed: {self.last_error()}")
+        if self.t0 is None:
+            raise RelayError("the relay was stopped before it was started (`go`)")
+        self.report = RelayReport.read(self.out_dir / "relay.json")
+        return self.report
+
+    def last_error(self) -> str:
+        lines = [ln.strip() for ln in self.stderr_path.read_text(errors="replace").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1].removeprefix("rtcbench-relay: ")
+        return f"it ended with status {self.process.returncode} and said nothing"
+
+
+def unsupported(variant: Variant) -> str | None:
+    """What in `variant` the relay cannot realise yet, as one line naming the field; None if
+    nothing."""
+    doc = tomllib.loads(variant.toml)
+    for k, link in enumerate(doc.get("links", [])):
+        if link.get("mechanism") == "udp-background":
+            return (
+                f'{variant.scenario_id}: links.{k}.mechanism = "udp-background" cannot be emulated yet '
+                '(the relay does not generate background traffic); allowed: "capacity"'
+            )
+    return None
+
+
+def config(
+    bed: Testbed, variant: Variant, seed: int, out_dir: Path, *, capture: bool = False
+) -> dict[str, Any]:
+    """The relay's configuration: the simulator's plan of the scenario's network for `seed`, and
+    the testbed's interfaces."""
+    plan = json.loads(_core.network_plan(variant.toml, seed))
+    interfaces = [
+        {
+            "node": h.node,
+            "name": h.net_interface,
+            "host_ip": str(h.address.ip),
+            "host_mac": h.mac,
+        }
+        for h in bed.topology.hosts
+    ]
+    return {"plan": plan, "interfaces": interfaces, "out_dir": str(out_dir), "capture": capture}
+
+
+def start(bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: bool = False) -> Relay:
+    """Starts the relay for `variant` in `bed`'s net namespace and waits until its sockets are
+    open; it forwards nothing until `Relay.go`. Its files go to `out_dir`."""
+    problem = unsupported(variant)
+    if problem is not None:
+        raise RelayError(problem)
+    exe = binary()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg_path = out_dir / "relay-config.json"
+    cfg_path.write_text(json.dumps(config(bed, variant, seed, out_dir, capture=capture)))
+    stderr_path = out_dir / "relay.stderr"
+    with stderr_path.open("w") as err:
+        process = bed.popen(
+            None,
+            [str(exe), str(cfg_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    relay = Relay(process, out_dir, stderr_path)
+    stdout = _pipe(process.stdout)
+    readable, _, _ = select.select([stdout], [], [], READY_TIMEOUT_S)
+    line = stdout.readline() if readable else ""
+    stdout.close()
+    if line.strip() != "ready":
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        raise RelayError(f"the relay did not start: {relay.last_error()}")
+    return relay
+
+
+def _pipe(stream: IO[str] | None) -> IO[str]:
+    assert stream is not None, "the relay is started with pipes"
+    return stream
