@@ -15,6 +15,7 @@ cannot do; `stop` raises it when the relay failed while running.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -164,9 +165,12 @@ class Relay:
         if not stdin.closed:
             try:
                 stdin.write("stop\n")
-                stdin.close()
+                stdin.flush()
             except BrokenPipeError:
-                pass
+                pass  # it has ended already (a signal): its status says how
+            finally:
+                with contextlib.suppress(BrokenPipeError):
+                    stdin.close()
         try:
             self.process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -247,6 +251,8 @@ def start(bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: 
         if process.poll() is None:
             process.kill()
         process.wait()
+        with contextlib.suppress(BrokenPipeError):
+            _pipe(process.stdin).close()
         raise RelayError(f"the relay did not start: {relay.last_error()}")
     return relay
 

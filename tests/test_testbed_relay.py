@@ -1,0 +1,296 @@
+"""The emulation relay (crates/rtcbench-live; docs/emulation.md, "The relay"): real packets
+between a testbed's namespaces through the scenario's links, built from the simulator's own
+elements.
+
+Without root: how the relay is configured and how it refuses what it cannot do. With root, on
+real testbeds: a frame takes the links' delay and serialisation and no less; kernel CUBIC alone
+fills a 2 Mbit/s link (issue 13's band: above 90 %); a link overloaded by UDP drops what its
+queue cannot hold, and the relay's report, drop log and captures account for every frame; a
+signal stops the relay at once with its files complete.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import rtcbench
+from rtcbench import _core, testbed
+from rtcbench.testbed import cross, relay
+from rtcbench.testbed.relay import RelayError
+
+MISSING = testbed.missing()
+needs_root = pytest.mark.skipif(MISSING is not None, reason=f"builds network namespaces: {MISSING}")
+
+# A → B: 2 Mbit/s, 50 ms, a 300 ms buffer; B → A: 50 ms, no capacity limit.
+PATH = """
+duration = "{duration}"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+capacity = "2Mbps"
+delay = "50ms"
+queue = {{ size = "{queue}" }}
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "50ms"
+"""
+CAPACITY_BPS = 2_000_000
+CAPTURE_EPOCH_S = 1_767_225_600  # time zero in a capture: 2026-01-01 (rtcbench_wire::pcap)
+
+
+def variant(
+    tmp_path: Path, name: str, flows: str, *, duration: str = "10s", queue: str = "300ms"
+) -> rtcbench.Variant:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'id = "{name}"\n' + PATH.format(duration=duration, queue=queue) + flows)
+    return rtcbench.resolve(path)[0]
+
+
+BULK_CUBIC = """
+[[tcp]]
+name = "cubic"
+from = "A"
+to = "B"
+cc = "cubic"
+"""
+
+
+def test_the_relay_runs_the_simulators_plan_of_the_network() -> None:
+    (v,) = [v for v in rtcbench.resolve("rfc8867-5.1") if "link-rate" in v.variant and "50ms" in v.variant]
+    plan = json.loads(_core.network_plan(v.toml, 3))
+    assert [link["name"] for link in plan["links"]] == ["forward", "backward"]
+    assert plan["seed"] == 3 and plan["duration"] == "100s"
+    assert {(r["from"], r["to"], tuple(r["links"])) for r in plan["routes"]} == {
+        ("A", "B", (0,)),
+        ("B", "A", (1,)),
+    }
+    forward = plan["links"][0]
+    assert forward["delay"] == "50ms" and forward["queue"] == {"time": "300ms"}
+    # RFC 8867 §5.1's steps: 1, 2.5, 0.6, 1 Mbit/s at 0, 40, 60 and 80 s.
+    assert forward["capacity"]["steps_us"] == [
+        [0, "1Mbps"],
+        [40_000_000, "2500kbps"],
+        [60_000_000, "600kbps"],
+        [80_000_000, "1Mbps"],
+    ]
+
+
+def test_udp_background_is_refused_naming_the_field() -> None:
+    (v,) = [
+        v for v in rtcbench.resolve("rfc8867-5.1") if "udp-background" in v.variant and "50ms" in v.variant
+    ]
+    assert relay.unsupported(v) == (
+        'rfc8867-5.1: links.0.mechanism = "udp-background" cannot be emulated yet (the relay does not '
+        'generate background traffic); allowed: "capacity"'
+    )
+
+
+def test_a_relay_that_is_not_built_is_a_missing_part_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(relay.RELAY_ENV, "/nonexistent/rtcbench-relay")
+    with pytest.raises(testbed.TestbedUnavailable) as e:
+        relay.binary()
+    assert str(e.value) == (
+        "the emulation relay is not built: $RTCBENCH_RELAY names /nonexistent/rtcbench-relay, which is "
+        "not an executable; run `make build`"
+    )
+
+
+def test_a_configuration_the_relay_cannot_use_is_one_line_and_status_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "relay.json"
+    cfg.write_text(json.dumps({"plan": {}, "interfaces": [], "out_dir": str(tmp_path)}))
+    done = subprocess.run([relay.binary(), cfg], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"rtcbench-relay: {cfg}: missing field `scenario`"), done.stderr
+
+
+# -- on real testbeds ---------------------------------------------------------------------------
+
+ECHO_SERVER = """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 9000))
+while True:
+    data, peer = s.recvfrom(2048)
+    s.sendto(data, peer)
+"""
+ECHO_CLIENT = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+for _ in range(int(sys.argv[2])):
+    t = time.monotonic()
+    s.sendto(b"x" * 1222, (sys.argv[1], 9000))  # 1250 bytes with the IPv4 and UDP headers
+    s.recv(2048)
+    print((time.monotonic() - t) * 1e3)
+    time.sleep(0.05)
+"""
+
+
+@needs_root
+def test_a_frame_takes_the_links_delay_and_serialisation_and_no_less(tmp_path: Path) -> None:
+    v = variant(tmp_path, "relay-echo", BULK_CUBIC)  # the flow is not started: the echo is alone
+    with testbed.build(v) as bed:
+        r = relay.start(bed, v, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        bed.popen("B", [sys.executable, "-c", ECHO_SERVER])
+        time.sleep(0.2)
+        b = str(bed.topology.host("B").address.ip)
+        done = bed.run(
+            "A", [sys.executable, "-c", ECHO_CLIENT, b, "10"], capture_output=True, text=True, check=True
+        )
+        report = r.stop()
+    rtts = [float(x) for x in done.stdout.split()]
+    # 2 × 50 ms, and 1250 bytes at 2 Mbit/s (5 ms) on the way out; the way back has no limit.
+    assert len(rtts) == 10 and min(rtts) >= 105.0, rtts
+    assert statistics.median(rtts) < 106.0, rtts
+    assert report.links["ab"].packets_out == report.links["ba"].packets_out == 10
+    assert report.scheduling == "fifo" and report.departures == 20
+
+
+@needs_root
+def test_kernel_cubic_alone_fills_the_link(tmp_path: Path) -> None:
+    v = variant(tmp_path, "relay-cubic", BULK_CUBIC, duration="12s")
+    flows = cross.plan(v, seed=1)
+    with testbed.build(v) as bed:
+        r = relay.start(bed, v, seed=1, out_dir=tmp_path / "relay", capture=True)
+        traffic = cross.start(bed, flows, end_s=12.0, log_dir=tmp_path / "cross")
+        t0 = r.go()
+        traffic.go(t0)
+        traffic.wait(20.0)
+        time.sleep(0.5)  # what was still on its way arrives
+        report = r.stop()
+    goodput = traffic.logs()["cubic"].rate_bps(4.0, 12.0)
+    assert goodput > 0.9 * CAPACITY_BPS, f"{goodput / 1e6:.3f} Mbit/s"
+    # Every frame is accounted for: delivered, dropped by a link, or refused.
+    dropped = sum(n for link in report.links.values() for n in link.dropped.values())
+    assert report.frames_in == report.frames_out + dropped + sum(report.refused.values())
+    # And never faster than the link: in every second of the relay's capture of what it sent.
+    departures = pcap_records(tmp_path / "relay" / "relay-out.pcap")
+    sent_by_a = [(t, size) for t, size, dst in departures if dst == bed.topology.host("B").address.ip.packed]
+    for second in range(12):
+        sent = sum(size for t, size in sent_by_a if second <= t < second + 1)
+        assert sent * 8 <= CAPACITY_BPS + 1500 * 8, (second, sent)
+
+
+def pcap_records(path: Path) -> list[tuple[float, int, bytes]]:
+    """(seconds since the run's start, length, IPv4 destination) of each packet of a relay's
+    capture (little-endian libpcap, microsecond timestamps, raw IP)."""
+    data = path.read_bytes()
+    assert struct.unpack_from("<IHHiIII", data)[0::6] == (0xA1B2C3D4, 101)
+    records, at = [], 24
+    while at < len(data):
+        sec, usec, incl, orig = struct.unpack_from("<IIII", data, at)
+        packet = data[at + 16 : at + 16 + incl]
+        records.append((sec + usec / 1e6 - CAPTURE_EPOCH_S, orig, packet[16:20]))
+        at += 16 + incl
+    return records
+
+
+CBR_OVERLOAD = """
+[[cbr]]
+name = "cbr"
+from = "A"
+to = "B"
+rate = "3Mbps"
+start = "200ms"
+stop = "2200ms"
+"""
+
+
+@needs_root
+def test_an_overloaded_link_drops_what_its_queue_cannot_hold_and_says_so(tmp_path: Path) -> None:
+    v = variant(tmp_path, "relay-overload", CBR_OVERLOAD, duration="3s", queue="50ms")
+    (flow,) = cross.plan(v, seed=1)
+    assert isinstance(flow, cross.CbrFlow)
+    out = tmp_path / "relay"
+    with testbed.build(v) as bed:
+        r = relay.start(bed, v, seed=1, out_dir=out, capture=True)
+        traffic = cross.start(bed, [flow], end_s=3.0, log_dir=tmp_path / "cross")
+        t0 = r.go()
+        traffic.go(t0)
+        traffic.wait(10.0)
+        report = r.stop()
+    ab = report.links["ab"]
+    sent = ab.packets_in
+    # 3 Mbit/s into 2 Mbit/s for 2 s: a third is dropped, less the 50 ms the queue holds.
+    assert ab.dropped == {"queue_full": pytest.approx(sent / 3, rel=0.1)}
+    assert ab.packets_out + ab.dropped["queue_full"] == sent
+    log = traffic.logs()["cbr"]
+    assert log.delivered_datagrams == ab.packets_out
+    assert log.rate_bps(0.5, 2.0) == pytest.approx(
+        CAPACITY_BPS * (flow.packet_size_bytes - 28) / flow.packet_size_bytes, rel=0.03
+    )
+
+    drops = (out / "relay-drops.csv").read_text().splitlines()
+    assert drops[0] == "t_us,arrived_us,link,reason,size,protocol,src,src_port,dst,dst_port"
+    rows = [line.split(",") for line in drops[1:]]
+    assert len(rows) == ab.dropped["queue_full"]
+    assert {(row[2], row[3], row[4], row[5], row[9]) for row in rows} == {
+        ("ab", "queue_full", str(flow.packet_size_bytes), "17", str(cross.CBR_PORT))
+    }
+    assert all(0.2e6 <= int(row[0]) <= 2.3e6 and row[0] == row[1] for row in rows)  # dropped on arrival
+    # The captures hold every frame as it arrived and as it left, and tshark reads them.
+    from tests.test_pcap import tshark_fields
+
+    arrived = tshark_fields(out / "relay-in.pcap", "udp.dstport", "ip.len")
+    left = tshark_fields(out / "relay-out.pcap", "udp.dstport", "ip.len")
+    assert (len(arrived), len(left)) == (report.frames_in, report.frames_out)
+    assert {tuple(row) for row in left} == {(str(cross.CBR_PORT), str(flow.packet_size_bytes))}
+    assert sorted(p.name for p in out.iterdir()) == [
+        "relay-config.json",
+        "relay-drops.csv",
+        "relay-in.pcap",
+        "relay-out.pcap",
+        "relay.json",
+        "relay.stderr",
+    ]
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_relay_at_once_with_its_report(sig: signal.Signals, tmp_path: Path) -> None:
+    v = variant(tmp_path, "relay-signal", BULK_CUBIC)
+    out = tmp_path / "relay"
+    with testbed.build(v) as bed:
+        r = relay.start(bed, v, seed=1, out_dir=out, capture=True)
+        r.go()
+        time.sleep(0.2)
+        asked = time.monotonic()
+        r.process.send_signal(sig)
+        r.process.wait(5)
+        took = time.monotonic() - asked
+        report = r.stop()  # the report of a relay that has ended
+    assert took < 1.0
+    assert r.process.returncode == 0 and report.frames_in == 0
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+@needs_root
+def test_a_relay_that_fails_to_start_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = variant(tmp_path, "relay-fail", BULK_CUBIC)
+    real = relay.config
+
+    def wrong_interface(*args: object, **kwargs: object) -> dict[str, object]:
+        cfg = real(*args, **kwargs)  # type: ignore[arg-type]
+        cfg["interfaces"][0]["name"] = "rb-missing"
+        return cfg
+
+    monkeypatch.setattr(relay, "config", wrong_interface)
+    with testbed.build(v) as bed, pytest.raises(RelayError) as e:
+        relay.start(bed, v, seed=1, out_dir=tmp_path / "relay")
+    assert str(e.value) == "the relay did not start: interface rb-missing: No such device (os error 19)"
