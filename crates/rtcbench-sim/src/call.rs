@@ -1,53 +1,19 @@
-//! The two ends of a simulated media call.
-//!
-//! [`Sender`]: video (RFC 8593 model) and audio sources → RTP packetisation → pacer (driven by
-//! the controller's pacing rate and probe requests) → the network, with transport-wide sequence
-//! numbers and abs-send-time on every packet and an RTCP sender report every report interval.
-//! Feedback arrives as RTCP bytes, is parsed, and reaches the controller as a
-//! [`FeedbackReport`].
-//!
-//! [`Receiver`]: parses each RTP header, records arrivals for transport-wide feedback (sent every
-//! feedback interval), keeps RFC 3550 receiver statistics (an RR every report interval, with
-//! LSR/DLSR for the sender's RTT), reassembles video frames and detects freezes.
-//!
-//! Both are sans-IO like every element of the simulator: inputs with `now`, outputs collected in
-//! an outbox, the next deadline from `poll_timeout`.
+//! A call's endpoints in the simulated world: the sans-IO sender and receiver of
+//! [`rtcbench_rtp`], the flows and routes their datagrams take ([`CallPlumbing`]), and the
+//! observer that writes what they report into the run's trace ([`CallTrace`]).
 
-use std::collections::BTreeMap;
-
-use rtcbench_cc::adapter::TransportFeedbackAdapter;
-use rtcbench_cc::ccfb::CcfbReceiver;
-use rtcbench_cc::feedback::Ecn;
-use rtcbench_cc::gcc_draft::{GccDraftConfig, RembEstimator};
-use rtcbench_cc::twcc::TwccReceiver;
-use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
-use rtcbench_media::audio::AudioSource;
-use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
-use rtcbench_media::packetizer::Packetizer;
-use rtcbench_media::receiver::{FrameAssembler, FreezeDetector};
-use rtcbench_media::video::VideoSource;
-use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
-use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
-use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
-use rtcbench_wire::{
-    ntp, DlrrSubBlock, ReceiverReportRepr, ReceiverStats, RembRepr, SenderReportRepr, XrRepr,
-};
+use rtcbench_cc::ControllerMetrics;
+use rtcbench_media::video::Frame;
+use rtcbench_rtp::{CallObserver, FeedbackRow, Incoming, OutKind, Outgoing};
+use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{FlowId, Packet, PacketKind, RouteId};
-use crate::trace::{FeedbackKind, FeedbackRow, Trace};
+use crate::trace::Trace;
 
-/// Payload types (dynamic range, as an SDP offer would map them).
-pub const PT_VIDEO: u8 = 96;
-pub const PT_RTX: u8 = 97;
-pub const PT_AUDIO: u8 = 111;
-/// RTP clock rates (RFC 3551: 90 kHz video; Opus runs at 48 kHz).
-pub const VIDEO_CLOCK_HZ: u32 = 90_000;
-pub const AUDIO_CLOCK_HZ: u32 = 48_000;
-/// Controller state is traced at most this often per call (and whenever the target changes).
-const CONTROLLER_ROW_MIN_GAP: Duration = Duration::from_millis(10);
-/// A full-size video packet on the wire: 1200 B payload + 28 B RTP header and extensions + 28 B
-/// IPv4/UDP.
-const FULL_SIZE_PACKET: DataSize = DataSize::bytes(1256);
+pub use rtcbench_rtp::call::{
+    FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds, AUDIO_CLOCK_HZ, PT_AUDIO, PT_RTX,
+    PT_VIDEO, VIDEO_CLOCK_HZ,
+};
 
 /// Where a call's packets go: flows for the trace, routes for the network.
 #[derive(Clone, Copy, Debug)]
@@ -65,852 +31,81 @@ pub struct CallPlumbing {
     pub backward_route: RouteId,
 }
 
-/// SSRCs and random initial values of a call's streams (RFC 3550 §5.1: random initial sequence
-/// numbers and timestamps).
-#[derive(Clone, Copy, Debug)]
-pub struct StreamIds {
-    pub video_ssrc: u32,
-    pub rtx_ssrc: u32,
-    pub audio_ssrc: u32,
-    pub receiver_ssrc: u32,
-    pub video_seq0: u16,
-    pub rtx_seq0: u16,
-    pub audio_seq0: u16,
-    pub video_ts0: u32,
-    pub audio_ts0: u32,
-}
-
-/// A packet waiting in the pacer: everything needed to write its RTP header when it leaves.
-#[derive(Clone, Copy, Debug)]
-struct QueuedRtp {
-    is_audio: bool,
-    payload: DataSize,
-    seq: u16,
-    timestamp: u32,
-    marker: bool,
-    marking: Option<FrameMarking>,
-    frame: Option<u64>,
-    /// Wire size, for the pacing budget.
-    wire: DataSize,
-}
-
-impl Paced for QueuedRtp {
-    fn size(&self) -> DataSize {
-        self.wire
-    }
-    fn is_audio(&self) -> bool {
-        self.is_audio
-    }
-}
-
-/// The RTP header of a media packet as it will be sent (the extension values are filled in when
-/// the pacer releases it; their size is already right).
-fn media_header(
-    ids: &StreamIds,
-    audio: bool,
-    seq: u16,
-    timestamp: u32,
-    marker: bool,
-    marking: Option<FrameMarking>,
-) -> RtpHeaderRepr {
-    RtpHeaderRepr {
-        payload_type: if audio { PT_AUDIO } else { PT_VIDEO },
-        marker,
-        seq: SeqNo::new(u64::from(seq)),
-        timestamp,
-        ssrc: if audio { ids.audio_ssrc } else { ids.video_ssrc },
-        abs_send_time: Some(0),
-        transport_seq: Some(SeqNo::new(0)),
-        frame_marking: marking,
-        padding_len: 0,
-    }
-}
-
-/// Wire size of an RTP packet: IPv4 + UDP + RTP header with extensions + payload.
-fn wire_size(header: &RtpHeaderRepr, payload: DataSize) -> DataSize {
-    IPV4_UDP_OVERHEAD + DataSize::bytes(header.buffer_len() as u64) + payload
-}
-
-/// Previous report block values per SSRC, to turn cumulative counters into interval deltas.
-#[derive(Clone, Copy, Debug, Default)]
-struct LastBlock {
-    cumulative_lost: i32,
-    extended_highest_seq: u32,
-}
-
-/// The encoder target under congestion-window pushback, as libwebrtc's
-/// `VideoStreamEncoder::UpdateTargetBitrate` computes it: above a 1 % ratio, shed
-/// min(target × ratio, target − codec minimum), but at most half (one frame in two). libwebrtc
-/// reaches that rate by dropping frames before the encoder; here the synthetic encoder is simply
-/// given the lower target, so the rate effect is the same but the frame rate is not reduced
-/// (docs/simulator.md).
-fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
-    if ratio <= 0.01 || target <= codec_min {
-        return target;
-    }
-    let reduce = (target.as_bps_f64() * ratio).min((target - codec_min).as_bps_f64());
-    if reduce <= 0.0 {
-        return target;
-    }
-    let interval = ((target.as_bps_f64() / reduce) as u64).max(2);
-    target - Bitrate::bps(target.as_bps() / interval)
-}
-
-/// An RTCP packet (its bytes in `data`) leaving `now` on `route`.
-fn rtcp_packet(flow: FlowId, route: RouteId, now: Instant, data: Vec<u8>) -> Packet {
-    Packet {
-        id: 0,
-        flow,
-        kind: PacketKind::Rtcp,
-        size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
-        payload: DataSize::ZERO,
-        sent_at: now,
-        route,
-        hop: 0,
-        data,
-        seq: None,
-        frame: None,
-        ecn: Ecn::NotEct,
-    }
-}
-
-/// The encoder rate that fills a wire rate: every controller's target counts bytes on the wire,
-/// so the headers of the packets a frame needs come off before the encoder gets it, as
-/// libwebrtc's `RtpVideoSender` does when the estimate includes overhead. A frame of
-/// `wire / fps` bytes on the wire needs `n = ceil(frame / (max_payload + header))` packets.
-/// (Without this, every controller's media overshot its target by about 5 % and SCReAM, whose
-/// rate rule has no integral term, kept a standing queue at its 100 ms target.)
-fn video_payload_rate(wire: Bitrate, fps: f64, max_payload: DataSize, header: DataSize) -> Bitrate {
-    let frame_bytes = wire.as_bps_f64() / 8.0 / fps;
-    let packets = (frame_bytes / (max_payload + header).as_bytes() as f64).ceil().max(1.0);
-    wire.saturating_sub(Bitrate::from_bps_f64(packets * fps * header.as_bits() as f64))
-}
-
-/// The sending end of a call.
-pub struct Sender {
-    pub plumbing: CallPlumbing,
-    ids: StreamIds,
-    start: Instant,
-    stop: Instant,
-    controller: AnyController,
-    video: Option<VideoSource>,
-    packetizer: Packetizer,
-    audio: Option<AudioSource>,
-    audio_rate: Bitrate,
-    pacer: Pacer<QueuedRtp>,
-    adapter: TransportFeedbackAdapter,
-    video_seq: u16,
-    rtx_seq: u16,
-    audio_seq: u16,
-    media_packets: u32,
-    media_octets: u32,
-    report_interval: Duration,
-    next_report: Instant,
-    last_blocks: BTreeMap<u32, LastBlock>,
-    /// The last receiver reference time (RFC 3611 §4.4) heard: (receiver SSRC, LRR, arrival).
-    last_rrtr: Option<(u32, u32, Instant)>,
-    last_row: Option<(Instant, Bitrate)>,
-    /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
-    remote_metrics: Option<ControllerMetrics>,
-    pauses: Vec<Pause>,
-    ecn: Ecn,
-    pub outbox: Vec<Packet>,
-}
-
-/// An interval in which a sender's media is off (RFC 8867 §5.8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pause {
-    pub from: Instant,
-    pub to: Instant,
-    /// Audio pauses too.
-    pub audio: bool,
-}
-
-/// What a sender is made of; see [`Sender::new`].
-pub struct SenderParts {
-    pub plumbing: CallPlumbing,
-    pub ids: StreamIds,
-    pub start: Instant,
-    pub stop: Instant,
-    pub controller: AnyController,
-    pub video: Option<VideoSource>,
-    pub audio: Option<AudioSource>,
-    pub report_interval: Duration,
-    pub pauses: Vec<Pause>,
-    /// The ECN field of media packets (RFC 6679).
-    pub ecn: Ecn,
-}
-
-impl Sender {
-    pub fn new(p: SenderParts) -> Self {
-        // Audio's share of a wire-rate target: its payload plus a header per packet.
-        let audio_rate = p.audio.as_ref().map_or(Bitrate::ZERO, |a| {
-            let header = media_header(&p.ids, true, 0, 0, false, None);
-            wire_size(&header, DataSize::ZERO) / a.config().packet_interval + a.config().rate
-        });
-        let mut s = Self {
-            plumbing: p.plumbing,
-            ids: p.ids,
-            start: p.start,
-            stop: p.stop,
-            pacer: Pacer::new(PacerConfig::default(), p.controller.pacing_rate().unwrap_or(Bitrate::ZERO)),
-            controller: p.controller,
-            video: p.video,
-            packetizer: Packetizer::default(),
-            audio: p.audio,
-            audio_rate,
-            adapter: TransportFeedbackAdapter::new(),
-            video_seq: p.ids.video_seq0,
-            rtx_seq: p.ids.rtx_seq0,
-            audio_seq: p.ids.audio_seq0,
-            media_packets: 0,
-            media_octets: 0,
-            report_interval: p.report_interval,
-            next_report: p.start + p.report_interval,
-            last_blocks: BTreeMap::new(),
-            last_rrtr: None,
-            last_row: None,
-            remote_metrics: None,
-            pauses: p.pauses,
-            ecn: p.ecn,
-            outbox: Vec::new(),
+impl CallPlumbing {
+    /// The simulated packet that carries what the sender (`from_sender`) or the receiver sends
+    /// `now`; the world numbers it.
+    pub fn packet(&self, now: Instant, out: Outgoing, from_sender: bool) -> Packet {
+        let (flow, kind) = match out.kind {
+            OutKind::Video => {
+                (self.video_flow.expect("a call with video has a video flow"), PacketKind::Media)
+            }
+            OutKind::Audio => {
+                (self.audio_flow.expect("a call with audio has an audio flow"), PacketKind::Media)
+            }
+            OutKind::Padding => {
+                (self.video_flow.or(self.audio_flow).expect("a media flow"), PacketKind::Padding)
+            }
+            OutKind::Rtcp if from_sender => (self.rtcp_tx_flow, PacketKind::Rtcp),
+            OutKind::Rtcp => (self.rtcp_rx_flow, PacketKind::Rtcp),
         };
-        s.apply_controller(p.start, None);
-        s
-    }
-
-    /// The controller, for a caller that sets an external controller's rate (the world then
-    /// wakes the sender so it reads the new rate in its own event).
-    pub fn controller_mut(&mut self) -> &mut AnyController {
-        &mut self.controller
-    }
-
-    /// The earliest instant the sender wants to be woken.
-    pub fn poll_timeout(&self) -> Instant {
-        let mut t = self.next_report;
-        if let Some(c) = self.controller.poll_timeout() {
-            t = t.min(c);
-        }
-        // A sender held back by the congestion window waits for feedback, not for the pacer.
-        if let Some(p) = self.pacer.poll_timeout().filter(|_| !self.window_full()) {
-            t = t.min(p);
-        }
-        if let Some(v) = &self.video {
-            t = t.min(v.poll_timeout().max(self.start));
-        }
-        if let Some(a) = &self.audio {
-            t = t.min(a.poll_timeout().max(self.start));
-        }
-        t
-    }
-
-    pub fn on_timeout(&mut self, now: Instant, trace: &mut Trace) {
-        if self.controller.poll_timeout().is_some_and(|t| t <= now) {
-            self.controller.on_timeout(now);
-            self.apply_controller(now, Some(trace));
-        }
-        self.capture(now, trace);
-        if now >= self.next_report {
-            while self.next_report <= now {
-                self.next_report += self.report_interval;
-            }
-            self.send_report(now);
-        }
-        self.drain_pacer(now);
-    }
-
-    /// Encoders produce what is due; packets go to the pacer.
-    fn capture(&mut self, now: Instant, trace: &mut Trace) {
-        let live = now >= self.start && now < self.stop;
-        let paused =
-            |audio: bool| self.pauses.iter().any(|p| (p.from..p.to).contains(&now) && (p.audio || !audio));
-        let (video_live, audio_live) = (live && !paused(false), live && !paused(true));
-        if let Some(video) = &mut self.video {
-            while video.poll_timeout() <= now {
-                let Some(frame) = video.on_timeout(now) else { break };
-                if !video_live {
-                    continue;
-                }
-                let flow = self.plumbing.video_flow.expect("video flow exists with a video source");
-                let timestamp = self.ids.video_ts0.wrapping_add(
-                    ((frame.capture.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32,
-                );
-                let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
-                trace.frames.encoded(flow, &frame, plans.len() as u32);
-                for plan in plans {
-                    let marking = Some(FrameMarking {
-                        start: plan.first_in_frame,
-                        end: plan.last_in_frame,
-                        independent: frame.keyframe,
-                    });
-                    let seq = self.video_seq;
-                    self.video_seq = self.video_seq.wrapping_add(1);
-                    let header = media_header(&self.ids, false, seq, timestamp, plan.last_in_frame, marking);
-                    self.pacer.enqueue(
-                        now,
-                        QueuedRtp {
-                            is_audio: false,
-                            payload: plan.payload,
-                            seq,
-                            timestamp,
-                            marker: plan.last_in_frame,
-                            marking,
-                            frame: Some(frame.index),
-                            wire: wire_size(&header, plan.payload),
-                        },
-                    );
-                }
-            }
-        }
-        if let Some(audio) = &mut self.audio {
-            while audio.poll_timeout() <= now {
-                let Some(f) = audio.on_timeout(now) else { break };
-                if !audio_live {
-                    continue;
-                }
-                let timestamp = self.ids.audio_ts0.wrapping_add(
-                    ((f.capture.as_micros() as u128 * u128::from(AUDIO_CLOCK_HZ)) / 1_000_000) as u32,
-                );
-                let seq = self.audio_seq;
-                self.audio_seq = self.audio_seq.wrapping_add(1);
-                let header = media_header(&self.ids, true, seq, timestamp, false, None);
-                self.pacer.enqueue(
-                    now,
-                    QueuedRtp {
-                        is_audio: true,
-                        payload: f.size,
-                        seq,
-                        timestamp,
-                        marker: false,
-                        marking: None,
-                        frame: None,
-                        wire: wire_size(&header, f.size),
-                    },
-                );
-            }
-        }
-    }
-
-    /// True when a window-based controller (SCReAM) allows no further full-size packet in flight:
-    /// RFC 8298 §4.1.2.5 sends a packet only if it fits the send window. The size of the next
-    /// packet is not known before the pacer releases it, so a full-size one is assumed (a smaller
-    /// packet may wait for the next feedback; the window is never exceeded).
-    fn window_full(&self) -> bool {
-        self.controller
-            .congestion_window()
-            .is_some_and(|window| self.adapter.in_flight() + FULL_SIZE_PACKET > window)
-    }
-
-    fn drain_pacer(&mut self, now: Instant) {
-        self.controller.on_send_queue(now, self.pacer.queue_size(), self.pacer.queue_time(now));
-        while !self.window_full() {
-            let Some(out) = self.pacer.poll_send(now) else { break };
-            let probe = out.probe();
-            let (mut header, payload, kind, flow, frame, is_audio) = match out {
-                PacedOutput::Media { item, .. } => {
-                    let h = media_header(
-                        &self.ids,
-                        item.is_audio,
-                        item.seq,
-                        item.timestamp,
-                        item.marker,
-                        item.marking,
-                    );
-                    let flow =
-                        if item.is_audio { self.plumbing.audio_flow } else { self.plumbing.video_flow };
-                    self.media_packets = self.media_packets.wrapping_add(1);
-                    self.media_octets = self.media_octets.wrapping_add(item.payload.as_bytes() as u32);
-                    (
-                        h,
-                        item.payload,
-                        PacketKind::Media,
-                        flow.expect("stream has a flow"),
-                        item.frame,
-                        item.is_audio,
-                    )
-                }
-                PacedOutput::Padding { size, .. } => {
-                    // Probe padding goes out as RTX payload, as libwebrtc prefers over
-                    // padding-only packets; it belongs to the video flow.
-                    let seq = self.rtx_seq;
-                    self.rtx_seq = self.rtx_seq.wrapping_add(1);
-                    let h = RtpHeaderRepr {
-                        payload_type: PT_RTX,
-                        marker: false,
-                        seq: SeqNo::new(u64::from(seq)),
-                        timestamp: self.ids.video_ts0,
-                        ssrc: self.ids.rtx_ssrc,
-                        abs_send_time: Some(0),
-                        transport_seq: Some(SeqNo::new(0)),
-                        frame_marking: None,
-                        padding_len: 0,
-                    };
-                    let flow = self.plumbing.video_flow.or(self.plumbing.audio_flow).expect("a media flow");
-                    (h, size, PacketKind::Padding, flow, None, false)
-                }
-            };
-            let size = wire_size(&header, payload);
-            let sent = self.adapter.on_sent(now, size, is_audio, probe, Some((header.ssrc, header.seq)));
-            header.transport_seq = Some(TransportFeedbackAdapter::wire_seq(sent.seq));
-            header.abs_send_time = Some(abs_send_time_from(now));
-            let mut data = vec![0; header.buffer_len()];
-            header.emit(&mut data).expect("buffer sized by buffer_len");
-            self.controller.on_packet_sent(now, &sent);
-            self.outbox.push(Packet {
-                id: 0,
-                flow,
-                kind,
-                size,
-                payload: if kind == PacketKind::Media { payload } else { DataSize::ZERO },
-                sent_at: now,
-                route: self.plumbing.forward_route,
-                hop: 0,
-                data,
-                seq: Some(header.seq.value() as u16),
-                frame,
-                ecn: self.ecn,
-            });
-        }
-    }
-
-    /// An RTCP sender report for the video (or audio) stream.
-    fn send_report(&mut self, now: Instant) {
-        let ssrc = if self.video.is_some() { self.ids.video_ssrc } else { self.ids.audio_ssrc };
-        let sr = SenderReportRepr {
-            ssrc,
-            ntp: ntp::to_ntp64(now),
-            rtp_timestamp: self
-                .ids
-                .video_ts0
-                .wrapping_add(((now.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32),
-            packet_count: self.media_packets,
-            octet_count: self.media_octets,
-            blocks: Vec::new(),
-        };
-        let mut messages = vec![RtcpMessage::SenderReport(sr)];
-        // RFC 3611 §4.5: answer the receiver's reference time so that it can measure the RTT.
-        if let Some((receiver, lrr, heard)) = self.last_rrtr {
-            let dlrr = DlrrSubBlock { ssrc: receiver, lrr, dlrr: ntp::duration_to_compact(now - heard) };
-            messages.push(RtcpMessage::ExtendedReport(XrRepr {
-                sender_ssrc: ssrc,
-                rrtr: None,
-                dlrr: vec![dlrr],
-            }));
-        }
-        let data = emit_compound(&messages).expect("an SR and a DLRR always encode");
-        self.outbox.push(rtcp_packet(self.plumbing.rtcp_tx_flow, self.plumbing.forward_route, now, data));
-    }
-
-    /// Feedback (RTCP bytes) arrived.
-    pub fn on_rtcp(&mut self, now: Instant, pkt: &Packet, trace: &mut Trace) {
-        // Malformed RTCP is counted and dropped, never a panic (STYLE.md §7); ours is well formed.
-        let Ok(messages) = parse_compound(&pkt.data) else { return };
-        let call = self.plumbing.call;
-        for m in messages {
-            match m {
-                RtcpMessage::TransportFeedback(fb) => {
-                    let report = self.adapter.on_twcc(now, &fb);
-                    let row = FeedbackRow::reporting(FeedbackKind::Twcc, pkt.size, fb.packets.len());
-                    trace.feedback.record(now, call, row);
-                    self.controller.on_feedback(now, &report);
-                }
-                RtcpMessage::CongestionControlFeedback(fb) => {
-                    let report = self.adapter.on_ccfb(now, &fb);
-                    let reported = fb.streams.iter().map(|s| s.reports.len()).sum();
-                    trace.feedback.record(
-                        now,
-                        call,
-                        FeedbackRow::reporting(FeedbackKind::Ccfb, pkt.size, reported),
-                    );
-                    self.controller.on_feedback(now, &report);
-                }
-                RtcpMessage::Remb(remb) => {
-                    let report = FeedbackReport {
-                        remb: Some(remb.bitrate),
-                        data_in_flight: self.adapter.in_flight(),
-                        ..FeedbackReport::default()
-                    };
-                    trace.feedback.record(now, call, FeedbackRow::reporting(FeedbackKind::Remb, pkt.size, 0));
-                    self.controller.on_feedback(now, &report);
-                }
-                RtcpMessage::ReceiverReport(rr) => {
-                    let report = self.receiver_report(now, &rr);
-                    trace.feedback.record(
-                        now,
-                        call,
-                        FeedbackRow {
-                            kind: FeedbackKind::Rr,
-                            size: pkt.size,
-                            rtt: report.rtt,
-                            fraction_lost: report.loss.map(|l| l.fraction_lost),
-                            packets_reported: None,
-                        },
-                    );
-                    self.controller.on_feedback(now, &report);
-                }
-                RtcpMessage::ExtendedReport(XrRepr { sender_ssrc, rrtr: Some(ntp64), .. }) => {
-                    self.last_rrtr = Some((sender_ssrc, ntp::compact(ntp64), now));
-                }
-                _ => {}
-            }
-        }
-        self.apply_controller(now, Some(trace));
-        self.drain_pacer(now);
-    }
-
-    /// RTT (RFC 3550 §6.4.1: A - LSR - DLSR) and loss over the interval from an RR's blocks
-    /// about our streams.
-    fn receiver_report(&mut self, now: Instant, rr: &ReceiverReportRepr) -> FeedbackReport {
-        let ours = [self.ids.video_ssrc, self.ids.audio_ssrc, self.ids.rtx_ssrc];
-        let mut rtt: Option<Duration> = None;
-        let mut lost = 0i64;
-        let mut expected = 0i64;
-        let mut fraction: f64 = 0.0;
-        for b in rr.blocks.iter().filter(|b| ours.contains(&b.ssrc)) {
-            if let Some(r) = ntp::rtt_from_report(now, b.lsr, b.dlsr) {
-                rtt = Some(rtt.map_or(r, |x| x.max(r)));
-            }
-            let last = self.last_blocks.insert(
-                b.ssrc,
-                LastBlock {
-                    cumulative_lost: b.cumulative_lost,
-                    extended_highest_seq: b.extended_highest_seq,
-                },
-            );
-            if let Some(last) = last {
-                lost += i64::from(b.cumulative_lost) - i64::from(last.cumulative_lost);
-                expected += i64::from(b.extended_highest_seq.wrapping_sub(last.extended_highest_seq));
-            }
-            if b.ssrc != self.ids.rtx_ssrc {
-                fraction = fraction.max(f64::from(b.fraction_lost) / 256.0);
-            }
-        }
-        let lost = lost.max(0) as u64;
-        let received = (expected.max(0) as u64).saturating_sub(lost);
-        FeedbackReport {
-            rtt,
-            loss: Some(LossReport {
-                fraction_lost: fraction,
-                packets_lost_delta: lost,
-                packets_received_delta: received,
-            }),
-            data_in_flight: self.adapter.in_flight(),
-            ..FeedbackReport::default()
-        }
-    }
-
-    /// The receiver-side estimator's state, for the trace (set by the world after the receiver
-    /// ran).
-    pub fn set_remote_metrics(&mut self, m: Option<ControllerMetrics>) {
-        self.remote_metrics = m;
-    }
-
-    /// Reads the controller's decisions: encoder target, pacing rate, probes.
-    fn apply_controller(&mut self, now: Instant, trace: Option<&mut Trace>) {
-        let target = self.controller.target_rate();
-        if let Some(video) = &mut self.video {
-            // Audio is CBR and takes its share first, as libwebrtc's bitrate allocator does.
-            let allocation = target.saturating_sub(self.audio_rate);
-            let ratio = self.controller.encoder_pushback_ratio();
-            let wire = cwnd_pushback(allocation, ratio, video.config().min_rate);
-            let header = wire_size(
-                &media_header(&self.ids, false, 0, 0, false, Some(FrameMarking::default())),
-                DataSize::ZERO,
-            );
-            let payload = video_payload_rate(wire, video.config().fps, self.packetizer.max_payload(), header);
-            video.set_target(now, payload);
-        }
-        let pacing = self.controller.pacing_rate().unwrap_or(target * 2.5);
-        self.pacer.set_pacing_rate(pacing);
-        while let Some(p) = self.controller.poll_probe() {
-            self.pacer.start_probe(p);
-        }
-        if let Some(trace) = trace {
-            let due =
-                self.last_row.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target);
-            if due {
-                self.last_row = Some((now, target));
-                let m = self.controller.metrics();
-                let pacing = self.controller.pacing_rate();
-                trace.controller.record(
-                    now,
-                    self.plumbing.call,
-                    target,
-                    pacing,
-                    &m,
-                    self.remote_metrics.as_ref(),
-                );
-            }
+        Packet {
+            id: 0,
+            flow,
+            kind,
+            size: out.size,
+            payload: out.payload,
+            sent_at: now,
+            route: if from_sender { self.forward_route } else { self.backward_route },
+            hop: 0,
+            data: out.data,
+            seq: out.seq,
+            frame: out.frame,
+            ecn: out.ecn,
         }
     }
 }
 
-/// Which per-packet feedback a receiver sends, chosen by the sender's controller.
-#[derive(Clone, Debug)]
-pub enum FeedbackMode {
-    /// Transport-wide feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01).
-    Twcc { interval: Duration },
-    /// RFC 8888 congestion control feedback.
-    Ccfb { interval: Duration },
-    /// draft-ietf-rmcat-gcc-02's receive-side estimator, reporting REMB.
-    Remb { config: Box<GccDraftConfig>, start_rate: Bitrate },
-}
-
-/// The receiver's feedback generator for the chosen mode.
-#[derive(Debug)]
-enum FeedbackGen {
-    Twcc(TwccReceiver),
-    Ccfb(CcfbReceiver),
-    Remb(Box<RembEstimator>),
-}
-
-impl FeedbackGen {
-    fn new(mode: FeedbackMode, ids: &StreamIds, now: Instant) -> Self {
-        match mode {
-            FeedbackMode::Twcc { interval } => {
-                Self::Twcc(TwccReceiver::new(ids.receiver_ssrc, ids.video_ssrc, interval, now))
-            }
-            FeedbackMode::Ccfb { interval } => {
-                Self::Ccfb(CcfbReceiver::new(ids.receiver_ssrc, interval, now))
-            }
-            FeedbackMode::Remb { config, start_rate } => {
-                Self::Remb(Box::new(RembEstimator::new(*config, start_rate, now)))
-            }
-        }
-    }
-
-    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr, size: DataSize, ecn: Ecn) {
-        match self {
-            Self::Twcc(g) => {
-                if let Some(seq) = h.transport_seq {
-                    g.on_packet(now, seq);
-                }
-            }
-            // RFC 8888 §3.1: the ECN field of the packet as it arrived (CE if a queue marked it).
-            Self::Ccfb(g) => g.on_packet(now, h.ssrc, h.seq, ecn.bits()),
-            Self::Remb(g) => {
-                if let Some(abs) = h.abs_send_time {
-                    g.on_packet(now, abs, size);
-                }
-            }
-        }
-    }
-
-    fn poll_timeout(&self) -> Instant {
-        match self {
-            Self::Twcc(g) => g.poll_timeout(),
-            Self::Ccfb(g) => g.poll_timeout(),
-            Self::Remb(g) => g.poll_timeout().unwrap_or(Instant::FAR_FUTURE),
-        }
-    }
-
-    /// RTCP packets due at `now` (for REMB: whenever the estimator decides to send one).
-    fn poll_transmit(&mut self, now: Instant, ids: &StreamIds) -> Vec<Vec<u8>> {
-        let encodes = "our own feedback always encodes";
-        match self {
-            Self::Twcc(g) => g.on_timeout(now).expect(encodes),
-            Self::Ccfb(g) => g.on_timeout(now).expect(encodes).into_iter().collect(),
-            Self::Remb(g) => {
-                if g.poll_timeout().is_some_and(|t| t <= now) {
-                    g.on_timeout(now);
-                }
-                let remb = g.poll_remb(now).map(|bitrate| RembRepr {
-                    sender_ssrc: ids.receiver_ssrc,
-                    bitrate,
-                    ssrcs: vec![ids.video_ssrc, ids.audio_ssrc],
-                });
-                remb.map(|r| r.to_bytes().expect(encodes)).into_iter().collect()
-            }
-        }
-    }
-
-    fn estimator_metrics(&self) -> Option<ControllerMetrics> {
-        match self {
-            Self::Remb(g) => Some(g.metrics()),
-            _ => None,
-        }
-    }
-
-    /// Whether the receiver needs its own RTT (GCC-02 §5.5's response_time, at the receiver),
-    /// and so sends receiver reference times (RFC 3611 §4.4).
-    fn needs_rtt(&self) -> bool {
-        matches!(self, Self::Remb(_))
-    }
-
-    fn set_rtt(&mut self, rtt: Duration) {
-        if let Self::Remb(g) = self {
-            g.set_rtt(rtt);
-        }
+/// A simulated packet as the endpoint at the end of its route takes it.
+pub fn incoming(pkt: &Packet) -> Incoming<'_> {
+    Incoming {
+        data: &pkt.data,
+        size: pkt.size,
+        ecn: pkt.ecn,
+        rtcp: pkt.kind == PacketKind::Rtcp,
+        frame: pkt.frame,
     }
 }
 
-/// The receiving end of a call.
-pub struct Receiver {
-    pub plumbing: CallPlumbing,
-    ids: StreamIds,
-    feedback: FeedbackGen,
-    stats: BTreeMap<u32, (ReceiverStats, u32)>,
-    video_seq: SeqUnwrapper<16>,
-    assembler: FrameAssembler,
-    freeze: FreezeDetector,
-    /// (RTP timestamp, frame index) of frames not yet complete, in sending order, from the
-    /// trace annotations of video packets (used only to label trace rows).
-    frame_of_ts: std::collections::VecDeque<(u32, u64)>,
-    last_sr: Option<(u32, Instant)>,
-    report_interval: Duration,
-    next_report: Instant,
-    pub outbox: Vec<Packet>,
+/// Writes a call's events into the run's trace, under its call index and flows.
+pub struct CallTrace<'a> {
+    pub trace: &'a mut Trace,
+    pub plumbing: &'a CallPlumbing,
 }
 
-impl Receiver {
-    pub fn new(
-        plumbing: CallPlumbing,
-        ids: StreamIds,
-        start: Instant,
-        feedback: FeedbackMode,
-        report_interval: Duration,
-    ) -> Self {
-        Self {
-            plumbing,
-            ids,
-            feedback: FeedbackGen::new(feedback, &ids, start),
-            stats: BTreeMap::new(),
-            video_seq: SeqUnwrapper::new(),
-            assembler: FrameAssembler::new(),
-            freeze: FreezeDetector::new(),
-            frame_of_ts: Default::default(),
-            last_sr: None,
-            report_interval,
-            next_report: start + report_interval,
-            outbox: Vec::new(),
+impl CallObserver for CallTrace<'_> {
+    fn frame_encoded(&mut self, frame: &Frame, packets: u32) {
+        let flow = self.plumbing.video_flow.expect("video flow exists with a video source");
+        self.trace.frames.encoded(flow, frame, packets);
+    }
+
+    fn frame_completed(&mut self, frame: u64, at: Instant, freeze: bool) {
+        if let Some(flow) = self.plumbing.video_flow {
+            self.trace.frames.completed(flow, frame, at, freeze);
         }
     }
 
-    pub fn poll_timeout(&self) -> Instant {
-        self.feedback.poll_timeout().min(self.next_report)
+    fn feedback(&mut self, at: Instant, row: FeedbackRow) {
+        self.trace.feedback.record(at, self.plumbing.call, row);
     }
 
-    pub fn on_timeout(&mut self, now: Instant) {
-        if now >= self.feedback.poll_timeout() {
-            for data in self.feedback.poll_transmit(now, &self.ids) {
-                self.send_rtcp(now, data);
-            }
-        }
-        if now >= self.next_report {
-            while self.next_report <= now {
-                self.next_report += self.report_interval;
-            }
-            let blocks = self.stats.values_mut().map(|(s, _)| s.report_block(now, self.last_sr)).collect();
-            let rr = ReceiverReportRepr { ssrc: self.ids.receiver_ssrc, blocks };
-            let mut messages = vec![RtcpMessage::ReceiverReport(rr)];
-            if self.feedback.needs_rtt() {
-                let rrtr = XrRepr {
-                    sender_ssrc: self.ids.receiver_ssrc,
-                    rrtr: Some(ntp::to_ntp64(now)),
-                    dlrr: vec![],
-                };
-                messages.push(RtcpMessage::ExtendedReport(rrtr));
-            }
-            self.send_rtcp(now, emit_compound(&messages).expect("at most a few blocks and an RRTR"));
-        }
-    }
-
-    /// The receiver-side estimator's state (gcc-draft receive-side), if there is one.
-    pub fn estimator_metrics(&self) -> Option<ControllerMetrics> {
-        self.feedback.estimator_metrics()
-    }
-
-    fn send_rtcp(&mut self, now: Instant, data: Vec<u8>) {
-        self.outbox.push(rtcp_packet(self.plumbing.rtcp_rx_flow, self.plumbing.backward_route, now, data));
-    }
-
-    /// A packet from the sender arrived (RTP or an SR).
-    pub fn on_packet(&mut self, now: Instant, pkt: &Packet, trace: &mut Trace) {
-        if pkt.kind == PacketKind::Rtcp {
-            if let Ok(messages) = parse_compound(&pkt.data) {
-                for m in messages {
-                    match m {
-                        RtcpMessage::SenderReport(sr) => self.last_sr = Some((ntp::compact(sr.ntp), now)),
-                        // RFC 3611 §4.5: RTT = A − LRR − DLRR, as from an RR's LSR and DLSR.
-                        RtcpMessage::ExtendedReport(xr) => {
-                            let ours = xr.dlrr.iter().find(|b| b.ssrc == self.ids.receiver_ssrc);
-                            if let Some(rtt) = ours.and_then(|b| ntp::rtt_from_report(now, b.lrr, b.dlrr)) {
-                                self.feedback.set_rtt(rtt);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            return;
-        }
-        let Ok((h, _)) = RtpHeaderRepr::parse(&pkt.data) else { return };
-        self.feedback.on_rtp(now, &h, pkt.size, pkt.ecn);
-        if matches!(self.feedback, FeedbackGen::Remb(_)) {
-            // A REMB goes out at once when the estimate drops (GCC-02 §3).
-            for data in self.feedback.poll_transmit(now, &self.ids) {
-                self.send_rtcp(now, data);
-            }
-        }
-        let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
-        let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
-        stats.on_packet(h.seq, h.timestamp, now, clock);
-        if h.ssrc != self.ids.video_ssrc {
-            return;
-        }
-        if let Some(frame) = pkt.frame {
-            if !self.frame_of_ts.iter().any(|&(_, f)| f == frame) {
-                self.frame_of_ts.push_back((h.timestamp, frame));
-            }
-        }
-        let marking = h.frame_marking.unwrap_or_default();
-        let seq = self.video_seq.unwrap(h.seq) as u64;
-        if let Some(done) = self.assembler.on_packet(now, seq, h.timestamp, marking.start, marking.end) {
-            let freeze = self.freeze.on_frame(now);
-            if let Some(k) = self.frame_of_ts.iter().position(|&(ts, _)| ts == done.rtp_timestamp) {
-                let (_, frame) = self.frame_of_ts[k];
-                if let Some(flow) = self.plumbing.video_flow {
-                    trace.frames.completed(flow, frame, now, freeze);
-                }
-                // Frames before this one can no longer complete (the assembler discards them).
-                self.frame_of_ts.drain(..=k);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_encoder_gets_the_wire_rate_less_headers() {
-        // 1 Mbit/s at 30 fps: 4167 B frames on the wire, 4 packets of up to 1256 B, 224 B of
-        // headers per frame = 53.76 kbit/s.
-        let max = DataSize::bytes(1200);
-        let header = DataSize::bytes(56);
-        assert_eq!(video_payload_rate(Bitrate::mbps(1), 30.0, max, header), Bitrate::bps(1_000_000 - 53_760));
-        // 150 kbit/s: one packet per frame, 56 B × 30 × 8 = 13.44 kbit/s.
-        assert_eq!(video_payload_rate(Bitrate::kbps(150), 30.0, max, header), Bitrate::bps(150_000 - 13_440));
-        // The headers of what was produced, plus the payload, give back the wire rate.
-        let fps = 30.0;
-        let payload = video_payload_rate(Bitrate::mbps(2), fps, max, header).as_bps_f64();
-        let per_frame = payload / 8.0 / fps;
-        let n = (per_frame / 1200.0).ceil();
-        let wire = payload + n * fps * 56.0 * 8.0;
-        assert!((wire - 2e6).abs() < 1.0, "{wire}");
-    }
-
-    #[test]
-    fn cwnd_pushback_follows_libwebrtc() {
-        let min = Bitrate::kbps(150);
-        // Below 1 %: untouched.
-        assert_eq!(cwnd_pushback(Bitrate::kbps(1000), 0.005, min), Bitrate::kbps(1000));
-        // 20 % → drop one frame in five → 800 kbit/s.
-        assert_eq!(cwnd_pushback(Bitrate::kbps(1000), 0.2, min), Bitrate::kbps(800));
-        // 73 % is capped at one frame in two.
-        assert_eq!(cwnd_pushback(Bitrate::kbps(1000), 0.73, min), Bitrate::kbps(500));
-        // Near the codec minimum the cut is bounded by target − min: 10 kbit/s, one frame in 16.
-        assert_eq!(cwnd_pushback(Bitrate::kbps(160), 0.5, min), Bitrate::kbps(150));
+    fn controller(
+        &mut self,
+        at: Instant,
+        target: Bitrate,
+        pacing: Option<Bitrate>,
+        metrics: &ControllerMetrics,
+        remote: Option<&ControllerMetrics>,
+    ) {
+        self.trace.controller.record(at, self.plumbing.call, target, pacing, metrics, remote);
     }
 }

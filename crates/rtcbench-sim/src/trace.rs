@@ -40,15 +40,9 @@ pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
 pub const FEEDBACK_KIND_NAMES: [&str; 4] = ["twcc", "rr", "remb", "ccfb"];
 
-/// What a feedback message was (`feedback.kind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum FeedbackKind {
-    Twcc = 0,
-    Rr = 1,
-    Remb = 2,
-    Ccfb = 3,
-}
+/// What a feedback message was (`feedback.kind`), and one message (a row of `feedback`): the
+/// endpoints report them ([`rtcbench_rtp::CallObserver`]).
+pub use rtcbench_rtp::observe::{FeedbackKind, FeedbackRow};
 
 fn kind_code(k: PacketKind) -> u8 {
     match k {
@@ -416,23 +410,6 @@ pub struct FeedbackTable {
     pub rtt_us: Vec<i64>,
     pub fraction_lost: Vec<f64>,
     pub packets_reported: Vec<i32>,
-}
-
-/// One row of `feedback.parquet`.
-#[derive(Clone, Copy, Debug)]
-pub struct FeedbackRow {
-    pub kind: FeedbackKind,
-    pub size: DataSize,
-    pub rtt: Option<rtcbench_units::Duration>,
-    pub fraction_lost: Option<f64>,
-    pub packets_reported: Option<u32>,
-}
-
-impl FeedbackRow {
-    /// A per-packet feedback message (TWCC, RFC 8888, REMB) reporting on `packets` packets.
-    pub fn reporting(kind: FeedbackKind, size: DataSize, packets: usize) -> Self {
-        Self { kind, size, rtt: None, fraction_lost: None, packets_reported: Some(packets as u32) }
-    }
 }
 
 impl FeedbackTable {

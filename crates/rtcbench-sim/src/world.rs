@@ -22,7 +22,9 @@ use rtcbench_media::video::{VideoConfig, VideoSource};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
-use crate::call::{CallPlumbing, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
+use crate::call::{
+    incoming, CallPlumbing, CallTrace, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds,
+};
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::scenario::elements::{
@@ -289,6 +291,8 @@ struct World {
     link_wake: Vec<Option<Instant>>,
     routes: Vec<Route>,
     senders: Vec<Sender>,
+    /// Per call, where its datagrams go (flows, routes).
+    plumbings: Vec<CallPlumbing>,
     sender_wake: Vec<Option<Instant>>,
     receivers: Vec<Receiver>,
     receiver_wake: Vec<Option<Instant>>,
@@ -685,6 +689,7 @@ fn build_world(
     let mut routes = Vec::new();
     let mut senders = Vec::new();
     let mut receivers = Vec::new();
+    let mut plumbings = Vec::new();
     let mut setups = Vec::new();
     for (i, c) in spec.calls.iter().enumerate() {
         let call = i as u32;
@@ -758,6 +763,7 @@ fn build_world(
         setups.push(setup);
         senders.push(sender);
         receivers.push(receiver);
+        plumbings.push(plumbing);
     }
 
     let mut flow_meta = |name: String,
@@ -854,6 +860,7 @@ fn build_world(
         link_wake: vec![None; n_links],
         routes,
         senders,
+        plumbings,
         sender_wake: vec![None; n_s],
         receivers,
         receiver_wake: vec![None; n_r],
@@ -1026,7 +1033,6 @@ fn build_call(
         Some(EcnCodepoint::Ect1) => Ecn::Ect1,
     };
     let sender = Sender::new(SenderParts {
-        plumbing,
         ids,
         start,
         stop,
@@ -1038,7 +1044,7 @@ fn build_call(
         ecn,
     });
     let mode = feedback_mode(controller, external, params, &feedback, limits.2);
-    let receiver = Receiver::new(plumbing, ids, start, mode, report_interval);
+    let receiver = Receiver::new(ids, start, mode, report_interval);
     Ok((sender, receiver, setup))
 }
 
@@ -1088,7 +1094,9 @@ impl World {
                     if self.sender_wake[i as usize] == Some(now) {
                         self.sender_wake[i as usize] = None;
                     }
-                    self.senders[i as usize].on_timeout(now, &mut self.trace);
+                    let obs =
+                        &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
+                    self.senders[i as usize].on_timeout(now, obs);
                     self.flush_sender(now, i);
                 }
                 Event::Receiver(i) => {
@@ -1189,8 +1197,9 @@ impl World {
 
     fn flush_sender(&mut self, now: Instant, i: u32) {
         let out = std::mem::take(&mut self.senders[i as usize].outbox);
-        for p in out {
-            self.transmit(now, p);
+        let plumbing = self.plumbings[i as usize];
+        for o in out {
+            self.transmit(now, plumbing.packet(now, o, true));
         }
         self.wake(Event::Sender(i));
     }
@@ -1200,8 +1209,9 @@ impl World {
             self.senders[i as usize].set_remote_metrics(Some(m));
         }
         let out = std::mem::take(&mut self.receivers[i as usize].outbox);
-        for p in out {
-            self.transmit(now, p);
+        let plumbing = self.plumbings[i as usize];
+        for o in out {
+            self.transmit(now, plumbing.packet(now, o, false));
         }
         self.wake(Event::Receiver(i));
     }
@@ -1271,11 +1281,13 @@ impl World {
         self.trace.packet(now, PacketEvent::Received, &pkt, None);
         match route.dest {
             Endpoint::Sender(i) => {
-                self.senders[i as usize].on_rtcp(now, &pkt, &mut self.trace);
+                let obs = &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
+                self.senders[i as usize].on_rtcp(now, incoming(&pkt), obs);
                 self.flush_sender(now, i);
             }
             Endpoint::Receiver(i) => {
-                self.receivers[i as usize].on_packet(now, &pkt, &mut self.trace);
+                let obs = &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
+                self.receivers[i as usize].on_packet(now, incoming(&pkt), obs);
                 self.flush_receiver(now, i);
             }
             Endpoint::TcpSource(i) => {

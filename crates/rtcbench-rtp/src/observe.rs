@@ -1,0 +1,62 @@
+//! What a call's endpoints report as they go, for the trace: frames encoded and completed,
+//! feedback messages, controller state. The simulator writes these into its trace tables; a live
+//! agent into its own log.
+
+use rtcbench_cc::ControllerMetrics;
+use rtcbench_media::video::Frame;
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+
+/// Receives an endpoint's events. Every method has an empty default, so an observer takes only
+/// what it records.
+pub trait CallObserver {
+    /// The sender's encoder produced `frame`, split into `packets` RTP packets.
+    fn frame_encoded(&mut self, _frame: &Frame, _packets: u32) {}
+    /// The receiver completed video frame `frame` at `at`; `freeze` if its wait was a freeze.
+    fn frame_completed(&mut self, _frame: u64, _at: Instant, _freeze: bool) {}
+    /// The sender received a feedback message.
+    fn feedback(&mut self, _at: Instant, _row: FeedbackRow) {}
+    /// The sender's controller state (and that of its receiver-side part, if any), at most every
+    /// 10 ms and whenever the target changes.
+    fn controller(
+        &mut self,
+        _at: Instant,
+        _target: Bitrate,
+        _pacing: Option<Bitrate>,
+        _metrics: &ControllerMetrics,
+        _remote: Option<&ControllerMetrics>,
+    ) {
+    }
+}
+
+/// An observer that records nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ignore;
+
+impl CallObserver for Ignore {}
+
+/// What a feedback message was (`feedback.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FeedbackKind {
+    Twcc = 0,
+    Rr = 1,
+    Remb = 2,
+    Ccfb = 3,
+}
+
+/// One feedback message as the sender received it (a row of `feedback.parquet`).
+#[derive(Clone, Copy, Debug)]
+pub struct FeedbackRow {
+    pub kind: FeedbackKind,
+    pub size: DataSize,
+    pub rtt: Option<Duration>,
+    pub fraction_lost: Option<f64>,
+    pub packets_reported: Option<u32>,
+}
+
+impl FeedbackRow {
+    /// A per-packet feedback message (TWCC, RFC 8888, REMB) reporting on `packets` packets.
+    pub fn reporting(kind: FeedbackKind, size: DataSize, packets: usize) -> Self {
+        Self { kind, size, rtt: None, fraction_lost: None, packets_reported: Some(packets as u32) }
+    }
+}
