@@ -23,6 +23,7 @@ pub mod adapter;
 pub mod ccfb;
 mod controller;
 pub mod external;
+pub mod factory;
 pub mod feedback;
 pub mod fixed;
 pub mod gcc;

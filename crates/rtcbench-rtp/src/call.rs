@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 
 use rtcbench_cc::adapter::TransportFeedbackAdapter;
 use rtcbench_cc::ccfb::CcfbReceiver;
+pub use rtcbench_cc::factory::FeedbackMode;
 use rtcbench_cc::feedback::Ecn;
-use rtcbench_cc::gcc_draft::{GccDraftConfig, RembEstimator};
+use rtcbench_cc::gcc_draft::RembEstimator;
 use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
@@ -591,17 +592,6 @@ impl Sender {
             }
         }
     }
-}
-
-/// Which per-packet feedback a receiver sends, chosen by the sender's controller.
-#[derive(Clone, Debug)]
-pub enum FeedbackMode {
-    /// Transport-wide feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01).
-    Twcc { interval: Duration },
-    /// RFC 8888 congestion control feedback.
-    Ccfb { interval: Duration },
-    /// draft-ietf-rmcat-gcc-02's receive-side estimator, reporting REMB.
-    Remb { config: Box<GccDraftConfig>, start_rate: Bitrate },
 }
 
 /// The receiver's feedback generator for the chosen mode.

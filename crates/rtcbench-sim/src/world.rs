@@ -11,12 +11,10 @@
 
 use rand::RngExt;
 use rtcbench_cc::external::{ExternalRate, IntervalStats};
+use rtcbench_cc::factory::{self, ControllerOptions, FeedbackIntervals, RateLimits, USER_CCFB_INTERVAL};
 use rtcbench_cc::feedback::Ecn;
-use rtcbench_cc::gcc::{GccConfig, GoogCc};
-use rtcbench_cc::gcc_draft::{Deployment, GccDraft, GccDraftConfig};
-use rtcbench_cc::nada::{Nada, NadaConfig};
-use rtcbench_cc::scream::{Scream, ScreamConfig};
-use rtcbench_cc::{fixed::FixedRate, AnyController, Controller, ControllerKind};
+use rtcbench_cc::gcc_draft::Deployment;
+use rtcbench_cc::{AnyController, Controller, ControllerKind};
 use rtcbench_media::audio::{AudioConfig, AudioSource};
 use rtcbench_media::video::{VideoConfig, VideoSource};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
@@ -50,8 +48,6 @@ const DEFAULT_VIDEO_MAX: Bitrate = Bitrate::kbps(1500);
 const DEFAULT_AUDIO_RATE: Bitrate = Bitrate::kbps(20);
 const DEFAULT_AUDIO_INTERVAL: Duration = Duration::from_millis(20);
 const DEFAULT_FPS: f64 = 30.0;
-/// Transport-wide feedback interval (issue default; libwebrtc adapts it within 50-250 ms).
-const DEFAULT_TWCC_INTERVAL: Duration = Duration::from_millis(50);
 /// RTCP SR/RR interval.
 const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// Link state is sampled this often (and at every capacity change).
@@ -314,26 +310,25 @@ struct World {
     capture: Option<Vec<Captured>>,
 }
 
-/// RFC 8888 feedback interval for a user-defined controller that asks for it: as often as
-/// transport-wide feedback by default.
-const USER_CCFB_INTERVAL: Duration = DEFAULT_TWCC_INTERVAL;
-/// RFC 8888 feedback interval for NADA: RFC 8698 §4.1's feedback interval DELTA = 100 ms.
-const NADA_CCFB_INTERVAL: Duration = Duration::from_millis(100);
-/// RFC 8888 feedback interval for SCReAM: RFC 8298 needs frequent feedback (its window is
-/// self-clocked); about every frame pair at 30 fps, as the reference implementation's default.
-const SCREAM_CCFB_INTERVAL: Duration = Duration::from_millis(20);
-
-/// The draft-ietf-rmcat-gcc-02 configuration a scenario asks for.
-fn gcc_draft_config(params: &ControllerParams) -> GccDraftConfig {
+/// The controller options of a scenario's `[controller]` table, as the controller crate takes
+/// them.
+fn controller_options(params: &ControllerParams) -> ControllerOptions {
     let deployment = match params.gcc_draft.as_ref().map(|p| p.deployment).unwrap_or_default() {
         GccDeployment::ReceiveSide => Deployment::ReceiveSide,
         GccDeployment::SendSide => Deployment::SendSide,
     };
-    GccDraftConfig { deployment, ..GccDraftConfig::default() }
+    ControllerOptions {
+        gcc_draft_deployment: deployment,
+        scream_competing_flows_compensation: params
+            .scream
+            .as_ref()
+            .and_then(|p| p.competing_flows_compensation),
+    }
 }
 
-/// The per-packet feedback the receiver sends for a controller; transport-wide feedback for an
-/// external one, as libwebrtc sends.
+/// The per-packet feedback the receiver sends for a controller: what a built-in one needs
+/// (`rtcbench_cc::factory::feedback_mode`), what a user-defined one asked for, and transport-wide
+/// feedback for an external one, as libwebrtc sends.
 fn feedback_mode(
     controller: &ControllerChoice,
     external: bool,
@@ -341,68 +336,16 @@ fn feedback_mode(
     f: &crate::scenario::FeedbackSpec,
     start_rate: Bitrate,
 ) -> FeedbackMode {
-    let twcc = FeedbackMode::Twcc { interval: f.twcc_interval.unwrap_or(DEFAULT_TWCC_INTERVAL) };
-    let ccfb = |default| FeedbackMode::Ccfb { interval: f.ccfb_interval.unwrap_or(default) };
-    if external {
-        return twcc;
-    }
-    let kind = match controller {
-        ControllerChoice::Builtin(kind) => *kind,
-        ControllerChoice::User(u) => {
-            return match u.feedback {
-                UserFeedback::Twcc => twcc,
-                UserFeedback::Ccfb => ccfb(USER_CCFB_INTERVAL),
-            }
+    let intervals = FeedbackIntervals { twcc: f.twcc_interval, ccfb: f.ccfb_interval };
+    match controller {
+        _ if external => intervals.twcc(),
+        ControllerChoice::User(u) => match u.feedback {
+            UserFeedback::Twcc => intervals.twcc(),
+            UserFeedback::Ccfb => intervals.ccfb(USER_CCFB_INTERVAL),
+        },
+        ControllerChoice::Builtin(kind) => {
+            factory::feedback_mode(*kind, &controller_options(params), intervals, start_rate)
         }
-    };
-    match kind {
-        ControllerKind::GccDraft => {
-            let config = gcc_draft_config(params);
-            if config.deployment == Deployment::ReceiveSide {
-                FeedbackMode::Remb { config: Box::new(config), start_rate }
-            } else {
-                twcc
-            }
-        }
-        ControllerKind::Nada => ccfb(NADA_CCFB_INTERVAL),
-        ControllerKind::Scream => ccfb(SCREAM_CCFB_INTERVAL),
-        _ => twcc,
-    }
-}
-
-/// Builds the controller a call's sender runs, with the call's rate limits (totals over its
-/// streams, as libwebrtc passes them) and priority weight (RFC 8867 §6.1), which only NADA
-/// defines (RFC 8698 PRIO); the other controllers have no notion of a weight and ignore it.
-fn build_controller(
-    kind: ControllerKind,
-    params: &ControllerParams,
-    priority: f64,
-    (min, max, start): (Bitrate, Bitrate, Bitrate),
-    now: Instant,
-) -> AnyController {
-    match kind {
-        ControllerKind::Gcc => AnyController::Gcc(Box::new(GoogCc::new(
-            GccConfig { min_rate: min, max_rate: max, start_rate: start },
-            now,
-        ))),
-        ControllerKind::GccDraft => {
-            AnyController::GccDraft(Box::new(GccDraft::new(gcc_draft_config(params), min, max, start, now)))
-        }
-        ControllerKind::Nada => {
-            // RFC 8698 §4.1 PRIO: the call's priority weight (RFC 8867 §6.1).
-            let cfg = NadaConfig { prio: priority, ..NadaConfig::default() };
-            AnyController::Nada(Box::new(Nada::new(cfg, min, max, start, now)))
-        }
-        ControllerKind::Scream => {
-            let d = ScreamConfig::default();
-            let compensation = params.scream.as_ref().and_then(|p| p.competing_flows_compensation);
-            let cfg = ScreamConfig {
-                competing_flows_compensation: compensation.unwrap_or(d.competing_flows_compensation),
-                ..d
-            };
-            AnyController::Scream(Box::new(Scream::new(cfg, min, max, start, now)))
-        }
-        _ => AnyController::Fixed(FixedRate::new(start)),
     }
 }
 
@@ -1017,7 +960,10 @@ fn build_call(
     let ctrl = match controller {
         // Its first interval starts with the run, when its owner starts watching.
         _ if external => AnyController::External(Box::new(ExternalRate::new(limits.2, Instant::ZERO))),
-        ControllerChoice::Builtin(kind) => build_controller(*kind, params, priority, limits, start),
+        ControllerChoice::Builtin(kind) => {
+            let limits = RateLimits { min: limits.0, max: limits.1, start: limits.2 };
+            factory::build(*kind, &controller_options(params), priority, limits, start)
+        }
         ControllerChoice::User(u) => AnyController::User((u.build)(&setup)),
     };
     let feedback = c.feedback.clone().unwrap_or_default();
