@@ -78,6 +78,7 @@ def test_the_relay_runs_the_simulators_plan_of_the_network() -> None:
         ("A", "B", (0,)),
         ("B", "A", (1,)),
     }
+    assert plan["background"] == []
     forward = plan["links"][0]
     assert forward["delay"] == "50ms" and forward["queue"] == {"time": "300ms"}
     # RFC 8867 §5.1's steps: 1, 2.5, 0.6, 1 Mbit/s at 0, 40, 60 and 80 s.
@@ -89,14 +90,25 @@ def test_the_relay_runs_the_simulators_plan_of_the_network() -> None:
     ]
 
 
-def test_udp_background_is_refused_naming_the_field() -> None:
+def test_udp_background_is_planned_as_the_simulator_makes_it() -> None:
     (v,) = [
         v for v in rtcbench.resolve("rfc8867-5.1") if "udp-background" in v.variant and "50ms" in v.variant
     ]
-    assert relay.unsupported(v) == (
-        'rfc8867-5.1: links.0.mechanism = "udp-background" cannot be emulated yet (the relay does not '
-        'generate background traffic); allowed: "capacity"'
-    )
+    plan = json.loads(_core.network_plan(v.toml, 1))
+    # RFC 8867 §4.2: 4 Mbit/s less the capacity left to the flows (1, 2.5, 0.6, 1 Mbit/s).
+    assert plan["background"] == [
+        {
+            "link": 0,
+            "steps_us": [
+                [0, "3Mbps"],
+                [40_000_000, "1500kbps"],
+                [60_000_000, "3400kbps"],
+                [80_000_000, "3Mbps"],
+            ],
+            "packet_size": "1200B",
+        }
+    ]
+    assert plan["links"][0]["capacity"]["steps_us"] == [[0, "4Mbps"]]
 
 
 def test_a_relay_that_is_not_built_is_a_missing_part_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -294,3 +306,56 @@ def test_a_relay_that_fails_to_start_says_why(tmp_path: Path, monkeypatch: pytes
     with testbed.build(v) as bed, pytest.raises(RelayError) as e:
         relay.start(bed, v, seed=1, out_dir=tmp_path / "relay")
     assert str(e.value) == "the relay did not start: interface rb-missing: No such device (os error 19)"
+
+
+BACKGROUND = """
+id = "relay-background"
+duration = "10s"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+capacity = "1Mbps"
+mechanism = "udp-background"
+physical_capacity = "4Mbps"
+delay = "50ms"
+queue = { size = "300ms" }
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "50ms"
+
+[[tcp]]
+from = "A"
+to = "B"
+"""
+
+
+@needs_root
+def test_udp_background_takes_its_share_of_the_link_and_reaches_no_host(tmp_path: Path) -> None:
+    path = tmp_path / "background.toml"
+    path.write_text(BACKGROUND)
+    (v,) = rtcbench.resolve(path)
+    with testbed.build(v) as bed:
+        r = relay.start(bed, v, seed=1, out_dir=tmp_path / "relay")
+        t0 = r.go()
+        bed.popen("B", [sys.executable, "-c", ECHO_SERVER])
+        time.sleep(0.3)
+        b = str(bed.topology.host("B").address.ip)
+        done = bed.run(
+            "A", [sys.executable, "-c", ECHO_CLIENT, b, "10"], capture_output=True, text=True, check=True
+        )
+        time.sleep(max(0.0, t0 + 2.0 - time.monotonic()))
+        report = r.stop()
+        ran_s = time.monotonic() - t0
+    ab = report.links["ab"]
+    # 3 Mbit/s of 1200-byte packets (one per 3.2 ms) from the start until the relay stopped.
+    assert ab.background_in == pytest.approx(ran_s * 3e6 / 9600, rel=0.03)
+    assert ab.packets_in == ab.background_in + 10 and ab.dropped == {}
+    assert report.frames_out == 20  # the echo's frames; the background reached no host
+    # The echo shares the 4 Mbit/s link: at most one background packet ahead of it (2.4 ms).
+    rtts = [float(x) for x in done.stdout.split()]
+    assert min(rtts) >= 102.5 and statistics.median(rtts) < 106.0, rtts

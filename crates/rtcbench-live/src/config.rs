@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use rtcbench_net::link::LinkConfig;
-use rtcbench_units::Duration;
+use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -41,6 +41,19 @@ pub struct Plan {
     pub nodes: Vec<String>,
     pub links: Vec<LinkConfig>,
     pub routes: Vec<RoutePlan>,
+    /// UDP background traffic the relay generates (RFC 8867 §4.2).
+    #[serde(default)]
+    pub background: Vec<BackgroundPlan>,
+}
+
+/// Constant-bit-rate packets into one link, dropped at its far end.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundPlan {
+    pub link: usize,
+    /// (microseconds from the start, rate), the first at 0.
+    pub steps_us: Vec<(i64, Bitrate)>,
+    pub packet_size: DataSize,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -8,14 +8,21 @@
 //! "now" (the latest instant it has processed) and never lets it go back: a frame whose kernel
 //! timestamp is older than what the relay already processed enters at "now" (counted as
 //! `late_arrivals`).
+//!
+//! A link whose capacity changes are made by UDP background traffic (RFC 8867 §4.2) gets that
+//! traffic here, from the simulator's own constant-bit-rate source: IPv4/UDP packets from
+//! 10.255.0.1 to 10.255.0.2 (addresses no host has), which cross that one link and are dropped at
+//! its far end, as the simulator sinks them.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
+use rtcbench_net::cbr::CbrSource;
 use rtcbench_net::link::Link;
 use rtcbench_net::rng::rng_for;
 use rtcbench_net::{DropReason, FlowKey, IpFrame, NetPacket};
-use rtcbench_units::{DataSize, Instant};
+use rtcbench_units::{DataSize, Duration, Instant};
+use rtcbench_wire::ip::ipv4_udp_datagram;
 use rtcbench_wire::Ecn;
 use serde::Serialize;
 
@@ -27,6 +34,8 @@ pub struct InFlight {
     pub frame: IpFrame,
     route: u32,
     hop: u32,
+    /// The interface it leaves by at the end of its route; `None` for background traffic.
+    to: Option<usize>,
     /// When it reached the relay.
     pub arrived: Instant,
 }
@@ -88,11 +97,22 @@ pub struct LinkCounts {
     pub packets_out: u64,
     pub bytes_out: u64,
     pub dropped: HashMap<&'static str, u64>,
+    /// Of `packets_in`, the UDP background packets the relay generated.
+    pub background_in: u64,
+}
+
+/// A link's UDP background traffic: when its packets leave, what they are, the route of that one
+/// link.
+struct Background {
+    source: CbrSource,
+    frame: IpFrame,
+    route: u32,
 }
 
 /// The scenario's links between the testbed's interfaces.
 pub struct Relay {
     links: Vec<Link<InFlight>>,
+    background: Vec<Background>,
     /// Per route id, its links in order.
     routes: Vec<Vec<usize>>,
     /// (source interface, destination interface) → route id.
@@ -139,6 +159,29 @@ impl Relay {
             route_of.insert((iface_of(&r.from)?, iface_of(&r.to)?), routes.len() as u32);
             routes.push(r.links.clone());
         }
+        let mut background = Vec::new();
+        for b in &plan.background {
+            if b.link >= plan.links.len()
+                || b.steps_us.first().is_none_or(|s| s.0 != 0)
+                || b.packet_size.as_bytes() < 28
+            {
+                return Err(format!("background traffic on link {}: not a link of the plan, or steps not from 0, or packets under 28 bytes", b.link));
+            }
+            let at = |us: i64| Instant::ZERO + Duration::from_micros(us);
+            let steps = b.steps_us.iter().map(|&(us, rate)| (at(us), rate)).collect();
+            let end = Instant::ZERO + plan.duration;
+            let src = SocketAddrV4::new(Ipv4Addr::new(10, 255, 0, 1), 49152 + b.link as u16);
+            let dst = SocketAddrV4::new(Ipv4Addr::new(10, 255, 0, 2), 9);
+            let size = b.packet_size.as_bytes() as usize;
+            let bytes =
+                ipv4_udp_datagram(src, dst, Ecn::NotEct, &[], size - 28).map_err(|e| e.to_string())?;
+            background.push(Background {
+                source: CbrSource::scheduled(steps, b.packet_size, end),
+                frame: IpFrame::new(bytes),
+                route: routes.len() as u32,
+            });
+            routes.push(vec![b.link]);
+        }
         let links = plan
             .links
             .iter()
@@ -152,6 +195,7 @@ impl Relay {
         let hosts = cfg.interfaces.iter().enumerate().map(|(k, i)| (i.host_ip, k)).collect();
         Ok(Self {
             links,
+            background,
             routes,
             route_of,
             hosts,
@@ -190,7 +234,7 @@ impl Relay {
             self.refused.no_route += 1;
             return;
         };
-        let pkt = InFlight { frame: IpFrame::new(bytes), route, hop: 0, arrived: at };
+        let pkt = InFlight { frame: IpFrame::new(bytes), route, hop: 0, to: Some(to), arrived: at };
         self.enter(at, pkt);
     }
 
@@ -198,18 +242,48 @@ impl Relay {
     /// the next at the instant it left.
     pub fn advance(&mut self, t: Instant) {
         loop {
-            let next = self.links.iter().enumerate().filter_map(|(k, l)| Some((l.poll_timeout()?, k))).min();
-            let Some((due, k)) = next.filter(|&(due, _)| due <= t) else { break };
-            self.now = self.now.max(due);
-            self.links[k].on_timeout(due);
-            self.drain(k, due);
+            let link = self.links.iter().enumerate().filter_map(|(k, l)| Some((l.poll_timeout()?, k))).min();
+            let source = self
+                .background
+                .iter()
+                .enumerate()
+                .filter_map(|(k, b)| Some((b.source.poll_timeout()?, k)))
+                .min();
+            match (link, source) {
+                // A background packet first when both are due at once: it was sent before the
+                // link's event runs, as the simulator's heap orders a source before a link it
+                // woke later.
+                (_, Some((due, k))) if due <= t && link.is_none_or(|(l, _)| due <= l) => {
+                    self.now = self.now.max(due);
+                    let b = &mut self.background[k];
+                    if b.source.on_timeout(due) {
+                        let pkt = InFlight {
+                            frame: b.frame.clone(),
+                            route: b.route,
+                            hop: 0,
+                            to: None,
+                            arrived: due,
+                        };
+                        let link = self.routes[b.route as usize][0];
+                        self.counts[link].background_in += 1;
+                        self.enter(due, pkt);
+                    }
+                }
+                (Some((due, k)), _) if due <= t => {
+                    self.now = self.now.max(due);
+                    self.links[k].on_timeout(due);
+                    self.drain(k, due);
+                }
+                _ => break,
+            }
         }
         self.now = self.now.max(t);
     }
 
-    /// The earliest instant a link has something to do.
+    /// The earliest instant a link or a background source has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.links.iter().filter_map(Link::poll_timeout).min()
+        let links = self.links.iter().filter_map(Link::poll_timeout);
+        links.chain(self.background.iter().filter_map(|b| b.source.poll_timeout())).min()
     }
 
     pub fn poll_departure(&mut self) -> Option<Departure> {
@@ -257,16 +331,10 @@ impl Relay {
             if (pkt.hop as usize) + 1 < route.len() {
                 pkt.hop += 1;
                 self.enter(at, pkt);
-            } else {
-                let to = self.destination(&pkt);
+            } else if let Some(to) = pkt.to {
                 self.departures.push_back(Departure { due: at, to, frame: pkt.frame, arrived: pkt.arrived });
             }
         }
-    }
-
-    fn destination(&self, pkt: &InFlight) -> usize {
-        let dst = ipv4_destination(pkt.frame.bytes()).expect("checked on arrival");
-        self.hosts[&dst]
     }
 
     fn drop_packet(&mut self, at: Instant, link: usize, pkt: InFlight, reason: DropReason) {

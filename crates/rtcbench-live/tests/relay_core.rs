@@ -133,3 +133,25 @@ fn a_plan_and_interfaces_that_do_not_fit_are_refused_by_name() {
     cfg.plan.routes[0].links = vec![7];
     assert_eq!(Relay::new(&cfg).err().as_deref(), Some("route A → B: links [7] are not links of the plan"));
 }
+
+#[test]
+fn udp_background_takes_its_share_of_the_link_and_leaves_nothing_for_the_hosts() {
+    let mut cfg = config();
+    // 0.5 Mbit/s of 1250-byte packets on ab (1 Mbit/s): one every 20 ms, 10 ms on the wire each.
+    cfg.plan.background = serde_json::from_value(serde_json::json!([
+        {"link": 0, "steps_us": [[0, "500kbps"]], "packet_size": "1250B"}
+    ]))
+    .expect("a background plan");
+    let mut relay = Relay::new(&cfg).expect("fits together");
+    assert_eq!(relay.poll_timeout(), Some(ms(0)));
+    relay.advance(ms(5));
+    // A host's frame arriving while the background packet is on the wire waits for it.
+    relay.arrive(ms(5), 0, datagram(1, 2, 1250));
+    relay.advance(ms(1000));
+    let c = relay.counts[0].clone();
+    assert_eq!(c.background_in, 51); // at 0, 20, ..., 1000 ms
+    assert_eq!(c.packets_in, 52);
+    let host: Vec<_> = std::iter::from_fn(|| relay.poll_departure()).map(|d| d.due).collect();
+    assert_eq!(host, [ms(30)]); // on the wire 10-20 ms, then 10 ms of delay
+    assert_eq!(c.packets_out, 51); // the host's, and the background sent by 980 ms (at the end by 1000)
+}

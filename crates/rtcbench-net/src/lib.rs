@@ -1,7 +1,8 @@
 //! rtcbench's network elements as a library: a link ([`link`]: capacity schedule or delivery
 //! opportunities, propagation delay, NR-RBPDV jitter, random loss), its queue disciplines
 //! ([`queue`]: drop-tail, CoDel, FQ-CoDel, PIE, an L4S step marker), capacity traces
-//! ([`link::capacity_trace`]) and the seeded random streams they draw from ([`rng`]).
+//! ([`link::capacity_trace`]), the seeded random streams they draw from ([`rng`]) and the
+//! constant-bit-rate source of RFC 8867 §4.2's UDP background traffic ([`cbr`]).
 //!
 //! Elements are generic over the packet they carry ([`NetPacket`]: size, flow key, ECN), so the
 //! simulator's packets and raw IP packets ([`IpFrame`]) pass through the same code, and depend on
@@ -27,6 +28,7 @@
 //! `on_timeout(now)` before `enqueue(now, ..)`, so the arrival finds the link as it is by then;
 //! the simulator's event heap wakes every element at its deadline, so it never needs to.
 
+pub mod cbr;
 pub mod frame;
 pub mod link;
 pub mod packet;

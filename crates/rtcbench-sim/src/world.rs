@@ -27,6 +27,7 @@ use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::scenario::elements::{
     link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
+    UDP_BACKGROUND_PACKET,
 };
 use crate::scenario::{
     find_path, CallSpec, ControllerParams, EcnCodepoint, GccDeployment, Scenario, ScenarioError, TcpCc,
@@ -784,7 +785,7 @@ fn build_world(
         let span = active_span(None, None, end);
         let flow = flow_meta(format!("{}.udp-background", l.name), ("cbr", "udp-background"), &path, span);
         let route = route_to(path, Endpoint::Sink, (node(&l.from), node(&l.to)));
-        let source = CbrSource::scheduled(udp_background_steps(l, physical), DEFAULT_CBR_PACKET, end);
+        let source = CbrSource::scheduled(udp_background_steps(l, physical), UDP_BACKGROUND_PACKET, end);
         cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
         available[k] = Some(scheduled_capacity(l));
     }

@@ -8,7 +8,7 @@ use rtcbench_net::link::jitter::JitterConfig;
 use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{LinkConfig, QueueLimit};
 use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
-use rtcbench_units::{Bitrate, Duration, Instant};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
 use super::{find_path, CapacityMechanism, LinkSpec, LossSpec, QueueKind, QueueSize, QueueSpec, Scenario};
@@ -134,6 +134,23 @@ pub struct NetworkPlan {
     pub nodes: Vec<String>,
     pub links: Vec<LinkConfig>,
     pub routes: Vec<RoutePlan>,
+    /// The links whose capacity changes are made by UDP background traffic.
+    pub background: Vec<BackgroundPlan>,
+}
+
+/// Packets of RFC 8867 §4.2's UDP background traffic, on the wire.
+pub const UDP_BACKGROUND_PACKET: DataSize = DataSize::bytes(1200);
+
+/// RFC 8867 §4.2's UDP background traffic on one link: constant-bit-rate packets that take the
+/// physical rate less the capacity the scenario leaves to its flows, from the start to the end of
+/// the run; they cross that one link only.
+#[derive(Clone, Debug, Serialize)]
+pub struct BackgroundPlan {
+    /// Index into [`NetworkPlan::links`].
+    pub link: usize,
+    /// (microseconds from the start, rate) steps; the first at 0.
+    pub steps_us: Vec<(i64, Bitrate)>,
+    pub packet_size: DataSize,
 }
 
 /// The links a packet from `from` to `to` crosses, in order (indices into [`NetworkPlan::links`]).
@@ -177,7 +194,27 @@ impl NetworkPlan {
                 })
             })
             .collect();
-        Self { scenario: spec.id.clone(), seed, duration: *spec.duration.get(), nodes, links, routes }
+        let background = spec
+            .links
+            .iter()
+            .enumerate()
+            .filter_map(|(link, l)| {
+                let physical = udp_background_rate(l)?;
+                let steps = udp_background_steps(l, physical);
+                let steps_us =
+                    steps.into_iter().map(|(at, rate)| ((at - Instant::ZERO).as_micros(), rate)).collect();
+                Some(BackgroundPlan { link, steps_us, packet_size: UDP_BACKGROUND_PACKET })
+            })
+            .collect();
+        Self {
+            scenario: spec.id.clone(),
+            seed,
+            duration: *spec.duration.get(),
+            nodes,
+            links,
+            routes,
+            background,
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! [`tcp`] models TCP bulk and short flows with real dynamics (slow start, CUBIC or NewReno,
 //! SACK loss recovery, retransmission timeouts) as sans-IO state machines; [`on_off`] is the
-//! application of a short flow; [`cbr`] is constant-bit-rate UDP.
+//! application of a short flow; [`cbr`] is constant-bit-rate UDP (its source lives with the
+//! network elements, which generate UDP background traffic in emulation too).
 
-pub mod cbr;
+pub use rtcbench_net::cbr;
 pub mod on_off;
 pub mod tcp;
