@@ -1,0 +1,44 @@
+//! The relay reads the plan the simulator writes (`rtcbench_sim::scenario::elements::NetworkPlan`)
+//! with its own types, since it must not depend on the simulator: for every built-in scenario and
+//! variant, the simulator's JSON is a configuration the relay accepts, with the same links.
+//! (The simulator is a dev-dependency: this test may know it, the relay does not.)
+
+use rtcbench_live::config::RelayConfig;
+use rtcbench_live::relay::Relay;
+use rtcbench_sim::scenario::elements::NetworkPlan;
+use rtcbench_sim::scenario::{builtin, load};
+
+#[test]
+fn every_built_in_plan_configures_the_relay() {
+    let (mut plans, mut background) = (0, 0);
+    for (id, _, _) in builtin::BUILTIN {
+        let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
+        for s in load(text, &origin, &[]).unwrap_or_else(|e| panic!("{e}")) {
+            let plan = NetworkPlan::new(&s, 1);
+            let interfaces: Vec<_> = plan
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(k, node)| {
+                    serde_json::json!({
+                        "node": node,
+                        "name": format!("rbtest-r{k}"),
+                        "host_ip": format!("10.0.{}.2", k + 1),
+                        "host_mac": format!("02:72:62:00:{:02x}:02", k + 1),
+                    })
+                })
+                .collect();
+            let json =
+                serde_json::json!({ "plan": plan, "interfaces": interfaces, "out_dir": "/nonexistent" });
+            let cfg: RelayConfig =
+                serde_json::from_value(json).unwrap_or_else(|e| panic!("{id}@{}: {e}", s.variant));
+            assert_eq!(cfg.plan.links, plan.links, "{id}@{}", s.variant);
+            assert_eq!(cfg.plan.routes.len(), plan.routes.len());
+            let relay = Relay::new(&cfg).unwrap_or_else(|e| panic!("{id}@{}: {e}", s.variant));
+            assert_eq!(relay.counts.len(), plan.links.len());
+            plans += 1;
+            background += cfg.plan.background.len();
+        }
+    }
+    assert!(plans >= 100 && background >= 1, "{plans} plans, {background} with UDP background");
+}
