@@ -52,7 +52,8 @@ const FULL_SIZE_PACKET: DataSize = DataSize::bytes(1256);
 
 /// SSRCs and random initial values of a call's streams (RFC 3550 §5.1: random initial sequence
 /// numbers and timestamps).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StreamIds {
     pub video_ssrc: u32,
     pub rtx_ssrc: u32,

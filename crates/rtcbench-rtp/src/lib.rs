@@ -11,9 +11,11 @@
 
 pub mod call;
 pub mod observe;
+pub mod plan;
 
 pub use call::{FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
 pub use observe::{CallObserver, FeedbackKind, FeedbackRow, Ignore};
+pub use plan::CallPlan;
 
 use rtcbench_units::DataSize;
 use rtcbench_wire::Ecn;

@@ -11,27 +11,20 @@
 
 use rand::RngExt;
 use rtcbench_cc::external::{ExternalRate, IntervalStats};
-use rtcbench_cc::factory::{self, ControllerOptions, FeedbackIntervals, RateLimits, USER_CCFB_INTERVAL};
-use rtcbench_cc::feedback::Ecn;
-use rtcbench_cc::gcc_draft::Deployment;
+use rtcbench_cc::factory::{self, USER_CCFB_INTERVAL};
 use rtcbench_cc::{AnyController, Controller, ControllerKind};
-use rtcbench_media::audio::{AudioConfig, AudioSource};
-use rtcbench_media::video::{VideoConfig, VideoSource};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
-use crate::call::{
-    incoming, CallPlumbing, CallTrace, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds,
-};
+use crate::call::{incoming, CallPlumbing, CallTrace, FeedbackMode, Receiver, Sender};
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::scenario::elements::{
-    link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
-    UDP_BACKGROUND_PACKET,
+    call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
+    DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN, UDP_BACKGROUND_PACKET,
 };
 use crate::scenario::{
-    find_path, CallSpec, ControllerParams, EcnCodepoint, GccDeployment, Scenario, ScenarioError, TcpCc,
-    TcpSpec, WorkloadSpec,
+    find_path, CallSpec, ControllerParams, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
 };
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
@@ -41,16 +34,9 @@ use crate::traffic::tcp::wire::IPV4_HEADER;
 use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::Link;
-use rtcbench_net::rng::{derive_seed, rng_for};
+use rtcbench_net::rng::rng_for;
+use rtcbench_rtp::CallPlan;
 
-/// Defaults of RFC 8867 §4.3 for media not described in the scenario.
-const DEFAULT_VIDEO_MIN: Bitrate = Bitrate::kbps(150);
-const DEFAULT_VIDEO_MAX: Bitrate = Bitrate::kbps(1500);
-const DEFAULT_AUDIO_RATE: Bitrate = Bitrate::kbps(20);
-const DEFAULT_AUDIO_INTERVAL: Duration = Duration::from_millis(20);
-const DEFAULT_FPS: f64 = 30.0;
-/// RTCP SR/RR interval.
-const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// Link state is sampled this often (and at every capacity change).
 pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
@@ -311,33 +297,16 @@ struct World {
     capture: Option<Vec<Captured>>,
 }
 
-/// The controller options of a scenario's `[controller]` table, as the controller crate takes
-/// them.
-fn controller_options(params: &ControllerParams) -> ControllerOptions {
-    let deployment = match params.gcc_draft.as_ref().map(|p| p.deployment).unwrap_or_default() {
-        GccDeployment::ReceiveSide => Deployment::ReceiveSide,
-        GccDeployment::SendSide => Deployment::SendSide,
-    };
-    ControllerOptions {
-        gcc_draft_deployment: deployment,
-        scream_competing_flows_compensation: params
-            .scream
-            .as_ref()
-            .and_then(|p| p.competing_flows_compensation),
-    }
-}
-
 /// The per-packet feedback the receiver sends for a controller: what a built-in one needs
 /// (`rtcbench_cc::factory::feedback_mode`), what a user-defined one asked for, and transport-wide
 /// feedback for an external one, as libwebrtc sends.
 fn feedback_mode(
     controller: &ControllerChoice,
     external: bool,
-    params: &ControllerParams,
-    f: &crate::scenario::FeedbackSpec,
+    plan: &CallPlan,
     start_rate: Bitrate,
 ) -> FeedbackMode {
-    let intervals = FeedbackIntervals { twcc: f.twcc_interval, ccfb: f.ccfb_interval };
+    let intervals = plan.intervals();
     match controller {
         _ if external => intervals.twcc(),
         ControllerChoice::User(u) => match u.feedback {
@@ -345,7 +314,7 @@ fn feedback_mode(
             UserFeedback::Ccfb => intervals.ccfb(USER_CCFB_INTERVAL),
         },
         ControllerChoice::Builtin(kind) => {
-            factory::feedback_mode(*kind, &controller_options(params), intervals, start_rate)
+            factory::feedback_mode(*kind, &plan.options(), intervals, start_rate)
         }
     }
 }
@@ -890,8 +859,9 @@ fn build_tcp(
     (source, sink)
 }
 
-/// A call's sender and receiver, and what its controller was told about the call. An `external`
-/// call runs [`ExternalRate`] instead of `controller`.
+/// A call's sender and receiver, built from its plan (`scenario::elements::call_plan`), and what
+/// its controller was told about the call. An `external` call runs [`ExternalRate`] instead of
+/// `controller`.
 fn build_call(
     c: &CallSpec,
     plumbing: CallPlumbing,
@@ -901,98 +871,28 @@ fn build_call(
     seed: u64,
     end: Instant,
 ) -> Result<(Sender, Receiver, CallSetup), ScenarioError> {
-    let call = plumbing.call;
-    let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
-    let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
-    let mut ids_rng = rng_for(seed, &format!("call{call}/ids"));
-    let ids = StreamIds {
-        video_ssrc: ids_rng.random(),
-        rtx_ssrc: ids_rng.random(),
-        audio_ssrc: ids_rng.random(),
-        receiver_ssrc: ids_rng.random(),
-        video_seq0: ids_rng.random(),
-        rtx_seq0: ids_rng.random(),
-        audio_seq0: ids_rng.random(),
-        video_ts0: ids_rng.random(),
-        audio_ts0: ids_rng.random(),
-    };
-    let rate = |p: &Option<crate::scenario::Param<Bitrate>>, default: Bitrate| {
-        p.as_ref().map_or(default, |p| *p.get())
-    };
-    let video_spec = c.video.clone().unwrap_or_default();
-    let video = plumbing.video_flow.map(|_| {
-        let min = rate(&video_spec.min, DEFAULT_VIDEO_MIN);
-        let cfg = VideoConfig {
-            fps: video_spec.fps.unwrap_or(DEFAULT_FPS),
-            min_rate: min,
-            max_rate: rate(&video_spec.max, DEFAULT_VIDEO_MAX),
-            start_rate: rate(&video_spec.start, min),
-            camera: video_spec.camera.map_or(VideoConfig::default().camera, |c| (c.width, c.height)),
-            ..VideoConfig::default()
-        };
-        VideoSource::new(cfg, derive_seed(seed, &format!("call{call}/video")), start)
-    });
-    let audio_spec = c.audio.clone().unwrap_or_default();
-    let audio = plumbing.audio_flow.map(|_| {
-        AudioSource::new(
-            AudioConfig {
-                rate: audio_spec.rate.unwrap_or(DEFAULT_AUDIO_RATE),
-                packet_interval: audio_spec.packet_interval.unwrap_or(DEFAULT_AUDIO_INTERVAL),
-            },
-            start,
-        )
-    });
-    // libwebrtc gives GoogCC the totals over all streams of the transport.
-    let audio_rate = audio.as_ref().map_or(Bitrate::ZERO, |a| a.config().rate);
-    let (vmin, vmax, vstart) = video.as_ref().map_or((Bitrate::ZERO, Bitrate::ZERO, Bitrate::ZERO), |v| {
-        (v.config().min_rate, v.config().max_rate, v.config().start_rate)
-    });
-    let limits = (vmin + audio_rate, vmax + audio_rate, vstart + audio_rate);
-    let priority = c.priority.unwrap_or(1.0);
+    let plan = call_plan(c, plumbing.call, params, seed, end);
+    let start = plan.start_at();
+    let limits = plan.limits();
     let setup = CallSetup {
-        call,
+        call: plan.call,
         start,
-        min_rate: limits.0,
-        max_rate: limits.1,
-        start_rate: limits.2,
-        priority,
-        seed: derive_seed(seed, &format!("call{call}/controller")),
+        min_rate: limits.min,
+        max_rate: limits.max,
+        start_rate: limits.start,
+        priority: plan.priority,
+        seed: plan.controller_seed,
     };
     let ctrl = match controller {
         // Its first interval starts with the run, when its owner starts watching.
-        _ if external => AnyController::External(Box::new(ExternalRate::new(limits.2, Instant::ZERO))),
+        _ if external => AnyController::External(Box::new(ExternalRate::new(limits.start, Instant::ZERO))),
         ControllerChoice::Builtin(kind) => {
-            let limits = RateLimits { min: limits.0, max: limits.1, start: limits.2 };
-            factory::build(*kind, &controller_options(params), priority, limits, start)
+            factory::build(*kind, &plan.options(), plan.priority, limits, start)
         }
         ControllerChoice::User(u) => AnyController::User((u.build)(&setup)),
     };
-    let feedback = c.feedback.clone().unwrap_or_default();
-    let report_interval = feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
-    let pauses = c
-        .pause
-        .iter()
-        .map(|p| Pause { from: Instant::ZERO + p.from, to: Instant::ZERO + p.to, audio: p.audio })
-        .collect();
-    let ecn = match c.ecn {
-        None | Some(EcnCodepoint::NotEct) => Ecn::NotEct,
-        Some(EcnCodepoint::Ect0) => Ecn::Ect0,
-        Some(EcnCodepoint::Ect1) => Ecn::Ect1,
-    };
-    let sender = Sender::new(SenderParts {
-        ids,
-        start,
-        stop,
-        controller: ctrl,
-        video,
-        audio,
-        report_interval,
-        pauses,
-        ecn,
-    });
-    let mode = feedback_mode(controller, external, params, &feedback, limits.2);
-    let receiver = Receiver::new(ids, start, mode, report_interval);
-    Ok((sender, receiver, setup))
+    let mode = feedback_mode(controller, external, &plan, limits.start);
+    Ok((plan.sender(ctrl), plan.receiver(mode), setup))
 }
 
 impl World {

@@ -8,10 +8,16 @@ use rtcbench_net::link::jitter::JitterConfig;
 use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{LinkConfig, QueueLimit};
 use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
+use rtcbench_net::rng::{derive_seed, rng_for};
+use rtcbench_rtp::call::StreamIds;
+use rtcbench_rtp::plan::{AudioPlan, CallPlan, PausePlan, VideoPlan};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
-use super::{find_path, CapacityMechanism, LinkSpec, LossSpec, QueueKind, QueueSize, QueueSpec, Scenario};
+use super::{
+    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
+    LossSpec, QueueKind, QueueSize, QueueSpec, Scenario,
+};
 
 /// The capacity a link's `capacity` or `schedule` describes: the capacity left to the flows.
 pub fn scheduled_capacity(l: &LinkSpec) -> CapacitySchedule {
@@ -222,4 +228,90 @@ impl NetworkPlan {
 /// [`rtcbench_net::rng::rng_for`].
 pub fn link_rng_path(link: &str, what: &str) -> String {
     format!("link/{link}/{what}")
+}
+
+/// Defaults of RFC 8867 §4.3 for media not described in the scenario.
+pub const DEFAULT_VIDEO_MIN: Bitrate = Bitrate::kbps(150);
+pub const DEFAULT_VIDEO_MAX: Bitrate = Bitrate::kbps(1500);
+pub const DEFAULT_AUDIO_RATE: Bitrate = Bitrate::kbps(20);
+pub const DEFAULT_AUDIO_INTERVAL: Duration = Duration::from_millis(20);
+pub const DEFAULT_FPS: f64 = 30.0;
+/// RTCP SR/RR interval.
+pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Call `call` (`c`) of a scenario as its endpoints are built, for a run with `seed` that ends at
+/// `end`: stream ids and source seeds drawn from the seed as the simulator draws them, the
+/// scenario's values or RFC 8867 §4.3's defaults, and the rate limits as totals over its streams
+/// (libwebrtc gives GoogCC the totals over all streams of the transport).
+pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, end: Instant) -> CallPlan {
+    use rand::RngExt;
+    let start = c.start.unwrap_or(Duration::ZERO);
+    let stop = c.stop.unwrap_or(end - Instant::ZERO);
+    let mut ids_rng = rng_for(seed, &format!("call{call}/ids"));
+    let ids = StreamIds {
+        video_ssrc: ids_rng.random(),
+        rtx_ssrc: ids_rng.random(),
+        audio_ssrc: ids_rng.random(),
+        receiver_ssrc: ids_rng.random(),
+        video_seq0: ids_rng.random(),
+        rtx_seq0: ids_rng.random(),
+        audio_seq0: ids_rng.random(),
+        video_ts0: ids_rng.random(),
+        audio_ts0: ids_rng.random(),
+    };
+    let flows = c.flows();
+    let has = |stream: &str| flows.iter().any(|&(_, suffix, _)| suffix == stream);
+    let rate = |p: &Option<super::Param<Bitrate>>, default: Bitrate| p.as_ref().map_or(default, |p| *p.get());
+    let video_spec = c.video.clone().unwrap_or_default();
+    let video = has("video").then(|| {
+        let min = rate(&video_spec.min, DEFAULT_VIDEO_MIN);
+        VideoPlan {
+            fps: video_spec.fps.unwrap_or(DEFAULT_FPS),
+            min_rate: min,
+            max_rate: rate(&video_spec.max, DEFAULT_VIDEO_MAX),
+            start_rate: rate(&video_spec.start, min),
+            camera: video_spec
+                .camera
+                .map_or(rtcbench_media::video::VideoConfig::default().camera, |c| (c.width, c.height)),
+            seed: derive_seed(seed, &format!("call{call}/video")),
+        }
+    });
+    let audio_spec = c.audio.clone().unwrap_or_default();
+    let audio = has("audio").then(|| AudioPlan {
+        rate: audio_spec.rate.unwrap_or(DEFAULT_AUDIO_RATE),
+        packet_interval: audio_spec.packet_interval.unwrap_or(DEFAULT_AUDIO_INTERVAL),
+    });
+    let audio_rate = audio.as_ref().map_or(Bitrate::ZERO, |a| a.rate);
+    let (vmin, vmax, vstart) = video
+        .as_ref()
+        .map_or((Bitrate::ZERO, Bitrate::ZERO, Bitrate::ZERO), |v| (v.min_rate, v.max_rate, v.start_rate));
+    let feedback = c.feedback.clone().unwrap_or_default();
+    CallPlan {
+        call,
+        start,
+        stop,
+        ids,
+        video,
+        audio,
+        report_interval: feedback.report_interval.unwrap_or(DEFAULT_REPORT_INTERVAL),
+        pauses: c.pause.iter().map(|p| PausePlan { from: p.from, to: p.to, audio: p.audio }).collect(),
+        ecn: match c.ecn {
+            None | Some(EcnCodepoint::NotEct) => 0b00,
+            Some(EcnCodepoint::Ect0) => 0b10,
+            Some(EcnCodepoint::Ect1) => 0b01,
+        },
+        min_rate: vmin + audio_rate,
+        max_rate: vmax + audio_rate,
+        start_rate: vstart + audio_rate,
+        priority: c.priority.unwrap_or(1.0),
+        controller_seed: derive_seed(seed, &format!("call{call}/controller")),
+        gcc_draft_send_side: params.gcc_draft.as_ref().map(|p| p.deployment).unwrap_or_default()
+            == GccDeployment::SendSide,
+        scream_competing_flows_compensation: params
+            .scream
+            .as_ref()
+            .and_then(|p| p.competing_flows_compensation),
+        twcc_interval: feedback.twcc_interval,
+        ccfb_interval: feedback.ccfb_interval,
+    }
 }
