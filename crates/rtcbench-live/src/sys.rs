@@ -336,3 +336,43 @@ pub fn terminate_with_parent() -> io::Result<()> {
     // SAFETY: PR_SET_PDEATHSIG takes a signal number.
     check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) }).map(drop)
 }
+
+/// Sends every datagram of a UDP socket with this IP TOS byte (its low two bits: ECN).
+pub fn set_ip_tos(socket: &impl AsRawFd, tos: u8) -> io::Result<()> {
+    set_option(socket.as_raw_fd(), libc::IPPROTO_IP, libc::IP_TOS, &libc::c_int::from(tos))
+}
+
+/// Asks the kernel to report each received datagram's IP TOS byte ([`receive_with_tos`]).
+pub fn enable_receive_tos(socket: &impl AsRawFd) -> io::Result<()> {
+    set_option(socket.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, &1 as &libc::c_int)
+}
+
+/// Reads one datagram without blocking: its length (cut to `buf`) and IP TOS byte; `Ok(None)`
+/// when none is waiting.
+pub fn receive_with_tos(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Option<(usize, u8)>> {
+    // SAFETY: every pointer in `msg` refers to a live local buffer of the length given, and the
+    // control-message walk stays within `control` as the CMSG macros guarantee.
+    unsafe {
+        let mut control = [0u64; 8];
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let mut msg: libc::msghdr = zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of::<[u64; 8]>();
+        let n = libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT);
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::WouldBlock { Ok(None) } else { Err(e) };
+        }
+        let mut tos = 0u8;
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_TOS {
+                tos = *libc::CMSG_DATA(cmsg);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        Ok(Some((n as usize, tos)))
+    }
+}

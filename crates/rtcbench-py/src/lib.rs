@@ -113,6 +113,25 @@ fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
     serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The calls of one resolved variant as live agents build their endpoints, as JSON: per call its
+/// name, sending and receiving nodes, and `CallPlan` for `seed`.
+#[pyfunction]
+fn call_plans(resolved: &str, seed: u64) -> PyResult<String> {
+    let s = one_variant(resolved, "call_plans")?;
+    let end = rtcbench_units::Instant::ZERO + *s.spec.duration.get();
+    let calls: Vec<serde_json::Value> = s
+        .spec
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let plan = scenario::elements::call_plan(c, k as u32, &s.spec.controller, seed, end);
+            serde_json::json!({ "name": c.name_or_default(k), "from": c.from, "to": c.to, "plan": plan })
+        })
+        .collect();
+    serde_json::to_string(&calls).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// A built-in controller by name, or a `ValueError` that lists the names.
 pub(crate) fn builtin_kind(controller: &str) -> PyResult<ControllerKind> {
     ControllerKind::from_name(controller).ok_or_else(|| {
@@ -278,6 +297,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(network_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(call_plans, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;

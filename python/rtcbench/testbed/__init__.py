@@ -12,7 +12,7 @@ packets between the hosts through the scenario's links. Needs Linux, root and
 iproute2's `ip` (`missing()` says what is lacking).
 """
 
-from rtcbench.testbed import cross, relay
+from rtcbench.testbed import cross, media, relay
 from rtcbench.testbed.netns import (
     Testbed,
     TestbedError,
@@ -32,6 +32,7 @@ __all__ = [
     "Topology",
     "build",
     "cross",
+    "media",
     "missing",
     "relay",
     "remove_stale",

@@ -1,0 +1,366 @@
+//! `rtcbench-media CONFIG.json`: one end of a media call on a UDP socket, in real time — the
+//! same sans-IO sender or receiver the simulator runs (`rtcbench-rtp`), built from the same
+//! plan (`CallPlan`), its controller built as the simulator builds it (`rtcbench_cc::factory`).
+//!
+//! Started by `rtcbench.testbed.media` in a node's namespace: it binds its socket, says `ready`
+//! on stdout, waits for `go <t0>` on stdin (the run's time zero, CLOCK_MONOTONIC nanoseconds) and
+//! runs until `end` (from the configuration), `stop` or the end of stdin, SIGINT or SIGTERM.
+//! Datagrams carry the endpoint's RTP header or RTCP bytes, then zero bytes up to the wire size
+//! the endpoint asked for (a video packet's payload starts with its frame index, 8 bytes,
+//! big-endian, so the receiver can label its frames). Its log (`log`, JSON Lines, written
+//! atomically at the end) has every datagram sent and received and what the endpoint reported.
+//!
+//! Exit status: 0 after a clean stop, 2 for a configuration it cannot use, 1 for a failed call.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufWriter, Write};
+use std::net::{SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use rtcbench_cc::factory;
+use rtcbench_cc::{ControllerKind, ControllerMetrics};
+use rtcbench_live::sys::{self, Poll, Signals, Timer};
+use rtcbench_media::video::Frame;
+use rtcbench_rtp::call::PT_VIDEO;
+use rtcbench_rtp::{CallObserver, CallPlan, FeedbackRow, Incoming, OutKind, Outgoing, Receiver, Sender};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+use rtcbench_wire::rtp::{RtpHeaderRepr, IPV4_UDP_OVERHEAD};
+use rtcbench_wire::Ecn;
+use serde::Deserialize;
+use serde_json::json;
+
+const TOKEN_SIGNAL: u64 = 0;
+const TOKEN_STDIN: u64 = 1;
+const TOKEN_TIMER: u64 = 2;
+const TOKEN_SOCKET: u64 = 3;
+/// Above normal tasks, below the relay (2): as the cross-traffic agents.
+const FIFO_PRIORITY: i32 = 1;
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Role {
+    Sender,
+    Receiver,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    role: Role,
+    /// A built-in controller's name (the sender builds it; the receiver sends the feedback it
+    /// needs).
+    controller: String,
+    plan: CallPlan,
+    local: SocketAddrV4,
+    peer: SocketAddrV4,
+    /// When to stop, from time zero.
+    end: Duration,
+    log: PathBuf,
+}
+
+enum Failure {
+    Config(String),
+    Io(String, io::Error),
+}
+
+fn io_context(what: impl Into<String>) -> impl FnOnce(io::Error) -> Failure {
+    let what = what.into();
+    move |e| Failure::Io(what, e)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, config] = args.as_slice() else {
+        eprintln!("usage: rtcbench-media CONFIG.json");
+        return ExitCode::from(2);
+    };
+    match run(Path::new(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(msg)) => {
+            eprintln!("rtcbench-media: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Io(what, e)) => {
+            eprintln!("rtcbench-media: {what}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The endpoint's events and datagrams, as JSON Lines in memory until the end (a few hundred
+/// bytes per datagram: tens of MB for a long call at a few Mbit/s).
+struct Log {
+    lines: Vec<u8>,
+}
+
+impl Log {
+    fn line(&mut self, value: &serde_json::Value) {
+        serde_json::to_writer(&mut self.lines, value).expect("JSON to memory");
+        self.lines.push(b'\n');
+    }
+}
+
+/// Reports of the endpoint at instant `now` (set before each call into it).
+struct Observer<'a> {
+    log: &'a mut Log,
+}
+
+fn us(t: Instant) -> i64 {
+    (t - Instant::ZERO).as_micros()
+}
+
+impl CallObserver for Observer<'_> {
+    fn frame_encoded(&mut self, frame: &Frame, packets: u32) {
+        self.log.line(&json!({
+            "event": "frame_encoded", "t_us": us(frame.capture), "frame": frame.index,
+            "size": frame.size.as_bytes(), "keyframe": frame.keyframe, "packets": packets,
+        }));
+    }
+
+    fn frame_completed(&mut self, frame: u64, at: Instant, freeze: bool) {
+        self.log.line(&json!({"event": "frame_completed", "t_us": us(at), "frame": frame, "freeze": freeze}));
+    }
+
+    fn feedback(&mut self, at: Instant, row: FeedbackRow) {
+        self.log.line(&json!({
+            "event": "feedback", "t_us": us(at), "kind": row.kind as u8, "size": row.size.as_bytes(),
+            "rtt_us": row.rtt.map(|d| d.as_micros()), "fraction_lost": row.fraction_lost,
+            "packets_reported": row.packets_reported,
+        }));
+    }
+
+    fn controller(
+        &mut self,
+        at: Instant,
+        target: Bitrate,
+        pacing: Option<Bitrate>,
+        _metrics: &ControllerMetrics,
+        _remote: Option<&ControllerMetrics>,
+    ) {
+        self.log.line(&json!({
+            "event": "controller", "t_us": us(at), "target_bps": target.as_bps(),
+            "pacing_bps": pacing.map(|p| p.as_bps()),
+        }));
+    }
+}
+
+enum Endpoint {
+    Sender(Box<Sender>),
+    Receiver(Box<Receiver>),
+}
+
+impl Endpoint {
+    fn poll_timeout(&self) -> Instant {
+        match self {
+            Self::Sender(s) => s.poll_timeout(),
+            Self::Receiver(r) => r.poll_timeout(),
+        }
+    }
+
+    fn on_timeout(&mut self, now: Instant, obs: &mut Observer<'_>) {
+        match self {
+            Self::Sender(s) => s.on_timeout(now, obs),
+            Self::Receiver(r) => r.on_timeout(now),
+        }
+    }
+
+    fn on_datagram(&mut self, now: Instant, pkt: Incoming<'_>, obs: &mut Observer<'_>) {
+        match self {
+            Self::Sender(s) if pkt.rtcp => s.on_rtcp(now, pkt, obs),
+            Self::Sender(_) => {}
+            Self::Receiver(r) => r.on_packet(now, pkt, obs),
+        }
+    }
+
+    fn outbox(&mut self) -> Vec<Outgoing> {
+        match self {
+            Self::Sender(s) => std::mem::take(&mut s.outbox),
+            Self::Receiver(r) => std::mem::take(&mut r.outbox),
+        }
+    }
+}
+
+/// RTCP and RTP share the port (RFC 5761 §4): RTCP packet types 192-223 sit where RTP has its
+/// marker bit and payload type.
+fn is_rtcp(datagram: &[u8]) -> bool {
+    datagram.len() >= 2 && (192..=223).contains(&datagram[1])
+}
+
+fn kind_name(kind: OutKind) -> &'static str {
+    match kind {
+        OutKind::Video => "video",
+        OutKind::Audio => "audio",
+        OutKind::Padding => "padding",
+        OutKind::Rtcp => "rtcp",
+    }
+}
+
+fn run(config_path: &Path) -> Result<(), Failure> {
+    let text = fs::read_to_string(config_path)
+        .map_err(|e| Failure::Config(format!("{}: cannot read: {e}", config_path.display())))?;
+    let cfg: Config = serde_json::from_str(&text)
+        .map_err(|e| Failure::Config(format!("{}: {e}", config_path.display())))?;
+    let known = || ControllerKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let kind = ControllerKind::from_name(&cfg.controller).ok_or_else(|| {
+        Failure::Config(format!(
+            "{}: controller {:?} is not built in (built-in: {})",
+            config_path.display(),
+            cfg.controller,
+            known()
+        ))
+    })?;
+    let plan = &cfg.plan;
+    let mut endpoint = match cfg.role {
+        Role::Sender => {
+            let controller =
+                factory::build(kind, &plan.options(), plan.priority, plan.limits(), plan.start_at());
+            Endpoint::Sender(Box::new(plan.sender(controller)))
+        }
+        Role::Receiver => {
+            let mode = factory::feedback_mode(kind, &plan.options(), plan.intervals(), plan.limits().start);
+            Endpoint::Receiver(Box::new(plan.receiver(mode)))
+        }
+    };
+    let socket = UdpSocket::bind(cfg.local).map_err(io_context(format!("binding {}", cfg.local)))?;
+    socket.connect(cfg.peer).map_err(io_context(format!("connecting to {}", cfg.peer)))?;
+    socket.set_nonblocking(true).map_err(io_context("socket"))?;
+    sys::enable_receive_tos(&socket).map_err(io_context("IP_RECVTOS"))?;
+    if cfg.role == Role::Sender {
+        sys::set_ip_tos(&socket, plan.ecn).map_err(io_context("IP_TOS"))?;
+    }
+    sys::terminate_with_parent().map_err(io_context("PR_SET_PDEATHSIG"))?;
+    let signals = Signals::new().map_err(io_context("signalfd"))?;
+    let timer = Timer::new().map_err(io_context("timerfd"))?;
+    let poll = Poll::new().map_err(io_context("epoll"))?;
+    for (fd, token) in [
+        (signals.as_raw_fd(), TOKEN_SIGNAL),
+        (io::stdin().as_raw_fd(), TOKEN_STDIN),
+        (timer.as_raw_fd(), TOKEN_TIMER),
+        (socket.as_raw_fd(), TOKEN_SOCKET),
+    ] {
+        poll.add(fd, token).map_err(io_context("epoll"))?;
+    }
+    let scheduling = if sys::set_fifo_scheduling(FIFO_PRIORITY).is_ok() { "fifo" } else { "other" };
+    let _ = sys::set_minimal_timer_slack();
+
+    println!("ready");
+    io::stdout().flush().map_err(io_context("stdout"))?;
+    let mut line = String::new();
+    io::stdin().lock().read_line(&mut line).map_err(io_context("stdin"))?;
+    let t0: i128 = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["go", t0] => t0.parse().map_err(|_| Failure::Config(format!("bad start instant {t0:?}")))?,
+        [] | ["stop"] => return Ok(()),
+        _ => return Err(Failure::Config(format!("expected `go <monotonic ns>` on stdin, got {line:?}"))),
+    };
+    let now = || {
+        Instant::ZERO
+            + Duration::from_micros(
+                i64::try_from((sys::monotonic_ns() - t0).max(0) / 1000).unwrap_or(i64::MAX),
+            )
+    };
+    let to_ns = |t: Instant| t0 + i128::from((t - Instant::ZERO).as_micros()) * 1000;
+    let end = Instant::ZERO + cfg.end;
+
+    let mut log = Log { lines: Vec::new() };
+    log.line(
+        &json!({"event": "scheduling", "t_us": 0, "policy": scheduling, "role": cfg.role == Role::Sender}),
+    );
+    let mut ready = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    let mut send_buf = Vec::with_capacity(2048);
+    let mut sent_frames = 0u64;
+    let mut unreachable = 0u64;
+    'run: loop {
+        let deadline = endpoint.poll_timeout().min(end);
+        timer.arm(Some(to_ns(deadline))).map_err(io_context("timerfd"))?;
+        poll.wait(std::time::Duration::from_secs(1), &mut ready).map_err(io_context("epoll_wait"))?;
+        for &token in &ready {
+            match token {
+                TOKEN_SIGNAL => break 'run,
+                TOKEN_STDIN => {
+                    let mut l = String::new();
+                    match io::stdin().lock().read_line(&mut l) {
+                        Ok(0) | Err(_) => break 'run,
+                        Ok(_) if l.trim() == "stop" => break 'run,
+                        Ok(_) => {}
+                    }
+                }
+                TOKEN_TIMER => timer.clear(),
+                _ => {}
+            }
+        }
+        let mut obs = Observer { log: &mut log };
+        loop {
+            let (n, tos) = match sys::receive_with_tos(&socket, &mut buf) {
+                Ok(Some(got)) => got,
+                Ok(None) => break,
+                // An ICMP port unreachable for an earlier datagram: the peer is not listening
+                // (yet, or any more: a sender ends before its receiver). Counted, not fatal.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    unreachable += 1;
+                    continue;
+                }
+                Err(e) => return Err(Failure::Io("receiving".into(), e)),
+            };
+            let t = now();
+            let data = &buf[..n];
+            let rtcp = is_rtcp(data);
+            let header = (!rtcp).then(|| RtpHeaderRepr::parse(data).ok()).flatten();
+            let frame = header.as_ref().filter(|(h, _)| h.payload_type == PT_VIDEO).and_then(|&(_, len)| {
+                data.get(len..len + 8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+            });
+            let size = IPV4_UDP_OVERHEAD + DataSize::bytes(n as u64);
+            obs.log.line(&json!({
+                "event": "received", "t_us": us(t), "size": size.as_bytes(), "rtcp": rtcp, "ecn": tos & 0b11,
+                "seq": header.as_ref().map(|(h, _)| h.seq.value()), "pt": header.as_ref().map(|(h, _)| h.payload_type),
+            }));
+            endpoint.on_datagram(t, Incoming { data, size, ecn: Ecn::from_bits(tos), rtcp, frame }, &mut obs);
+        }
+        let t = now();
+        if t >= endpoint.poll_timeout() {
+            endpoint.on_timeout(t, &mut obs);
+        }
+        for out in endpoint.outbox() {
+            let header_and_payload = out.size.saturating_sub(IPV4_UDP_OVERHEAD).as_bytes() as usize;
+            send_buf.clear();
+            send_buf.extend_from_slice(&out.data);
+            send_buf.resize(header_and_payload.max(out.data.len()), 0);
+            if let (OutKind::Video, Some(f)) = (out.kind, out.frame) {
+                if let Some(room) = send_buf.get_mut(out.data.len()..out.data.len() + 8) {
+                    room.copy_from_slice(&f.to_be_bytes());
+                }
+            }
+            match socket.send(&send_buf) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => unreachable += 1,
+                // The relay's queue is the bottleneck, not the host: a full socket buffer here
+                // is counted as a send error, as a real stack would drop it.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(Failure::Io("sending".into(), e)),
+            }
+            sent_frames += 1;
+            obs.log.line(&json!({
+                "event": "sent", "t_us": us(t), "kind": kind_name(out.kind), "size": out.size.as_bytes(),
+                "payload": out.payload.as_bytes(), "seq": out.seq, "frame": out.frame,
+            }));
+        }
+        if now() >= end {
+            break;
+        }
+    }
+    log.line(
+        &json!({"event": "end", "t_us": us(now()), "sent": sent_frames, "peer_unreachable": unreachable}),
+    );
+    write_atomically(&cfg.log, &log.lines).map_err(io_context(format!("writing {}", cfg.log.display())))
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("log");
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut f = BufWriter::new(File::create(&tmp)?);
+    f.write_all(bytes)?;
+    f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    fs::rename(tmp, path)
+}

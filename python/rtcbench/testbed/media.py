@@ -1,0 +1,254 @@
+"""Media agents: the calls of a scenario between a testbed's hosts, each end an `rtcbench-media`
+process (`crates/rtcbench-live`) running the simulator's own sans-IO sender or receiver
+(`rtcbench-rtp`), built from the same `CallPlan`, on a UDP socket in real time
+(docs/emulation.md, "Media").
+
+    with testbed.build(variant) as bed:
+        r = testbed.relay.start(bed, variant, seed=1, out_dir=out / "relay")
+        calls = testbed.media.start(bed, variant, seed=1, controller="gcc", out_dir=out / "media")
+        t0 = r.go()
+        calls.go(t0)
+        calls.wait()                  # every agent ends at the end of the run
+        r.stop()
+        logs = calls.logs()           # per call and role, the agent's JSON Lines records
+
+Built-in controllers only, for now: a Python controller cannot cross into the agent yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rtcbench import _core
+from rtcbench.scenarios import Variant
+from rtcbench.testbed.netns import Testbed, TestbedError, TestbedUnavailable
+
+MEDIA_ENV = "RTCBENCH_MEDIA"
+"""Names the media agent binary to use instead of the one `make build` puts in the package."""
+PACKAGED = Path(__file__).resolve().parent.parent / "_bin" / "rtcbench-media"
+FIRST_PORT = 5004
+"""Call k uses UDP port 5004 + 2k at both ends (RTP and RTCP multiplexed, RFC 5761)."""
+READY_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 5.0
+GO_MARGIN_S = 0.05
+RECEIVER_GRACE_S = 1.0
+"""Receivers listen this long past the end, so that what the links still hold arrives."""
+
+
+class MediaError(TestbedError):
+    """A media agent could not start or failed (one line)."""
+
+
+def binary() -> Path:
+    """The media agent executable: `$RTCBENCH_MEDIA`, else the one built beside the package."""
+    path = Path(os.environ.get(MEDIA_ENV, PACKAGED))
+    if not os.access(path, os.X_OK):
+        raise TestbedUnavailable(
+            f"the media agent is not built: {path} is not an executable; run `make build`"
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A call of the scenario as the agents build it: `plan` is the simulator's `CallPlan`."""
+
+    index: int
+    name: str
+    src: str
+    dst: str
+    plan: dict[str, Any]
+
+
+def plan(variant: Variant, seed: int) -> list[PlannedCall]:
+    """The scenario's calls for `seed`, as the simulator builds them (pure: nothing started)."""
+    calls = json.loads(_core.call_plans(variant.toml, seed))
+    return [PlannedCall(k, c["name"], c["from"], c["to"], c["plan"]) for k, c in enumerate(calls)]
+
+
+@dataclass
+class Agent:
+    call: str
+    role: str
+    node: str
+    process: subprocess.Popen[str]
+    log: Path
+    stderr: Path
+
+    def last_error(self) -> str:
+        lines = [ln.strip() for ln in self.stderr.read_text(errors="replace").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1].removeprefix("rtcbench-media: ")
+        return f"it ended with status {self.process.returncode} and said nothing"
+
+
+@dataclass
+class MediaCalls:
+    """The agents of one run (`start`): ready, then running once `go` is called."""
+
+    agents: list[Agent] = field(default_factory=list)
+    t0: float | None = None
+
+    def go(self, t0: float | None = None) -> float:
+        """Starts the calls at `t0` (`time.monotonic()` seconds; default: `GO_MARGIN_S` from now)."""
+        if self.t0 is not None:
+            raise RuntimeError("the calls are already going")
+        self.t0 = time.monotonic() + GO_MARGIN_S if t0 is None else t0
+        for a in self.agents:
+            try:
+                _pipe(a.process.stdin).write(f"go {round(self.t0 * 1e9)}\n")
+                _pipe(a.process.stdin).flush()
+            except BrokenPipeError:
+                pass  # it has ended: `wait` says why
+        return self.t0
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Waits until every agent has ended; `MediaError` naming the first that failed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for a in self.agents:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            a.process.wait(left)
+        self._close()
+        for a in self.agents:
+            if a.process.returncode != 0:
+                raise MediaError(f"media ({a.role} of {a.call} at {a.node}): {a.last_error()}")
+
+    def stop(self) -> None:
+        """Ends every agent now; each writes its log."""
+        for a in self.agents:
+            stdin = _pipe(a.process.stdin)
+            if not stdin.closed:
+                try:
+                    stdin.write("stop\n")
+                    stdin.flush()
+                except BrokenPipeError:
+                    pass
+        self.wait(STOP_TIMEOUT_S)
+
+    def logs(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """Each agent's records, by (call name, role)."""
+        return {(a.call, a.role): read_log(a.log) for a in self.agents}
+
+    def _close(self) -> None:
+        for a in self.agents:
+            for pipe in (a.process.stdin, a.process.stdout):
+                if pipe is not None and not pipe.closed:
+                    with contextlib.suppress(BrokenPipeError):
+                        pipe.close()
+
+
+def start(
+    bed: Testbed,
+    variant: Variant,
+    *,
+    seed: int,
+    controller: str,
+    out_dir: Path,
+    end_s: float | None = None,
+) -> MediaCalls:
+    """Starts both ends of every call of `variant` (receivers first) in their nodes' namespaces of
+    `bed` and waits until each is ready; they begin at `MediaCalls.go`; senders end at `end_s`
+    (default: the latest call's stop), receivers `RECEIVER_GRACE_S` later. Configurations, logs and
+    each agent's stderr go to `out_dir`."""
+    exe = binary()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    calls = plan(variant, seed)
+    if end_s is None:
+        end_s = max((_seconds(c.plan["stop"]) for c in calls), default=0.0)
+    topo = bed.topology
+    media = MediaCalls()
+    try:
+        for role in ("receiver", "sender"):
+            for c in calls:
+                node, peer = (c.dst, c.src) if role == "receiver" else (c.src, c.dst)
+                port = FIRST_PORT + 2 * c.index
+                cfg = {
+                    "role": role,
+                    "controller": controller,
+                    "plan": c.plan,
+                    "local": f"{topo.host(node).address.ip}:{port}",
+                    "peer": f"{topo.host(peer).address.ip}:{port}",
+                    "end": f"{round((end_s + (RECEIVER_GRACE_S if role == 'receiver' else 0.0)) * 1e6)}us",
+                    "log": str(out_dir / f"{role}-call{c.index}.jsonl"),
+                }
+                media.agents.append(_launch(bed, exe, node, c.name, role, cfg, out_dir))
+            _await_ready(media)
+    except BaseException:
+        media._close()
+        raise
+    return media
+
+
+def _launch(
+    bed: Testbed, exe: Path, node: str, call: str, role: str, cfg: dict[str, Any], out: Path
+) -> Agent:
+    index = Path(cfg["log"]).stem
+    cfg_path = out / f"{index}.json"
+    cfg_path.write_text(json.dumps(cfg))
+    stderr = out / f"{index}.stderr"
+    with stderr.open("w") as err:
+        process = bed.popen(
+            node,
+            [str(exe), str(cfg_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    return Agent(call, role, node, process, Path(cfg["log"]), stderr)
+
+
+def _await_ready(media: MediaCalls) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    waiting = {
+        _pipe(a.process.stdout).fileno(): a for a in media.agents if not _pipe(a.process.stdout).closed
+    }
+    while waiting:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            a = next(iter(waiting.values()))
+            raise MediaError(f"media ({a.role} of {a.call} at {a.node}) was not ready in {READY_TIMEOUT_S} s")
+        readable, _, _ = select.select(list(waiting), [], [], left)
+        for fd in readable:
+            a = waiting.pop(fd)
+            line = _pipe(a.process.stdout).readline()
+            _pipe(a.process.stdout).close()
+            if line.strip() != "ready":
+                a.process.wait()
+                raise MediaError(f"media ({a.role} of {a.call} at {a.node}): {a.last_error()}")
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """An agent's records (JSON Lines), in the order written."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def media_rate_bps(records: list[dict[str, Any]], from_s: float, to_s: float) -> float:
+    """Bit rate on the wire of the RTP datagrams a receiver got in [from_s, to_s)."""
+    got: int = sum(
+        int(r["size"])
+        for r in records
+        if r["event"] == "received" and not r["rtcp"] and from_s <= r["t_us"] / 1e6 < to_s
+    )
+    return got * 8 / (to_s - from_s)
+
+
+def _seconds(duration: str) -> float:
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+    for unit in ("us", "ms", "s"):
+        if duration.endswith(unit):
+            return float(duration.removesuffix(unit)) * units[unit]
+    raise ValueError(f"not a duration: {duration!r}")
+
+
+def _pipe(stream: IO[str] | None) -> IO[str]:
+    assert stream is not None, "agents are started with pipes"
+    return stream
