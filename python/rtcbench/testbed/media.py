@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import select
 import subprocess
 import time
@@ -29,11 +28,11 @@ from typing import IO, Any
 
 from rtcbench import _core
 from rtcbench.scenarios import Variant
-from rtcbench.testbed.netns import Testbed, TestbedError, TestbedUnavailable
+from rtcbench.testbed import binaries
+from rtcbench.testbed.netns import Testbed, TestbedError
 
 MEDIA_ENV = "RTCBENCH_MEDIA"
 """Names the media agent binary to use instead of the one `make build` puts in the package."""
-PACKAGED = Path(__file__).resolve().parent.parent / "_bin" / "rtcbench-media"
 FIRST_PORT = 5004
 """Call k uses UDP port 5004 + 2k at both ends (RTP and RTCP multiplexed, RFC 5761)."""
 READY_TIMEOUT_S = 5.0
@@ -49,12 +48,7 @@ class MediaError(TestbedError):
 
 def binary() -> Path:
     """The media agent executable: `$RTCBENCH_MEDIA`, else the one built beside the package."""
-    path = Path(os.environ.get(MEDIA_ENV, PACKAGED))
-    if not os.access(path, os.X_OK):
-        raise TestbedUnavailable(
-            f"the media agent is not built: {path} is not an executable; run `make build`"
-        )
-    return path
+    return binaries.find("rtcbench-media", MEDIA_ENV, "media agent")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import select
 import subprocess
 import time
@@ -27,11 +26,11 @@ from typing import IO, Any
 
 from rtcbench import _core
 from rtcbench.scenarios import Variant
-from rtcbench.testbed.netns import Testbed, TestbedError, TestbedUnavailable
+from rtcbench.testbed import binaries
+from rtcbench.testbed.netns import Testbed, TestbedError
 
 RELAY_ENV = "RTCBENCH_RELAY"
 """Names the relay binary to use instead of the one `make build-release` puts in the package."""
-PACKAGED = Path(__file__).resolve().parent.parent / "_bin" / "rtcbench-relay"
 READY_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
 GO_MARGIN_S = 0.05
@@ -45,13 +44,7 @@ class RelayError(TestbedError):
 
 def binary() -> Path:
     """The relay executable: `$RTCBENCH_RELAY`, else the one built beside the package."""
-    path = Path(os.environ.get(RELAY_ENV, PACKAGED))
-    if not os.access(path, os.X_OK):
-        how = f"${RELAY_ENV} names {path}, which" if RELAY_ENV in os.environ else f"{path}"
-        raise TestbedUnavailable(
-            f"the emulation relay is not built: {how} is not an executable; run `make build`"
-        )
-    return path
+    return binaries.find("rtcbench-relay", RELAY_ENV, "emulation relay")
 
 
 @dataclass(frozen=True)
@@ -86,6 +79,8 @@ class RelayReport:
     records_lost: int
     links: dict[str, LinkReport]
     wall_s: float
+    processed_until_s: float
+    """The last instant of the scenario the relay processed: its links ran up to here."""
 
     @classmethod
     def read(cls, path: Path) -> RelayReport:
@@ -119,6 +114,7 @@ class RelayReport:
             records_lost=r["records_lost"],
             links=links,
             wall_s=r["wall_s"],
+            processed_until_s=r["processed_until_us"] / 1e6,
         )
 
     def warning(self) -> str | None:

@@ -12,8 +12,8 @@
 //!
 //! Exit status: 0 after a clean stop, 2 for a configuration it cannot use, 1 for a failed call.
 
-use std::fs::{self, File};
-use std::io::{self, BufRead, BufWriter, Write};
+use std::fs;
+use std::io::{self, BufRead, Write};
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ use std::process::ExitCode;
 
 use rtcbench_cc::factory;
 use rtcbench_cc::{ControllerKind, ControllerMetrics};
+use rtcbench_live::process::{self, io_context, write_atomically, Failure};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::video::Frame;
 use rtcbench_rtp::call::PT_VIDEO;
@@ -60,33 +61,8 @@ struct Config {
     log: PathBuf,
 }
 
-enum Failure {
-    Config(String),
-    Io(String, io::Error),
-}
-
-fn io_context(what: impl Into<String>) -> impl FnOnce(io::Error) -> Failure {
-    let what = what.into();
-    move |e| Failure::Io(what, e)
-}
-
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, config] = args.as_slice() else {
-        eprintln!("usage: rtcbench-media CONFIG.json");
-        return ExitCode::from(2);
-    };
-    match run(Path::new(config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Config(msg)) => {
-            eprintln!("rtcbench-media: {msg}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Io(what, e)) => {
-            eprintln!("rtcbench-media: {what}: {e}");
-            ExitCode::from(1)
-        }
-    }
+    process::main_with("rtcbench-media", run)
 }
 
 /// The endpoint's events and datagrams, as JSON Lines in memory until the end (a few hundred
@@ -354,13 +330,4 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         &json!({"event": "end", "t_us": us(now()), "sent": sent_frames, "peer_unreachable": unreachable}),
     );
     write_atomically(&cfg.log, &log.lines).map_err(io_context(format!("writing {}", cfg.log.display())))
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("log");
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut f = BufWriter::new(File::create(&tmp)?);
-    f.write_all(bytes)?;
-    f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    fs::rename(tmp, path)
 }

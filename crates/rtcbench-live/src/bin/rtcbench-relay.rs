@@ -19,6 +19,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 use rtcbench_live::config::RelayConfig;
+use rtcbench_live::process::{self, io_context, write_atomically, Failure};
 use rtcbench_live::relay::{Dropped, Refused, Relay};
 use rtcbench_live::stats::{Lateness, LatenessSummary};
 use rtcbench_live::sys::{self, PacketSocket, Poll, Signals, Timer};
@@ -42,35 +43,8 @@ const TOKEN_SIGNAL: u64 = u64::MAX;
 const TOKEN_STDIN: u64 = u64::MAX - 1;
 const TOKEN_TIMER: u64 = u64::MAX - 2;
 
-enum Failure {
-    /// The configuration cannot be used: exit 2.
-    Config(String),
-    /// A system call failed: exit 1.
-    Io(String, io::Error),
-}
-
-fn io_context(what: impl Into<String>) -> impl FnOnce(io::Error) -> Failure {
-    let what = what.into();
-    move |e| Failure::Io(what, e)
-}
-
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, config] = args.as_slice() else {
-        eprintln!("usage: rtcbench-relay CONFIG.json");
-        return ExitCode::from(2);
-    };
-    match run(Path::new(config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Config(msg)) => {
-            eprintln!("rtcbench-relay: {msg}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Io(what, e)) => {
-            eprintln!("rtcbench-relay: {what}: {e}");
-            ExitCode::from(1)
-        }
-    }
+    process::main_with("rtcbench-relay", run)
 }
 
 /// One thing for the writer thread.
@@ -93,6 +67,9 @@ struct Report {
     keeping_up: bool,
     lateness_goal_us: f64,
     wall_s: f64,
+    /// The last instant of the scenario the relay processed (µs from time zero): links and
+    /// background traffic ran up to here.
+    processed_until_us: i64,
     frames_in: u64,
     frames_out: u64,
     refused: Refused,
@@ -247,6 +224,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         lateness,
         lateness_goal_us: LATENESS_GOAL_US,
         wall_s: started.elapsed().as_secs_f64(),
+        processed_until_us: (relay.now() - Instant::ZERO).as_micros(),
         frames_in,
         frames_out,
         refused: relay.refused.clone(),
@@ -379,13 +357,4 @@ fn write_records(dir: &Path, links: &[String], capture: bool, rx: &Receiver<Reco
     }
     drops.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     fs::rename(drops_tmp, dir.join("relay-drops.csv"))
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp =
-        path.with_file_name(format!(".{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("out")));
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(tmp, path)
 }

@@ -1,0 +1,54 @@
+//! What the live binaries (`rtcbench-relay`, `rtcbench-media`) share as processes: they take one
+//! argument, a JSON configuration; they fail in one line on stderr, with status 2 for a
+//! configuration they cannot use and 1 for a system call that failed; they write their files
+//! atomically.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Why a live binary stopped before its end.
+pub enum Failure {
+    /// The configuration cannot be used: exit status 2.
+    Config(String),
+    /// A system call failed: exit status 1.
+    Io(String, io::Error),
+}
+
+/// Turns an `io::Error` into a [`Failure`] that says what was being done.
+pub fn io_context(what: impl Into<String>) -> impl FnOnce(io::Error) -> Failure {
+    let what = what.into();
+    move |e| Failure::Io(what, e)
+}
+
+/// The `main` of a live binary called `name`: `name CONFIG.json`, then `run` on that path.
+pub fn main_with(name: &str, run: impl FnOnce(&Path) -> Result<(), Failure>) -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, config] = args.as_slice() else {
+        eprintln!("usage: {name} CONFIG.json");
+        return ExitCode::from(2);
+    };
+    match run(Path::new(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(msg)) => {
+            eprintln!("{name}: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Io(what, e)) => {
+            eprintln!("{name}: {what}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Writes `bytes` to a hidden temporary file beside `path`, syncs it and renames it into place:
+/// a reader sees the whole file or none.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::rename(tmp, path)
+}
