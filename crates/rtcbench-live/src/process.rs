@@ -8,6 +8,10 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use rtcbench_units::{Duration, Instant};
+
+use crate::sys;
+
 /// Why a live binary stopped before its end.
 pub enum Failure {
     /// The configuration cannot be used: exit status 2.
@@ -51,4 +55,30 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     f.write_all(bytes)?;
     f.sync_all()?;
     fs::rename(tmp, path)
+}
+
+/// The run's clock: scenario instants (µs from time zero) on CLOCK_MONOTONIC, time zero being
+/// the `go <t0>` every process of a run is handed.
+#[derive(Clone, Copy, Debug)]
+pub struct RunClock {
+    /// Time zero, CLOCK_MONOTONIC nanoseconds.
+    pub t0_ns: i128,
+}
+
+impl RunClock {
+    /// The scenario instant of a CLOCK_MONOTONIC reading (time zero before it).
+    pub fn instant(self, monotonic_ns: i128) -> Instant {
+        let us = (monotonic_ns - self.t0_ns).max(0) / 1000;
+        Instant::ZERO + Duration::from_micros(i64::try_from(us).unwrap_or(i64::MAX))
+    }
+
+    /// The CLOCK_MONOTONIC reading of a scenario instant.
+    pub fn monotonic_ns(self, t: Instant) -> i128 {
+        self.t0_ns + i128::from((t - Instant::ZERO).as_micros()) * 1000
+    }
+
+    /// Now, as a scenario instant.
+    pub fn now(self) -> Instant {
+        self.instant(sys::monotonic_ns())
+    }
 }

@@ -294,11 +294,6 @@ impl Relay {
         self.dropped.pop_front()
     }
 
-    /// The bytes each link's queue holds now.
-    pub fn queued(&self) -> impl Iterator<Item = DataSize> + '_ {
-        self.links.iter().map(Link::queue_bytes)
-    }
-
     fn enter(&mut self, at: Instant, pkt: InFlight) {
         let k = self.routes[pkt.route as usize][pkt.hop as usize];
         let c = &mut self.counts[k];

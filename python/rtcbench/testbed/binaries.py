@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import IO
 
 from rtcbench.testbed.netns import TestbedUnavailable
 
@@ -19,3 +20,9 @@ def find(name: str, env: str, what: str) -> Path:
         how = f"${env} names {path}, which" if env in os.environ else f"{path}"
         raise TestbedUnavailable(f"the {what} is not built: {how} is not an executable; run `make build`")
     return path
+
+
+def pipe(stream: IO[str] | None) -> IO[str]:
+    """A child's stdin or stdout, for a child started with pipes (`subprocess.PIPE`)."""
+    assert stream is not None, "the process is started with pipes"
+    return stream

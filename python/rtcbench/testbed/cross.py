@@ -30,9 +30,10 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rtcbench.scenarios import Variant
+from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
 from rtcbench.testbed.topology import MTU
 
@@ -340,7 +341,7 @@ class CrossTraffic:
         self.t0 = time.monotonic() + GO_MARGIN_S if t0 is None else t0
         line = f"go {round(self.t0 * 1e9)}\n"
         for a in self.agents:
-            stdin = _pipe(a.process.stdin)
+            stdin = pipe(a.process.stdin)
             try:
                 stdin.write(line)
                 stdin.close()
@@ -379,9 +380,9 @@ class CrossTraffic:
 
     def _close_pipes(self) -> None:
         for a in self.agents:
-            for pipe in (a.process.stdin, a.process.stdout):
-                if pipe is not None and not pipe.closed:
-                    pipe.close()
+            for stream in (a.process.stdin, a.process.stdout):
+                if stream is not None and not stream.closed:
+                    stream.close()
 
 
 def start(
@@ -518,7 +519,7 @@ def _launch(bed: Testbed, node: str, role: str, cfg: dict[str, Any], stderr: Pat
             stderr=err,
             text=True,
         )
-    stdin = _pipe(process.stdin)
+    stdin = pipe(process.stdin)
     stdin.write(json.dumps(cfg) + "\n")
     stdin.flush()
     return Agent(node, role, process, stderr, Path(cfg["log"]))
@@ -527,7 +528,7 @@ def _launch(bed: Testbed, node: str, role: str, cfg: dict[str, Any], stderr: Pat
 def _await_ready(traffic: CrossTraffic) -> None:
     """Waits for every agent's `ready` line; `CrossTrafficError` if one ends or is silent."""
     deadline = time.monotonic() + READY_TIMEOUT_S
-    waiting = {_pipe(a.process.stdout).fileno(): a for a in traffic.agents if not a.ready}
+    waiting = {pipe(a.process.stdout).fileno(): a for a in traffic.agents if not a.ready}
     while waiting:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -538,17 +539,12 @@ def _await_ready(traffic: CrossTraffic) -> None:
         readable, _, _ = select.select(list(waiting), [], [], left)
         for fd in readable:
             a = waiting.pop(fd)
-            line = _pipe(a.process.stdout).readline()
+            line = pipe(a.process.stdout).readline()
             if line.strip() != "ready":
                 a.process.wait()
                 raise CrossTrafficError(f"cross traffic ({a.role} at {a.node}): {a.last_error()}")
             a.ready = True
-            _pipe(a.process.stdout).close()  # nothing more comes from it
-
-
-def _pipe(stream: IO[str] | None) -> IO[str]:
-    assert stream is not None, "agents are started with pipes"
-    return stream
+            pipe(a.process.stdout).close()  # nothing more comes from it
 
 
 # -- logs --------------------------------------------------------------------------------------

@@ -24,11 +24,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rtcbench import _core
 from rtcbench.scenarios import Variant
-from rtcbench.testbed import binaries
+from rtcbench.testbed import binaries, cross
+from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
 
 MEDIA_ENV = "RTCBENCH_MEDIA"
@@ -98,8 +99,8 @@ class MediaCalls:
         self.t0 = time.monotonic() + GO_MARGIN_S if t0 is None else t0
         for a in self.agents:
             try:
-                _pipe(a.process.stdin).write(f"go {round(self.t0 * 1e9)}\n")
-                _pipe(a.process.stdin).flush()
+                pipe(a.process.stdin).write(f"go {round(self.t0 * 1e9)}\n")
+                pipe(a.process.stdin).flush()
             except BrokenPipeError:
                 pass  # it has ended: `wait` says why
         return self.t0
@@ -118,7 +119,7 @@ class MediaCalls:
     def stop(self) -> None:
         """Ends every agent now; each writes its log."""
         for a in self.agents:
-            stdin = _pipe(a.process.stdin)
+            stdin = pipe(a.process.stdin)
             if not stdin.closed:
                 try:
                     stdin.write("stop\n")
@@ -133,10 +134,10 @@ class MediaCalls:
 
     def _close(self) -> None:
         for a in self.agents:
-            for pipe in (a.process.stdin, a.process.stdout):
-                if pipe is not None and not pipe.closed:
+            for stream in (a.process.stdin, a.process.stdout):
+                if stream is not None and not stream.closed:
                     with contextlib.suppress(BrokenPipeError):
-                        pipe.close()
+                        stream.close()
 
 
 def start(
@@ -156,7 +157,7 @@ def start(
     out_dir.mkdir(parents=True, exist_ok=True)
     calls = plan(variant, seed)
     if end_s is None:
-        end_s = max((_seconds(c.plan["stop"]) for c in calls), default=0.0)
+        end_s = max((cross._seconds(c.plan["stop"]) for c in calls), default=0.0)
     topo = bed.topology
     media = MediaCalls()
     try:
@@ -202,9 +203,7 @@ def _launch(
 
 def _await_ready(media: MediaCalls) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
-    waiting = {
-        _pipe(a.process.stdout).fileno(): a for a in media.agents if not _pipe(a.process.stdout).closed
-    }
+    waiting = {pipe(a.process.stdout).fileno(): a for a in media.agents if not pipe(a.process.stdout).closed}
     while waiting:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -213,8 +212,8 @@ def _await_ready(media: MediaCalls) -> None:
         readable, _, _ = select.select(list(waiting), [], [], left)
         for fd in readable:
             a = waiting.pop(fd)
-            line = _pipe(a.process.stdout).readline()
-            _pipe(a.process.stdout).close()
+            line = pipe(a.process.stdout).readline()
+            pipe(a.process.stdout).close()
             if line.strip() != "ready":
                 a.process.wait()
                 raise MediaError(f"media ({a.role} of {a.call} at {a.node}): {a.last_error()}")
@@ -233,16 +232,3 @@ def media_rate_bps(records: list[dict[str, Any]], from_s: float, to_s: float) ->
         if r["event"] == "received" and not r["rtcp"] and from_s <= r["t_us"] / 1e6 < to_s
     )
     return got * 8 / (to_s - from_s)
-
-
-def _seconds(duration: str) -> float:
-    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-    for unit in ("us", "ms", "s"):
-        if duration.endswith(unit):
-            return float(duration.removesuffix(unit)) * units[unit]
-    raise ValueError(f"not a duration: {duration!r}")
-
-
-def _pipe(stream: IO[str] | None) -> IO[str]:
-    assert stream is not None, "agents are started with pipes"
-    return stream

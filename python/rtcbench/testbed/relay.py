@@ -22,11 +22,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rtcbench import _core
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import binaries
+from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
 
 RELAY_ENV = "RTCBENCH_RELAY"
@@ -149,8 +150,8 @@ class Relay:
             raise RuntimeError("the relay is already going")
         self.t0 = time.monotonic() + GO_MARGIN_S if t0 is None else t0
         try:
-            _pipe(self.process.stdin).write(f"go {round(self.t0 * 1e9)}\n")
-            _pipe(self.process.stdin).flush()
+            pipe(self.process.stdin).write(f"go {round(self.t0 * 1e9)}\n")
+            pipe(self.process.stdin).flush()
         except BrokenPipeError:
             self.stop()  # raises with the relay's own message
         return self.t0
@@ -159,7 +160,7 @@ class Relay:
         """Ends the run (the relay finishes its files) and returns its report."""
         if self.report is not None:
             return self.report
-        stdin = _pipe(self.process.stdin)
+        stdin = pipe(self.process.stdin)
         if not stdin.closed:
             try:
                 stdin.write("stop\n")
@@ -225,7 +226,7 @@ def start(bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: 
             text=True,
         )
     relay = Relay(process, out_dir, stderr_path)
-    stdout = _pipe(process.stdout)
+    stdout = pipe(process.stdout)
     readable, _, _ = select.select([stdout], [], [], READY_TIMEOUT_S)
     line = stdout.readline() if readable else ""
     stdout.close()
@@ -234,11 +235,6 @@ def start(bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: 
             process.kill()
         process.wait()
         with contextlib.suppress(BrokenPipeError):
-            _pipe(process.stdin).close()
+            pipe(process.stdin).close()
         raise RelayError(f"the relay did not start: {relay.last_error()}")
     return relay
-
-
-def _pipe(stream: IO[str] | None) -> IO[str]:
-    assert stream is not None, "the relay is started with pipes"
-    return stream

@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use rtcbench_cc::factory;
 use rtcbench_cc::{ControllerKind, ControllerMetrics};
-use rtcbench_live::process::{self, io_context, write_atomically, Failure};
+use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::video::Frame;
 use rtcbench_rtp::call::PT_VIDEO;
@@ -230,13 +230,8 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         [] | ["stop"] => return Ok(()),
         _ => return Err(Failure::Config(format!("expected `go <monotonic ns>` on stdin, got {line:?}"))),
     };
-    let now = || {
-        Instant::ZERO
-            + Duration::from_micros(
-                i64::try_from((sys::monotonic_ns() - t0).max(0) / 1000).unwrap_or(i64::MAX),
-            )
-    };
-    let to_ns = |t: Instant| t0 + i128::from((t - Instant::ZERO).as_micros()) * 1000;
+    let clock = RunClock { t0_ns: t0 };
+    let now = || clock.now();
     let end = Instant::ZERO + cfg.end;
 
     let mut log = Log { lines: Vec::new() };
@@ -250,7 +245,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     let mut unreachable = 0u64;
     'run: loop {
         let deadline = endpoint.poll_timeout().min(end);
-        timer.arm(Some(to_ns(deadline))).map_err(io_context("timerfd"))?;
+        timer.arm(Some(clock.monotonic_ns(deadline))).map_err(io_context("timerfd"))?;
         poll.wait(std::time::Duration::from_secs(1), &mut ready).map_err(io_context("epoll_wait"))?;
         for &token in &ready {
             match token {

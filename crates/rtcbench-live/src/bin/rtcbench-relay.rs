@@ -19,11 +19,11 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 use rtcbench_live::config::RelayConfig;
-use rtcbench_live::process::{self, io_context, write_atomically, Failure};
+use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::relay::{Dropped, Refused, Relay};
 use rtcbench_live::stats::{Lateness, LatenessSummary};
 use rtcbench_live::sys::{self, PacketSocket, Poll, Signals, Timer};
-use rtcbench_units::{Duration, Instant};
+use rtcbench_units::Instant;
 use rtcbench_wire::ip::FiveTuple;
 use rtcbench_wire::pcap::PcapWriter;
 use serde::Serialize;
@@ -131,10 +131,8 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             *lost += 1;
         }
     };
-    let to_instant = |ns: i128| {
-        Instant::ZERO + Duration::from_micros(i64::try_from((ns - t0).max(0) / 1000).unwrap_or(i64::MAX))
-    };
-    let to_ns = |t: Instant| t0 + i128::from((t - Instant::ZERO).as_micros()) * 1000;
+    let clock = RunClock { t0_ns: t0 };
+    let (to_instant, to_ns) = (|ns| clock.instant(ns), |t| clock.monotonic_ns(t));
     let spin_ns = i128::from(cfg.spin.as_micros()) * 1000;
 
     let mut ready = Vec::new();
