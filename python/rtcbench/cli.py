@@ -34,7 +34,15 @@ from rtcbench import _core
 from rtcbench.compare import BY_NAME, MIN_REPS, CompareError, Comparison, comparison
 from rtcbench.controller import ControllerError
 from rtcbench.results import InputError, run_folders, write_parquet_atomic
-from rtcbench.runner import RunResult, TraceTooLarge, UnknownController, controllers, run, run_variant
+from rtcbench.runner import (
+    RunResult,
+    TraceTooLarge,
+    UnknownController,
+    check_mode,
+    controllers,
+    run,
+    run_variant,
+)
 from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
 from rtcbench.testbed import TestbedError
@@ -243,8 +251,22 @@ def print_summary(results: list[RunResult]) -> None:
             console.print(p)
         for line in _fairness_lines(s):
             console.print(escape(line), highlight=False)
-        speed = s["simulated_s"] / s["sim_wall_s"] if s["sim_wall_s"] else float("inf")
         where = f" → {r.path}" if r.path else ""
+        if s.get("mode") == "emulate":
+            em = s["emulation"]
+            late = em["relay"]["lateness_us"]
+            console.print(
+                escape(
+                    f"emulated {s['simulated_s']:.0f} s in real time; relay timing error "
+                    f"p50 {late['p50']:.0f} µs, p99 {late['p99']:.0f} µs, max {late['max']:.0f} µs; "
+                    f"run with metrics and files {s['wall_s']:.2f} s{where}"
+                ),
+                highlight=False,
+            )
+            for w in em["warnings"]:
+                err_console.print(escape(f"warning: {w}"), highlight=False, soft_wrap=True)
+            continue
+        speed = s["simulated_s"] / s["sim_wall_s"] if s["sim_wall_s"] else float("inf")
         console.print(
             escape(
                 f"simulated {s['simulated_s']:.0f} s in {s['sim_wall_s'] * 1e3:.0f} ms "
@@ -276,6 +298,11 @@ def _listed_option(values: list[str] | None) -> list[str] | None:
 
 LABELS_HELP = "Comma-separated or repeated"
 
+MODE_HELP = (
+    "simulate (rtcbench's simulator), or emulate: real packets between Linux network namespaces, in "
+    "real time (needs root; docs/emulation.md)."
+)
+
 
 @app.command("run")
 @guarded("no half-written run is left; finished variants are kept in {out}")
@@ -300,15 +327,19 @@ def run_cmd(
             help="Also write the call's packets to this capture (one file per variant: NAME@VARIANT.pcap)."
         ),
     ] = None,
+    mode: Annotated[str, typer.Option(help=MODE_HELP)] = "simulate",
 ) -> None:
     """Run every variant of a scenario with each controller and write one results folder per variant
     and controller."""
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names = _controller_list(cc)
+    check_mode(mode)
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
     for name in names:
-        results = run(scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap)
+        results = run(
+            scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
+        )
         print_summary(results)
 
 
@@ -454,6 +485,7 @@ def suite_cmd(
         list[str] | None,
         typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
     ] = None,
+    mode: Annotated[str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time.")] = "simulate",
 ) -> None:
     """Run every variant of the selected scenarios with every controller, in parallel, and write
     the suite tables <out>/suite.parquet (per flow) and <out>/suite-runs.parquet (per run).
@@ -462,7 +494,7 @@ def suite_cmd(
     names_cc = _controller_list(cc)
     with _progress_bar() as progress:
         result = run_suite(
-            names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command
+            names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command, mode=mode
         )
     print_suite(result)
 
@@ -480,6 +512,9 @@ def sweep_cmd(
         str | None,
         typer.Option("--ray", help="Run on the Ray cluster at this address ('auto': the one joined)."),
     ] = None,
+    mode: Annotated[
+        str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
+    ] = "simulate",
 ) -> None:
     """Run every point of a parameter sweep with every controller and seed, in parallel, and index
     the runs in <out>/sweep.parquet (one row per run, a column per swept field) and
@@ -496,9 +531,11 @@ def sweep_cmd(
     folder = out if out is not None else Path("results") / spec.stem
     console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False)
     with _progress_bar() as progress:
-        result = sw.run_sweep(parsed, folder, jobs, ray_address=ray, progress=progress, command=command)
+        result = sw.run_sweep(
+            parsed, folder, jobs, ray_address=ray, progress=progress, command=command, mode=mode
+        )
     console.print(
-        f"{result.ran + result.skipped} runs ({result.ran} simulated, {result.skipped} already complete) "
+        f"{result.ran + result.skipped} runs ({result.ran} {mode}d, {result.skipped} already complete) "
         f"in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, {result.out / sw.FLOWS_TABLE}",
         highlight=False,
     )

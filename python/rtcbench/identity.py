@@ -28,7 +28,7 @@ from typing import Any
 from rtcbench import _core
 from rtcbench.controller import UserController
 
-__all__ = ["KEY_LENGTH", "controller_identity", "provenance", "run_key"]
+__all__ = ["EMULATE", "KEY_LENGTH", "MODES", "SIMULATE", "controller_identity", "provenance", "run_key"]
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is
@@ -97,10 +97,20 @@ def controller_identity(controller: str | UserController) -> dict[str, str | Non
     }
 
 
-def run_key(scenario_fingerprint: str, controller: dict[str, str | None]) -> str:
+SIMULATE = "simulate"
+"""The mode of a run in rtcbench's simulator; `EMULATE`: on real packets between network
+namespaces (docs/emulation.md)."""
+EMULATE = "emulate"
+MODES = (SIMULATE, EMULATE)
+
+
+def run_key(scenario_fingerprint: str, controller: dict[str, str | None], mode: str = SIMULATE) -> str:
     """The folder name that keys one configuration: the first `KEY_LENGTH` hex digits of the
-    SHA-256 of the scenario's fingerprint and the controller's identity."""
+    SHA-256 of the scenario's fingerprint, the controller's identity and, for a run that is not
+    simulated, its mode (so a simulated run keeps the key it always had)."""
     parts = [scenario_fingerprint, *(f"{k}={controller[k] or ''}" for k in sorted(controller))]
+    if mode != SIMULATE:
+        parts.append(f"mode={mode}")
     return _sha256("\n".join(parts).encode())[:KEY_LENGTH]
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -18,12 +21,13 @@ from rtcbench.controller import (
     load_controller,
     user_controller,
 )
-from rtcbench.identity import controller_identity, provenance, run_key
+from rtcbench.identity import EMULATE, MODES, SIMULATE, controller_identity, provenance, run_key
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.metrics import Tables
 from rtcbench.results import (
     FILES_KEY,
     SUMMARY,
+    TABLES,
     InputError,
     PathArg,
     TraceWriter,
@@ -47,6 +51,7 @@ __all__ = [
     "RunResult",
     "TraceTooLarge",
     "UnknownController",
+    "check_mode",
     "check_seed",
     "controller_name",
     "controllers",
@@ -95,16 +100,29 @@ def controller_name(controller: str | UserController) -> str:
     return controller if isinstance(controller, str) else controller.name
 
 
-def _identity(variant: Variant, controller: str | UserController) -> dict[str, Any]:
+def _identity(variant: Variant, controller: str | UserController, mode: str = SIMULATE) -> dict[str, Any]:
     """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`)."""
     cc = controller_identity(controller)
-    return {"key": run_key(variant.fingerprint, cc), "scenario_sha256": variant.fingerprint, "controller": cc}
+    return {
+        "key": run_key(variant.fingerprint, cc, mode),
+        "scenario_sha256": variant.fingerprint,
+        "controller": cc,
+    }
 
 
-def run_folder(out: Path, variant: Variant, controller: str | UserController, seed: int) -> Path:
-    """The results folder of one run of `variant` with a resolved `controller` under `out`."""
-    key = _identity(variant, controller)["key"]
+def run_folder(
+    out: Path, variant: Variant, controller: str | UserController, seed: int, mode: str = SIMULATE
+) -> Path:
+    """The results folder of one run of `variant` with a resolved `controller` under `out`, in
+    `mode` (`simulate` or `emulate`: an emulated run has a key of its own)."""
+    key = _identity(variant, controller, mode)["key"]
     return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
+
+
+def check_mode(mode: str) -> None:
+    """`InputError` unless `mode` is one of `MODES`."""
+    if mode not in MODES:
+        raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
 class RunResult:
@@ -201,16 +219,18 @@ def _summary(
     seed: int,
     meta: dict[str, Any],
     measured: dict[str, Any],
-    sim_wall_s: float,
-    events: int,
+    sim_wall_s: float | None,
+    events: int | None,
     command: str | None,
+    mode: str = SIMULATE,
 ) -> dict[str, Any]:
     return {
         "scenario": variant.scenario_id,
         "variant": variant.variant,
         "controller": controller_name(controller),
         "seed": seed,
-        "identity": _identity(variant, controller),
+        "mode": mode,
+        "identity": _identity(variant, controller, mode),
         "provenance": provenance(command),
         "simulated_s": meta["duration_s"],
         "wall_s": None,
@@ -255,6 +275,7 @@ def run_variant(
     command: str | None = None,
     pcap: PathArg | None = None,
     max_memory_rows: int = MAX_MEMORY_ROWS,
+    mode: str = SIMULATE,
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
     trace is written while the run goes, so a run of any length takes bounded memory. Without
@@ -265,13 +286,19 @@ def run_variant(
     `controller` is a built-in name or a Python controller (`ControllerArg`); an exception in a
     Python controller raises `rtcbench.ControllerError`, naming the controller, call and method.
     An interrupt stops the run within a fraction of a second and leaves nothing behind.
+
+    With `mode="emulate"` the variant runs in real time on an emulated network of Linux network
+    namespaces instead (docs/emulation.md; root and iproute2 needed, built-in controllers only),
+    and its results folder has the same tables, keyed apart from the simulated run's.
     """
     check_seed(seed)
+    check_mode(mode)
     cc = resolve_controller(controller)
-    name = controller_name(cc)
     started = time.perf_counter()
     out = Path(out) if out is not None else None
     pcap = Path(pcap) if pcap is not None else None
+    if mode == EMULATE:
+        return _emulate_variant(variant, cc, seed, out, figure=figure, command=command, pcap=pcap)
     if out is None:
         core_run = _start(variant, cc, seed, pcap, max_memory_rows)
         meta: dict[str, Any] = json.loads(core_run.meta)
@@ -311,36 +338,141 @@ def run_variant(
         except BaseException:
             writer.abort()
             raise
-        (tmp / "scenario.toml").write_text(variant.toml, encoding="utf-8")
-        tables: Tables | None = None
-        if kept is not None:
-            tables = concat_pieces(kept, meta)
-            measured = measure_tables(tables, delays=figure)
-            assert measured.timeseries is not None
-            write_parquet(measured.timeseries, tmp / "timeseries.parquet")
-        else:
-            del kept
-            measured = measure_folder(tmp, meta, delays=figure)
-        if figure:
-            # Imported here: matplotlib takes longer to import than a short run takes, and a
-            # suite draws no figure.
-            from rtcbench import plots
-
-            title = f"{variant.scenario_id} {variant.variant} · {name} · seed {seed}".replace("  ", " ")
-            if tables is not None and measured.timeseries is not None:
-                plots.plot_run(tables, measured.timeseries, tmp / FIGURE, title, measured.delays)
-            else:
-                light, ts = figure_tables(tmp, meta)
-                plots.plot_run(light, ts, tmp / FIGURE, title, measured.delays)
-        summary = _summary(
-            variant, cc, seed, meta, measured.summary, core_run.sim_wall_s, core_run.events, command
+        tables = concat_pieces(kept, meta) if kept is not None else None
+        del kept
+        summary, timeseries = _finish_folder(
+            tmp,
+            variant,
+            cc,
+            seed,
+            meta,
+            tables,
+            figure=figure,
+            command=command,
+            started=started,
+            sim_wall_s=core_run.sim_wall_s,
+            events=core_run.events,
         )
-        summary[FILES_KEY] = file_records(tmp)
+    return RunResult(path, summary, tables, timeseries)
+
+
+def _finish_folder(
+    tmp: Path,
+    variant: Variant,
+    cc: str | UserController,
+    seed: int,
+    meta: dict[str, Any],
+    tables: Tables | None,
+    *,
+    figure: bool,
+    command: str | None,
+    started: float,
+    sim_wall_s: float | None,
+    events: int | None,
+    mode: str = SIMULATE,
+    extra: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], pl.DataFrame | None]:
+    """Completes a results folder whose trace tables are written: the scenario, the time series
+    (measured from `tables` if kept in memory, else from the files), the figure and the summary."""
+    (tmp / "scenario.toml").write_text(variant.toml, encoding="utf-8")
+    if tables is not None:
+        measured = measure_tables(tables, delays=figure)
+        assert measured.timeseries is not None
+        write_parquet(measured.timeseries, tmp / "timeseries.parquet")
+    else:
+        measured = measure_folder(tmp, meta, delays=figure)
+    if figure:
+        # Imported here: matplotlib takes longer to import than a short run takes, and a
+        # suite draws no figure.
+        from rtcbench import plots
+
+        title = f"{variant.scenario_id} {variant.variant} · {controller_name(cc)} · seed {seed}".replace(
+            "  ", " "
+        )
+        if mode != SIMULATE:
+            title += f" · {mode}d"
+        if tables is not None and measured.timeseries is not None:
+            plots.plot_run(tables, measured.timeseries, tmp / FIGURE, title, measured.delays)
+        else:
+            light, ts = figure_tables(tmp, meta)
+            plots.plot_run(light, ts, tmp / FIGURE, title, measured.delays)
+    summary = _summary(variant, cc, seed, meta, measured.summary, sim_wall_s, events, command, mode)
+    summary.update(extra or {})
+    summary[FILES_KEY] = file_records(tmp)
+    summary["wall_s"] = time.perf_counter() - started
+    with open(tmp / SUMMARY, "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=2, allow_nan=False)
+        fh.write("\n")
+    return summary, measured.timeseries
+
+
+def _emulate_variant(
+    variant: Variant,
+    cc: str | UserController,
+    seed: int,
+    out: Path | None,
+    *,
+    figure: bool,
+    command: str | None,
+    pcap: Path | None,
+) -> RunResult:
+    """`run_variant` in emulation: real time, on network namespaces (docs/emulation.md)."""
+    # Imported here: the testbed is Linux-only and a simulated run needs none of it.
+    from rtcbench.testbed import emulate
+
+    if not isinstance(cc, str):
+        raise InputError(
+            f"controller {cc.name}: a Python controller cannot run in emulation yet (built-in: "
+            f"{', '.join(n for n, _ in controllers())})"
+        )
+    started = time.perf_counter()
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="rtcbench-emulate-") as work:
+            em = emulate.emulate(variant, cc, seed, Path(work), capture=pcap is not None)
+            if pcap is not None:
+                _place_capture(Path(work) / "relay", pcap)
+        measured = measure_tables(em.tables)
+        summary = _summary(variant, cc, seed, em.tables.meta, measured.summary, None, None, command, EMULATE)
+        summary["emulation"] = em.info
         summary["wall_s"] = time.perf_counter() - started
-        with open(tmp / SUMMARY, "w", encoding="utf-8") as fh:
-            json.dump(summary, fh, indent=2, allow_nan=False)
-            fh.write("\n")
-    return RunResult(path, summary, tables, measured.timeseries)
+        return RunResult(None, summary, em.tables, measured.timeseries)
+
+    path = run_folder(out, variant, cc, seed, EMULATE)
+    remove_stale_runs(path.parent.parent)
+    with atomic_dir(path) as tmp:
+        em = emulate.emulate(variant, cc, seed, tmp / "emulation", capture=pcap is not None)
+        if pcap is not None:
+            _place_capture(tmp / "emulation" / "relay", pcap)
+        writer = TraceWriter(tmp)
+        try:
+            writer.write_piece({name: getattr(em.tables, name) for name in TABLES})
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        summary, timeseries = _finish_folder(
+            tmp,
+            variant,
+            cc,
+            seed,
+            em.tables.meta,
+            em.tables,
+            figure=figure,
+            command=command,
+            started=started,
+            sim_wall_s=None,
+            events=None,
+            mode=EMULATE,
+            extra={"emulation": em.info},
+        )
+    return RunResult(path, summary, em.tables, timeseries)
+
+
+def _place_capture(relay_dir: Path, pcap: Path) -> None:
+    """The relay's capture of what the hosts sent (`relay-in.pcap`), moved to `pcap` whole."""
+    tmp = pcap.with_name(f".{pcap.name}.tmp")
+    shutil.copyfile(relay_dir / "relay-in.pcap", tmp)
+    os.replace(tmp, pcap)
 
 
 def run(
@@ -353,6 +485,7 @@ def run(
     figure: bool = True,
     command: str | None = None,
     pcap: PathArg | None = None,
+    mode: str = SIMULATE,
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -376,4 +509,7 @@ def run(
             return pcap
         return pcap.with_name(f"{pcap.stem}@{v.slug}{pcap.suffix or '.pcap'}")
 
-    return [run_variant(v, cc, seed, out, figure=figure, command=command, pcap=capture(v)) for v in variants]
+    return [
+        run_variant(v, cc, seed, out, figure=figure, command=command, pcap=capture(v), mode=mode)
+        for v in variants
+    ]

@@ -24,6 +24,7 @@ import polars as pl
 
 from rtcbench import metrics, runner
 from rtcbench.controller import UserController
+from rtcbench.identity import EMULATE, SIMULATE
 from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
@@ -80,6 +81,7 @@ _FLOW_TYPES: dict[str, pl.DataType] = {
 _RUN_TYPES: dict[str, pl.DataType] = {
     **_KEYS,
     "path": pl.String(),
+    "mode": pl.String(),
     "simulated_s": pl.Float64(),
     "wall_s": pl.Float64(),
     "sim_wall_s": pl.Float64(),
@@ -137,14 +139,16 @@ class _Job:
     out: Path
     command: str | None
     path: Path
+    mode: str = SIMULATE
 
     @classmethod
     def plan(
         cls, variant: Variant, controller: str, resolved: str | UserController, seed: int, out: Path,
-        command: str | None,
+        command: str | None, mode: str = SIMULATE,
     ) -> _Job:  # fmt: skip
         """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it."""
-        return cls(variant, controller, seed, out, command, runner.run_folder(out, variant, resolved, seed))
+        path = runner.run_folder(out, variant, resolved, seed, mode)
+        return cls(variant, controller, seed, out, command, path, mode)
 
     def done(self) -> dict[str, Any] | None:
         """The run's summary if its folder is complete and unchanged since it was written (every
@@ -161,7 +165,9 @@ class _Job:
 
 def _execute(job: _Job) -> dict[str, Any]:
     """Runs one job and writes its folder (no figure: figures are rendered on demand)."""
-    r = runner.run_variant(job.variant, job.controller, job.seed, job.out, figure=False, command=job.command)
+    r = runner.run_variant(
+        job.variant, job.controller, job.seed, job.out, figure=False, command=job.command, mode=job.mode
+    )
     return r.summary
 
 
@@ -325,6 +331,7 @@ def _run_row(summary: dict[str, Any], path: str) -> dict[str, Any]:
     return {
         **_keys(summary),
         "path": path,
+        "mode": summary.get("mode", SIMULATE),
         "simulated_s": summary.get("simulated_s"),
         "wall_s": summary.get("wall_s"),
         "sim_wall_s": summary.get("sim_wall_s"),
@@ -479,6 +486,7 @@ def run_suite(
     *,
     progress: Callable[[int, int], None] | None = None,
     command: str | None = None,
+    mode: str = SIMULATE,
 ) -> SuiteResult:
     """Runs every variant of the selected scenarios with every controller, `reps` times (repetition
     r uses seed `seed + r`), `jobs` runs at a time (default: one per CPU) in as many worker
@@ -491,6 +499,9 @@ def run_suite(
     whose folder is already complete are read back, not run again. `progress(done, total)` is
     called after every run. User mistakes raise before anything is written: `UnknownSuite`,
     `ScenarioNotFound`, `runner.UnknownController`, `_core.ScenarioError`, or `ValueError`.
+
+    With `mode="emulate"` every run is emulated in real time (docs/emulation.md), one at a time:
+    two emulated runs on one machine would share its cores and spoil each other's timing.
     """
     out = Path(out)
     if not 1 <= reps <= MAX_REPS:
@@ -501,11 +512,14 @@ def run_suite(
         raise InputError(f"--jobs must be at least 1, got {jobs}")
     if not controllers:
         raise InputError("--cc names no controller")
+    runner.check_mode(mode)
+    if mode == EMULATE:
+        jobs = 1
     resolved = {c: runner.resolve_controller(c) for c in controllers}
     started = time.perf_counter()
     variants = [v for s in select(names_or_scenarios) for v in resolve(s, list(sets))]
     plan = [
-        _Job.plan(v, c, resolved[c], seed + r, out, command)
+        _Job.plan(v, c, resolved[c], seed + r, out, command, mode)
         for v in variants
         for c in dict.fromkeys(controllers)
         for r in range(reps)

@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import runner
+from rtcbench.identity import EMULATE, SIMULATE
 from rtcbench.results import InputError, PathArg, read_text, write_parquet_atomic
 from rtcbench.scenarios import resolve
 from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
@@ -224,7 +225,9 @@ class SweepResult:
     wall_s: float
 
 
-def _plan(spec: SweepSpec, out: Path, command: str | None) -> tuple[list[_Job], list[SweepPoint]]:
+def _plan(
+    spec: SweepSpec, out: Path, command: str | None, mode: str = SIMULATE
+) -> tuple[list[_Job], list[SweepPoint]]:
     """Every run of the sweep and the point each belongs to. Raises the scenario's or controller's
     own error, prefixed with the sweep file and the point, before anything runs."""
     resolved = {c: runner.resolve_controller(c) for c in spec.controllers}
@@ -241,15 +244,23 @@ def _plan(spec: SweepSpec, out: Path, command: str | None) -> tuple[list[_Job], 
             for v in variants:
                 for c in spec.controllers:
                     for seed in spec.seeds:
-                        jobs.append(_Job.plan(v, c, resolved[c], seed, folder, command))
+                        jobs.append(_Job.plan(v, c, resolved[c], seed, folder, command, mode))
                         owners.append(point)
     return jobs, owners
 
 
-def ray_executor(address: str) -> Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]:
+EMULATION_RESOURCE = "rtcbench-emulation"
+"""The Ray resource an emulated run takes: a node started with one of it (`ray start
+--resources='{"rtcbench-emulation": 1}'`) runs one emulated run at a time, as its timing needs."""
+
+
+def ray_executor(
+    address: str, mode: str = SIMULATE
+) -> Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]:
     """Runs jobs as Ray tasks on the cluster at `address` ("auto" for the one this machine has
     joined). Every node needs the same rtcbench installed and must see `out` at the same path (a
-    shared file system). Needs the optional extra: `pip install rtcbench[ray]`."""
+    shared file system). Needs the optional extra: `pip install rtcbench[ray]`. Emulated runs take
+    `EMULATION_RESOURCE` each, so one runs per node that offers it."""
     try:
         import ray
     except ImportError as e:
@@ -260,7 +271,8 @@ def ray_executor(address: str) -> Callable[[list[_Job], Callable[[int, dict[str,
         if started_here:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         try:
-            task = ray.remote(num_cpus=1)(_execute)
+            resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode == EMULATE else {}
+            task = ray.remote(num_cpus=1, resources=resources)(_execute)
             pending = {task.remote(job): i for i, job in enumerate(jobs)}
             while pending:
                 # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
@@ -282,15 +294,20 @@ def run_sweep(
     ray_address: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     command: str | None = None,
+    mode: str = SIMULATE,
 ) -> SweepResult:
     """Runs every (point, scenario variant, controller, seed) of `spec` whose folder under `out` is
     not complete yet, on `jobs` local processes (default one per CPU) or on the Ray cluster at
-    `ray_address`, then writes the index tables."""
+    `ray_address`, then writes the index tables. With `mode="emulate"`, runs are emulated in real
+    time (docs/emulation.md), one at a time here or one per Ray node (`EMULATION_RESOURCE`)."""
     started = time.perf_counter()
     out = Path(out)
-    plan, owners = _plan(spec, out, command)
+    runner.check_mode(mode)
+    plan, owners = _plan(spec, out, command, mode)
     out.mkdir(parents=True, exist_ok=True)
-    executor = ray_executor(ray_address) if ray_address is not None else None
+    if mode == EMULATE:
+        jobs = 1
+    executor = ray_executor(ray_address, mode) if ray_address is not None else None
     summaries, todo = execute_plan(plan, jobs, progress, executor)
 
     swept = spec.swept

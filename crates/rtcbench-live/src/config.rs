@@ -24,6 +24,11 @@ pub struct RelayConfig {
     /// Write `relay-in.pcap` (every frame as it arrived) and `relay-out.pcap` (as delivered).
     #[serde(default)]
     pub capture: bool,
+    /// Write `relay-packets.csv` (every frame's arrival, departure or drop, and the background
+    /// packets) and `relay-links.csv` (every link's state, sampled as the simulator samples it):
+    /// what an emulated run's trace tables are made from.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 fn default_spin() -> Duration {

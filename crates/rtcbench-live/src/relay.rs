@@ -21,7 +21,7 @@ use rtcbench_net::cbr::CbrSource;
 use rtcbench_net::link::Link;
 use rtcbench_net::rng::rng_for;
 use rtcbench_net::{DropReason, FlowKey, IpFrame, NetPacket};
-use rtcbench_units::{DataSize, Duration, Instant};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use rtcbench_wire::ip::ipv4_udp_datagram;
 use rtcbench_wire::Ecn;
 use serde::Serialize;
@@ -31,6 +31,9 @@ use crate::config::{Plan, RelayConfig};
 /// A frame on its way: which route it follows and which link of it carries it now.
 #[derive(Debug)]
 pub struct InFlight {
+    /// The frame's number in the run: frames from hosts and background packets are numbered
+    /// together, in the order they reached the relay, from 0.
+    pub id: u64,
     pub frame: IpFrame,
     route: u32,
     hop: u32,
@@ -58,6 +61,7 @@ impl NetPacket for InFlight {
 /// A frame due at its destination.
 #[derive(Debug)]
 pub struct Departure {
+    pub id: u64,
     /// When the route's last link delivers it: the instant it must leave the relay.
     pub due: Instant,
     /// Index of the destination's interface.
@@ -69,6 +73,7 @@ pub struct Departure {
 /// A frame a link dropped.
 #[derive(Debug)]
 pub struct Dropped {
+    pub id: u64,
     pub at: Instant,
     pub link: usize,
     pub reason: DropReason,
@@ -107,7 +112,48 @@ struct Background {
     source: CbrSource,
     frame: IpFrame,
     route: u32,
+    link: usize,
+    /// The traffic's rate from each instant on: the link's capacity less this is what the scenario
+    /// leaves to its flows.
+    steps: Vec<(Instant, Bitrate)>,
 }
+
+impl Background {
+    fn rate_at(&self, t: Instant) -> Bitrate {
+        self.steps.iter().take_while(|(at, _)| *at <= t).last().map_or(Bitrate::ZERO, |s| s.1)
+    }
+
+    fn next_step_after(&self, t: Instant) -> Option<Instant> {
+        self.steps.iter().map(|s| s.0).find(|&at| at > t)
+    }
+}
+
+/// What happened to a background packet: it entered its link at `sent`, and left it at
+/// `delivered` (dropped at the far end, as the simulator sinks it) unless the link dropped it.
+#[derive(Debug)]
+pub struct BackgroundEvent {
+    pub id: u64,
+    pub link: usize,
+    pub at: Instant,
+    pub delivered: bool,
+    pub size: DataSize,
+}
+
+/// A link's state at an instant, as the simulator samples it for `links.parquet`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSample {
+    pub at: Instant,
+    pub link: usize,
+    /// The capacity in force (for a link with UDP background traffic, what it leaves to the
+    /// flows); `None` = unlimited.
+    pub capacity: Option<Bitrate>,
+    pub queue: DataSize,
+    pub queue_limit: Option<DataSize>,
+}
+
+/// Link state is sampled this often, and at every capacity change, as the simulator samples it
+/// (`rtcbench_sim::world::LINK_SAMPLE_INTERVAL`).
+pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The scenario's links between the testbed's interfaces.
 pub struct Relay {
@@ -122,6 +168,12 @@ pub struct Relay {
     now: Instant,
     departures: VecDeque<Departure>,
     dropped: VecDeque<Dropped>,
+    background_events: VecDeque<BackgroundEvent>,
+    samples: VecDeque<LinkSample>,
+    /// The next link sample, while the relay samples (`Relay::sample_links`).
+    next_sample: Option<Instant>,
+    end: Instant,
+    next_id: u64,
     pub counts: Vec<LinkCounts>,
     pub refused: Refused,
     /// Frames whose arrival instant the relay had already passed (they enter at "now").
@@ -168,7 +220,7 @@ impl Relay {
                 return Err(format!("background traffic on link {}: not a link of the plan, or steps not from 0, or packets under 28 bytes", b.link));
             }
             let at = |us: i64| Instant::ZERO + Duration::from_micros(us);
-            let steps = b.steps_us.iter().map(|&(us, rate)| (at(us), rate)).collect();
+            let steps: Vec<_> = b.steps_us.iter().map(|&(us, rate)| (at(us), rate)).collect();
             let end = Instant::ZERO + plan.duration;
             let src = SocketAddrV4::new(Ipv4Addr::new(10, 255, 0, 1), 49152 + b.link as u16);
             let dst = SocketAddrV4::new(Ipv4Addr::new(10, 255, 0, 2), 9);
@@ -176,9 +228,11 @@ impl Relay {
             let bytes =
                 ipv4_udp_datagram(src, dst, Ecn::NotEct, &[], size - 28).map_err(|e| e.to_string())?;
             background.push(Background {
-                source: CbrSource::scheduled(steps, b.packet_size, end),
+                source: CbrSource::scheduled(steps.clone(), b.packet_size, end),
                 frame: IpFrame::new(bytes),
                 route: routes.len() as u32,
+                link: b.link,
+                steps,
             });
             routes.push(vec![b.link]);
         }
@@ -202,6 +256,11 @@ impl Relay {
             now: Instant::ZERO,
             departures: VecDeque::new(),
             dropped: VecDeque::new(),
+            background_events: VecDeque::new(),
+            samples: VecDeque::new(),
+            next_sample: None,
+            end: Instant::ZERO + plan.duration,
+            next_id: 0,
             counts,
             refused: Refused::default(),
             late_arrivals: 0,
@@ -213,8 +272,21 @@ impl Relay {
         self.now
     }
 
+    /// From now on, records every link's state every [`LINK_SAMPLE_INTERVAL`] and at every
+    /// capacity change up to the end of the run, from time zero ([`Relay::poll_sample`]).
+    pub fn sample_links(&mut self) {
+        self.next_sample = Some(Instant::ZERO);
+    }
+
+    /// The id the next frame to arrive (or background packet) gets.
+    fn take_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id - 1
+    }
+
     /// A frame read from interface `from` at `at`: onto the first link of its route, or refused.
-    pub fn arrive(&mut self, at: Instant, from: usize, bytes: Vec<u8>) {
+    /// Returns the id it got (a refused frame gets one too), and the instant it entered.
+    pub fn arrive(&mut self, at: Instant, from: usize, bytes: Vec<u8>) -> (u64, Instant) {
         let at = if at < self.now {
             self.late_arrivals += 1;
             self.now
@@ -222,20 +294,22 @@ impl Relay {
             at
         };
         self.advance(at);
+        let id = self.take_id();
         let Some(dst) = ipv4_destination(&bytes) else {
             self.refused.not_ipv4 += 1;
-            return;
+            return (id, at);
         };
         let Some(&to) = self.hosts.get(&dst) else {
             self.refused.no_host += 1;
-            return;
+            return (id, at);
         };
         let Some(&route) = self.route_of.get(&(from, to)) else {
             self.refused.no_route += 1;
-            return;
+            return (id, at);
         };
-        let pkt = InFlight { frame: IpFrame::new(bytes), route, hop: 0, to: Some(to), arrived: at };
+        let pkt = InFlight { id, frame: IpFrame::new(bytes), route, hop: 0, to: Some(to), arrived: at };
         self.enter(at, pkt);
+        (id, at)
     }
 
     /// Processes every link event up to `t`, in time order, so a frame leaving one link enters
@@ -249,6 +323,13 @@ impl Relay {
                 .enumerate()
                 .filter_map(|(k, b)| Some((b.source.poll_timeout()?, k)))
                 .min();
+            // A sample sees the links as they are once every event before it ran.
+            let first = [link.map(|l| l.0), source.map(|s| s.0)].into_iter().flatten().min();
+            if let Some(due) = self.next_sample.filter(|&d| d <= t && first.is_none_or(|f| d < f)) {
+                self.now = self.now.max(due);
+                self.sample(due);
+                continue;
+            }
             match (link, source) {
                 // A background packet first when both are due at once: it was sent before the
                 // link's event runs, as the simulator's heap orders a source before a link it
@@ -257,15 +338,18 @@ impl Relay {
                     self.now = self.now.max(due);
                     let b = &mut self.background[k];
                     if b.source.on_timeout(due) {
-                        let pkt = InFlight {
-                            frame: b.frame.clone(),
-                            route: b.route,
-                            hop: 0,
-                            to: None,
-                            arrived: due,
-                        };
-                        let link = self.routes[b.route as usize][0];
+                        let (frame, route, link) = (b.frame.clone(), b.route, b.link);
+                        let id = self.take_id();
+                        let size = frame.size();
+                        let pkt = InFlight { id, frame, route, hop: 0, to: None, arrived: due };
                         self.counts[link].background_in += 1;
+                        self.background_events.push_back(BackgroundEvent {
+                            id,
+                            link,
+                            at: due,
+                            delivered: false,
+                            size,
+                        });
                         self.enter(due, pkt);
                     }
                 }
@@ -292,6 +376,42 @@ impl Relay {
 
     pub fn poll_dropped(&mut self) -> Option<Dropped> {
         self.dropped.pop_front()
+    }
+
+    /// Background packets sent (`delivered` false) and delivered, in time order.
+    pub fn poll_background(&mut self) -> Option<BackgroundEvent> {
+        self.background_events.pop_front()
+    }
+
+    pub fn poll_sample(&mut self) -> Option<LinkSample> {
+        self.samples.pop_front()
+    }
+
+    /// Records every link's state at `t` and schedules the next sample: the interval on, or the
+    /// next capacity change if sooner, up to the end of the run (as the simulator samples).
+    fn sample(&mut self, t: Instant) {
+        let mut next = t + LINK_SAMPLE_INTERVAL;
+        for (k, link) in self.links.iter().enumerate() {
+            let background = self.background.iter().find(|b| b.link == k);
+            let mut capacity = link.capacity_at(t);
+            if let Some(b) = background {
+                capacity = capacity.map(|c| c.saturating_sub(b.rate_at(t)));
+                if let Some(c) = b.next_step_after(t) {
+                    next = next.min(c);
+                }
+            }
+            if let Some(c) = link.config().capacity.next_change_after(t) {
+                next = next.min(c);
+            }
+            self.samples.push_back(LinkSample {
+                at: t,
+                link: k,
+                capacity,
+                queue: link.queue_bytes(),
+                queue_limit: link.queue_limit_at(t),
+            });
+        }
+        self.next_sample = (t < self.end).then_some(next.min(self.end));
     }
 
     fn enter(&mut self, at: Instant, pkt: InFlight) {
@@ -327,14 +447,35 @@ impl Relay {
                 pkt.hop += 1;
                 self.enter(at, pkt);
             } else if let Some(to) = pkt.to {
-                self.departures.push_back(Departure { due: at, to, frame: pkt.frame, arrived: pkt.arrived });
+                self.departures.push_back(Departure {
+                    id: pkt.id,
+                    due: at,
+                    to,
+                    frame: pkt.frame,
+                    arrived: pkt.arrived,
+                });
+            } else {
+                self.background_events.push_back(BackgroundEvent {
+                    id: pkt.id,
+                    link: k,
+                    at,
+                    delivered: true,
+                    size: pkt.size(),
+                });
             }
         }
     }
 
     fn drop_packet(&mut self, at: Instant, link: usize, pkt: InFlight, reason: DropReason) {
         *self.counts[link].dropped.entry(reason.as_str()).or_default() += 1;
-        self.dropped.push_back(Dropped { at, link, reason, frame: pkt.frame, arrived: pkt.arrived });
+        self.dropped.push_back(Dropped {
+            id: pkt.id,
+            at,
+            link,
+            reason,
+            frame: pkt.frame,
+            arrived: pkt.arrived,
+        });
     }
 }
 

@@ -155,3 +155,46 @@ fn udp_background_takes_its_share_of_the_link_and_leaves_nothing_for_the_hosts()
     assert_eq!(host, [ms(30)]); // on the wire 10-20 ms, then 10 ms of delay
     assert_eq!(c.packets_out, 51); // the host's, and the background sent by 980 ms (at the end by 1000)
 }
+
+#[test]
+fn frames_are_numbered_as_they_arrive_and_keep_their_number_to_the_end() {
+    let mut relay = Relay::new(&config()).expect("fits together");
+    let (first, _) = relay.arrive(ms(100), 0, datagram(1, 2, 1250));
+    let (refused, _) = relay.arrive(ms(101), 0, datagram(1, 9, 100)); // no such host
+    // Three more behind the first: the 3000-byte queue (the frame on the wire included) holds
+    // the second; the others find it full.
+    let (second, _) = relay.arrive(ms(102), 0, datagram(1, 2, 1250));
+    let (third, _) = relay.arrive(ms(103), 0, datagram(1, 2, 1250));
+    let (fourth, _) = relay.arrive(ms(104), 0, datagram(1, 2, 1250));
+    assert_eq!((first, refused, second, third, fourth), (0, 1, 2, 3, 4));
+    relay.advance(ms(200));
+    let left: Vec<u64> = std::iter::from_fn(|| relay.poll_departure()).map(|d| d.id).collect();
+    let dropped: Vec<u64> = std::iter::from_fn(|| relay.poll_dropped()).map(|d| d.id).collect();
+    assert_eq!(left, [0, 2]);
+    assert_eq!(dropped, [3, 4]);
+    // A frame the relay has passed enters now, and says when.
+    let (_, entered) = relay.arrive(ms(150), 0, datagram(1, 2, 100));
+    assert_eq!(entered, ms(200));
+}
+
+#[test]
+fn links_are_sampled_every_10_ms_and_at_each_capacity_change_as_the_simulator_samples() {
+    let mut cfg = config();
+    let mut json = serde_json::to_value(&cfg.plan.links[0]).expect("serialises");
+    json["capacity"] = serde_json::json!({"steps_us": [[0, "1Mbps"], [25_000, "2Mbps"]], "period": null, "horizon_us": null});
+    cfg.plan.links[0] = serde_json::from_value(json).expect("a link");
+    cfg.plan.duration = Duration::from_micros(50_000);
+    let mut relay = Relay::new(&cfg).expect("fits together");
+    relay.sample_links();
+    relay.arrive(ms(1), 0, datagram(1, 2, 1250)); // 10 ms on the wire: queued at the 10 ms sample
+    relay.advance(ms(1000));
+    let samples: Vec<_> = std::iter::from_fn(|| relay.poll_sample()).filter(|s| s.link == 0).collect();
+    let at: Vec<i64> = samples.iter().map(|s| (s.at - Instant::ZERO).as_micros() / 1000).collect();
+    // 0, 10, 20, then the change at 25 ms, and on from there; the last at the run's end.
+    assert_eq!(at, [0, 10, 20, 25, 35, 45, 50]);
+    let bps = |k: usize| samples[k].capacity.map(|c| c.as_bps());
+    assert_eq!((bps(2), bps(3)), (Some(1_000_000), Some(2_000_000)));
+    assert_eq!(samples[1].queue.as_bytes(), 1250);
+    assert_eq!(samples[2].queue.as_bytes(), 0);
+    assert_eq!(samples[0].queue_limit.map(|l| l.as_bytes()), Some(3000));
+}

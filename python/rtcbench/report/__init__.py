@@ -225,11 +225,18 @@ def _headline(run: Run) -> str:
     def fmt(v: Any, spec: str, scale: float = 1.0) -> str:
         return "-" if v is None else format(float(v) * scale, spec)
 
-    return (
+    line = (
         f"{f['name']}: utilisation {fmt(f.get('utilization'), '.2f')}, "
         f"queuing delay p95 {fmt(f.get('qdelay_p95_ms'), '.0f')} ms, "
         f"loss {fmt(f.get('loss_ratio'), '.2f', 100.0)} %"
     )
+    emulation = run.summary.get("emulation")
+    if run.mode == "emulate" and isinstance(emulation, dict):
+        late = emulation.get("relay", {}).get("lateness_us", {})
+        line += f"; emulated, relay timing error p99 {fmt(late.get('p99'), '.0f')} µs"
+        for warning in emulation.get("warnings") or []:
+            line += f"; WARNING: {warning}"
+    return line
 
 
 def _first_seeds(members: Sequence[Run], series: Mapping[Path, str], labels: Sequence[str]) -> list[Run]:

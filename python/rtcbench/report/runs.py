@@ -78,9 +78,18 @@ class Run:
 
     @property
     def variant(self) -> str:
-        """The variant's name, with the configuration's digits when they tell cases apart."""
+        """The variant's name, with the configuration's digits when they tell cases apart, and
+        "emulated" for a run on an emulated network (docs/emulation.md): never pooled with the
+        simulated runs of its case."""
         name = str(self.summary.get("variant") or "")
-        return f"{name} #{self.config}".strip() if self.config else name
+        if self.config:
+            name = f"{name} #{self.config}".strip()
+        return f"{name} emulated".strip() if self.mode == "emulate" else name
+
+    @property
+    def mode(self) -> str:
+        """`simulate` or `emulate` (runs written before modes existed were simulated)."""
+        return str(self.summary.get("mode") or "simulate")
 
     @property
     def controller(self) -> str:

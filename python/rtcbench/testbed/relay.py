@@ -191,7 +191,7 @@ class Relay:
 
 
 def config(
-    bed: Testbed, variant: Variant, seed: int, out_dir: Path, *, capture: bool = False
+    bed: Testbed, variant: Variant, seed: int, out_dir: Path, *, capture: bool = False, trace: bool = False
 ) -> dict[str, Any]:
     """The relay's configuration: the simulator's plan of the scenario's network for `seed`, and
     the testbed's interfaces."""
@@ -205,16 +205,26 @@ def config(
         }
         for h in bed.topology.hosts
     ]
-    return {"plan": plan, "interfaces": interfaces, "out_dir": str(out_dir), "capture": capture}
+    return {
+        "plan": plan,
+        "interfaces": interfaces,
+        "out_dir": str(out_dir),
+        "capture": capture,
+        "trace": trace,
+    }
 
 
-def start(bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: bool = False) -> Relay:
+def start(
+    bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: bool = False, trace: bool = False
+) -> Relay:
     """Starts the relay for `variant` in `bed`'s net namespace and waits until its sockets are
-    open; it forwards nothing until `Relay.go`. Its files go to `out_dir`."""
+    open; it forwards nothing until `Relay.go`. Its files go to `out_dir`: with `capture`, the
+    pcaps; with `trace`, the packet log and link samples an emulated run's tables are made from
+    (`rtcbench.testbed.trace`)."""
     exe = binary()
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "relay-config.json"
-    cfg_path.write_text(json.dumps(config(bed, variant, seed, out_dir, capture=capture)))
+    cfg_path.write_text(json.dumps(config(bed, variant, seed, out_dir, capture=capture, trace=trace)))
     stderr_path = out_dir / "relay.stderr"
     with stderr_path.open("w") as err:
         process = bed.popen(

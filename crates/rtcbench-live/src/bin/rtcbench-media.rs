@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use rtcbench_cc::factory;
-use rtcbench_cc::{ControllerKind, ControllerMetrics};
+use rtcbench_cc::{ControllerKind, ControllerMetrics, Metric};
 use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::video::Frame;
@@ -92,6 +92,7 @@ impl CallObserver for Observer<'_> {
         self.log.line(&json!({
             "event": "frame_encoded", "t_us": us(frame.capture), "frame": frame.index,
             "size": frame.size.as_bytes(), "keyframe": frame.keyframe, "packets": packets,
+            "width": frame.width, "height": frame.height,
         }));
     }
 
@@ -112,13 +113,31 @@ impl CallObserver for Observer<'_> {
         at: Instant,
         target: Bitrate,
         pacing: Option<Bitrate>,
-        _metrics: &ControllerMetrics,
-        _remote: Option<&ControllerMetrics>,
+        metrics: &ControllerMetrics,
+        remote: Option<&ControllerMetrics>,
     ) {
+        // (column, value) pairs in the controller's own order, as the simulator's columns are.
+        let local = metrics.values.iter().map(|(n, v)| ("", n, v));
+        let remote = remote.into_iter().flat_map(|r| r.values.iter().map(|(n, v)| ("rx_", n, v)));
+        let state: Vec<(String, serde_json::Value)> =
+            local.chain(remote).map(|(prefix, name, value)| metric_column(prefix, name, value)).collect();
         self.log.line(&json!({
             "event": "controller", "t_us": us(at), "target_bps": target.as_bps(),
-            "pacing_bps": pacing.map(|p| p.as_bps()),
+            "pacing_bps": pacing.map(|p| p.as_bps()), "state": state,
         }));
+    }
+}
+
+/// A controller metric as `controller.parquet` names and stores it (docs/traces.md): the unit in
+/// the name (`_bps`, `_bytes`, `_ms`), null as JSON null.
+fn metric_column(prefix: &str, name: &str, value: &Metric) -> (String, serde_json::Value) {
+    match value {
+        Metric::Rate(r) => (format!("{prefix}{name}_bps"), json!(r.map(|r| r.as_bps()))),
+        Metric::Size(s) => (format!("{prefix}{name}_bytes"), json!(s.map(|s| s.as_bytes()))),
+        Metric::Time(d) => (format!("{prefix}{name}_ms"), json!(d.map(|d| d.as_millis_f64()))),
+        Metric::State(s) => (format!("{prefix}{name}"), json!(s)),
+        Metric::Real(x) => (format!("{prefix}{name}"), json!(x.filter(|x| x.is_finite()))),
+        _ => (format!("{prefix}{name}"), serde_json::Value::Null),
     }
 }
 

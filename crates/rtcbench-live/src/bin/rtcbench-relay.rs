@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 
 use rtcbench_live::config::RelayConfig;
 use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
-use rtcbench_live::relay::{Dropped, Refused, Relay};
+use rtcbench_live::relay::{BackgroundEvent, Dropped, LinkSample, Refused, Relay};
 use rtcbench_live::stats::{Lateness, LatenessSummary};
 use rtcbench_live::sys::{self, PacketSocket, Poll, Signals, Timer};
 use rtcbench_units::Instant;
@@ -47,11 +47,21 @@ fn main() -> ExitCode {
     process::main_with("rtcbench-relay", run)
 }
 
-/// One thing for the writer thread.
+/// Bytes of a frame the packet log keeps when there is no capture: IPv4 and UDP or TCP headers
+/// with options, and the start of the UDP payload (an RTP header with its extensions).
+const HEAD_BYTES: usize = 96;
+/// Bytes of a UDP payload `relay-packets.csv` shows (`head`): an RTP fixed header, or an RTCP
+/// packet's first words.
+const UDP_HEAD_BYTES: usize = 12;
+
+/// One thing for the writer thread. A frame's bytes are all of it when the relay captures, else
+/// its first `HEAD_BYTES`.
 enum Record {
-    In(Instant, Vec<u8>),
-    Out(Instant, Vec<u8>),
+    In { id: u64, at: Instant, iface: usize, bytes: Vec<u8> },
+    Out { id: u64, at: Instant, bytes: Vec<u8> },
     Drop(Dropped),
+    Background(BackgroundEvent),
+    Sample(LinkSample),
 }
 
 #[derive(Serialize)]
@@ -131,6 +141,17 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             *lost += 1;
         }
     };
+    if cfg.trace {
+        relay.sample_links();
+    }
+    let keep = |bytes: &[u8]| {
+        if cfg.capture {
+            bytes.to_vec()
+        } else {
+            bytes[..bytes.len().min(HEAD_BYTES)].to_vec()
+        }
+    };
+    let logging = cfg.capture || cfg.trace;
     let clock = RunClock { t0_ns: t0 };
     let (to_instant, to_ns) = (|ns| clock.instant(ns), |t| clock.monotonic_ns(t));
     let spin_ns = i128::from(cfg.spin.as_micros()) * 1000;
@@ -174,12 +195,12 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             }
             batch.sort_by_key(|a| a.0);
             for (ns, k, bytes) in batch.drain(..) {
-                let at = to_instant(ns);
                 frames_in += 1;
-                if cfg.capture {
-                    send(Record::In(at, bytes.clone()), &mut records_lost);
+                let kept = logging.then(|| keep(&bytes));
+                let (id, at) = relay.arrive(to_instant(ns), k, bytes);
+                if let Some(bytes) = kept {
+                    send(Record::In { id, at, iface: k, bytes }, &mut records_lost);
                 }
-                relay.arrive(at, k, bytes);
             }
         }
         // Everything due by now leaves now.
@@ -191,12 +212,21 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             let sent = sys::monotonic_ns();
             lateness.record(sent - to_ns(d.due));
             frames_out += 1;
-            if cfg.capture {
-                send(Record::Out(to_instant(sent), d.frame.into_bytes()), &mut records_lost);
+            if logging {
+                let bytes = if cfg.capture { d.frame.into_bytes() } else { keep(d.frame.bytes()) };
+                send(Record::Out { id: d.id, at: to_instant(sent), bytes }, &mut records_lost);
             }
         }
         while let Some(d) = relay.poll_dropped() {
             send(Record::Drop(d), &mut records_lost);
+        }
+        while let Some(b) = relay.poll_background() {
+            if cfg.trace {
+                send(Record::Background(b), &mut records_lost);
+            }
+        }
+        while let Some(s) = relay.poll_sample() {
+            send(Record::Sample(s), &mut records_lost);
         }
         // Sleep until shortly before the next departure, then spin to it.
         wait = std::time::Duration::from_secs(1);
@@ -280,11 +310,11 @@ fn start_writer(cfg: &RelayConfig) -> Result<(SyncSender<Record>, Writer), Failu
     let dir = cfg.out_dir.clone();
     fs::create_dir_all(&dir).map_err(io_context(format!("creating {}", dir.display())))?;
     let link_names: Vec<String> = cfg.plan.links.iter().map(|l| l.name.clone()).collect();
-    let capture = cfg.capture;
+    let (capture, trace) = (cfg.capture, cfg.trace);
     let (tx, rx) = mpsc::sync_channel(RECORD_BACKLOG);
     let handle = std::thread::Builder::new()
         .name("relay-writer".into())
-        .spawn(move || write_records(&dir, &link_names, capture, &rx))
+        .spawn(move || write_records(&dir, &link_names, capture, trace, &rx))
         .map_err(io_context("starting the writer thread"))?;
     Ok((tx, handle))
 }
@@ -296,7 +326,76 @@ fn finish_writer(writer: Writer) -> Result<(), Failure> {
     }
 }
 
-fn write_records(dir: &Path, links: &[String], capture: bool, rx: &Receiver<Record>) -> io::Result<()> {
+/// A file written under a temporary name and renamed into place once complete.
+struct Pending<W> {
+    tmp: PathBuf,
+    path: PathBuf,
+    writer: W,
+}
+
+impl Pending<BufWriter<File>> {
+    fn create(dir: &Path, name: &str) -> io::Result<Self> {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let writer = BufWriter::new(File::create(&tmp)?);
+        Ok(Self { tmp, path: dir.join(name), writer })
+    }
+
+    fn finish(self) -> io::Result<()> {
+        finish_file(self.writer, &self.tmp, &self.path)
+    }
+}
+
+fn finish_file(writer: BufWriter<File>, tmp: &Path, path: &Path) -> io::Result<()> {
+    writer.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    fs::rename(tmp, path)
+}
+
+fn micros(t: Instant) -> i64 {
+    (t - Instant::ZERO).as_micros()
+}
+
+/// The header of `relay-packets.csv` (docs/emulation.md, "The relay").
+const PACKETS_HEADER: &str =
+    "id,event,t_us,iface,link,reason,size,ecn,protocol,src,src_port,dst,dst_port,payload,head";
+
+/// The columns of `relay-packets.csv` from `size` on, for a frame of `len` bytes whose first bytes
+/// are `bytes`: its ECN field, and for an arriving frame its 5-tuple, transport payload length
+/// and the first bytes of a UDP payload (hex).
+fn frame_columns(len: usize, bytes: &[u8], arriving: bool) -> String {
+    let ecn = bytes.get(1).map_or(String::new(), |tos| (tos & 0b11).to_string());
+    if !arriving {
+        return format!("{len},{ecn},,,,,,,");
+    }
+    let Ok(t) = FiveTuple::parse(bytes) else {
+        return format!("{len},{ecn},,,,,,,");
+    };
+    let ihl = usize::from(bytes[0] & 0x0f) * 4;
+    let (payload, head) = match t.protocol {
+        17 => {
+            let udp_payload = bytes.get(ihl + 8..).unwrap_or(&[]);
+            let head: String = udp_payload.iter().take(UDP_HEAD_BYTES).map(|b| format!("{b:02x}")).collect();
+            (len.saturating_sub(ihl + 8).to_string(), head)
+        }
+        6 => {
+            let data_offset = bytes.get(ihl + 12).map_or(20, |b| usize::from(b >> 4) * 4);
+            (len.saturating_sub(ihl + data_offset).to_string(), String::new())
+        }
+        _ => (String::new(), String::new()),
+    };
+    format!("{len},{ecn},{},{},{},{},{},{payload},{head}", t.protocol, t.src, t.src_port, t.dst, t.dst_port)
+}
+
+fn frame_len(bytes: &[u8]) -> usize {
+    bytes.get(2..4).map_or(bytes.len(), |b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+}
+
+fn write_records(
+    dir: &Path,
+    links: &[String],
+    capture: bool,
+    trace: bool,
+    rx: &Receiver<Record>,
+) -> io::Result<()> {
     let pcap = |name: &str| -> io::Result<Option<(PathBuf, PcapWriter<BufWriter<File>>)>> {
         if !capture {
             return Ok(None);
@@ -307,24 +406,71 @@ fn write_records(dir: &Path, links: &[String], capture: bool, rx: &Receiver<Reco
     };
     let mut inbound = pcap("relay-in.pcap")?;
     let mut outbound = pcap("relay-out.pcap")?;
+    let mut packets = trace.then(|| Pending::create(dir, "relay-packets.csv")).transpose()?;
+    let mut samples = trace.then(|| Pending::create(dir, "relay-links.csv")).transpose()?;
+    if let Some(p) = &mut packets {
+        writeln!(p.writer, "{PACKETS_HEADER}")?;
+    }
+    if let Some(s) = &mut samples {
+        writeln!(s.writer, "t_us,link,capacity_bps,queue_bytes,queue_limit_bytes")?;
+    }
     let drops_tmp = dir.join(".relay-drops.csv.tmp");
     let mut drops = BufWriter::new(File::create(&drops_tmp)?);
     writeln!(drops, "t_us,arrived_us,link,reason,size,protocol,src,src_port,dst,dst_port")?;
     for record in rx {
         match record {
-            Record::In(t, bytes) => {
+            Record::In { id, at, iface, bytes } => {
                 if let Some((_, w)) = &mut inbound {
-                    w.write_raw(t, &bytes).map_err(io::Error::other)?;
+                    w.write_raw(at, &bytes).map_err(io::Error::other)?;
+                }
+                if let Some(p) = &mut packets {
+                    let columns = frame_columns(frame_len(&bytes), &bytes, true);
+                    writeln!(p.writer, "{id},in,{},{iface},,,{columns}", micros(at))?;
                 }
             }
-            Record::Out(t, bytes) => {
+            Record::Out { id, at, bytes } => {
                 if let Some((_, w)) = &mut outbound {
-                    w.write_raw(t, &bytes).map_err(io::Error::other)?;
+                    w.write_raw(at, &bytes).map_err(io::Error::other)?;
+                }
+                if let Some(p) = &mut packets {
+                    let columns = frame_columns(frame_len(&bytes), &bytes, false);
+                    writeln!(p.writer, "{id},out,{},,,,{columns}", micros(at))?;
+                }
+            }
+            Record::Background(b) => {
+                if let Some(p) = &mut packets {
+                    let event = if b.delivered { "bg_out" } else { "bg_in" };
+                    let link = &links[b.link];
+                    writeln!(
+                        p.writer,
+                        "{},{event},{},,{link},,{},,,,,,,,",
+                        b.id,
+                        micros(b.at),
+                        b.size.as_bytes()
+                    )?;
+                }
+            }
+            Record::Sample(s) => {
+                if let Some(w) = &mut samples {
+                    let or_empty = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+                    writeln!(
+                        w.writer,
+                        "{},{},{},{},{}",
+                        micros(s.at),
+                        links[s.link],
+                        or_empty(s.capacity.map(|c| c.as_bps())),
+                        s.queue.as_bytes(),
+                        or_empty(s.queue_limit.map(|l| l.as_bytes()))
+                    )?;
                 }
             }
             Record::Drop(d) => {
-                let micros = |t: Instant| (t - Instant::ZERO).as_micros();
                 let bytes = d.frame.bytes();
+                if let Some(p) = &mut packets {
+                    let columns = frame_columns(bytes.len(), bytes, false);
+                    let (link, reason) = (&links[d.link], d.reason.as_str());
+                    writeln!(p.writer, "{},drop,{},,{link},{reason},{columns}", d.id, micros(d.at))?;
+                }
                 let (protocol, src, sport, dst, dport) = match FiveTuple::parse(bytes) {
                     Ok(t) => (
                         t.protocol.to_string(),
@@ -349,10 +495,11 @@ fn write_records(dir: &Path, links: &[String], capture: bool, rx: &Receiver<Reco
     }
     for (file, w) in [("relay-in.pcap", inbound), ("relay-out.pcap", outbound)] {
         if let Some((tmp, w)) = w {
-            w.into_writer().into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            fs::rename(tmp, dir.join(file))?;
+            finish_file(w.into_writer(), &tmp, &dir.join(file))?;
         }
     }
-    drops.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    fs::rename(drops_tmp, dir.join("relay-drops.csv"))
+    for pending in [packets, samples].into_iter().flatten() {
+        pending.finish()?;
+    }
+    finish_file(drops, &drops_tmp, &dir.join("relay-drops.csv"))
 }

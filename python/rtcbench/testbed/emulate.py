@@ -1,0 +1,150 @@
+"""One emulated run: a scenario variant on real packets between network namespaces, in real time
+(docs/emulation.md, "Emulated runs"). `rtcbench.runner` calls `emulate` for `--mode emulate` and
+writes its tables as it writes a simulated run's.
+
+    tables, info = emulate(variant, "gcc", seed=1, work=folder / "emulation")
+
+The topology is built from the scenario (`netns.build`); the relay carries every packet through
+the scenario's links; the media agents run the calls and the cross-traffic agents the kernel TCP
+and CBR flows; all start at one instant on CLOCK_MONOTONIC, the run's time zero, and the run
+lasts the scenario's duration (a 100 s case takes 100 s). Then the relay's packet log and the
+agents' logs become the trace tables (`rtcbench.testbed.trace`). Everything started is stopped
+and removed with the topology, on success, error and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtcbench import _core
+from rtcbench.metrics import Tables
+from rtcbench.scenarios import Variant
+from rtcbench.testbed import cross, media, relay
+from rtcbench.testbed.netns import build, require
+from rtcbench.testbed.trace import RELAY_PACKETS, emulated_tables
+
+__all__ = ["Emulated", "emulate", "simulator_meta"]
+
+END_MARGIN_S = 5.0
+"""How long past its end (and the receivers' grace) a run may take to wind down before it counts
+as hung."""
+
+
+@dataclass
+class Emulated:
+    """An emulated run: its trace tables, and what the emulation itself reports for the summary
+    (`summary.json` key `emulation`, docs/emulation.md)."""
+
+    tables: Tables
+    info: dict[str, Any]
+
+
+def simulator_meta(variant: Variant, controller: str, seed: int) -> dict[str, Any]:
+    """The run's `meta` (nodes, links, calls, flows and their ids) as the simulator describes the
+    same scenario, controller and seed: an emulated run's tables use the same flow ids."""
+    run = _core.Run(variant.toml, controller, seed, factory=None, pcap=None, piece_rows=1, slice_events=1)
+    try:
+        meta: dict[str, Any] = json.loads(run.meta)
+    finally:
+        run.close()
+    return meta
+
+
+def _agents_scheduling(
+    logs: dict[tuple[str, str], list[dict[str, Any]]], cross_dir: Path | None
+) -> list[str]:
+    """Every agent's scheduling policy as it logged it (`fifo`, or `normal`/`other` when refused)."""
+    policies = [
+        r["policy"] for records in logs.values() for r in records[:1] if r.get("event") == "scheduling"
+    ]
+    if cross_dir is not None:
+        for path in sorted(cross_dir.glob("*.jsonl")):
+            first = path.read_text().splitlines()[:1]
+            if first:
+                record = json.loads(first[0])
+                if record.get("event") == "scheduling":
+                    policies.append(record["policy"])
+    return policies
+
+
+def emulate(variant: Variant, controller: str, seed: int, work: Path, *, capture: bool = False) -> Emulated:
+    """Runs `variant` with the built-in `controller` on an emulated network, in real time.
+    `work` receives the processes' configurations, logs and reports (and, with `capture`, the
+    relay's pcaps). Raises `TestbedUnavailable` without root or `ip`, `CrossTrafficError` for
+    cross traffic that cannot be emulated, and a `TestbedError` naming the process that failed."""
+    require()
+    meta = simulator_meta(variant, controller, seed)
+    duration_s = float(meta["duration_s"])
+    calls = media.plan(variant, seed)
+    flows = cross.plan(variant, seed)
+    work.mkdir(parents=True, exist_ok=True)
+    relay_dir, media_dir, cross_dir = work / "relay", work / "media", work / "cross"
+    started = time.monotonic()
+    with build(variant) as bed:
+        r = relay.start(bed, variant, seed=seed, out_dir=relay_dir, capture=capture, trace=True)
+        calls_running = (
+            media.start(bed, variant, seed=seed, controller=controller, out_dir=media_dir, end_s=duration_s)
+            if calls
+            else None
+        )
+        traffic = cross.start(bed, flows, end_s=duration_s, log_dir=cross_dir) if flows else None
+        t0 = r.go()
+        if calls_running is not None:
+            calls_running.go(t0)
+        if traffic is not None:
+            traffic.go(t0)
+        # Receivers listen a grace period past the end, so that what the links still hold arrives;
+        # the relay runs as long.
+        end = t0 + duration_s + media.RECEIVER_GRACE_S
+        if calls_running is not None:
+            calls_running.wait(max(0.0, end - time.monotonic()) + END_MARGIN_S)
+        if traffic is not None:
+            traffic.wait(max(0.0, end - time.monotonic()) + END_MARGIN_S)
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
+        report = r.stop()
+        address = {h.node: str(h.address.ip) for h in bed.topology.hosts}
+        prefix = bed.topology.prefix
+    wall_s = time.monotonic() - started
+    logs = calls_running.logs() if calls_running is not None else {}
+    tables = emulated_tables(meta, relay_dir, calls, flows, address, logs)
+    policies = _agents_scheduling(logs, cross_dir if traffic is not None else None)
+    warnings = [w for w in [report.warning()] if w is not None]
+    if any(p != "fifo" for p in policies):
+        warnings.append(
+            "an agent ran without real-time scheduling (the system refused SCHED_FIFO): its timing "
+            "may follow the machine's load"
+        )
+    info = {
+        "testbed": prefix,
+        "wall_s": wall_s,
+        "relay": {
+            "scheduling": report.scheduling,
+            "lateness_us": {
+                "p50": report.lateness_p50_us,
+                "p99": report.lateness_p99_us,
+                "max": report.lateness_max_us,
+            },
+            "departures": report.departures,
+            "keeping_up": report.keeping_up,
+            "frames_in": report.frames_in,
+            "frames_out": report.frames_out,
+            "refused": report.refused,
+            "socket_drops": sum(report.socket_drops),
+            "records_lost": report.records_lost,
+            "processed_until_s": report.processed_until_s,
+        },
+        "agents_scheduling": sorted(set(policies)),
+        "warnings": warnings,
+    }
+    if report.records_lost:
+        warnings.append(
+            f"the relay lost {report.records_lost} packet records (its writer fell behind): the packets "
+            "table misses them"
+        )
+    (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
+    return Emulated(tables, info)

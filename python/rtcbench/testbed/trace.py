@@ -1,0 +1,417 @@
+"""The trace tables of an emulated run (docs/traces.md), from what its processes recorded: the
+relay's packet log and link samples (`relay-packets.csv`, `relay-links.csv`: every frame as it
+reached the relay, left it or was dropped, on the relay's one clock) and the media agents' logs
+(frames, feedback, controller state). The tables have the simulator's schemas and the
+simulator's flow ids (`meta.flows`), so every metric, the scorecard and the report apply as
+they are (docs/emulation.md, "Emulated runs").
+
+A packet is `sent` when it reached the relay (its sender's interface is a veth: the kernel
+timestamps it as it leaves the host) and `received` when the relay handed it to its receiver's
+interface, so one-way delay is measured on one clock. Rows after the scenario's end are left out,
+as the simulator records nothing after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rtcbench.metrics import Tables
+from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
+from rtcbench.testbed.media import FIRST_PORT, PlannedCall
+
+__all__ = ["RELAY_LINKS", "RELAY_PACKETS", "TraceError", "emulated_tables"]
+
+RELAY_PACKETS = "relay-packets.csv"
+RELAY_LINKS = "relay-links.csv"
+
+PT_VIDEO, PT_RTX, PT_AUDIO = 96, 97, 111
+"""The RTP payload types of a call's streams (`rtcbench_rtp::call`); RTX carries padding."""
+_KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "audio": PT_AUDIO}
+_ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
+_FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb"}
+UDP, TCP = 17, 6
+
+_RELAY_SCHEMA = {
+    "id": pl.Int64,
+    "event": pl.String,
+    "t_us": pl.Int64,
+    "iface": pl.Int32,
+    "link": pl.String,
+    "reason": pl.String,
+    "size": pl.Int32,
+    "ecn": pl.Int32,
+    "protocol": pl.Int32,
+    "src": pl.String,
+    "src_port": pl.Int32,
+    "dst": pl.String,
+    "dst_port": pl.Int32,
+    "payload": pl.Int32,
+    "head": pl.String,
+}
+_LINKS_SCHEMA = {
+    "t_us": pl.Int64,
+    "link": pl.String,
+    "capacity_bps": pl.Int64,
+    "queue_bytes": pl.Int64,
+    "queue_limit_bytes": pl.Int64,
+}
+
+
+class TraceError(ValueError):
+    """The records of an emulated run do not fit together (one line)."""
+
+
+def _flow_ids(meta: Mapping[str, Any]) -> dict[str, int]:
+    return {f["name"]: int(f["id"]) for f in meta["flows"]}
+
+
+def _flow_rules(
+    meta: Mapping[str, Any],
+    calls: Sequence[PlannedCall],
+    cross: Sequence[CrossFlow],
+    address: Mapping[str, str],
+) -> pl.DataFrame:
+    """Which flow a frame belongs to, by its 5-tuple (and, for a call's RTP, its payload type):
+    columns src, src_port, dst, dst_port, protocol, pt (null: any), flow, kind (null: decided by
+    the frame: RTP media or padding, TCP data or pure ACK)."""
+    ids = _flow_ids(meta)
+    rows: list[dict[str, Any]] = []
+
+    def rule(
+        src: str, sport: int, dst: str, dport: int, proto: int, pt: int | None, flow: str, kind: str | None
+    ) -> None:
+        if flow not in ids:
+            raise TraceError(f"flow {flow!r} is not among the run's flows (meta.flows)")
+        rows.append(
+            {
+                "src": address[src],
+                "src_port": sport,
+                "dst": address[dst],
+                "dst_port": dport,
+                "protocol": proto,
+                "pt": pt,
+                "flow": ids[flow],
+                "kind": kind,
+            }
+        )
+
+    for c in calls:
+        port = FIRST_PORT + 2 * c.index
+        names = {f["name"] for f in meta["flows"] if f.get("call") == c.index}
+        video, audio = f"{c.name}.video", f"{c.name}.audio"
+        if video in names:
+            rule(c.src, port, c.dst, port, UDP, PT_VIDEO, video, "media")
+            rule(c.src, port, c.dst, port, UDP, PT_RTX, video, "padding")
+        if audio in names:
+            rule(c.src, port, c.dst, port, UDP, PT_AUDIO, audio, "media")
+        rule(c.src, port, c.dst, port, UDP, -1, f"{c.name}.rtcp-tx", "rtcp")
+        rule(c.dst, port, c.src, port, UDP, -1, f"{c.name}.rtcp-rx", "rtcp")
+    for f in cross:
+        if isinstance(f, TcpFlow):
+            rule(f.src, f.src_port, f.dst, f.dst_port, TCP, None, f.name, None)
+            rule(f.dst, f.dst_port, f.src, f.src_port, TCP, None, f"{f.name}.ack", None)
+        elif isinstance(f, CbrFlow):
+            rule(f.src, f.src_port, f.dst, f.dst_port, UDP, None, f.name, "cbr")
+    schema = {
+        "src": pl.String,
+        "src_port": pl.Int32,
+        "dst": pl.String,
+        "dst_port": pl.Int32,
+        "protocol": pl.Int32,
+        "pt": pl.Int32,
+        "flow": pl.Int32,
+        "kind": pl.String,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _read_relay(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
+    return pl.read_csv(path, schema=_RELAY_SCHEMA)
+
+
+def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame:
+    """What each call's sender sent as RTP: (call, pt, seq, occurrence) → payload, frame."""
+    rows = [
+        {
+            "call": k,
+            "pt": _KIND_PT[r["kind"]],
+            "seq": r["seq"],
+            "log_payload": r["payload"],
+            "log_frame": r["frame"],
+        }
+        for k, records in sender_logs.items()
+        for r in records
+        if r["event"] == "sent" and r["kind"] in _KIND_PT and r["seq"] is not None
+    ]
+    schema = {
+        "call": pl.Int32,
+        "pt": pl.Int32,
+        "seq": pl.Int32,
+        "log_payload": pl.Int32,
+        "log_frame": pl.Int64,
+    }
+    df = pl.DataFrame(rows, schema=schema)
+    return df.with_columns(occurrence=pl.int_range(pl.len()).over("call", "pt", "seq"))
+
+
+def _packets(
+    relay: pl.DataFrame,
+    rules: pl.DataFrame,
+    flow_call: Mapping[int, int],
+    sent_media: pl.DataFrame,
+    background: Mapping[str, int],
+    end_us: int,
+) -> pl.DataFrame:
+    arrivals = relay.filter(pl.col("event") == "in")
+    # A call's datagrams: RTCP (RFC 5761: packet types 192-223 where RTP has M and PT) or RTP
+    # with its payload type and sequence number from the header.
+    second = pl.col("head").str.slice(2, 2).str.to_integer(base=16, strict=False)
+    arrivals = arrivals.with_columns(
+        rtcp=second.is_between(192, 223),
+        rtp_pt=second.cast(pl.Int32) % 128,
+        rtp_seq=pl.col("head").str.slice(4, 4).str.to_integer(base=16, strict=False).cast(pl.Int32),
+    )
+    arrivals = arrivals.with_columns(
+        pt=pl.when(pl.col("protocol") != UDP)
+        .then(None)
+        .when(pl.col("rtcp"))
+        .then(pl.lit(-1))
+        .otherwise(pl.col("rtp_pt"))
+    )
+    keyed = ["src", "src_port", "dst", "dst_port", "protocol"]
+    exact = arrivals.join(rules.filter(pl.col("pt").is_not_null()), on=[*keyed, "pt"], how="inner")
+    anypt = arrivals.join(rules.filter(pl.col("pt").is_null()).drop("pt"), on=keyed, how="inner")
+    hosts = pl.concat([exact, anypt], how="diagonal_relaxed")
+    is_call_rtp = pl.col("kind").is_in(["media", "padding"])
+    hosts = hosts.with_columns(
+        call=pl.col("flow").replace_strict(flow_call, default=None, return_dtype=pl.Int32),
+        seq=pl.when(is_call_rtp).then(pl.col("rtp_seq")),
+    )
+    hosts = hosts.sort("t_us", "id").with_columns(
+        occurrence=pl.when(is_call_rtp).then(pl.int_range(pl.len()).over("call", "pt", "seq"))
+    )
+    hosts = hosts.join(sent_media, on=["call", "pt", "seq", "occurrence"], how="left")
+    hosts = hosts.with_columns(
+        kind=pl.when(pl.col("kind").is_not_null())
+        .then(pl.col("kind"))
+        .when(pl.col("payload") > 0)
+        .then(pl.lit("tcp"))
+        .otherwise(pl.lit("tcp_ack")),
+        payload=pl.when(pl.col("kind") == "media")
+        .then(pl.col("log_payload"))
+        .when(pl.col("kind").is_in(["padding", "rtcp"]))
+        .then(pl.lit(0))
+        .otherwise(pl.col("payload")),
+        frame=pl.when((pl.col("kind") == "media") & (pl.col("pt") == PT_VIDEO)).then(pl.col("log_frame")),
+    )
+    sent = hosts.select(
+        "id", "t_us", "flow", "kind", "size", "payload", "seq", "frame", ecn_in="ecn", sent_us="t_us"
+    )
+    bg_in = relay.filter(pl.col("event") == "bg_in").select(
+        "id",
+        "t_us",
+        flow=pl.col("link").replace_strict(background, return_dtype=pl.Int32),
+        kind=pl.lit("cbr"),
+        size="size",
+        payload=pl.col("size") - 28,
+        seq=pl.lit(None, pl.Int32),
+        frame=pl.lit(None, pl.Int64),
+        ecn_in=pl.lit(0, pl.Int32),
+        sent_us="t_us",
+    )
+    origin = pl.concat([sent, bg_in], how="vertical_relaxed")
+    later = relay.filter(pl.col("event").is_in(["out", "drop", "bg_out"])).select(
+        "id", "event", "t_us", "link", "reason", "ecn"
+    )
+    later = later.join(origin.drop("t_us", "ecn_in"), on="id", how="inner")
+    first = origin.select(
+        pl.exclude("ecn_in"),
+        event=pl.lit("sent"),
+        link=pl.lit(None, pl.String),
+        reason=pl.lit(None, pl.String),
+        ecn="ecn_in",
+    )
+    later = later.with_columns(
+        event=pl.col("event").replace_strict({"out": "received", "bg_out": "received", "drop": "dropped"}),
+        link=pl.when(pl.col("event") == "drop").then(pl.col("link")),
+        ecn=pl.col("ecn").fill_null(0),
+    )
+    rows = pl.concat([first, later], how="diagonal_relaxed").filter(pl.col("t_us") <= end_us)
+    return rows.sort("t_us", "id").select(
+        pl.col("t_us").cast(pl.Int64),
+        pl.col("event").cast(pl.String),
+        packet=pl.col("id").cast(pl.Int64),
+        flow=pl.col("flow").cast(pl.Int32),
+        kind=pl.col("kind").cast(pl.String),
+        size=pl.col("size").cast(pl.Int32),
+        payload=pl.col("payload").cast(pl.Int32),
+        sent_us=pl.col("sent_us").cast(pl.Int64),
+        seq=pl.col("seq").cast(pl.Int32),
+        frame=pl.col("frame").cast(pl.Int64),
+        link=pl.col("link").cast(pl.String),
+        reason=pl.col("reason").cast(pl.String),
+        ecn=pl.col("ecn").replace_strict(_ECN, return_dtype=pl.String),
+    )
+
+
+def _frames(
+    video_flow: Mapping[int, int],
+    sender_logs: Mapping[int, list[dict[str, Any]]],
+    receiver_logs: Mapping[int, list[dict[str, Any]]],
+    end_us: int,
+) -> pl.DataFrame:
+    encoded = [
+        {
+            "flow": video_flow[k],
+            "frame": r["frame"],
+            "capture_us": r["t_us"],
+            "size": r["size"],
+            "keyframe": r["keyframe"],
+            "width": r["width"],
+            "height": r["height"],
+            "packets": r["packets"],
+        }
+        for k, records in sender_logs.items()
+        if k in video_flow
+        for r in records
+        if r["event"] == "frame_encoded" and r["t_us"] <= end_us
+    ]
+    completed = [
+        {"flow": video_flow[k], "frame": r["frame"], "complete_us": r["t_us"], "freeze": r["freeze"]}
+        for k, records in receiver_logs.items()
+        if k in video_flow
+        for r in records
+        if r["event"] == "frame_completed" and r["t_us"] <= end_us
+    ]
+    schema = {
+        "flow": pl.Int32,
+        "frame": pl.Int64,
+        "capture_us": pl.Int64,
+        "size": pl.Int32,
+        "keyframe": pl.Boolean,
+        "width": pl.Int32,
+        "height": pl.Int32,
+        "packets": pl.Int32,
+    }
+    frames = pl.DataFrame(encoded, schema=schema)
+    done = pl.DataFrame(
+        completed, schema={"flow": pl.Int32, "frame": pl.Int64, "complete_us": pl.Int64, "freeze": pl.Boolean}
+    ).unique(["flow", "frame"], keep="first")
+    return (
+        frames.join(done, on=["flow", "frame"], how="left")
+        .with_columns(pl.col("freeze").fill_null(False))
+        .sort("flow", "frame")
+    )
+
+
+def _controller(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> pl.DataFrame:
+    rows = [
+        {
+            "t_us": r["t_us"],
+            "call": k,
+            "target_bps": r["target_bps"],
+            "pacing_bps": r["pacing_bps"],
+            **dict(r["state"]),
+        }
+        for k, records in sender_logs.items()
+        for r in records
+        if r["event"] == "controller" and r["t_us"] <= end_us
+    ]
+    columns = list(dict.fromkeys(name for r in rows for name in r))
+    fixed = {"t_us": pl.Int64, "call": pl.Int32, "target_bps": pl.Int64, "pacing_bps": pl.Int64}
+    # Typed as the simulator types them (docs/traces.md): rates and sizes Int64, states String,
+    # every other value Float64.
+    schema: dict[str, Any] = dict(fixed)
+    for name in columns:
+        if name in fixed:
+            continue
+        sample = next((r[name] for r in rows if r.get(name) is not None), None)
+        if name.endswith(("_bps", "_bytes")):
+            schema[name] = pl.Int64
+        elif isinstance(sample, str):
+            schema[name] = pl.String
+        else:
+            schema[name] = pl.Float64
+    return pl.DataFrame(rows, schema=schema).sort("t_us", "call", maintain_order=True)
+
+
+def _feedback(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> pl.DataFrame:
+    rows = [
+        {
+            "t_us": r["t_us"],
+            "call": k,
+            "kind": _FEEDBACK_KIND[r["kind"]],
+            "size": r["size"],
+            "rtt_us": r["rtt_us"],
+            "fraction_lost": r["fraction_lost"],
+            "packets_reported": r["packets_reported"],
+        }
+        for k, records in sender_logs.items()
+        for r in records
+        if r["event"] == "feedback" and r["t_us"] <= end_us
+    ]
+    schema = {
+        "t_us": pl.Int64,
+        "call": pl.Int32,
+        "kind": pl.String,
+        "size": pl.Int32,
+        "rtt_us": pl.Int64,
+        "fraction_lost": pl.Float64,
+        "packets_reported": pl.Int32,
+    }
+    return pl.DataFrame(rows, schema=schema).sort("t_us", "call", maintain_order=True)
+
+
+def _links(path: Path, end_us: int) -> pl.DataFrame:
+    if not path.is_file():
+        raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
+    return pl.read_csv(path, schema=_LINKS_SCHEMA).filter(pl.col("t_us") <= end_us)
+
+
+def emulated_tables(
+    meta: Mapping[str, Any],
+    relay_dir: Path,
+    calls: Sequence[PlannedCall],
+    cross: Sequence[CrossFlow],
+    address: Mapping[str, str],
+    logs: Mapping[tuple[str, str], list[dict[str, Any]]],
+) -> Tables:
+    """The trace tables of an emulated run: `meta` is the simulator's for the same scenario and
+    seed (the flows and their ids), `relay_dir` holds the relay's packet log and link samples,
+    `calls` and `cross` are what ran (`media.plan`, `cross.plan`), `address` each node's host
+    address, and `logs` the media agents' records by (call name, role)."""
+    end_us = round(float(meta["duration_s"]) * 1e6)
+    index = {c.name: c.index for c in calls}
+    sender_logs = {index[name]: records for (name, role), records in logs.items() if role == "sender"}
+    receiver_logs = {index[name]: records for (name, role), records in logs.items() if role == "receiver"}
+    ids = _flow_ids(meta)
+    flow_call = {int(f["id"]): int(f["call"]) for f in meta["flows"] if f.get("call") is not None}
+    video_flow = {c.index: ids[f"{c.name}.video"] for c in calls if f"{c.name}.video" in ids}
+    background = {
+        f["name"].removesuffix(".udp-background"): int(f["id"])
+        for f in meta["flows"]
+        if f.get("workload") == "udp-background"
+    }
+    relay = _read_relay(relay_dir / RELAY_PACKETS)
+    packets = _packets(
+        relay,
+        _flow_rules(meta, calls, cross, address),
+        flow_call,
+        _sent_media(sender_logs),
+        background,
+        end_us,
+    )
+    return Tables(
+        meta=dict(meta),
+        packets=packets,
+        frames=_frames(video_flow, sender_logs, receiver_logs, end_us),
+        controller=_controller(sender_logs, end_us),
+        links=_links(relay_dir / RELAY_LINKS, end_us),
+        feedback=_feedback(sender_logs, end_us),
+    )

@@ -1,0 +1,232 @@
+"""Emulated runs (`rtcbench run --mode emulate`; docs/emulation.md, "Emulated runs"): a scenario on
+real packets between network namespaces, in real time, recorded in the simulator's own trace
+tables, and held against the simulation of the same scenario and seed.
+
+The short tier (default `make test`, as root): `fixed` at 0.5 and 0.9 of a 1 Mbit/s link for
+20 s each, throughput within 2 % and queuing delay p95 within 3 ms of the simulation, with the
+outputs' schemas, the mode, the folder key, the summary's emulation block, and `score`,
+`compare` and `report` on the emulated folder. The long tier (`-m slow`): GoogCC on RFC 8867 §5.1
+shortened to 40 s and on a 1 → 3 Mbit/s step, per-phase mean rate within 15 %.
+
+Without root: the one-line refusals (no testbed, a Python controller).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import rtcbench
+from rtcbench import testbed
+from rtcbench.identity import EMULATE
+from rtcbench.results import TABLES
+from rtcbench.runner import RunResult
+
+MISSING = testbed.missing()
+needs_root = pytest.mark.skipif(MISSING is not None, reason=f"builds network namespaces: {MISSING}")
+
+FIXED = """
+id = "emu-fixed"
+duration = "20s"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+capacity = "1Mbps"
+delay = "50ms"
+queue = {{ size = "300ms" }}
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "50ms"
+
+[[calls]]
+name = "video"
+from = "A"
+to = "B"
+video = {{ start = "{video}", min = "50kbps", max = "2Mbps" }}
+"""
+"""A call whose `fixed` target is the video start rate plus the 20 kbit/s audio."""
+
+
+def _scenario(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def _video(result: RunResult) -> dict[str, Any]:
+    return next(f for f in result.summary["flows"] if f["kind"] == "video")
+
+
+def _both(scenario: Path, cc: str, out: Path) -> tuple[RunResult, RunResult]:
+    (sim,) = rtcbench.run(scenario, cc, 1, out / "sim", figure=False)
+    (emu,) = rtcbench.run(scenario, cc, 1, out / "emu", figure=False, mode=EMULATE)
+    return sim, emu
+
+
+@needs_root
+@pytest.mark.parametrize("share", [0.5, 0.9])
+def test_fixed_rate_matches_the_simulation(tmp_path: Path, share: float) -> None:
+    video_bps = round(share * 1_000_000) - 20_000
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video=f"{video_bps}bps"))
+    sim, emu = _both(scenario, "fixed", tmp_path)
+    s, e = _video(sim), _video(emu)
+    assert e["mean_recv_rate_bps"] == pytest.approx(s["mean_recv_rate_bps"], rel=0.02)
+    assert e["mean_send_rate_bps"] == pytest.approx(s["mean_send_rate_bps"], rel=0.02)
+    assert abs(e["qdelay_p95_ms"] - s["qdelay_p95_ms"]) <= 3.0
+    assert e["packets_dropped"] == s["packets_dropped"] == 0
+
+    # The same tables with the same schemas and flows, recorded on one clock.
+    for name in TABLES:
+        assert getattr(emu.tables, name).schema == getattr(sim.tables, name).schema, name
+    assert emu.tables.meta["flows"] == sim.tables.meta["flows"]
+    packets = emu.tables.packets
+    received = packets.filter(pl.col("event") == "received")
+    owd = received["t_us"] - received["sent_us"]
+    assert owd.min() >= 50_000  # the link's delay, never less
+    assert set(packets["kind"]) == set(sim.tables.packets["kind"]) | set(packets["kind"])
+    assert emu.tables.frames.height == sim.tables.frames.height
+    assert emu.tables.links["capacity_bps"].drop_nulls().unique().to_list() == [1_000_000]
+
+    # The summary says how it ran; the folder is keyed apart from the simulated run's.
+    assert emu.summary["mode"] == EMULATE and sim.summary["mode"] == "simulate"
+    assert emu.summary["identity"]["key"] != sim.summary["identity"]["key"]
+    assert emu.summary["identity"]["scenario_sha256"] == sim.summary["identity"]["scenario_sha256"]
+    info = emu.summary["emulation"]
+    assert info["relay"]["keeping_up"], info
+    assert info["warnings"] == []
+    assert info["relay"]["records_lost"] == 0
+    assert emu.path is not None and (emu.path / "summary.json").is_file()
+    on_disk = json.loads((emu.path / "summary.json").read_text())
+    assert on_disk["mode"] == EMULATE
+    assert not list(emu.path.rglob("relay-packets.csv"))  # the tables hold it
+
+
+@needs_root
+def test_score_compare_and_report_take_emulated_runs(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"6s"'))
+    _both(scenario, "fixed", tmp_path)
+    cli = [sys.executable, "-m", "rtcbench.cli"]
+    score = subprocess.run([*cli, "score", str(tmp_path / "emu")], capture_output=True, text=True)
+    assert score.returncode == 0, score.stderr
+    compare = subprocess.run(
+        [*cli, "compare", str(tmp_path / "sim"), str(tmp_path / "emu")], capture_output=True, text=True
+    )
+    assert compare.returncode == 0, compare.stderr
+    assert "emu-fixed" in compare.stdout
+    report = subprocess.run(
+        [*cli, "report", str(tmp_path / "emu"), "--out", str(tmp_path / "report.html")],
+        capture_output=True,
+        text=True,
+    )
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert "emu-fixed [emulated] · fixed · seed 1" in page and "relay timing error p99" in page
+
+
+def test_a_python_controller_cannot_run_emulated_yet(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps"))
+    module = tmp_path / "mine.py"
+    module.write_text(
+        "import rtcbench\n\nclass Mine(rtcbench.Controller):\n"
+        "    def on_feedback(self, now_us, report):\n        pass\n\n"
+        "    def target_rate(self):\n        return 300_000.0\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", f"{module}:Mine", "--mode", "emulate",
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "cannot run in emulation yet" in done.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("summary.json"))
+
+
+def test_an_unknown_mode_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", "run", "rfc8867-5.1", "--mode", "real", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: --mode must be one of simulate, emulate, got 'real'"
+
+
+@pytest.mark.skipif(MISSING is None, reason="this machine can emulate")
+def test_without_a_testbed_an_emulated_run_says_what_is_missing(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", "run", "rfc8867-5.1", "--mode", "emulate", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: {MISSING}"
+
+
+STEP = """
+id = "emu-step"
+duration = "40s"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+delay = "50ms"
+queue = { size = "300ms" }
+schedule = [{ at = "0s", capacity = "1Mbps" }, { at = "20s", capacity = "3Mbps" }]
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "50ms"
+
+[[calls]]
+name = "video"
+from = "A"
+to = "B"
+video = { max = "4Mbps" }
+"""
+
+
+def _phase_rates(result: RunResult) -> list[float]:
+    return [
+        next(f for f in ph["flows"] if f["kind"] == "video")["mean_send_rate_bps"]
+        for ph in result.summary["phases"]
+    ]
+
+
+SHORT_5_1 = [
+    "duration=40s",
+    "calls.0.stop=40s",
+    "links.forward.schedule.1.at=16s",
+    "links.forward.schedule.2.at=24s",
+    "links.forward.schedule.3.at=32s",
+]
+"""RFC 8867 §5.1 at 0.4 times its length: capacity 1.0 → 2.5 → 0.6 → 1.0 Mbit/s at 0/16/24/32 s."""
+
+
+@needs_root
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["rfc8867-5.1", "step"])
+def test_gcc_per_phase_rates_match_the_simulation(tmp_path: Path, case: str) -> None:
+    if case == "step":
+        variant = rtcbench.resolve(_scenario(tmp_path, "step", STEP))[0]
+    else:
+        variant = rtcbench.resolve(case, SHORT_5_1)[0]  # delay 50 ms, link rate
+    sim = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "sim", figure=False)
+    emu = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "emu", figure=False, mode=EMULATE)
+    s, e = _phase_rates(sim), _phase_rates(emu)
+    assert len(s) == len(e) >= 2
+    for k, (a, b) in enumerate(zip(s, e, strict=True)):
+        assert b == pytest.approx(a, rel=0.15), f"phase {k}: simulated {a:.0f}, emulated {b:.0f} bit/s"
