@@ -14,8 +14,10 @@ Without root: the one-line refusals (no testbed, a Python controller).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +136,37 @@ def test_score_compare_and_report_take_emulated_runs(tmp_path: Path) -> None:
     assert "emu-fixed [emulated] · fixed · seed 1" in page and "relay timing error p99" in page
 
 
+def _namespaces() -> set[str]:
+    done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
+
+
+@needs_root
+def test_ctrl_c_stops_an_emulated_run_within_a_second_and_leaves_nothing(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps"))
+    before = _namespaces()
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", "fixed", "--mode", "emulate",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # Wait until the run is under way: its namespaces exist.
+    deadline = time.monotonic() + 20
+    while not (_namespaces() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _namespaces() - before, "the run never built its testbed"
+    time.sleep(2.0)
+    process.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    _, stderr = process.communicate(timeout=10)
+    assert time.monotonic() - stopped < 1.5
+    assert process.returncode == 130, stderr
+    assert stderr.startswith("interrupted:")
+    assert _namespaces() == before
+    assert not list(out.rglob("summary.json")) and not list(out.rglob("*.parquet"))
+
+
 def test_a_python_controller_cannot_run_emulated_yet(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps"))
     module = tmp_path / "mine.py"
@@ -143,8 +176,8 @@ def test_a_python_controller_cannot_run_emulated_yet(tmp_path: Path) -> None:
         "    def target_rate(self):\n        return 300_000.0\n"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", f"{module}:Mine", "--mode", "emulate",
-         "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", f"{module}:Mine",
+         "--mode", "emulate", "--out", str(tmp_path / "out")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
@@ -154,7 +187,17 @@ def test_a_python_controller_cannot_run_emulated_yet(tmp_path: Path) -> None:
 
 def test_an_unknown_mode_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rtcbench.cli", "run", "rfc8867-5.1", "--mode", "real", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "rtcbench.cli",
+            "run",
+            "rfc8867-5.1",
+            "--mode",
+            "real",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
     )
@@ -165,7 +208,17 @@ def test_an_unknown_mode_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.skipif(MISSING is None, reason="this machine can emulate")
 def test_without_a_testbed_an_emulated_run_says_what_is_missing(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rtcbench.cli", "run", "rfc8867-5.1", "--mode", "emulate", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "rtcbench.cli",
+            "run",
+            "rfc8867-5.1",
+            "--mode",
+            "emulate",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
     )
@@ -216,6 +269,13 @@ SHORT_5_1 = [
 """RFC 8867 §5.1 at 0.4 times its length: capacity 1.0 → 2.5 → 0.6 → 1.0 Mbit/s at 0/16/24/32 s."""
 
 
+SEEDS = range(1, 6)
+"""Seeds of the GoogCC comparison. One seed is not enough: on the 1 → 3 Mbit/s step, the simulated
+mean rate after the step ranges from 1.04 to 1.98 Mbit/s over seeds 1-20 (coefficient of variation
+18 %), as the instant of GoogCC's last back-off before the step decides when its ramp begins; so
+the band holds the mean over five seeds in each mode (docs/emulation.md)."""
+
+
 @needs_root
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["rfc8867-5.1", "step"])
@@ -224,9 +284,13 @@ def test_gcc_per_phase_rates_match_the_simulation(tmp_path: Path, case: str) -> 
         variant = rtcbench.resolve(_scenario(tmp_path, "step", STEP))[0]
     else:
         variant = rtcbench.resolve(case, SHORT_5_1)[0]  # delay 50 ms, link rate
-    sim = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "sim", figure=False)
-    emu = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "emu", figure=False, mode=EMULATE)
-    s, e = _phase_rates(sim), _phase_rates(emu)
+    sims = [_phase_rates(rtcbench.run_variant(variant, "gcc", seed)) for seed in SEEDS]
+    emus = [
+        _phase_rates(rtcbench.run_variant(variant, "gcc", seed, tmp_path / "emu", figure=False, mode=EMULATE))
+        for seed in SEEDS
+    ]
+    s = [sum(p) / len(p) for p in zip(*sims, strict=True)]
+    e = [sum(p) / len(p) for p in zip(*emus, strict=True)]
     assert len(s) == len(e) >= 2
     for k, (a, b) in enumerate(zip(s, e, strict=True)):
         assert b == pytest.approx(a, rel=0.15), f"phase {k}: simulated {a:.0f}, emulated {b:.0f} bit/s"

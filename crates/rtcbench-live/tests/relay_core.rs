@@ -161,8 +161,8 @@ fn frames_are_numbered_as_they_arrive_and_keep_their_number_to_the_end() {
     let mut relay = Relay::new(&config()).expect("fits together");
     let (first, _) = relay.arrive(ms(100), 0, datagram(1, 2, 1250));
     let (refused, _) = relay.arrive(ms(101), 0, datagram(1, 9, 100)); // no such host
-    // Three more behind the first: the 3000-byte queue (the frame on the wire included) holds
-    // the second; the others find it full.
+                                                                      // Three more behind the first: the 3000-byte queue (the frame on the wire included) holds
+                                                                      // the second; the others find it full.
     let (second, _) = relay.arrive(ms(102), 0, datagram(1, 2, 1250));
     let (third, _) = relay.arrive(ms(103), 0, datagram(1, 2, 1250));
     let (fourth, _) = relay.arrive(ms(104), 0, datagram(1, 2, 1250));
