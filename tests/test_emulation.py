@@ -167,22 +167,167 @@ def test_ctrl_c_stops_an_emulated_run_within_a_second_and_leaves_nothing(tmp_pat
     assert not list(out.rglob("summary.json")) and not list(out.rglob("*.parquet"))
 
 
-def test_a_python_controller_cannot_run_emulated_yet(tmp_path: Path) -> None:
-    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps"))
-    module = tmp_path / "mine.py"
-    module.write_text(
-        "import rtcbench\n\nclass Mine(rtcbench.Controller):\n"
-        "    def on_feedback(self, now_us, report):\n        pass\n\n"
-        "    def target_rate(self):\n        return 300_000.0\n"
-    )
+PY_CONTROLLERS = """
+import rtcbench
+
+
+class PyFixed(rtcbench.Controller):
+    \"\"\"The built-in `fixed`, line for line (tests/test_python_controller.py).\"\"\"
+
+    def on_start(self, call):
+        self.rate = call.start_rate_bps
+        self.feedbacks = 0
+
+    def on_feedback(self, now_us, report):
+        self.feedbacks += 1
+
+    def target_rate(self):
+        return self.rate
+
+    def pacing_rate(self):
+        return self.rate * 2.5
+
+    def metrics(self):
+        return {"rate_bps": self.rate, "feedbacks": self.feedbacks}
+
+
+class Broken(PyFixed):
+    def on_feedback(self, now_us, report):
+        if now_us > 2_000_000:
+            raise ZeroDivisionError("on purpose")
+"""
+
+
+@needs_root
+def test_a_python_controller_runs_in_the_agent_as_in_the_simulator(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"8s"'))
+    (tmp_path / "mine.py").write_text(PY_CONTROLLERS)
+    spec = f"{tmp_path / 'mine.py'}:PyFixed"
+    (sim,) = rtcbench.run(scenario, spec, 1, tmp_path / "sim", figure=False)
+    (emu,) = rtcbench.run(scenario, spec, 1, tmp_path / "emu", figure=False, mode=EMULATE)
+    (builtin,) = rtcbench.run(scenario, "fixed", 1, tmp_path / "emu", figure=False, mode=EMULATE)
+    assert emu.summary["controller"] == "mine:PyFixed"
+    s, e, b = _video(sim), _video(emu), _video(builtin)
+    assert e["mean_recv_rate_bps"] == pytest.approx(s["mean_recv_rate_bps"], rel=0.02)
+    assert e["mean_recv_rate_bps"] == pytest.approx(b["mean_recv_rate_bps"], rel=0.02)
+    assert emu.tables.controller.schema == sim.tables.controller.schema
+    rows = emu.tables.controller
+    assert set(rows["rate_bps"]) == {500_000} and rows["pacing_bps"].unique().to_list() == [1_250_000]
+    # Feedback reached the Python controller: its count grows with the transport-wide feedback.
+    assert rows["feedbacks"].max() >= 0.8 * emu.tables.feedback.filter(pl.col("kind") == "twcc").height
+
+
+@needs_root
+def test_a_failing_python_controller_ends_the_run_with_one_line(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"5s"'))
+    (tmp_path / "mine.py").write_text(PY_CONTROLLERS)
+    before = _namespaces()
     done = subprocess.run(
-        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", f"{module}:Mine",
+        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", f"{tmp_path / 'mine.py'}:Broken",
          "--mode", "emulate", "--out", str(tmp_path / "out")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and "cannot run in emulation yet" in done.stderr
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("summary.json"))
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "mine:Broken: on_feedback raised ZeroDivisionError: on purpose" in done.stderr
+    assert not list((tmp_path / "out").rglob("summary.json"))
+    assert _namespaces() == before
+
+
+def test_a_python_controller_instance_cannot_cross_into_the_agent(tmp_path: Path) -> None:
+    from rtcbench.controller import user_controller
+    from rtcbench.testbed import media
+
+    class Local(rtcbench.Controller):
+        def on_feedback(self, now_us: int, report: rtcbench.FeedbackReport) -> None:
+            pass
+
+        def target_rate(self) -> float:
+            return 300_000.0
+
+    for given, words in (
+        (Local(), "not an instance"),
+        (Local, "not in the script being run or inside a function"),
+    ):
+        with pytest.raises(media.MediaError, match=words):
+            media.python_controller(user_controller(given))
+
+
+CROSS = """
+id = "emu-cross"
+duration = "8s"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+capacity = "3Mbps"
+delay = "20ms"
+queue = { size = "100ms" }
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "20ms"
+
+[[calls]]
+name = "video"
+from = "A"
+to = "B"
+
+[[tcp]]
+name = "bulk"
+from = "A"
+to = "B"
+cc = "cubic"
+start = "2s"
+
+[[cbr]]
+name = "cbr"
+from = "A"
+to = "B"
+rate = "300kbps"
+"""
+
+
+@needs_root
+def test_cross_traffic_and_udp_background_reach_the_tables(tmp_path: Path) -> None:
+    (emu,) = rtcbench.run(
+        _scenario(tmp_path, "cross", CROSS), "gcc", 1, tmp_path / "emu", figure=False, mode=EMULATE
+    )
+    packets, meta = emu.tables.packets, emu.tables.meta
+    ids = {f["name"]: f["id"] for f in meta["flows"]}
+    kinds = {
+        name: set(packets.filter(pl.col("flow") == ids[name])["kind"])
+        for name in ("bulk", "bulk.ack", "cbr", "video.video", "video.rtcp-rx")
+    }
+    assert kinds["bulk"] >= {"tcp"} and kinds["bulk.ack"] == {"tcp_ack"}
+    assert kinds["cbr"] == {"cbr"}
+    assert kinds["video.video"] <= {"media", "padding"} and "media" in kinds["video.video"]
+    assert kinds["video.rtcp-rx"] == {"rtcp"}
+    cross = {c["name"]: c for c in emu.summary["cross_traffic"]}
+    assert cross["cbr"]["throughput_bps"] == pytest.approx(300_000, rel=0.03)
+    assert cross["bulk"]["throughput_bps"] > 0.5e6  # CUBIC takes its share of 3 Mbit/s
+    # A TCP flow starts with its handshake (a pure ACK as its first data-direction packet).
+    first = packets.filter((pl.col("flow") == ids["bulk"]) & (pl.col("event") == "sent")).row(0, named=True)
+    assert first["t_us"] >= 2_000_000 and first["payload"] == 0
+
+    # UDP background (RFC 8867 §4.2) made by the relay: RFC 8867 §5.1's background variant, 6 s.
+    variant = rtcbench.resolve("rfc8867-5.1", ["duration=6s", "calls.0.stop=6s"])[1]
+    assert "udp-background" in variant.variant
+    bg = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "bg", figure=False, mode=EMULATE)
+    sim = rtcbench.run_variant(variant, "gcc", 1, figure=False)
+    (flow,) = [f for f in bg.tables.meta["flows"] if f.get("workload") == "udp-background"]
+    mine = bg.tables.packets.filter(pl.col("flow") == flow["id"])
+    theirs = sim.tables.packets.filter(pl.col("flow") == flow["id"])
+    assert set(mine["kind"]) == {"cbr"}
+    # The same schedule: the relay runs the simulator's own source (one packet apart at most, at
+    # the run's last instant).
+    sent = mine.filter(pl.col("event") == "sent").height
+    assert abs(sent - theirs.filter(pl.col("event") == "sent").height) <= 1 and sent > 100
+    capacity = bg.tables.links.filter(pl.col("link") == "forward")["capacity_bps"].unique().to_list()
+    assert capacity == sim.tables.links.filter(pl.col("link") == "forward")["capacity_bps"].unique().to_list()
 
 
 def test_an_unknown_mode_is_one_line(tmp_path: Path) -> None:

@@ -420,11 +420,6 @@ def _emulate_variant(
     # Imported here: the testbed is Linux-only and a simulated run needs none of it.
     from rtcbench.testbed import emulate
 
-    if not isinstance(cc, str):
-        raise InputError(
-            f"controller {cc.name}: a Python controller cannot run in emulation yet (built-in: "
-            f"{', '.join(n for n, _ in controllers())})"
-        )
     started = time.perf_counter()
     if out is None:
         with tempfile.TemporaryDirectory(prefix="rtcbench-emulate-") as work:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rtcbench import _core
+from rtcbench.controller import UserController
 from rtcbench.metrics import Tables
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import cross, media, relay
@@ -43,14 +44,22 @@ class Emulated:
     info: dict[str, Any]
 
 
-def simulator_meta(variant: Variant, controller: str, seed: int) -> dict[str, Any]:
+def simulator_meta(variant: Variant, controller: str | UserController, seed: int) -> dict[str, Any]:
     """The run's `meta` (nodes, links, calls, flows and their ids) as the simulator describes the
-    same scenario, controller and seed: an emulated run's tables use the same flow ids."""
-    run = _core.Run(variant.toml, controller, seed, factory=None, pcap=None, piece_rows=1, slice_events=1)
+    same scenario, controller and seed: an emulated run's tables use the same flow ids. For a
+    Python controller, the simulator's description with a built-in one, renamed: the flows and
+    their ids do not depend on the controller (and a simulation of a Python controller must not
+    start here, where nothing would drive it)."""
+    name = controller if isinstance(controller, str) else "fixed"
+    run = _core.Run(variant.toml, name, seed, factory=None, pcap=None, piece_rows=1, slice_events=1)
     try:
         meta: dict[str, Any] = json.loads(run.meta)
     finally:
         run.close()
+    if not isinstance(controller, str):
+        meta["controller"] = controller.name
+        for call in meta["calls"]:
+            call["controller"] = controller.name
     return meta
 
 
@@ -71,12 +80,17 @@ def _agents_scheduling(
     return policies
 
 
-def emulate(variant: Variant, controller: str, seed: int, work: Path, *, capture: bool = False) -> Emulated:
-    """Runs `variant` with the built-in `controller` on an emulated network, in real time.
+def emulate(
+    variant: Variant, controller: str | UserController, seed: int, work: Path, *, capture: bool = False
+) -> Emulated:
+    """Runs `variant` with `controller` (a built-in name, or a Python controller's class:
+    `media.python_controller`) on an emulated network, in real time.
     `work` receives the processes' configurations, logs and reports (and, with `capture`, the
     relay's pcaps). Raises `TestbedUnavailable` without root or `ip`, `CrossTrafficError` for
     cross traffic that cannot be emulated, and a `TestbedError` naming the process that failed."""
     require()
+    if isinstance(controller, UserController):
+        media.python_controller(controller)  # refuses what cannot cross, before anything starts
     meta = simulator_meta(variant, controller, seed)
     duration_s = float(meta["duration_s"])
     calls = media.plan(variant, seed)

@@ -12,7 +12,8 @@ process (`crates/rtcbench-live`) running the simulator's own sans-IO sender or r
         r.stop()
         logs = calls.logs()           # per call and role, the agent's JSON Lines records
 
-Built-in controllers only, for now: a Python controller cannot cross into the agent yet.
+A Python controller (a class) runs in a helper process beside each sender
+(`rtcbench.testbed._controller_agent`), fed the same inputs as in the simulator.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import contextlib
 import json
 import select
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rtcbench import _core
+from rtcbench.controller import Controller, UserController
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import binaries, cross
 from rtcbench.testbed.binaries import pipe
@@ -140,22 +143,64 @@ class MediaCalls:
                         stream.close()
 
 
+def python_controller(controller: UserController) -> dict[str, Any]:
+    """How the media agent's helper finds a Python controller (`_controller_agent`): its class's
+    module (imported by name, else from its file) and qualified name, and this process's import
+    path. Raises `MediaError` (one line) for a controller that cannot cross into another process:
+    an instance or a factory (their state would not come along), a class defined in a function
+    or in the script being run."""
+    cls = controller.origin
+    if not (isinstance(cls, type) and issubclass(cls, Controller)):
+        raise MediaError(
+            f"controller {controller.name}: emulation runs a Python controller in the media agent's own "
+            "process, from its class; give the class (or package.module:Class, path/to/file.py:Class), "
+            "not an instance or a function"
+        )
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__ or module is None:
+        raise MediaError(
+            f"controller {controller.name}: emulation imports a Python controller again in the media "
+            "agent's process; define its class at the top level of a module or file, not in the script "
+            "being run or inside a function"
+        )
+    return {"module": cls.__module__, "file": file, "qualname": cls.__qualname__, "sys_path": list(sys.path)}
+
+
+def _call_info(p: dict[str, Any]) -> dict[str, Any]:
+    """`CallInfo`'s fields for the call of plan `p`, as the simulator gives them."""
+    return {
+        "call": p["call"],
+        "start_us": round(cross._seconds(p["start"]) * 1e6),
+        "min_rate_bps": cross._bps(p["min_rate"]),
+        "max_rate_bps": cross._bps(p["max_rate"]),
+        "start_rate_bps": cross._bps(p["start_rate"]),
+        "priority": float(p["priority"]),
+        "seed": int(p["controller_seed"]),
+    }
+
+
 def start(
     bed: Testbed,
     variant: Variant,
     *,
     seed: int,
-    controller: str,
+    controller: str | UserController,
     out_dir: Path,
     end_s: float | None = None,
 ) -> MediaCalls:
     """Starts both ends of every call of `variant` (receivers first) in their nodes' namespaces of
     `bed` and waits until each is ready; they begin at `MediaCalls.go`; senders end at `end_s`
     (default: the latest call's stop), receivers `RECEIVER_GRACE_S` later. Configurations, logs and
-    each agent's stderr go to `out_dir`."""
+    each agent's stderr go to `out_dir`. A Python controller (a class: `python_controller`) runs
+    in a helper process beside each sender."""
     exe = binary()
     out_dir.mkdir(parents=True, exist_ok=True)
     calls = plan(variant, seed)
+    python = python_controller(controller) if isinstance(controller, UserController) else None
+    feedback = (
+        getattr(controller.origin, "feedback", "twcc") if isinstance(controller, UserController) else None
+    )
     if end_s is None:
         end_s = max((cross._seconds(c.plan["stop"]) for c in calls), default=0.0)
     topo = bed.topology
@@ -165,15 +210,24 @@ def start(
             for c in calls:
                 node, peer = (c.dst, c.src) if role == "receiver" else (c.src, c.dst)
                 port = FIRST_PORT + 2 * c.index
-                cfg = {
+                cfg: dict[str, Any] = {
                     "role": role,
-                    "controller": controller,
+                    "controller": controller if isinstance(controller, str) else controller.name,
                     "plan": c.plan,
                     "local": f"{topo.host(node).address.ip}:{port}",
                     "peer": f"{topo.host(peer).address.ip}:{port}",
                     "end": f"{round((end_s + (RECEIVER_GRACE_S if role == 'receiver' else 0.0)) * 1e6)}us",
                     "log": str(out_dir / f"{role}-call{c.index}.jsonl"),
                 }
+                if python is not None and role == "sender":
+                    helper = out_dir / f"controller-call{c.index}.json"
+                    helper.write_text(json.dumps({**python, "call": _call_info(c.plan)}))
+                    cfg["python"] = {
+                        "argv": [sys.executable, "-m", "rtcbench.testbed._controller_agent", str(helper)],
+                        "stderr": str(out_dir / f"controller-call{c.index}.stderr"),
+                    }
+                elif python is not None:
+                    cfg["user_feedback"] = feedback
                 media.agents.append(_launch(bed, exe, node, c.name, role, cfg, out_dir))
             _await_ready(media)
     except BaseException:

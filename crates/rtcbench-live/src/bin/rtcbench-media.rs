@@ -18,9 +18,11 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use rtcbench_cc::factory;
-use rtcbench_cc::{ControllerKind, ControllerMetrics, Metric};
+use rtcbench_cc::{AnyController, ControllerKind, ControllerMetrics, Metric};
+use rtcbench_live::pipe_controller::{self, PipeController, UserFeedback};
 use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::video::Frame;
@@ -59,6 +61,22 @@ struct Config {
     /// When to stop, from time zero.
     end: Duration,
     log: PathBuf,
+    /// A Python controller (`controller` is then its name): the sender runs it as a child
+    /// process (`rtcbench_live::pipe_controller`).
+    #[serde(default)]
+    python: Option<PythonController>,
+    /// The receiver of a Python controller: the feedback the controller asks for.
+    #[serde(default)]
+    user_feedback: Option<UserFeedback>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PythonController {
+    /// The helper's command line (`python -m rtcbench.testbed._controller_agent CONFIG`).
+    argv: Vec<String>,
+    /// Where the helper's standard error goes; its last line is the agent's message if it fails.
+    stderr: PathBuf,
 }
 
 fn main() -> ExitCode {
@@ -183,6 +201,13 @@ fn is_rtcp(datagram: &[u8]) -> bool {
     datagram.len() >= 2 && (192..=223).contains(&datagram[1])
 }
 
+/// What to say when the Python controller failed: the last line it wrote on stderr (its own
+/// message), else what the agent saw.
+fn helper_message(stderr: &Path, seen: &str) -> String {
+    let text = fs::read_to_string(stderr).unwrap_or_default();
+    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or(seen).to_string()
+}
+
 fn kind_name(kind: OutKind) -> &'static str {
     match kind {
         OutKind::Video => "video",
@@ -198,24 +223,49 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     let cfg: Config = serde_json::from_str(&text)
         .map_err(|e| Failure::Config(format!("{}: {e}", config_path.display())))?;
     let known = || ControllerKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
-    let kind = ControllerKind::from_name(&cfg.controller).ok_or_else(|| {
-        Failure::Config(format!(
+    let user = cfg.python.is_some() || cfg.user_feedback.is_some();
+    let kind = ControllerKind::from_name(&cfg.controller);
+    if kind.is_none() && !user {
+        return Err(Failure::Config(format!(
             "{}: controller {:?} is not built in (built-in: {})",
             config_path.display(),
             cfg.controller,
             known()
-        ))
-    })?;
+        )));
+    }
     let plan = &cfg.plan;
-    let mut endpoint = match cfg.role {
-        Role::Sender => {
+    let controller_failure: pipe_controller::Failure = Rc::default();
+    let mut endpoint = match (cfg.role, kind, &cfg.python) {
+        (Role::Sender, _, Some(python)) => {
+            let stderr = fs::File::create(&python.stderr)
+                .map_err(io_context(format!("creating {}", python.stderr.display())))?;
+            let (controller, _) =
+                PipeController::spawn(&python.argv, stderr, plan.limits().start, controller_failure.clone())
+                    .map_err(|why| Failure::Config(helper_message(&python.stderr, &why)))?;
+            Endpoint::Sender(Box::new(plan.sender(AnyController::User(Box::new(controller)))))
+        }
+        (Role::Sender, Some(kind), None) => {
             let controller =
                 factory::build(kind, &plan.options(), plan.priority, plan.limits(), plan.start_at());
             Endpoint::Sender(Box::new(plan.sender(controller)))
         }
-        Role::Receiver => {
+        (Role::Receiver, _, _) if cfg.user_feedback.is_some() => {
+            let intervals = plan.intervals();
+            let mode = match cfg.user_feedback {
+                Some(UserFeedback::Ccfb) => intervals.ccfb(factory::USER_CCFB_INTERVAL),
+                _ => intervals.twcc(),
+            };
+            Endpoint::Receiver(Box::new(plan.receiver(mode)))
+        }
+        (Role::Receiver, Some(kind), _) => {
             let mode = factory::feedback_mode(kind, &plan.options(), plan.intervals(), plan.limits().start);
             Endpoint::Receiver(Box::new(plan.receiver(mode)))
+        }
+        _ => {
+            return Err(Failure::Config(format!(
+                "{}: a Python controller's sender needs `python`, its receiver `user_feedback`",
+                config_path.display()
+            )))
         }
     };
     let socket = UdpSocket::bind(cfg.local).map_err(io_context(format!("binding {}", cfg.local)))?;
@@ -336,9 +386,17 @@ fn run(config_path: &Path) -> Result<(), Failure> {
                 "payload": out.payload.as_bytes(), "seq": out.seq, "frame": out.frame,
             }));
         }
+        if controller_failure.borrow().is_some() {
+            break;
+        }
         if now() >= end {
             break;
         }
+    }
+    if let (Some(why), Some(python)) = (controller_failure.borrow().as_ref(), &cfg.python) {
+        // The log so far is kept: it shows what the call did until the controller failed.
+        let _ = write_atomically(&cfg.log, &log.lines);
+        return Err(Failure::Config(helper_message(&python.stderr, why)));
     }
     log.line(
         &json!({"event": "end", "t_us": us(now()), "sent": sent_frames, "peer_unreachable": unreachable}),
