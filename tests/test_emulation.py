@@ -60,6 +60,10 @@ video = {{ start = "{video}", min = "50kbps", max = "2Mbps" }}
 """A call whose `fixed` target is the video start rate plus the 20 kbit/s audio."""
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rtcbench.cli", *args], capture_output=True, text=True)
+
+
 def _scenario(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(text)
@@ -117,23 +121,43 @@ def test_fixed_rate_matches_the_simulation(tmp_path: Path, share: float) -> None
 @needs_root
 def test_score_compare_and_report_take_emulated_runs(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"6s"'))
-    _both(scenario, "fixed", tmp_path)
-    cli = [sys.executable, "-m", "rtcbench.cli"]
-    score = subprocess.run([*cli, "score", str(tmp_path / "emu")], capture_output=True, text=True)
+    rtcbench.run(scenario, "fixed", 1, tmp_path / "sim", figure=False)
+    capture = tmp_path / "call.pcap"
+    (emu,) = rtcbench.run(scenario, "fixed", 1, tmp_path / "emu", figure=False, mode=EMULATE, pcap=capture)
+    # The capture holds what the hosts sent, and tshark dissects every RTP and RTCP packet of it.
+    from tests.test_pcap import tshark_fields
+
+    # Time zero of a capture is 2026-01-01 (docs/emulation.md); the tables end with the scenario,
+    # the capture a second later (what the receivers still sent).
+    zero = 1_767_225_600.0
+    every = tshark_fields(capture, "rtp.seq", "rtcp.pt", "_ws.malformed", "frame.time_epoch")
+    assert every and not any(r[2] for r in every)
+    rows = [r for r in every if float(r[3]) - zero <= 6.0]
+    sent = emu.tables.packets.filter(pl.col("event") == "sent")
+    rtp = sent.filter(pl.col("kind").is_in(["media", "padding"])).height
+    assert sum(1 for r in rows if r[0]) == rtp
+    assert sum(1 for r in rows if r[1]) == sent.filter(pl.col("kind") == "rtcp").height
+    score = _cli("score", str(tmp_path / "emu"))
     assert score.returncode == 0, score.stderr
-    compare = subprocess.run(
-        [*cli, "compare", str(tmp_path / "sim"), str(tmp_path / "emu")], capture_output=True, text=True
-    )
+    compare = _cli("compare", str(tmp_path / "sim"), str(tmp_path / "emu"))
     assert compare.returncode == 0, compare.stderr
     assert "emu-fixed" in compare.stdout
-    report = subprocess.run(
-        [*cli, "report", str(tmp_path / "emu"), "--out", str(tmp_path / "report.html")],
-        capture_output=True,
-        text=True,
-    )
+    report = _cli("report", str(tmp_path / "emu"), "--out", str(tmp_path / "report.html"))
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "report.html").read_text()
     assert "emu-fixed [emulated] · fixed · seed 1" in page and "relay timing error p99" in page
+
+
+@needs_root
+def test_a_suite_runs_emulated_cases_one_at_a_time_and_resumes(tmp_path: Path) -> None:
+    from rtcbench.suite import run_suite
+
+    scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"3s"'))
+    result = run_suite([scenario], ["fixed"], reps=2, jobs=2, out=tmp_path / "suite", mode=EMULATE)
+    assert result.runs["mode"].to_list() == [EMULATE, EMULATE]
+    assert result.wall_s >= 2 * 3.0  # one after the other, in real time
+    again = run_suite([scenario], ["fixed"], reps=2, jobs=2, out=tmp_path / "suite", mode=EMULATE)
+    assert (again.ran, again.skipped) == (0, 2)
 
 
 def _namespaces() -> set[str]:
@@ -222,11 +246,8 @@ def test_a_failing_python_controller_ends_the_run_with_one_line(tmp_path: Path) 
     scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"5s"'))
     (tmp_path / "mine.py").write_text(PY_CONTROLLERS)
     before = _namespaces()
-    done = subprocess.run(
-        [sys.executable, "-m", "rtcbench.cli", "run", str(scenario), "--cc", f"{tmp_path / 'mine.py'}:Broken",
-         "--mode", "emulate", "--out", str(tmp_path / "out")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    broken = f"{tmp_path / 'mine.py'}:Broken"
+    done = _cli("run", str(scenario), "--cc", broken, "--mode", "emulate", "--out", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert "mine:Broken: on_feedback raised ZeroDivisionError: on purpose" in done.stderr
@@ -331,42 +352,14 @@ def test_cross_traffic_and_udp_background_reach_the_tables(tmp_path: Path) -> No
 
 
 def test_an_unknown_mode_is_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rtcbench.cli",
-            "run",
-            "rfc8867-5.1",
-            "--mode",
-            "real",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    done = _cli("run", "rfc8867-5.1", "--mode", "real", "--out", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip() == "error: --mode must be one of simulate, emulate, got 'real'"
 
 
 @pytest.mark.skipif(MISSING is None, reason="this machine can emulate")
 def test_without_a_testbed_an_emulated_run_says_what_is_missing(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rtcbench.cli",
-            "run",
-            "rfc8867-5.1",
-            "--mode",
-            "emulate",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    done = _cli("run", "rfc8867-5.1", "--mode", "emulate", "--out", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {MISSING}"
 

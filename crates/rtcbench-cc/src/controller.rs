@@ -1,5 +1,8 @@
 //! The controller trait, its typed metrics, and the closed set of built-in controllers.
 
+use std::collections::BTreeSet;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
 use crate::external::ExternalRate;
@@ -74,6 +77,20 @@ pub struct ControllerMetrics {
 impl ControllerMetrics {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A metric name as `&'static str`, for controllers whose names are not (Python ones, in the
+    /// simulator and in an emulated call's helper): each distinct name is leaked once per process,
+    /// so memory is bounded by the names, not by the runs.
+    pub fn intern(name: &str) -> &'static str {
+        static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
+        let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&n) = names.get(name) {
+            return n;
+        }
+        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.insert(leaked);
+        leaked
     }
     /// Adds a value; builder style.
     pub fn with(mut self, name: &'static str, value: Metric) -> Self {

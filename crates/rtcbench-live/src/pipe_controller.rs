@@ -10,11 +10,9 @@
 //! last answers and the agent ends the call with the helper's message.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::rc::Rc;
-use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rtcbench_cc::{Controller, ControllerMetrics, Ecn, FeedbackReport, Metric, ProbeInfo, SentPacket};
 use rtcbench_units::{Bitrate, DataSize, Instant};
@@ -78,18 +76,6 @@ impl Drop for Pipe {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Names of metrics live as long as the process, as built-in controllers' names do.
-fn intern(name: &str) -> &'static str {
-    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(&n) = names.get(name) {
-        return n;
-    }
-    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    names.insert(leaked);
-    leaked
 }
 
 pub struct PipeController {
@@ -288,11 +274,17 @@ fn typed(values: &[(String, Option<f64>)]) -> ControllerMetrics {
     let mut m = ControllerMetrics::new();
     for (key, value) in values {
         let metric = if let Some(name) = key.strip_suffix("_bps") {
-            (intern(name), Metric::Rate(value.map(|v| Bitrate::bps(v.round().max(0.0) as u64))))
+            (
+                ControllerMetrics::intern(name),
+                Metric::Rate(value.map(|v| Bitrate::bps(v.round().max(0.0) as u64))),
+            )
         } else if let Some(name) = key.strip_suffix("_bytes") {
-            (intern(name), Metric::Size(value.map(|v| DataSize::bytes(v.round().max(0.0) as u64))))
+            (
+                ControllerMetrics::intern(name),
+                Metric::Size(value.map(|v| DataSize::bytes(v.round().max(0.0) as u64))),
+            )
         } else {
-            (intern(key), Metric::Real(*value))
+            (ControllerMetrics::intern(key), Metric::Real(*value))
         };
         m = m.with(metric.0, metric.1);
     }

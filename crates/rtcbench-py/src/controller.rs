@@ -9,8 +9,7 @@
 //! feedback message), so `Python::attach` in each method below only reads a thread-local count.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
@@ -367,19 +366,6 @@ impl PyCallInfo {
     }
 }
 
-/// Trace column names are `&'static str` (`ControllerMetrics`): each distinct name a Python
-/// controller uses is leaked once per process, so memory is bounded by the names, not the runs.
-fn intern(name: &str) -> &'static str {
-    static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(&n) = names.get(name) {
-        return n;
-    }
-    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    names.insert(leaked);
-    leaked
-}
-
 /// Columns every controller table has; a metric may not take their names.
 const RESERVED_COLUMNS: [&str; 4] = ["t_us", "call", "target_bps", "pacing_bps"];
 
@@ -411,7 +397,7 @@ impl MetricSlot {
         } else {
             (key.as_str(), MetricKind::Real)
         };
-        Self { name: intern(name), kind, key }
+        Self { name: ControllerMetrics::intern(name), kind, key }
     }
 }
 
