@@ -310,7 +310,30 @@ def _frames(
     )
 
 
-def _controller(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> pl.DataFrame:
+def _typed_rows(rows: list[dict[str, Any]], fixed: dict[str, Any]) -> pl.DataFrame:
+    """Controller state rows typed as the simulator types them (docs/traces.md): rates and sizes
+    Int64, states String, every other value Float64; columns in the order they first appear."""
+    schema: dict[str, Any] = dict(fixed)
+    for name in dict.fromkeys(name for r in rows for name in r):
+        if name in fixed:
+            continue
+        sample = next((r[name] for r in rows if r.get(name) is not None), None)
+        if name.endswith(("_bps", "_bytes")):
+            schema[name] = pl.Int64
+        elif isinstance(sample, str):
+            schema[name] = pl.String
+        else:
+            schema[name] = pl.Float64
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _controller(
+    sender_logs: Mapping[int, list[dict[str, Any]]],
+    receiver_logs: Mapping[int, list[dict[str, Any]]],
+    end_us: int,
+) -> pl.DataFrame:
+    """The sender's controller rows; with a receiver-side estimator (GCC-02 receive-side), its
+    state as last known at each row (`rx_*`), as the simulator records it."""
     rows = [
         {
             "t_us": r["t_us"],
@@ -323,22 +346,20 @@ def _controller(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) ->
         for r in records
         if r["event"] == "controller" and r["t_us"] <= end_us
     ]
-    columns = list(dict.fromkeys(name for r in rows for name in r))
     fixed = {"t_us": pl.Int64, "call": pl.Int32, "target_bps": pl.Int64, "pacing_bps": pl.Int64}
-    # Typed as the simulator types them (docs/traces.md): rates and sizes Int64, states String,
-    # every other value Float64.
-    schema: dict[str, Any] = dict(fixed)
-    for name in columns:
-        if name in fixed:
-            continue
-        sample = next((r[name] for r in rows if r.get(name) is not None), None)
-        if name.endswith(("_bps", "_bytes")):
-            schema[name] = pl.Int64
-        elif isinstance(sample, str):
-            schema[name] = pl.String
-        else:
-            schema[name] = pl.Float64
-    return pl.DataFrame(rows, schema=schema).sort("t_us", "call", maintain_order=True)
+    table = _typed_rows(rows, fixed).sort("t_us", "call", maintain_order=True)
+    estimates = [
+        {"t_us": r["t_us"], "call": k, **dict(r["state"])}
+        for k, records in receiver_logs.items()
+        for r in records
+        if r["event"] == "estimator"
+    ]
+    if not estimates:
+        return table
+    remote = _typed_rows(estimates, {"t_us": pl.Int64, "call": pl.Int32}).sort(
+        "t_us", "call", maintain_order=True
+    )
+    return table.join_asof(remote, on="t_us", by="call", strategy="backward")
 
 
 def _feedback(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> pl.DataFrame:
@@ -411,7 +432,7 @@ def emulated_tables(
         meta=dict(meta),
         packets=packets,
         frames=_frames(video_flow, sender_logs, receiver_logs, end_us),
-        controller=_controller(sender_logs, end_us),
+        controller=_controller(sender_logs, receiver_logs, end_us),
         links=_links(relay_dir / RELAY_LINKS, end_us),
         feedback=_feedback(sender_logs, end_us),
     )

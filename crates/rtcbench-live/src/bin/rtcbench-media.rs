@@ -187,6 +187,14 @@ impl Endpoint {
         }
     }
 
+    /// The receiver-side estimator's state (GCC-02 receive-side: the REMB estimator), if any.
+    fn estimator_metrics(&self) -> Option<ControllerMetrics> {
+        match self {
+            Self::Sender(_) => None,
+            Self::Receiver(r) => r.estimator_metrics(),
+        }
+    }
+
     fn outbox(&mut self) -> Vec<Outgoing> {
         match self {
             Self::Sender(s) => std::mem::take(&mut s.outbox),
@@ -199,6 +207,12 @@ impl Endpoint {
 /// marker bit and payload type.
 fn is_rtcp(datagram: &[u8]) -> bool {
     datagram.len() >= 2 && (192..=223).contains(&datagram[1])
+}
+
+fn log_estimator(log: &mut Log, at: Instant, m: &ControllerMetrics) {
+    let state: Vec<(String, serde_json::Value)> =
+        m.values.iter().map(|(name, value)| metric_column("rx_", name, value)).collect();
+    log.line(&json!({"event": "estimator", "t_us": us(at), "state": state}));
 }
 
 /// What to say when the Python controller failed: the last line it wrote on stderr (its own
@@ -307,6 +321,13 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     log.line(
         &json!({"event": "scheduling", "t_us": 0, "policy": scheduling, "role": cfg.role == Role::Sender}),
     );
+    // The receiver-side estimator's state whenever it changes (from the start, as the simulator
+    // includes it in the controller table's first row): the sender's controller rows get it as
+    // last known (`rtcbench.testbed.trace`), as the simulator hands it over.
+    let mut estimator = endpoint.estimator_metrics();
+    if let Some(m) = &estimator {
+        log_estimator(&mut log, Instant::ZERO, m);
+    }
     let mut ready = Vec::new();
     let mut buf = vec![0u8; 65_536];
     let mut send_buf = Vec::with_capacity(2048);
@@ -361,6 +382,10 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         let t = now();
         if t >= endpoint.poll_timeout() {
             endpoint.on_timeout(t, &mut obs);
+        }
+        if let Some(m) = endpoint.estimator_metrics().filter(|m| estimator.as_ref() != Some(m)) {
+            log_estimator(obs.log, t, &m);
+            estimator = Some(m);
         }
         for out in endpoint.outbox() {
             let header_and_payload = out.size.saturating_sub(IPV4_UDP_OVERHEAD).as_bytes() as usize;
