@@ -4,6 +4,7 @@ ones: the same inputs, the same feedback vocabulary, the same trace tables."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -457,3 +458,28 @@ def test_suites_import_the_controller_again_in_each_worker(tmp_path: Path) -> No
     done: dict[int, dict[str, Any]] = {}
     _run_parallel([job], 1, done.__setitem__, here=False)
     assert done[0]["controller"] == "delay_gradient_aimd:DelayGradientAimd" and job.done()
+
+
+def test_a_run_with_a_python_controller_closed_or_dropped_at_once_never_hangs(tmp_path: Path) -> None:
+    """Closing (or dropping) a run whose thread waits for the GIL to call its Python controller
+    once waited for that thread with the GIL held, forever. Twenty runs of each, in a process of
+    their own with a time limit, so a hang fails the test instead of stopping the suite."""
+    script = tmp_path / "close.py"
+    script.write_text(
+        "import rtcbench\n"
+        "from rtcbench import _core\n"
+        "from rtcbench.controller import user_controller\n"
+        "from test_python_controller import PyFixed\n"
+        "v = rtcbench.resolve('rfc8867-5.1')[0]\n"
+        "cc = user_controller(PyFixed)\n"
+        "for _ in range(20):\n"
+        "    r = _core.Run(v.toml, cc.name, 1, factory=cc.make, piece_rows=1, slice_events=1)\n"
+        "    r.close()\n"
+        "    r = _core.Run(v.toml, cc.name, 1, factory=cc.make, piece_rows=1, slice_events=1)\n"
+        "    del r\n"
+        "print('done')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"

@@ -62,12 +62,12 @@ impl PyRun {
             let run = &mut self.run;
             let message = py.detach(move || run.next(WAIT));
             if let Err(e) = py.check_signals() {
-                self.stop();
+                self.stop(py);
                 return Err(e);
             }
             if let Some(e) = self.failure.as_ref().and_then(|f| f.get()) {
                 let e = e.clone_ref(py);
-                self.stop();
+                self.stop(py);
                 return Err(e);
             }
             match message {
@@ -78,9 +78,21 @@ impl PyRun {
         }
     }
 
-    fn stop(&mut self) {
+    /// Stops the run and waits for its thread, without the GIL: a run with a Python controller
+    /// takes the GIL for each slice of work, so waiting for it while holding the GIL would wait
+    /// forever (a run closed before its first piece, or stopped by Ctrl-C mid-slice).
+    fn stop(&mut self, py: Python<'_>) {
         self.closed = true;
-        self.run.stop();
+        let run = &mut self.run;
+        py.detach(move || run.stop());
+    }
+}
+
+impl Drop for PyRun {
+    fn drop(&mut self) {
+        // The same as `stop`: `StreamedRun`'s own drop would wait for the thread with the GIL held.
+        let run = &mut self.run;
+        Python::attach(|py| py.detach(move || run.stop()));
     }
 }
 
@@ -147,9 +159,9 @@ impl PyRun {
     }
 
     /// Stops the run if it is still going (its capture, if any, is not written).
-    fn close(&mut self) {
+    fn close(&mut self, py: Python<'_>) {
         if self.done.is_none() {
-            self.stop();
+            self.stop(py);
         }
     }
 
