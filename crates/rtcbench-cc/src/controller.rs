@@ -67,6 +67,19 @@ pub enum Metric {
     State(&'static str),
 }
 
+impl Metric {
+    /// What a trace column of this metric appends to its name: the unit it is stored in (`_bps`,
+    /// `_bytes`, `_ms`), or nothing for ratios, counts and states (docs/traces.md).
+    pub fn unit_suffix(&self) -> &'static str {
+        match self {
+            Self::Rate(_) => "_bps",
+            Self::Size(_) => "_bytes",
+            Self::Time(_) => "_ms",
+            Self::Real(_) | Self::State(_) => "",
+        }
+    }
+}
+
 /// The internal state of a controller at one instant: (name, value) pairs in a stable order.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]

@@ -15,6 +15,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::rc::Rc;
 
 use rtcbench_cc::{Controller, ControllerMetrics, Ecn, FeedbackReport, Metric, ProbeInfo, SentPacket};
+use rtcbench_rtp::CallPlan;
 use rtcbench_units::{Bitrate, DataSize, Instant};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -92,13 +93,13 @@ pub struct PipeController {
 }
 
 impl PipeController {
-    /// Starts the helper (`argv`, its stderr to `stderr`) and reads which methods the class
-    /// overrides and the feedback it asks for. Until the controller answers, its target is the
-    /// call's start rate, as in the simulator.
+    /// Starts the helper (`argv`, its stderr to `stderr`) for the call of `plan`, reads which
+    /// methods the class overrides and the feedback it asks for, and starts the controller with
+    /// the `CallInfo` the simulator gives it (`rtcbench_sim::CallSetup`, from the same plan).
     pub fn spawn(
         argv: &[String],
         stderr: std::fs::File,
-        start_rate: Bitrate,
+        plan: &CallPlan,
         failure: Failure,
     ) -> Result<(Self, UserFeedback), String> {
         let (program, args) = argv.split_first().ok_or("no command for the Python controller")?;
@@ -119,18 +120,30 @@ impl PipeController {
         let pipe = Pipe { child, stdin, stdout, line: String::new() };
         let hello = hello.ok_or("the Python controller did not start")?;
         let has = |m: &str| hello.overrides.iter().any(|o| o == m);
-        let c = Self {
+        let limits = plan.limits();
+        let mut c = Self {
             packet_sent: has("on_packet_sent"),
             timeout_asked: has("next_timeout_us"),
             pacing_asked: has("pacing_rate"),
             metrics_asked: has("metrics"),
             pipe: RefCell::new(pipe),
-            target: start_rate,
+            target: limits.start,
             pacing: None,
             timeout: None,
             metrics: RefCell::new(ControllerMetrics::new()),
             failure,
         };
+        let start = plan.start_at().as_micros();
+        let call = json!({
+            "call": plan.call,
+            "start_us": start,
+            "min_rate_bps": limits.min.as_bps(),
+            "max_rate_bps": limits.max.as_bps(),
+            "start_rate_bps": limits.start.as_bps(),
+            "priority": plan.priority,
+            "seed": plan.controller_seed,
+        });
+        c.input(&json!({"m": "start", "now": start, "call": call}));
         Ok((c, hello.feedback))
     }
 
@@ -156,8 +169,9 @@ impl PipeController {
         };
         match answer {
             Ok(a) => {
-                self.target = Bitrate::bps(a.target.round().max(1.0) as u64);
-                self.pacing = a.pacing.map(|p| Bitrate::bps(p.round().max(1.0) as u64));
+                // Converted as the simulator converts a Python controller's answers.
+                self.target = Bitrate::from_bps_f64(a.target);
+                self.pacing = a.pacing.map(Bitrate::from_bps_f64);
                 self.timeout = a.timeout.map(|us| Instant::ZERO + rtcbench_units::Duration::from_micros(us));
             }
             Err(why) => self.fail(why),
@@ -274,10 +288,7 @@ fn typed(values: &[(String, Option<f64>)]) -> ControllerMetrics {
     let mut m = ControllerMetrics::new();
     for (key, value) in values {
         let metric = if let Some(name) = key.strip_suffix("_bps") {
-            (
-                ControllerMetrics::intern(name),
-                Metric::Rate(value.map(|v| Bitrate::bps(v.round().max(0.0) as u64))),
-            )
+            (ControllerMetrics::intern(name), Metric::Rate(value.map(Bitrate::from_bps_f64)))
         } else if let Some(name) = key.strip_suffix("_bytes") {
             (
                 ControllerMetrics::intern(name),

@@ -345,14 +345,12 @@ impl ControllerTable {
             self.described = true;
             self.columns = values()
                 .map(|(prefix, name, v)| {
-                    let (suffix, data) = match v {
-                        Metric::Rate(_) => ("_bps", ColumnData::Int(Vec::new())),
-                        Metric::Size(_) => ("_bytes", ColumnData::Int(Vec::new())),
-                        Metric::Time(_) => ("_ms", ColumnData::Float(Vec::new())),
-                        Metric::State(_) => ("", ColumnData::Text(Vec::new())),
-                        _ => ("", ColumnData::Float(Vec::new())),
+                    let data = match v {
+                        Metric::Rate(_) | Metric::Size(_) => ColumnData::Int(Vec::new()),
+                        Metric::State(_) => ColumnData::Text(Vec::new()),
+                        _ => ColumnData::Float(Vec::new()),
                     };
-                    Column { name: format!("{prefix}{name}{suffix}"), data }
+                    Column { name: format!("{prefix}{name}{}", v.unit_suffix()), data }
                 })
                 .collect();
         }

@@ -6,12 +6,13 @@ child, in the sender's namespace) when the call's controller is Python, and driv
 
 The configuration names the controller's class (its module, imported by name with the parent's
 import path, else from its file as `rtcbench.controller.load_controller` imports files; and its
-qualified name) and the call (`CallInfo`'s fields, as the simulator gives them).
-Then one JSON object per line on stdin, one answer per line on stdout:
+qualified name). Then one JSON object per line on stdin, one answer per line on stdout:
 
 - first, before any input: ``{"overrides": [...], "feedback": "twcc" | "ccfb"}``, the optional
   methods the class overrides (the agent sends nothing for the others) and the feedback it asks for;
-- ``{"m": "sent", "now": us, "p": [seq, size, sent_us, is_audio, data_in_flight, probe]}``,
+- ``{"m": "start", "now": us, "call": {...}}`` (`CallInfo`'s fields, as the simulator gives them,
+  from the call's plan), then ``{"m": "sent", "now": us, "p": [seq, size, sent_us, is_audio,
+  data_in_flight, probe]}``,
   ``{"m": "feedback", "now": us, "r": {...}}``, ``{"m": "timeout", "now": us}``: the controller's
   input, answered with ``{"target": bps, "pacing": bps | null, "timeout": us | null}``;
 - ``{"m": "metrics"}``: answered with ``{"metrics": [[name, value], ...]}``.
@@ -122,7 +123,6 @@ def serve(config: dict[str, Any]) -> None:
     out.flush()
     method = "on_start"
     try:
-        controller.on_start(_core.CallInfo(**config["call"]))
         for line in sys.stdin:
             msg = json.loads(line)
             kind = msg["m"]
@@ -132,7 +132,10 @@ def serve(config: dict[str, Any]) -> None:
                 out.flush()
                 continue
             now = msg["now"]
-            if kind == "sent":
+            if kind == "start":
+                method = "on_start"
+                controller.on_start(_core.CallInfo(**msg["call"]))
+            elif kind == "sent":
                 method = "on_packet_sent"
                 seq, size, sent_us, is_audio, in_flight, probe = msg["p"]
                 packet = _core.SentPacket(

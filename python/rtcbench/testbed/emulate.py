@@ -133,6 +133,11 @@ def emulate(
             "an agent ran without real-time scheduling (the system refused SCHED_FIFO): its timing "
             "may follow the machine's load"
         )
+    if report.records_lost:
+        warnings.append(
+            f"the relay lost {report.records_lost} packet records (its writer fell behind): the packets "
+            "table misses them"
+        )
     info = {
         "testbed": prefix,
         "wall_s": wall_s,
@@ -155,10 +160,5 @@ def emulate(
         "agents_scheduling": sorted(set(policies)),
         "warnings": warnings,
     }
-    if report.records_lost:
-        warnings.append(
-            f"the relay lost {report.records_lost} packet records (its writer fell behind): the packets "
-            "table misses them"
-        )
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Emulated(tables, info)

@@ -167,19 +167,6 @@ def python_controller(controller: UserController) -> dict[str, Any]:
     return {"module": cls.__module__, "file": file, "qualname": cls.__qualname__, "sys_path": list(sys.path)}
 
 
-def _call_info(p: dict[str, Any]) -> dict[str, Any]:
-    """`CallInfo`'s fields for the call of plan `p`, as the simulator gives them."""
-    return {
-        "call": p["call"],
-        "start_us": round(cross._seconds(p["start"]) * 1e6),
-        "min_rate_bps": cross._bps(p["min_rate"]),
-        "max_rate_bps": cross._bps(p["max_rate"]),
-        "start_rate_bps": cross._bps(p["start_rate"]),
-        "priority": float(p["priority"]),
-        "seed": int(p["controller_seed"]),
-    }
-
-
 def start(
     bed: Testbed,
     variant: Variant,
@@ -197,10 +184,13 @@ def start(
     exe = binary()
     out_dir.mkdir(parents=True, exist_ok=True)
     calls = plan(variant, seed)
-    python = python_controller(controller) if isinstance(controller, UserController) else None
-    feedback = (
-        getattr(controller.origin, "feedback", "twcc") if isinstance(controller, UserController) else None
-    )
+    helper: list[str] | None = None
+    feedback = None
+    if isinstance(controller, UserController):
+        helper_cfg = out_dir / "controller.json"
+        helper_cfg.write_text(json.dumps(python_controller(controller)))
+        helper = [sys.executable, "-m", "rtcbench.testbed._controller_agent", str(helper_cfg)]
+        feedback = getattr(controller.origin, "feedback", "twcc")
     if end_s is None:
         end_s = max((cross._seconds(c.plan["stop"]) for c in calls), default=0.0)
     topo = bed.topology
@@ -219,14 +209,12 @@ def start(
                     "end": f"{round((end_s + (RECEIVER_GRACE_S if role == 'receiver' else 0.0)) * 1e6)}us",
                     "log": str(out_dir / f"{role}-call{c.index}.jsonl"),
                 }
-                if python is not None and role == "sender":
-                    helper = out_dir / f"controller-call{c.index}.json"
-                    helper.write_text(json.dumps({**python, "call": _call_info(c.plan)}))
+                if helper is not None and role == "sender":
                     cfg["python"] = {
-                        "argv": [sys.executable, "-m", "rtcbench.testbed._controller_agent", str(helper)],
+                        "argv": helper,
                         "stderr": str(out_dir / f"controller-call{c.index}.stderr"),
                     }
-                elif python is not None:
+                elif helper is not None:
                     cfg["user_feedback"] = feedback
                 media.agents.append(_launch(bed, exe, node, c.name, role, cfg, out_dir))
             _await_ready(media)

@@ -129,10 +129,11 @@ def _flow_rules(
     return pl.DataFrame(rows, schema=schema)
 
 
-def _read_relay(path: Path) -> pl.DataFrame:
+def _relay_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
+    """One of the relay's trace files (`trace=True`), typed."""
     if not path.is_file():
         raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
-    return pl.read_csv(path, schema=_RELAY_SCHEMA)
+    return pl.read_csv(path, schema=schema)
 
 
 def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame:
@@ -389,12 +390,6 @@ def _feedback(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> p
     return pl.DataFrame(rows, schema=schema).sort("t_us", "call", maintain_order=True)
 
 
-def _links(path: Path, end_us: int) -> pl.DataFrame:
-    if not path.is_file():
-        raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
-    return pl.read_csv(path, schema=_LINKS_SCHEMA).filter(pl.col("t_us") <= end_us)
-
-
 def emulated_tables(
     meta: Mapping[str, Any],
     relay_dir: Path,
@@ -419,7 +414,7 @@ def emulated_tables(
         for f in meta["flows"]
         if f.get("workload") == "udp-background"
     }
-    relay = _read_relay(relay_dir / RELAY_PACKETS)
+    relay = _relay_csv(relay_dir / RELAY_PACKETS, _RELAY_SCHEMA)
     packets = _packets(
         relay,
         _flow_rules(meta, calls, cross, address),
@@ -433,6 +428,6 @@ def emulated_tables(
         packets=packets,
         frames=_frames(video_flow, sender_logs, receiver_logs, end_us),
         controller=_controller(sender_logs, receiver_logs, end_us),
-        links=_links(relay_dir / RELAY_LINKS, end_us),
+        links=_relay_csv(relay_dir / RELAY_LINKS, _LINKS_SCHEMA).filter(pl.col("t_us") <= end_us),
         feedback=_feedback(sender_logs, end_us),
     )

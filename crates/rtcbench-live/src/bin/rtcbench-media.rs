@@ -149,14 +149,16 @@ impl CallObserver for Observer<'_> {
 /// A controller metric as `controller.parquet` names and stores it (docs/traces.md): the unit in
 /// the name (`_bps`, `_bytes`, `_ms`), null as JSON null.
 fn metric_column(prefix: &str, name: &str, value: &Metric) -> (String, serde_json::Value) {
-    match value {
-        Metric::Rate(r) => (format!("{prefix}{name}_bps"), json!(r.map(|r| r.as_bps()))),
-        Metric::Size(s) => (format!("{prefix}{name}_bytes"), json!(s.map(|s| s.as_bytes()))),
-        Metric::Time(d) => (format!("{prefix}{name}_ms"), json!(d.map(|d| d.as_millis_f64()))),
-        Metric::State(s) => (format!("{prefix}{name}"), json!(s)),
-        Metric::Real(x) => (format!("{prefix}{name}"), json!(x.filter(|x| x.is_finite()))),
-        _ => (format!("{prefix}{name}"), serde_json::Value::Null),
-    }
+    let column = format!("{prefix}{name}{}", value.unit_suffix());
+    let value = match value {
+        Metric::Rate(r) => json!(r.map(|r| r.as_bps())),
+        Metric::Size(s) => json!(s.map(|s| s.as_bytes())),
+        Metric::Time(d) => json!(d.map(|d| d.as_millis_f64())),
+        Metric::State(s) => json!(s),
+        Metric::Real(x) => json!(x.filter(|x| x.is_finite())),
+        _ => serde_json::Value::Null,
+    };
+    (column, value)
 }
 
 enum Endpoint {
@@ -254,7 +256,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             let stderr = fs::File::create(&python.stderr)
                 .map_err(io_context(format!("creating {}", python.stderr.display())))?;
             let (controller, _) =
-                PipeController::spawn(&python.argv, stderr, plan.limits().start, controller_failure.clone())
+                PipeController::spawn(&python.argv, stderr, plan, controller_failure.clone())
                     .map_err(|why| Failure::Config(helper_message(&python.stderr, &why)))?;
             Endpoint::Sender(Box::new(plan.sender(AnyController::User(Box::new(controller)))))
         }
