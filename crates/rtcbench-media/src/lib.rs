@@ -8,6 +8,9 @@
 //! * [`pacer`]: a leaky-bucket pacer with audio priority, a queue-time limit and probe clusters,
 //!   modelled on libwebrtc's `PacingController`.
 //! * [`receiver`]: frame completeness from RTP headers, and WebRTC's freeze metric.
+//! * [`nack`]: the receiver's NACK list with libwebrtc's timing.
+//! * [`history`]: the sender's packet history for retransmissions, the retransmission rate limit
+//!   and the protection overhead taken from the encoder's target.
 //! * [`resolution`]: the resolution a frame is encoded at, on libwebrtc's VP8 bitrate ladder.
 //!
 //! None of these read a clock or a global random generator. Each takes `now` as an argument and
@@ -21,6 +24,8 @@
 //! pure function of its inputs and seeds.
 
 pub mod audio;
+pub mod history;
+pub mod nack;
 pub mod pacer;
 pub mod packetizer;
 pub mod receiver;

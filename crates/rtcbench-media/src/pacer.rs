@@ -8,6 +8,9 @@
 //!   debt is capped at `max_debt_time` × rate (libwebrtc `kMaxDebtInTime`, 500 ms).
 //! * **Audio** has strict priority and is neither delayed by nor charged to the debt, like
 //!   libwebrtc with its default `account_for_audio = false`.
+//! * **Retransmissions** go before queued video (after audio) and are paced and charged like
+//!   video, the order of libwebrtc's prioritized packet queue (audio, retransmission, video,
+//!   padding).
 //! * **Queue-time limit** (libwebrtc `drain_large_queues`, `kMaxExpectedQueueLength` = 2 s): the
 //!   video rate is raised to queue_bytes / max(1 ms, limit − average queue time), so queued video
 //!   drains within the limit. The average (not the oldest) age is used, as libwebrtc does.
@@ -50,6 +53,10 @@ pub trait Paced {
     fn size(&self) -> DataSize;
     /// Audio bypasses the budget and has strict priority.
     fn is_audio(&self) -> bool;
+    /// A retransmission goes before queued video.
+    fn is_retransmission(&self) -> bool {
+        false
+    }
 }
 
 /// Pacer parameters.
@@ -151,7 +158,10 @@ pub struct Pacer<T> {
     /// Pacing rate after the queue-time limit, as of `last_update`.
     effective_rate: Bitrate,
     audio: VecDeque<Queued<T>>,
+    /// Queued retransmissions first, then video.
     video: VecDeque<Queued<T>>,
+    /// Retransmissions at the front of `video`.
+    retransmissions: usize,
     audio_bytes: DataSize,
     video_bytes: DataSize,
     /// Sum of the enqueue times of queued video, in µs, for the average queue time.
@@ -170,6 +180,7 @@ impl<T: Paced> Pacer<T> {
             effective_rate: pacing_rate,
             audio: VecDeque::new(),
             video: VecDeque::new(),
+            retransmissions: 0,
             audio_bytes: DataSize::ZERO,
             video_bytes: DataSize::ZERO,
             video_enqueue_sum_us: 0,
@@ -205,7 +216,12 @@ impl<T: Paced> Pacer<T> {
         } else {
             self.video_bytes += size;
             self.video_enqueue_sum_us += i128::from(now.as_micros());
-            self.video.push_back(Queued { enqueued: now, item });
+            if item.is_retransmission() {
+                self.video.insert(self.retransmissions, Queued { enqueued: now, item });
+                self.retransmissions += 1;
+            } else {
+                self.video.push_back(Queued { enqueued: now, item });
+            }
         }
         self.effective_rate = self.compute_effective_rate(now);
     }
@@ -310,6 +326,7 @@ impl<T: Paced> Pacer<T> {
 
     fn pop_video(&mut self, now: Instant) -> Option<T> {
         let q = self.video.pop_front()?;
+        self.retransmissions = self.retransmissions.saturating_sub(1);
         let size = q.item.size();
         self.video_bytes -= size;
         self.video_enqueue_sum_us -= i128::from(q.enqueued.as_micros());
@@ -362,6 +379,40 @@ mod tests {
         fn is_audio(&self) -> bool {
             self.audio
         }
+        fn is_retransmission(&self) -> bool {
+            self.id >= RTX_ID
+        }
+    }
+
+    /// Test packets with ids from here on are retransmissions.
+    const RTX_ID: u32 = 1_000_000;
+
+    #[test]
+    fn retransmissions_go_before_queued_video_and_are_paced() {
+        let mut p = Pacer::new(
+            PacerConfig { burst_time: Duration::ZERO, ..PacerConfig::default() },
+            Bitrate::kbps(800),
+        );
+        let t0 = Instant::from_millis(0);
+        for id in 0..3 {
+            p.enqueue(t0, video(id, 1000));
+        }
+        p.enqueue(t0, video(RTX_ID, 1000));
+        p.enqueue(t0, video(RTX_ID + 1, 1000));
+        let order: Vec<u32> = std::iter::from_fn(|| {
+            let t = p.poll_timeout()?;
+            match p.poll_send(t)? {
+                PacedOutput::Media { item, .. } => Some((item.id, t)),
+                PacedOutput::Padding { .. } => None,
+            }
+        })
+        .map(|(id, t)| {
+            // 1000 B at 800 kbit/s: one packet every 10 ms, retransmissions included.
+            assert_eq!(t.as_micros() % 10_000, 0);
+            id
+        })
+        .collect();
+        assert_eq!(order, vec![RTX_ID, RTX_ID + 1, 0, 1, 2]);
     }
 
     fn video(id: u32, bytes: u64) -> Pkt {
