@@ -18,8 +18,9 @@ use rtcbench_sim::traffic::tcp::wire::TcpRepr;
 use rtcbench_wire::ip::{self, FiveTuple};
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
 use rtcbench_wire::{
-    CcfbRepr, ReceiverReportRepr, RembRepr, RtpHeader, RtpHeaderRepr, SenderReportRepr,
-    TransportFeedbackRepr, XrRepr,
+    rtx_osn, write_osn, CcfbRepr, FirRepr, FlexfecHeaderRepr, NackRepr, PliRepr, ReceiverReportRepr,
+    RedHeaderRepr, RembRepr, RtpHeader, RtpHeaderRepr, SenderReportRepr, TransportFeedbackRepr,
+    UlpfecHeaderRepr, XrRepr,
 };
 
 /// What a target's input is, which picks the mutations that make sense for it.
@@ -230,6 +231,62 @@ pub const TARGETS: &[Target] = &[
         dictionary: &[],
     },
     Target {
+        name: "rtcp-nack",
+        about: "NackRepr::parse (RFC 4585 §6.2.1 generic NACK); what parses must read back",
+        run: rtcp_nack,
+        input: Input::Rtcp,
+        max_len: 1024,
+        dictionary: &[],
+    },
+    Target {
+        name: "rtcp-pli",
+        about: "PliRepr::parse (RFC 4585 §6.3.1); what parses must read back",
+        run: rtcp_pli,
+        input: Input::Rtcp,
+        max_len: 64,
+        dictionary: &[],
+    },
+    Target {
+        name: "rtcp-fir",
+        about: "FirRepr::parse (RFC 5104 §4.3.1); what parses must read back",
+        run: rtcp_fir,
+        input: Input::Rtcp,
+        max_len: 512,
+        dictionary: &[],
+    },
+    Target {
+        name: "rtx",
+        about: "RtpHeaderRepr::parse, then rtx_osn on the payload (RFC 4588 §4)",
+        run: rtx,
+        input: Input::Binary,
+        max_len: 256,
+        dictionary: &[],
+    },
+    Target {
+        name: "red",
+        about: "RedHeaderRepr::parse (RFC 2198 §3); what parses must be written back to the same bytes",
+        run: red,
+        input: Input::Binary,
+        max_len: 256,
+        dictionary: &[],
+    },
+    Target {
+        name: "ulpfec",
+        about: "UlpfecHeaderRepr::parse (RFC 5109 §7.3, §7.4) and ::recover; what parses must read back",
+        run: ulpfec,
+        input: Input::Binary,
+        max_len: 64,
+        dictionary: &[],
+    },
+    Target {
+        name: "flexfec",
+        about: "FlexfecHeaderRepr::parse (RFC 8627 §4.2.2.1) and ::recover; what parses must read back",
+        run: flexfec,
+        input: Input::Binary,
+        max_len: 64,
+        dictionary: &[],
+    },
+    Target {
         name: "tcp",
         about: "TcpRepr::parse (TCP header with SACK, the simulator's cross traffic)",
         run: tcp,
@@ -300,6 +357,13 @@ fn rtcp_compound(data: &[u8]) {
         if !messages.iter().any(|m| matches!(m, RtcpMessage::Other { .. })) {
             let _ = emit_compound(&messages);
         }
+        // The loss-recovery messages are written exactly as they read.
+        for m in &messages {
+            if matches!(m, RtcpMessage::Nack(_) | RtcpMessage::Pli(_) | RtcpMessage::Fir(_)) {
+                let bytes = m.to_bytes().expect("a parsed NACK, PLI or FIR can be written");
+                assert_eq!(parse_compound(&bytes).as_deref(), Ok(std::slice::from_ref(m)));
+            }
+        }
     }
 }
 
@@ -336,6 +400,69 @@ fn rtcp_ccfb(data: &[u8]) {
 fn rtcp_xr(data: &[u8]) {
     if let Ok(xr) = XrRepr::parse(data) {
         let _ = xr.to_bytes();
+    }
+}
+
+fn rtcp_nack(data: &[u8]) {
+    if let Ok(nack) = NackRepr::parse(data) {
+        let bytes = nack.to_bytes().expect("a parsed NACK can be written");
+        assert!(bytes.len() <= data.len(), "written NACK longer than the one read");
+        assert_eq!(NackRepr::parse(&bytes), Ok(nack));
+    }
+}
+
+fn rtcp_pli(data: &[u8]) {
+    if let Ok(pli) = PliRepr::parse(data) {
+        assert_eq!(PliRepr::parse(&pli.to_bytes().expect("a PLI can be written")), Ok(pli));
+    }
+}
+
+fn rtcp_fir(data: &[u8]) {
+    if let Ok(fir) = FirRepr::parse(data) {
+        assert_eq!(FirRepr::parse(&fir.to_bytes().expect("a parsed FIR can be written")), Ok(fir));
+    }
+}
+
+/// A retransmission as a receiver reads it: the RTP header, then the OSN after it.
+fn rtx(data: &[u8]) {
+    if let Ok((_, header_len)) = RtpHeaderRepr::parse(data) {
+        if let Ok(osn) = rtx_osn(&data[header_len..]) {
+            let mut payload = data[header_len..].to_vec();
+            assert_eq!(write_osn(&mut payload, osn).map(|_| payload.as_slice()), Ok(&data[header_len..]));
+        }
+    }
+}
+
+fn red(data: &[u8]) {
+    if let Ok(red) = RedHeaderRepr::parse(data) {
+        let bytes = red.to_bytes().expect("parsed RED headers can be written");
+        assert_eq!(bytes, data[..red.buffer_len()]);
+        let _ = red.redundant_len();
+    }
+}
+
+/// The header, written back and read again; and a recovery from no received packets, which
+/// succeeds only when the mask protects exactly one packet.
+fn ulpfec(data: &[u8]) {
+    if let Ok((fec, len)) = UlpfecHeaderRepr::parse(data) {
+        assert!(len <= data.len());
+        let bytes = fec.to_bytes().expect("a parsed ULPFEC header can be written");
+        assert_eq!(UlpfecHeaderRepr::parse(&bytes), Ok((fec, bytes.len())));
+        if let Ok(packet) = fec.recover(&[]) {
+            assert_eq!(fec.protected_seqs().collect::<Vec<_>>(), [packet.seq]);
+        }
+    }
+}
+
+/// As [`ulpfec`], for FlexFEC.
+fn flexfec(data: &[u8]) {
+    if let Ok((fec, len)) = FlexfecHeaderRepr::parse(data) {
+        assert!(len <= data.len());
+        let bytes = fec.to_bytes().expect("a parsed FlexFEC header can be written");
+        assert_eq!(FlexfecHeaderRepr::parse(&bytes), Ok((fec, bytes.len())));
+        if let Ok(packet) = fec.recover(&[]) {
+            assert_eq!(fec.protected_seqs().collect::<Vec<_>>(), [packet.seq]);
+        }
     }
 }
 

@@ -76,6 +76,19 @@ pub enum WireError {
     /// not match its Num SSRC field or its bitrate overflows 64 bits.
     #[error("malformed REMB: {0}")]
     BadRemb(String),
+    /// A generic NACK, PLI or FIR packet (RFC 4585 §6.2.1, §6.3.1; RFC 5104 §4.3.1) is malformed,
+    /// e.g. a NACK without FCI entries or a PLI with a non-empty FCI.
+    #[error("malformed {message}: {reason}")]
+    BadFeedback {
+        /// "generic NACK", "PLI" or "FIR".
+        message: &'static str,
+        /// What is wrong, and what is allowed.
+        reason: String,
+    },
+    /// A ULPFEC or FlexFEC header (RFC 5109 §7.3, RFC 8627 §4.2) uses a variant rtcbench does not
+    /// model, or a recovery was asked of packets that cannot give it (RFC 5109 §9, RFC 8627 §6.3).
+    #[error("FEC: {0}")]
+    BadFec(String),
     /// This message kind is parsed (as [`RtcpMessage::Other`](crate::rtcp::RtcpMessage::Other))
     /// but cannot be emitted.
     #[error("cannot emit {0}")]

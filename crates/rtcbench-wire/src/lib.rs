@@ -10,8 +10,13 @@
 //! * [`ntp`]: the mapping from simulated time to NTP and compact NTP (RFC 3550 §4, §6.4.1).
 //! * [`rtcp`]: sender and receiver reports (RFC 3550 §6.4) and transport-wide congestion control
 //!   feedback (TWCC-01 §3), parsed and written with the `rtcp-types` crate; REMB
-//!   (draft-alvestrand-rmcat-remb-03) and RFC 8888 congestion control feedback, written byte by
-//!   byte; and compound packets.
+//!   (draft-alvestrand-rmcat-remb-03), RFC 8888 congestion control feedback and the
+//!   loss-recovery feedback (generic NACK and PLI, RFC 4585 §6.2.1 and §6.3.1; FIR, RFC 5104
+//!   §4.3.1), written byte by byte; and compound packets.
+//! * [`rtx`]: the original sequence number of a retransmission (RFC 4588 §4).
+//! * [`red`]: the block headers of redundant data (RFC 2198 §3).
+//! * [`fec`]: the FEC headers of ULPFEC (RFC 5109 §7.3, §7.4) and FlexFEC (RFC 8627 §4.2), and
+//!   the XOR of header fields and lengths that builds them and recovers a lost packet.
 //!
 //! * [`ip`]: the ECN field (RFC 3168 §5) and the 5-tuple of IPv4 and IPv6 packets, what a network
 //!   element reads and marks.
@@ -19,16 +24,26 @@
 //! Nothing here panics on malformed input: every parser returns a [`WireError`].
 
 mod error;
+pub mod fec;
 pub mod ip;
 pub mod ntp;
 pub mod pcap;
+pub mod red;
 pub mod rtcp;
 pub mod rtp;
 pub mod rtp_stats;
+pub mod rtx;
 
 pub use error::WireError;
+pub use fec::flexfec::FlexfecHeaderRepr;
+pub use fec::ulpfec::UlpfecHeaderRepr;
+pub use fec::{ProtectedPacket, RecoveryFields};
 pub use ip::{Ecn, FiveTuple};
+pub use red::{RedBlock, RedHeaderRepr};
 pub use rtcp::ccfb::{CcfbArrival, CcfbMetric, CcfbRepr, CcfbStream, CcfbStreamArrivals};
+pub use rtcp::fir::FirRepr;
+pub use rtcp::nack::NackRepr;
+pub use rtcp::pli::PliRepr;
 pub use rtcp::remb::RembRepr;
 pub use rtcp::report::{ReceiverReportRepr, ReportBlock, SenderReportRepr};
 pub use rtcp::twcc::{TransportFeedbackRepr, TwccEncoder};
@@ -39,6 +54,7 @@ pub use rtp::{
     FRAME_MARKING_ID, IPV4_UDP_OVERHEAD, TRANSPORT_CC_ID,
 };
 pub use rtp_stats::ReceiverStats;
+pub use rtx::{rtx_osn, write_osn, OSN_LEN};
 
 /// `n / d` rounded to the nearest integer, halves away from zero; `d` must be positive.
 ///

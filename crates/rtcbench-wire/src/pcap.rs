@@ -70,6 +70,14 @@
 //!   `rtcp.psfb.remb.fci.number_ssrcs`, `rtcp.psfb.remb.fci.br_exp`,
 //!   `rtcp.psfb.remb.fci.br_mantissa`, `rtcp.psfb.remb.fci.ssrc`. In 4.0
 //!   `rtcp.psfb.remb.fci.bitrate` prints empty with `-T fields`: compute mantissa << exp.
+//! * Generic NACK (RTPFB FMT 1): `rtcp.rtpfb.fmt`, `rtcp.mediassrc`, and per FCI entry
+//!   `rtcp.rtpfb.nack_pid` and `rtcp.rtpfb.nack_blp` (hex, `0xffff`). Wireshark adds one more
+//!   `rtcp.rtpfb.nack_pid` occurrence for each packet the BLP marks, counting on past 65535
+//!   without wrapping (a run from PID 65530 lists 65531 ... 65546).
+//! * PLI (PSFB FMT 1): `rtcp.psfb.fmt`, `rtcp.senderssrc`, `rtcp.mediassrc`. FIR (PSFB FMT 4):
+//!   per entry `rtcp.psfb.fir.fci.ssrc`, `rtcp.psfb.fir.fci.csn` and `rtcp.psfb.fir.fci.reserved`.
+//! * RED (RFC 2198): Wireshark decodes only payload type 99 as RED; `-d rtp.pt==PT,rtp_rfc2198`
+//!   adds another, and its block headers show as "RFC 2198: Redundant Audio Data".
 //! * RFC 8888 feedback (RTPFB FMT 11): Wireshark 4.0 has no dissector; it shows "Unknown (11)",
 //!   reads the first report SSRC as `rtcp.mediassrc` and the rest as raw `rtcp.fci` bytes.
 //!   Later versions add `rtcp.rtpfb.ccfb.*` fields.

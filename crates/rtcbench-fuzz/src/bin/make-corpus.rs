@@ -1,10 +1,13 @@
 //! Writes the committed seed corpus, `crates/rtcbench-fuzz/corpus/<target>/<hash>`, from
 //! rtcbench's own output: the RTP headers, RTCP packets and TCP headers of short simulated calls
 //! with each controller (so each feedback format appears as the simulator really sends it), their
-//! UDP packets as IPv4 and IPv6 datagrams, the shipped capacity traces, and built-in scenarios.
+//! UDP packets as IPv4 and IPv6 datagrams, the loss-recovery formats (NACK, PLI, FIR, RTX, RED,
+//! ULPFEC, FlexFEC) as `rtcbench-wire` writes them, the shipped capacity traces, and built-in
+//! scenarios.
 //!
-//! `cargo run -p rtcbench-fuzz --bin make-corpus` replaces the corpus folders' files; the
-//! simulation is deterministic, so the same sources give the same files.
+//! `cargo run -p rtcbench-fuzz --bin make-corpus` replaces the corpus folders' files;
+//! `make-corpus TARGET...` replaces only those targets' folders. The simulation is
+//! deterministic, so the same sources give the same files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -15,9 +18,17 @@ use rtcbench_fuzz::runner::hash;
 use rtcbench_fuzz::targets::{SET_MARKER, TARGETS};
 use rtcbench_sim::scenario::{self, builtin};
 use rtcbench_sim::{simulate_with, Captured, CapturedTransport, RunOptions};
+use rtcbench_units::{DataSize, SeqNo};
 use rtcbench_wire::ip::ipv4_udp_datagram;
-use rtcbench_wire::rtcp::{FMT_AFB, FMT_CCFB, FMT_TWCC, PT_PSFB, PT_RR, PT_RTPFB, PT_SR, PT_XR};
-use rtcbench_wire::Ecn;
+use rtcbench_wire::rtcp::{
+    emit_compound, RtcpMessage, FMT_AFB, FMT_CCFB, FMT_FIR, FMT_NACK, FMT_PLI, FMT_TWCC, PT_PSFB, PT_RR,
+    PT_RTPFB, PT_SR, PT_XR,
+};
+use rtcbench_wire::rtp::{FrameMarking, RtpHeaderRepr};
+use rtcbench_wire::{
+    write_osn, Ecn, FirRepr, FlexfecHeaderRepr, NackRepr, PliRepr, ProtectedPacket, ReceiverReportRepr,
+    RedBlock, RedHeaderRepr, UlpfecHeaderRepr, OSN_LEN,
+};
 
 /// Distinct packets kept per packet target: enough shapes, a small corpus.
 const PER_TARGET: usize = 40;
@@ -76,11 +87,16 @@ const WITH_SETS: &[(&str, &str)] = &[
 
 fn main() -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(unknown) = only.iter().find(|name| !TARGETS.iter().any(|t| t.name == *name)) {
+        return Err(format!("no target {unknown:?}; the targets are those `rtcbench-fuzz list` shows"));
+    }
     let mut corpus: Vec<(&str, Vec<u8>)> = Vec::new();
     packets(&mut corpus)?;
+    loss_recovery(&mut corpus)?;
     traces(&mut corpus);
     scenarios(&mut corpus)?;
-    for target in TARGETS {
+    for target in TARGETS.iter().filter(|t| only.is_empty() || only.iter().any(|name| name == t.name)) {
         let dir = root.join(target.name);
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
@@ -206,6 +222,9 @@ fn rtcp(picker: &mut Picker, data: &[u8]) {
             (PT_RTPFB, FMT_TWCC) => Some("rtcp-twcc"),
             (PT_RTPFB, FMT_CCFB) => Some("rtcp-ccfb"),
             (PT_PSFB, FMT_AFB) if packet.get(12..16) == Some(b"REMB") => Some("rtcp-remb"),
+            (PT_RTPFB, FMT_NACK) => Some("rtcp-nack"),
+            (PT_PSFB, FMT_PLI) => Some("rtcp-pli"),
+            (PT_PSFB, FMT_FIR) => Some("rtcp-fir"),
             (PT_XR, _) => Some("rtcp-xr"),
             _ => None,
         };
@@ -218,6 +237,132 @@ fn rtcp(picker: &mut Picker, data: &[u8]) {
         at += len;
     }
     picker.offer("rtcp-compound", shape, data);
+}
+
+/// Loss-recovery seeds written with `rtcbench-wire`'s emitters: NACK, PLI and FIR alone and in
+/// compounds; retransmissions; RED payloads, one carrying ULPFEC; and FEC headers with each
+/// mask length. (The simulator's NACKs and PLIs, if a run has losses, come from the captures.)
+fn loss_recovery(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
+    let e = |e: rtcbench_wire::WireError| e.to_string();
+    let nack = |lost: Vec<u16>| NackRepr { sender_ssrc: 0x3333_0001, media_ssrc: 0x1111_1111, lost };
+    let nacks = [
+        nack(vec![7]),
+        // A run across the wrap, then one more: two entries.
+        nack((65530..=65535).chain(0..=12).collect()),
+        // 41 losses in a row and every other packet of a range.
+        nack((100..=140).chain((200..=240).step_by(2)).collect()),
+    ];
+    for n in &nacks {
+        corpus.push(("rtcp-nack", n.to_bytes().map_err(e)?));
+    }
+    // The first NACK with a word of padding (RFC 3550 §6.4.1).
+    let mut padded = nacks[0].to_bytes().map_err(e)?;
+    padded[0] |= 0x20;
+    padded[3] += 1;
+    padded.extend_from_slice(&[0, 0, 0, 4]);
+    corpus.push(("rtcp-nack", padded));
+
+    let pli = PliRepr { sender_ssrc: 0x3333_0001, media_ssrc: 0x1111_1111 };
+    corpus.push(("rtcp-pli", pli.to_bytes().map_err(e)?));
+    let mut padded = pli.to_bytes().map_err(e)?;
+    padded[0] |= 0x20;
+    padded[3] += 1;
+    padded.extend_from_slice(&[0, 0, 0, 4]);
+    corpus.push(("rtcp-pli", padded));
+
+    let firs = [
+        FirRepr { sender_ssrc: 0x3333_0001, entries: vec![(0x1111_1111, 0)] },
+        FirRepr { sender_ssrc: 0x3333_0001, entries: vec![(0x1111_1111, 255), (0x1111_2222, 1), (7, 9)] },
+    ];
+    for f in &firs {
+        corpus.push(("rtcp-fir", f.to_bytes().map_err(e)?));
+    }
+
+    // What a receiver sends on losses, after its RR.
+    let rr = RtcpMessage::ReceiverReport(ReceiverReportRepr { ssrc: 0x3333_0001, blocks: vec![] });
+    let compounds = [
+        vec![rr.clone(), RtcpMessage::Nack(nacks[1].clone())],
+        vec![rr.clone(), RtcpMessage::Pli(pli), RtcpMessage::Fir(firs[1].clone())],
+        vec![rr, RtcpMessage::Nack(nacks[0].clone()), RtcpMessage::Pli(pli)],
+    ];
+    for c in &compounds {
+        corpus.push(("rtcp-compound", emit_compound(c).map_err(e)?));
+    }
+
+    // Retransmissions: a video header with extensions and one without, each with the OSN and
+    // a few payload bytes.
+    let rtx = |header: RtpHeaderRepr, osn: u16, payload: &[u8]| -> Result<Vec<u8>, String> {
+        let mut bytes = vec![0; header.buffer_len() + OSN_LEN];
+        let n = header.emit(&mut bytes).map_err(e)?;
+        write_osn(&mut bytes[n..], osn).map_err(e)?;
+        bytes.extend_from_slice(payload);
+        Ok(bytes)
+    };
+    let video = RtpHeaderRepr {
+        payload_type: 97,
+        marker: true,
+        seq: SeqNo::new(7),
+        timestamp: 0xDEAD_BEEF,
+        ssrc: 0x1111_2222,
+        abs_send_time: Some(0x04_0000),
+        transport_seq: Some(SeqNo::new(65535)),
+        frame_marking: Some(FrameMarking { start: true, end: true, independent: false }),
+        padding_len: 0,
+    };
+    let plain = RtpHeaderRepr {
+        payload_type: 97,
+        seq: SeqNo::new(65535),
+        ssrc: 0x1111_2222,
+        ..RtpHeaderRepr::default()
+    };
+    corpus.push(("rtx", rtx(video, 0x1234, &[0xAA; 6])?));
+    corpus.push(("rtx", rtx(plain, 0, &[])?));
+
+    // FEC over packets with varied fields, from a fixed hash of their index.
+    let protected = |first: u16, n: u16| -> Vec<ProtectedPacket> {
+        (0..n)
+            .map(|k| {
+                let r = u64::from(k)
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ProtectedPacket {
+                    seq: SeqNo::new(u64::from(first.wrapping_add(k))),
+                    padding: r & 1 != 0,
+                    extension: true,
+                    csrc_count: 0,
+                    marker: k == n - 1,
+                    payload_type: 96,
+                    timestamp: 90_000 + 3000 * u32::from(k / 4),
+                    length: DataSize::bytes(200 + (r >> 40) % 1000),
+                }
+            })
+            .collect()
+    };
+    for (first, n) in [(65535, 2), (1000, 5), (2000, 30)] {
+        let mut bytes = UlpfecHeaderRepr::protect(&protected(first, n)).map_err(e)?.to_bytes().map_err(e)?;
+        bytes.extend_from_slice(&[0x5A; 4]); // the start of the FEC payload
+        corpus.push(("ulpfec", bytes));
+    }
+    for (first, n) in [(65535, 2), (1000, 20), (2000, 100)] {
+        let mut bytes = FlexfecHeaderRepr::protect(&protected(first, n)).map_err(e)?.to_bytes().map_err(e)?;
+        bytes.extend_from_slice(&[0x5A; 4]);
+        corpus.push(("flexfec", bytes));
+    }
+
+    // RED: the primary block alone; two redundant Opus frames ahead of the primary one; and
+    // WebRTC's use, a ULPFEC packet (PT 117) as the primary block.
+    let red = |blocks: Vec<RedBlock>, primary_pt, data: &[u8]| -> Result<Vec<u8>, String> {
+        let mut bytes = RedHeaderRepr { blocks, primary_pt }.to_bytes().map_err(e)?;
+        bytes.extend_from_slice(data);
+        Ok(bytes)
+    };
+    corpus.push(("red", red(vec![], 96, &[0x11; 4])?));
+    let opus =
+        vec![RedBlock { pt: 111, ts_offset: 1920, len: 3 }, RedBlock { pt: 111, ts_offset: 960, len: 2 }];
+    corpus.push(("red", red(opus, 111, &[0x22; 8])?));
+    let fec = UlpfecHeaderRepr::protect(&protected(500, 3)).map_err(e)?.to_bytes().map_err(e)?;
+    corpus.push(("red", red(vec![], 117, &fec)?));
+    Ok(())
 }
 
 fn traces(corpus: &mut Vec<(&'static str, Vec<u8>)>) {

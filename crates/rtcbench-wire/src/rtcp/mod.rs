@@ -3,7 +3,13 @@
 //! Compounds are split by the `rtcp-types` crate. Reports and TWCC are parsed and written with
 //! it too, converting its borrowed views into owned `Repr`s with typed fields; `rtcp-types` has
 //! no REMB or RFC 8888 support, so those two are read and written here byte by byte (after
-//! `rtcp-types` has checked the common header), and XR is read here too (see [`xr`]). Files mirror the messages:
+//! `rtcp-types` has checked the common header), and XR is read here too (see [`xr`]). The
+//! loss-recovery messages (generic NACK, PLI, FIR) are also read and written byte by byte,
+//! although `rtcp-types` 0.3.0 has views and builders for them: its NACK builder sorts the
+//! sequence numbers as plain integers, so a run of losses across 65535 → 0 costs two FCI entries
+//! and the order is lost; its FIR builder keeps the entries in a `HashMap`, so their order on
+//! the wire is not deterministic (STYLE.md §6); and its `parse_fci` hands the padding to the FCI
+//! parsers, which then read padding octets as NACK entries. Files mirror the messages:
 //!
 //! * [`report`]: sender and receiver reports and their report blocks (RFC 3550 §6.4.1, §6.4.2).
 //! * [`twcc`]: transport-wide congestion control feedback
@@ -12,11 +18,18 @@
 //!   with the "REMB" identifier).
 //! * [`ccfb`]: RFC 8888 congestion control feedback (RTPFB FMT 11).
 //! * [`xr`]: extended reports (RFC 3611): the receiver reference time and DLRR blocks.
+//! * [`nack`]: generic NACK (RFC 4585 §6.2.1, RTPFB FMT 1), the lost packets a receiver asks
+//!   to have retransmitted.
+//! * [`pli`]: picture loss indication (RFC 4585 §6.3.1, PSFB FMT 1).
+//! * [`fir`]: full intra request (RFC 5104 §4.3.1, PSFB FMT 4).
 //!
 //! Compound rules are not enforced on parse or emit: RFC 3550 §6.1 wants every compound packet to
 //! start with an SR or RR, but feedback is often sent alone as reduced-size RTCP (RFC 5506).
 
 pub mod ccfb;
+pub mod fir;
+pub mod nack;
+pub mod pli;
 pub mod remb;
 pub mod report;
 pub mod twcc;
@@ -26,6 +39,9 @@ use rtcp_types::prelude::*;
 
 use crate::WireError;
 use ccfb::CcfbRepr;
+use fir::FirRepr;
+use nack::NackRepr;
+use pli::PliRepr;
 use remb::RembRepr;
 use report::{ReceiverReportRepr, SenderReportRepr};
 use twcc::TransportFeedbackRepr;
@@ -39,8 +55,14 @@ pub const PT_RR: u8 = 201;
 pub const PT_XR: u8 = 207;
 /// RTCP packet type of transport-layer feedback, RTPFB (RFC 4585 §6.1).
 pub const PT_RTPFB: u8 = 205;
-/// RTCP packet type of payload-specific feedback, PSFB (RFC 4585 §6.1); REMB uses it.
+/// RTCP packet type of payload-specific feedback, PSFB (RFC 4585 §6.1); REMB, PLI and FIR use it.
 pub const PT_PSFB: u8 = 206;
+/// FMT of the generic NACK within RTPFB (RFC 4585 §6.2).
+pub const FMT_NACK: u8 = 1;
+/// FMT of picture loss indication within PSFB (RFC 4585 §6.3).
+pub const FMT_PLI: u8 = 1;
+/// FMT of the full intra request within PSFB (RFC 5104 §4.3).
+pub const FMT_FIR: u8 = 4;
 /// FMT of transport-wide CC feedback within RTPFB (TWCC-01 §3.1).
 pub const FMT_TWCC: u8 = 15;
 /// FMT of RFC 8888 congestion control feedback within RTPFB (RFC 8888 §3.1).
@@ -50,6 +72,9 @@ pub const FMT_CCFB: u8 = 11;
 pub const FMT_AFB: u8 = 15;
 /// Longest RTCP packet: the 16-bit length field counts 32-bit words minus one (RFC 3550 §6.4.1).
 pub const MAX_PACKET_LEN: usize = 4 << 16;
+/// Bytes of the common part of a feedback message (RFC 4585 §6.1) before its FCI: RTCP header,
+/// SSRC of packet sender, SSRC of media source.
+pub const FEEDBACK_HEADER_LEN: usize = 12;
 
 /// One RTCP packet of a compound packet, decoded if rtcbench uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +93,13 @@ pub enum RtcpMessage {
     CongestionControlFeedback(CcfbRepr),
     /// XR, PT 207, with its RRTR and DLRR blocks (other block types are skipped).
     ExtendedReport(XrRepr),
-    /// Any other packet (SDES, BYE, NACK, PLI, ...), well formed but not decoded.
+    /// Generic NACK, PT 205 FMT 1.
+    Nack(NackRepr),
+    /// Picture loss indication, PT 206 FMT 1.
+    Pli(PliRepr),
+    /// Full intra request, PT 206 FMT 4.
+    Fir(FirRepr),
+    /// Any other packet (SDES, BYE, APP, SLI, RPSI, TMMBR, ...), well formed but not decoded.
     Other {
         /// The RTCP packet type.
         packet_type: u8,
@@ -87,6 +118,9 @@ impl RtcpMessage {
             Self::Remb(remb) => remb.to_bytes(),
             Self::CongestionControlFeedback(ccfb) => ccfb.to_bytes(),
             Self::ExtendedReport(xr) => xr.to_bytes(),
+            Self::Nack(nack) => nack.to_bytes(),
+            Self::Pli(pli) => pli.to_bytes(),
+            Self::Fir(fir) => fir.to_bytes(),
             Self::Other { .. } => Err(WireError::Unsupported("an undecoded RTCP packet")),
         }
     }
@@ -120,6 +154,15 @@ pub fn parse_compound(bytes: &[u8]) -> Result<Vec<RtcpMessage>, WireError> {
             rtcp_types::Packet::TransportFeedback(ref fb) if fb.count() == FMT_CCFB => {
                 RtcpMessage::CongestionControlFeedback(CcfbRepr::parse(raw)?)
             }
+            rtcp_types::Packet::TransportFeedback(ref fb) if fb.count() == FMT_NACK => {
+                RtcpMessage::Nack(NackRepr::parse(raw)?)
+            }
+            rtcp_types::Packet::PayloadFeedback(ref fb) if fb.count() == FMT_PLI => {
+                RtcpMessage::Pli(PliRepr::parse(raw)?)
+            }
+            rtcp_types::Packet::PayloadFeedback(ref fb) if fb.count() == FMT_FIR => {
+                RtcpMessage::Fir(FirRepr::parse(raw)?)
+            }
             rtcp_types::Packet::PayloadFeedback(ref fb)
                 if fb.count() == FMT_AFB && remb::has_remb_identifier(raw) =>
             {
@@ -152,6 +195,63 @@ pub(crate) fn emit_common_header(buf: &mut [u8], fmt: u8, packet_type: u8, len: 
     buf[0] = 0x80 | fmt;
     buf[1] = packet_type;
     buf[2..4].copy_from_slice(&((len / 4 - 1) as u16).to_be_bytes());
+}
+
+/// The common part of a feedback message (RFC 4585 §6.1), with the padding removed from its FCI.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Feedback<'a> {
+    pub(crate) sender_ssrc: u32,
+    pub(crate) media_ssrc: u32,
+    pub(crate) fci: &'a [u8],
+}
+
+/// Reads the feedback message `bytes` (exactly one packet) of type `P` (RTPFB or PSFB) whose FMT
+/// must be `fmt`; `expected` names it for [`WireError::WrongPacketType`] and `message` for
+/// [`WireError::BadFeedback`].
+///
+/// `rtcp-types` checks the version, packet type, length field and padding count first.
+pub(crate) fn parse_feedback<'a, P: RtcpPacketParser<'a>>(
+    bytes: &'a [u8],
+    fmt: u8,
+    expected: &'static str,
+    message: &'static str,
+) -> Result<Feedback<'a>, WireError> {
+    let fb = P::parse(bytes)?;
+    if fb.count() != fmt {
+        return Err(WireError::WrongPacketType { expected, packet_type: fb.type_(), fmt: fb.count() });
+    }
+    let packet = strip_padding(bytes, FEEDBACK_HEADER_LEN).ok_or_else(|| WireError::BadFeedback {
+        message,
+        reason: format!(
+            "{} bytes without padding, at least {FEEDBACK_HEADER_LEN} needed for the common header",
+            bytes.len().saturating_sub(usize::from(bytes.last().copied().unwrap_or(0)))
+        ),
+    })?;
+    Ok(Feedback {
+        sender_ssrc: be_u32(&packet[4..]),
+        media_ssrc: be_u32(&packet[8..]),
+        fci: &packet[FEEDBACK_HEADER_LEN..],
+    })
+}
+
+/// Writes the common part of an unpadded feedback message of `len` bytes (RFC 4585 §6.1) into
+/// the start of `buf`, which must hold [`FEEDBACK_HEADER_LEN`] bytes; see [`emit_common_header`].
+pub(crate) fn emit_feedback_header(
+    buf: &mut [u8],
+    fmt: u8,
+    packet_type: u8,
+    len: usize,
+    sender_ssrc: u32,
+    media_ssrc: u32,
+) {
+    emit_common_header(buf, fmt, packet_type, len);
+    buf[4..8].copy_from_slice(&sender_ssrc.to_be_bytes());
+    buf[8..12].copy_from_slice(&media_ssrc.to_be_bytes());
+}
+
+/// The big-endian 32-bit word at the start of `b`, which must hold 4 bytes.
+pub(crate) fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// `packet` without the padding that its last octet counts when the P bit is set (RFC 3550
@@ -275,19 +375,49 @@ mod tests {
         assert_eq!(parse_compound(&bytes), Ok(messages));
     }
 
+    /// An RR, then what a receiver sends on losses: a NACK for the packets, a PLI and a FIR for
+    /// the picture.
+    fn loss_compound() -> Vec<RtcpMessage> {
+        vec![
+            RtcpMessage::ReceiverReport(ReceiverReportRepr { ssrc: 7, blocks: vec![] }),
+            RtcpMessage::Nack(NackRepr { sender_ssrc: 7, media_ssrc: 9, lost: vec![65535, 0, 1, 40] }),
+            RtcpMessage::Pli(PliRepr { sender_ssrc: 7, media_ssrc: 9 }),
+            RtcpMessage::Fir(FirRepr { sender_ssrc: 7, entries: vec![(9, 3)] }),
+        ]
+    }
+
+    #[test]
+    fn compound_with_rr_nack_pli_and_fir_parses_in_order() {
+        // Written by hand: RFC 3550 §6.4.2, RFC 4585 §6.2.1 and §6.3.1, RFC 5104 §4.3.1.
+        let bytes = [
+            0x80, 201, 0x00, 0x01, 0, 0, 0, 7, // RR, RC=0, length 1, SSRC 7
+            0x81, 205, 0x00, 0x04, 0, 0, 0, 7, 0, 0, 0, 9, // NACK, length 4, from 7 about 9
+            0xFF, 0xFF, 0x00, 0x03, // PID 65535, BLP 0b11: 0 and 1
+            0x00, 0x28, 0x00, 0x00, // PID 40
+            0x81, 206, 0x00, 0x02, 0, 0, 0, 7, 0, 0, 0, 9, // PLI from 7 about 9
+            0x84, 206, 0x00, 0x04, 0, 0, 0, 7, 0, 0, 0, 0, // FIR, length 4, media source 0
+            0, 0, 0, 9, 3, 0, 0, 0, // SSRC 9, Seq nr. 3
+        ];
+        let messages = parse_compound(&bytes).unwrap();
+        assert_eq!(messages, loss_compound());
+        assert_eq!(emit_compound(&messages).unwrap(), bytes);
+    }
+
     #[test]
     fn unknown_packets_are_kept_as_other() {
-        // An RR without blocks followed by a PLI (PSFB FMT 1), as RFC 4585 §6.3.1 lays it out.
+        // An RR without blocks, a BYE (RFC 3550 §6.6) and an SLI (PSFB FMT 2, RFC 4585 §6.3.2).
         let bytes = [
             0x80, 201, 0x00, 0x01, 0x00, 0x00, 0x00, 0x07, // RR, RC=0, length 1, SSRC 7
-            0x81, 206, 0x00, 0x02, 0, 0, 0, 7, 0, 0, 0, 9, // PLI from SSRC 7 about SSRC 9
+            0x81, 203, 0x00, 0x01, 0, 0, 0, 7, // BYE, SC=1, SSRC 7
+            0x82, 206, 0x00, 0x03, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0, 1, // SLI from 7 about 9
         ];
         let messages = parse_compound(&bytes).unwrap();
         assert_eq!(
             messages,
             vec![
                 RtcpMessage::ReceiverReport(ReceiverReportRepr { ssrc: 7, blocks: vec![] }),
-                RtcpMessage::Other { packet_type: PT_PSFB, fmt: 1 },
+                RtcpMessage::Other { packet_type: 203, fmt: 1 },
+                RtcpMessage::Other { packet_type: PT_PSFB, fmt: 2 },
             ]
         );
         assert_eq!(emit_compound(&messages[1..]), Err(WireError::Unsupported("an undecoded RTCP packet")));
@@ -306,6 +436,14 @@ mod tests {
         let mut v1 = bytes.clone();
         v1[0] = 0x40;
         assert!(parse_compound(&v1).is_err());
+        // A PLI with an FCI word, or a NACK without one, rejects the whole datagram.
+        let mut loss = emit_compound(&loss_compound()).unwrap();
+        let pli = 8 + 20;
+        loss[pli + 3] = 3;
+        loss.splice(pli + 12..pli + 12, [0, 0, 0, 0]);
+        assert!(matches!(parse_compound(&loss), Err(WireError::BadFeedback { message: "PLI", .. })));
+        let empty_nack = [0x81, 205, 0x00, 0x02, 0, 0, 0, 7, 0, 0, 0, 9];
+        assert!(matches!(parse_compound(&empty_nack), Err(WireError::BadFeedback { .. })));
     }
 
     use proptest::prop_assert_eq;
@@ -342,6 +480,35 @@ mod tests {
                 if !messages.iter().any(|m| matches!(m, RtcpMessage::Other { .. })) {
                     prop_assert_eq!(parse_compound(&emit_compound(&messages).unwrap()), Ok(messages));
                 }
+            }
+        }
+
+        /// Whatever a mutated loss-recovery compound parses to can be written and reads back.
+        #[test]
+        fn parsing_mutated_loss_compounds_never_panics(
+            edits in proptest::collection::vec((0usize..60, 0u8..=255), 1..6),
+        ) {
+            let mut bytes = emit_compound(&loss_compound()).unwrap();
+            for (at, value) in edits {
+                bytes[at] = value;
+            }
+            if let Ok(messages) = parse_compound(&bytes) {
+                if !messages.iter().any(|m| matches!(m, RtcpMessage::Other { .. })) {
+                    prop_assert_eq!(parse_compound(&emit_compound(&messages).unwrap()), Ok(messages));
+                }
+            }
+        }
+
+        /// Arbitrary bytes behind valid NACK, PLI and FIR headers reach those parsers.
+        #[test]
+        fn parsing_arbitrary_loss_feedback_bodies_never_panics(
+            body in proptest::collection::vec(0u8..=255, 0..64),
+        ) {
+            let words = body.len() / 4;
+            for (fmt, pt) in [(FMT_NACK, PT_RTPFB), (FMT_PLI, PT_PSFB), (FMT_FIR, PT_PSFB)] {
+                let mut bytes = vec![0x80 | fmt, pt, 0, (words + 2) as u8, 0, 0, 0, 1, 0, 0, 0, 2];
+                bytes.extend_from_slice(&body[..words * 4]);
+                let _ = parse_compound(&bytes);
             }
         }
 

@@ -21,7 +21,7 @@ use rtcp_types::{
     DelaySinceLastReceiverReport, DelaySinceLastReceiverReportBlock, ReceiverReferenceTime, Xr,
 };
 
-use super::{strip_padding, write_vec};
+use super::{be_u32, strip_padding, write_vec};
 use crate::WireError;
 
 /// Block type of the Receiver Reference Time block (RFC 3611 §4.4).
@@ -102,10 +102,6 @@ impl XrRepr {
         }
         write_vec(&builder)
     }
-}
-
-fn be_u32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 #[cfg(test)]
