@@ -969,3 +969,89 @@ def test_mean_ci_is_deterministic_and_needs_two_values() -> None:
     assert 1.0 <= lo <= hi <= 3.0
     with pytest.raises(ValueError, match="confidence"):
         mean_ci([1.0, 2.0], confidence=1.0)
+
+
+def _recovery_tables() -> Tables:
+    """10 s of one video flow, a packet (and a frame) every 10 ms. Packets 100, 200 and 300 are
+    dropped; 100 and 200 are repaired by retransmissions (`rtx` rows carry the number they
+    repair), 300's retransmission is dropped too. Frames 100 and 300 never render; frame 500
+    renders at 5.4 s, a freeze, with the frames captured meanwhile right after it. The receiver
+    sent 3 NACKs and 1 PLI."""
+
+    def shown(i: int) -> int | None:
+        return None if i in (100, 300) else max(i * 10 * MS + 50 * MS, 5_400 * MS if i >= 500 else 0)
+
+    dur = 10 * S
+    lost = {100, 200, 300}
+    media = cbr(
+        VIDEO, end_us=dur, interval_us=10 * MS, size=1000, payload=900, dropped=lambda i, s: i in lost
+    )
+
+    def repair(i: int) -> pl.DataFrame:
+        at = i * 10 * MS + 60 * MS
+        rows = cbr(
+            VIDEO, start_us=at, end_us=at + 1, interval_us=MS, size=1002, payload=900, kind="rtx",
+            dropped=lambda _i, _s: i == 300, id0=10_000 + i,
+        )  # fmt: skip
+        return rows.with_columns(seq=pl.lit(i, pl.Int32))
+
+    rtx = pl.concat([repair(i) for i in sorted(lost)])
+    frames = pl.DataFrame(
+        [
+            {
+                "flow": VIDEO,
+                "frame": i,
+                "capture_us": i * 10 * MS,
+                "size": 900,
+                "keyframe": i == 0,
+                "packets": 1,
+                "complete_us": shown(i),
+                "freeze": i == 500,
+            }
+            for i in range(1000)
+        ]
+    )
+    feedback = pl.DataFrame(
+        {
+            "t_us": [1_050_000, 2_050_000, 3_050_000, 3_100_000],
+            "call": [0] * 4,
+            "kind": ["nack", "nack", "nack", "pli"],
+            "size": [40] * 4,
+            "packets_reported": [1, 1, 1, 0],
+        }
+    )
+    return Tables(
+        packets=pl.concat([media, rtx]).sort("t_us"),
+        frames=frames,
+        controller=pl.DataFrame(),
+        links=pl.DataFrame(link_rows("fwd", dur, lambda t: 10_000_000)),
+        feedback=feedback,
+        meta=make_meta(10.0, [video_flow()]),
+    )
+
+
+def test_loss_recovery_and_playout_metrics() -> None:
+    t = _recovery_tables()
+    m = flow_metrics(t, timeseries(t), VIDEO, 0, 10 * S)
+    # 3 of 1000 media packets dropped (and 1 of 3 retransmissions), 1 never repaired.
+    assert m["loss_ratio"] == pytest.approx(4 / 1003)
+    assert m["residual_loss_ratio"] == pytest.approx(1 / 1000)
+    assert m["rtx_overhead"] == pytest.approx(3 * 1002 / (1000 * 1000))
+    assert (m["nack_count"], m["pli_count"]) == (3, 1)
+    # 998 of 1000 frames rendered (when complete), 993 of them before 10 s.
+    assert m["frame_loss_ratio"] == pytest.approx(2 / 1000)
+    assert m["fps_mean"] == pytest.approx(99.3)
+    assert m["freezes"] == 1
+    # The freeze lasted from frame 499's render (5.04 s) to frame 500's (5.4 s).
+    assert m["freeze_duration_ms"] == pytest.approx(360.0)
+    assert m["frame_delay_p50_ms"] == pytest.approx(50.0)
+    # Goodput counts original media only: the 997 delivered originals.
+    assert m["mean_goodput_bps"] == pytest.approx(997 * 900 * 8 / 10, rel=0.01)
+
+
+def test_recovery_metrics_of_an_audio_flow_are_null() -> None:
+    t = two_phase()
+    m = flow_metrics(t, timeseries(t), AUDIO, 0, 20 * S)
+    keys = ("residual_loss_ratio", "rtx_overhead", "nack_count", "pli_count", "frame_loss_ratio")
+    assert all(m[k] is None for k in keys)
+    assert m["freeze_duration_ms"] is None

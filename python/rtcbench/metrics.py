@@ -101,6 +101,10 @@ FAIRNESS_SETTLE_US = 5_000_000
 """Start of an interval skipped before comparing flows (RFC 8868 §3(7): static periods only);
 [ASSUMED] 5 s, like H, and never more than half of the interval."""
 
+RENDERED = "complete_us"
+"""When a frame was shown: the simulator's receiver renders a frame as soon as it is complete
+(docs/traces.md), so frame rate, freezes and frame delay read `complete_us`."""
+
 _HEIGHT = {"height"}
 """The frames column of the resolution ladder (docs/simulator.md)."""
 _US_PER_S = 1_000_000
@@ -120,10 +124,9 @@ _SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[s
             "payload": pl.Int32(),
             "sent_us": pl.Int64(),
         },
-        {},
+        {"seq": pl.Int32()},
         {
             "packet": pl.Int64(),
-            "seq": pl.Int32(),
             "frame": pl.Int64(),
             "link": pl.String(),
             "reason": pl.String(),
@@ -282,7 +285,10 @@ class _FlowRows:
     dropped: _Parts
     received: _Parts
     frames: _Parts
+    captured: _Parts
     rtt: _Parts
+    sent_media: _Parts
+    unrepaired: _Parts
 
     @classmethod
     def of(cls, t: Tables) -> _FlowRows:
@@ -297,12 +303,33 @@ class _FlowRows:
             ),
             frames=_Parts.of(
                 # `height` is absent from frames tables written before resolution was modelled.
-                t.frames.select(
-                    "flow", "capture_us", "complete_us", "freeze", *_HEIGHT.intersection(t.frames.columns)
+                t.frames.filter(pl.col(RENDERED).is_not_null())
+                .sort("flow", RENDERED, maintain_order=True)
+                .select(
+                    "flow",
+                    "capture_us",
+                    RENDERED,
+                    "freeze",
+                    *_HEIGHT.intersection(t.frames.columns),
+                    # The gap since the flow's previous rendered frame, which a freeze lasts.
+                    pl.col(RENDERED).diff().over("flow").alias("gap_us"),
                 ),
                 "flow",
-                "complete_us",
+                RENDERED,
             ),
+            captured=_Parts.of(
+                t.frames.select("flow", "capture_us", rendered=pl.col(RENDERED).is_not_null()),
+                "flow",
+                "capture_us",
+            ),
+            sent_media=_Parts.of(
+                t.packets.filter((pl.col("event") == "sent") & pl.col("kind").is_in(["media", "rtx"])).select(
+                    "flow", "sent_us", "kind", "size", "seq"
+                ),
+                "flow",
+                "sent_us",
+            ),
+            unrepaired=_Parts.of(_unrepaired(t.packets), "flow", "sent_us"),
             rtt=_Parts.of(
                 t.feedback.filter(pl.col("rtt_us").is_not_null()).select(
                     "call", "t_us", rtt_ms=pl.col("rtt_us").cast(pl.Float64) / 1000.0
@@ -311,6 +338,31 @@ class _FlowRows:
                 "t_us",
             ),
         )
+
+
+REPAIR_HORIZON_US = 10_000_000
+"""A retransmission repairs the dropped packet with its sequence number sent at most this long
+before it arrived (sequence numbers wrap after 65536 packets, minutes of video)."""
+
+
+def _unrepaired(packets: pl.DataFrame) -> pl.DataFrame:
+    """Media packets dropped on the way whose retransmission (an `rtx` row carries the sequence
+    number it repairs) never arrived: the loss left after recovery."""
+    lost = (
+        packets.filter((pl.col("event") == "dropped") & (pl.col("kind") == "media"))
+        .select("flow", "seq", "sent_us")
+        .with_row_index("_lost")
+    )
+    repairs = packets.filter((pl.col("event") == "received") & (pl.col("kind") == "rtx")).select(
+        "flow", "seq", repaired_us="t_us"
+    )
+    repaired = (
+        lost.join(repairs, on=["flow", "seq"], how="inner")
+        .filter(pl.col("repaired_us").is_between(pl.col("sent_us"), pl.col("sent_us") + REPAIR_HORIZON_US))
+        .select("_lost")
+        .unique()
+    )
+    return lost.join(repaired, on="_lost", how="anti").select("flow", "sent_us")
 
 
 @dataclass(frozen=True)
@@ -545,12 +597,13 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
             qdelay_p95_ms=pl.col("qdelay_ms").quantile(0.95, interpolation="linear"),
         )
     )
+    rendered = pl.col(RENDERED)
     frames = (
-        t.frames.filter(pl.col("complete_us").is_between(0, dur - 1))
-        .group_by("flow", (pl.col("complete_us") // window_us).alias("_w"))
+        t.frames.filter(rendered.is_between(0, dur - 1))
+        .group_by("flow", (rendered // window_us).alias("_w"))
         .agg(
             _frames=pl.len(),
-            frame_delay_ms=((pl.col("complete_us") - pl.col("capture_us")).cast(pl.Float64) / 1000.0).mean(),
+            frame_delay_ms=((rendered - pl.col("capture_us")).cast(pl.Float64) / 1000.0).mean(),
         )
     )
 
@@ -912,9 +965,9 @@ def flow_metrics(
     `settle_us` skips a transient for every statistic except `settling_time_s`, which is always
     measured from `start_us` (the event). Rate statistics use the windows of `ts` that start in the
     interval; packet statistics use packets sent (loss) or received (delay) in it; frame statistics
-    use frames completed in it. Keys not applicable to the flow's kind are None;
-    `convergence_time_s` needs the other flows of the bottleneck and is left None here (`assemble`
-    fills it). Keys: `docs/metrics.md`.
+    use frames rendered (fps, freezes, frame delay) or captured (frame loss) in it. Keys not
+    applicable to the flow's kind are None; `convergence_time_s` needs the other flows of the
+    bottleneck and is left None here (`assemble` fills it). Keys: `docs/metrics.md`.
     """
     return _flow_metrics(t, _Windows.of(ts), flow, start_us, end_us, settle_us)
 
@@ -956,17 +1009,42 @@ def _flow_metrics(
 
     fps: float | None = None
     freezes: int | None = None
+    freeze_ms: float | None = None
     fd50: float | None = None
     fd95: float | None = None
     height: float | None = None
+    frame_loss: float | None = None
+    residual_loss: float | None = None
+    rtx_overhead: float | None = None
+    nacks: int | None = None
+    plis: int | None = None
     if video:
         fr = rows.frames.between(flow, s, e)
         if "height" in fr.columns:
             height = _mean(fr.get_column("height"))
         fps = fr.height / ((e - s) / _US_PER_S) if e > s else None
         freezes = int(fr.get_column("freeze").sum())
-        delay = (fr.get_column("complete_us") - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
+        # A freeze lasts the gap before the frame that ended it (libwebrtc's totalFreezesDuration).
+        freeze_ms = float(fr.get_column("gap_us").filter(fr.get_column("freeze")).sum()) / 1000.0
+        delay = (fr.get_column(RENDERED) - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
         fd50, fd95 = _quantiles(delay, (0.5, 0.95))
+        captured = rows.captured.between(flow, s, e)
+        if captured.height:
+            frame_loss = 1.0 - int(captured.get_column("rendered").sum()) / captured.height
+        if call is not None:
+            fb = t.feedback.filter(
+                (pl.col("call") == int(call))
+                & pl.col("t_us").is_between(s, e - 1)
+                & pl.col("kind").is_in(["nack", "pli"])
+            )
+            nacks = int((fb.get_column("kind") == "nack").sum())
+            plis = int((fb.get_column("kind") == "pli").sum())
+        out = rows.sent_media.between(flow, s, e)
+        originals = out.filter(pl.col("kind") == "media")
+        if originals.height and originals.get_column("seq").null_count() == 0:
+            residual_loss = rows.unrepaired.between(flow, s, e).height / originals.height
+            rtx_bytes = int(out.filter(pl.col("kind") == "rtx").get_column("size").cast(pl.Int64).sum())
+            rtx_overhead = rtx_bytes / int(originals.get_column("size").cast(pl.Int64).sum())
 
     return {
         "id": int(f["id"]),
@@ -1006,8 +1084,14 @@ def _flow_metrics(
         "fps_mean": fps,
         "height_mean_px": height,
         "freezes": freezes,
+        "freeze_duration_ms": freeze_ms,
         "frame_delay_p50_ms": fd50,
         "frame_delay_p95_ms": fd95,
+        "frame_loss_ratio": frame_loss,
+        "residual_loss_ratio": residual_loss,
+        "rtx_overhead": rtx_overhead,
+        "nack_count": nacks,
+        "pli_count": plis,
     }
 
 
