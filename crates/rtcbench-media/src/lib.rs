@@ -11,6 +11,8 @@
 //! * [`nack`]: the receiver's NACK list with libwebrtc's timing.
 //! * [`history`]: the sender's packet history for retransmissions, the retransmission rate limit
 //!   and the protection overhead taken from the encoder's target.
+//! * [`playout`]: a video stream's receive side: assembly, NACKs, decoding in order with the
+//!   frame-dependency rule, keyframe requests, rendering and freezes.
 //! * [`resolution`]: the resolution a frame is encoded at, on libwebrtc's VP8 bitrate ladder.
 //!
 //! None of these read a clock or a global random generator. Each takes `now` as an argument and
@@ -28,6 +30,7 @@ pub mod history;
 pub mod nack;
 pub mod pacer;
 pub mod packetizer;
+pub mod playout;
 pub mod receiver;
 pub mod resolution;
 pub mod video;
@@ -35,5 +38,6 @@ pub mod video;
 pub use audio::{AudioConfig, AudioFrame, AudioSource};
 pub use pacer::{Paced, PacedOutput, Pacer, PacerConfig, ProbeCluster, ProbeInfo};
 pub use packetizer::{PacketPlan, Packetizer};
+pub use playout::{PlayoutStats, VideoEvent, VideoReceiver};
 pub use receiver::{CompletedFrame, FrameAssembler, FreezeDetector};
 pub use video::{Frame, VideoConfig, VideoSource};

@@ -1,12 +1,14 @@
-//! Receiver side of a video stream: frame completeness from RTP header information, and WebRTC's
+//! Receiver side of a video stream: frame assembly from RTP header information, and WebRTC's
 //! video freeze metric.
 //!
-//! [`FrameAssembler`] decides, as a real depacketizer does, from what each RTP packet carries:
-//! its (unwrapped) sequence number, RTP timestamp, the payload format's start-of-frame flag and
-//! the marker bit (end of frame). A frame is complete once its start packet, its end packet and
-//! every sequence number between them have arrived, all with the same RTP timestamp. Frames are
-//! handed out in sequence order: when a frame completes, older incomplete frames are discarded and
-//! counted as lost (there is no retransmission here to repair them later).
+//! [`FrameAssembler`] decides, as libwebrtc's packet buffer does, from what each RTP packet
+//! carries: its (unwrapped) sequence number, RTP timestamp, the payload format's start-of-frame
+//! and independent (keyframe) flags and the marker bit (end of frame). A frame is complete once its
+//! start packet, its end packet and every sequence number between them have arrived, all with the
+//! same RTP timestamp. Frames complete in any order: a frame missing a packet stays until a
+//! retransmission completes it or its receiver gives up on it ([`FrameAssembler::clear_to`],
+//! counted as discarded); which frames can be decoded is the receive side's decision
+//! ([`crate::playout`]).
 //!
 //! [`FreezeDetector`] follows libwebrtc's `VideoQualityObserver` (video/video_quality_observer2.cc),
 //! the source of `freezeCount` and `totalFreezesDuration` in W3C `getStats()`: for each rendered
@@ -19,7 +21,8 @@ use std::collections::{BTreeMap, VecDeque};
 use rtcbench_units::{Duration, Instant};
 
 /// Buffered packets beyond which the oldest incomplete frame is dropped, so a stream in which
-/// frames never complete cannot grow the buffer without bound (about 10 s of 1.5 Mbit/s video).
+/// frames never complete cannot grow the buffer without bound (libwebrtc's packet buffer holds at
+/// most 2048 packets, `kPacketBufferMaxSize`).
 pub const MAX_BUFFERED_PACKETS: usize = 2048;
 
 /// A frame whose packets have all arrived.
@@ -28,6 +31,8 @@ pub struct CompletedFrame {
     pub rtp_timestamp: u32,
     pub first_seq: u64,
     pub last_seq: u64,
+    /// An independent (key) frame: it needs no other frame to decode.
+    pub keyframe: bool,
     /// Arrival time of the packet that completed the frame.
     pub completed_at: Instant,
 }
@@ -37,14 +42,18 @@ struct PacketMeta {
     rtp_timestamp: u32,
     start: bool,
     end: bool,
+    keyframe: bool,
 }
 
 /// Frame completeness for one video SSRC (see module docs).
 #[derive(Clone, Debug, Default)]
 pub struct FrameAssembler {
+    /// Packets of frames not complete yet.
     packets: BTreeMap<u64, PacketMeta>,
-    /// Every sequence number up to this one is done with (completed or discarded).
-    done_up_to: Option<u64>,
+    /// Completed frames not cleared yet: first sequence number → last.
+    completed: BTreeMap<u64, u64>,
+    /// Every sequence number below this one is done with (cleared).
+    cleared_below: u64,
     frames_completed: u64,
     frames_discarded: u64,
     packets_ignored: u64,
@@ -57,7 +66,7 @@ impl FrameAssembler {
     }
 
     /// Feeds one received packet. Returns the frame it completes, if any. Duplicates and packets
-    /// of frames already completed or discarded are ignored.
+    /// of frames already completed or cleared are ignored.
     pub fn on_packet(
         &mut self,
         now: Instant,
@@ -65,17 +74,37 @@ impl FrameAssembler {
         rtp_timestamp: u32,
         start_of_frame: bool,
         end_of_frame: bool,
+        keyframe: bool,
     ) -> Option<CompletedFrame> {
-        if self.done_up_to.is_some_and(|d| seq <= d) || self.packets.contains_key(&seq) {
+        let in_completed = self.completed.range(..=seq).next_back().is_some_and(|(_, &last)| last >= seq);
+        if seq < self.cleared_below || in_completed || self.packets.contains_key(&seq) {
             self.packets_ignored += 1;
             return None;
         }
-        self.packets.insert(seq, PacketMeta { rtp_timestamp, start: start_of_frame, end: end_of_frame });
+        let meta = PacketMeta { rtp_timestamp, start: start_of_frame, end: end_of_frame, keyframe };
+        self.packets.insert(seq, meta);
         let completed = self.complete_frame_around(seq, rtp_timestamp, now);
         if completed.is_none() && self.packets.len() > MAX_BUFFERED_PACKETS {
             self.drop_oldest_frame();
         }
         completed
+    }
+
+    /// Gives up on everything below `seq`: incomplete frames there count as discarded.
+    pub fn clear_to(&mut self, seq: u64) {
+        if seq <= self.cleared_below {
+            return;
+        }
+        self.cleared_below = seq;
+        self.completed = self.completed.split_off(&seq);
+        let kept = self.packets.split_off(&seq);
+        let old = std::mem::replace(&mut self.packets, kept);
+        for meta in old.values() {
+            if self.last_discarded_ts != Some(meta.rtp_timestamp) {
+                self.frames_discarded += 1;
+                self.last_discarded_ts = Some(meta.rtp_timestamp);
+            }
+        }
     }
 
     /// Frames handed out as complete.
@@ -104,25 +133,20 @@ impl FrameAssembler {
         while !same_frame(last)?.end {
             last += 1;
         }
-        self.discard_before(first);
-        // What is left below `last + 1` is this frame's packets: hand them out by dropping them.
-        self.packets = self.packets.split_off(&(last + 1));
-        self.done_up_to = Some(last);
+        let keyframe = same_frame(first)?.keyframe;
+        // Hand the frame's packets out by dropping them.
+        let mut rest = self.packets.split_off(&first);
+        let mut after = rest.split_off(&(last + 1));
+        self.packets.append(&mut after);
+        self.completed.insert(first, last);
         self.frames_completed += 1;
-        Some(CompletedFrame { rtp_timestamp: ts, first_seq: first, last_seq: last, completed_at: now })
-    }
-
-    /// Removes every packet below `seq`, counting each frame met (by RTP timestamp) once.
-    fn discard_before(&mut self, seq: u64) {
-        let kept = self.packets.split_off(&seq);
-        let old = std::mem::replace(&mut self.packets, kept);
-        for (s, meta) in old {
-            if self.last_discarded_ts != Some(meta.rtp_timestamp) {
-                self.frames_discarded += 1;
-                self.last_discarded_ts = Some(meta.rtp_timestamp);
-            }
-            self.done_up_to = Some(self.done_up_to.map_or(s, |d| d.max(s)));
-        }
+        Some(CompletedFrame {
+            rtp_timestamp: ts,
+            first_seq: first,
+            last_seq: last,
+            keyframe,
+            completed_at: now,
+        })
     }
 
     fn drop_oldest_frame(&mut self) {
@@ -131,7 +155,8 @@ impl FrameAssembler {
         };
         let ts = meta.rtp_timestamp;
         let end = self.packets.range(first..).find(|(_, m)| m.rtp_timestamp != ts).map(|(&s, _)| s);
-        self.discard_before(end.unwrap_or(u64::MAX));
+        let newest = self.packets.last_key_value().map_or(first, |(&s, _)| s);
+        self.clear_to(end.unwrap_or(newest + 1));
     }
 }
 
@@ -221,7 +246,7 @@ mod tests {
     fn feed(a: &mut FrameAssembler, pkts: &[(u64, u32, bool, bool)]) -> Vec<CompletedFrame> {
         let mut out = Vec::new();
         for (i, &(seq, ts, s, e)) in pkts.iter().enumerate() {
-            out.extend(a.on_packet(Instant::from_millis(i as i64), seq, ts, s, e));
+            out.extend(a.on_packet(Instant::from_millis(i as i64), seq, ts, s, e, false));
         }
         out
     }
@@ -250,26 +275,50 @@ mod tests {
     }
 
     #[test]
-    fn lost_packet_frame_never_completes_and_is_discarded() {
+    fn a_late_packet_completes_its_frame_after_later_frames() {
         let s = stream();
         let mut a = FrameAssembler::new();
         let mut pkts = s.clone();
         pkts.remove(1);
         let frames = feed(&mut a, &pkts);
         assert_eq!(frames.iter().map(|f| f.rtp_timestamp).collect::<Vec<_>>(), vec![4000, 7000]);
-        assert_eq!(a.frames_discarded(), 1);
-        // The lost packet arriving late no longer completes its frame.
-        assert_eq!(a.on_packet(Instant::from_secs(1), 11, 1000, false, false), None);
+        assert_eq!(a.frames_discarded(), 0);
+        // The missing packet (a retransmission) completes frame 1000.
+        let late = a.on_packet(Instant::from_secs(1), 11, 1000, false, false, false).unwrap();
+        assert_eq!((late.first_seq, late.last_seq), (10, 12));
+        // Packets of completed frames are duplicates.
+        assert_eq!(a.on_packet(Instant::from_secs(1), 13, 4000, true, true, false), None);
         assert_eq!(a.packets_ignored(), 1);
+    }
+
+    #[test]
+    fn clearing_discards_incomplete_frames_below() {
+        let s = stream();
+        let mut a = FrameAssembler::new();
+        let mut pkts = s.clone();
+        pkts.remove(1);
+        feed(&mut a, &pkts);
+        a.clear_to(14);
+        assert_eq!(a.frames_discarded(), 1);
+        assert_eq!(a.on_packet(Instant::from_secs(1), 11, 1000, false, false, false), None);
+        assert_eq!(a.packets_ignored(), 1);
+    }
+
+    #[test]
+    fn the_start_packet_tells_a_keyframe() {
+        let mut a = FrameAssembler::new();
+        assert_eq!(a.on_packet(Instant::ZERO, 2, 90, false, true, false), None);
+        let f = a.on_packet(Instant::ZERO, 1, 90, true, false, true).unwrap();
+        assert!(f.keyframe);
     }
 
     #[test]
     fn missing_marker_packet_blocks_the_frame() {
         let mut a = FrameAssembler::new();
-        assert_eq!(a.on_packet(Instant::ZERO, 1, 90, true, false), None);
-        assert_eq!(a.on_packet(Instant::ZERO, 2, 90, false, false), None);
+        assert_eq!(a.on_packet(Instant::ZERO, 1, 90, true, false, false), None);
+        assert_eq!(a.on_packet(Instant::ZERO, 2, 90, false, false, false), None);
         // A packet of another frame with the next number does not close this one.
-        assert_eq!(a.on_packet(Instant::ZERO, 3, 180, false, true), None);
+        assert_eq!(a.on_packet(Instant::ZERO, 3, 180, false, true, false), None);
         assert_eq!(a.frames_completed(), 0);
     }
 
@@ -278,7 +327,7 @@ mod tests {
         let mut a = FrameAssembler::new();
         // Every frame lacks its end packet.
         for f in 0..3000u64 {
-            a.on_packet(Instant::ZERO, 2 * f, f as u32, true, false);
+            a.on_packet(Instant::ZERO, 2 * f, f as u32, true, false, false);
         }
         assert!(a.packets.len() <= MAX_BUFFERED_PACKETS);
         assert_eq!(a.frames_discarded() as usize, 3000 - a.packets.len());

@@ -796,7 +796,12 @@ impl Receiver {
         }
         let marking = h.frame_marking.unwrap_or_default();
         let seq = self.video_seq.unwrap(h.seq) as u64;
-        if let Some(done) = self.assembler.on_packet(now, seq, h.timestamp, marking.start, marking.end) {
+        let frame =
+            self.assembler.on_packet(now, seq, h.timestamp, marking.start, marking.end, marking.independent);
+        if let Some(done) = frame {
+            // Without retransmission an older incomplete frame can never complete: give up on
+            // every frame before this one.
+            self.assembler.clear_to(done.first_seq);
             let freeze = self.freeze.on_frame(now);
             if let Some(k) = self.frame_of_ts.iter().position(|&(ts, _)| ts == done.rtp_timestamp) {
                 let (_, frame) = self.frame_of_ts[k];
