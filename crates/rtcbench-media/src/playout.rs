@@ -112,6 +112,7 @@ impl VideoReceiver {
 
     pub fn stats(&self) -> PlayoutStats {
         PlayoutStats {
+            frames_completed: self.assembler.frames_completed(),
             frames_discarded: self.assembler.frames_discarded(),
             nack_requests: self.nack.as_ref().map_or(0, NackRequester::requests),
             ..self.stats
@@ -151,9 +152,8 @@ impl VideoReceiver {
             }
         }
         if let Some(frame) = self.assembler.on_packet(now, seq, rtp_timestamp, start, end, keyframe) {
-            self.stats.frames_completed += 1;
             self.events.push_back(VideoEvent::Completed(frame));
-            if self.last_decoded.is_none() && self.stats.frames_completed == 1 && !frame.keyframe {
+            if self.last_decoded.is_none() && self.assembler.frames_completed() == 1 && !frame.keyframe {
                 // Frames before a keyframe cannot be decoded: ask for one at once.
                 self.request_keyframe();
             }
