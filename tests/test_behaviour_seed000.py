@@ -43,6 +43,12 @@ def _utilisation(p: dict[str, Any], m: dict[str, Any]) -> float:
 # Table 6.1's utilisation per section, widened by 0.1 on each side for run-to-run spread (its
 # standard deviation of the rate was "around 0.2 Mbps").
 GCC_UTILISATION = [(0.72, 0.95), (0.66, 0.90), (0.70, 0.93), (0.65, 0.94)]
+# Section 4 starts wherever goog_cc is in section 3's 14-16 s back-off cycle at 1 Mbit/s: from
+# the top of the cycle it turns multiplicative within ~5 s, from the bottom it climbs additively
+# for ~20 s. Over seeds 1-10 at 100 ms its utilisation spans 0.63-0.84 (0.67-0.82 before losses
+# were repaired; means 0.73 and 0.74), so a single run is held to a band 0.05 wider below, and
+# the mean over seeds to Table 6.1's (`test_gcc_section_4_matches_table_6_1_over_seeds`).
+SECTION_4_SINGLE_RUN = (0.60, 0.94)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -53,15 +59,39 @@ def test_gcc_matches_table_6_1(simulate: Callable[..., tuple[RunResult, ...]], s
     for r in runs:
         sections = _section_metrics(r)
         utilisation = [_utilisation(p, m) for p, m in sections]
-        for u, (lo, hi) in zip(utilisation, GCC_UTILISATION, strict=True):
+        bands = [*GCC_UTILISATION[:3], SECTION_4_SINGLE_RUN]
+        for u, (lo, hi) in zip(utilisation, bands, strict=True):
             assert lo <= u <= hi, f"{r.summary['variant']}: {utilisation}"
         max_loss = [m["max_window_loss_ratio"] for _, m in sections]
         assert max_loss[2] >= 0.3, f"{r.summary['variant']}: the drop loses a burst ({max_loss})"
         assert max_loss[0] == max_loss[1] == max_loss[3] == 0.0, f"{r.summary['variant']}: {max_loss}"
         by_delay.append(utilisation)
-    # "Similar results with different delays": per section within 0.15 across 25/50/100 ms.
-    for section in zip(*by_delay, strict=True):
+    # "Similar results with different delays": per section within 0.15 across 25/50/100 ms (for
+    # section 4, over seeds).
+    for section in list(zip(*by_delay, strict=True))[:3]:
         assert max(section) - min(section) <= 0.15, by_delay
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [
+        pytest.param((1, 2, 3), id="seeds-1-3"),
+        pytest.param(tuple(range(1, 11)), id="seeds-1-10", marks=pytest.mark.slow),
+    ],
+)
+def test_gcc_section_4_matches_table_6_1_over_seeds(
+    simulate: Callable[..., tuple[RunResult, ...]], seeds: tuple[int, ...]
+) -> None:
+    """Section 4's utilisation, averaged over seeds, in Table 6.1's band at each delay and
+    similar across delays."""
+    per_seed = []
+    for seed in seeds:
+        runs = simulate("seed000-5.2.6", "gcc", seed, FIRST)
+        per_seed.append([_utilisation(*_section_metrics(r)[3]) for r in runs])
+    means = [sum(col) / len(col) for col in zip(*per_seed, strict=True)]
+    lo, hi = GCC_UTILISATION[3]
+    assert all(lo <= u <= hi for u in means), means
+    assert max(means) - min(means) <= 0.15, means
 
 
 @pytest.mark.parametrize("seed", SEEDS)

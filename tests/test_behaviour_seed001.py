@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import polars as pl
 import pytest
 
 from rtcbench import metrics
@@ -34,8 +35,8 @@ SCENARIOS = ("seed001-sudden-reduction", "seed001-sweden-to-china")
 SMOOTH_US = 1_000_000
 HIGH_BPS = 2_000_000
 VIDEO_MIN_BPS = 300_000  # both scenarios' `video.min`
-# Guerrero Viveros 2019 §6.1: a reaction "within about 1 s". Measured on the sending rate averaged
-# over 1 s (from 200 ms windows), so a drop completed at 1 s can read 1.2 s.
+# Guerrero Viveros 2019 §6.1: a reaction "within about 1 s". Measured on the media sending rate
+# averaged over 1 s (from 200 ms windows), so a drop completed at 1 s can read 1.2 s.
 REACTION_BOUND_S = 1.5
 
 
@@ -57,16 +58,18 @@ def _restores(r: RunResult) -> list[dict[str, Any]]:
 
 
 def _reaction_s(r: RunResult, dip: dict[str, Any]) -> float | None:
-    """Seconds until the sending rate, over 1 s, is at or below the dip's capacity. The sending
-    rate, because it is the controller's decision: the receive rate can never exceed the
-    capacity, so it would read as an instant reaction whatever the controller did."""
+    """Seconds until the media sending rate, over 1 s, is at or below the dip's capacity. The
+    sending rate, because it is the controller's decision: the receive rate can never exceed the
+    capacity, so it would read as an instant reaction whatever the controller did. The media
+    rate, because retransmissions of the drop's losses are the stack's answer to NACKs, not the
+    controller's choice (bounded by `test_retransmissions_stay_a_small_share_and_repair_most_losses`)."""
     start, _ = _span(dip)
     return metrics.time_to_reach(
         r.timeseries,
         _video(r),
         start,
         dip["capacity_bps"],
-        column="send_rate_bps",
+        column="media_send_rate_bps",
         below=True,
         smooth_us=SMOOTH_US,
     )
@@ -88,11 +91,9 @@ def _utilisation(r: RunResult, p: dict[str, Any], settle_us: int = 0) -> float:
     return float(m["mean_recv_rate_bps"]) / float(p["capacity_bps"])
 
 
-SLOW_REACTIONS = {
-    ("seed001-sweden-to-china", "scream", 3): "SCReAM keeps sending above the 500 kbit/s dip at "
-    "60 s for 1.6 s (1 s mean of the sending rate) on the jittery 320 ms path",
-}
-"""Reactions measured slower than the bound, kept visible as strict expected failures."""
+SLOW_REACTIONS: dict[tuple[str, str, int], str] = {}
+"""Reactions measured slower than the bound, kept visible as strict expected failures. (SCReAM on
+the 320 ms path, seed 3, took 1.6 s at the 60 s dip before losses were repaired; 0.8 s since.)"""
 
 
 def _reaction_cases() -> list[Any]:
@@ -115,9 +116,11 @@ def test_every_controller_reacts_to_each_dip_within_a_second_and_is_not_starved(
 ) -> None:
     """RFC 8836 R1.C asks for a reaction to a capacity drop "as soon as possible";
     Guerrero Viveros 2019 §6.1 sets about 1 s. Every restored 2 Mbit/s phase carries more than the
-    video's minimum rate (no starvation), and loss over the run stays below 2 %. (goog_cc on the
-    jittery 320 ms path stays near the dip's 500 kbit/s for a whole 25 s phase in 2 of 10 seeds:
-    slow, not starved.)"""
+    video's minimum rate (no starvation), and less than 1 % of the media packets stay lost after
+    retransmission. (Before losses were repaired this bound was 2 % on every packet lost; the
+    originals' loss itself now reaches 3.0 % for goog_cc on the 320 ms path, seed 5, because the
+    dips' retransmissions share the bottleneck.) goog_cc on the jittery 320 ms path stays near
+    the dip's 500 kbit/s for a whole 25 s phase in 2 of 10 seeds: slow, not starved."""
     (r,) = simulate(scenario, controller, seed)
     for dip in _dips(r):
         t = _reaction_s(r, dip)
@@ -125,17 +128,48 @@ def test_every_controller_reacts_to_each_dip_within_a_second_and_is_not_starved(
     for p in _restores(r):
         assert _utilisation(r, p) * HIGH_BPS > VIDEO_MIN_BPS, f"{p['start_s']}-{p['end_s']} s"
     (video,) = [f for f in r.summary["flows"] if f["kind"] == "video"]
-    assert video["loss_ratio"] < 0.02
+    assert video["residual_loss_ratio"] < 0.01
+
+
+def _media_loss_ratio(r: RunResult) -> float:
+    """Dropped / sent among the video flow's original media packets (retransmissions excluded)."""
+    packets = r.tables.packets.filter((pl.col("flow") == _video(r)) & (pl.col("kind") == "media"))
+    sent = packets.filter(pl.col("event") == "sent").height
+    return packets.filter(pl.col("event") == "dropped").height / sent
+
+
+# Retransmitted bytes per original media byte (`rtx_overhead`) over the whole run. Within a dip
+# it is far higher (goog_cc 57-79 % of the media bytes, NADA up to 94 % in a 2 s dip): the queue
+# grows from 1 to 300 ms at once while both ends still hold the 2 ms RTT of their last reports, so
+# the receiver asks again on every 20 ms pass and the sender, gating on RTT + 5 ms, resends each
+# time until a copy arrives, as libwebrtc does (docs/media.md).
+RTX_SHARE_BOUND = 0.04
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("controller", CONTROLLERS)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_retransmissions_stay_a_small_share_and_repair_most_losses(
+    simulate: Callable[..., tuple[RunResult, ...]], scenario: str, controller: str, seed: int
+) -> None:
+    """No retransmission storm over the run (retransmitted bytes at most 4 % of the media
+    bytes), and at most half of the lost media packets stay lost after retransmission."""
+    (r,) = simulate(scenario, controller, seed)
+    (video,) = [f for f in r.summary["flows"] if f["kind"] == "video"]
+    assert video["rtx_overhead"] < RTX_SHARE_BOUND
+    assert video["residual_loss_ratio"] <= 0.5 * _media_loss_ratio(r)
 
 
 # Seconds to regain half of the restored 2 Mbit/s, per controller, on the 1 ms path. NADA:
-# Sjölund and Kevo 2022 §5.4.3 measured under 2 s. GCC: the delay-based increase is multiplicative
-# up to 8 %/s; the 11-12 s measured (goog_cc) is its link-capacity estimate holding the increase
-# additive near the old capacity. gcc-draft: the loss-based 5 % per 1 s receiver report from
-# ~0.45 Mbit/s needs log(2.2)/log(1.05) = 16 s plus a report interval (measured 16-20 s). SCReAM:
-# fast increase resumes T_RESUME_FAST_INCREASE = 5 s after the last congestion event (measured
-# 7-14 s).
-RECOVERY_BOUND_S = {"nada": 2.0, "gcc": 13.0, "gcc-draft": 22.0, "scream": 15.0}
+# Sjölund and Kevo 2022 §5.4.3 measured under 2 s. GCC: the delay-based increase is
+# multiplicative up to 8 %/s; the 12.0-14.4 s measured (goog_cc, 10 seeds) is its link-capacity
+# estimate holding the increase additive near the old capacity. (9.2-13.0 s before losses were
+# repaired: the retransmissions of the drop's losses now keep the 300 ms queue full through the
+# dip, goog_cc backs off a second time, and the restored phase starts from ~390 instead of ~440
+# kbit/s.) gcc-draft: the loss-based 5 % per 1 s receiver report from ~0.45 Mbit/s needs
+# log(2.2)/log(1.05) = 16 s plus a report interval (measured 16-20 s). SCReAM: fast increase
+# resumes T_RESUME_FAST_INCREASE = 5 s after the last congestion event (measured 7-14 s).
+RECOVERY_BOUND_S = {"nada": 2.0, "gcc": 15.0, "gcc-draft": 22.0, "scream": 15.0}
 
 
 @pytest.mark.parametrize("seed", SEEDS)

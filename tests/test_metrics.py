@@ -1049,6 +1049,16 @@ def test_loss_recovery_and_playout_metrics() -> None:
     assert m["mean_goodput_bps"] == pytest.approx(997 * 900 * 8 / 10, rel=0.01)
 
 
+def test_the_media_send_rate_leaves_out_retransmissions() -> None:
+    t = _recovery_tables()
+    ts = timeseries(t, window_us=S)
+    send, media = column(ts, VIDEO, "send_rate_bps"), column(ts, VIDEO, "media_send_rate_bps")
+    # 100 media packets of 1000 bytes a second; the retransmissions of 100, 200 and 300 go out
+    # at 1.06, 2.06 and 3.06 s.
+    assert media == [800_000.0] * 10
+    assert send == [800_000.0 + (1002 * 8 if s in (1, 2, 3) else 0) for s in range(10)]
+
+
 def test_recovery_metrics_of_an_audio_flow_are_null() -> None:
     t = two_phase()
     m = flow_metrics(t, timeseries(t), AUDIO, 0, 20 * S)

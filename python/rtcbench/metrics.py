@@ -101,9 +101,9 @@ FAIRNESS_SETTLE_US = 5_000_000
 """Start of an interval skipped before comparing flows (RFC 8868 §3(7): static periods only);
 [ASSUMED] 5 s, like H, and never more than half of the interval."""
 
-RENDERED = "complete_us"
-"""When a frame was shown: the simulator's receiver renders a frame as soon as it is complete
-(docs/traces.md), so frame rate, freezes and frame delay read `complete_us`."""
+RENDERED = "render_us"
+"""When a frame was shown (docs/media.md): frame rate, freezes and frame delay read it. A frames
+table written before playout was modelled has none, and renders a frame at `complete_us`."""
 
 _HEIGHT = {"height"}
 """The frames column of the resolution ladder (docs/simulator.md)."""
@@ -142,7 +142,7 @@ _SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[s
             "packets": pl.Int32(),
             "freeze": pl.Boolean(),
         },
-        {"complete_us": pl.Int64()},
+        {"complete_us": pl.Int64(), "render_us": pl.Int64()},
         {},
     ),
     "controller": (
@@ -178,6 +178,9 @@ def _conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise ValueError(f"{name} table lacks column(s) {missing}; docs/traces.md requires {list(required)}")
+    if name == "frames" and RENDERED not in df.columns and "complete_us" in df.columns:
+        # Written before playout was modelled: a frame was rendered when it completed.
+        df = df.with_columns(pl.col("complete_us").alias(RENDERED))
     present = df.schema
 
     def fits(c: str, dt: pl.DataType) -> bool:
@@ -292,7 +295,7 @@ class _FlowRows:
 
     @classmethod
     def of(cls, t: Tables) -> _FlowRows:
-        pk = t.packets.select("flow", "event", "sent_us", "size")
+        pk = t.packets.select("flow", "event", "sent_us", "size", "kind")
         return cls(
             sent=_Parts.of(pk.filter(pl.col("event") == "sent").drop("event"), "flow", "sent_us"),
             dropped=_Parts.of(
@@ -581,7 +584,11 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     sent = (
         t._by_flow.sent.rows.filter(in_run)
         .group_by("flow", w_sent)
-        .agg(_sent_bytes=pl.col("size").cast(pl.Int64).sum(), packets_sent=pl.len())
+        .agg(
+            _sent_bytes=pl.col("size").cast(pl.Int64).sum(),
+            _media_bytes=pl.col("size").filter(pl.col("kind") == "media").cast(pl.Int64).sum(),
+            packets_sent=pl.len(),
+        )
     )
     dropped = t._by_flow.dropped.rows.filter(in_run).group_by("flow", w_sent).agg(packets_dropped=pl.len())
     recv = (
@@ -634,11 +641,12 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
         .join(keyed(frames), on="_key", how="left")
         .join(keyed(target, "_call").rename({"_key": "_call_key"}), on="_call_key", how="left")
         .with_columns(
-            pl.col("_sent_bytes", "_recv_bytes", "_goodput_bytes", "_frames").fill_null(0),
+            pl.col("_sent_bytes", "_media_bytes", "_recv_bytes", "_goodput_bytes", "_frames").fill_null(0),
             pl.col("packets_sent", "packets_received", "packets_dropped").fill_null(0).cast(pl.Int64),
         )
         .with_columns(
             send_rate_bps=pl.col("_sent_bytes") * rate,
+            media_send_rate_bps=pl.col("_media_bytes") * rate,
             recv_rate_bps=pl.col("_recv_bytes") * rate,
             goodput_bps=pl.col("_goodput_bytes") * rate,
             utilization=pl.when(pl.col("capacity_bps") > 0).then(
@@ -655,9 +663,14 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
         "t_us",
         "flow",
         "flow_name",
-        pl.col("send_rate_bps", "recv_rate_bps", "goodput_bps", "capacity_bps", "utilization").cast(
-            pl.Float64
-        ),
+        pl.col(
+            "send_rate_bps",
+            "media_send_rate_bps",
+            "recv_rate_bps",
+            "goodput_bps",
+            "capacity_bps",
+            "utilization",
+        ).cast(pl.Float64),
         pl.col("target_bps").cast(pl.Int64),
         pl.col("owd_ms", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps", "frame_delay_ms").cast(
             pl.Float64

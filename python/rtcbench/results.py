@@ -201,7 +201,9 @@ def piece_frames(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, pl.Data
         }
     )
     f = raw["frames"]
-    frames = pl.DataFrame({**f, "complete_us": _null_where(f["complete_us"], -1)})
+    frames = pl.DataFrame(
+        {**f, "complete_us": _null_where(f["complete_us"], -1), "render_us": _null_where(f["render_us"], -1)}
+    )
     c = raw["controller"]
     controller = pl.DataFrame(
         {

@@ -31,8 +31,9 @@ pub const MAX_PACKET_AGE: u64 = 10_000;
 pub const MAX_NACK_PACKETS: usize = 1000;
 /// libwebrtc `kDefaultRtt`.
 pub const DEFAULT_RTT: Duration = Duration::from_millis(100);
-/// libwebrtc `kMaxNackRetries`.
-pub const MAX_NACK_RETRIES: u32 = 10;
+/// libwebrtc `kMaxNackRetries` ("a NACK is sent at most every RTT"; older releases gave up after
+/// 10).
+pub const MAX_NACK_RETRIES: u32 = 100;
 /// libwebrtc `NackPeriodicProcessor::kUpdateInterval`.
 pub const PROCESS_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -268,7 +269,7 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_dropped_after_ten_requests() {
+    fn an_entry_is_dropped_after_a_hundred_requests() {
         let mut n = NackRequester::new();
         n.set_rtt(Duration::from_millis(20));
         n.on_packet(ms(0), 0, true, false);
@@ -278,7 +279,7 @@ mod tests {
             t += 20;
             requests += n.on_timeout(ms(t)).len();
         }
-        assert_eq!(requests, MAX_NACK_RETRIES as usize);
+        assert_eq!(requests, 100);
         assert_eq!(n.poll_timeout(), Instant::FAR_FUTURE);
     }
 

@@ -21,9 +21,6 @@
 //!
 //! Sans-IO like the rest of the crate: inputs with `now`, [`VideoReceiver::poll_event`] for what
 //! to do, [`VideoReceiver::poll_timeout`] for when to call again.
-//!
-//! The call's receiver (`rtcbench_rtp::call::Receiver`) does not use it yet: there a lost packet
-//! discards its frame and later frames render without it, as before retransmission was modelled.
 
 use std::collections::{BTreeMap, VecDeque};
 

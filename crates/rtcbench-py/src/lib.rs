@@ -189,6 +189,7 @@ pub(crate) fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'p
                 ("height", f.height.into_pyarray(py).into_any()),
                 ("packets", f.packets.into_pyarray(py).into_any()),
                 ("complete_us", f.complete_us.into_pyarray(py).into_any()),
+                ("render_us", f.render_us.into_pyarray(py).into_any()),
                 ("freeze", f.freeze.into_pyarray(py).into_any()),
             ],
         )?,

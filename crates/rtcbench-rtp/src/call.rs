@@ -6,9 +6,17 @@
 //! Feedback arrives as RTCP bytes, is parsed, and reaches the controller as a
 //! [`FeedbackReport`].
 //!
+//! With NACK on (the default, as in Chrome), the sender keeps what it sent in a history and
+//! answers a generic NACK (RFC 4585 §6.2.1) with RTX retransmissions (RFC 4588) on the RTX SSRC
+//! and payload type, paced before queued video, limited to the target rate over 500 ms, and taken
+//! out of the encoder's share of the target as libwebrtc does (`rtcbench_media::history`). A PLI
+//! (RFC 4585 §6.3.1) makes the encoder send a keyframe, at most one per 300 ms.
+//!
 //! [`Receiver`]: parses each RTP header, records arrivals for transport-wide feedback (sent every
 //! feedback interval), keeps RFC 3550 receiver statistics (an RR every report interval, with
-//! LSR/DLSR for the sender's RTT), reassembles video frames and detects freezes.
+//! LSR/DLSR for the sender's RTT), and hands video packets (originals and retransmissions) to
+//! [`VideoReceiver`]: frame assembly, NACKs, decoding in order, keyframe requests, rendering and
+//! freezes.
 //!
 //! Both are sans-IO (the crate's docs): inputs with `now`, outputs collected in an outbox, the
 //! next deadline from `poll_timeout`, what they measure told to a [`CallObserver`].
@@ -23,13 +31,17 @@ use rtcbench_cc::gcc_draft::RembEstimator;
 use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
+use rtcbench_media::history::{PacketHistory, RetransmissionLimiter, SendRates, SentKind, RTT_MARGIN};
 use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
 use rtcbench_media::packetizer::Packetizer;
-use rtcbench_media::receiver::{FrameAssembler, FreezeDetector};
+use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::video::VideoSource;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_wire::rtcp::nack::NackRepr;
+use rtcbench_wire::rtcp::pli::PliRepr;
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
 use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
+use rtcbench_wire::rtx::{rtx_osn, OSN_LEN};
 use rtcbench_wire::{
     ntp, DlrrSubBlock, ReceiverReportRepr, ReceiverStats, RembRepr, SenderReportRepr, XrRepr,
 };
@@ -49,6 +61,9 @@ const CONTROLLER_ROW_MIN_GAP: Duration = Duration::from_millis(10);
 /// A full-size video packet on the wire: 1200 B payload + 28 B RTP header and extensions + 28 B
 /// IPv4/UDP.
 const FULL_SIZE_PACKET: DataSize = DataSize::bytes(1256);
+/// libwebrtc `kMinKeyframeSendIntervalMs`: keyframe requests closer than this to the last one
+/// honoured are ignored by the sender.
+pub const MIN_KEYFRAME_INTERVAL: Duration = Duration::from_millis(300);
 
 /// SSRCs and random initial values of a call's streams (RFC 3550 §5.1: random initial sequence
 /// numbers and timestamps).
@@ -78,6 +93,8 @@ struct QueuedRtp {
     frame: Option<u64>,
     /// Wire size, for the pacing budget.
     wire: DataSize,
+    /// A retransmission of video packet `seq`, to go out on the RTX stream.
+    retransmission: bool,
 }
 
 impl Paced for QueuedRtp {
@@ -86,6 +103,25 @@ impl Paced for QueuedRtp {
     }
     fn is_audio(&self) -> bool {
         self.is_audio
+    }
+    fn is_retransmission(&self) -> bool {
+        self.retransmission
+    }
+}
+
+/// The RTX header (RFC 4588 §4) of a retransmission of `original`: the RTX SSRC, payload type
+/// and sequence number; the original's timestamp, marker and frame marking.
+fn rtx_header(ids: &StreamIds, rtx_seq: u16, original: &QueuedRtp) -> RtpHeaderRepr {
+    RtpHeaderRepr {
+        payload_type: PT_RTX,
+        marker: original.marker,
+        seq: SeqNo::new(u64::from(rtx_seq)),
+        timestamp: original.timestamp,
+        ssrc: ids.rtx_ssrc,
+        abs_send_time: Some(0),
+        transport_seq: Some(SeqNo::new(0)),
+        frame_marking: original.marking,
+        padding_len: 0,
     }
 }
 
@@ -194,6 +230,15 @@ pub struct Sender {
     remote_metrics: Option<ControllerMetrics>,
     pauses: Vec<Pause>,
     ecn: Ecn,
+    /// NACK/RTX on.
+    nack: bool,
+    history: PacketHistory<QueuedRtp>,
+    sent_video_seq: SeqUnwrapper<16>,
+    /// The last video sequence number sent, which probe padding names as its original.
+    last_video_seq: Option<u16>,
+    limiter: RetransmissionLimiter,
+    send_rates: SendRates,
+    last_keyframe_request: Option<Instant>,
     pub outbox: Vec<Outgoing>,
 }
 
@@ -218,6 +263,8 @@ pub struct SenderParts {
     pub pauses: Vec<Pause>,
     /// The ECN field of media packets (RFC 6679).
     pub ecn: Ecn,
+    /// Answer NACKs with RTX retransmissions.
+    pub nack: bool,
 }
 
 impl Sender {
@@ -251,6 +298,13 @@ impl Sender {
             remote_metrics: None,
             pauses: p.pauses,
             ecn: p.ecn,
+            nack: p.nack,
+            history: PacketHistory::new(),
+            sent_video_seq: SeqUnwrapper::new(),
+            last_video_seq: None,
+            limiter: RetransmissionLimiter::default(),
+            send_rates: SendRates::default(),
+            last_keyframe_request: None,
             outbox: Vec::new(),
         };
         s.apply_controller(p.start, None::<&mut Ignore>);
@@ -334,6 +388,7 @@ impl Sender {
                             marking,
                             frame: Some(frame.index),
                             wire: wire_size(&header, plan.payload),
+                            retransmission: false,
                         },
                     );
                 }
@@ -362,6 +417,7 @@ impl Sender {
                         marking: None,
                         frame: None,
                         wire: wire_size(&header, f.size),
+                        retransmission: false,
                     },
                 );
             }
@@ -383,7 +439,18 @@ impl Sender {
         while !self.window_full() {
             let Some(out) = self.pacer.poll_send(now) else { break };
             let probe = out.probe();
+            // The original sequence number after an RTX header (RFC 4588 §4).
+            let mut osn = None;
             let (mut header, payload, kind, frame, is_audio) = match out {
+                PacedOutput::Media { item, .. } if item.retransmission => {
+                    let seq = self.rtx_seq;
+                    self.rtx_seq = self.rtx_seq.wrapping_add(1);
+                    osn = Some(item.seq);
+                    let sent = self.sent_video_seq.peek(SeqNo::new(u64::from(item.seq))) as u64;
+                    self.history.retransmitted(now, sent);
+                    let h = rtx_header(&self.ids, seq, &item);
+                    (h, item.payload, OutKind::Retransmission, item.frame, false)
+                }
                 PacedOutput::Media { item, .. } => {
                     let h = media_header(
                         &self.ids,
@@ -395,14 +462,25 @@ impl Sender {
                     );
                     self.media_packets = self.media_packets.wrapping_add(1);
                     self.media_octets = self.media_octets.wrapping_add(item.payload.as_bytes() as u32);
+                    if !item.is_audio {
+                        let seq = self.sent_video_seq.unwrap(SeqNo::new(u64::from(item.seq))) as u64;
+                        if self.nack {
+                            self.history.put(now, seq, item);
+                        }
+                        self.last_video_seq = Some(item.seq);
+                    }
                     let kind = if item.is_audio { OutKind::Audio } else { OutKind::Video };
                     (h, item.payload, kind, item.frame, item.is_audio)
                 }
                 PacedOutput::Padding { size, .. } => {
-                    // Probe padding goes out as RTX payload, as libwebrtc prefers over
-                    // padding-only packets; it belongs to the video flow.
+                    // Probe padding goes out on the RTX stream, as libwebrtc prefers over
+                    // padding-only packets; it belongs to the video flow. Its payload starts with
+                    // an original sequence number (that of the last video packet sent) like any
+                    // RTX payload, but it carries no frame marking: the receiver takes it for
+                    // padding, not for a piece of a frame.
                     let seq = self.rtx_seq;
                     self.rtx_seq = self.rtx_seq.wrapping_add(1);
+                    osn = Some(self.last_video_seq.unwrap_or(self.ids.video_seq0.wrapping_sub(1)));
                     let h = RtpHeaderRepr {
                         payload_type: PT_RTX,
                         marker: false,
@@ -414,22 +492,37 @@ impl Sender {
                         frame_marking: None,
                         padding_len: 0,
                     };
-                    (h, size, OutKind::Padding, None, false)
+                    // The requested size includes the original sequence number.
+                    (h, size.saturating_sub(DataSize::bytes(OSN_LEN as u64)), OutKind::Padding, None, false)
                 }
             };
-            let size = wire_size(&header, payload);
+            let osn_len = DataSize::bytes(if osn.is_some() { OSN_LEN as u64 } else { 0 });
+            let size = wire_size(&header, payload) + osn_len;
+            match kind {
+                OutKind::Video => self.send_rates.on_sent(now, SentKind::Media, size),
+                OutKind::Retransmission => self.send_rates.on_sent(now, SentKind::Retransmission, size),
+                _ => {}
+            }
             let sent = self.adapter.on_sent(now, size, is_audio, probe, Some((header.ssrc, header.seq)));
             header.transport_seq = Some(TransportFeedbackAdapter::wire_seq(sent.seq));
             header.abs_send_time = Some(abs_send_time_from(now));
             let mut data = vec![0; header.buffer_len()];
             header.emit(&mut data).expect("buffer sized by buffer_len");
+            if let Some(osn) = osn {
+                data.extend_from_slice(&osn.to_be_bytes());
+            }
             self.controller.on_packet_sent(now, &sent);
             self.outbox.push(Outgoing {
                 kind,
                 size,
                 payload: if kind == OutKind::Padding { DataSize::ZERO } else { payload },
                 data,
-                seq: Some(header.seq.value() as u16),
+                // A retransmission is traced with the number of the packet it repairs.
+                seq: Some(if kind == OutKind::Retransmission {
+                    osn.unwrap_or(0)
+                } else {
+                    header.seq.value() as u16
+                }),
                 frame,
                 ecn: self.ecn,
             });
@@ -468,7 +561,17 @@ impl Sender {
     pub fn on_rtcp<O: CallObserver>(&mut self, now: Instant, pkt: Incoming<'_>, obs: &mut O) {
         // Malformed RTCP is counted and dropped, never a panic (STYLE.md §7); ours is well formed.
         let Ok(messages) = parse_compound(pkt.data) else { return };
+        // A controller row is due only after the controller heard something: a compound with
+        // nothing but a NACK or PLI leaves its state as it was.
+        let mut heard = false;
         for m in messages {
+            heard |= matches!(
+                m,
+                RtcpMessage::TransportFeedback(_)
+                    | RtcpMessage::CongestionControlFeedback(_)
+                    | RtcpMessage::Remb(_)
+                    | RtcpMessage::ReceiverReport(_)
+            );
             match m {
                 RtcpMessage::TransportFeedback(fb) => {
                     let report = self.adapter.on_twcc(now, &fb);
@@ -508,11 +611,52 @@ impl Sender {
                 RtcpMessage::ExtendedReport(XrRepr { sender_ssrc, rrtr: Some(ntp64), .. }) => {
                     self.last_rrtr = Some((sender_ssrc, ntp::compact(ntp64), now));
                 }
+                RtcpMessage::Nack(nack) if nack.media_ssrc == self.ids.video_ssrc => {
+                    let row = FeedbackRow::reporting(FeedbackKind::Nack, pkt.size, nack.lost.len());
+                    obs.feedback(now, row);
+                    self.on_nack(now, &nack.lost);
+                }
+                RtcpMessage::Pli(pli) if pli.media_ssrc == self.ids.video_ssrc => {
+                    obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Pli, pkt.size, 0));
+                    self.on_keyframe_request(now);
+                }
                 _ => {}
             }
         }
-        self.apply_controller(now, Some(obs));
+        self.apply_controller(now, heard.then_some(obs));
         self.drain_pacer(now);
+    }
+
+    /// Retransmits what a NACK asks for (libwebrtc `RTPSender::OnReceivedNack`): each packet
+    /// still in the history, not already queued and not resent within the last RTT, while the
+    /// retransmission budget allows; the first refusal by the budget ends the NACK.
+    fn on_nack(&mut self, now: Instant, lost: &[u16]) {
+        if !self.nack {
+            return;
+        }
+        for &seq in lost {
+            let Some(seq) = self.history.unwrap(seq) else { continue };
+            let Some(mut item) = self.history.take_for_retransmission(now, seq) else { continue };
+            let header = rtx_header(&self.ids, 0, &item);
+            item.wire = wire_size(&header, item.payload) + DataSize::bytes(OSN_LEN as u64);
+            if !self.limiter.try_use(now, item.wire) {
+                self.history.cancel_retransmission(seq);
+                break;
+            }
+            item.retransmission = true;
+            self.pacer.enqueue(now, item);
+        }
+    }
+
+    /// A PLI: the next frame is a keyframe, unless one was requested less than
+    /// [`MIN_KEYFRAME_INTERVAL`] ago (libwebrtc `EncoderRtcpFeedback`).
+    fn on_keyframe_request(&mut self, now: Instant) {
+        let Some(video) = &mut self.video else { return };
+        if self.last_keyframe_request.is_some_and(|t| now - t < MIN_KEYFRAME_INTERVAL) {
+            return;
+        }
+        self.last_keyframe_request = Some(now);
+        video.request_keyframe();
     }
 
     /// RTT (RFC 3550 §6.4.1: A - LSR - DLSR) and loss over the interval from an RR's blocks
@@ -541,6 +685,10 @@ impl Sender {
             if b.ssrc != self.ids.rtx_ssrc {
                 fraction = fraction.max(f64::from(b.fraction_lost) / 256.0);
             }
+        }
+        if let Some(rtt) = rtt {
+            // libwebrtc gives the history the RTCP RTT plus 5 ms.
+            self.history.set_rtt(rtt + RTT_MARGIN);
         }
         let lost = lost.max(0) as u64;
         let received = (expected.max(0) as u64).saturating_sub(lost);
@@ -575,10 +723,14 @@ impl Sender {
                 DataSize::ZERO,
             );
             let payload = video_payload_rate(wire, video.config().fps, self.packetizer.max_payload(), header);
-            video.set_target(now, payload);
+            // Retransmissions (and FEC) sent over the last second come off the encoder's share,
+            // as libwebrtc's FecControllerDefault::UpdateFecRates does.
+            let protection = self.send_rates.protection_overhead(now);
+            video.set_target(now, payload * (1.0 - protection));
         }
         let pacing = self.controller.pacing_rate().unwrap_or(target * 2.5);
         self.pacer.set_pacing_rate(pacing);
+        self.limiter.set_max_rate(target);
         while let Some(p) = self.controller.poll_probe() {
             self.pacer.start_probe(p);
         }
@@ -689,10 +841,15 @@ pub struct Receiver {
     feedback: FeedbackGen,
     stats: BTreeMap<u32, (ReceiverStats, u32)>,
     video_seq: SeqUnwrapper<16>,
-    assembler: FrameAssembler,
-    freeze: FreezeDetector,
-    /// (RTP timestamp, frame index) of frames not yet complete, in sending order, from the
-    /// trace annotations of video packets (used only to label trace rows).
+    /// The newest video sequence number received (unwrapped).
+    newest_video: Option<u64>,
+    video: VideoReceiver,
+    /// Send RFC 3611 receiver reference times, for an RTT at the receiver (GCC-02's REMB
+    /// estimator and the NACK timing need one).
+    needs_rtt: bool,
+    /// (RTP timestamp, frame index) of frames not yet rendered, in frame order (a frame whose
+    /// packets were all lost is first heard of from a retransmission, after later frames), from
+    /// the trace annotations of video packets (used only to label trace rows).
     frame_of_ts: std::collections::VecDeque<(u32, u64)>,
     last_sr: Option<(u32, Instant)>,
     report_interval: Duration,
@@ -701,14 +858,23 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(ids: StreamIds, start: Instant, feedback: FeedbackMode, report_interval: Duration) -> Self {
+    /// A receiver sending `feedback`, and NACKs if `nack`.
+    pub fn new(
+        ids: StreamIds,
+        start: Instant,
+        feedback: FeedbackMode,
+        report_interval: Duration,
+        nack: bool,
+    ) -> Self {
+        let feedback = FeedbackGen::new(feedback, &ids, start);
         Self {
             ids,
-            feedback: FeedbackGen::new(feedback, &ids, start),
+            needs_rtt: nack || feedback.needs_rtt(),
+            feedback,
             stats: BTreeMap::new(),
             video_seq: SeqUnwrapper::new(),
-            assembler: FrameAssembler::new(),
-            freeze: FreezeDetector::new(),
+            newest_video: None,
+            video: VideoReceiver::new(nack),
             frame_of_ts: Default::default(),
             last_sr: None,
             report_interval,
@@ -718,10 +884,14 @@ impl Receiver {
     }
 
     pub fn poll_timeout(&self) -> Instant {
-        self.feedback.poll_timeout().min(self.next_report)
+        self.feedback.poll_timeout().min(self.next_report).min(self.video.poll_timeout())
     }
 
-    pub fn on_timeout(&mut self, now: Instant) {
+    pub fn on_timeout<O: CallObserver>(&mut self, now: Instant, obs: &mut O) {
+        if now >= self.video.poll_timeout() {
+            self.video.on_timeout(now);
+            self.video_events(obs);
+        }
         if now >= self.feedback.poll_timeout() {
             for data in self.feedback.poll_transmit(now, &self.ids) {
                 self.send_rtcp(data);
@@ -734,7 +904,7 @@ impl Receiver {
             let blocks = self.stats.values_mut().map(|(s, _)| s.report_block(now, self.last_sr)).collect();
             let rr = ReceiverReportRepr { ssrc: self.ids.receiver_ssrc, blocks };
             let mut messages = vec![RtcpMessage::ReceiverReport(rr)];
-            if self.feedback.needs_rtt() {
+            if self.needs_rtt {
                 let rrtr = XrRepr {
                     sender_ssrc: self.ids.receiver_ssrc,
                     rrtr: Some(ntp::to_ntp64(now)),
@@ -767,6 +937,7 @@ impl Receiver {
                             let ours = xr.dlrr.iter().find(|b| b.ssrc == self.ids.receiver_ssrc);
                             if let Some(rtt) = ours.and_then(|b| ntp::rtt_from_report(now, b.lrr, b.dlrr)) {
                                 self.feedback.set_rtt(rtt);
+                                self.video.set_rtt(rtt);
                             }
                         }
                         _ => {}
@@ -775,7 +946,7 @@ impl Receiver {
             }
             return;
         }
-        let Ok((h, _)) = RtpHeaderRepr::parse(pkt.data) else { return };
+        let Ok((h, header_len)) = RtpHeaderRepr::parse(pkt.data) else { return };
         self.feedback.on_rtp(now, &h, pkt.size, pkt.ecn);
         if matches!(self.feedback, FeedbackGen::Remb(_)) {
             // A REMB goes out at once when the estimate drops (GCC-02 §3).
@@ -786,30 +957,72 @@ impl Receiver {
         let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
         let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
         stats.on_packet(h.seq, h.timestamp, now, clock);
-        if h.ssrc != self.ids.video_ssrc {
+        let seq = if h.ssrc == self.ids.video_ssrc {
+            let seq = self.video_seq.unwrap(h.seq) as u64;
+            self.newest_video = Some(self.newest_video.map_or(seq, |n| n.max(seq)));
+            seq
+        } else if h.ssrc == self.ids.rtx_ssrc && h.payload_type == PT_RTX && h.frame_marking.is_some() {
+            // RFC 4588 §4: the original sequence number starts the payload. A retransmission
+            // carries its original's frame marking (probe padding carries none), and repairs a
+            // packet older than the newest seen; anything else on the RTX stream is not media.
+            let Ok(osn) = rtx_osn(&pkt.data[header_len..]) else { return };
+            let seq = self.video_seq.peek(SeqNo::new(u64::from(osn)));
+            match self.newest_video {
+                Some(newest) if seq >= 0 && seq as u64 <= newest => seq as u64,
+                _ => return,
+            }
+        } else {
             return;
-        }
+        };
         if let Some(frame) = pkt.frame {
-            if !self.frame_of_ts.iter().any(|&(_, f)| f == frame) {
-                self.frame_of_ts.push_back((h.timestamp, frame));
+            if let Err(k) = self.frame_of_ts.binary_search_by_key(&frame, |&(_, f)| f) {
+                self.frame_of_ts.insert(k, (h.timestamp, frame));
             }
         }
         let marking = h.frame_marking.unwrap_or_default();
-        let seq = self.video_seq.unwrap(h.seq) as u64;
-        let frame =
-            self.assembler.on_packet(now, seq, h.timestamp, marking.start, marking.end, marking.independent);
-        if let Some(done) = frame {
-            // Without retransmission an older incomplete frame can never complete: give up on
-            // every frame before this one.
-            self.assembler.clear_to(done.first_seq);
-            let freeze = self.freeze.on_frame(now);
-            if let Some(k) = self.frame_of_ts.iter().position(|&(ts, _)| ts == done.rtp_timestamp) {
-                let (_, frame) = self.frame_of_ts[k];
-                obs.frame_completed(frame, now, freeze);
-                // Frames before this one can no longer complete (the assembler discards them).
-                self.frame_of_ts.drain(..=k);
+        self.video.on_packet(now, seq, h.timestamp, marking.start, marking.end, marking.independent, false);
+        self.video_events(obs);
+    }
+
+    /// Acts on what the video receive side decided: trace rows, NACKs and PLIs.
+    fn video_events<O: CallObserver>(&mut self, obs: &mut O) {
+        while let Some(event) = self.video.poll_event() {
+            match event {
+                VideoEvent::Completed(done) => {
+                    if let Some(&(_, frame)) =
+                        self.frame_of_ts.iter().find(|&&(ts, _)| ts == done.rtp_timestamp)
+                    {
+                        obs.frame_completed(frame, done.completed_at);
+                    }
+                }
+                VideoEvent::Rendered { frame: done, at, freeze } => {
+                    if let Some(k) = self.frame_of_ts.iter().position(|&(ts, _)| ts == done.rtp_timestamp) {
+                        let (_, frame) = self.frame_of_ts[k];
+                        obs.frame_rendered(frame, at, freeze);
+                        // Frames before this one can no longer be rendered.
+                        self.frame_of_ts.drain(..=k);
+                    }
+                }
+                VideoEvent::Nack(seqs) => {
+                    let nack = NackRepr {
+                        sender_ssrc: self.ids.receiver_ssrc,
+                        media_ssrc: self.ids.video_ssrc,
+                        lost: seqs.iter().map(|&s| s as u16).collect(),
+                    };
+                    self.send_rtcp(nack.to_bytes().expect("a NACK of our own always encodes"));
+                }
+                VideoEvent::KeyframeRequest => {
+                    let pli =
+                        PliRepr { sender_ssrc: self.ids.receiver_ssrc, media_ssrc: self.ids.video_ssrc };
+                    self.send_rtcp(pli.to_bytes().expect("a PLI always encodes"));
+                }
             }
         }
+    }
+
+    /// Counters of the video receive side.
+    pub fn video_stats(&self) -> rtcbench_media::PlayoutStats {
+        self.video.stats()
     }
 }
 

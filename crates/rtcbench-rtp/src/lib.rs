@@ -30,6 +30,8 @@ pub enum OutKind {
     /// Probe padding, sent as RTX: it belongs to the video flow, or to audio in an audio-only
     /// call.
     Padding,
+    /// A retransmission of a video packet on the RTX stream (RFC 4588); video flow.
+    Retransmission,
     /// RTCP, from whichever end sent it.
     Rtcp,
 }
@@ -40,13 +42,16 @@ pub struct Outgoing {
     pub kind: OutKind,
     /// On the wire: IPv4 and UDP headers, `data`, then `payload` bytes of media.
     pub size: DataSize,
-    /// Media bytes after the header (zero for padding and RTCP, whose bytes are overhead).
+    /// Media bytes after the header (zero for padding and RTCP, whose bytes are overhead; a
+    /// retransmission's media payload after its original sequence number).
     pub payload: DataSize,
-    /// The RTP header (with its extensions) or the RTCP compound packet.
+    /// The RTP header (with its extensions, and on the RTX stream the original sequence number
+    /// that starts the payload) or the RTCP compound packet.
     pub data: Vec<u8>,
-    /// The RTP sequence number of an RTP packet.
+    /// The RTP sequence number of an RTP packet; for a retransmission, that of the packet it
+    /// repairs (its original sequence number).
     pub seq: Option<u16>,
-    /// The index of the video frame a media packet carries part of.
+    /// The index of the video frame a media packet (or a retransmission) carries part of.
     pub frame: Option<u64>,
     /// The IP ECN field to send it with (RFC 6679).
     pub ecn: Ecn,

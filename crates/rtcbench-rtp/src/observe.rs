@@ -11,8 +11,11 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 pub trait CallObserver {
     /// The sender's encoder produced `frame`, split into `packets` RTP packets.
     fn frame_encoded(&mut self, _frame: &Frame, _packets: u32) {}
-    /// The receiver completed video frame `frame` at `at`; `freeze` if its wait was a freeze.
-    fn frame_completed(&mut self, _frame: u64, _at: Instant, _freeze: bool) {}
+    /// Every packet of video frame `frame` had arrived at the receiver at `at`.
+    fn frame_completed(&mut self, _frame: u64, _at: Instant) {}
+    /// The receiver decoded and rendered video frame `frame` at `at`; `freeze` if the wait for it
+    /// was a freeze.
+    fn frame_rendered(&mut self, _frame: u64, _at: Instant, _freeze: bool) {}
     /// The sender received a feedback message.
     fn feedback(&mut self, _at: Instant, _row: FeedbackRow) {}
     /// The sender's controller state (and that of its receiver-side part, if any), at most every
@@ -42,6 +45,10 @@ pub enum FeedbackKind {
     Rr = 1,
     Remb = 2,
     Ccfb = 3,
+    /// A generic NACK (RFC 4585 §6.2.1); `packets_reported` is the number of packets requested.
+    Nack = 4,
+    /// A picture loss indication (RFC 4585 §6.3.1).
+    Pli = 5,
 }
 
 /// One feedback message as the sender received it (a row of `feedback.parquet`).

@@ -47,6 +47,8 @@ pub struct CallPlan {
     /// The scenario's feedback intervals (`None`: the controller's default).
     pub twcc_interval: Option<Duration>,
     pub ccfb_interval: Option<Duration>,
+    /// NACK and RTX retransmissions (RFC 4585, RFC 4588).
+    pub nack: bool,
 }
 
 /// The video source of a call (RFC 8593's model).
@@ -139,12 +141,13 @@ impl CallPlan {
                 .map(|p| Pause { from: at(p.from), to: at(p.to), audio: p.audio })
                 .collect(),
             ecn: Ecn::from_bits(self.ecn),
+            nack: self.nack,
         })
     }
 
     /// The receiving end, sending `feedback`.
     pub fn receiver(&self, feedback: FeedbackMode) -> Receiver {
-        Receiver::new(self.ids, self.start_at(), feedback, self.report_interval)
+        Receiver::new(self.ids, self.start_at(), feedback, self.report_interval, self.nack)
     }
 }
 
@@ -194,6 +197,7 @@ mod tests {
             scream_competing_flows_compensation: None,
             twcc_interval: None,
             ccfb_interval: Some(Duration::from_millis(40)),
+            nack: true,
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CallPlan>(&json).unwrap(), plan);

@@ -45,6 +45,9 @@ impl CallPlumbing {
             OutKind::Padding => {
                 (self.video_flow.or(self.audio_flow).expect("a media flow"), PacketKind::Padding)
             }
+            OutKind::Retransmission => {
+                (self.video_flow.expect("only video is retransmitted"), PacketKind::Rtx)
+            }
             OutKind::Rtcp if from_sender => (self.rtcp_tx_flow, PacketKind::Rtcp),
             OutKind::Rtcp => (self.rtcp_rx_flow, PacketKind::Rtcp),
         };
@@ -88,9 +91,15 @@ impl CallObserver for CallTrace<'_> {
         self.trace.frames.encoded(flow, frame, packets);
     }
 
-    fn frame_completed(&mut self, frame: u64, at: Instant, freeze: bool) {
+    fn frame_completed(&mut self, frame: u64, at: Instant) {
         if let Some(flow) = self.plumbing.video_flow {
-            self.trace.frames.completed(flow, frame, at, freeze);
+            self.trace.frames.completed(flow, frame, at);
+        }
+    }
+
+    fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {
+        if let Some(flow) = self.plumbing.video_flow {
+            self.trace.frames.rendered(flow, frame, at, freeze);
         }
     }
 

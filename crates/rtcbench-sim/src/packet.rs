@@ -24,6 +24,8 @@ pub enum PacketKind {
     TcpAck,
     /// A constant-bit-rate UDP packet.
     Cbr,
+    /// A retransmission of a media packet (RTX, RFC 4588).
+    Rtx,
 }
 
 impl PacketKind {
@@ -35,6 +37,7 @@ impl PacketKind {
             Self::Tcp => "tcp",
             Self::TcpAck => "tcp_ack",
             Self::Cbr => "cbr",
+            Self::Rtx => "rtx",
         }
     }
 }
@@ -49,7 +52,7 @@ pub struct Packet {
     pub kind: PacketKind,
     /// Bytes on the wire, IP and UDP headers included.
     pub size: DataSize,
-    /// Media payload bytes (zero for padding and RTCP).
+    /// Media payload bytes (zero for padding and RTCP; a retransmission's media payload).
     pub payload: DataSize,
     pub sent_at: Instant,
     pub route: RouteId,

@@ -32,13 +32,13 @@ impl PacketEvent {
 }
 
 /// Codes of `packets.kind`, in [`PacketKind`] order.
-pub const KIND_NAMES: [&str; 6] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr"];
+pub const KIND_NAMES: [&str; 7] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr", "rtx"];
 /// Codes of `packets.reason` (0 = null).
 pub const REASON_NAMES: [&str; 5] = ["", "queue_full", "random_loss", "aqm", "overflow"];
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
 pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
-pub const FEEDBACK_KIND_NAMES: [&str; 4] = ["twcc", "rr", "remb", "ccfb"];
+pub const FEEDBACK_KIND_NAMES: [&str; 6] = ["twcc", "rr", "remb", "ccfb", "nack", "pli"];
 
 /// What a feedback message was (`feedback.kind`), and one message (a row of `feedback`): the
 /// endpoints report them ([`rtcbench_rtp::CallObserver`]).
@@ -52,6 +52,7 @@ fn kind_code(k: PacketKind) -> u8 {
         PacketKind::Tcp => 3,
         PacketKind::TcpAck => 4,
         PacketKind::Cbr => 5,
+        PacketKind::Rtx => 6,
     }
 }
 
@@ -108,9 +109,11 @@ impl PacketTable {
 /// `frames.parquet`.
 ///
 /// Holds the rows not yet taken; `base` rows were taken before them. A row is final, and may be
-/// taken, once its frame completed, or every one of its packets was received or dropped (its
-/// completion could only have happened on an arrival), or a later frame of the same flow
-/// completed (the receiver has given up on the earlier ones, `rtcbench_media::receiver`).
+/// taken, once its frame was rendered, or a later frame of the same flow was rendered: frames
+/// render in order, so the receiver has then given up on the earlier ones
+/// (`rtcbench_media::playout`). A frame's packets may all have arrived or been dropped without its
+/// row being final: a retransmission may still complete it, or it may wait for the frame it
+/// depends on.
 #[derive(Debug, Default)]
 pub struct FrameTable {
     pub flow: Vec<i32>,
@@ -122,9 +125,8 @@ pub struct FrameTable {
     pub height: Vec<i32>,
     pub packets: Vec<i32>,
     pub complete_us: Vec<i64>,
+    pub render_us: Vec<i64>,
     pub freeze: Vec<bool>,
-    /// Packets of each row neither received nor dropped yet.
-    outstanding: Vec<u32>,
     /// Rows taken before the first row held here.
     base: usize,
     /// Per flow: where each of its frames' rows is.
@@ -139,7 +141,7 @@ struct FlowFrames {
     first: u64,
     /// Row (counted from the start of the table) of each frame; [`NO_ROW`] for a frame never sent.
     rows: VecDeque<usize>,
-    /// Every frame numbered below this one is final: a later frame completed.
+    /// Every frame numbered below this one is final: a later frame was rendered.
     final_below: u64,
 }
 
@@ -187,8 +189,8 @@ impl FrameTable {
         self.height.push(i32::from(height));
         self.packets.push(packets as i32);
         self.complete_us.push(-1);
+        self.render_us.push(-1);
         self.freeze.push(false);
-        self.outstanding.push(packets);
     }
 
     /// The held row of `frame` of `flow`, as an index into the columns.
@@ -197,9 +199,17 @@ impl FrameTable {
         Some(self.flows.get(flow as usize)?.row(frame)? - self.base)
     }
 
-    pub fn completed(&mut self, flow: FlowId, frame: u64, at: Instant, freeze: bool) {
+    /// Every packet of `frame` of `flow` had arrived at `at`.
+    pub fn completed(&mut self, flow: FlowId, frame: u64, at: Instant) {
         if let Some(row) = self.local_row(flow, frame) {
             self.complete_us[row] = at.as_micros();
+        }
+    }
+
+    /// `frame` of `flow` was rendered at `at`.
+    pub fn rendered(&mut self, flow: FlowId, frame: u64, at: Instant, freeze: bool) {
+        if let Some(row) = self.local_row(flow, frame) {
+            self.render_us[row] = at.as_micros();
             self.freeze[row] = freeze;
         }
         if let Some(frames) = self.flows.get_mut(flow as usize) {
@@ -207,18 +217,9 @@ impl FrameTable {
         }
     }
 
-    /// One packet of `frame` of `flow` was received or dropped.
-    fn packet_done(&mut self, flow: FlowId, frame: u64) {
-        if let Some(row) = self.local_row(flow, frame) {
-            self.outstanding[row] = self.outstanding[row].saturating_sub(1);
-        }
-    }
-
     fn is_final(&self, row: usize) -> bool {
         let flow = &self.flows[self.flow[row] as usize];
-        self.complete_us[row] >= 0
-            || self.outstanding[row] == 0
-            || (self.frame[row] as u64) < flow.final_below
+        self.render_us[row] >= 0 || (self.frame[row] as u64) < flow.final_below
     }
 
     /// Takes the first `n` rows held.
@@ -237,8 +238,8 @@ impl FrameTable {
             height: front(&mut self.height, n),
             packets: front(&mut self.packets, n),
             complete_us: front(&mut self.complete_us, n),
+            render_us: front(&mut self.render_us, n),
             freeze: front(&mut self.freeze, n),
-            outstanding: front(&mut self.outstanding, n),
             base: self.base,
             flows: Vec::new(),
         };
@@ -433,14 +434,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// A packet event. A media packet's arrival or loss also counts against its frame's row.
+    /// A packet event.
     pub fn packet(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
         self.packets.record(t, event, p, drop);
-        if event != PacketEvent::Sent && p.kind == PacketKind::Media {
-            if let Some(frame) = p.frame {
-                self.frames.packet_done(p.flow, frame);
-            }
-        }
     }
 
     /// Rows held in all tables.

@@ -950,7 +950,9 @@ impl World {
                     if self.receiver_wake[i as usize] == Some(now) {
                         self.receiver_wake[i as usize] = None;
                     }
-                    self.receivers[i as usize].on_timeout(now);
+                    let obs =
+                        &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
+                    self.receivers[i as usize].on_timeout(now, obs);
                     self.flush_receiver(now, i);
                 }
                 Event::TcpSource(i) => {
@@ -1072,7 +1074,7 @@ impl World {
         if let Some(capture) = &mut self.capture {
             let route = &self.routes[pkt.route as usize];
             let (transport, headers) = match pkt.kind {
-                PacketKind::Media | PacketKind::Padding | PacketKind::Rtcp => {
+                PacketKind::Media | PacketKind::Padding | PacketKind::Rtx | PacketKind::Rtcp => {
                     (CapturedTransport::RtpUdp, rtcbench_wire::rtp::IPV4_UDP_OVERHEAD)
                 }
                 PacketKind::Tcp | PacketKind::TcpAck => (CapturedTransport::Tcp, IPV4_HEADER),

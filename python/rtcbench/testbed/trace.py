@@ -29,10 +29,11 @@ RELAY_PACKETS = "relay-packets.csv"
 RELAY_LINKS = "relay-links.csv"
 
 PT_VIDEO, PT_RTX, PT_AUDIO = 96, 97, 111
-"""The RTP payload types of a call's streams (`rtcbench_rtp::call`); RTX carries padding."""
-_KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "audio": PT_AUDIO}
+"""The RTP payload types of a call's streams (`rtcbench_rtp::call`); RTX carries retransmissions
+and probe padding, told apart by the sender's log."""
+_KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO}
 _ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
-_FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb"}
+_FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb", 4: "nack", 5: "pli"}
 UDP, TCP = 17, 6
 
 _RELAY_SCHEMA = {
@@ -137,12 +138,15 @@ def _relay_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
 
 
 def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame:
-    """What each call's sender sent as RTP: (call, pt, seq, occurrence) → payload, frame."""
+    """What each call's sender sent as RTP: (call, pt, seq on the wire, occurrence) → kind, payload,
+    frame, and the traced sequence number (a retransmission's is that of the packet it repairs)."""
     rows = [
         {
             "call": k,
             "pt": _KIND_PT[r["kind"]],
-            "seq": r["seq"],
+            "seq": r.get("rtp_seq", r["seq"]),
+            "log_kind": "media" if r["kind"] in ("video", "audio") else r["kind"],
+            "log_seq": r["seq"],
             "log_payload": r["payload"],
             "log_frame": r["frame"],
         }
@@ -154,6 +158,8 @@ def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame
         "call": pl.Int32,
         "pt": pl.Int32,
         "seq": pl.Int32,
+        "log_kind": pl.String,
+        "log_seq": pl.Int32,
         "log_payload": pl.Int32,
         "log_frame": pl.Int64,
     }
@@ -199,17 +205,25 @@ def _packets(
     )
     hosts = hosts.join(sent_media, on=["call", "pt", "seq", "occurrence"], how="left")
     hosts = hosts.with_columns(
-        kind=pl.when(pl.col("kind").is_not_null())
+        # The RTX stream carries retransmissions and padding: the sender's log says which.
+        kind=pl.when(is_call_rtp & pl.col("log_kind").is_not_null())
+        .then(pl.col("log_kind"))
+        .when(pl.col("kind").is_not_null())
         .then(pl.col("kind"))
         .when(pl.col("payload") > 0)
         .then(pl.lit("tcp"))
         .otherwise(pl.lit("tcp_ack")),
-        payload=pl.when(pl.col("kind") == "media")
+    )
+    hosts = hosts.with_columns(
+        payload=pl.when(pl.col("kind").is_in(["media", "rtx"]))
         .then(pl.col("log_payload"))
         .when(pl.col("kind").is_in(["padding", "rtcp"]))
         .then(pl.lit(0))
         .otherwise(pl.col("payload")),
-        frame=pl.when((pl.col("kind") == "media") & (pl.col("pt") == PT_VIDEO)).then(pl.col("log_frame")),
+        seq=pl.when(pl.col("kind") == "rtx").then(pl.col("log_seq")).otherwise(pl.col("seq")),
+        frame=pl.when(
+            ((pl.col("kind") == "media") & (pl.col("pt") == PT_VIDEO)) | (pl.col("kind") == "rtx")
+        ).then(pl.col("log_frame")),
     )
     sent = hosts.select(
         "id", "t_us", "flow", "kind", "size", "payload", "seq", "frame", ecn_in="ecn", sent_us="t_us"
@@ -284,11 +298,18 @@ def _frames(
         if r["event"] == "frame_encoded" and r["t_us"] <= end_us
     ]
     completed = [
-        {"flow": video_flow[k], "frame": r["frame"], "complete_us": r["t_us"], "freeze": r["freeze"]}
+        {"flow": video_flow[k], "frame": r["frame"], "complete_us": r["t_us"]}
         for k, records in receiver_logs.items()
         if k in video_flow
         for r in records
         if r["event"] == "frame_completed" and r["t_us"] <= end_us
+    ]
+    rendered = [
+        {"flow": video_flow[k], "frame": r["frame"], "render_us": r["t_us"], "freeze": r["freeze"]}
+        for k, records in receiver_logs.items()
+        if k in video_flow
+        for r in records
+        if r["event"] == "frame_rendered" and r["t_us"] <= end_us
     ]
     schema = {
         "flow": pl.Int32,
@@ -302,10 +323,14 @@ def _frames(
     }
     frames = pl.DataFrame(encoded, schema=schema)
     done = pl.DataFrame(
-        completed, schema={"flow": pl.Int32, "frame": pl.Int64, "complete_us": pl.Int64, "freeze": pl.Boolean}
+        completed, schema={"flow": pl.Int32, "frame": pl.Int64, "complete_us": pl.Int64}
+    ).unique(["flow", "frame"], keep="first")
+    shown = pl.DataFrame(
+        rendered, schema={"flow": pl.Int32, "frame": pl.Int64, "render_us": pl.Int64, "freeze": pl.Boolean}
     ).unique(["flow", "frame"], keep="first")
     return (
         frames.join(done, on=["flow", "frame"], how="left")
+        .join(shown, on=["flow", "frame"], how="left")
         .with_columns(pl.col("freeze").fill_null(False))
         .sort("flow", "frame")
     )

@@ -26,7 +26,7 @@ use rtcbench_live::pipe_controller::{self, PipeController, UserFeedback};
 use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::video::Frame;
-use rtcbench_rtp::call::PT_VIDEO;
+use rtcbench_rtp::call::{PT_RTX, PT_VIDEO};
 use rtcbench_rtp::{CallObserver, CallPlan, FeedbackRow, Incoming, OutKind, Outgoing, Receiver, Sender};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use rtcbench_wire::rtp::{RtpHeaderRepr, IPV4_UDP_OVERHEAD};
@@ -114,8 +114,12 @@ impl CallObserver for Observer<'_> {
         }));
     }
 
-    fn frame_completed(&mut self, frame: u64, at: Instant, freeze: bool) {
-        self.log.line(&json!({"event": "frame_completed", "t_us": us(at), "frame": frame, "freeze": freeze}));
+    fn frame_completed(&mut self, frame: u64, at: Instant) {
+        self.log.line(&json!({"event": "frame_completed", "t_us": us(at), "frame": frame}));
+    }
+
+    fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {
+        self.log.line(&json!({"event": "frame_rendered", "t_us": us(at), "frame": frame, "freeze": freeze}));
     }
 
     fn feedback(&mut self, at: Instant, row: FeedbackRow) {
@@ -177,7 +181,7 @@ impl Endpoint {
     fn on_timeout(&mut self, now: Instant, obs: &mut Observer<'_>) {
         match self {
             Self::Sender(s) => s.on_timeout(now, obs),
-            Self::Receiver(r) => r.on_timeout(now),
+            Self::Receiver(r) => r.on_timeout(now, obs),
         }
     }
 
@@ -229,6 +233,7 @@ fn kind_name(kind: OutKind) -> &'static str {
         OutKind::Video => "video",
         OutKind::Audio => "audio",
         OutKind::Padding => "padding",
+        OutKind::Retransmission => "rtx",
         OutKind::Rtcp => "rtcp",
     }
 }
@@ -371,9 +376,15 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             let data = &buf[..n];
             let rtcp = is_rtcp(data);
             let header = (!rtcp).then(|| RtpHeaderRepr::parse(data).ok()).flatten();
-            let frame = header.as_ref().filter(|(h, _)| h.payload_type == PT_VIDEO).and_then(|&(_, len)| {
-                data.get(len..len + 8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+            // A retransmission's payload starts with the original sequence number (RFC 4588 §4).
+            let frame = header.as_ref().and_then(|&(ref h, len)| match h.payload_type {
+                PT_VIDEO => Some(len),
+                PT_RTX => Some(len + rtcbench_wire::rtx::OSN_LEN),
+                _ => None,
             });
+            let frame = frame
+                .and_then(|at| data.get(at..at + 8))
+                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
             let size = IPV4_UDP_OVERHEAD + DataSize::bytes(n as u64);
             obs.log.line(&json!({
                 "event": "received", "t_us": us(t), "size": size.as_bytes(), "rtcp": rtcp, "ecn": tos & 0b11,
@@ -394,7 +405,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             send_buf.clear();
             send_buf.extend_from_slice(&out.data);
             send_buf.resize(header_and_payload.max(out.data.len()), 0);
-            if let (OutKind::Video, Some(f)) = (out.kind, out.frame) {
+            if let (OutKind::Video | OutKind::Retransmission, Some(f)) = (out.kind, out.frame) {
                 if let Some(room) = send_buf.get_mut(out.data.len()..out.data.len() + 8) {
                     room.copy_from_slice(&f.to_be_bytes());
                 }
@@ -408,9 +419,13 @@ fn run(config_path: &Path) -> Result<(), Failure> {
                 Err(e) => return Err(Failure::Io("sending".into(), e)),
             }
             sent_frames += 1;
+            // The sequence number in the RTP header (a retransmission's `seq` is the one it repairs).
+            let rtp_seq = (out.kind != OutKind::Rtcp)
+                .then(|| out.data.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]])))
+                .flatten();
             obs.log.line(&json!({
                 "event": "sent", "t_us": us(t), "kind": kind_name(out.kind), "size": out.size.as_bytes(),
-                "payload": out.payload.as_bytes(), "seq": out.seq, "frame": out.frame,
+                "payload": out.payload.as_bytes(), "seq": out.seq, "rtp_seq": rtp_seq, "frame": out.frame,
             }));
         }
         if controller_failure.borrow().is_some() {

@@ -313,5 +313,6 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
             .and_then(|p| p.competing_flows_compensation),
         twcc_interval: feedback.twcc_interval,
         ccfb_interval: feedback.ccfb_interval,
+        nack: c.nack.unwrap_or(true),
     }
 }

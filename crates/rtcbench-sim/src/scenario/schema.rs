@@ -364,6 +364,10 @@ pub struct CallSpec {
     /// ECN codepoint the media packets carry (RFC 6679; RFC 8867 §6.2). Default: not ECN-capable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<EcnCodepoint>,
+    /// NACK and RTX retransmissions (RFC 4585, RFC 4588), as Chrome negotiates for video.
+    /// Default: on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nack: Option<bool>,
 }
 
 impl CallSpec {
