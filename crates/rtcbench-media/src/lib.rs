@@ -14,6 +14,8 @@
 //! * [`playout`]: a video stream's receive side: assembly, NACKs, decoding in order with the
 //!   frame-dependency rule, keyframe requests, rendering and freezes.
 //! * [`resolution`]: the resolution a frame is encoded at, on libwebrtc's VP8 bitrate ladder.
+//! * [`jitter`]: the receiver's video timing: jitter estimate, RTT filter, RTP-to-local clock
+//!   mapping, target and current delay and render times, as libwebrtc's `VCMTiming`.
 //!
 //! None of these read a clock or a global random generator. Each takes `now` as an argument and
 //! is polled; the drive loop is the same everywhere:
@@ -27,6 +29,7 @@
 
 pub mod audio;
 pub mod history;
+pub mod jitter;
 pub mod nack;
 pub mod pacer;
 pub mod packetizer;
@@ -39,5 +42,5 @@ pub use audio::{AudioConfig, AudioFrame, AudioSource};
 pub use pacer::{Paced, PacedOutput, Pacer, PacerConfig, ProbeCluster, ProbeInfo};
 pub use packetizer::{PacketPlan, Packetizer};
 pub use playout::{PlayoutStats, VideoEvent, VideoReceiver};
-pub use receiver::{CompletedFrame, FrameAssembler, FreezeDetector};
+pub use receiver::{CompletedFrame, FrameAssembler, FreezeDetector, VideoPacket};
 pub use video::{Frame, VideoConfig, VideoSource};

@@ -18,12 +18,30 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rtcbench_units::{Duration, Instant};
+use rtcbench_units::{DataSize, Duration, Instant};
 
 /// Buffered packets beyond which the oldest incomplete frame is dropped, so a stream in which
 /// frames never complete cannot grow the buffer without bound (libwebrtc's packet buffer holds at
 /// most 2048 packets, `kPacketBufferMaxSize`).
 pub const MAX_BUFFERED_PACKETS: usize = 2048;
+
+/// What the assembler needs of one received video packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VideoPacket {
+    /// Unwrapped RTP sequence number.
+    pub seq: u64,
+    pub rtp_timestamp: u32,
+    /// The first packet of its frame (the payload format's start-of-frame flag).
+    pub start: bool,
+    /// The last packet of its frame (the marker bit).
+    pub end: bool,
+    /// A packet of an independent (key) frame.
+    pub keyframe: bool,
+    /// Media payload bytes.
+    pub payload: DataSize,
+    /// It had been requested by NACK before it arrived (libwebrtc's `times_nacked > 0`).
+    pub nacked: bool,
+}
 
 /// A frame whose packets have all arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +53,11 @@ pub struct CompletedFrame {
     pub keyframe: bool,
     /// Arrival time of the packet that completed the frame.
     pub completed_at: Instant,
+    /// Media payload bytes of all its packets.
+    pub size: DataSize,
+    /// At least one of its packets had been requested by NACK (libwebrtc's
+    /// `delayed_by_retransmission`): its arrival says nothing about the network's jitter.
+    pub delayed_by_retransmission: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +66,8 @@ struct PacketMeta {
     start: bool,
     end: bool,
     keyframe: bool,
+    payload: DataSize,
+    nacked: bool,
 }
 
 /// Frame completeness for one video SSRC (see module docs).
@@ -67,23 +92,23 @@ impl FrameAssembler {
 
     /// Feeds one received packet. Returns the frame it completes, if any. Duplicates and packets
     /// of frames already completed or cleared are ignored.
-    pub fn on_packet(
-        &mut self,
-        now: Instant,
-        seq: u64,
-        rtp_timestamp: u32,
-        start_of_frame: bool,
-        end_of_frame: bool,
-        keyframe: bool,
-    ) -> Option<CompletedFrame> {
+    pub fn on_packet(&mut self, now: Instant, p: VideoPacket) -> Option<CompletedFrame> {
+        let seq = p.seq;
         let in_completed = self.completed.range(..=seq).next_back().is_some_and(|(_, &last)| last >= seq);
         if seq < self.cleared_below || in_completed || self.packets.contains_key(&seq) {
             self.packets_ignored += 1;
             return None;
         }
-        let meta = PacketMeta { rtp_timestamp, start: start_of_frame, end: end_of_frame, keyframe };
+        let meta = PacketMeta {
+            rtp_timestamp: p.rtp_timestamp,
+            start: p.start,
+            end: p.end,
+            keyframe: p.keyframe,
+            payload: p.payload,
+            nacked: p.nacked,
+        };
         self.packets.insert(seq, meta);
-        let completed = self.complete_frame_around(seq, rtp_timestamp, now);
+        let completed = self.complete_frame_around(seq, p.rtp_timestamp, now);
         if completed.is_none() && self.packets.len() > MAX_BUFFERED_PACKETS {
             self.drop_oldest_frame();
         }
@@ -146,6 +171,8 @@ impl FrameAssembler {
             last_seq: last,
             keyframe,
             completed_at: now,
+            size: rest.values().map(|m| m.payload).sum(),
+            delayed_by_retransmission: rest.values().any(|m| m.nacked),
         })
     }
 
@@ -243,10 +270,15 @@ mod tests {
         ]
     }
 
+    fn pkt(seq: u64, rtp_timestamp: u32, start: bool, end: bool, keyframe: bool) -> VideoPacket {
+        let payload = DataSize::bytes(1000);
+        VideoPacket { seq, rtp_timestamp, start, end, keyframe, payload, nacked: false }
+    }
+
     fn feed(a: &mut FrameAssembler, pkts: &[(u64, u32, bool, bool)]) -> Vec<CompletedFrame> {
         let mut out = Vec::new();
         for (i, &(seq, ts, s, e)) in pkts.iter().enumerate() {
-            out.extend(a.on_packet(Instant::from_millis(i as i64), seq, ts, s, e, false));
+            out.extend(a.on_packet(Instant::from_millis(i as i64), pkt(seq, ts, s, e, false)));
         }
         out
     }
@@ -284,10 +316,10 @@ mod tests {
         assert_eq!(frames.iter().map(|f| f.rtp_timestamp).collect::<Vec<_>>(), vec![4000, 7000]);
         assert_eq!(a.frames_discarded(), 0);
         // The missing packet (a retransmission) completes frame 1000.
-        let late = a.on_packet(Instant::from_secs(1), 11, 1000, false, false, false).unwrap();
+        let late = a.on_packet(Instant::from_secs(1), pkt(11, 1000, false, false, false)).unwrap();
         assert_eq!((late.first_seq, late.last_seq), (10, 12));
         // Packets of completed frames are duplicates.
-        assert_eq!(a.on_packet(Instant::from_secs(1), 13, 4000, true, true, false), None);
+        assert_eq!(a.on_packet(Instant::from_secs(1), pkt(13, 4000, true, true, false)), None);
         assert_eq!(a.packets_ignored(), 1);
     }
 
@@ -300,26 +332,41 @@ mod tests {
         feed(&mut a, &pkts);
         a.clear_to(14);
         assert_eq!(a.frames_discarded(), 1);
-        assert_eq!(a.on_packet(Instant::from_secs(1), 11, 1000, false, false, false), None);
+        assert_eq!(a.on_packet(Instant::from_secs(1), pkt(11, 1000, false, false, false)), None);
         assert_eq!(a.packets_ignored(), 1);
     }
 
     #[test]
     fn the_start_packet_tells_a_keyframe() {
         let mut a = FrameAssembler::new();
-        assert_eq!(a.on_packet(Instant::ZERO, 2, 90, false, true, false), None);
-        let f = a.on_packet(Instant::ZERO, 1, 90, true, false, true).unwrap();
+        assert_eq!(a.on_packet(Instant::ZERO, pkt(2, 90, false, true, false)), None);
+        let f = a.on_packet(Instant::ZERO, pkt(1, 90, true, false, true)).unwrap();
         assert!(f.keyframe);
     }
 
     #[test]
     fn missing_marker_packet_blocks_the_frame() {
         let mut a = FrameAssembler::new();
-        assert_eq!(a.on_packet(Instant::ZERO, 1, 90, true, false, false), None);
-        assert_eq!(a.on_packet(Instant::ZERO, 2, 90, false, false, false), None);
+        assert_eq!(a.on_packet(Instant::ZERO, pkt(1, 90, true, false, false)), None);
+        assert_eq!(a.on_packet(Instant::ZERO, pkt(2, 90, false, false, false)), None);
         // A packet of another frame with the next number does not close this one.
-        assert_eq!(a.on_packet(Instant::ZERO, 3, 180, false, true, false), None);
+        assert_eq!(a.on_packet(Instant::ZERO, pkt(3, 180, false, true, false)), None);
         assert_eq!(a.frames_completed(), 0);
+    }
+
+    #[test]
+    fn a_frame_reports_its_size_and_whether_a_packet_was_nacked() {
+        let mut a = FrameAssembler::new();
+        let frames = feed(&mut a, &stream());
+        assert_eq!(frames[0].size, DataSize::bytes(3000));
+        assert!(frames.iter().all(|f| !f.delayed_by_retransmission));
+        // One retransmitted packet marks the whole frame.
+        let mut a = FrameAssembler::new();
+        a.on_packet(Instant::ZERO, pkt(10, 1000, true, false, false));
+        let repaired = VideoPacket { nacked: true, ..pkt(11, 1000, false, true, false) };
+        let done = a.on_packet(Instant::ZERO, repaired).expect("complete");
+        assert!(done.delayed_by_retransmission);
+        assert_eq!(done.size, DataSize::bytes(2000));
     }
 
     #[test]
@@ -327,7 +374,7 @@ mod tests {
         let mut a = FrameAssembler::new();
         // Every frame lacks its end packet.
         for f in 0..3000u64 {
-            a.on_packet(Instant::ZERO, 2 * f, f as u32, true, false, false);
+            a.on_packet(Instant::ZERO, pkt(2 * f, f as u32, true, false, false));
         }
         assert!(a.packets.len() <= MAX_BUFFERED_PACKETS);
         assert_eq!(a.frames_discarded() as usize, 3000 - a.packets.len());

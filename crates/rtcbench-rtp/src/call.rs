@@ -36,6 +36,7 @@ use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
 use rtcbench_media::packetizer::Packetizer;
 use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::video::VideoSource;
+use rtcbench_media::VideoPacket;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::rtcp::nack::NackRepr;
 use rtcbench_wire::rtcp::pli::PliRepr;
@@ -957,6 +958,7 @@ impl Receiver {
         let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
         let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
         stats.on_packet(h.seq, h.timestamp, now, clock);
+        let mut headers = IPV4_UDP_OVERHEAD + DataSize::bytes(header_len as u64);
         let seq = if h.ssrc == self.ids.video_ssrc {
             let seq = self.video_seq.unwrap(h.seq) as u64;
             self.newest_video = Some(self.newest_video.map_or(seq, |n| n.max(seq)));
@@ -966,6 +968,7 @@ impl Receiver {
             // carries its original's frame marking (probe padding carries none), and repairs a
             // packet older than the newest seen; anything else on the RTX stream is not media.
             let Ok(osn) = rtx_osn(&pkt.data[header_len..]) else { return };
+            headers += DataSize::bytes(OSN_LEN as u64);
             let seq = self.video_seq.peek(SeqNo::new(u64::from(osn)));
             match self.newest_video {
                 Some(newest) if seq >= 0 && seq as u64 <= newest => seq as u64,
@@ -980,7 +983,16 @@ impl Receiver {
             }
         }
         let marking = h.frame_marking.unwrap_or_default();
-        self.video.on_packet(now, seq, h.timestamp, marking.start, marking.end, marking.independent, false);
+        let packet = VideoPacket {
+            seq,
+            rtp_timestamp: h.timestamp,
+            start: marking.start,
+            end: marking.end,
+            keyframe: marking.independent,
+            payload: pkt.size.saturating_sub(headers),
+            nacked: false,
+        };
+        self.video.on_packet(now, packet, false);
         self.video_events(obs);
     }
 
