@@ -93,6 +93,23 @@ def test_runs_of_two_traces_both_stay_and_the_same_one_resumes(tmp_path: Path) -
     assert again.runs["path"][0] == b.path.relative_to(out).as_posix()
 
 
+def test_a_run_of_an_older_model_revision_is_not_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same configuration made by an older behaviour of rtcbench lands in another folder, so a
+    # suite does not take it for a current run.
+    out = tmp_path / "out"
+    scenario = write_step(tmp_path / "s", (1000, 500))
+    monkeypatch.setattr(identity, "MODEL_REVISION", identity.MODEL_REVISION - 1)
+    (old,) = rtcbench.run(scenario, "fixed", out=out, figure=False)
+    monkeypatch.undo()
+    again = run_suite([scenario], ["fixed"], out=out, jobs=1)
+    assert (again.ran, again.skipped) == (1, 0)
+    assert old.path is not None and again.runs["path"][0] != old.path.relative_to(out).as_posix()
+    summary = json.loads((out / again.runs["path"][0] / "summary.json").read_text())
+    assert summary["identity"]["model_revision"] == identity.MODEL_REVISION
+
+
 def test_the_summary_records_what_ran_and_what_made_it(tmp_path: Path) -> None:
     (r,) = rtcbench.run("seed001-staircase", "gcc", out=tmp_path, sets=["duration=3s"], figure=False)
     assert r.path is not None

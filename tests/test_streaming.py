@@ -4,9 +4,11 @@ kept and measured whole in memory, bit for bit.
 `tests/snapshots/columns.gcc.json` holds, per built-in scenario variant (gcc, seed 1), three
 hashes (`scripts/result_hashes.py`): one over every column of the five trace tables (what the
 simulation recorded), one over the time series and one over the summary (what the metrics made
-of it), so a change shows where it is: a metric change leaves `trace` alone. The trace hashes
-are those of 2500d72, before runs were streamed; any change of behaviour shows as a changed
-hash to explain (regenerate with `RTCBENCH_UPDATE_SNAPSHOTS=1`, as the summary tables).
+of it), so a change shows where it is: a metric change leaves `trace` alone. Any change of
+behaviour shows as a changed hash to explain (regenerate with `RTCBENCH_UPDATE_SNAPSHOTS=1`, as
+the summary tables); each entry records the `rtcbench.identity.MODEL_REVISION` that made it, and
+regenerating a changed entry under the same revision fails: raise the revision, so that results
+folders of the old behaviour are not resumed as current ones.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 
 import rtcbench
 from rtcbench import measure, runner
+from rtcbench.identity import MODEL_REVISION
 from rtcbench.results import TABLES, run_dir
 from rtcbench.runner import RunResult
 
@@ -69,17 +72,29 @@ def _digests(r: RunResult) -> dict[str, str]:
     }
 
 
+PARTS = ("trace", "timeseries", "summary")
+
+
 @pytest.mark.parametrize("scenario", [b.id for b in rtcbench.builtin()])
 def test_every_column_of_every_built_in_run_is_unchanged(
     simulate: Callable[..., tuple[RunResult, ...]], scenario: str
 ) -> None:
-    snapshot: dict[str, dict[str, str]] = json.loads(SNAPSHOT.read_text())
+    snapshot: dict[str, dict[str, Any]] = json.loads(SNAPSHOT.read_text())
     digests = {_key(r): _digests(r) for r in simulate(scenario, "gcc", 1)}
     if os.environ.get("RTCBENCH_UPDATE_SNAPSHOTS") == "1":
-        snapshot.update(digests)
+        for key, digest in digests.items():
+            old = snapshot.get(key, {})
+            changed = any(old.get(part) != digest[part] for part in PARTS)
+            # A changed run under the revision that made the old digests would let a results
+            # folder of the old behaviour pass for a current one (rtcbench.identity).
+            assert not (changed and old.get("model_revision") == MODEL_REVISION), (
+                f"{key} changed: raise rtcbench.identity.MODEL_REVISION (now {MODEL_REVISION})"
+            )
+            if changed:
+                snapshot[key] = {**digest, "model_revision": MODEL_REVISION}
         SNAPSHOT.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
     for key, digest in digests.items():
-        for part in ("trace", "timeseries", "summary"):
+        for part in PARTS:
             assert snapshot.get(key, {}).get(part) == digest[part], f"the {part} of {key} changed; explain it"
 
 

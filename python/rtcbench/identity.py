@@ -28,7 +28,24 @@ from typing import Any
 from rtcbench import _core
 from rtcbench.controller import UserController
 
-__all__ = ["EMULATE", "KEY_LENGTH", "MODES", "SIMULATE", "controller_identity", "provenance", "run_key"]
+__all__ = [
+    "EMULATE",
+    "KEY_LENGTH",
+    "MODEL_REVISION",
+    "MODES",
+    "SIMULATE",
+    "controller_identity",
+    "provenance",
+    "run_key",
+]
+
+MODEL_REVISION = 2
+"""The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
+metrics. Every change that changes a built-in run's trace, time series or summary raises it
+(tests/test_streaming.py refuses new digests made under the old number), and it is part of every
+run key, so a results folder written by an older behaviour is never resumed as a current run.
+1: until calls repaired loss; 2: NACK/RTX, keyframe requests, in-order decoding and the jitter
+buffer's playout timing (issue 14)."""
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is
@@ -106,11 +123,12 @@ MODES = (SIMULATE, EMULATE)
 
 def run_key(scenario_fingerprint: str, controller: dict[str, str | None], mode: str = SIMULATE) -> str:
     """The folder name that keys one configuration: the first `KEY_LENGTH` hex digits of the
-    SHA-256 of the scenario's fingerprint, the controller's identity and, for a run that is not
-    simulated, its mode (so a simulated run keeps the key it always had)."""
+    SHA-256 of the scenario's fingerprint, the controller's identity, for a run that is not
+    simulated its mode, and the `MODEL_REVISION` that made it."""
     parts = [scenario_fingerprint, *(f"{k}={controller[k] or ''}" for k in sorted(controller))]
     if mode != SIMULATE:
         parts.append(f"mode={mode}")
+    parts.append(f"model={MODEL_REVISION}")
     return _sha256("\n".join(parts).encode())[:KEY_LENGTH]
 
 

@@ -21,7 +21,15 @@ from rtcbench.controller import (
     load_controller,
     user_controller,
 )
-from rtcbench.identity import EMULATE, MODES, SIMULATE, controller_identity, provenance, run_key
+from rtcbench.identity import (
+    EMULATE,
+    MODEL_REVISION,
+    MODES,
+    SIMULATE,
+    controller_identity,
+    provenance,
+    run_key,
+)
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.metrics import Tables
 from rtcbench.results import (
@@ -107,6 +115,7 @@ def _identity(variant: Variant, controller: str | UserController, mode: str = SI
         "key": run_key(variant.fingerprint, cc, mode),
         "scenario_sha256": variant.fingerprint,
         "controller": cc,
+        "model_revision": MODEL_REVISION,
     }
 
 
