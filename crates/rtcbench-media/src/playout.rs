@@ -149,9 +149,10 @@ impl VideoReceiver {
 
     /// A media packet (original, retransmitted or recovered) arrived. `recovered` if FEC rebuilt
     /// it. Whether it had been NACKed is the receive side's own knowledge: `packet.nacked` is
-    /// ignored.
+    /// set here.
     pub fn on_packet(&mut self, now: Instant, mut packet: VideoPacket, recovered: bool) {
         let (seq, keyframe, start) = (packet.seq, packet.keyframe, packet.start);
+        packet.nacked = false;
         // The timeout re-arms itself while the stream is inactive (libwebrtc keeps waiting in
         // periods of MAX_WAIT_FOR_FRAME without asking): a stream that comes back starts a new
         // period rather than timing out at once.
@@ -249,6 +250,9 @@ impl VideoReceiver {
             let (out, render) = match self.due {
                 Some((first_seq, out, render)) if first_seq == frame.first_seq => (out, render),
                 _ => {
+                    // libwebrtc also starts over when a render time is more than 10 s off
+                    // (`FrameHasBadRenderTiming`). Not wired: the model's senders never jump
+                    // their clocks, and the extrapolator resets itself on a 10 s jump.
                     let render = self.timing.render_time(frame.rtp_timestamp, now);
                     let wait = self.timing.max_waiting_time(render, now).max(Duration::ZERO);
                     (now + wait + DECODE_TIME, render)
