@@ -44,3 +44,24 @@ pub use packetizer::{PacketPlan, Packetizer};
 pub use playout::{PlayoutStats, VideoEvent, VideoReceiver};
 pub use receiver::{CompletedFrame, FrameAssembler, FreezeDetector, VideoPacket};
 pub use video::{Frame, VideoConfig, VideoSource};
+
+/// Removes the entries of an ordered map below `bound`, in order, passing each to `gone`.
+/// `BTreeMap::split_off` would do it in one call but allocates a new tree each time, and the
+/// receive side trims its maps once per frame or packet, nearly always by a few entries.
+pub(crate) fn drop_below<V>(
+    map: &mut std::collections::BTreeMap<u64, V>,
+    bound: u64,
+    mut gone: impl FnMut(u64, V),
+) {
+    while map.first_key_value().is_some_and(|(&k, _)| k < bound) {
+        let (k, v) = map.pop_first().expect("a first entry");
+        gone(k, v);
+    }
+}
+
+/// [`drop_below`] for an ordered set.
+pub(crate) fn drop_below_set(set: &mut std::collections::BTreeSet<u64>, bound: u64) {
+    while set.first().is_some_and(|&k| k < bound) {
+        set.pop_first();
+    }
+}

@@ -128,10 +128,10 @@ impl NackRequester {
             self.keyframes.insert(seq);
         }
         let horizon = seq.saturating_sub(MAX_PACKET_AGE);
-        self.keyframes = self.keyframes.split_off(&horizon);
+        crate::drop_below_set(&mut self.keyframes, horizon);
         if recovered {
             self.recovered.insert(seq);
-            self.recovered = self.recovered.split_off(&horizon);
+            crate::drop_below_set(&mut self.recovered, horizon);
             return Received::default();
         }
         let keyframe_request = self.add_missing(newest + 1, seq);
@@ -166,14 +166,14 @@ impl NackRequester {
 
     /// Forgets every packet below `seq`.
     pub fn clear_up_to(&mut self, seq: u64) {
-        self.list = self.list.split_off(&seq);
-        self.keyframes = self.keyframes.split_off(&seq);
-        self.recovered = self.recovered.split_off(&seq);
+        crate::drop_below(&mut self.list, seq, |_, _| {});
+        crate::drop_below_set(&mut self.keyframes, seq);
+        crate::drop_below_set(&mut self.recovered, seq);
     }
 
     /// Adds `start..end` to the list; returns whether a keyframe must be requested.
     fn add_missing(&mut self, start: u64, end: u64) -> bool {
-        self.list = self.list.split_off(&end.saturating_sub(MAX_PACKET_AGE));
+        crate::drop_below(&mut self.list, end.saturating_sub(MAX_PACKET_AGE), |_, _| {});
         let new = (end - start) as usize;
         if self.list.len() + new > MAX_NACK_PACKETS {
             while self.list.len() + new > MAX_NACK_PACKETS && self.remove_until_keyframe() {}

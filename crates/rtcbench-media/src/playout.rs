@@ -294,9 +294,11 @@ impl VideoReceiver {
 
     /// The decoded frame is handed to the renderer at `now`.
     fn render(&mut self, frame: CompletedFrame, now: Instant) {
-        let skipped = self.frames.range(..frame.first_seq).count();
-        self.stats.frames_dropped += skipped as u64;
-        self.frames = self.frames.split_off(&(frame.first_seq + 1));
+        let mut skipped = 0;
+        crate::drop_below(&mut self.frames, frame.first_seq + 1, |first, _| {
+            skipped += u64::from(first != frame.first_seq);
+        });
+        self.stats.frames_dropped += skipped;
         self.last_decoded = Some(frame.last_seq);
         self.assembler.clear_to(frame.last_seq + 1);
         if let Some(nack) = &mut self.nack {

@@ -121,15 +121,14 @@ impl FrameAssembler {
             return;
         }
         self.cleared_below = seq;
-        self.completed = self.completed.split_off(&seq);
-        let kept = self.packets.split_off(&seq);
-        let old = std::mem::replace(&mut self.packets, kept);
-        for meta in old.values() {
-            if self.last_discarded_ts != Some(meta.rtp_timestamp) {
-                self.frames_discarded += 1;
-                self.last_discarded_ts = Some(meta.rtp_timestamp);
+        crate::drop_below(&mut self.completed, seq, |_, _| {});
+        let (discarded, last) = (&mut self.frames_discarded, &mut self.last_discarded_ts);
+        crate::drop_below(&mut self.packets, seq, |_, meta| {
+            if *last != Some(meta.rtp_timestamp) {
+                *discarded += 1;
+                *last = Some(meta.rtp_timestamp);
             }
-        }
+        });
     }
 
     /// Frames handed out as complete.
@@ -160,9 +159,12 @@ impl FrameAssembler {
         }
         let keyframe = same_frame(first)?.keyframe;
         // Hand the frame's packets out by dropping them.
-        let mut rest = self.packets.split_off(&first);
-        let mut after = rest.split_off(&(last + 1));
-        self.packets.append(&mut after);
+        let (mut size, mut nacked) = (DataSize::ZERO, false);
+        for s in first..=last {
+            let meta = self.packets.remove(&s).expect("walked above");
+            size += meta.payload;
+            nacked |= meta.nacked;
+        }
         self.completed.insert(first, last);
         self.frames_completed += 1;
         Some(CompletedFrame {
@@ -171,8 +173,8 @@ impl FrameAssembler {
             last_seq: last,
             keyframe,
             completed_at: now,
-            size: rest.values().map(|m| m.payload).sum(),
-            delayed_by_retransmission: rest.values().any(|m| m.nacked),
+            size,
+            delayed_by_retransmission: nacked,
         })
     }
 
