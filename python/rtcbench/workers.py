@@ -114,13 +114,26 @@ def job(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Holds back SIGINT and SIGTERM (on the calling thread, where Python handles them: the main
-    one) for the block, and takes them after it: for work that must not stop half done."""
+    """Holds back SIGINT and SIGTERM for the block, and takes them after it: for work that must
+    not stop half done. Call it on the main thread. Blocking the signals there is not enough: the
+    kernel may deliver one to another thread (polars' pool, started earlier, does not block
+    them), and Python then runs the handler on the main thread all the same. So the block also
+    records a signal instead of acting on it, and raises it again once the handlers are back."""
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    previous = {sig: signal.signal(sig, hold) for sig in _SIGNALS}
     try:
         yield
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
 
 
 @contextlib.contextmanager
