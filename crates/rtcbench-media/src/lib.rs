@@ -8,6 +8,8 @@
 //! * [`pacer`]: a leaky-bucket pacer with audio priority, a queue-time limit and probe clusters,
 //!   modelled on libwebrtc's `PacingController`.
 //! * [`receiver`]: frame completeness from RTP headers, and WebRTC's freeze metric.
+//! * [`fec`]: ULPFEC at the sender as libwebrtc runs it: the protection level from loss and RTT,
+//!   and which media packets each FEC packet protects.
 //! * [`nack`]: the receiver's NACK list with libwebrtc's timing.
 //! * [`history`]: the sender's packet history for retransmissions, the retransmission rate limit
 //!   and the protection overhead taken from the encoder's target.
@@ -28,6 +30,7 @@
 //! pure function of its inputs and seeds.
 
 pub mod audio;
+pub mod fec;
 pub mod history;
 pub mod jitter;
 pub mod nack;
