@@ -20,7 +20,7 @@ use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
 use rtcbench_wire::{
     rtx_osn, write_osn, CcfbRepr, FirRepr, FlexfecHeaderRepr, NackRepr, PliRepr, ReceiverReportRepr,
     RedHeaderRepr, RembRepr, RtpHeader, RtpHeaderRepr, SenderReportRepr, TransportFeedbackRepr,
-    UlpfecHeaderRepr, XrRepr,
+    UlpfecHeaderRepr, Vp8DescriptorRepr, XrRepr,
 };
 
 /// What a target's input is, which picks the mutations that make sense for it.
@@ -287,6 +287,14 @@ pub const TARGETS: &[Target] = &[
         dictionary: &[],
     },
     Target {
+        name: "vp8",
+        about: "Vp8DescriptorRepr::parse (RFC 7741 §4.2); what parses must be written and read back the same",
+        run: vp8,
+        input: Input::Binary,
+        max_len: 16,
+        dictionary: &[],
+    },
+    Target {
         name: "tcp",
         about: "TcpRepr::parse (TCP header with SACK, the simulator's cross traffic)",
         run: tcp,
@@ -463,6 +471,15 @@ fn flexfec(data: &[u8]) {
         if let Ok(packet) = fec.recover(&[]) {
             assert_eq!(fec.protected_seqs().collect::<Vec<_>>(), [packet.seq]);
         }
+    }
+}
+
+/// The descriptor, written back (in libwebrtc's form) and read again.
+fn vp8(data: &[u8]) {
+    if let Ok((repr, len)) = Vp8DescriptorRepr::parse(data) {
+        assert!(len <= data.len());
+        let bytes = repr.to_bytes().expect("a parsed VP8 descriptor can be written");
+        assert_eq!(Vp8DescriptorRepr::parse(&bytes), Ok((repr, bytes.len())));
     }
 }
 

@@ -15,6 +15,7 @@
 //!   §4.3.1), written byte by byte; and compound packets.
 //! * [`rtx`]: the original sequence number of a retransmission (RFC 4588 §4).
 //! * [`red`]: the block headers of redundant data (RFC 2198 §3).
+//! * [`vp8`]: the VP8 payload descriptor with its picture ID (RFC 7741 §4.2).
 //! * [`fec`]: the FEC headers of ULPFEC (RFC 5109 §7.3, §7.4) and FlexFEC (RFC 8627 §4.2), and
 //!   the XOR of header fields and lengths that builds them and recovers a lost packet.
 //!
@@ -33,6 +34,7 @@ pub mod rtcp;
 pub mod rtp;
 pub mod rtp_stats;
 pub mod rtx;
+pub mod vp8;
 
 pub use error::WireError;
 pub use fec::flexfec::FlexfecHeaderRepr;
@@ -55,6 +57,7 @@ pub use rtp::{
 };
 pub use rtp_stats::ReceiverStats;
 pub use rtx::{rtx_osn, write_osn, OSN_LEN};
+pub use vp8::Vp8DescriptorRepr;
 
 /// `n / d` rounded to the nearest integer, halves away from zero; `d` must be positive.
 ///

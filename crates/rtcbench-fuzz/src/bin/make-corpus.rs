@@ -27,7 +27,7 @@ use rtcbench_wire::rtcp::{
 use rtcbench_wire::rtp::{FrameMarking, RtpHeaderRepr};
 use rtcbench_wire::{
     write_osn, Ecn, FirRepr, FlexfecHeaderRepr, NackRepr, PliRepr, ProtectedPacket, ReceiverReportRepr,
-    RedBlock, RedHeaderRepr, UlpfecHeaderRepr, OSN_LEN,
+    RedBlock, RedHeaderRepr, UlpfecHeaderRepr, Vp8DescriptorRepr, OSN_LEN,
 };
 
 /// Distinct packets kept per packet target: enough shapes, a small corpus.
@@ -362,6 +362,13 @@ fn loss_recovery(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String
     corpus.push(("red", red(opus, 111, &[0x22; 8])?));
     let fec = UlpfecHeaderRepr::protect(&protected(500, 3)).map_err(e)?.to_bytes().map_err(e)?;
     corpus.push(("red", red(vec![], 117, &fec)?));
+
+    // VP8 descriptors: libwebrtc's 15-bit picture ID form; the required byte alone; every
+    // optional field with a 7-bit picture ID.
+    let vp8 = Vp8DescriptorRepr { start_of_partition: true, picture_id: Some(0x7FFF), ..Default::default() };
+    corpus.push(("vp8", vp8.to_bytes().map_err(e)?));
+    corpus.push(("vp8", vec![0x10, 0x9D, 0x01, 0x2A]));
+    corpus.push(("vp8", vec![0xA2, 0xF0, 0x55, 0x07, 0x40, 0x9D]));
     Ok(())
 }
 

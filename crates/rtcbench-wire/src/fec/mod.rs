@@ -3,6 +3,7 @@
 //!
 //! * [`ulpfec`]: the RFC 5109 FEC header (§7.3) and level-0 ULP header (§7.4).
 //! * [`flexfec`]: the RFC 8627 FEC header (§4.2) with the flexible mask (R=0, F=0).
+//! * [`decoder`]: recovery at a receiver from the ULPFEC packets and media that arrived.
 //!
 //! An FEC packet protects a set of source packets of one stream, named by an SN base and a
 //! mask. Its header's *recovery* fields (P, X, CC, M, PT, TS and length recovery) are the XOR
@@ -15,19 +16,21 @@
 //! [`FlexfecHeaderRepr::protect`](flexfec::FlexfecHeaderRepr::protect) build a header for a
 //! set of [`ProtectedPacket`]s, and their `recover` methods undo it.
 //!
-//! # Payloads are lengths
+//! # Payloads are mostly zeros
 //!
 //! The FEC payload is the XOR of the protected packets' bytes after their fixed headers, zero
-//! padded to the longest. rtcbench's simulator does not model payload bytes (a packet is its
-//! header plus a payload length), so nothing here XORs payload bytes: only header fields and
-//! lengths. The FEC payload is represented by its length, the longest protected length (which
-//! ULPFEC also writes as its level-0 protection length), and a recovered packet is its header
-//! fields and length.
+//! padded to the longest. rtcbench's simulator writes only the first of those bytes (the header
+//! extension and the payload format's descriptor); the rest of a payload is a length whose bytes
+//! are zeros, and XOR-ing zeros changes nothing. So the FEC payload is [`xor_bytes`] of the
+//! written bytes followed by zeros up to the longest protected length (which ULPFEC also writes
+//! as its level-0 protection length), and a recovered packet is its header fields, its length
+//! and its written bytes ([`decoder`]).
 //!
 //! The SSRC is not protected: a ULPFEC packet sent inside RED (RFC 2198), as WebRTC sends it,
 //! travels in the stream it protects, and a FlexFEC packet names the protected stream in its RTP
 //! header's CSRC list (RFC 8627 §4.1); the caller knows it.
 
+pub mod decoder;
 pub mod flexfec;
 pub mod ulpfec;
 
@@ -35,6 +38,20 @@ use rtcbench_units::{DataSize, SeqNo};
 
 use crate::rtp::{RtpHeaderRepr, FIXED_HEADER_LEN};
 use crate::WireError;
+
+/// The XOR of byte strings, each zero-padded to the longest: an FEC packet's payload over the
+/// protected packets' bytes after their fixed headers (RFC 5109 §8), and, XOR-ed again with the
+/// bytes of the packets that arrived, the missing packet's (§9).
+pub fn xor_bytes<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::new();
+    for part in parts {
+        if part.len() > out.len() {
+            out.resize(part.len(), 0);
+        }
+        out.iter_mut().zip(part).for_each(|(o, b)| *o ^= b);
+    }
+    out
+}
 
 /// What FEC protects of one source packet: the header fields the recovery fields cover, its
 /// sequence number, and its length.

@@ -1,0 +1,238 @@
+//! ULPFEC recovery at a receiver (RFC 5109 §9), as libwebrtc's `UlpfecReceiver` and
+//! `ForwardErrorCorrection::DecodeFec` run it for one stream.
+//!
+//! Media packets that arrive and FEC packets are kept; whenever an FEC packet misses exactly one
+//! of the packets it protects, that packet is rebuilt from the FEC packet and the others, and may
+//! in turn complete another FEC packet. An FEC packet is dropped once it has nothing left to
+//! recover.
+//!
+//! * **Bytes.** A packet is its recovery fields ([`ProtectedPacket`]) and its *body*: the bytes
+//!   after the fixed header that the caller carries (the header extension and whatever payload
+//!   bytes it writes; the simulator's payloads are otherwise zeros, and XOR-ing zeros changes
+//!   nothing). An FEC packet's body is the XOR of the bodies it protects ([`xor_bytes`]), so a
+//!   recovered packet gets its header extension back (frame marking, VP8 descriptor) exactly as
+//!   a real receiver would.
+//! * **Memory.** At most [`MAX_TRACKED_MEDIA`] media packets (the newest) and [`MAX_TRACKED_FEC`]
+//!   FEC packets are kept (libwebrtc keeps the media packets one FEC packet can protect and
+//!   discards FEC packets that are too old). An FEC packet protecting a packet older than the
+//!   media kept is dropped: that packet may have arrived, and it would be "recovered" twice.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rtcbench_units::{SeqNo, SeqUnwrapper};
+
+use super::ulpfec::UlpfecHeaderRepr;
+use super::{xor_bytes, ProtectedPacket};
+
+/// Media packets kept for recovery: as many as one ULPFEC packet protects.
+pub const MAX_TRACKED_MEDIA: usize = 48;
+/// FEC packets kept waiting for the one missing packet they can rebuild.
+pub const MAX_TRACKED_FEC: usize = 48;
+
+/// A packet as FEC protects it: its recovery fields and its body (see module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedBytes {
+    pub packet: ProtectedPacket,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+struct PendingFec {
+    header: UlpfecHeaderRepr,
+    body: Vec<u8>,
+    /// Unwrapped protected sequence numbers.
+    seqs: Vec<i64>,
+}
+
+/// ULPFEC recovery for one stream (see module docs).
+#[derive(Debug, Clone, Default)]
+pub struct FecDecoder {
+    unwrapper: SeqUnwrapper<16>,
+    media: BTreeMap<i64, ProtectedBytes>,
+    fec: VecDeque<PendingFec>,
+    /// Media below this sequence number were let go: they cannot be told from lost ones.
+    forgotten_below: Option<i64>,
+    recovered: u64,
+}
+
+impl FecDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Packets rebuilt so far.
+    pub fn recovered(&self) -> u64 {
+        self.recovered
+    }
+
+    /// A media packet arrived. Returns the packets it let FEC rebuild, oldest first.
+    pub fn on_media(&mut self, p: ProtectedBytes) -> Vec<ProtectedBytes> {
+        let seq = self.unwrapper.unwrap(p.packet.seq);
+        if self.forgotten_below.is_some_and(|f| seq < f) || self.media.contains_key(&seq) {
+            return Vec::new();
+        }
+        self.insert_media(seq, p);
+        self.recover()
+    }
+
+    /// An FEC packet arrived: its headers and body (the FEC payload bytes the caller has).
+    /// Returns the packets rebuilt, oldest first.
+    pub fn on_fec(&mut self, header: UlpfecHeaderRepr, body: Vec<u8>) -> Vec<ProtectedBytes> {
+        let seqs: Vec<i64> = header.protected_seqs().map(|s| self.unwrapper.peek(s)).collect();
+        if seqs.is_empty() || self.forgotten_below.is_some_and(|f| seqs[0] < f) {
+            return Vec::new();
+        }
+        if self.fec.len() == MAX_TRACKED_FEC {
+            self.fec.pop_front();
+        }
+        self.fec.push_back(PendingFec { header, body, seqs });
+        self.recover()
+    }
+
+    fn insert_media(&mut self, seq: i64, p: ProtectedBytes) {
+        self.media.insert(seq, p);
+        while self.media.len() > MAX_TRACKED_MEDIA {
+            if let Some((oldest, _)) = self.media.pop_first() {
+                self.forgotten_below = Some(oldest + 1);
+            }
+        }
+        if let Some(f) = self.forgotten_below {
+            self.fec.retain(|fec| fec.seqs[0] >= f);
+        }
+    }
+
+    /// Rebuilds every packet some FEC packet can rebuild, until none can.
+    fn recover(&mut self) -> Vec<ProtectedBytes> {
+        let mut out = Vec::new();
+        loop {
+            // Drop FEC packets with nothing missing; find one missing exactly one packet.
+            self.fec.retain(|f| f.seqs.iter().any(|s| !self.media.contains_key(s)));
+            let Some(k) = self
+                .fec
+                .iter()
+                .position(|f| f.seqs.iter().filter(|s| !self.media.contains_key(s)).count() == 1)
+            else {
+                break;
+            };
+            let fec = self.fec.remove(k).expect("found above");
+            let received: Vec<&ProtectedBytes> = fec.seqs.iter().filter_map(|s| self.media.get(s)).collect();
+            let fields: Vec<ProtectedPacket> = received.iter().map(|p| p.packet).collect();
+            // A header that does not add up (corrupt, or not what it claims) recovers nothing.
+            let Ok(packet) = fec.header.recover(&fields) else { continue };
+            let mut body = xor_bytes(
+                std::iter::once(fec.body.as_slice()).chain(received.iter().map(|p| p.body.as_slice())),
+            );
+            body.truncate(packet.length.as_bytes() as usize);
+            let seq = self.unwrapper.peek(SeqNo::new(packet.seq.value()));
+            let rebuilt = ProtectedBytes { packet, body };
+            self.recovered += 1;
+            self.insert_media(seq, rebuilt.clone());
+            out.push((seq, rebuilt));
+        }
+        out.sort_by_key(|&(seq, _)| seq);
+        out.into_iter().map(|(_, p)| p).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rtcbench_units::DataSize;
+
+    use super::*;
+
+    fn packet(seq: u16, body: &[u8]) -> ProtectedBytes {
+        ProtectedBytes {
+            packet: ProtectedPacket {
+                seq: SeqNo::new(u64::from(seq)),
+                extension: true,
+                marker: seq % 3 == 2,
+                payload_type: 96,
+                timestamp: 3000 * u32::from(seq / 3),
+                length: DataSize::bytes(1000 + u64::from(seq)),
+                ..ProtectedPacket::default()
+            },
+            body: body.to_vec(),
+        }
+    }
+
+    fn fec_over(packets: &[ProtectedBytes]) -> (UlpfecHeaderRepr, Vec<u8>) {
+        let fields: Vec<ProtectedPacket> = packets.iter().map(|p| p.packet).collect();
+        let header = UlpfecHeaderRepr::protect(&fields).unwrap();
+        (header, xor_bytes(packets.iter().map(|p| p.body.as_slice())))
+    }
+
+    #[test]
+    fn one_lost_packet_comes_back_with_its_bytes() {
+        let media: Vec<_> = (10..14).map(|s| packet(s, &[s as u8, 0xA0, 0x0F, s as u8 * 3])).collect();
+        let (header, body) = fec_over(&media);
+        let mut d = FecDecoder::new();
+        for p in [&media[0], &media[1], &media[3]] {
+            assert!(d.on_media(p.clone()).is_empty());
+        }
+        assert_eq!(d.on_fec(header, body), vec![media[2].clone()]);
+        assert_eq!(d.recovered(), 1);
+        // A late copy of it is not recovered again.
+        assert!(d.on_media(media[2].clone()).is_empty());
+    }
+
+    #[test]
+    fn the_fec_packet_may_come_first() {
+        let media: Vec<_> = (0..3).map(|s| packet(s, &[s as u8])).collect();
+        let (header, body) = fec_over(&media);
+        let mut d = FecDecoder::new();
+        assert!(d.on_media(media[0].clone()).is_empty());
+        assert!(d.on_fec(header, body).is_empty(), "two missing");
+        assert_eq!(d.on_media(media[2].clone()), vec![media[1].clone()]);
+    }
+
+    #[test]
+    fn a_recovered_packet_completes_another_fec_packet() {
+        // FEC a over {0, 1}, FEC b over {1, 2}: 1 and 2 lost; a gives 1, then b gives 2.
+        let media: Vec<_> = (0..3).map(|s| packet(s, &[s as u8 + 1, 7])).collect();
+        let (ha, ba) = fec_over(&media[0..2]);
+        let (hb, bb) = fec_over(&media[1..3]);
+        let mut d = FecDecoder::new();
+        assert!(d.on_fec(hb, bb).is_empty());
+        assert!(d.on_media(media[0].clone()).is_empty());
+        assert_eq!(d.on_fec(ha, ba), vec![media[1].clone(), media[2].clone()]);
+    }
+
+    #[test]
+    fn two_losses_under_one_fec_packet_stay_lost() {
+        let media: Vec<_> = (0..4).map(|s| packet(s, &[1])).collect();
+        let (header, body) = fec_over(&media);
+        let mut d = FecDecoder::new();
+        d.on_media(media[0].clone());
+        d.on_media(media[3].clone());
+        assert!(d.on_fec(header, body).is_empty());
+        assert_eq!(d.recovered(), 0);
+    }
+
+    #[test]
+    fn fec_for_packets_already_let_go_is_ignored() {
+        let mut d = FecDecoder::new();
+        let old: Vec<_> = (0..2).map(|s| packet(s, &[1])).collect();
+        let (header, body) = fec_over(&old);
+        for s in 0..(MAX_TRACKED_MEDIA as u16 + 5) {
+            if s != 1 {
+                d.on_media(packet(s, &[1]));
+            }
+        }
+        // Packet 0 is no longer known: packet 1 cannot be told apart from it.
+        assert!(d.on_fec(header, body).is_empty());
+        assert!(d.media.len() <= MAX_TRACKED_MEDIA);
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let mut d = FecDecoder::new();
+        for s in 0..1000u16 {
+            // Protects two packets that never arrive: it waits until it is let go.
+            let never = [packet(s.wrapping_add(20_000), &[2]), packet(s.wrapping_add(20_001), &[3])];
+            let (h, b) = fec_over(&never);
+            d.on_fec(h, b);
+            d.on_media(packet(s, &[1]));
+        }
+        assert!(d.media.len() <= MAX_TRACKED_MEDIA && d.fec.len() <= MAX_TRACKED_FEC);
+    }
+}
