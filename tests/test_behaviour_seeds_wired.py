@@ -190,18 +190,78 @@ def test_002_step_up_reaches_the_two_megabit_cap(simulate: Simulate, controller:
     assert t is not None and t <= 40, t
 
 
+TWO_GCC_SEEDS = range(1, 9)
+"""Seeds of the two-flow test: which flow leads is chaotic in the model (see the test)."""
+
+
 @pytest.mark.parametrize(
     "controller",
-    controllers({"gcc-draft": "the second flow leads: 1.61 against the first's 1.02 Mbit/s (seed 1)"}),
+    controllers(
+        {"gcc-draft": "the second flow leads in all 8 seeds: 1.61 against the first's 1.04 Mbit/s on average"}
+    ),
 )
 def test_002_the_first_of_two_gcc_flows_stays_ahead(simulate: Simulate, controller: str) -> None:
     """De Cicco et al. 2013 slides: at 3 Mbit/s "the two flows can roughly share the bandwidth
     fairly, and the first flow always gets a higher share" (at 1 and 2 Mbit/s the seed found the
-    split unpredictable, so nothing is asserted there). Band: over 120-200 s the first flow is ahead
-    and the two are within [1/3, 3]."""
-    (r,) = simulate("seed002-two-gcc", controller, 1, ("capacity=3000kbps",))
-    first, second = _rates(r, 120, 200).values()
-    assert second < first <= 3 * second, f"{first:.0f} vs {second:.0f}"
+    split unpredictable, so nothing is asserted there). Band: over 120-200 s the two are within
+    [1/3, 3] in every run, and the first flow is ahead on average over seeds 1-8.
+
+    In the model which flow leads a given run is chaotic: goog_cc's first flow led in 5 of 8 seeds
+    (means 1.35 against 1.20 Mbit/s), and in 4 of 8 with FEC off; adding 4 bytes to every video
+    packet (the VP8 descriptor) flipped seed 1, which this test used alone before. "Always" is not
+    reproduced; "on average" is."""
+    first, second = [], []
+    for seed in TWO_GCC_SEEDS:
+        (r,) = simulate("seed002-two-gcc", controller, seed, ("capacity=3000kbps",))
+        a, b = _rates(r, 120, 200).values()
+        assert b / 3 <= a <= 3 * b, f"seed {seed}: {a:.0f} vs {b:.0f}"
+        first.append(a)
+        second.append(b)
+    assert sum(second) < sum(first), f"{sum(first) / 8:.0f} vs {sum(second) / 8:.0f}"
+
+
+def _video_flows(r: RunResult) -> list[dict[str, Any]]:
+    return [f for f in r.summary["flows"] if f["kind"] == "video"]
+
+
+def _rebuilt_share(r: RunResult) -> float:
+    """Media packets the receivers rebuilt from FEC / media packets dropped."""
+    p = r.tables.packets
+    dropped = p.filter((p["event"] == "dropped") & (p["kind"] == "media")).height
+    return p.filter(p["event"] == "recovered").height / dropped
+
+
+def test_003_fec_trades_goodput_for_fewer_freezes(simulate: Simulate) -> None:
+    """Abelló Lozano 2012 §6.1.3: Chrome's FEC (on by default) lowered the loss the seed measured.
+    With libwebrtc's hybrid NACK/FEC that needs an RTT of 20 ms or more: here §6.1.5's 10 % loss
+    with 100-400 ms RTT (seed003-loss-delay), goog_cc, FEC on (the default) against off. Bands,
+    per variant: FEC rebuilds 60-95 % of the lost media packets (78-82 %, seed 1), costs 25-50 %
+    of the media bytes (31-45 %: the loss's protection factor, docs/media.md), so the goodput
+    falls below 85 % of FEC off's (71-78 %), and the freezes drop to at most 70 % of FEC off's
+    (16/77, 34/244, 157/289 at 50/100/200 ms): a packet FEC rebuilds needs no round trip."""
+    on = simulate("seed003-loss-delay", "gcc", 1)
+    off = simulate("seed003-loss-delay", "gcc", 1, ("calls.A.fec=false", "calls.B.fec=false"))
+    for a, b in zip(on, off, strict=True):
+        variant = a.summary["variant"]
+        fa, fb = _video_flows(a), _video_flows(b)
+        assert 0.6 <= _rebuilt_share(a) <= 0.95, (variant, _rebuilt_share(a))
+        assert _rebuilt_share(b) == 0.0
+        assert all(0.25 <= f["fec_overhead"] <= 0.5 for f in fa), variant
+        assert all(f["fec_overhead"] == 0.0 for f in fb), variant
+        goodput = [sum(f["mean_goodput_bps"] for f in fs) for fs in (fa, fb)]
+        assert goodput[0] < 0.85 * goodput[1], (variant, goodput)
+        freezes = [sum(f["freezes"] for f in fs) for fs in (fa, fb)]
+        assert freezes[0] <= 0.7 * freezes[1], (variant, freezes)
+
+
+def test_003_at_the_relays_10_ms_rtt_fec_protects_keyframes_only(simulate: Simulate) -> None:
+    """§6.1.3's relay testbed had a 9.6 ms RTT (Table 1): below libwebrtc's 20 ms, its hybrid
+    method leaves delta frames to NACK and protects keyframes only, so FEC costs under 2 % of the
+    media bytes and rebuilds under 1 % of the lost packets (none, seed 1). The seed's "FEC lowered
+    the measured loss" is not reproduced here (docs/media.md, "Seed 003 and FEC")."""
+    for r in simulate("seed003-loss", "gcc", 1):
+        assert all(f["fec_overhead"] < 0.02 for f in _video_flows(r)), r.summary["variant"]
+        assert _rebuilt_share(r) < 0.01, r.summary["variant"]
 
 
 @pytest.mark.parametrize("controller", controllers())
@@ -209,7 +269,7 @@ def test_003_more_random_loss_means_a_lower_rate(simulate: Simulate, controller:
     """Abelló Lozano 2012 §6.1.3: the rate fell with the loss rate (1.90/1.57/1.14/0.31 Mbit/s at
     1/5/10/20 %). Band: strictly decreasing, and below half of the 1 % rate at 20 %. (goog_cc stays
     below the seed's absolute numbers: 1.3-1.7/1.0/0.7/0.09 Mbit/s; the seed's Chrome also sent FEC
-    and retransmissions, which the simulator does not.)"""
+    and retransmissions; the simulator's FEC acts little at the relay's 10 ms RTT, docs/media.md.)"""
     rates = [sum(_rates(r, 20, 120).values()) for r in simulate("seed003-loss", controller, 1)]
     assert all(a > b for a, b in itertools.pairwise(rates)), rates
     assert rates[-1] < rates[0] / 2, rates

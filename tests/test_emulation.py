@@ -363,8 +363,9 @@ def test_cross_traffic_and_udp_background_reach_the_tables(tmp_path: Path) -> No
     }
     assert kinds["bulk"] >= {"tcp"} and kinds["bulk.ack"] == {"tcp_ack"}
     assert kinds["cbr"] == {"cbr"}
-    # The video repairs what TCP's queue drops (rtx), besides media and probe padding.
-    assert kinds["video.video"] <= {"media", "padding", "rtx"} and "media" in kinds["video.video"]
+    # The video repairs what TCP's queue drops (rtx, and fec once loss is reported), besides
+    # media and probe padding.
+    assert kinds["video.video"] <= {"media", "padding", "rtx", "fec"} and "media" in kinds["video.video"]
     assert kinds["video.rtcp-rx"] == {"rtcp"}
     cross = {c["name"]: c for c in emu.summary["cross_traffic"]}
     assert cross["cbr"]["throughput_bps"] == pytest.approx(300_000, rel=0.03)

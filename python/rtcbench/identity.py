@@ -39,13 +39,14 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 2
+MODEL_REVISION = 3
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
 run key, so a results folder written by an older behaviour is never resumed as a current run.
 1: until calls repaired loss; 2: NACK/RTX, keyframe requests, in-order decoding and the jitter
-buffer's playout timing (issue 14)."""
+buffer's playout timing (issue 14); 3: RED/ULPFEC on by default, VP8 payload descriptors with
+picture IDs, video sequence numbers given as packets leave the pacer (issue 14)."""
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is

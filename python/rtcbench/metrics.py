@@ -326,9 +326,9 @@ class _FlowRows:
                 "capture_us",
             ),
             sent_media=_Parts.of(
-                t.packets.filter((pl.col("event") == "sent") & pl.col("kind").is_in(["media", "rtx"])).select(
-                    "flow", "sent_us", "kind", "size", "seq"
-                ),
+                t.packets.filter(
+                    (pl.col("event") == "sent") & pl.col("kind").is_in(["media", "rtx", "fec"])
+                ).select("flow", "sent_us", "kind", "size", "seq"),
                 "flow",
                 "sent_us",
             ),
@@ -344,21 +344,22 @@ class _FlowRows:
 
 
 REPAIR_HORIZON_US = 10_000_000
-"""A retransmission repairs the dropped packet with its sequence number sent at most this long
-before it arrived (sequence numbers wrap after 65536 packets, minutes of video)."""
+"""A retransmission or an FEC recovery repairs the dropped packet with its sequence number sent at
+most this long before (sequence numbers wrap after 65536 packets, minutes of video)."""
 
 
 def _unrepaired(packets: pl.DataFrame) -> pl.DataFrame:
-    """Media packets dropped on the way whose retransmission (an `rtx` row carries the sequence
-    number it repairs) never arrived: the loss left after recovery."""
+    """Media packets dropped on the way that neither a retransmission (an `rtx` row carries the
+    sequence number it repairs) nor FEC (a `recovered` row) brought back: the loss left after
+    recovery."""
     lost = (
         packets.filter((pl.col("event") == "dropped") & (pl.col("kind") == "media"))
         .select("flow", "seq", "sent_us")
         .with_row_index("_lost")
     )
-    repairs = packets.filter((pl.col("event") == "received") & (pl.col("kind") == "rtx")).select(
-        "flow", "seq", repaired_us="t_us"
-    )
+    repairs = packets.filter(
+        ((pl.col("event") == "received") & (pl.col("kind") == "rtx")) | (pl.col("event") == "recovered")
+    ).select("flow", "seq", repaired_us="t_us")
     repaired = (
         lost.join(repairs, on=["flow", "seq"], how="inner")
         .filter(pl.col("repaired_us").is_between(pl.col("sent_us"), pl.col("sent_us") + REPAIR_HORIZON_US))
@@ -1029,6 +1030,7 @@ def _flow_metrics(
     frame_loss: float | None = None
     residual_loss: float | None = None
     rtx_overhead: float | None = None
+    fec_overhead: float | None = None
     nacks: int | None = None
     plis: int | None = None
     if video:
@@ -1056,8 +1058,11 @@ def _flow_metrics(
         originals = out.filter(pl.col("kind") == "media")
         if originals.height and originals.get_column("seq").null_count() == 0:
             residual_loss = rows.unrepaired.between(flow, s, e).height / originals.height
+            media_bytes = int(originals.get_column("size").cast(pl.Int64).sum())
             rtx_bytes = int(out.filter(pl.col("kind") == "rtx").get_column("size").cast(pl.Int64).sum())
-            rtx_overhead = rtx_bytes / int(originals.get_column("size").cast(pl.Int64).sum())
+            fec_bytes = int(out.filter(pl.col("kind") == "fec").get_column("size").cast(pl.Int64).sum())
+            rtx_overhead = rtx_bytes / media_bytes
+            fec_overhead = fec_bytes / media_bytes
 
     return {
         "id": int(f["id"]),
@@ -1103,6 +1108,7 @@ def _flow_metrics(
         "frame_loss_ratio": frame_loss,
         "residual_loss_ratio": residual_loss,
         "rtx_overhead": rtx_overhead,
+        "fec_overhead": fec_overhead,
         "nack_count": nacks,
         "pli_count": plis,
     }

@@ -5,11 +5,12 @@
 //! 1. **Assembly** ([`FrameAssembler`]): packets become complete frames, in any order.
 //! 2. **Loss repair** ([`NackRequester`], optional): missing packets are requested with NACKs.
 //! 3. **Decoding in order with a dependency rule.** A keyframe decodes on its own; a delta frame
-//!    needs the frame before it (the one whose last packet precedes its first) to be decoded, the
-//!    reference structure of a single-layer VP8 stream found from sequence numbers as libwebrtc's
-//!    `RtpSeqNumOnlyRefFinder` does. A complete keyframe newer than an undecodable gap is decoded
-//!    at once and every frame before it dropped (frame_buffer3 drops what precedes the next
-//!    decodable temporal unit).
+//!    needs the frame before it to be decoded, the reference structure of a single-layer VP8
+//!    stream. The frame before is the one with the previous picture ID when packets carry one
+//!    (libwebrtc's `RtpVp8RefFinder`; FEC packets may sit between two frames' sequence numbers),
+//!    else the one whose last packet precedes its first (`RtpSeqNumOnlyRefFinder`). A complete
+//!    keyframe newer than an undecodable gap is decoded at once and every frame before it
+//!    dropped (frame_buffer3 drops what precedes the next decodable temporal unit).
 //! 4. **Playout timing** ([`crate::jitter`]): the next decodable frame waits until its render
 //!    time (its expected arrival, from the RTP timestamp, plus the current delay that follows the
 //!    target delay: the jitter estimate, which grows by up to an RTT once frames need
@@ -90,6 +91,8 @@ pub struct VideoReceiver {
     frames: BTreeMap<u64, CompletedFrame>,
     /// Last sequence number of the last decoded frame.
     last_decoded: Option<u64>,
+    /// Picture ID of the last decoded frame, if frames carry one.
+    last_decoded_picture: Option<u64>,
     /// When a decodable frame was last found, or the decodable-frame timeout last fired.
     last_progress: Option<Instant>,
     last_packet: Option<Instant>,
@@ -113,6 +116,7 @@ impl VideoReceiver {
             freeze: FreezeDetector::new(),
             frames: BTreeMap::new(),
             last_decoded: None,
+            last_decoded_picture: None,
             last_progress: None,
             last_packet: None,
             last_keyframe_packet: None,
@@ -190,6 +194,22 @@ impl VideoReceiver {
                 }
             }
             self.decode(now);
+        }
+    }
+
+    /// A packet of the stream that carries no media arrived (an FEC packet in the video's
+    /// sequence numbers): the NACK list learns that `seq` is not missing (libwebrtc
+    /// `RtpVideoStreamReceiver2::NotifyReceiverOfEmptyPacket`).
+    pub fn on_non_media(&mut self, now: Instant, seq: u64) {
+        self.last_packet = Some(now);
+        if let Some(nack) = &mut self.nack {
+            let r = nack.on_packet(now, seq, false, false);
+            if !r.nack.is_empty() {
+                self.events.push_back(VideoEvent::Nack(r.nack));
+            }
+            if r.keyframe_request {
+                self.request_keyframe();
+            }
         }
     }
 
@@ -271,8 +291,11 @@ impl VideoReceiver {
 
     /// The frame after the last decoded one if it is complete, else the oldest complete keyframe.
     fn next_decodable(&self) -> Option<CompletedFrame> {
-        let continuing = self.last_decoded.and_then(|d| self.frames.get(&(d + 1))).copied();
-        continuing.or_else(|| self.frames.values().find(|f| f.keyframe).copied())
+        let continuing = match self.last_decoded_picture {
+            Some(p) => self.frames.values().find(|f| f.picture_id == Some(p + 1)),
+            None => self.last_decoded.and_then(|d| self.frames.get(&(d + 1))),
+        };
+        continuing.or_else(|| self.frames.values().find(|f| f.keyframe)).copied()
     }
 
     /// The frame leaves the buffer for the decoder at `decode_start`: the jitter estimate and
@@ -300,6 +323,7 @@ impl VideoReceiver {
         });
         self.stats.frames_dropped += skipped;
         self.last_decoded = Some(frame.last_seq);
+        self.last_decoded_picture = frame.picture_id;
         self.assembler.clear_to(frame.last_seq + 1);
         if let Some(nack) = &mut self.nack {
             nack.clear_up_to(frame.last_seq);
@@ -331,7 +355,7 @@ mod tests {
 
     fn packet((seq, rtp_timestamp, start, end, keyframe): Pkt) -> VideoPacket {
         let payload = DataSize::bytes(1000);
-        VideoPacket { seq, rtp_timestamp, start, end, keyframe, payload, nacked: false }
+        VideoPacket { seq, rtp_timestamp, start, end, keyframe, payload, nacked: false, picture_id: None }
     }
 
     /// Runs every timer due up to `until`.
@@ -374,6 +398,46 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn with_picture_ids_frames_decode_past_non_media_sequence_numbers() {
+        // Frames of two packets with an FEC packet after each: 0-1 F2, 3-4 F5, 6-7 F8. F2
+        // arrives, F5 is lost; the frames still follow each other by picture ID.
+        let mut rx = VideoReceiver::new(true);
+        let mut events = Vec::new();
+        for f in 0..3u64 {
+            let t = Instant::from_millis(33 * f as i64);
+            advance(&mut rx, t, &mut events);
+            for p in 0..2 {
+                let (seq, start, end) = (3 * f + p, p == 0, p == 1);
+                let pkt = VideoPacket {
+                    picture_id: Some(500 + f),
+                    ..packet((seq, 3000 * f as u32, start, end, f == 0))
+                };
+                rx.on_packet(t, pkt, false);
+            }
+            if f == 0 {
+                rx.on_non_media(t, 2);
+            }
+            events.extend(std::iter::from_fn(|| rx.poll_event()));
+        }
+        advance(&mut rx, Instant::from_millis(400), &mut events);
+        assert_eq!(rendered(&events), vec![0, 3000, 6000]);
+        // The lost FEC packet is asked for (the sender will not answer); the received one is not.
+        let nacked: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                VideoEvent::Nack(s) => Some(s.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert!(nacked.contains(&5) && !nacked.contains(&2), "{nacked:?}");
+        // Without picture IDs the gap at 5 would hold frame 6-7 (the sequence-number rule).
+        let mut rx = VideoReceiver::new(false);
+        let pkts = [(0, 0, true, true, true), (2, 3000, true, true, false)];
+        assert_eq!(rendered(&run(&mut rx, &pkts, 0)), vec![0]);
     }
 
     #[test]

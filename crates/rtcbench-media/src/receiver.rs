@@ -41,6 +41,8 @@ pub struct VideoPacket {
     pub payload: DataSize,
     /// It had been requested by NACK before it arrived (libwebrtc's `times_nacked > 0`).
     pub nacked: bool,
+    /// The frame's picture ID (unwrapped), when the payload format carries one (VP8, RFC 7741).
+    pub picture_id: Option<u64>,
 }
 
 /// A frame whose packets have all arrived.
@@ -58,6 +60,8 @@ pub struct CompletedFrame {
     /// At least one of its packets had been requested by NACK (libwebrtc's
     /// `delayed_by_retransmission`): its arrival says nothing about the network's jitter.
     pub delayed_by_retransmission: bool,
+    /// Its picture ID (unwrapped), if its packets carry one.
+    pub picture_id: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +72,7 @@ struct PacketMeta {
     keyframe: bool,
     payload: DataSize,
     nacked: bool,
+    picture_id: Option<u64>,
 }
 
 /// Frame completeness for one video SSRC (see module docs).
@@ -106,6 +111,7 @@ impl FrameAssembler {
             keyframe: p.keyframe,
             payload: p.payload,
             nacked: p.nacked,
+            picture_id: p.picture_id,
         };
         self.packets.insert(seq, meta);
         let completed = self.complete_frame_around(seq, p.rtp_timestamp, now);
@@ -157,7 +163,7 @@ impl FrameAssembler {
         while !same_frame(last)?.end {
             last += 1;
         }
-        let keyframe = same_frame(first)?.keyframe;
+        let (keyframe, picture_id) = same_frame(first).map(|m| (m.keyframe, m.picture_id))?;
         // Hand the frame's packets out by dropping them.
         let (mut size, mut nacked) = (DataSize::ZERO, false);
         for s in first..=last {
@@ -175,6 +181,7 @@ impl FrameAssembler {
             completed_at: now,
             size,
             delayed_by_retransmission: nacked,
+            picture_id,
         })
     }
 
@@ -274,7 +281,7 @@ mod tests {
 
     fn pkt(seq: u64, rtp_timestamp: u32, start: bool, end: bool, keyframe: bool) -> VideoPacket {
         let payload = DataSize::bytes(1000);
-        VideoPacket { seq, rtp_timestamp, start, end, keyframe, payload, nacked: false }
+        VideoPacket { seq, rtp_timestamp, start, end, keyframe, payload, nacked: false, picture_id: None }
     }
 
     fn feed(a: &mut FrameAssembler, pkts: &[(u64, u32, bool, bool)]) -> Vec<CompletedFrame> {

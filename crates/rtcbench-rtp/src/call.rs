@@ -12,9 +12,19 @@
 //! out of the encoder's share of the target as libwebrtc does (`rtcbench_media::history`). A PLI
 //! (RFC 4585 §6.3.1) makes the encoder send a keyframe, at most one per 300 ms.
 //!
+//! With FEC on (the default, as Chrome sends VP8), video goes out in RED (RFC 2198) and ULPFEC
+//! packets (RFC 5109) follow in the same stream: libwebrtc's protection level from the reported
+//! loss and the RTT (`rtcbench_media::fec`), packets protected as they leave the pacer and the
+//! FEC packets queued behind them, their share taken off the encoder like retransmissions'.
+//!
+//! Every video payload starts with the VP8 payload descriptor (RFC 7741, with the picture ID a
+//! receiver decodes frames in order by) and the frame's index (4 bytes, big-endian: the trace's
+//! label, which FEC rebuilds with the rest of a lost packet); the rest of a payload is zeros.
+//!
 //! [`Receiver`]: parses each RTP header, records arrivals for transport-wide feedback (sent every
 //! feedback interval), keeps RFC 3550 receiver statistics (an RR every report interval, with
-//! LSR/DLSR for the sender's RTT), and hands video packets (originals and retransmissions) to
+//! LSR/DLSR for the sender's RTT), rebuilds lost video packets from ULPFEC
+//! ([`FecDecoder`]), and hands video packets (originals, retransmissions and recovered ones) to
 //! [`VideoReceiver`]: frame assembly, NACKs, decoding in order, keyframe requests, rendering and
 //! freezes.
 //!
@@ -31,6 +41,8 @@ use rtcbench_cc::gcc_draft::RembEstimator;
 use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
+use rtcbench_media::fec::generator::FecGenerator;
+use rtcbench_media::fec::protection::{FecController, FecInputs};
 use rtcbench_media::history::{PacketHistory, RetransmissionLimiter, SendRates, SentKind, RTT_MARGIN};
 use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
 use rtcbench_media::packetizer::Packetizer;
@@ -38,22 +50,35 @@ use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::video::VideoSource;
 use rtcbench_media::VideoPacket;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_wire::fec::decoder::{Body, FecDecoder, ProtectedBytes};
+use rtcbench_wire::fec::xor_bytes;
+use rtcbench_wire::red::PRIMARY_HEADER_LEN;
 use rtcbench_wire::rtcp::nack::NackRepr;
 use rtcbench_wire::rtcp::pli::PliRepr;
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
+use rtcbench_wire::rtp::FIXED_HEADER_LEN;
 use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
 use rtcbench_wire::rtx::{rtx_osn, OSN_LEN};
+use rtcbench_wire::vp8::{Vp8DescriptorRepr, PICTURE_ID_MODULO};
 use rtcbench_wire::{
-    ntp, DlrrSubBlock, ReceiverReportRepr, ReceiverStats, RembRepr, SenderReportRepr, XrRepr,
+    ntp, DlrrSubBlock, ProtectedPacket, ReceiverReportRepr, ReceiverStats, RedHeaderRepr, RembRepr,
+    SenderReportRepr, UlpfecHeaderRepr, XrRepr,
 };
+use smallvec::SmallVec;
 
 use crate::observe::{CallObserver, FeedbackKind, FeedbackRow, Ignore};
 use crate::{Incoming, OutKind, Outgoing};
 
-/// Payload types (dynamic range, as an SDP offer would map them).
+/// Payload types (dynamic range, as Chrome's SDP offer maps them).
 pub const PT_VIDEO: u8 = 96;
 pub const PT_RTX: u8 = 97;
 pub const PT_AUDIO: u8 = 111;
+/// RED (RFC 2198) carrying video or ULPFEC, its RTX (`apt=116`), and ULPFEC inside RED.
+pub const PT_RED: u8 = 116;
+pub const PT_RTX_RED: u8 = 117;
+pub const PT_ULPFEC: u8 = 118;
+/// The frame index at the start of a video payload (after the VP8 descriptor), for the trace.
+pub const FRAME_LABEL_LEN: usize = 4;
 /// RTP clock rates (RFC 3551: 90 kHz video; Opus runs at 48 kHz).
 pub const VIDEO_CLOCK_HZ: u32 = 90_000;
 pub const AUDIO_CLOCK_HZ: u32 = 48_000;
@@ -82,11 +107,24 @@ pub struct StreamIds {
     pub audio_ts0: u32,
 }
 
+/// An ULPFEC packet waiting in the pacer: its FEC headers, the XOR of the protected packets'
+/// written bytes, and the RTP timestamp it goes out with (that of the last packet it protects).
+#[derive(Clone, Debug)]
+struct QueuedFec {
+    header: UlpfecHeaderRepr,
+    body: Vec<u8>,
+    timestamp: u32,
+}
+
 /// A packet waiting in the pacer: everything needed to write its RTP header when it leaves.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct QueuedRtp {
     is_audio: bool,
+    /// Media bytes after the RTP header and, for video, the payload descriptor (the frame label
+    /// included).
     payload: DataSize,
+    /// Video packets are numbered when they leave the pacer (as libwebrtc's `PacketSequencer`
+    /// does), so that FEC packets take the numbers between them; audio when queued.
     seq: u16,
     timestamp: u32,
     marker: bool,
@@ -96,6 +134,10 @@ struct QueuedRtp {
     wire: DataSize,
     /// A retransmission of video packet `seq`, to go out on the RTX stream.
     retransmission: bool,
+    /// The video frame's VP8 picture ID.
+    picture_id: u16,
+    /// An FEC packet of the video stream rather than media.
+    fec: Option<Box<QueuedFec>>,
 }
 
 impl Paced for QueuedRtp {
@@ -111,10 +153,11 @@ impl Paced for QueuedRtp {
 }
 
 /// The RTX header (RFC 4588 §4) of a retransmission of `original`: the RTX SSRC, payload type
-/// and sequence number; the original's timestamp, marker and frame marking.
-fn rtx_header(ids: &StreamIds, rtx_seq: u16, original: &QueuedRtp) -> RtpHeaderRepr {
+/// (that associated with RED when video goes in RED) and sequence number; the original's
+/// timestamp, marker and frame marking.
+fn rtx_header(ids: &StreamIds, rtx_seq: u16, original: &QueuedRtp, red: bool) -> RtpHeaderRepr {
     RtpHeaderRepr {
-        payload_type: PT_RTX,
+        payload_type: if red { PT_RTX_RED } else { PT_RTX },
         marker: original.marker,
         seq: SeqNo::new(u64::from(rtx_seq)),
         timestamp: original.timestamp,
@@ -152,6 +195,69 @@ fn media_header(
 /// Wire size of an RTP packet: IPv4 + UDP + RTP header with extensions + payload.
 fn wire_size(header: &RtpHeaderRepr, payload: DataSize) -> DataSize {
     IPV4_UDP_OVERHEAD + DataSize::bytes(header.buffer_len() as u64) + payload
+}
+
+/// Bytes between a video packet's RTP header and its media: the RED header when video goes in
+/// RED, and the VP8 payload descriptor.
+fn video_prefix_len(red: bool) -> usize {
+    usize::from(red) + rtcbench_wire::vp8::DESCRIPTOR_LEN
+}
+
+/// What follows an RTP header in `data` (OSN, RED header, descriptor, label, FEC headers and
+/// body); the rest of the packet is zeros. Media fits on the stack.
+type Tail = SmallVec<[u8; 16]>;
+
+/// Appends what follows a video packet's RTP header up to the zeros of its payload: the RED
+/// header (if `red`), the VP8 descriptor and as much of the frame label as the payload holds.
+fn write_video_head(out: &mut Tail, red: bool, item: &QueuedRtp) {
+    if red {
+        out.push(PT_VIDEO);
+    }
+    let descriptor = Vp8DescriptorRepr {
+        start_of_partition: item.marking.is_some_and(|m| m.start),
+        picture_id: Some(item.picture_id),
+        ..Vp8DescriptorRepr::default()
+    };
+    let mut bytes = [0; rtcbench_wire::vp8::DESCRIPTOR_LEN];
+    descriptor.emit(&mut bytes).expect("a 15-bit picture ID in 4 bytes");
+    out.extend_from_slice(&bytes);
+    let label = (item.frame.unwrap_or(0) as u32).to_be_bytes();
+    let room = (item.payload.as_bytes() as usize).min(FRAME_LABEL_LEN);
+    out.extend_from_slice(&label[..room]);
+}
+
+/// A video packet as FEC protects it (RFC 5109 §8): the original packet, not its RED form. Its
+/// body is what follows the fixed header: the header extension (`header_bytes` from byte 12),
+/// then the descriptor and label.
+fn protected_video(
+    header_bytes: &[u8],
+    descriptor_and_label: &[u8],
+    h: &RtpHeaderRepr,
+    payload: DataSize,
+) -> ProtectedBytes {
+    let after_fixed = header_bytes.len() - FIXED_HEADER_LEN;
+    let media = payload.as_bytes() as usize + rtcbench_wire::vp8::DESCRIPTOR_LEN;
+    let mut body: Body = header_bytes[FIXED_HEADER_LEN..].into();
+    body.extend_from_slice(descriptor_and_label);
+    ProtectedBytes {
+        packet: ProtectedPacket {
+            seq: h.seq,
+            padding: false,
+            extension: after_fixed > 0,
+            csrc_count: 0,
+            marker: h.marker,
+            payload_type: PT_VIDEO,
+            timestamp: h.timestamp,
+            length: DataSize::bytes((after_fixed + media) as u64),
+        },
+        body,
+    }
+}
+
+/// The FEC state of a sender: the protection controller and the generator.
+struct SenderFec {
+    controller: FecController,
+    generator: FecGenerator<ProtectedBytes>,
 }
 
 /// Previous report block values per SSRC, to turn cumulative counters into interval deltas.
@@ -240,6 +346,15 @@ pub struct Sender {
     limiter: RetransmissionLimiter,
     send_rates: SendRates,
     last_keyframe_request: Option<Instant>,
+    /// RED + ULPFEC on.
+    fec: Option<Box<SenderFec>>,
+    /// The next frame's VP8 picture ID (15 bits).
+    picture_id: u16,
+    /// The last encoded frame's resolution, for the FEC controller.
+    resolution: (u16, u16),
+    /// The loss fraction and RTT of the last receiver report, for the FEC controller.
+    reported_loss: f64,
+    reported_rtt: Duration,
     pub outbox: Vec<Outgoing>,
 }
 
@@ -266,6 +381,8 @@ pub struct SenderParts {
     pub ecn: Ecn,
     /// Answer NACKs with RTX retransmissions.
     pub nack: bool,
+    /// Send video in RED with ULPFEC.
+    pub fec: bool,
 }
 
 impl Sender {
@@ -275,6 +392,7 @@ impl Sender {
             let header = media_header(&p.ids, true, 0, 0, false, None);
             wire_size(&header, DataSize::ZERO) / a.config().packet_interval + a.config().rate
         });
+        let resolution = p.video.as_ref().map_or((0, 0), |v| v.config().camera);
         let mut s = Self {
             ids: p.ids,
             start: p.start,
@@ -306,6 +424,16 @@ impl Sender {
             limiter: RetransmissionLimiter::default(),
             send_rates: SendRates::default(),
             last_keyframe_request: None,
+            fec: p.fec.then(|| {
+                Box::new(SenderFec {
+                    controller: FecController::new(p.nack, Packetizer::default().max_payload()),
+                    generator: FecGenerator::new(),
+                })
+            }),
+            picture_id: 0,
+            resolution,
+            reported_loss: 0.0,
+            reported_rtt: Duration::ZERO,
             outbox: Vec::new(),
         };
         s.apply_controller(p.start, None::<&mut Ignore>);
@@ -369,30 +497,36 @@ impl Sender {
                 );
                 let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
                 obs.frame_encoded(&frame, plans.len() as u32);
+                self.resolution = (frame.width, frame.height);
+                if let Some(fec) = &mut self.fec {
+                    fec.controller.on_encoded_frame(now, frame.size, frame.keyframe);
+                }
+                let prefix = DataSize::bytes(video_prefix_len(self.fec.is_some()) as u64);
                 for plan in plans {
                     let marking = Some(FrameMarking {
                         start: plan.first_in_frame,
                         end: plan.last_in_frame,
                         independent: frame.keyframe,
                     });
-                    let seq = self.video_seq;
-                    self.video_seq = self.video_seq.wrapping_add(1);
-                    let header = media_header(&self.ids, false, seq, timestamp, plan.last_in_frame, marking);
+                    let header = media_header(&self.ids, false, 0, timestamp, plan.last_in_frame, marking);
                     self.pacer.enqueue(
                         now,
                         QueuedRtp {
                             is_audio: false,
                             payload: plan.payload,
-                            seq,
+                            seq: 0,
                             timestamp,
                             marker: plan.last_in_frame,
                             marking,
                             frame: Some(frame.index),
-                            wire: wire_size(&header, plan.payload),
+                            wire: wire_size(&header, plan.payload) + prefix,
                             retransmission: false,
+                            picture_id: self.picture_id,
+                            fec: None,
                         },
                     );
                 }
+                self.picture_id = ((u32::from(self.picture_id) + 1) % PICTURE_ID_MODULO) as u16;
             }
         }
         if let Some(audio) = &mut self.audio {
@@ -419,6 +553,8 @@ impl Sender {
                         frame: None,
                         wire: wire_size(&header, f.size),
                         retransmission: false,
+                        picture_id: 0,
+                        fec: None,
                     },
                 );
             }
@@ -437,23 +573,42 @@ impl Sender {
 
     fn drain_pacer(&mut self, now: Instant) {
         self.controller.on_send_queue(now, self.pacer.queue_size(), self.pacer.queue_time(now));
+        let red = self.fec.is_some();
         while !self.window_full() {
             let Some(out) = self.pacer.poll_send(now) else { break };
             let probe = out.probe();
-            // The original sequence number after an RTX header (RFC 4588 §4).
-            let mut osn = None;
-            let (mut header, payload, kind, frame, is_audio) = match out {
+            let mut tail = Tail::new();
+            // A video packet to protect: its descriptor and label, payload, keyframe flag.
+            let mut protect = None;
+            let (mut header, size, payload, kind, frame, is_audio) = match out {
                 PacedOutput::Media { item, .. } if item.retransmission => {
                     let seq = self.rtx_seq;
                     self.rtx_seq = self.rtx_seq.wrapping_add(1);
-                    osn = Some(item.seq);
                     let sent = self.sent_video_seq.peek(SeqNo::new(u64::from(item.seq))) as u64;
                     self.history.retransmitted(now, sent);
-                    let h = rtx_header(&self.ids, seq, &item);
-                    (h, item.payload, OutKind::Retransmission, item.frame, false)
+                    // The original sequence number (RFC 4588 §4), then the original payload.
+                    tail.extend_from_slice(&item.seq.to_be_bytes());
+                    write_video_head(&mut tail, red, &item);
+                    let h = rtx_header(&self.ids, seq, &item, red);
+                    (h, item.wire, item.payload, OutKind::Retransmission, item.frame, false)
                 }
-                PacedOutput::Media { item, .. } => {
-                    let h = media_header(
+                PacedOutput::Media { item, .. } if item.fec.is_some() => {
+                    let fec = item.fec.expect("matched");
+                    let seq = self.next_video_seq();
+                    let mut h = media_header(&self.ids, false, seq, fec.timestamp, false, None);
+                    h.payload_type = PT_RED;
+                    tail.push(PT_ULPFEC);
+                    let mut header = [0; 18];
+                    let len = fec.header.emit(&mut header).expect("protect() built it within the format");
+                    tail.extend_from_slice(&header[..len]);
+                    tail.extend_from_slice(&fec.body);
+                    (h, item.wire, DataSize::ZERO, OutKind::Fec, None, false)
+                }
+                PacedOutput::Media { mut item, .. } => {
+                    if !item.is_audio {
+                        item.seq = self.next_video_seq();
+                    }
+                    let mut h = media_header(
                         &self.ids,
                         item.is_audio,
                         item.seq,
@@ -464,14 +619,20 @@ impl Sender {
                     self.media_packets = self.media_packets.wrapping_add(1);
                     self.media_octets = self.media_octets.wrapping_add(item.payload.as_bytes() as u32);
                     if !item.is_audio {
-                        let seq = self.sent_video_seq.unwrap(SeqNo::new(u64::from(item.seq))) as u64;
-                        if self.nack {
-                            self.history.put(now, seq, item);
+                        if red {
+                            h.payload_type = PT_RED;
                         }
+                        write_video_head(&mut tail, red, &item);
+                        let keyframe = item.marking.is_some_and(|m| m.independent);
+                        protect = Some((item.payload, keyframe));
+                        let seq = self.sent_video_seq.unwrap(SeqNo::new(u64::from(item.seq))) as u64;
                         self.last_video_seq = Some(item.seq);
+                        if self.nack {
+                            self.history.put(now, seq, item.clone());
+                        }
                     }
                     let kind = if item.is_audio { OutKind::Audio } else { OutKind::Video };
-                    (h, item.payload, kind, item.frame, item.is_audio)
+                    (h, item.wire, item.payload, kind, item.frame, item.is_audio)
                 }
                 PacedOutput::Padding { size, .. } => {
                     // Probe padding goes out on the RTX stream, as libwebrtc prefers over
@@ -481,7 +642,8 @@ impl Sender {
                     // padding, not for a piece of a frame.
                     let seq = self.rtx_seq;
                     self.rtx_seq = self.rtx_seq.wrapping_add(1);
-                    osn = Some(self.last_video_seq.unwrap_or(self.ids.video_seq0.wrapping_sub(1)));
+                    let osn = self.last_video_seq.unwrap_or(self.ids.video_seq0.wrapping_sub(1));
+                    tail.extend_from_slice(&osn.to_be_bytes());
                     let h = RtpHeaderRepr {
                         payload_type: PT_RTX,
                         marker: false,
@@ -494,24 +656,34 @@ impl Sender {
                         padding_len: 0,
                     };
                     // The requested size includes the original sequence number.
-                    (h, size.saturating_sub(DataSize::bytes(OSN_LEN as u64)), OutKind::Padding, None, false)
+                    let payload = size.saturating_sub(DataSize::bytes(OSN_LEN as u64));
+                    (
+                        h,
+                        wire_size(&h, payload) + DataSize::bytes(OSN_LEN as u64),
+                        payload,
+                        OutKind::Padding,
+                        None,
+                        false,
+                    )
                 }
             };
-            let osn_len = DataSize::bytes(if osn.is_some() { OSN_LEN as u64 } else { 0 });
-            let size = wire_size(&header, payload) + osn_len;
             match kind {
                 OutKind::Video => self.send_rates.on_sent(now, SentKind::Media, size),
                 OutKind::Retransmission => self.send_rates.on_sent(now, SentKind::Retransmission, size),
+                OutKind::Fec => self.send_rates.on_sent(now, SentKind::Fec, size),
                 _ => {}
             }
             let sent = self.adapter.on_sent(now, size, is_audio, probe, Some((header.ssrc, header.seq)));
             header.transport_seq = Some(TransportFeedbackAdapter::wire_seq(sent.seq));
             header.abs_send_time = Some(abs_send_time_from(now));
-            let mut data = vec![0; header.buffer_len()];
+            let header_len = header.buffer_len();
+            let mut data = Vec::with_capacity(header_len + tail.len());
+            data.resize(header_len, 0);
             header.emit(&mut data).expect("buffer sized by buffer_len");
-            if let Some(osn) = osn {
-                data.extend_from_slice(&osn.to_be_bytes());
+            if let Some((media, keyframe)) = protect {
+                self.protect(now, &data, &tail[usize::from(red)..], &header, media, keyframe);
             }
+            data.extend_from_slice(&tail);
             self.controller.on_packet_sent(now, &sent);
             self.outbox.push(Outgoing {
                 kind,
@@ -520,13 +692,60 @@ impl Sender {
                 data,
                 // A retransmission is traced with the number of the packet it repairs.
                 seq: Some(if kind == OutKind::Retransmission {
-                    osn.unwrap_or(0)
+                    u16::from_be_bytes([tail[0], tail[1]])
                 } else {
                     header.seq.value() as u16
                 }),
                 frame,
                 ecn: self.ecn,
             });
+        }
+    }
+
+    /// The next sequence number of the video stream (media and FEC share it).
+    fn next_video_seq(&mut self) -> u16 {
+        let seq = self.video_seq;
+        self.video_seq = self.video_seq.wrapping_add(1);
+        seq
+    }
+
+    /// A video packet left: FEC may now protect the set it ends (libwebrtc protects packets as
+    /// they leave the pacer and queues the FEC packets behind what is waiting).
+    fn protect(
+        &mut self,
+        now: Instant,
+        header_bytes: &[u8],
+        descriptor_and_label: &[u8],
+        header: &RtpHeaderRepr,
+        media: DataSize,
+        keyframe: bool,
+    ) {
+        let Some(fec) = &mut self.fec else { return };
+        let packet = protected_video(header_bytes, descriptor_and_label, header, media);
+        let Some(batch) = fec.generator.add(packet, keyframe, header.marker) else { return };
+        // The FEC packets' RTP header: the protected stream's, without frame marking.
+        let rtp = media_header(&self.ids, false, 0, header.timestamp, false, None);
+        for protected in batch {
+            let fields: Vec<ProtectedPacket> = protected.iter().map(|p| p.packet).collect();
+            let fec_header = UlpfecHeaderRepr::protect(&fields).expect("at most 48 consecutive packets");
+            let body = xor_bytes(protected.iter().map(|p| p.body.as_slice()));
+            // RED header, FEC headers, then the FEC payload: as long as the longest protected
+            // packet after its fixed header (the body is its start).
+            let len = 1 + fec_header.buffer_len() + usize::from(fec_header.protection_length);
+            let item = QueuedRtp {
+                is_audio: false,
+                payload: DataSize::ZERO,
+                seq: 0,
+                timestamp: header.timestamp,
+                marker: false,
+                marking: None,
+                frame: None,
+                wire: wire_size(&rtp, DataSize::bytes(len as u64)),
+                retransmission: false,
+                picture_id: 0,
+                fec: Some(Box::new(QueuedFec { header: fec_header, body, timestamp: header.timestamp })),
+            };
+            self.pacer.enqueue(now, item);
         }
     }
 
@@ -638,8 +857,10 @@ impl Sender {
         for &seq in lost {
             let Some(seq) = self.history.unwrap(seq) else { continue };
             let Some(mut item) = self.history.take_for_retransmission(now, seq) else { continue };
-            let header = rtx_header(&self.ids, 0, &item);
-            item.wire = wire_size(&header, item.payload) + DataSize::bytes(OSN_LEN as u64);
+            let red = self.fec.is_some();
+            let header = rtx_header(&self.ids, 0, &item, red);
+            let head = OSN_LEN + video_prefix_len(red);
+            item.wire = wire_size(&header, item.payload) + DataSize::bytes(head as u64);
             if !self.limiter.try_use(now, item.wire) {
                 self.history.cancel_retransmission(seq);
                 break;
@@ -690,7 +911,9 @@ impl Sender {
         if let Some(rtt) = rtt {
             // libwebrtc gives the history the RTCP RTT plus 5 ms.
             self.history.set_rtt(rtt + RTT_MARGIN);
+            self.reported_rtt = rtt;
         }
+        self.reported_loss = fraction;
         let lost = lost.max(0) as u64;
         let received = (expected.max(0) as u64).saturating_sub(lost);
         FeedbackReport {
@@ -721,9 +944,21 @@ impl Sender {
             let wire = cwnd_pushback(allocation, ratio, video.config().min_rate);
             let header = wire_size(
                 &media_header(&self.ids, false, 0, 0, false, Some(FrameMarking::default())),
-                DataSize::ZERO,
+                DataSize::bytes(video_prefix_len(self.fec.is_some()) as u64),
             );
             let payload = video_payload_rate(wire, video.config().fps, self.packetizer.max_payload(), header);
+            if let Some(fec) = &mut self.fec {
+                let inputs = FecInputs {
+                    rate: payload,
+                    fps: video.config().fps,
+                    loss: self.reported_loss,
+                    rtt: self.reported_rtt,
+                    width: u32::from(self.resolution.0),
+                    height: u32::from(self.resolution.1),
+                };
+                let protection = fec.controller.update(now, &inputs);
+                fec.generator.set_protection(protection);
+            }
             // Retransmissions (and FEC) sent over the last second come off the encoder's share,
             // as libwebrtc's FecControllerDefault::UpdateFecRates does.
             let protection = self.send_rates.protection_overhead(now);
@@ -850,8 +1085,11 @@ pub struct Receiver {
     needs_rtt: bool,
     /// (RTP timestamp, frame index) of frames not yet rendered, in frame order (a frame whose
     /// packets were all lost is first heard of from a retransmission, after later frames), from
-    /// the trace annotations of video packets (used only to label trace rows).
+    /// the frame labels of video payloads (used only to label trace rows).
     frame_of_ts: std::collections::VecDeque<(u32, u64)>,
+    picture_ids: SeqUnwrapper<15>,
+    /// ULPFEC recovery of the video stream.
+    fec: FecDecoder,
     last_sr: Option<(u32, Instant)>,
     report_interval: Duration,
     next_report: Instant,
@@ -877,6 +1115,8 @@ impl Receiver {
             newest_video: None,
             video: VideoReceiver::new(nack),
             frame_of_ts: Default::default(),
+            picture_ids: SeqUnwrapper::new(),
+            fec: FecDecoder::new(),
             last_sr: None,
             report_interval,
             next_report: start + report_interval,
@@ -958,42 +1198,151 @@ impl Receiver {
         let clock = if h.payload_type == PT_AUDIO { AUDIO_CLOCK_HZ } else { VIDEO_CLOCK_HZ };
         let (stats, _) = self.stats.entry(h.ssrc).or_insert_with(|| (ReceiverStats::new(h.ssrc), clock));
         stats.on_packet(h.seq, h.timestamp, now, clock);
+        let after_header = &pkt.data[header_len..];
+        // Bytes on the wire that are not media: IP/UDP, RTP header, OSN, RED header, descriptor.
         let mut headers = IPV4_UDP_OVERHEAD + DataSize::bytes(header_len as u64);
-        let seq = if h.ssrc == self.ids.video_ssrc {
+        let (seq, at) = if h.ssrc == self.ids.video_ssrc {
             let seq = self.video_seq.unwrap(h.seq) as u64;
             self.newest_video = Some(self.newest_video.map_or(seq, |n| n.max(seq)));
-            seq
-        } else if h.ssrc == self.ids.rtx_ssrc && h.payload_type == PT_RTX && h.frame_marking.is_some() {
+            match h.payload_type {
+                PT_VIDEO => (seq, 0),
+                PT_RED => match RedHeaderRepr::parse(after_header) {
+                    Ok(red) if red.blocks.is_empty() && red.primary_pt == PT_VIDEO => (seq, red.buffer_len()),
+                    Ok(red) if red.blocks.is_empty() && red.primary_pt == PT_ULPFEC => {
+                        self.on_fec(now, seq, &after_header[red.buffer_len()..], obs);
+                        return;
+                    }
+                    _ => return,
+                },
+                _ => return,
+            }
+        } else if h.ssrc == self.ids.rtx_ssrc && h.frame_marking.is_some() {
             // RFC 4588 §4: the original sequence number starts the payload. A retransmission
             // carries its original's frame marking (probe padding carries none), and repairs a
             // packet older than the newest seen; anything else on the RTX stream is not media.
-            let Ok(osn) = rtx_osn(&pkt.data[header_len..]) else { return };
-            headers += DataSize::bytes(OSN_LEN as u64);
+            let red = match h.payload_type {
+                PT_RTX => 0,
+                PT_RTX_RED => PRIMARY_HEADER_LEN,
+                _ => return,
+            };
+            let Ok(osn) = rtx_osn(after_header) else { return };
             let seq = self.video_seq.peek(SeqNo::new(u64::from(osn)));
             match self.newest_video {
-                Some(newest) if seq >= 0 && seq as u64 <= newest => seq as u64,
+                Some(newest) if seq >= 0 && seq as u64 <= newest => (seq as u64, OSN_LEN + red),
                 _ => return,
             }
         } else {
             return;
         };
-        if let Some(frame) = pkt.frame {
+        let Some(rest) = after_header.get(at..) else { return };
+        let Ok((descriptor, descriptor_len)) = Vp8DescriptorRepr::parse(rest) else { return };
+        headers += DataSize::bytes((at + descriptor_len) as u64);
+        let payload = pkt.size.saturating_sub(headers);
+        let label = &rest[descriptor_len..];
+        if h.payload_type == PT_RED || h.payload_type == PT_RTX_RED {
+            // The original packet, as FEC protects it: a retransmission restores it (libwebrtc
+            // hands repaired packets to its ULPFEC receiver too).
+            let mut body: Body = pkt.data[FIXED_HEADER_LEN..header_len].into();
+            body.extend_from_slice(rest);
+            let original = ProtectedBytes {
+                packet: ProtectedPacket {
+                    seq: SeqNo::new(seq % (1 << 16)),
+                    padding: h.padding_len > 0,
+                    extension: header_len > FIXED_HEADER_LEN,
+                    csrc_count: 0,
+                    marker: h.marker,
+                    payload_type: PT_VIDEO,
+                    timestamp: h.timestamp,
+                    length: DataSize::bytes((header_len - FIXED_HEADER_LEN + descriptor_len) as u64)
+                        + payload,
+                },
+                body,
+            };
+            let recovered = self.fec.on_media(original);
+            self.deliver(now, seq, &h, descriptor, label, payload, false);
+            self.deliver_recovered(now, recovered, obs);
+            self.video_events(obs);
+            return;
+        }
+        self.deliver(now, seq, &h, descriptor, label, payload, false);
+        self.video_events(obs);
+    }
+
+    /// An ULPFEC packet (`fec`: its payload after the RED header) arrived as video packet `seq`.
+    fn on_fec<O: CallObserver>(&mut self, now: Instant, seq: u64, fec: &[u8], obs: &mut O) {
+        self.video.on_non_media(now, seq);
+        if let Ok((header, len)) = UlpfecHeaderRepr::parse(fec) {
+            let recovered = self.fec.on_fec(header, fec[len..].to_vec());
+            self.deliver_recovered(now, recovered, obs);
+        }
+        self.video_events(obs);
+    }
+
+    /// Video packets rebuilt by FEC: their RTP header is put back together from the recovered
+    /// fields and bytes, and they go on as if they had arrived.
+    fn deliver_recovered<O: CallObserver>(
+        &mut self,
+        now: Instant,
+        recovered: Vec<ProtectedBytes>,
+        obs: &mut O,
+    ) {
+        for p in recovered {
+            let f = &p.packet;
+            let mut bytes = Vec::with_capacity(FIXED_HEADER_LEN + p.body.len());
+            bytes.push(0x80 | u8::from(f.padding) << 5 | u8::from(f.extension) << 4 | f.csrc_count);
+            bytes.push(u8::from(f.marker) << 7 | f.payload_type);
+            bytes.extend_from_slice(&(f.seq.value() as u16).to_be_bytes());
+            bytes.extend_from_slice(&f.timestamp.to_be_bytes());
+            bytes.extend_from_slice(&self.ids.video_ssrc.to_be_bytes());
+            bytes.extend_from_slice(&p.body);
+            let Ok((h, header_len)) = RtpHeaderRepr::parse(&bytes) else { continue };
+            let Some(rest) = bytes.get(header_len..) else { continue };
+            let Ok((descriptor, descriptor_len)) = Vp8DescriptorRepr::parse(rest) else { continue };
+            let overhead = (header_len - FIXED_HEADER_LEN + descriptor_len) as u64;
+            let payload = f.length.saturating_sub(DataSize::bytes(overhead));
+            let seq = self.video_seq.peek(h.seq);
+            if seq < 0 {
+                continue;
+            }
+            obs.packet_recovered(now, h.seq.value() as u16);
+            let label = rest[descriptor_len..].to_vec();
+            self.deliver(now, seq as u64, &h, descriptor, &label, payload, true);
+        }
+    }
+
+    /// A video packet (arrived, retransmitted or `recovered`) goes to the receive side.
+    #[allow(clippy::too_many_arguments)]
+    fn deliver(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        h: &RtpHeaderRepr,
+        descriptor: Vp8DescriptorRepr,
+        label: &[u8],
+        payload: DataSize,
+        recovered: bool,
+    ) {
+        if let Ok(label) = <[u8; FRAME_LABEL_LEN]>::try_from(label.get(..FRAME_LABEL_LEN).unwrap_or_default())
+        {
+            let frame = u64::from(u32::from_be_bytes(label));
             if let Err(k) = self.frame_of_ts.binary_search_by_key(&frame, |&(_, f)| f) {
                 self.frame_of_ts.insert(k, (h.timestamp, frame));
             }
         }
         let marking = h.frame_marking.unwrap_or_default();
+        let picture_id =
+            descriptor.picture_id.map(|id| self.picture_ids.unwrap(SeqNo::new(u64::from(id))).max(0) as u64);
         let packet = VideoPacket {
             seq,
             rtp_timestamp: h.timestamp,
             start: marking.start,
             end: marking.end,
             keyframe: marking.independent,
-            payload: pkt.size.saturating_sub(headers),
+            payload,
             nacked: false,
+            picture_id,
         };
-        self.video.on_packet(now, packet, false);
-        self.video_events(obs);
+        self.video.on_packet(now, packet, recovered);
     }
 
     /// Acts on what the video receive side decided: trace rows, NACKs and PLIs.
@@ -1041,6 +1390,175 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{CallPlan, VideoPlan};
+    use rtcbench_cc::factory;
+    use rtcbench_cc::ControllerKind;
+
+    /// Records what the receiver reports.
+    #[derive(Default)]
+    struct Seen {
+        recovered: Vec<u16>,
+        rendered: Vec<u64>,
+    }
+
+    impl CallObserver for Seen {
+        fn packet_recovered(&mut self, _at: Instant, seq: u16) {
+            self.recovered.push(seq);
+        }
+        fn frame_rendered(&mut self, frame: u64, _at: Instant, _freeze: bool) {
+            self.rendered.push(frame);
+        }
+    }
+
+    fn plan(fec: bool) -> CallPlan {
+        let ids = StreamIds {
+            video_ssrc: 0x1111,
+            rtx_ssrc: 0x2222,
+            audio_ssrc: 0x3333,
+            receiver_ssrc: 0x4444,
+            video_seq0: 65_500,
+            rtx_seq0: 100,
+            audio_seq0: 200,
+            video_ts0: 7,
+            audio_ts0: 9,
+        };
+        CallPlan {
+            call: 0,
+            start: Duration::ZERO,
+            stop: Duration::from_secs(20),
+            ids,
+            video: Some(VideoPlan {
+                fps: 30.0,
+                min_rate: Bitrate::kbps(1000),
+                max_rate: Bitrate::kbps(1000),
+                start_rate: Bitrate::kbps(1000),
+                camera: (640, 480),
+                seed: 3,
+            }),
+            audio: None,
+            report_interval: Duration::from_millis(500),
+            pauses: vec![],
+            ecn: 0,
+            min_rate: Bitrate::kbps(1000),
+            max_rate: Bitrate::kbps(1000),
+            start_rate: Bitrate::kbps(1000),
+            priority: 1.0,
+            controller_seed: 1,
+            gcc_draft_send_side: false,
+            scream_competing_flows_compensation: None,
+            twcc_interval: None,
+            ccfb_interval: None,
+            nack: true,
+            fec,
+        }
+    }
+
+    /// Runs a call for `secs` over a 25 ms path each way that drops the media packets `drop`
+    /// picks; returns the receiver's observer and the video packets sent (kind, seq).
+    fn run(fec: bool, secs: i64, mut drop: impl FnMut(&Outgoing) -> bool) -> (Seen, Vec<(OutKind, u16)>) {
+        let plan = plan(fec);
+        let controller =
+            factory::build(ControllerKind::Fixed, &plan.options(), 1.0, plan.limits(), Instant::ZERO);
+        let mut sender = plan.sender(controller);
+        let mut receiver = plan.receiver(FeedbackMode::Twcc { interval: Duration::from_millis(50) });
+        let (mut seen, mut ignore) = (Seen::default(), Ignore);
+        let mut forward: Vec<(Instant, Outgoing)> = Vec::new();
+        let mut backward: Vec<(Instant, Outgoing)> = Vec::new();
+        let mut sent = Vec::new();
+        let delay = Duration::from_millis(25);
+        let end = Instant::ZERO + Duration::from_secs(secs);
+        let mut now = Instant::ZERO;
+        while now < end {
+            let next_arrival = forward.iter().chain(&backward).map(|(t, _)| *t).min().unwrap_or(end);
+            now = sender.poll_timeout().min(receiver.poll_timeout()).min(next_arrival).min(end);
+            if sender.poll_timeout() <= now {
+                sender.on_timeout(now, &mut ignore);
+            }
+            if receiver.poll_timeout() <= now {
+                receiver.on_timeout(now, &mut seen);
+            }
+            for (_, out) in extract_due(&mut forward, now) {
+                let incoming = Incoming {
+                    data: &out.data,
+                    size: out.size,
+                    ecn: out.ecn,
+                    rtcp: out.kind == OutKind::Rtcp,
+                };
+                receiver.on_packet(now, incoming, &mut seen);
+            }
+            for (_, out) in extract_due(&mut backward, now) {
+                let incoming = Incoming { data: &out.data, size: out.size, ecn: out.ecn, rtcp: true };
+                sender.on_rtcp(now, incoming, &mut ignore);
+            }
+            for out in sender.outbox.drain(..) {
+                if matches!(out.kind, OutKind::Video | OutKind::Fec | OutKind::Retransmission) {
+                    sent.push((out.kind, u16::from_be_bytes([out.data[2], out.data[3]])));
+                }
+                if !drop(&out) {
+                    forward.push((now + delay, out));
+                }
+            }
+            for out in receiver.outbox.drain(..) {
+                backward.push((now + delay, out));
+            }
+        }
+        (seen, sent)
+    }
+
+    fn extract_due(queue: &mut Vec<(Instant, Outgoing)>, now: Instant) -> Vec<(Instant, Outgoing)> {
+        let (due, later) = std::mem::take(queue).into_iter().partition(|(t, _)| *t <= now);
+        *queue = later;
+        due
+    }
+
+    #[test]
+    fn fec_rebuilds_a_lost_packet_with_its_frame_marking_and_label() {
+        // One video packet in twenty is lost. Retransmissions repair the losses until the sender,
+        // told of them, sends FEC; from then on they are lost too: only FEC repairs.
+        let (mut video, mut fec_started) = (0, false);
+        let drop_every_20th = |out: &Outgoing| match out.kind {
+            OutKind::Video => {
+                video += 1;
+                video > 270 && video % 20 == 0
+            }
+            OutKind::Fec => {
+                fec_started = true;
+                false
+            }
+            OutKind::Retransmission => fec_started,
+            _ => false,
+        };
+        let (seen, sent) = run(true, 10, drop_every_20th);
+        let fec = sent.iter().filter(|(k, _)| *k == OutKind::Fec).count();
+        assert!(fec > 20, "{fec} FEC packets");
+        // Video and FEC packets share one sequence, with no gap and no repeat (it wraps).
+        let numbers: Vec<u16> =
+            sent.iter().filter(|(k, _)| *k != OutKind::Retransmission).map(|&(_, s)| s).collect();
+        assert!(numbers.windows(2).all(|w| w[1] == w[0].wrapping_add(1)));
+        assert!(!seen.recovered.is_empty());
+        // A rebuilt packet completed its frame: every frame is rendered, in order, although the
+        // lost packets were never retransmitted.
+        let frames = seen.rendered.len() as u64;
+        assert!(frames > 270, "{frames} frames");
+        assert_eq!(seen.rendered, (0..frames).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn without_fec_the_same_losses_stall_the_picture() {
+        let mut video = 0;
+        let drop_every_20th = |out: &Outgoing| match out.kind {
+            OutKind::Video => {
+                video += 1;
+                video > 270 && video % 20 == 0
+            }
+            OutKind::Retransmission => true,
+            _ => false,
+        };
+        let (seen, sent) = run(false, 10, drop_every_20th);
+        assert!(sent.iter().all(|(k, _)| *k != OutKind::Fec));
+        assert!(seen.recovered.is_empty());
+        assert!((seen.rendered.len() as u64) < 150, "{} frames", seen.rendered.len());
+    }
 
     #[test]
     fn the_encoder_gets_the_wire_rate_less_headers() {

@@ -32,6 +32,8 @@ pub enum OutKind {
     Padding,
     /// A retransmission of a video packet on the RTX stream (RFC 4588); video flow.
     Retransmission,
+    /// A ULPFEC packet in RED (RFC 5109, RFC 2198) in the video stream; video flow.
+    Fec,
     /// RTCP, from whichever end sent it.
     Rtcp,
 }
@@ -68,8 +70,4 @@ pub struct Incoming<'a> {
     pub ecn: Ecn,
     /// RTCP rather than RTP (RTP and RTCP share a port, RFC 5761).
     pub rtcp: bool,
-    /// For a video packet, the index of its frame when the transport knows it (the simulator
-    /// passes its annotation; a live sender writes it into the payload). Only labels the
-    /// frame's row in the trace.
-    pub frame: Option<u64>,
 }

@@ -16,6 +16,8 @@ pub trait CallObserver {
     /// The receiver decoded and rendered video frame `frame` at `at`; `freeze` if the wait for it
     /// was a freeze.
     fn frame_rendered(&mut self, _frame: u64, _at: Instant, _freeze: bool) {}
+    /// The receiver rebuilt lost video packet `seq` from FEC at `at`.
+    fn packet_recovered(&mut self, _at: Instant, _seq: u16) {}
     /// The sender received a feedback message.
     fn feedback(&mut self, _at: Instant, _row: FeedbackRow) {}
     /// The sender's controller state (and that of its receiver-side part, if any), at most every

@@ -49,6 +49,8 @@ pub struct CallPlan {
     pub ccfb_interval: Option<Duration>,
     /// NACK and RTX retransmissions (RFC 4585, RFC 4588).
     pub nack: bool,
+    /// Video in RED with ULPFEC (RFC 2198, RFC 5109).
+    pub fec: bool,
 }
 
 /// The video source of a call (RFC 8593's model).
@@ -142,6 +144,7 @@ impl CallPlan {
                 .collect(),
             ecn: Ecn::from_bits(self.ecn),
             nack: self.nack,
+            fec: self.fec,
         })
     }
 
@@ -198,6 +201,7 @@ mod tests {
             twcc_interval: None,
             ccfb_interval: Some(Duration::from_millis(40)),
             nack: true,
+            fec: true,
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CallPlan>(&json).unwrap(), plan);

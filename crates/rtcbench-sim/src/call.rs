@@ -11,8 +11,8 @@ use crate::packet::{FlowId, Packet, PacketKind, RouteId};
 use crate::trace::Trace;
 
 pub use rtcbench_rtp::call::{
-    FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds, AUDIO_CLOCK_HZ, PT_AUDIO, PT_RTX,
-    PT_VIDEO, VIDEO_CLOCK_HZ,
+    FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds, AUDIO_CLOCK_HZ, PT_AUDIO, PT_RED, PT_RTX,
+    PT_RTX_RED, PT_ULPFEC, PT_VIDEO, VIDEO_CLOCK_HZ,
 };
 
 /// Where a call's packets go: flows for the trace, routes for the network.
@@ -48,6 +48,7 @@ impl CallPlumbing {
             OutKind::Retransmission => {
                 (self.video_flow.expect("only video is retransmitted"), PacketKind::Rtx)
             }
+            OutKind::Fec => (self.video_flow.expect("only video is protected"), PacketKind::Fec),
             OutKind::Rtcp if from_sender => (self.rtcp_tx_flow, PacketKind::Rtcp),
             OutKind::Rtcp => (self.rtcp_rx_flow, PacketKind::Rtcp),
         };
@@ -70,13 +71,7 @@ impl CallPlumbing {
 
 /// A simulated packet as the endpoint at the end of its route takes it.
 pub fn incoming(pkt: &Packet) -> Incoming<'_> {
-    Incoming {
-        data: &pkt.data,
-        size: pkt.size,
-        ecn: pkt.ecn,
-        rtcp: pkt.kind == PacketKind::Rtcp,
-        frame: pkt.frame,
-    }
+    Incoming { data: &pkt.data, size: pkt.size, ecn: pkt.ecn, rtcp: pkt.kind == PacketKind::Rtcp }
 }
 
 /// Writes a call's events into the run's trace, under its call index and flows.
@@ -100,6 +95,12 @@ impl CallObserver for CallTrace<'_> {
     fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {
         if let Some(flow) = self.plumbing.video_flow {
             self.trace.frames.rendered(flow, frame, at, freeze);
+        }
+    }
+
+    fn packet_recovered(&mut self, at: Instant, seq: u16) {
+        if let Some(flow) = self.plumbing.video_flow {
+            self.trace.recovered(at, flow, seq);
         }
     }
 

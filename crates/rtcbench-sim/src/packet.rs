@@ -26,6 +26,8 @@ pub enum PacketKind {
     Cbr,
     /// A retransmission of a media packet (RTX, RFC 4588).
     Rtx,
+    /// A forward error correction packet (ULPFEC in RED, RFC 5109 and RFC 2198).
+    Fec,
 }
 
 impl PacketKind {
@@ -38,6 +40,7 @@ impl PacketKind {
             Self::TcpAck => "tcp_ack",
             Self::Cbr => "cbr",
             Self::Rtx => "rtx",
+            Self::Fec => "fec",
         }
     }
 }

@@ -25,14 +25,17 @@ pub enum PacketEvent {
     Sent = 0,
     Received = 1,
     Dropped = 2,
+    /// A lost media packet rebuilt from FEC at the receiver: a row with no packet (`packet` −1),
+    /// the video flow, `kind` media, its sequence number, and `sent_us` the time of recovery.
+    Recovered = 3,
 }
 
 impl PacketEvent {
-    pub const NAMES: [&'static str; 3] = ["sent", "received", "dropped"];
+    pub const NAMES: [&'static str; 4] = ["sent", "received", "dropped", "recovered"];
 }
 
 /// Codes of `packets.kind`, in [`PacketKind`] order.
-pub const KIND_NAMES: [&str; 7] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr", "rtx"];
+pub const KIND_NAMES: [&str; 8] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr", "rtx", "fec"];
 /// Codes of `packets.reason` (0 = null).
 pub const REASON_NAMES: [&str; 5] = ["", "queue_full", "random_loss", "aqm", "overflow"];
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
@@ -53,6 +56,7 @@ fn kind_code(k: PacketKind) -> u8 {
         PacketKind::TcpAck => 4,
         PacketKind::Cbr => 5,
         PacketKind::Rtx => 6,
+        PacketKind::Fec => 7,
     }
 }
 
@@ -103,6 +107,23 @@ impl PacketTable {
             Some((_, DropReason::Overflow)) => 4,
         });
         self.ecn.push(p.ecn.bits());
+    }
+
+    /// A [`PacketEvent::Recovered`] row.
+    fn recovered(&mut self, t: Instant, flow: FlowId, seq: u16) {
+        self.t_us.push(t.as_micros());
+        self.event.push(PacketEvent::Recovered as u8);
+        self.packet.push(-1);
+        self.flow.push(flow as i32);
+        self.kind.push(kind_code(PacketKind::Media));
+        self.size.push(0);
+        self.payload.push(0);
+        self.sent_us.push(t.as_micros());
+        self.seq.push(i32::from(seq));
+        self.frame.push(-1);
+        self.link.push(-1);
+        self.reason.push(0);
+        self.ecn.push(0);
     }
 }
 
@@ -437,6 +458,11 @@ impl Trace {
     /// A packet event.
     pub fn packet(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
         self.packets.record(t, event, p, drop);
+    }
+
+    /// A lost video packet of `flow` rebuilt from FEC.
+    pub fn recovered(&mut self, t: Instant, flow: FlowId, seq: u16) {
+        self.packets.recovered(t, flow, seq);
     }
 
     /// Rows held in all tables.

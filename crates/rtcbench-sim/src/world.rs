@@ -1074,9 +1074,11 @@ impl World {
         if let Some(capture) = &mut self.capture {
             let route = &self.routes[pkt.route as usize];
             let (transport, headers) = match pkt.kind {
-                PacketKind::Media | PacketKind::Padding | PacketKind::Rtx | PacketKind::Rtcp => {
-                    (CapturedTransport::RtpUdp, rtcbench_wire::rtp::IPV4_UDP_OVERHEAD)
-                }
+                PacketKind::Media
+                | PacketKind::Padding
+                | PacketKind::Rtx
+                | PacketKind::Fec
+                | PacketKind::Rtcp => (CapturedTransport::RtpUdp, rtcbench_wire::rtp::IPV4_UDP_OVERHEAD),
                 PacketKind::Tcp | PacketKind::TcpAck => (CapturedTransport::Tcp, IPV4_HEADER),
                 PacketKind::Cbr => (CapturedTransport::CbrUdp, rtcbench_wire::rtp::IPV4_UDP_OVERHEAD),
             };

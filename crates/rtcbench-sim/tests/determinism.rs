@@ -14,6 +14,7 @@ use rtcbench_sim::{
 const SENT: u8 = 0;
 const RECEIVED: u8 = 1;
 const DROPPED: u8 = 2;
+const RECOVERED: u8 = 3;
 
 /// The first variant of a built-in scenario.
 fn builtin_scenario(id: &str) -> Scenario {
@@ -142,13 +143,26 @@ fn another_seed_gives_other_packets() {
 }
 
 /// Every packet has one `sent` row, then at most one `received` or `dropped` row, which repeats
-/// its flow, size and send time and does not precede it.
+/// its flow, size and send time and does not precede it. A `recovered` row (no packet) rebuilds
+/// a media packet of its flow that was dropped before, at most once.
 fn assert_each_packet_told_once(out: &RunOutput) {
     let p = &out.trace.packets;
     let n = p.event.iter().filter(|&&e| e == SENT).count();
     let mut sent_row: Vec<Option<usize>> = vec![None; n];
     let mut fate_row: Vec<Option<usize>> = vec![None; n];
+    let mut dropped_media = std::collections::BTreeSet::new();
+    let mut recovered = std::collections::BTreeSet::new();
     for i in 0..p.len() {
+        if p.event[i] == RECOVERED {
+            assert_eq!((p.packet[i], p.kind[i], p.sent_us[i]), (-1, 0, p.t_us[i]), "recovered row {i}");
+            let key = (p.flow[i], p.seq[i]);
+            assert!(dropped_media.contains(&key), "recovered {key:?} was not dropped before");
+            assert!(recovered.insert(key), "{key:?} recovered twice");
+            continue;
+        }
+        if p.event[i] == DROPPED && p.kind[i] == 0 {
+            dropped_media.insert((p.flow[i], p.seq[i]));
+        }
         // Ids are handed out 0, 1, 2, ... as packets leave their senders.
         let id = usize::try_from(p.packet[i]).expect("packet ids are non-negative");
         assert!(id < n, "packet {id} has no sent row among {n}");

@@ -28,10 +28,11 @@ __all__ = ["RELAY_LINKS", "RELAY_PACKETS", "TraceError", "emulated_tables"]
 RELAY_PACKETS = "relay-packets.csv"
 RELAY_LINKS = "relay-links.csv"
 
-PT_VIDEO, PT_RTX, PT_AUDIO = 96, 97, 111
+PT_VIDEO, PT_RTX, PT_AUDIO, PT_RED, PT_RTX_RED = 96, 97, 111, 116, 117
 """The RTP payload types of a call's streams (`rtcbench_rtp::call`); RTX carries retransmissions
-and probe padding, told apart by the sender's log."""
-_KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO}
+and probe padding, RED video and FEC (with FEC on), each told apart by the sender's log, which
+also gives each packet's payload type."""
+_KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO, "fec": PT_RED}
 _ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
 _FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb", 4: "nack", 5: "pli"}
 UDP, TCP = 17, 6
@@ -107,6 +108,8 @@ def _flow_rules(
         if video in names:
             rule(c.src, port, c.dst, port, UDP, PT_VIDEO, video, "media")
             rule(c.src, port, c.dst, port, UDP, PT_RTX, video, "padding")
+            rule(c.src, port, c.dst, port, UDP, PT_RED, video, "media")
+            rule(c.src, port, c.dst, port, UDP, PT_RTX_RED, video, "padding")
         if audio in names:
             rule(c.src, port, c.dst, port, UDP, PT_AUDIO, audio, "media")
         rule(c.src, port, c.dst, port, UDP, -1, f"{c.name}.rtcp-tx", "rtcp")
@@ -143,7 +146,7 @@ def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame
     rows = [
         {
             "call": k,
-            "pt": _KIND_PT[r["kind"]],
+            "pt": r.get("pt") or _KIND_PT[r["kind"]],
             "seq": r.get("rtp_seq", r["seq"]),
             "log_kind": "media" if r["kind"] in ("video", "audio") else r["kind"],
             "log_seq": r["seq"],
@@ -215,14 +218,14 @@ def _packets(
         .otherwise(pl.lit("tcp_ack")),
     )
     hosts = hosts.with_columns(
-        payload=pl.when(pl.col("kind").is_in(["media", "rtx"]))
+        payload=pl.when(pl.col("kind").is_in(["media", "rtx", "fec"]))
         .then(pl.col("log_payload"))
         .when(pl.col("kind").is_in(["padding", "rtcp"]))
         .then(pl.lit(0))
         .otherwise(pl.col("payload")),
         seq=pl.when(pl.col("kind") == "rtx").then(pl.col("log_seq")).otherwise(pl.col("seq")),
         frame=pl.when(
-            ((pl.col("kind") == "media") & (pl.col("pt") == PT_VIDEO)) | (pl.col("kind") == "rtx")
+            ((pl.col("kind") == "media") & pl.col("pt").is_in([PT_VIDEO, PT_RED])) | (pl.col("kind") == "rtx")
         ).then(pl.col("log_frame")),
     )
     sent = hosts.select(
@@ -272,6 +275,35 @@ def _packets(
         link=pl.col("link").cast(pl.String),
         reason=pl.col("reason").cast(pl.String),
         ecn=pl.col("ecn").replace_strict(_ECN, return_dtype=pl.String),
+    )
+
+
+def _recovered(
+    video_flow: Mapping[int, int], receiver_logs: Mapping[int, list[dict[str, Any]]], end_us: int
+) -> pl.DataFrame:
+    """`recovered` rows (docs/traces.md): the video packets each receiver rebuilt from FEC."""
+    rows = [
+        {"t_us": r["t_us"], "flow": video_flow[k], "seq": r["seq"]}
+        for k, records in receiver_logs.items()
+        if k in video_flow
+        for r in records
+        if r["event"] == "recovered" and r["t_us"] <= end_us
+    ]
+    df = pl.DataFrame(rows, schema={"t_us": pl.Int64, "flow": pl.Int32, "seq": pl.Int32})
+    return df.select(
+        "t_us",
+        event=pl.lit("recovered"),
+        packet=pl.lit(-1, pl.Int64),
+        flow="flow",
+        kind=pl.lit("media"),
+        size=pl.lit(0, pl.Int32),
+        payload=pl.lit(0, pl.Int32),
+        sent_us="t_us",
+        seq="seq",
+        frame=pl.lit(None, pl.Int64),
+        link=pl.lit(None, pl.String),
+        reason=pl.lit(None, pl.String),
+        ecn=pl.lit("not-ect"),
     )
 
 
@@ -448,6 +480,11 @@ def emulated_tables(
         background,
         end_us,
     )
+    recovered = _recovered(video_flow, receiver_logs, end_us)
+    if recovered.height:
+        packets = pl.concat([packets, recovered.select(packets.columns).cast(packets.schema)]).sort(
+            "t_us", maintain_order=True
+        )
     return Tables(
         meta=dict(meta),
         packets=packets,

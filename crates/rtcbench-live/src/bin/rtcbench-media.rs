@@ -5,9 +5,9 @@
 //! Started by `rtcbench.testbed.media` in a node's namespace: it binds its socket, says `ready`
 //! on stdout, waits for `go <t0>` on stdin (the run's time zero, CLOCK_MONOTONIC nanoseconds) and
 //! runs until `end` (from the configuration), `stop` or the end of stdin, SIGINT or SIGTERM.
-//! Datagrams carry the endpoint's RTP header or RTCP bytes, then zero bytes up to the wire size
-//! the endpoint asked for (a video packet's payload starts with its frame index, 8 bytes,
-//! big-endian, so the receiver can label its frames). Its log (`log`, JSON Lines, written
+//! Datagrams carry the bytes the endpoint wrote (RTP header and the start of the payload, where
+//! a video packet carries its frame's index for the receiver's trace; or RTCP), then zero bytes
+//! up to the wire size the endpoint asked for. Its log (`log`, JSON Lines, written
 //! atomically at the end) has every datagram sent and received and what the endpoint reported.
 //!
 //! Exit status: 0 after a clean stop, 2 for a configuration it cannot use, 1 for a failed call.
@@ -26,7 +26,6 @@ use rtcbench_live::pipe_controller::{self, PipeController, UserFeedback};
 use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::video::Frame;
-use rtcbench_rtp::call::{PT_RTX, PT_VIDEO};
 use rtcbench_rtp::{CallObserver, CallPlan, FeedbackRow, Incoming, OutKind, Outgoing, Receiver, Sender};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use rtcbench_wire::rtp::{RtpHeaderRepr, IPV4_UDP_OVERHEAD};
@@ -120,6 +119,10 @@ impl CallObserver for Observer<'_> {
 
     fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {
         self.log.line(&json!({"event": "frame_rendered", "t_us": us(at), "frame": frame, "freeze": freeze}));
+    }
+
+    fn packet_recovered(&mut self, at: Instant, seq: u16) {
+        self.log.line(&json!({"event": "recovered", "t_us": us(at), "seq": seq}));
     }
 
     fn feedback(&mut self, at: Instant, row: FeedbackRow) {
@@ -234,6 +237,7 @@ fn kind_name(kind: OutKind) -> &'static str {
         OutKind::Audio => "audio",
         OutKind::Padding => "padding",
         OutKind::Retransmission => "rtx",
+        OutKind::Fec => "fec",
         OutKind::Rtcp => "rtcp",
     }
 }
@@ -376,21 +380,12 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             let data = &buf[..n];
             let rtcp = is_rtcp(data);
             let header = (!rtcp).then(|| RtpHeaderRepr::parse(data).ok()).flatten();
-            // A retransmission's payload starts with the original sequence number (RFC 4588 §4).
-            let frame = header.as_ref().and_then(|&(ref h, len)| match h.payload_type {
-                PT_VIDEO => Some(len),
-                PT_RTX => Some(len + rtcbench_wire::rtx::OSN_LEN),
-                _ => None,
-            });
-            let frame = frame
-                .and_then(|at| data.get(at..at + 8))
-                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
             let size = IPV4_UDP_OVERHEAD + DataSize::bytes(n as u64);
             obs.log.line(&json!({
                 "event": "received", "t_us": us(t), "size": size.as_bytes(), "rtcp": rtcp, "ecn": tos & 0b11,
                 "seq": header.as_ref().map(|(h, _)| h.seq.value()), "pt": header.as_ref().map(|(h, _)| h.payload_type),
             }));
-            endpoint.on_datagram(t, Incoming { data, size, ecn: Ecn::from_bits(tos), rtcp, frame }, &mut obs);
+            endpoint.on_datagram(t, Incoming { data, size, ecn: Ecn::from_bits(tos), rtcp }, &mut obs);
         }
         let t = now();
         if t >= endpoint.poll_timeout() {
@@ -405,11 +400,6 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             send_buf.clear();
             send_buf.extend_from_slice(&out.data);
             send_buf.resize(header_and_payload.max(out.data.len()), 0);
-            if let (OutKind::Video | OutKind::Retransmission, Some(f)) = (out.kind, out.frame) {
-                if let Some(room) = send_buf.get_mut(out.data.len()..out.data.len() + 8) {
-                    room.copy_from_slice(&f.to_be_bytes());
-                }
-            }
             match socket.send(&send_buf) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => unreachable += 1,
@@ -419,13 +409,15 @@ fn run(config_path: &Path) -> Result<(), Failure> {
                 Err(e) => return Err(Failure::Io("sending".into(), e)),
             }
             sent_frames += 1;
-            // The sequence number in the RTP header (a retransmission's `seq` is the one it repairs).
-            let rtp_seq = (out.kind != OutKind::Rtcp)
-                .then(|| out.data.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]])))
-                .flatten();
+            // The sequence number and payload type in the RTP header (a retransmission's `seq` is
+            // the one it repairs).
+            let rtp = out.kind != OutKind::Rtcp;
+            let rtp_seq = rtp.then(|| out.data.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]]))).flatten();
+            let pt = rtp.then(|| out.data.get(1).map(|b| b & 0x7F)).flatten();
             obs.log.line(&json!({
                 "event": "sent", "t_us": us(t), "kind": kind_name(out.kind), "size": out.size.as_bytes(),
-                "payload": out.payload.as_bytes(), "seq": out.seq, "rtp_seq": rtp_seq, "frame": out.frame,
+                "payload": out.payload.as_bytes(), "seq": out.seq, "rtp_seq": rtp_seq, "pt": pt,
+                "frame": out.frame,
             }));
         }
         if controller_failure.borrow().is_some() {

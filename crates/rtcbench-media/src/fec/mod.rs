@@ -47,12 +47,17 @@ pub(crate) const PACKET_LOSS_MAX: usize = 129;
 /// Media packet counts the random mask table covers.
 const MASK_TABLE_MAX: usize = 12;
 
+/// The lines of a data file that are not comments (`#`, naming the source).
+fn data_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.starts_with('#'))
+}
+
 /// `kFecRateTable[row * 129 + loss]` (see module docs).
 pub(crate) fn rate_table() -> &'static [u8] {
     static TABLE: OnceLock<Vec<u8>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let values: Vec<u8> = include_str!("../../data/fec_rate_table.txt")
-            .split_whitespace()
+        let values: Vec<u8> = data_lines(include_str!("../../data/fec_rate_table.txt"))
+            .flat_map(str::split_whitespace)
             .map(|v| v.parse().expect("fec_rate_table.txt holds integers 0..=255"))
             .collect();
         assert_eq!(values.len(), RATE_TABLE_ROWS * PACKET_LOSS_MAX, "fec_rate_table.txt is 50 × 129");
@@ -67,7 +72,7 @@ fn mask_table() -> &'static [Vec<Vec<u64>>] {
     static TABLE: OnceLock<Vec<Vec<Vec<u64>>>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut table: Vec<Vec<Vec<u64>>> = (1..=MASK_TABLE_MAX).map(Vec::with_capacity).collect();
-        for line in include_str!("../../data/fec_masks_random.txt").lines() {
+        for line in data_lines(include_str!("../../data/fec_masks_random.txt")) {
             let mut fields = line.split_whitespace();
             let mut number = || fields.next().and_then(|f| f.parse::<usize>().ok());
             let (k, m) = (number().expect("k"), number().expect("m"));

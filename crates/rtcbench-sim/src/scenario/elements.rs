@@ -314,5 +314,6 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
         twcc_interval: feedback.twcc_interval,
         ccfb_interval: feedback.ccfb_interval,
         nack: c.nack.unwrap_or(true),
+        fec: c.fec.unwrap_or(true),
     }
 }

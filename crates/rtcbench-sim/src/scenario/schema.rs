@@ -368,6 +368,10 @@ pub struct CallSpec {
     /// Default: on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nack: Option<bool>,
+    /// Video in RED with ULPFEC (RFC 2198, RFC 5109) at libwebrtc's protection level, as Chrome
+    /// sends VP8. Default: on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<bool>,
 }
 
 impl CallSpec {

@@ -17,9 +17,10 @@
 //!   discards FEC packets that are too old). An FEC packet protecting a packet older than the
 //!   media kept is dropped: that packet may have arrived, and it would be "recovered" twice.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use rtcbench_units::{SeqNo, SeqUnwrapper};
+use smallvec::SmallVec;
 
 use super::ulpfec::UlpfecHeaderRepr;
 use super::{xor_bytes, ProtectedPacket};
@@ -29,11 +30,15 @@ pub const MAX_TRACKED_MEDIA: usize = 48;
 /// FEC packets kept waiting for the one missing packet they can rebuild.
 pub const MAX_TRACKED_FEC: usize = 48;
 
+/// The written bytes after a packet's fixed header (see module docs); a header extension, a
+/// payload descriptor and a label fit without a heap allocation.
+pub type Body = SmallVec<[u8; 32]>;
+
 /// A packet as FEC protects it: its recovery fields and its body (see module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtectedBytes {
     pub packet: ProtectedPacket,
-    pub body: Vec<u8>,
+    pub body: Body,
 }
 
 #[derive(Debug, Clone)]
@@ -41,14 +46,15 @@ struct PendingFec {
     header: UlpfecHeaderRepr,
     body: Vec<u8>,
     /// Unwrapped protected sequence numbers.
-    seqs: Vec<i64>,
+    seqs: SmallVec<[i64; 16]>,
 }
 
 /// ULPFEC recovery for one stream (see module docs).
 #[derive(Debug, Clone, Default)]
 pub struct FecDecoder {
     unwrapper: SeqUnwrapper<16>,
-    media: BTreeMap<i64, ProtectedBytes>,
+    /// By unwrapped sequence number, in order (packets mostly arrive in order: a push at the back).
+    media: VecDeque<(i64, ProtectedBytes)>,
     fec: VecDeque<PendingFec>,
     /// Media below this sequence number were let go: they cannot be told from lost ones.
     forgotten_below: Option<i64>,
@@ -68,17 +74,20 @@ impl FecDecoder {
     /// A media packet arrived. Returns the packets it let FEC rebuild, oldest first.
     pub fn on_media(&mut self, p: ProtectedBytes) -> Vec<ProtectedBytes> {
         let seq = self.unwrapper.unwrap(p.packet.seq);
-        if self.forgotten_below.is_some_and(|f| seq < f) || self.media.contains_key(&seq) {
+        if self.forgotten_below.is_some_and(|f| seq < f) || self.get(seq).is_some() {
             return Vec::new();
         }
         self.insert_media(seq, p);
+        if self.fec.is_empty() {
+            return Vec::new();
+        }
         self.recover()
     }
 
     /// An FEC packet arrived: its headers and body (the FEC payload bytes the caller has).
     /// Returns the packets rebuilt, oldest first.
     pub fn on_fec(&mut self, header: UlpfecHeaderRepr, body: Vec<u8>) -> Vec<ProtectedBytes> {
-        let seqs: Vec<i64> = header.protected_seqs().map(|s| self.unwrapper.peek(s)).collect();
+        let seqs: SmallVec<[i64; 16]> = header.protected_seqs().map(|s| self.unwrapper.peek(s)).collect();
         if seqs.is_empty() || self.forgotten_below.is_some_and(|f| seqs[0] < f) {
             return Vec::new();
         }
@@ -89,10 +98,21 @@ impl FecDecoder {
         self.recover()
     }
 
+    fn get(&self, seq: i64) -> Option<&ProtectedBytes> {
+        let k = self.media.binary_search_by_key(&seq, |&(s, _)| s).ok()?;
+        Some(&self.media[k].1)
+    }
+
     fn insert_media(&mut self, seq: i64, p: ProtectedBytes) {
-        self.media.insert(seq, p);
+        match self.media.back() {
+            Some(&(last, _)) if last > seq => {
+                let k = self.media.partition_point(|&(s, _)| s < seq);
+                self.media.insert(k, (seq, p));
+            }
+            _ => self.media.push_back((seq, p)),
+        }
         while self.media.len() > MAX_TRACKED_MEDIA {
-            if let Some((oldest, _)) = self.media.pop_first() {
+            if let Some((oldest, _)) = self.media.pop_front() {
                 self.forgotten_below = Some(oldest + 1);
             }
         }
@@ -106,22 +126,21 @@ impl FecDecoder {
         let mut out = Vec::new();
         loop {
             // Drop FEC packets with nothing missing; find one missing exactly one packet.
-            self.fec.retain(|f| f.seqs.iter().any(|s| !self.media.contains_key(s)));
-            let Some(k) = self
-                .fec
-                .iter()
-                .position(|f| f.seqs.iter().filter(|s| !self.media.contains_key(s)).count() == 1)
-            else {
-                break;
+            let media = &self.media;
+            let missing = |f: &PendingFec| {
+                f.seqs.iter().filter(|&&s| media.binary_search_by_key(&s, |&(m, _)| m).is_err()).count()
             };
+            self.fec.retain(|f| missing(f) > 0);
+            let Some(k) = self.fec.iter().position(|f| missing(f) == 1) else { break };
             let fec = self.fec.remove(k).expect("found above");
-            let received: Vec<&ProtectedBytes> = fec.seqs.iter().filter_map(|s| self.media.get(s)).collect();
+            let received: Vec<&ProtectedBytes> = fec.seqs.iter().filter_map(|&s| self.get(s)).collect();
             let fields: Vec<ProtectedPacket> = received.iter().map(|p| p.packet).collect();
             // A header that does not add up (corrupt, or not what it claims) recovers nothing.
             let Ok(packet) = fec.header.recover(&fields) else { continue };
-            let mut body = xor_bytes(
+            let mut body: Body = xor_bytes(
                 std::iter::once(fec.body.as_slice()).chain(received.iter().map(|p| p.body.as_slice())),
-            );
+            )
+            .into();
             body.truncate(packet.length.as_bytes() as usize);
             let seq = self.unwrapper.peek(SeqNo::new(packet.seq.value()));
             let rebuilt = ProtectedBytes { packet, body };
@@ -151,7 +170,7 @@ mod tests {
                 length: DataSize::bytes(1000 + u64::from(seq)),
                 ..ProtectedPacket::default()
             },
-            body: body.to_vec(),
+            body: body.into(),
         }
     }
 
