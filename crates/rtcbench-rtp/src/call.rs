@@ -42,7 +42,7 @@ use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
 use rtcbench_media::fec::generator::FecGenerator;
-use rtcbench_media::fec::protection::{FecController, FecInputs};
+use rtcbench_media::fec::protection::{FecController, FecInputs, FecParams, Protection};
 use rtcbench_media::history::{PacketHistory, RetransmissionLimiter, SendRates, SentKind, RTT_MARGIN};
 use rtcbench_media::pacer::{Paced, PacedOutput, Pacer, PacerConfig};
 use rtcbench_media::packetizer::Packetizer;
@@ -258,6 +258,8 @@ fn protected_video(
 struct SenderFec {
     controller: FecController,
     generator: FecGenerator<ProtectedBytes>,
+    /// A fixed rate for every frame, each protected by itself, instead of the controller's.
+    fixed: Option<FecParams>,
 }
 
 /// Previous report block values per SSRC, to turn cumulative counters into interval deltas.
@@ -383,6 +385,8 @@ pub struct SenderParts {
     pub nack: bool,
     /// Send video in RED with ULPFEC.
     pub fec: bool,
+    /// A fixed FEC rate (FEC packets per media packet, 0 to 1) instead of libwebrtc's choice.
+    pub fec_rate: Option<f64>,
 }
 
 impl Sender {
@@ -428,6 +432,9 @@ impl Sender {
                 Box::new(SenderFec {
                     controller: FecController::new(p.nack, Packetizer::default().max_payload()),
                     generator: FecGenerator::new(),
+                    fixed: p
+                        .fec_rate
+                        .map(|r| FecParams { rate: (r * 256.0).round().min(255.0) as u8, max_frames: 1 }),
                 })
             }),
             picture_id: 0,
@@ -785,25 +792,20 @@ impl Sender {
         // nothing but a NACK or PLI leaves its state as it was.
         let mut heard = false;
         for m in messages {
-            heard |= matches!(
-                m,
-                RtcpMessage::TransportFeedback(_)
-                    | RtcpMessage::CongestionControlFeedback(_)
-                    | RtcpMessage::Remb(_)
-                    | RtcpMessage::ReceiverReport(_)
-            );
             match m {
                 RtcpMessage::TransportFeedback(fb) => {
                     let report = self.adapter.on_twcc(now, &fb);
                     let row = FeedbackRow::reporting(FeedbackKind::Twcc, pkt.size, fb.packets.len());
                     obs.feedback(now, row);
                     self.controller.on_feedback(now, &report);
+                    heard = true;
                 }
                 RtcpMessage::CongestionControlFeedback(fb) => {
                     let report = self.adapter.on_ccfb(now, &fb);
                     let reported = fb.streams.iter().map(|s| s.reports.len()).sum();
                     obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Ccfb, pkt.size, reported));
                     self.controller.on_feedback(now, &report);
+                    heard = true;
                 }
                 RtcpMessage::Remb(remb) => {
                     let report = FeedbackReport {
@@ -813,6 +815,7 @@ impl Sender {
                     };
                     obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Remb, pkt.size, 0));
                     self.controller.on_feedback(now, &report);
+                    heard = true;
                 }
                 RtcpMessage::ReceiverReport(rr) => {
                     let report = self.receiver_report(now, &rr);
@@ -827,6 +830,7 @@ impl Sender {
                         },
                     );
                     self.controller.on_feedback(now, &report);
+                    heard = true;
                 }
                 RtcpMessage::ExtendedReport(XrRepr { sender_ssrc, rrtr: Some(ntp64), .. }) => {
                     self.last_rrtr = Some((sender_ssrc, ntp::compact(ntp64), now));
@@ -956,7 +960,10 @@ impl Sender {
                     width: u32::from(self.resolution.0),
                     height: u32::from(self.resolution.1),
                 };
-                let protection = fec.controller.update(now, &inputs);
+                let protection = match fec.fixed {
+                    Some(p) => Protection { delta: p, key: p },
+                    None => fec.controller.update(now, &inputs),
+                };
                 fec.generator.set_protection(protection);
             }
             // Retransmissions (and FEC) sent over the last second come off the encoder's share,
@@ -1450,6 +1457,7 @@ mod tests {
             ccfb_interval: None,
             nack: true,
             fec,
+            fec_rate: None,
         }
     }
 

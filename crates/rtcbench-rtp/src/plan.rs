@@ -51,6 +51,9 @@ pub struct CallPlan {
     pub nack: bool,
     /// Video in RED with ULPFEC (RFC 2198, RFC 5109).
     pub fec: bool,
+    /// A fixed FEC rate (FEC packets per media packet) instead of libwebrtc's choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec_rate: Option<f64>,
 }
 
 /// The video source of a call (RFC 8593's model).
@@ -145,6 +148,7 @@ impl CallPlan {
             ecn: Ecn::from_bits(self.ecn),
             nack: self.nack,
             fec: self.fec,
+            fec_rate: self.fec_rate,
         })
     }
 
@@ -202,6 +206,7 @@ mod tests {
             ccfb_interval: Some(Duration::from_millis(40)),
             nack: true,
             fec: true,
+            fec_rate: Some(0.25),
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CallPlan>(&json).unwrap(), plan);

@@ -315,5 +315,6 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
         ccfb_interval: feedback.ccfb_interval,
         nack: c.nack.unwrap_or(true),
         fec: c.fec.unwrap_or(true),
+        fec_rate: c.fec_rate,
     }
 }

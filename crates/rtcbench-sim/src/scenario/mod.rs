@@ -963,6 +963,17 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 return err(format!("{p}.priority"), "must be a positive number".into());
             }
         }
+        if let Some(r) = c.fec_rate {
+            if !(0.0..=1.0).contains(&r) {
+                return err(
+                    format!("{p}.fec_rate"),
+                    format!("{r} is not a rate of FEC packets per media packet (allowed: 0 to 1)"),
+                );
+            }
+            if c.fec == Some(false) {
+                return err(format!("{p}.fec_rate"), "needs `fec = true` (FEC is off for this call)".into());
+            }
+        }
     }
     let endpoints = |p: &str,
                      from: &str,
@@ -1250,6 +1261,18 @@ to = "B"
         let e = load(syntax, "s.toml", &[]).unwrap_err();
         assert_eq!(e.line, Some(1));
         assert!(e.to_string().starts_with("s.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn a_fixed_fec_rate_is_a_share_and_needs_fec() {
+        let ok = load(MINIMAL, "x", &["calls.0.fec_rate=0.5".to_string()]).unwrap();
+        assert_eq!(ok[0].spec.calls[0].fec_rate, Some(0.5));
+        let e = load(MINIMAL, "my.toml", &["calls.0.fec_rate=1.5".to_string()]).unwrap_err();
+        let line = e.to_string();
+        assert!(line.contains("calls.0.fec_rate") && line.contains("0 to 1"), "{e}");
+        let off = ["calls.0.fec=false".to_string(), "calls.0.fec_rate=0.2".to_string()];
+        let e = load(MINIMAL, "my.toml", &off).unwrap_err();
+        assert!(e.message.contains("fec = true"), "{e}");
     }
 
     #[test]

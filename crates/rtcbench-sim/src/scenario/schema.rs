@@ -372,6 +372,10 @@ pub struct CallSpec {
     /// sends VP8. Default: on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec: Option<bool>,
+    /// A fixed FEC rate instead of libwebrtc's choice: FEC packets per media packet (0 to 1),
+    /// for every frame, each frame protected by itself. Needs `fec` on. Default: libwebrtc's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec_rate: Option<f64>,
 }
 
 impl CallSpec {
