@@ -84,17 +84,20 @@ def test_5_3_a_congested_feedback_path_costs_the_forward_media_little(
     controllers(
         {
             "gcc-draft": "the flow that joins at 40 s ramps at GCC-02's loss-based 5 % per report and "
-            "stays at 0.39 Mbit/s against 1.41 and 1.37 (seed 1, 60-120 s)",
+            "stays at 0.39-0.51 Mbit/s against 1.2-1.4 (60-120 s): outside [1/3, 3] in seeds 2 and 3",
         }
     ),
 )
 def test_5_4_three_flows_converge_to_a_fair_share(simulate: Simulate, controller: str) -> None:
     """§5.4: after the third flow joins at 40 s the 3.5 Mbit/s are shared; from 60 s on every
-    pair of flows is within [1/3, 3] (RFC 8868 §3 item 7) and the link is used (≥ 70 %)."""
-    (r,) = simulate("rfc8867-5.4", controller, 1)
-    rates = _rates(r, 60, 120, settle_s=0)
-    assert _within_band(rates), rates
-    assert sum(rates.values()) >= 0.7 * 3_500_000 - 3 * 20_000, rates
+    pair of flows is within [1/3, 3] (RFC 8868 §3 item 7) and the link is used (≥ 70 %), in each
+    of seeds 1-3 (gcc-draft's late flow sits at the band's edge, so one seed alone decided by
+    chance: seed 1 passed with FEC on and failed with it off)."""
+    for seed in (1, 2, 3):
+        (r,) = simulate("rfc8867-5.4", controller, seed)
+        rates = _rates(r, 60, 120, settle_s=0)
+        assert _within_band(rates), (seed, rates)
+        assert sum(rates.values()) >= 0.7 * 3_500_000 - 3 * 20_000, (seed, rates)
 
 
 @pytest.mark.parametrize(
@@ -103,6 +106,8 @@ def test_5_4_three_flows_converge_to_a_fair_share(simulate: Simulate, controller
         {
             "gcc": "the late, long-RTT flows take 4× the share of the early short-RTT ones (seed 1, "
             "200-300 s: 308/326/700/1038/1100 kbit/s)",
+            "gcc-draft": "the third flow gets 0.30 against the second's 1.23 Mbit/s (seed 1, 200-300 s); "
+            "the widest ratio is 3.3-4.1 over seeds 1-3 (2.5-3.3 with FEC off)",
         }
     ),
 )
