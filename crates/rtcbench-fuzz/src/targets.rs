@@ -11,10 +11,13 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use rtcbench_net::{IpFrame, NetPacket};
+use rtcbench_rtp::{Ignore, Incoming};
+use rtcbench_sim::call::{FeedbackMode, Receiver, StreamIds};
 use rtcbench_sim::link::capacity_trace::opennetlab::{Direction, Unapplied};
 use rtcbench_sim::link::capacity_trace::{csv, mahimahi, opennetlab};
 use rtcbench_sim::scenario;
 use rtcbench_sim::traffic::tcp::wire::TcpRepr;
+use rtcbench_units::{DataSize, Duration, Instant};
 use rtcbench_wire::ip::{self, FiveTuple};
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
 use rtcbench_wire::{
@@ -22,6 +25,7 @@ use rtcbench_wire::{
     RedHeaderRepr, RembRepr, RtpHeader, RtpHeaderRepr, SenderReportRepr, TransportFeedbackRepr,
     UlpfecHeaderRepr, Vp8DescriptorRepr, XrRepr,
 };
+use rtcbench_wire::{Ecn, IPV4_UDP_OVERHEAD};
 
 /// What a target's input is, which picks the mutations that make sense for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,6 +291,15 @@ pub const TARGETS: &[Target] = &[
         dictionary: &[],
     },
     Target {
+        name: "call-receiver",
+        about: "a call's Receiver (rtcbench_rtp) fed datagrams: RED, ULPFEC recovery, RTX, VP8 \
+                descriptors, NACK timing; input: video and RTX SSRC, then [len u8][bytes] records 2 ms apart",
+        run: call_receiver,
+        input: Input::Binary,
+        max_len: 4096,
+        dictionary: &[],
+    },
+    Target {
         name: "vp8",
         about: "Vp8DescriptorRepr::parse (RFC 7741 §4.2); what parses must be written and read back the same",
         run: vp8,
@@ -471,6 +484,41 @@ fn flexfec(data: &[u8]) {
         if let Ok(packet) = fec.recover(&[]) {
             assert_eq!(fec.protected_seqs().collect::<Vec<_>>(), [packet.seq]);
         }
+    }
+}
+
+/// A call's receiving end fed a sequence of datagrams (see the target's `about`): whatever the
+/// network delivers, FEC recovery, retransmissions and frame assembly must not panic, and the
+/// receiver's memory stays bounded.
+fn call_receiver(data: &[u8]) {
+    let ssrc = |at: usize| data.get(at..at + 4).map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let ids = StreamIds {
+        video_ssrc: ssrc(0),
+        rtx_ssrc: ssrc(4),
+        audio_ssrc: 3,
+        receiver_ssrc: 4,
+        video_seq0: 0,
+        rtx_seq0: 0,
+        audio_seq0: 0,
+        video_ts0: 0,
+        audio_ts0: 0,
+    };
+    let feedback = FeedbackMode::Twcc { interval: Duration::from_millis(50) };
+    let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true);
+    let mut now = Instant::ZERO;
+    let mut rest = data.get(8..).unwrap_or_default();
+    while let Some((&len, tail)) = rest.split_first() {
+        let (datagram, next) = tail.split_at(usize::from(len).min(tail.len()));
+        rest = next;
+        now += Duration::from_millis(2);
+        while rx.poll_timeout() <= now {
+            let t = rx.poll_timeout();
+            rx.on_timeout(t, &mut Ignore);
+        }
+        let rtcp = datagram.len() >= 2 && (192..=223).contains(&datagram[1]);
+        let size = IPV4_UDP_OVERHEAD + DataSize::bytes(datagram.len() as u64 + 1000);
+        rx.on_packet(now, Incoming { data: datagram, size, ecn: Ecn::NotEct, rtcp }, &mut Ignore);
+        rx.outbox.clear();
     }
 }
 

@@ -161,7 +161,7 @@ impl FrameAssembler {
         }
         let mut last = seq;
         while !same_frame(last)?.end {
-            last += 1;
+            last = last.checked_add(1)?;
         }
         let (keyframe, picture_id) = same_frame(first).map(|m| (m.keyframe, m.picture_id))?;
         // Hand the frame's packets out by dropping them.

@@ -1209,7 +1209,9 @@ impl Receiver {
         // Bytes on the wire that are not media: IP/UDP, RTP header, OSN, RED header, descriptor.
         let mut headers = IPV4_UDP_OVERHEAD + DataSize::bytes(header_len as u64);
         let (seq, at) = if h.ssrc == self.ids.video_ssrc {
-            let seq = self.video_seq.unwrap(h.seq) as u64;
+            // A packet older than the first one received has no place in the stream (a reordered
+            // start, or garbage): unwrapped it would be negative.
+            let Ok(seq) = u64::try_from(self.video_seq.unwrap(h.seq)) else { return };
             self.newest_video = Some(self.newest_video.map_or(seq, |n| n.max(seq)));
             match h.payload_type {
                 PT_VIDEO => (seq, 0),
@@ -1549,6 +1551,40 @@ mod tests {
         let frames = seen.rendered.len() as u64;
         assert!(frames > 270, "{frames} frames");
         assert_eq!(seen.rendered, (0..frames).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_video_packet_older_than_the_first_one_received_is_ignored() {
+        // A network that reorders the call's first packets (or sends garbage) can deliver a
+        // sequence number from before the first one: it has no place in the stream.
+        let ids = plan(false).ids;
+        let feedback = FeedbackMode::Twcc { interval: Duration::from_millis(50) };
+        let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true);
+        let mut seen = Seen::default();
+        for (k, seq) in [0u16, 65_535, 1].into_iter().enumerate() {
+            // 65535 is not the end of its frame: the assembler would walk past the top of the
+            // sequence numbers looking for it.
+            let end = seq != 65_535;
+            let h = RtpHeaderRepr {
+                payload_type: PT_VIDEO,
+                marker: end,
+                seq: SeqNo::new(u64::from(seq)),
+                timestamp: 3000 * u32::from(seq),
+                ssrc: ids.video_ssrc,
+                abs_send_time: Some(0),
+                transport_seq: Some(SeqNo::new(k as u64)),
+                frame_marking: Some(FrameMarking { start: true, end, independent: true }),
+                padding_len: 0,
+            };
+            let mut data = vec![0; h.buffer_len()];
+            h.emit(&mut data).unwrap();
+            data.extend_from_slice(&[0x90, 0x80, 0x80, 0x00, 0, 0, 0, k as u8]);
+            let size = IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64 + 500);
+            let now = Instant::from_millis(10 * k as i64);
+            rx.on_packet(now, Incoming { data: &data, size, ecn: Ecn::NotEct, rtcp: false }, &mut seen);
+            rx.on_timeout(rx.poll_timeout().max(now), &mut seen);
+        }
+        assert_eq!(rx.video_stats().frames_completed, 2, "0 and 1");
     }
 
     #[test]

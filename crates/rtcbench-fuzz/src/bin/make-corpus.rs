@@ -94,6 +94,7 @@ fn main() -> Result<(), String> {
     let mut corpus: Vec<(&str, Vec<u8>)> = Vec::new();
     packets(&mut corpus)?;
     loss_recovery(&mut corpus)?;
+    call_receiver(&mut corpus)?;
     traces(&mut corpus);
     scenarios(&mut corpus)?;
     for target in TARGETS.iter().filter(|t| only.is_empty() || only.iter().any(|name| name == t.name)) {
@@ -369,6 +370,52 @@ fn loss_recovery(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String
     corpus.push(("vp8", vp8.to_bytes().map_err(e)?));
     corpus.push(("vp8", vec![0x10, 0x9D, 0x01, 0x2A]));
     corpus.push(("vp8", vec![0xA2, 0xF0, 0x55, 0x07, 0x40, 0x9D]));
+    Ok(())
+}
+
+/// Seeds of `call-receiver`: what one call's receiver got in a lossy run with FEC (10 % loss,
+/// 100 ms RTT: RED video, ULPFEC, retransmissions, sender reports), in windows of about 4 kB.
+fn call_receiver(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
+    let (text, origin) =
+        builtin::find("seed003-loss-delay").ok_or("no built-in scenario seed003-loss-delay")?;
+    let sets = ["duration=12s".to_string(), "delay=50ms".to_string()];
+    let variant = scenario::load(text, &origin, &sets).map_err(|e| e.to_string())?.remove(0);
+    let run = simulate_with(
+        &variant,
+        ControllerKind::Gcc.into(),
+        1,
+        RunOptions { capture: true, ..RunOptions::default() },
+    )
+    .map_err(|e| e.to_string())?;
+    let rtp = |p: &&Captured| matches!(p.transport, CapturedTransport::RtpUdp) && p.data.len() >= 12;
+    let ssrc = |d: &[u8]| u32::from_be_bytes([d[8], d[9], d[10], d[11]]);
+    let first = |pt: u8| run.capture.iter().filter(rtp).find(|p| p.data[1] & 0x7F == pt);
+    let (Some(video), Some(_)) = (first(116), first(117)) else {
+        return Err("the lossy run sent no RED video or no RTX of RED".into());
+    };
+    let rtx = run.capture.iter().filter(rtp).find(|p| p.data[1] & 0x7F == 117 && p.src == video.src);
+    let (video_ssrc, rtx_ssrc) = (ssrc(&video.data), rtx.map_or(0, |p| ssrc(&p.data)));
+    let ours = |p: &&Captured| {
+        let d = &p.data;
+        if (192..=223).contains(&d[1]) {
+            // The sender's reports only (the receiver's feedback goes the other way).
+            return d[1] == 200 && u32::from_be_bytes([d[4], d[5], d[6], d[7]]) == video_ssrc;
+        }
+        ssrc(d) == video_ssrc || ssrc(d) == rtx_ssrc
+    };
+    let datagrams: Vec<&Captured> = run.capture.iter().filter(rtp).filter(ours).collect();
+    // Windows from 4 s on (FEC starts once loss is reported) and one from the start.
+    for start in [0, datagrams.len() / 3, datagrams.len() / 2, 2 * datagrams.len() / 3] {
+        let mut seed = [video_ssrc.to_be_bytes(), rtx_ssrc.to_be_bytes()].concat();
+        for p in datagrams.iter().skip(start) {
+            if seed.len() + 1 + p.data.len() > 4096 || p.data.len() > 255 {
+                break;
+            }
+            seed.push(p.data.len() as u8);
+            seed.extend_from_slice(&p.data);
+        }
+        corpus.push(("call-receiver", seed));
+    }
     Ok(())
 }
 
