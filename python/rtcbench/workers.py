@@ -23,6 +23,7 @@ import ctypes.util
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -47,6 +48,10 @@ __all__ = [
 
 STOP_GRACE_S = 0.8
 """How long `stop` waits for workers to finish their clean-up before it kills them."""
+
+MANAGER_EXIT_S = 0.2
+"""How long `stop` then waits for the pool's manager thread, which ends at once once the workers
+are gone (see `stop`)."""
 
 WAKE_S = 0.1
 """Longest the parent waits for its workers in one go: a signal may be delivered to any thread,
@@ -205,4 +210,12 @@ def stop(pool: ProcessPoolExecutor) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
+    # The pool's manager thread closes its wake-up pipe as it ends, while the interpreter's exit
+    # hook (concurrent.futures.process._python_exit) writes to the same pipe; CPython 3.11 does
+    # not lock the two, and an interrupted command could end with "Exception ignored ... Bad file
+    # descriptor" and a traceback. With the workers gone the thread ends at once: wait for it
+    # (taken before `shutdown`, which forgets it).
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(MANAGER_EXIT_S)
