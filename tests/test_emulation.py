@@ -368,7 +368,13 @@ def test_cross_traffic_and_udp_background_reach_the_tables(tmp_path: Path) -> No
     assert kinds["video.video"] <= {"media", "padding", "rtx", "fec"} and "media" in kinds["video.video"]
     assert kinds["video.rtcp-rx"] == {"rtcp"}
     cross = {c["name"]: c for c in emu.summary["cross_traffic"]}
-    assert cross["cbr"]["throughput_bps"] == pytest.approx(300_000, rel=0.03)
+    # CBR sends its 300 kbit/s; what arrives is that less what the queue CUBIC fills drops (a few
+    # percent: 289 kbit/s arrived once, after the video's FEC answered TCP's drops with more load).
+    cbr = cross["cbr"]
+    sent_bps = cbr["throughput_bps"] * cbr["bytes_sent"] / cbr["bytes_received"]
+    assert sent_bps == pytest.approx(300_000, rel=0.03)
+    assert cbr["loss_ratio"] < 0.1
+    assert cbr["throughput_bps"] == pytest.approx(sent_bps * (1 - cbr["loss_ratio"]), rel=0.03)
     assert cross["bulk"]["throughput_bps"] > 0.5e6  # CUBIC takes its share of 3 Mbit/s
     # A TCP flow starts with its handshake (a pure ACK as its first data-direction packet).
     first = packets.filter((pl.col("flow") == ids["bulk"]) & (pl.col("event") == "sent")).row(0, named=True)
