@@ -502,11 +502,14 @@ fn call_receiver(data: &[u8]) {
         audio_seq0: 0,
         video_ts0: 0,
         audio_ts0: 0,
+        flexfec_ssrc: ssrc(8),
+        flexfec_seq0: 0,
+        flexfec_ts0: 0,
     };
     let feedback = FeedbackMode::Twcc { interval: Duration::from_millis(50) };
-    let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true);
+    let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true, true);
     let mut now = Instant::ZERO;
-    let mut rest = data.get(8..).unwrap_or_default();
+    let mut rest = data.get(12..).unwrap_or_default();
     while let Some((&len, tail)) = rest.split_first() {
         let (datagram, next) = tail.split_at(usize::from(len).min(tail.len()));
         rest = next;

@@ -16,6 +16,9 @@
 //! packets (RFC 5109) follow in the same stream: libwebrtc's protection level from the reported
 //! loss and the RTT (`rtcbench_media::fec`), packets protected as they leave the pacer and the
 //! FEC packets queued behind them, their share taken off the encoder like retransmissions'.
+//! With [`FecScheme::Flexfec`] the same protection goes out as FlexFEC (RFC 8627) repair packets
+//! on their own SSRC, sequence numbers and payload type, naming the video SSRC as their CSRC,
+//! and video goes without RED, as libwebrtc's `FlexfecSender` does.
 //!
 //! Every video payload starts with the VP8 payload descriptor (RFC 7741, with the picture ID a
 //! receiver decodes frames in order by) and the frame's index (4 bytes, big-endian: the trace's
@@ -23,7 +26,7 @@
 //!
 //! [`Receiver`]: parses each RTP header, records arrivals for transport-wide feedback (sent every
 //! feedback interval), keeps RFC 3550 receiver statistics (an RR every report interval, with
-//! LSR/DLSR for the sender's RTT), rebuilds lost video packets from ULPFEC
+//! LSR/DLSR for the sender's RTT), rebuilds lost video packets from ULPFEC or FlexFEC
 //! ([`FecDecoder`]), and hands video packets (originals, retransmissions and recovered ones) to
 //! [`VideoReceiver`]: frame assembly, NACKs, decoding in order, keyframe requests, rendering and
 //! freezes.
@@ -50,19 +53,18 @@ use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::video::VideoSource;
 use rtcbench_media::VideoPacket;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
-use rtcbench_wire::fec::decoder::{Body, FecDecoder, ProtectedBytes};
-use rtcbench_wire::fec::xor_bytes;
+use rtcbench_wire::fec::decoder::{FecDecoder, ProtectedBytes};
+use rtcbench_wire::fec::{xor_bytes, FecHeader};
 use rtcbench_wire::red::PRIMARY_HEADER_LEN;
 use rtcbench_wire::rtcp::nack::NackRepr;
 use rtcbench_wire::rtcp::pli::PliRepr;
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
-use rtcbench_wire::rtp::FIXED_HEADER_LEN;
 use rtcbench_wire::rtp::{abs_send_time_from, FrameMarking, RtpHeaderRepr, IPV4_UDP_OVERHEAD};
 use rtcbench_wire::rtx::{rtx_osn, OSN_LEN};
 use rtcbench_wire::vp8::{Vp8DescriptorRepr, PICTURE_ID_MODULO};
 use rtcbench_wire::{
-    ntp, DlrrSubBlock, ProtectedPacket, ReceiverReportRepr, ReceiverStats, RedHeaderRepr, RembRepr,
-    SenderReportRepr, UlpfecHeaderRepr, XrRepr,
+    ntp, DlrrSubBlock, FlexfecHeaderRepr, ProtectedPacket, ReceiverReportRepr, ReceiverStats, RedHeaderRepr,
+    RembRepr, SenderReportRepr, UlpfecHeaderRepr, XrRepr,
 };
 use smallvec::SmallVec;
 
@@ -77,6 +79,9 @@ pub const PT_AUDIO: u8 = 111;
 pub const PT_RED: u8 = 116;
 pub const PT_RTX_RED: u8 = 117;
 pub const PT_ULPFEC: u8 = 118;
+/// FlexFEC (RFC 8627) repair packets, on their own SSRC: a dynamic payload type (RFC 3551 §3),
+/// fixed here as the others are, since rtcbench negotiates no SDP.
+pub const PT_FLEXFEC: u8 = 35;
 /// The frame index at the start of a video payload (after the VP8 descriptor), for the trace.
 pub const FRAME_LABEL_LEN: usize = 4;
 /// RTP clock rates (RFC 3551: 90 kHz video; Opus runs at 48 kHz).
@@ -105,13 +110,28 @@ pub struct StreamIds {
     pub audio_seq0: u16,
     pub video_ts0: u32,
     pub audio_ts0: u32,
+    /// The FlexFEC stream's SSRC, initial sequence number and timestamp offset.
+    pub flexfec_ssrc: u32,
+    pub flexfec_seq0: u16,
+    pub flexfec_ts0: u32,
 }
 
-/// An ULPFEC packet waiting in the pacer: its FEC headers, the XOR of the protected packets'
-/// written bytes, and the RTP timestamp it goes out with (that of the last packet it protects).
+/// How a call protects its video with FEC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FecScheme {
+    /// ULPFEC (RFC 5109) inside RED (RFC 2198), in the video stream: what Chrome sends with VP8.
+    Ulpfec,
+    /// FlexFEC (RFC 8627) on its own SSRC and payload type; video goes without RED.
+    Flexfec,
+}
+
+/// An FEC packet waiting in the pacer: its FEC header, the XOR of the protected packets'
+/// written bytes, and the RTP timestamp it goes out with (ULPFEC: that of the last packet it
+/// protects; FlexFEC: its own stream's clock when it was made, as libwebrtc's `FlexfecSender`).
 #[derive(Clone, Debug)]
 struct QueuedFec {
-    header: UlpfecHeaderRepr,
+    header: FecHeader,
     body: Vec<u8>,
     timestamp: u32,
 }
@@ -162,6 +182,7 @@ fn rtx_header(ids: &StreamIds, rtx_seq: u16, original: &QueuedRtp, red: bool) ->
         seq: SeqNo::new(u64::from(rtx_seq)),
         timestamp: original.timestamp,
         ssrc: ids.rtx_ssrc,
+        csrc: None,
         abs_send_time: Some(0),
         transport_seq: Some(SeqNo::new(0)),
         frame_marking: original.marking,
@@ -185,11 +206,35 @@ fn media_header(
         seq: SeqNo::new(u64::from(seq)),
         timestamp,
         ssrc: if audio { ids.audio_ssrc } else { ids.video_ssrc },
+        csrc: None,
         abs_send_time: Some(0),
         transport_seq: Some(SeqNo::new(0)),
         frame_marking: marking,
         padding_len: 0,
     }
+}
+
+/// The RTP header of a FlexFEC repair packet (RFC 8627 §4.1): its own SSRC, sequence number and
+/// timestamp, the protected video SSRC as its one CSRC, no marker, and the transport-wide
+/// extensions every packet carries (libwebrtc's `FlexfecSender` registers only those and MID).
+fn flexfec_header(ids: &StreamIds, seq: u16, timestamp: u32) -> RtpHeaderRepr {
+    RtpHeaderRepr {
+        payload_type: PT_FLEXFEC,
+        marker: false,
+        seq: SeqNo::new(u64::from(seq)),
+        timestamp,
+        ssrc: ids.flexfec_ssrc,
+        csrc: Some(ids.video_ssrc),
+        abs_send_time: Some(0),
+        transport_seq: Some(SeqNo::new(0)),
+        frame_marking: None,
+        padding_len: 0,
+    }
+}
+
+/// `t` on an RTP clock of `hz` (before the stream's random offset), wrapping at 32 bits.
+fn rtp_clock(t: Instant, hz: u32) -> u32 {
+    ((t.as_micros() as u128 * u128::from(hz)) / 1_000_000) as u32
 }
 
 /// Wire size of an RTP packet: IPv4 + UDP + RTP header with extensions + payload.
@@ -226,36 +271,9 @@ fn write_video_head(out: &mut Tail, red: bool, item: &QueuedRtp) {
     out.extend_from_slice(&label[..room]);
 }
 
-/// A video packet as FEC protects it (RFC 5109 §8): the original packet, not its RED form. Its
-/// body is what follows the fixed header: the header extension (`header_bytes` from byte 12),
-/// then the descriptor and label.
-fn protected_video(
-    header_bytes: &[u8],
-    descriptor_and_label: &[u8],
-    h: &RtpHeaderRepr,
-    payload: DataSize,
-) -> ProtectedBytes {
-    let after_fixed = header_bytes.len() - FIXED_HEADER_LEN;
-    let media = payload.as_bytes() as usize + rtcbench_wire::vp8::DESCRIPTOR_LEN;
-    let mut body: Body = header_bytes[FIXED_HEADER_LEN..].into();
-    body.extend_from_slice(descriptor_and_label);
-    ProtectedBytes {
-        packet: ProtectedPacket {
-            seq: h.seq,
-            padding: false,
-            extension: after_fixed > 0,
-            csrc_count: 0,
-            marker: h.marker,
-            payload_type: PT_VIDEO,
-            timestamp: h.timestamp,
-            length: DataSize::bytes((after_fixed + media) as u64),
-        },
-        body,
-    }
-}
-
 /// The FEC state of a sender: the protection controller and the generator.
 struct SenderFec {
+    scheme: FecScheme,
     controller: FecController,
     generator: FecGenerator<ProtectedBytes>,
     /// A fixed rate for every frame, each protected by itself, instead of the controller's.
@@ -348,8 +366,11 @@ pub struct Sender {
     limiter: RetransmissionLimiter,
     send_rates: SendRates,
     last_keyframe_request: Option<Instant>,
-    /// RED + ULPFEC on.
+    /// FEC on: RED + ULPFEC, or FlexFEC.
     fec: Option<Box<SenderFec>>,
+    /// Video goes in RED (RED + ULPFEC on).
+    red: bool,
+    flexfec_seq: u16,
     /// The next frame's VP8 picture ID (15 bits).
     picture_id: u16,
     /// The last encoded frame's resolution, for the FEC controller.
@@ -383,8 +404,8 @@ pub struct SenderParts {
     pub ecn: Ecn,
     /// Answer NACKs with RTX retransmissions.
     pub nack: bool,
-    /// Send video in RED with ULPFEC.
-    pub fec: bool,
+    /// Protect video with FEC: ULPFEC in RED, or FlexFEC.
+    pub fec: Option<FecScheme>,
     /// A fixed FEC rate (FEC packets per media packet, 0 to 1) instead of libwebrtc's choice.
     pub fec_rate: Option<f64>,
 }
@@ -428,8 +449,9 @@ impl Sender {
             limiter: RetransmissionLimiter::default(),
             send_rates: SendRates::default(),
             last_keyframe_request: None,
-            fec: p.fec.then(|| {
+            fec: p.fec.map(|scheme| {
                 Box::new(SenderFec {
+                    scheme,
                     controller: FecController::new(p.nack, Packetizer::default().max_payload()),
                     generator: FecGenerator::new(),
                     fixed: p
@@ -437,6 +459,8 @@ impl Sender {
                         .map(|r| FecParams { rate: (r * 256.0).round().min(255.0) as u8, max_frames: 1 }),
                 })
             }),
+            red: p.fec == Some(FecScheme::Ulpfec),
+            flexfec_seq: p.ids.flexfec_seq0,
             picture_id: 0,
             resolution,
             reported_loss: 0.0,
@@ -499,16 +523,14 @@ impl Sender {
                 if !video_live {
                     continue;
                 }
-                let timestamp = self.ids.video_ts0.wrapping_add(
-                    ((frame.capture.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32,
-                );
+                let timestamp = self.ids.video_ts0.wrapping_add(rtp_clock(frame.capture, VIDEO_CLOCK_HZ));
                 let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
                 obs.frame_encoded(&frame, plans.len() as u32);
                 self.resolution = (frame.width, frame.height);
                 if let Some(fec) = &mut self.fec {
                     fec.controller.on_encoded_frame(now, frame.size, frame.keyframe);
                 }
-                let prefix = DataSize::bytes(video_prefix_len(self.fec.is_some()) as u64);
+                let prefix = DataSize::bytes(video_prefix_len(self.red) as u64);
                 for plan in plans {
                     let marking = Some(FrameMarking {
                         start: plan.first_in_frame,
@@ -542,9 +564,7 @@ impl Sender {
                 if !audio_live {
                     continue;
                 }
-                let timestamp = self.ids.audio_ts0.wrapping_add(
-                    ((f.capture.as_micros() as u128 * u128::from(AUDIO_CLOCK_HZ)) / 1_000_000) as u32,
-                );
+                let timestamp = self.ids.audio_ts0.wrapping_add(rtp_clock(f.capture, AUDIO_CLOCK_HZ));
                 let seq = self.audio_seq;
                 self.audio_seq = self.audio_seq.wrapping_add(1);
                 let header = media_header(&self.ids, true, seq, timestamp, false, None);
@@ -580,7 +600,7 @@ impl Sender {
 
     fn drain_pacer(&mut self, now: Instant) {
         self.controller.on_send_queue(now, self.pacer.queue_size(), self.pacer.queue_time(now));
-        let red = self.fec.is_some();
+        let red = self.red;
         while !self.window_full() {
             let Some(out) = self.pacer.poll_send(now) else { break };
             let probe = out.probe();
@@ -601,11 +621,23 @@ impl Sender {
                 }
                 PacedOutput::Media { item, .. } if item.fec.is_some() => {
                     let fec = item.fec.expect("matched");
-                    let seq = self.next_video_seq();
-                    let mut h = media_header(&self.ids, false, seq, fec.timestamp, false, None);
-                    h.payload_type = PT_RED;
-                    tail.push(PT_ULPFEC);
-                    let mut header = [0; 18];
+                    let h = match fec.header {
+                        // ULPFEC in RED takes the next number of the video stream.
+                        FecHeader::Ulpfec(_) => {
+                            let seq = self.next_video_seq();
+                            tail.push(PT_ULPFEC);
+                            RtpHeaderRepr {
+                                payload_type: PT_RED,
+                                ..media_header(&self.ids, false, seq, fec.timestamp, false, None)
+                            }
+                        }
+                        FecHeader::Flexfec(_) => {
+                            let seq = self.flexfec_seq;
+                            self.flexfec_seq = self.flexfec_seq.wrapping_add(1);
+                            flexfec_header(&self.ids, seq, fec.timestamp)
+                        }
+                    };
+                    let mut header = [0; rtcbench_wire::fec::MAX_HEADER_LEN];
                     let len = fec.header.emit(&mut header).expect("protect() built it within the format");
                     tail.extend_from_slice(&header[..len]);
                     tail.extend_from_slice(&fec.body);
@@ -657,6 +689,7 @@ impl Sender {
                         seq: SeqNo::new(u64::from(seq)),
                         timestamp: self.ids.video_ts0,
                         ssrc: self.ids.rtx_ssrc,
+                        csrc: None,
                         abs_send_time: Some(0),
                         transport_seq: Some(SeqNo::new(0)),
                         frame_marking: None,
@@ -728,17 +761,37 @@ impl Sender {
         keyframe: bool,
     ) {
         let Some(fec) = &mut self.fec else { return };
-        let packet = protected_video(header_bytes, descriptor_and_label, header, media);
+        // The packet as FEC protects it (RFC 5109 §8): the original, PT 96, not its RED form.
+        let payload = media.as_bytes() + rtcbench_wire::vp8::DESCRIPTOR_LEN as u64;
+        let packet = ProtectedBytes::from_rtp(header_bytes, PT_VIDEO, payload, descriptor_and_label)
+            .expect("a header we wrote");
         let Some(batch) = fec.generator.add(packet, keyframe, header.marker) else { return };
-        // The FEC packets' RTP header: the protected stream's, without frame marking.
-        let rtp = media_header(&self.ids, false, 0, header.timestamp, false, None);
+        // ULPFEC goes out with the protected stream's header (without frame marking) and the
+        // timestamp of the last packet protected; FlexFEC with its own, stamped now.
+        let (rtp, timestamp) = match fec.scheme {
+            FecScheme::Ulpfec => {
+                (media_header(&self.ids, false, 0, header.timestamp, false, None), header.timestamp)
+            }
+            FecScheme::Flexfec => {
+                let ts = self.ids.flexfec_ts0.wrapping_add(rtp_clock(now, VIDEO_CLOCK_HZ));
+                (flexfec_header(&self.ids, 0, ts), ts)
+            }
+        };
         for protected in batch {
             let fields: Vec<ProtectedPacket> = protected.iter().map(|p| p.packet).collect();
-            let fec_header = UlpfecHeaderRepr::protect(&fields).expect("at most 48 consecutive packets");
             let body = xor_bytes(protected.iter().map(|p| p.body.as_slice()));
-            // RED header, FEC headers, then the FEC payload: as long as the longest protected
-            // packet after its fixed header (the body is its start).
-            let len = 1 + fec_header.buffer_len() + usize::from(fec_header.protection_length);
+            // The FEC payload is as long as the longest protected packet after its fixed header
+            // (the body is its start); ULPFEC goes in RED, behind a one-byte header.
+            let longest = fields.iter().map(|p| p.length.as_bytes() as usize).max().unwrap_or(0);
+            let (fec_header, red): (FecHeader, usize) = match fec.scheme {
+                FecScheme::Ulpfec => {
+                    (UlpfecHeaderRepr::protect(&fields).expect("at most 48 consecutive packets").into(), 1)
+                }
+                FecScheme::Flexfec => {
+                    (FlexfecHeaderRepr::protect(&fields).expect("at most 48 consecutive packets").into(), 0)
+                }
+            };
+            let len = red + fec_header.buffer_len() + longest;
             let item = QueuedRtp {
                 is_audio: false,
                 payload: DataSize::ZERO,
@@ -750,7 +803,7 @@ impl Sender {
                 wire: wire_size(&rtp, DataSize::bytes(len as u64)),
                 retransmission: false,
                 picture_id: 0,
-                fec: Some(Box::new(QueuedFec { header: fec_header, body, timestamp: header.timestamp })),
+                fec: Some(Box::new(QueuedFec { header: fec_header, body, timestamp })),
             };
             self.pacer.enqueue(now, item);
         }
@@ -762,10 +815,7 @@ impl Sender {
         let sr = SenderReportRepr {
             ssrc,
             ntp: ntp::to_ntp64(now),
-            rtp_timestamp: self
-                .ids
-                .video_ts0
-                .wrapping_add(((now.as_micros() as u128 * u128::from(VIDEO_CLOCK_HZ)) / 1_000_000) as u32),
+            rtp_timestamp: self.ids.video_ts0.wrapping_add(rtp_clock(now, VIDEO_CLOCK_HZ)),
             packet_count: self.media_packets,
             octet_count: self.media_octets,
             blocks: Vec::new(),
@@ -861,7 +911,7 @@ impl Sender {
         for &seq in lost {
             let Some(seq) = self.history.unwrap(seq) else { continue };
             let Some(mut item) = self.history.take_for_retransmission(now, seq) else { continue };
-            let red = self.fec.is_some();
+            let red = self.red;
             let header = rtx_header(&self.ids, 0, &item, red);
             let head = OSN_LEN + video_prefix_len(red);
             item.wire = wire_size(&header, item.payload) + DataSize::bytes(head as u64);
@@ -888,7 +938,7 @@ impl Sender {
     /// RTT (RFC 3550 §6.4.1: A - LSR - DLSR) and loss over the interval from an RR's blocks
     /// about our streams.
     fn receiver_report(&mut self, now: Instant, rr: &ReceiverReportRepr) -> FeedbackReport {
-        let ours = [self.ids.video_ssrc, self.ids.audio_ssrc, self.ids.rtx_ssrc];
+        let ours = [self.ids.video_ssrc, self.ids.audio_ssrc, self.ids.rtx_ssrc, self.ids.flexfec_ssrc];
         let mut rtt: Option<Duration> = None;
         let mut lost = 0i64;
         let mut expected = 0i64;
@@ -908,7 +958,8 @@ impl Sender {
                 lost += i64::from(b.cumulative_lost) - i64::from(last.cumulative_lost);
                 expected += i64::from(b.extended_highest_seq.wrapping_sub(last.extended_highest_seq));
             }
-            if b.ssrc != self.ids.rtx_ssrc {
+            // The repair streams' losses count, but not in the loss fraction (that of media).
+            if b.ssrc != self.ids.rtx_ssrc && b.ssrc != self.ids.flexfec_ssrc {
                 fraction = fraction.max(f64::from(b.fraction_lost) / 256.0);
             }
         }
@@ -948,7 +999,7 @@ impl Sender {
             let wire = cwnd_pushback(allocation, ratio, video.config().min_rate);
             let header = wire_size(
                 &media_header(&self.ids, false, 0, 0, false, Some(FrameMarking::default())),
-                DataSize::bytes(video_prefix_len(self.fec.is_some()) as u64),
+                DataSize::bytes(video_prefix_len(self.red) as u64),
             );
             let payload = video_payload_rate(wire, video.config().fps, self.packetizer.max_payload(), header);
             if let Some(fec) = &mut self.fec {
@@ -1095,8 +1146,8 @@ pub struct Receiver {
     /// the frame labels of video payloads (used only to label trace rows).
     frame_of_ts: std::collections::VecDeque<(u32, u64)>,
     picture_ids: SeqUnwrapper<15>,
-    /// ULPFEC recovery of the video stream.
-    fec: FecDecoder,
+    /// FEC recovery of the video stream (ULPFEC or FlexFEC), if the call sends FEC.
+    fec: Option<Box<FecDecoder>>,
     last_sr: Option<(u32, Instant)>,
     report_interval: Duration,
     next_report: Instant,
@@ -1104,13 +1155,15 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// A receiver sending `feedback`, and NACKs if `nack`.
+    /// A receiver sending `feedback`, NACKs if `nack`, and rebuilding lost video packets if
+    /// the sender sends FEC (`fec`).
     pub fn new(
         ids: StreamIds,
         start: Instant,
         feedback: FeedbackMode,
         report_interval: Duration,
         nack: bool,
+        fec: bool,
     ) -> Self {
         let feedback = FeedbackGen::new(feedback, &ids, start);
         Self {
@@ -1123,7 +1176,7 @@ impl Receiver {
             video: VideoReceiver::new(nack),
             frame_of_ts: Default::default(),
             picture_ids: SeqUnwrapper::new(),
-            fec: FecDecoder::new(),
+            fec: fec.then(Box::default),
             last_sr: None,
             report_interval,
             next_report: start + report_interval,
@@ -1240,6 +1293,9 @@ impl Receiver {
                 Some(newest) if seq >= 0 && seq as u64 <= newest => (seq as u64, OSN_LEN + red),
                 _ => return,
             }
+        } else if h.ssrc == self.ids.flexfec_ssrc && h.payload_type == PT_FLEXFEC {
+            self.on_flexfec(now, &h, after_header, obs);
+            return;
         } else {
             return;
         };
@@ -1248,26 +1304,18 @@ impl Receiver {
         headers += DataSize::bytes((at + descriptor_len) as u64);
         let payload = pkt.size.saturating_sub(headers);
         let label = &rest[descriptor_len..];
-        if h.payload_type == PT_RED || h.payload_type == PT_RTX_RED {
-            // The original packet, as FEC protects it: a retransmission restores it (libwebrtc
-            // hands repaired packets to its ULPFEC receiver too).
-            let mut body: Body = pkt.data[FIXED_HEADER_LEN..header_len].into();
-            body.extend_from_slice(rest);
-            let original = ProtectedBytes {
-                packet: ProtectedPacket {
-                    seq: SeqNo::new(seq % (1 << 16)),
-                    padding: h.padding_len > 0,
-                    extension: header_len > FIXED_HEADER_LEN,
-                    csrc_count: 0,
-                    marker: h.marker,
-                    payload_type: PT_VIDEO,
-                    timestamp: h.timestamp,
-                    length: DataSize::bytes((header_len - FIXED_HEADER_LEN + descriptor_len) as u64)
-                        + payload,
-                },
-                body,
+        if let Some(fec) = &mut self.fec {
+            // The original packet, as FEC protects it (PT 96, not RED): a retransmission restores
+            // it, with the RTX packet's header extension as libwebrtc's RTX receiver leaves it
+            // (libwebrtc hands repaired packets to its FEC receiver too).
+            let protected = descriptor_len as u64 + payload.as_bytes();
+            let Ok(mut original) =
+                ProtectedBytes::from_rtp(&pkt.data[..header_len], PT_VIDEO, protected, rest)
+            else {
+                return;
             };
-            let recovered = self.fec.on_media(original);
+            original.packet.seq = SeqNo::new(seq % (1 << 16));
+            let recovered = fec.on_media(original);
             self.deliver(now, seq, &h, descriptor, label, payload, false);
             self.deliver_recovered(now, recovered, obs);
             self.video_events(obs);
@@ -1280,11 +1328,25 @@ impl Receiver {
     /// An ULPFEC packet (`fec`: its payload after the RED header) arrived as video packet `seq`.
     fn on_fec<O: CallObserver>(&mut self, now: Instant, seq: u64, fec: &[u8], obs: &mut O) {
         self.video.on_non_media(now, seq);
-        if let Ok((header, len)) = UlpfecHeaderRepr::parse(fec) {
-            let recovered = self.fec.on_fec(header, fec[len..].to_vec());
+        if let (Some(decoder), Ok((header, len))) = (&mut self.fec, UlpfecHeaderRepr::parse(fec)) {
+            let recovered = decoder.on_fec(header, fec[len..].to_vec());
             self.deliver_recovered(now, recovered, obs);
         }
         self.video_events(obs);
+    }
+
+    /// A FlexFEC repair packet (`payload`: its RTP payload) arrived on the FlexFEC stream. It
+    /// protects the video stream if its CSRC names it (RFC 8627 §4.1); its sequence numbers are
+    /// its own, so the video stream has no gap for it.
+    fn on_flexfec<O: CallObserver>(&mut self, now: Instant, h: &RtpHeaderRepr, payload: &[u8], obs: &mut O) {
+        if h.csrc != Some(self.ids.video_ssrc) {
+            return;
+        }
+        if let (Some(decoder), Ok((header, len))) = (&mut self.fec, FlexfecHeaderRepr::parse(payload)) {
+            let recovered = decoder.on_fec(header, payload[len..].to_vec());
+            self.deliver_recovered(now, recovered, obs);
+            self.video_events(obs);
+        }
     }
 
     /// Video packets rebuilt by FEC: their RTP header is put back together from the recovered
@@ -1296,19 +1358,13 @@ impl Receiver {
         obs: &mut O,
     ) {
         for p in recovered {
-            let f = &p.packet;
-            let mut bytes = Vec::with_capacity(FIXED_HEADER_LEN + p.body.len());
-            bytes.push(0x80 | u8::from(f.padding) << 5 | u8::from(f.extension) << 4 | f.csrc_count);
-            bytes.push(u8::from(f.marker) << 7 | f.payload_type);
-            bytes.extend_from_slice(&(f.seq.value() as u16).to_be_bytes());
-            bytes.extend_from_slice(&f.timestamp.to_be_bytes());
-            bytes.extend_from_slice(&self.ids.video_ssrc.to_be_bytes());
-            bytes.extend_from_slice(&p.body);
+            let bytes = p.rtp_bytes(self.ids.video_ssrc);
             let Ok((h, header_len)) = RtpHeaderRepr::parse(&bytes) else { continue };
             let Some(rest) = bytes.get(header_len..) else { continue };
             let Ok((descriptor, descriptor_len)) = Vp8DescriptorRepr::parse(rest) else { continue };
-            let overhead = (header_len - FIXED_HEADER_LEN + descriptor_len) as u64;
-            let payload = f.length.saturating_sub(DataSize::bytes(overhead));
+            // The recovered length counts every byte after the fixed header.
+            let overhead = (header_len + descriptor_len - rtcbench_wire::rtp::FIXED_HEADER_LEN) as u64;
+            let payload = p.packet.length.saturating_sub(DataSize::bytes(overhead));
             let seq = self.video_seq.peek(h.seq);
             if seq < 0 {
                 continue;
@@ -1419,7 +1475,7 @@ mod tests {
         }
     }
 
-    fn plan(fec: bool) -> CallPlan {
+    fn plan(fec: Option<FecScheme>) -> CallPlan {
         let ids = StreamIds {
             video_ssrc: 0x1111,
             rtx_ssrc: 0x2222,
@@ -1430,6 +1486,9 @@ mod tests {
             audio_seq0: 200,
             video_ts0: 7,
             audio_ts0: 9,
+            flexfec_ssrc: 0x5555,
+            flexfec_seq0: 65_530,
+            flexfec_ts0: 11,
         };
         CallPlan {
             call: 0,
@@ -1463,9 +1522,12 @@ mod tests {
         }
     }
 
+    /// A video-flow packet as sent: its kind and RTP header.
+    type Sent = (OutKind, RtpHeaderRepr);
+
     /// Runs a call for `secs` over a 25 ms path each way that drops the media packets `drop`
-    /// picks; returns the receiver's observer and the video packets sent (kind, seq).
-    fn run(fec: bool, secs: i64, mut drop: impl FnMut(&Outgoing) -> bool) -> (Seen, Vec<(OutKind, u16)>) {
+    /// picks; returns the receiver's observer and the video-flow packets sent.
+    fn run(fec: Option<FecScheme>, secs: i64, mut drop: impl FnMut(&Outgoing) -> bool) -> (Seen, Vec<Sent>) {
         let plan = plan(fec);
         let controller =
             factory::build(ControllerKind::Fixed, &plan.options(), 1.0, plan.limits(), Instant::ZERO);
@@ -1502,7 +1564,7 @@ mod tests {
             }
             for out in sender.outbox.drain(..) {
                 if matches!(out.kind, OutKind::Video | OutKind::Fec | OutKind::Retransmission) {
-                    sent.push((out.kind, u16::from_be_bytes([out.data[2], out.data[3]])));
+                    sent.push((out.kind, RtpHeaderRepr::parse(&out.data).unwrap().0));
                 }
                 if !drop(&out) {
                     forward.push((now + delay, out));
@@ -1521,12 +1583,11 @@ mod tests {
         due
     }
 
-    #[test]
-    fn fec_rebuilds_a_lost_packet_with_its_frame_marking_and_label() {
-        // One video packet in twenty is lost. Retransmissions repair the losses until the sender,
-        // told of them, sends FEC; from then on they are lost too: only FEC repairs.
+    /// One video packet in twenty is lost after the first 270. Retransmissions repair the
+    /// losses until the sender, told of them, sends FEC; from then on they are lost too.
+    fn drop_every_20th_then_repair_only_by_fec() -> impl FnMut(&Outgoing) -> bool {
         let (mut video, mut fec_started) = (0, false);
-        let drop_every_20th = |out: &Outgoing| match out.kind {
+        move |out: &Outgoing| match out.kind {
             OutKind::Video => {
                 video += 1;
                 video > 270 && video % 20 == 0
@@ -1537,29 +1598,65 @@ mod tests {
             }
             OutKind::Retransmission => fec_started,
             _ => false,
-        };
-        let (seen, sent) = run(true, 10, drop_every_20th);
-        let fec = sent.iter().filter(|(k, _)| *k == OutKind::Fec).count();
-        assert!(fec > 20, "{fec} FEC packets");
-        // Video and FEC packets share one sequence, with no gap and no repeat (it wraps).
-        let numbers: Vec<u16> =
-            sent.iter().filter(|(k, _)| *k != OutKind::Retransmission).map(|&(_, s)| s).collect();
-        assert!(numbers.windows(2).all(|w| w[1] == w[0].wrapping_add(1)));
-        assert!(!seen.recovered.is_empty());
-        // A rebuilt packet completed its frame: every frame is rendered, in order, although the
-        // lost packets were never retransmitted.
+        }
+    }
+
+    /// Sequence numbers that follow each other with no gap and no repeat (across the wrap).
+    fn consecutive<'a>(headers: impl Iterator<Item = &'a RtpHeaderRepr>) -> bool {
+        let numbers: Vec<u64> = headers.map(|h| h.seq.value()).collect();
+        numbers.windows(2).all(|w| w[1] == (w[0] + 1) % 65_536)
+    }
+
+    /// Every frame is rendered, in order: a rebuilt packet completed its frame although the lost
+    /// packets were never retransmitted.
+    fn assert_every_frame_rendered(seen: &Seen) {
         let frames = seen.rendered.len() as u64;
         assert!(frames > 270, "{frames} frames");
         assert_eq!(seen.rendered, (0..frames).collect::<Vec<_>>());
     }
 
     #[test]
+    fn fec_rebuilds_a_lost_packet_with_its_frame_marking_and_label() {
+        let (seen, sent) = run(Some(FecScheme::Ulpfec), 10, drop_every_20th_then_repair_only_by_fec());
+        let fec = sent.iter().filter(|(k, _)| *k == OutKind::Fec).count();
+        assert!(fec > 20, "{fec} FEC packets");
+        // Video and FEC packets share one sequence, with no gap and no repeat (it wraps).
+        assert!(consecutive(sent.iter().filter(|(k, _)| *k != OutKind::Retransmission).map(|(_, h)| h)));
+        assert!(sent.iter().all(|(k, h)| *k == OutKind::Retransmission || h.payload_type == PT_RED));
+        assert!(!seen.recovered.is_empty());
+        assert_every_frame_rendered(&seen);
+    }
+
+    #[test]
+    fn flexfec_rebuilds_the_same_losses_from_its_own_stream() {
+        let (seen, sent) = run(Some(FecScheme::Flexfec), 10, drop_every_20th_then_repair_only_by_fec());
+        let repair: Vec<&RtpHeaderRepr> =
+            sent.iter().filter(|(k, _)| *k == OutKind::Fec).map(|(_, h)| h).collect();
+        assert!(repair.len() > 20, "{} FlexFEC packets", repair.len());
+        // RFC 8627 §4.1: its own SSRC and numbers (they wrap), the video SSRC as the CSRC.
+        assert!(repair.iter().all(|h| h.payload_type == PT_FLEXFEC
+            && h.ssrc == 0x5555
+            && h.csrc == Some(0x1111)
+            && !h.marker
+            && h.frame_marking.is_none()));
+        assert!(consecutive(repair.iter().copied()));
+        assert_eq!(repair[0].seq.value(), 65_530);
+        // Video is plain VP8 (no RED) and its numbers have no gaps for FEC.
+        let video: Vec<&RtpHeaderRepr> =
+            sent.iter().filter(|(k, _)| *k == OutKind::Video).map(|(_, h)| h).collect();
+        assert!(video.iter().all(|h| h.payload_type == PT_VIDEO && h.csrc.is_none()));
+        assert!(consecutive(video.iter().copied()));
+        assert!(!seen.recovered.is_empty());
+        assert_every_frame_rendered(&seen);
+    }
+
+    #[test]
     fn a_video_packet_older_than_the_first_one_received_is_ignored() {
         // A network that reorders the call's first packets (or sends garbage) can deliver a
         // sequence number from before the first one: it has no place in the stream.
-        let ids = plan(false).ids;
+        let ids = plan(None).ids;
         let feedback = FeedbackMode::Twcc { interval: Duration::from_millis(50) };
-        let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true);
+        let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true, true);
         let mut seen = Seen::default();
         for (k, seq) in [0u16, 65_535, 1].into_iter().enumerate() {
             // 65535 is not the end of its frame: the assembler would walk past the top of the
@@ -1571,6 +1668,7 @@ mod tests {
                 seq: SeqNo::new(u64::from(seq)),
                 timestamp: 3000 * u32::from(seq),
                 ssrc: ids.video_ssrc,
+                csrc: None,
                 abs_send_time: Some(0),
                 transport_seq: Some(SeqNo::new(k as u64)),
                 frame_marking: Some(FrameMarking { start: true, end, independent: true }),
@@ -1598,7 +1696,7 @@ mod tests {
             OutKind::Retransmission => true,
             _ => false,
         };
-        let (seen, sent) = run(false, 10, drop_every_20th);
+        let (seen, sent) = run(None, 10, drop_every_20th);
         assert!(sent.iter().all(|(k, _)| *k != OutKind::Fec));
         assert!(seen.recovered.is_empty());
         assert!((seen.rendered.len() as u64) < 150, "{} frames", seen.rendered.len());

@@ -14,7 +14,7 @@ use rtcbench_units::{Bitrate, Duration, Instant};
 use rtcbench_wire::Ecn;
 use serde::{Deserialize, Serialize};
 
-use crate::call::{FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
+use crate::call::{FecScheme, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
 
 /// One call, ready to build.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,8 +49,8 @@ pub struct CallPlan {
     pub ccfb_interval: Option<Duration>,
     /// NACK and RTX retransmissions (RFC 4585, RFC 4588).
     pub nack: bool,
-    /// Video in RED with ULPFEC (RFC 2198, RFC 5109).
-    pub fec: bool,
+    /// FEC for video: ULPFEC in RED (RFC 5109, RFC 2198) or FlexFEC (RFC 8627); `None`: off.
+    pub fec: Option<FecScheme>,
     /// A fixed FEC rate (FEC packets per media packet) instead of libwebrtc's choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec_rate: Option<f64>,
@@ -154,7 +154,14 @@ impl CallPlan {
 
     /// The receiving end, sending `feedback`.
     pub fn receiver(&self, feedback: FeedbackMode) -> Receiver {
-        Receiver::new(self.ids, self.start_at(), feedback, self.report_interval, self.nack)
+        Receiver::new(
+            self.ids,
+            self.start_at(),
+            feedback,
+            self.report_interval,
+            self.nack,
+            self.fec.is_some(),
+        )
     }
 }
 
@@ -178,6 +185,9 @@ mod tests {
                 audio_seq0: 7,
                 video_ts0: 8,
                 audio_ts0: 9,
+                flexfec_ssrc: 10,
+                flexfec_seq0: 11,
+                flexfec_ts0: 12,
             },
             video: Some(VideoPlan {
                 fps: 29.97,
@@ -205,7 +215,7 @@ mod tests {
             twcc_interval: None,
             ccfb_interval: Some(Duration::from_millis(40)),
             nack: true,
-            fec: true,
+            fec: Some(FecScheme::Flexfec),
             fec_rate: Some(0.25),
         };
         let json = serde_json::to_string(&plan).unwrap();

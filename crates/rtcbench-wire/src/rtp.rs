@@ -30,8 +30,9 @@
 //! * [`RtpHeaderRepr::emit`] writes the header bytes (through `rtp-types`' builder) and sets the
 //!   P bit when `padding_len > 0`; the padding octets belong to the payload and are not written.
 //!
-//! CSRCs are skipped on parse and never emitted: rtcbench has no mixers. Extension blocks with a
-//! profile other than 0xBEDE (e.g. RFC 8285 §4.3 two-byte headers) are skipped too.
+//! rtcbench has no mixers, and writes at most one CSRC: the protected stream's SSRC in a FlexFEC
+//! repair packet (RFC 8627 §4.1). Parsing keeps the first CSRC and skips any others. Extension
+//! blocks with a profile other than 0xBEDE (e.g. RFC 8285 §4.3 two-byte headers) are skipped.
 
 use rtcbench_units::{DataSize, Duration, Instant, SeqNo};
 
@@ -52,6 +53,8 @@ pub const FRAME_MARKING_ID: u8 = 5;
 pub const ONE_BYTE_PROFILE: u16 = 0xBEDE;
 /// Length of the fixed RTP header without CSRCs (RFC 3550 §5.1).
 pub const FIXED_HEADER_LEN: usize = 12;
+/// Bytes of one CSRC in the list after the fixed header.
+pub const CSRC_LEN: usize = 4;
 /// Bytes an IPv4 (20) and UDP (8) header add to every RTP or RTCP packet on the wire.
 pub const IPV4_UDP_OVERHEAD: DataSize = DataSize::bytes(28);
 
@@ -192,6 +195,12 @@ impl<'a> RtpHeader<'a> {
     pub fn ssrc(&self) -> u32 {
         u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]])
     }
+    /// The first contributing source, if CC ≥ 1.
+    pub fn first_csrc(&self) -> Option<u32> {
+        let b =
+            self.buf.get(FIXED_HEADER_LEN..FIXED_HEADER_LEN + CSRC_LEN).filter(|_| self.csrc_count() > 0)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
     /// The extension block's profile value and data (without its 4-byte header), if X is set.
     pub fn extension(&self) -> Option<(u16, &'a [u8])> {
         if !self.extension_bit() {
@@ -216,6 +225,9 @@ pub struct RtpHeaderRepr {
     pub timestamp: u32,
     /// The synchronisation source.
     pub ssrc: u32,
+    /// The first contributing source (CC ≥ 1); rtcbench writes one only in FlexFEC repair
+    /// packets, where it names the protected stream (RFC 8627 §4.1).
+    pub csrc: Option<u32>,
     /// abs-send-time: 24-bit, 6.18 fixed-point seconds; see [`abs_send_time_from`].
     pub abs_send_time: Option<u32>,
     /// The transport-wide sequence number (TWCC-01 §2), shared by all SSRCs of the transport.
@@ -236,12 +248,14 @@ impl RtpHeaderRepr {
             + self.frame_marking.map_or(0, |_| 1 + FRAME_MARKING_LEN)
     }
 
-    /// Length of the header as emitted: 12 bytes, plus, if any extension is present, the 4-byte
-    /// extension header and the elements padded to a multiple of 4. Excludes payload and padding.
+    /// Length of the header as emitted: 12 bytes, 4 for the CSRC if there is one, and, if any
+    /// extension is present, the 4-byte extension header and the elements padded to a multiple
+    /// of 4. Excludes payload and padding.
     pub fn buffer_len(&self) -> usize {
+        let fixed = FIXED_HEADER_LEN + if self.csrc.is_some() { CSRC_LEN } else { 0 };
         match self.extension_elements_len() {
-            0 => FIXED_HEADER_LEN,
-            n => FIXED_HEADER_LEN + 4 + n.next_multiple_of(4),
+            0 => fixed,
+            n => fixed + 4 + n.next_multiple_of(4),
         }
     }
 
@@ -293,6 +307,9 @@ impl RtpHeaderRepr {
             .sequence_number(self.seq.value() as u16)
             .timestamp(self.timestamp)
             .ssrc(self.ssrc);
+        if let Some(csrc) = self.csrc {
+            builder = builder.add_csrc(csrc);
+        }
         if n > 0 {
             builder = builder.extension(ONE_BYTE_PROFILE, &ext[..n.next_multiple_of(4)]);
         }
@@ -321,6 +338,7 @@ impl RtpHeaderRepr {
             seq: header.sequence_number(),
             timestamp: header.timestamp(),
             ssrc: header.ssrc(),
+            csrc: header.first_csrc(),
             ..Self::default()
         };
         if let Some((ONE_BYTE_PROFILE, data)) = header.extension() {
@@ -429,6 +447,7 @@ mod tests {
             seq: SeqNo::new(0x1234),
             timestamp: 0xDEAD_BEEF,
             ssrc: 0x0102_0304,
+            csrc: None,
             abs_send_time: Some(0x12_3456),
             transport_seq: Some(SeqNo::new(42)),
             frame_marking: Some(FrameMarking { start: true, end: true, independent: true }),
@@ -490,6 +509,37 @@ mod tests {
         let (repr, len) = RtpHeaderRepr::parse(&bytes).unwrap();
         assert_eq!(len, 24);
         assert_eq!(repr.transport_seq, None);
+        assert_eq!(repr.csrc, Some(0xCAFE_BABE));
+    }
+
+    /// A FlexFEC repair packet's header written by hand (RFC 3550 §5.1, RFC 8627 §4.1): the
+    /// protected stream's SSRC as the one CSRC, before the extension block.
+    #[test]
+    fn one_csrc_is_written_before_the_extensions() {
+        let repr = RtpHeaderRepr {
+            payload_type: 49,
+            seq: SeqNo::new(0x0102),
+            timestamp: 0x0A0B_0C0D,
+            ssrc: 0x1111_2222,
+            csrc: Some(0x0102_0304),
+            transport_seq: Some(SeqNo::new(9)),
+            ..RtpHeaderRepr::default()
+        };
+        let expected = [
+            0x91, // V=2, P=0, X=1, CC=1
+            0x31, // M=0, PT=49
+            0x01, 0x02, // sequence number
+            0x0A, 0x0B, 0x0C, 0x0D, // timestamp
+            0x11, 0x11, 0x22, 0x22, // SSRC
+            0x01, 0x02, 0x03, 0x04, // CSRC: the protected stream
+            0xBE, 0xDE, 0x00, 0x01, // one-byte extensions, 1 word
+            0x41, 0x00, 0x09, 0x00, // ID 4 (transport seq) 9, padding
+        ];
+        assert_eq!(repr.buffer_len(), expected.len());
+        let mut buf = [0u8; 24];
+        assert_eq!(repr.emit(&mut buf), Ok(24));
+        assert_eq!(buf, expected);
+        assert_eq!(RtpHeaderRepr::parse(&expected), Ok((repr, 24)));
     }
 
     #[test]
@@ -558,14 +608,16 @@ mod tests {
             proptest::option::of(0u32..1 << 24),
             proptest::option::of(any::<u16>()),
             proptest::option::of((any::<bool>(), any::<bool>(), any::<bool>())),
+            proptest::option::of(any::<u32>()),
         )
-            .prop_map(|((payload_type, marker, seq, timestamp, ssrc), abs, tseq, fm)| {
+            .prop_map(|((payload_type, marker, seq, timestamp, ssrc), abs, tseq, fm, csrc)| {
                 RtpHeaderRepr {
                     payload_type,
                     marker,
                     seq: SeqNo::new(u64::from(seq)),
                     timestamp,
                     ssrc,
+                    csrc,
                     abs_send_time: abs,
                     transport_seq: tseq.map(|s| SeqNo::new(u64::from(s))),
                     frame_marking: fm.map(|(start, end, independent)| FrameMarking {

@@ -28,10 +28,11 @@ __all__ = ["RELAY_LINKS", "RELAY_PACKETS", "TraceError", "emulated_tables"]
 RELAY_PACKETS = "relay-packets.csv"
 RELAY_LINKS = "relay-links.csv"
 
-PT_VIDEO, PT_RTX, PT_AUDIO, PT_RED, PT_RTX_RED = 96, 97, 111, 116, 117
+PT_VIDEO, PT_RTX, PT_AUDIO, PT_RED, PT_RTX_RED, PT_FLEXFEC = 96, 97, 111, 116, 117, 35
 """The RTP payload types of a call's streams (`rtcbench_rtp::call`); RTX carries retransmissions
-and probe padding, RED video and FEC (with FEC on), each told apart by the sender's log, which
-also gives each packet's payload type."""
+and probe padding, RED video and ULPFEC (with `fec` on, the default), each told apart by the
+sender's log, which also gives each packet's payload type; FlexFEC (`fec = "flexfec"`) has its
+own SSRC and payload type, and belongs to the video flow."""
 _KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO, "fec": PT_RED}
 _ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
 _FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb", 4: "nack", 5: "pli"}
@@ -110,6 +111,7 @@ def _flow_rules(
             rule(c.src, port, c.dst, port, UDP, PT_RTX, video, "padding")
             rule(c.src, port, c.dst, port, UDP, PT_RED, video, "media")
             rule(c.src, port, c.dst, port, UDP, PT_RTX_RED, video, "padding")
+            rule(c.src, port, c.dst, port, UDP, PT_FLEXFEC, video, "media")
         if audio in names:
             rule(c.src, port, c.dst, port, UDP, PT_AUDIO, audio, "media")
         rule(c.src, port, c.dst, port, UDP, -1, f"{c.name}.rtcp-tx", "rtcp")

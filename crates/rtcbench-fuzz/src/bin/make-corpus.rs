@@ -305,6 +305,7 @@ fn loss_recovery(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String
         seq: SeqNo::new(7),
         timestamp: 0xDEAD_BEEF,
         ssrc: 0x1111_2222,
+        csrc: None,
         abs_send_time: Some(0x04_0000),
         transport_seq: Some(SeqNo::new(65535)),
         frame_marking: Some(FrameMarking { start: true, end: true, independent: false }),
@@ -373,48 +374,56 @@ fn loss_recovery(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String
     Ok(())
 }
 
-/// Seeds of `call-receiver`: what one call's receiver got in a lossy run with FEC (10 % loss,
-/// 100 ms RTT: RED video, ULPFEC, retransmissions, sender reports), in windows of about 4 kB.
+/// Seeds of `call-receiver`: what one call's receiver got in lossy runs with FEC (10 % loss,
+/// 100 ms RTT: video, retransmissions, sender reports, and ULPFEC in RED or FlexFEC on its own
+/// stream), in windows of about 4 kB.
 fn call_receiver(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
     let (text, origin) =
         builtin::find("seed003-loss-delay").ok_or("no built-in scenario seed003-loss-delay")?;
-    let sets = ["duration=12s".to_string(), "delay=50ms".to_string()];
-    let variant = scenario::load(text, &origin, &sets).map_err(|e| e.to_string())?.remove(0);
-    let run = simulate_with(
-        &variant,
-        ControllerKind::Gcc.into(),
-        1,
-        RunOptions { capture: true, ..RunOptions::default() },
-    )
-    .map_err(|e| e.to_string())?;
-    let rtp = |p: &&Captured| matches!(p.transport, CapturedTransport::RtpUdp) && p.data.len() >= 12;
-    let ssrc = |d: &[u8]| u32::from_be_bytes([d[8], d[9], d[10], d[11]]);
-    let first = |pt: u8| run.capture.iter().filter(rtp).find(|p| p.data[1] & 0x7F == pt);
-    let (Some(video), Some(_)) = (first(116), first(117)) else {
-        return Err("the lossy run sent no RED video or no RTX of RED".into());
-    };
-    let rtx = run.capture.iter().filter(rtp).find(|p| p.data[1] & 0x7F == 117 && p.src == video.src);
-    let (video_ssrc, rtx_ssrc) = (ssrc(&video.data), rtx.map_or(0, |p| ssrc(&p.data)));
-    let ours = |p: &&Captured| {
-        let d = &p.data;
-        if (192..=223).contains(&d[1]) {
-            // The sender's reports only (the receiver's feedback goes the other way).
-            return d[1] == 200 && u32::from_be_bytes([d[4], d[5], d[6], d[7]]) == video_ssrc;
+    for (fec, pt_video, pt_rtx, pt_fec) in [("ulpfec", 116, 117, 116), ("flexfec", 96, 97, 35)] {
+        let sets = ["duration=12s".to_string(), "delay=50ms".to_string(), format!("calls.0.fec={fec}")];
+        let variant = scenario::load(text, &origin, &sets).map_err(|e| e.to_string())?.remove(0);
+        let run = simulate_with(
+            &variant,
+            ControllerKind::Gcc.into(),
+            1,
+            RunOptions { capture: true, ..RunOptions::default() },
+        )
+        .map_err(|e| e.to_string())?;
+        let rtp = |p: &&Captured| matches!(p.transport, CapturedTransport::RtpUdp) && p.data.len() >= 12;
+        let ssrc = |d: &[u8]| u32::from_be_bytes([d[8], d[9], d[10], d[11]]);
+        let first = |pt: u8| run.capture.iter().filter(rtp).find(|p| p.data[1] & 0x7F == pt);
+        let (Some(video), Some(rtx), Some(repair)) = (first(pt_video), first(pt_rtx), first(pt_fec)) else {
+            return Err(format!("the lossy run with {fec} sent no video, RTX or FEC"));
+        };
+        let ids = [ssrc(&video.data), ssrc(&rtx.data), if fec == "flexfec" { ssrc(&repair.data) } else { 0 }];
+        if fec == "flexfec" {
+            // A repair packet as sent: an RTP header with a CSRC, and the FlexFEC header.
+            corpus.push(("rtp", repair.data.clone()));
+            let (_, header_len) = RtpHeaderRepr::parse(&repair.data).map_err(|e| e.to_string())?;
+            corpus.push(("flexfec", repair.data[header_len..].to_vec()));
         }
-        ssrc(d) == video_ssrc || ssrc(d) == rtx_ssrc
-    };
-    let datagrams: Vec<&Captured> = run.capture.iter().filter(rtp).filter(ours).collect();
-    // Windows from 4 s on (FEC starts once loss is reported) and one from the start.
-    for start in [0, datagrams.len() / 3, datagrams.len() / 2, 2 * datagrams.len() / 3] {
-        let mut seed = [video_ssrc.to_be_bytes(), rtx_ssrc.to_be_bytes()].concat();
-        for p in datagrams.iter().skip(start) {
-            if seed.len() + 1 + p.data.len() > 4096 || p.data.len() > 255 {
-                break;
+        let ours = |p: &&Captured| {
+            let d = &p.data;
+            if (192..=223).contains(&d[1]) {
+                // The sender's reports only (the receiver's feedback goes the other way).
+                return d[1] == 200 && u32::from_be_bytes([d[4], d[5], d[6], d[7]]) == ids[0];
             }
-            seed.push(p.data.len() as u8);
-            seed.extend_from_slice(&p.data);
+            ids.contains(&ssrc(d))
+        };
+        let datagrams: Vec<&Captured> = run.capture.iter().filter(rtp).filter(ours).collect();
+        // Windows from 4 s on (FEC starts once loss is reported) and one from the start.
+        for start in [0, datagrams.len() / 3, datagrams.len() / 2, 2 * datagrams.len() / 3] {
+            let mut seed: Vec<u8> = ids.iter().flat_map(|id| id.to_be_bytes()).collect();
+            for p in datagrams.iter().skip(start) {
+                if seed.len() + 1 + p.data.len() > 4096 || p.data.len() > 255 {
+                    break;
+                }
+                seed.push(p.data.len() as u8);
+                seed.extend_from_slice(&p.data);
+            }
+            corpus.push(("call-receiver", seed));
         }
-        corpus.push(("call-receiver", seed));
     }
     Ok(())
 }

@@ -9,13 +9,13 @@ use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{LinkConfig, QueueLimit};
 use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
 use rtcbench_net::rng::{derive_seed, rng_for};
-use rtcbench_rtp::call::StreamIds;
+use rtcbench_rtp::call::{FecScheme, StreamIds};
 use rtcbench_rtp::plan::{AudioPlan, CallPlan, PausePlan, VideoPlan};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
 use super::{
-    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
+    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, FecSpec, GccDeployment, LinkSpec,
     LossSpec, QueueKind, QueueSize, QueueSpec, Scenario,
 };
 
@@ -248,6 +248,8 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
     let start = c.start.unwrap_or(Duration::ZERO);
     let stop = c.stop.unwrap_or(end - Instant::ZERO);
     let mut ids_rng = rng_for(seed, &format!("call{call}/ids"));
+    // A stream added later draws from its own sequence, so the others' values stay as they were.
+    let mut flexfec_rng = rng_for(seed, &format!("call{call}/ids/flexfec"));
     let ids = StreamIds {
         video_ssrc: ids_rng.random(),
         rtx_ssrc: ids_rng.random(),
@@ -258,6 +260,9 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
         audio_seq0: ids_rng.random(),
         video_ts0: ids_rng.random(),
         audio_ts0: ids_rng.random(),
+        flexfec_ssrc: flexfec_rng.random(),
+        flexfec_seq0: flexfec_rng.random(),
+        flexfec_ts0: flexfec_rng.random(),
     };
     let flows = c.flows();
     let has = |stream: &str| flows.iter().any(|&(_, suffix, _)| suffix == stream);
@@ -314,7 +319,7 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
         twcc_interval: feedback.twcc_interval,
         ccfb_interval: feedback.ccfb_interval,
         nack: c.nack.unwrap_or(true),
-        fec: c.fec.unwrap_or(true),
+        fec: c.fec.map_or(Some(FecScheme::Ulpfec), FecSpec::scheme),
         fec_rate: c.fec_rate,
     }
 }

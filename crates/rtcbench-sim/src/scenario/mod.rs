@@ -970,8 +970,8 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                     format!("{r} is not a rate of FEC packets per media packet (allowed: 0 to 1)"),
                 );
             }
-            if c.fec == Some(false) {
-                return err(format!("{p}.fec_rate"), "needs `fec = true` (FEC is off for this call)".into());
+            if c.fec.is_some_and(|f| f.scheme().is_none()) {
+                return err(format!("{p}.fec_rate"), "needs FEC on (`fec = false` for this call)".into());
             }
         }
     }
@@ -1068,6 +1068,7 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtcbench_rtp::call::FecScheme;
 
     const MINIMAL: &str = r#"
 id = "t"
@@ -1264,6 +1265,32 @@ to = "B"
     }
 
     #[test]
+    fn fec_is_on_off_or_a_scheme_and_is_written_back_as_given() {
+        for (value, scheme) in [
+            ("true", Some(FecScheme::Ulpfec)),
+            ("false", None),
+            ("\"ulpfec\"", Some(FecScheme::Ulpfec)),
+            ("flexfec", Some(FecScheme::Flexfec)),
+        ] {
+            let s = load(MINIMAL, "x", &[format!("calls.0.fec={value}")]).unwrap().remove(0);
+            let fec = s.spec.calls[0].fec.unwrap();
+            assert_eq!(fec.scheme(), scheme, "{value}");
+            // A scenario's identity depends on what it says, not on how FEC is resolved.
+            let back = toml::to_string(&s.spec.calls[0]).unwrap();
+            assert!(back.contains(&format!("fec = {}", value.replace("flexfec", "\"flexfec\""))), "{back}");
+        }
+        let e = load(MINIMAL, "my.toml", &["calls.0.fec=fecfec".to_string()]).unwrap_err();
+        let line = e.to_string();
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.contains("my.toml") && line.contains("calls[0].fec") && line.contains("\"flexfec\""),
+            "{line}"
+        );
+        let e = load(MINIMAL, "my.toml", &["calls.0.fec=2".to_string()]).unwrap_err();
+        assert!(e.to_string().contains("true, false"), "{e}");
+    }
+
+    #[test]
     fn a_fixed_fec_rate_is_a_share_and_needs_fec() {
         let ok = load(MINIMAL, "x", &["calls.0.fec_rate=0.5".to_string()]).unwrap();
         assert_eq!(ok[0].spec.calls[0].fec_rate, Some(0.5));
@@ -1272,7 +1299,7 @@ to = "B"
         assert!(line.contains("calls.0.fec_rate") && line.contains("0 to 1"), "{e}");
         let off = ["calls.0.fec=false".to_string(), "calls.0.fec_rate=0.2".to_string()];
         let e = load(MINIMAL, "my.toml", &off).unwrap_err();
-        assert!(e.message.contains("fec = true"), "{e}");
+        assert!(e.message.contains("needs FEC on"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use rtcbench_rtp::call::FecScheme;
 use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -230,6 +231,61 @@ impl QueueKind {
     }
 }
 
+/// `calls.N.fec` as written: on or off, or the scheme by name. It is written back as it was
+/// read, so a scenario's identity does not depend on which spelling chose ULPFEC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FecSpec {
+    /// `true`: ULPFEC in RED, as Chrome sends VP8; `false`: no FEC.
+    On(bool),
+    Scheme(FecScheme),
+}
+
+impl FecSpec {
+    /// The scheme a call sends, `None` when FEC is off.
+    pub fn scheme(self) -> Option<FecScheme> {
+        match self {
+            Self::On(true) => Some(FecScheme::Ulpfec),
+            Self::On(false) => None,
+            Self::Scheme(s) => Some(s),
+        }
+    }
+}
+
+/// The values `calls.N.fec` takes, for error messages.
+const FEC_VALUES: &str = "true, false, \"ulpfec\" or \"flexfec\"";
+
+impl<'de> Deserialize<'de> for FecSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = FecSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{FEC_VALUES}")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<FecSpec, E> {
+                Ok(FecSpec::On(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<FecSpec, E> {
+                match v {
+                    "ulpfec" => Ok(FecSpec::Scheme(FecScheme::Ulpfec)),
+                    "flexfec" => Ok(FecSpec::Scheme(FecScheme::Flexfec)),
+                    _ => Err(E::custom(format!("unknown FEC scheme {v:?}, expected {FEC_VALUES}"))),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl Serialize for FecSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::On(on) => on.serialize(s),
+            Self::Scheme(scheme) => scheme.serialize(s),
+        }
+    }
+}
+
 /// A queue size in bytes ("60KB") or in drain time at the current capacity ("300ms"), or
 /// "unlimited": an explicit choice, since a queue without limit in front of a busy link grows
 /// (and takes memory) without bound.
@@ -368,10 +424,11 @@ pub struct CallSpec {
     /// Default: on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nack: Option<bool>,
-    /// Video in RED with ULPFEC (RFC 2198, RFC 5109) at libwebrtc's protection level, as Chrome
-    /// sends VP8. Default: on.
+    /// FEC for video at libwebrtc's protection level: `true` or `"ulpfec"` (ULPFEC in RED,
+    /// RFC 5109 and RFC 2198, as Chrome sends VP8), `"flexfec"` (RFC 8627, on its own stream) or
+    /// `false`. Default: `true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fec: Option<bool>,
+    pub fec: Option<FecSpec>,
     /// A fixed FEC rate instead of libwebrtc's choice: FEC packets per media packet (0 to 1),
     /// for every frame, each frame protected by itself. Needs `fec` on. Default: libwebrtc's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

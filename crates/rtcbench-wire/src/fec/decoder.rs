@@ -1,5 +1,6 @@
-//! ULPFEC recovery at a receiver (RFC 5109 §9), as libwebrtc's `UlpfecReceiver` and
-//! `ForwardErrorCorrection::DecodeFec` run it for one stream.
+//! FEC recovery at a receiver for one protected stream, from ULPFEC (RFC 5109 §9) or FlexFEC
+//! (RFC 8627 §6.3) repair packets, as libwebrtc's `UlpfecReceiver`, `FlexfecReceiver` and
+//! `ForwardErrorCorrection::DecodeFec` run it.
 //!
 //! Media packets that arrive and FEC packets are kept; whenever an FEC packet misses exactly one
 //! of the packets it protects, that packet is rebuilt from the FEC packet and the others, and may
@@ -22,8 +23,9 @@ use std::collections::VecDeque;
 use rtcbench_units::{SeqNo, SeqUnwrapper};
 use smallvec::SmallVec;
 
-use super::ulpfec::UlpfecHeaderRepr;
-use super::{xor_bytes, ProtectedPacket};
+use super::{xor_bytes, FecHeader, ProtectedPacket};
+use crate::rtp::{RtpHeader, FIXED_HEADER_LEN};
+use crate::WireError;
 
 /// Media packets kept for recovery: as many as one ULPFEC packet protects.
 pub const MAX_TRACKED_MEDIA: usize = 48;
@@ -41,15 +43,60 @@ pub struct ProtectedBytes {
     pub body: Body,
 }
 
+impl ProtectedBytes {
+    /// A packet as FEC protects it: its RTP header as written (`header`: fixed header, CSRCs and
+    /// extension block) with payload type `payload_type` (the media's, for a packet that
+    /// travelled inside RED: RFC 5109 §8 protects the packet as it was before RED), and
+    /// `payload` bytes after the header of which the first are `written` and the rest zeros.
+    ///
+    /// Errors when `header` is not a complete RTP header.
+    pub fn from_rtp(
+        header: &[u8],
+        payload_type: u8,
+        payload: u64,
+        written: &[u8],
+    ) -> Result<Self, WireError> {
+        let h = RtpHeader::new_checked(header)?;
+        let mut body: Body = header[FIXED_HEADER_LEN..h.header_len()].into();
+        body.extend_from_slice(&written[..written.len().min(payload as usize)]);
+        let packet = ProtectedPacket {
+            seq: h.sequence_number(),
+            padding: h.padding_bit(),
+            extension: h.extension_bit(),
+            csrc_count: h.csrc_count() as u8,
+            marker: h.marker(),
+            payload_type,
+            timestamp: h.timestamp(),
+            length: rtcbench_units::DataSize::bytes((h.header_len() - FIXED_HEADER_LEN) as u64 + payload),
+        };
+        Ok(Self { packet, body })
+    }
+
+    /// The packet's bytes as far as they were written: its fixed header rebuilt from the
+    /// recovered fields with the protected stream's `ssrc` (which FEC does not carry), then the
+    /// body (RFC 5109 §9.1, RFC 8627 §6.3.2).
+    pub fn rtp_bytes(&self, ssrc: u32) -> Vec<u8> {
+        let p = &self.packet;
+        let mut bytes = Vec::with_capacity(FIXED_HEADER_LEN + self.body.len());
+        bytes.push(0x80 | u8::from(p.padding) << 5 | u8::from(p.extension) << 4 | (p.csrc_count & 0x0F));
+        bytes.push(u8::from(p.marker) << 7 | (p.payload_type & 0x7F));
+        bytes.extend_from_slice(&(p.seq.value() as u16).to_be_bytes());
+        bytes.extend_from_slice(&p.timestamp.to_be_bytes());
+        bytes.extend_from_slice(&ssrc.to_be_bytes());
+        bytes.extend_from_slice(&self.body);
+        bytes
+    }
+}
+
 #[derive(Debug, Clone)]
 struct PendingFec {
-    header: UlpfecHeaderRepr,
+    header: FecHeader,
     body: Vec<u8>,
     /// Unwrapped protected sequence numbers.
     seqs: SmallVec<[i64; 16]>,
 }
 
-/// ULPFEC recovery for one stream (see module docs).
+/// FEC recovery for one stream (see module docs).
 #[derive(Debug, Clone, Default)]
 pub struct FecDecoder {
     unwrapper: SeqUnwrapper<16>,
@@ -84,9 +131,10 @@ impl FecDecoder {
         self.recover()
     }
 
-    /// An FEC packet arrived: its headers and body (the FEC payload bytes the caller has).
-    /// Returns the packets rebuilt, oldest first.
-    pub fn on_fec(&mut self, header: UlpfecHeaderRepr, body: Vec<u8>) -> Vec<ProtectedBytes> {
+    /// An FEC packet arrived: its header (ULPFEC or FlexFEC) and body (the FEC payload bytes the
+    /// caller has). Returns the packets rebuilt, oldest first.
+    pub fn on_fec(&mut self, header: impl Into<FecHeader>, body: Vec<u8>) -> Vec<ProtectedBytes> {
+        let header = header.into();
         let seqs: SmallVec<[i64; 16]> = header.protected_seqs().map(|s| self.unwrapper.peek(s)).collect();
         if seqs.is_empty() || self.forgotten_below.is_some_and(|f| seqs[0] < f) {
             return Vec::new();
@@ -158,6 +206,9 @@ mod tests {
     use rtcbench_units::DataSize;
 
     use super::*;
+    use crate::fec::flexfec::FlexfecHeaderRepr;
+    use crate::fec::ulpfec::UlpfecHeaderRepr;
+    use crate::rtp::{FrameMarking, RtpHeaderRepr};
 
     fn packet(seq: u16, body: &[u8]) -> ProtectedBytes {
         ProtectedBytes {
@@ -253,5 +304,66 @@ mod tests {
             d.on_media(packet(s, &[1]));
         }
         assert!(d.media.len() <= MAX_TRACKED_MEDIA && d.fec.len() <= MAX_TRACKED_FEC);
+    }
+
+    #[test]
+    fn flexfec_recovers_across_a_span_beyond_the_short_mask() {
+        // One FlexFEC packet over 20 consecutive packets (Mask [0-14] and [15-45]).
+        let media: Vec<_> = (65_530..65_550u32)
+            .map(|s| {
+                let mut p = packet(s as u16, &[s as u8, 0x5A]);
+                p.packet.length = DataSize::bytes(900 + u64::from(s % 50));
+                p
+            })
+            .collect();
+        let fields: Vec<ProtectedPacket> = media.iter().map(|p| p.packet).collect();
+        let header = FlexfecHeaderRepr::protect(&fields).unwrap();
+        let body = xor_bytes(media.iter().map(|p| p.body.as_slice()));
+        let mut d = FecDecoder::new();
+        for (k, p) in media.iter().enumerate() {
+            if k != 17 {
+                assert!(d.on_media(p.clone()).is_empty());
+            }
+        }
+        assert_eq!(d.on_fec(header, body), vec![media[17].clone()]);
+    }
+
+    #[test]
+    fn a_packet_as_written_comes_back_as_written() {
+        let header = RtpHeaderRepr {
+            payload_type: 96,
+            marker: true,
+            seq: SeqNo::new(0xFFFE),
+            timestamp: 0xDEAD_BEEF,
+            ssrc: 0x0102_0304,
+            abs_send_time: Some(0x12_3456),
+            transport_seq: Some(SeqNo::new(77)),
+            frame_marking: Some(FrameMarking { start: false, end: true, independent: true }),
+            ..RtpHeaderRepr::default()
+        };
+        let mut bytes = vec![0; header.buffer_len()];
+        header.emit(&mut bytes).unwrap();
+        // Sent inside RED (PT 116), protected as PT 96: 1000 payload bytes, 8 of them written.
+        let mut red = bytes.clone();
+        red[1] = 0x80 | 116;
+        let written = [0x90, 0x80, 0x81, 0x23, 0, 0, 0, 42];
+        let p = ProtectedBytes::from_rtp(&red, 96, 1000, &written).unwrap();
+        assert_eq!(p.packet, ProtectedPacket::from_rtp(&header, DataSize::bytes(1000)));
+        let rebuilt = p.rtp_bytes(header.ssrc);
+        assert_eq!(RtpHeaderRepr::parse(&rebuilt), Ok((header, bytes.len())));
+        assert_eq!(&rebuilt[bytes.len()..], &written);
+        assert!(ProtectedBytes::from_rtp(&bytes[..11], 96, 0, &[]).is_err());
+    }
+
+    #[test]
+    fn ulpfec_and_flexfec_headers_protect_the_same_sets() {
+        let media: Vec<_> = (0..12).map(|s| packet(s, &[s as u8])).collect();
+        let fields: Vec<ProtectedPacket> = media.iter().map(|p| p.packet).collect();
+        let ulp = FecHeader::from(UlpfecHeaderRepr::protect(&fields).unwrap());
+        let flex = FecHeader::from(FlexfecHeaderRepr::protect(&fields).unwrap());
+        assert!(ulp.protected_seqs().eq(flex.protected_seqs()));
+        let received: Vec<_> = fields.iter().filter(|p| p.seq.value() != 5).copied().collect();
+        assert_eq!(ulp.recover(&received), Ok(fields[5]));
+        assert_eq!(flex.recover(&received), Ok(fields[5]));
     }
 }

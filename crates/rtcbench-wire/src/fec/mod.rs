@@ -3,7 +3,9 @@
 //!
 //! * [`ulpfec`]: the RFC 5109 FEC header (§7.3) and level-0 ULP header (§7.4).
 //! * [`flexfec`]: the RFC 8627 FEC header (§4.2) with the flexible mask (R=0, F=0).
-//! * [`decoder`]: recovery at a receiver from the ULPFEC packets and media that arrived.
+//! * [`FecHeader`]: either header, as a receiver keeps it for recovery.
+//! * [`decoder`]: recovery at a receiver from the FEC packets (of either scheme) and media that
+//!   arrived.
 //!
 //! An FEC packet protects a set of source packets of one stream, named by an SN base and a
 //! mask. Its header's *recovery* fields (P, X, CC, M, PT, TS and length recovery) are the XOR
@@ -38,6 +40,8 @@ use rtcbench_units::{DataSize, SeqNo};
 
 use crate::rtp::{RtpHeaderRepr, FIXED_HEADER_LEN};
 use crate::WireError;
+use flexfec::FlexfecHeaderRepr;
+use ulpfec::UlpfecHeaderRepr;
 
 /// The XOR of byte strings, each zero-padded to the longest: an FEC packet's payload over the
 /// protected packets' bytes after their fixed headers (RFC 5109 §8), and, XOR-ed again with the
@@ -85,13 +89,78 @@ impl ProtectedPacket {
             seq: header.seq,
             padding: header.padding_len > 0,
             extension: header.buffer_len() > FIXED_HEADER_LEN,
-            // rtcbench writes no CSRCs (see the rtp module docs).
-            csrc_count: 0,
+            csrc_count: u8::from(header.csrc.is_some()),
             marker: header.marker,
             payload_type: header.payload_type,
             timestamp: header.timestamp,
             length: DataSize::bytes(after_fixed_header as u64) + payload,
         }
+    }
+}
+
+/// The longest FEC header of either scheme: FlexFEC's with Mask [0-109] (ULPFEC's is at most
+/// 18 bytes).
+pub const MAX_HEADER_LEN: usize = flexfec::HEADER_LEN_110;
+
+/// The FEC header of a repair packet of either scheme: its recovery fields and the sequence
+/// numbers it protects, which is all recovery needs (RFC 5109 §9, RFC 8627 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FecHeader {
+    /// RFC 5109, sent inside RED in the protected stream.
+    Ulpfec(UlpfecHeaderRepr),
+    /// RFC 8627, sent in its own stream.
+    Flexfec(FlexfecHeaderRepr),
+}
+
+impl FecHeader {
+    fn sn_base_and_mask(&self) -> (SeqNo<16>, u128) {
+        match self {
+            Self::Ulpfec(h) => (h.sn_base, u128::from(h.mask)),
+            Self::Flexfec(h) => (h.sn_base, h.mask),
+        }
+    }
+
+    /// The protected sequence numbers, in increasing order from the SN base.
+    pub fn protected_seqs(&self) -> impl Iterator<Item = SeqNo<16>> {
+        let (base, mask) = self.sn_base_and_mask();
+        (0..128u64).filter(move |j| mask >> j & 1 != 0).map(move |j| SeqNo::new(base.value() + j))
+    }
+
+    /// The protected packet missing from `received`; see [`UlpfecHeaderRepr::recover`] and
+    /// [`FlexfecHeaderRepr::recover`].
+    pub fn recover(&self, received: &[ProtectedPacket]) -> Result<ProtectedPacket, WireError> {
+        match self {
+            Self::Ulpfec(h) => h.recover(received),
+            Self::Flexfec(h) => h.recover(received),
+        }
+    }
+
+    /// Length of the header as emitted.
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            Self::Ulpfec(h) => h.buffer_len(),
+            Self::Flexfec(h) => h.buffer_len(),
+        }
+    }
+
+    /// Writes the header into the start of `buf`; returns the bytes written.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        match self {
+            Self::Ulpfec(h) => h.emit(buf),
+            Self::Flexfec(h) => h.emit(buf),
+        }
+    }
+}
+
+impl From<UlpfecHeaderRepr> for FecHeader {
+    fn from(h: UlpfecHeaderRepr) -> Self {
+        Self::Ulpfec(h)
+    }
+}
+
+impl From<FlexfecHeaderRepr> for FecHeader {
+    fn from(h: FlexfecHeaderRepr) -> Self {
+        Self::Flexfec(h)
     }
 }
 
