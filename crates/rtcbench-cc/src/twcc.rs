@@ -14,6 +14,10 @@ use rtcbench_wire::WireError;
 /// was reported can be reported again with its neighbours.
 const RECEIVE_HISTORY: i64 = 1 << 12;
 
+/// The most sequence numbers one feedback spans: its entries are 16-bit deltas apart, and
+/// libwebrtc's `PacketArrivalTimeMap` holds at most 2^15 packets.
+const MAX_REPORTED_SPAN: i64 = (1 << 15) - 1;
+
 /// The receiver's side: arrivals → periodic transport-wide feedback packets.
 #[derive(Debug)]
 pub struct TwccReceiver {
@@ -69,6 +73,8 @@ impl TwccReceiver {
         if start > end {
             return Ok(Vec::new());
         }
+        // A longer gap (a jump in the numbers, or a packet from far back) reports its newest part.
+        let start = start.max(end - MAX_REPORTED_SPAN);
         // The report starts at `start` even if that packet was lost: the encoder fills gaps
         // between listed packets, so a leading run of losses needs an explicit first entry.
         let mut range: Vec<(i64, Option<Instant>)> = Vec::new();
@@ -132,6 +138,29 @@ mod tests {
         }
         // Nothing new: no feedback.
         assert!(rx.on_timeout(t(100)).unwrap().is_empty());
+    }
+
+    /// Found by the `call-receiver` fuzz target: a datagram whose transport sequence number is
+    /// half the space away from the others made a range the 16-bit format cannot hold, and
+    /// building "our own" feedback panicked.
+    #[test]
+    fn numbers_far_apart_report_the_newest_part() {
+        let mut rx = TwccReceiver::new(1, 2, Duration::from_millis(50), t(0));
+        rx.on_packet(t(1), SeqNo::new(0));
+        rx.on_packet(t(2), SeqNo::new(32_768)); // unwraps to −32768
+        let bytes = rx.on_timeout(t(50)).expect("feedback encodes");
+        let mut reported = Vec::new();
+        for b in &bytes {
+            let RtcpMessage::TransportFeedback(fb) = &parse_compound(b).unwrap()[0] else { panic!() };
+            reported.extend(
+                fb.packets.iter().filter(|(_, arrival)| arrival.is_some()).map(|(seq, _)| seq.value()),
+            );
+        }
+        assert_eq!(reported, [0]);
+        // Jumps forward, twice before a report: the newest 2^15 − 1 numbers are reported.
+        rx.on_packet(t(60), SeqNo::new(32_767));
+        rx.on_packet(t(61), SeqNo::new(65_534));
+        assert!(!rx.on_timeout(t(100)).expect("feedback encodes").is_empty());
     }
 
     #[test]
