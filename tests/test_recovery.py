@@ -153,6 +153,31 @@ def test_nack_pli_and_rtx_dissect(tmp_path: Path) -> None:
     assert rtx_trace and set(rtx_trace) <= set(rtx_wire)
 
 
+def test_fir_asks_for_keyframes_and_dissects(tmp_path: Path) -> None:
+    # `keyframe_request = "fir"` (RFC 5104 §4.3.1): without NACK or FEC every loss stalls the
+    # picture until a keyframe, so the receiver asks often. Each FIR names the video SSRC with
+    # the next command sequence number; tshark reads them; the sender counts them as keyframe
+    # requests and answers each with a keyframe (at most one per 300 ms).
+    cap = tmp_path / "fir.pcap"
+    sets = ("calls.0.nack=false", "calls.0.fec=false", "calls.0.keyframe_request=fir")
+    r = _run(tmp_path, "fixed", *sets, duration="10s", pcap=cap)
+    rows = tshark_fields(
+        cap, "rtcp.psfb.fmt", "rtcp.psfb.fir.fci.ssrc", "rtcp.psfb.fir.fci.csn", "rtp.ssrc", "rtp.p_type"
+    )
+    firs = [row for row in rows if row[0] == "4"]
+    assert not [row for row in rows if row[0] == "1"], "no PLI"
+    fb = r.tables.feedback.filter(pl.col("kind") == "fir")
+    assert len(firs) == fb.height >= 3  # one per 3 s wait for a keyframe (docs/media.md)
+    video_ssrc = {row[3] for row in rows if row[4] == "96"}
+    assert {row[1] for row in firs} == video_ssrc
+    assert [int(row[2]) for row in firs] == [k % 256 for k in range(1, len(firs) + 1)]
+    v = _video(r)
+    assert v["pli_count"] == len(firs)
+    # The first frame, then one keyframe per FIR (the last may come after the run's end).
+    keyframes = r.tables.frames.filter(pl.col("flow") == v["id"])["keyframe"].sum()
+    assert len(firs) <= keyframes <= 1 + len(firs)
+
+
 def _packets_of(r: RunResult, event: str, kind: str | None = None) -> pl.DataFrame:
     """The video flow's rows of `event` (and `kind`)."""
     p = r.tables.packets.filter((pl.col("event") == event) & (pl.col("flow") == _video(r)["id"]))

@@ -1050,10 +1050,11 @@ def _flow_metrics(
             fb = t.feedback.filter(
                 (pl.col("call") == int(call))
                 & pl.col("t_us").is_between(s, e - 1)
-                & pl.col("kind").is_in(["nack", "pli"])
+                & pl.col("kind").is_in(["nack", "pli", "fir"])
             )
             nacks = int((fb.get_column("kind") == "nack").sum())
-            plis = int((fb.get_column("kind") == "pli").sum())
+            # Keyframe requests: PLIs, or FIRs with `keyframe_request = "fir"`.
+            plis = int(fb.get_column("kind").is_in(["pli", "fir"]).sum())
         out = rows.sent_media.between(flow, s, e)
         originals = out.filter(pl.col("kind") == "media")
         if originals.height and originals.get_column("seq").null_count() == 0:

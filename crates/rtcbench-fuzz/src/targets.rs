@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use rtcbench_net::{IpFrame, NetPacket};
 use rtcbench_rtp::{Ignore, Incoming};
-use rtcbench_sim::call::{FeedbackMode, Receiver, StreamIds};
+use rtcbench_sim::call::{FeedbackMode, KeyframeRequest, Receiver, StreamIds};
 use rtcbench_sim::link::capacity_trace::opennetlab::{Direction, Unapplied};
 use rtcbench_sim::link::capacity_trace::{csv, mahimahi, opennetlab};
 use rtcbench_sim::scenario;
@@ -507,7 +507,8 @@ fn call_receiver(data: &[u8]) {
         flexfec_ts0: 0,
     };
     let feedback = FeedbackMode::Twcc { interval: Duration::from_millis(50) };
-    let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true, true);
+    let mut rx =
+        Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true, true, KeyframeRequest::Pli);
     let mut now = Instant::ZERO;
     let mut rest = data.get(12..).unwrap_or_default();
     while let Some((&len, tail)) = rest.split_first() {

@@ -56,6 +56,7 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::fec::decoder::{FecDecoder, ProtectedBytes};
 use rtcbench_wire::fec::{xor_bytes, FecHeader};
 use rtcbench_wire::red::PRIMARY_HEADER_LEN;
+use rtcbench_wire::rtcp::fir::FirRepr;
 use rtcbench_wire::rtcp::nack::NackRepr;
 use rtcbench_wire::rtcp::pli::PliRepr;
 use rtcbench_wire::rtcp::{emit_compound, parse_compound, RtcpMessage};
@@ -114,6 +115,18 @@ pub struct StreamIds {
     pub flexfec_ssrc: u32,
     pub flexfec_seq0: u16,
     pub flexfec_ts0: u32,
+}
+
+/// How a receiver asks for a keyframe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyframeRequest {
+    /// A picture loss indication (RFC 4585 §6.3.1): what Chrome sends.
+    #[default]
+    Pli,
+    /// A full intra request (RFC 5104 §4.3.1), with a command sequence number that tells a new
+    /// request from a repeated one.
+    Fir,
 }
 
 /// How a call protects its video with FEC.
@@ -366,6 +379,8 @@ pub struct Sender {
     limiter: RetransmissionLimiter,
     send_rates: SendRates,
     last_keyframe_request: Option<Instant>,
+    /// The command sequence number of the last FIR heard for the video stream.
+    last_fir_seq: Option<u8>,
     /// FEC on: RED + ULPFEC, or FlexFEC.
     fec: Option<Box<SenderFec>>,
     /// Video goes in RED (RED + ULPFEC on).
@@ -449,6 +464,7 @@ impl Sender {
             limiter: RetransmissionLimiter::default(),
             send_rates: SendRates::default(),
             last_keyframe_request: None,
+            last_fir_seq: None,
             fec: p.fec.map(|scheme| {
                 Box::new(SenderFec {
                     scheme,
@@ -894,6 +910,18 @@ impl Sender {
                     obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Pli, pkt.size, 0));
                     self.on_keyframe_request(now);
                 }
+                RtcpMessage::Fir(fir) => {
+                    // RFC 5104 §4.3.1.2: a FIR repeating the last command sequence number is the
+                    // same request (libwebrtc's RTCPReceiver::HandleFir skips it).
+                    let ours = fir.entries.iter().find(|&&(ssrc, _)| ssrc == self.ids.video_ssrc);
+                    if let Some(&(_, seq)) = ours {
+                        obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Fir, pkt.size, 0));
+                        if self.last_fir_seq != Some(seq) {
+                            self.last_fir_seq = Some(seq);
+                            self.on_keyframe_request(now);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -924,7 +952,7 @@ impl Sender {
         }
     }
 
-    /// A PLI: the next frame is a keyframe, unless one was requested less than
+    /// A PLI or a new FIR: the next frame is a keyframe, unless one was requested less than
     /// [`MIN_KEYFRAME_INTERVAL`] ago (libwebrtc `EncoderRtcpFeedback`).
     fn on_keyframe_request(&mut self, now: Instant) {
         let Some(video) = &mut self.video else { return };
@@ -1148,6 +1176,9 @@ pub struct Receiver {
     picture_ids: SeqUnwrapper<15>,
     /// FEC recovery of the video stream (ULPFEC or FlexFEC), if the call sends FEC.
     fec: Option<Box<FecDecoder>>,
+    keyframe_request: KeyframeRequest,
+    /// The command sequence number of the last FIR sent (RFC 5104 §4.3.1.1).
+    fir_seq: u8,
     last_sr: Option<(u32, Instant)>,
     report_interval: Duration,
     next_report: Instant,
@@ -1155,8 +1186,8 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// A receiver sending `feedback`, NACKs if `nack`, and rebuilding lost video packets if
-    /// the sender sends FEC (`fec`).
+    /// A receiver sending `feedback`, NACKs if `nack`, rebuilding lost video packets if the
+    /// sender sends FEC (`fec`), and asking for keyframes with `keyframe_request`.
     pub fn new(
         ids: StreamIds,
         start: Instant,
@@ -1164,6 +1195,7 @@ impl Receiver {
         report_interval: Duration,
         nack: bool,
         fec: bool,
+        keyframe_request: KeyframeRequest,
     ) -> Self {
         let feedback = FeedbackGen::new(feedback, &ids, start);
         Self {
@@ -1177,6 +1209,8 @@ impl Receiver {
             frame_of_ts: Default::default(),
             picture_ids: SeqUnwrapper::new(),
             fec: fec.then(Box::default),
+            keyframe_request,
+            fir_seq: 0,
             last_sr: None,
             report_interval,
             next_report: start + report_interval,
@@ -1438,9 +1472,20 @@ impl Receiver {
                     self.send_rtcp(nack.to_bytes().expect("a NACK of our own always encodes"));
                 }
                 VideoEvent::KeyframeRequest => {
-                    let pli =
-                        PliRepr { sender_ssrc: self.ids.receiver_ssrc, media_ssrc: self.ids.video_ssrc };
-                    self.send_rtcp(pli.to_bytes().expect("a PLI always encodes"));
+                    let sender_ssrc = self.ids.receiver_ssrc;
+                    let data = match self.keyframe_request {
+                        KeyframeRequest::Pli => {
+                            PliRepr { sender_ssrc, media_ssrc: self.ids.video_ssrc }.to_bytes()
+                        }
+                        KeyframeRequest::Fir => {
+                            // Each new request takes the next number (libwebrtc's
+                            // RTCPSender::BuildFIR increments before it sends).
+                            self.fir_seq = self.fir_seq.wrapping_add(1);
+                            FirRepr { sender_ssrc, entries: vec![(self.ids.video_ssrc, self.fir_seq)] }
+                                .to_bytes()
+                        }
+                    };
+                    self.send_rtcp(data.expect("a keyframe request of our own always encodes"));
                 }
             }
         }
@@ -1519,6 +1564,7 @@ mod tests {
             nack: true,
             fec,
             fec_rate: None,
+            keyframe_request: KeyframeRequest::Pli,
         }
     }
 
@@ -1656,7 +1702,15 @@ mod tests {
         // sequence number from before the first one: it has no place in the stream.
         let ids = plan(None).ids;
         let feedback = FeedbackMode::Twcc { interval: Duration::from_millis(50) };
-        let mut rx = Receiver::new(ids, Instant::ZERO, feedback, Duration::from_secs(1), true, true);
+        let mut rx = Receiver::new(
+            ids,
+            Instant::ZERO,
+            feedback,
+            Duration::from_secs(1),
+            true,
+            true,
+            KeyframeRequest::Pli,
+        );
         let mut seen = Seen::default();
         for (k, seq) in [0u16, 65_535, 1].into_iter().enumerate() {
             // 65535 is not the end of its frame: the assembler would walk past the top of the
@@ -1700,6 +1754,54 @@ mod tests {
         assert!(sent.iter().all(|(k, _)| *k != OutKind::Fec));
         assert!(seen.recovered.is_empty());
         assert!((seen.rendered.len() as u64) < 150, "{} frames", seen.rendered.len());
+    }
+
+    #[test]
+    fn a_fir_asks_for_a_keyframe_once_per_command_sequence_number() {
+        /// Capture times of the keyframes encoded, and the FIR rows traced.
+        #[derive(Default)]
+        struct Keyframes(Vec<Instant>, usize);
+        impl CallObserver for Keyframes {
+            fn frame_encoded(&mut self, frame: &rtcbench_media::video::Frame, _packets: u32) {
+                if frame.keyframe {
+                    self.0.push(frame.capture);
+                }
+            }
+            fn feedback(&mut self, _at: Instant, row: FeedbackRow) {
+                self.1 += usize::from(row.kind == FeedbackKind::Fir);
+            }
+        }
+        let plan = plan(None);
+        let controller =
+            factory::build(ControllerKind::Fixed, &plan.options(), 1.0, plan.limits(), Instant::ZERO);
+        let mut sender = plan.sender(controller);
+        let mut seen = Keyframes::default();
+        let fir = |ssrc: u32, seq: u8| {
+            FirRepr { sender_ssrc: 0x4444, entries: vec![(ssrc, seq)] }.to_bytes().unwrap()
+        };
+        // A new request, its repetition, the next one, and one for another stream.
+        let mut requests =
+            vec![(5, fir(0x1111, 1)), (6, fir(0x1111, 1)), (7, fir(0x1111, 2)), (8, fir(0x9999, 3))];
+        let mut now = Instant::ZERO;
+        while now < Instant::from_secs(9) {
+            now = sender.poll_timeout().min(Instant::from_secs(9));
+            if let Some(k) = requests.iter().position(|(at, _)| Instant::from_secs(*at) <= now) {
+                let (_, data) = requests.remove(k);
+                let size = IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64);
+                sender.on_rtcp(now, Incoming { data: &data, size, ecn: Ecn::NotEct, rtcp: true }, &mut seen);
+            }
+            sender.on_timeout(now, &mut seen);
+            sender.outbox.clear();
+        }
+        let after = |s: i64| {
+            seen.0
+                .iter()
+                .filter(|&&t| t >= Instant::from_secs(s) && t < Instant::from_millis(s * 1000 + 500))
+                .count()
+        };
+        assert_eq!([after(5), after(6), after(7), after(8)], [1, 0, 1, 0], "{:?}", seen.0);
+        // Every FIR naming the video stream is traced, the repeated one too.
+        assert_eq!(seen.1, 3);
     }
 
     #[test]

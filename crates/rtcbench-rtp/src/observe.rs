@@ -51,6 +51,8 @@ pub enum FeedbackKind {
     Nack = 4,
     /// A picture loss indication (RFC 4585 §6.3.1).
     Pli = 5,
+    /// A full intra request (RFC 5104 §4.3.1).
+    Fir = 6,
 }
 
 /// One feedback message as the sender received it (a row of `feedback.parquet`).

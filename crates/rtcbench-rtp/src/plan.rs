@@ -14,7 +14,9 @@ use rtcbench_units::{Bitrate, Duration, Instant};
 use rtcbench_wire::Ecn;
 use serde::{Deserialize, Serialize};
 
-use crate::call::{FecScheme, FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
+use crate::call::{
+    FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts, StreamIds,
+};
 
 /// One call, ready to build.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +56,9 @@ pub struct CallPlan {
     /// A fixed FEC rate (FEC packets per media packet) instead of libwebrtc's choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec_rate: Option<f64>,
+    /// How the receiver asks for keyframes: PLI (as Chrome) or FIR.
+    #[serde(default)]
+    pub keyframe_request: KeyframeRequest,
 }
 
 /// The video source of a call (RFC 8593's model).
@@ -161,6 +166,7 @@ impl CallPlan {
             self.report_interval,
             self.nack,
             self.fec.is_some(),
+            self.keyframe_request,
         )
     }
 }
@@ -217,6 +223,7 @@ mod tests {
             nack: true,
             fec: Some(FecScheme::Flexfec),
             fec_rate: Some(0.25),
+            keyframe_request: KeyframeRequest::Fir,
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CallPlan>(&json).unwrap(), plan);

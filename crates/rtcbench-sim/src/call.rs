@@ -11,8 +11,8 @@ use crate::packet::{FlowId, Packet, PacketKind, RouteId};
 use crate::trace::Trace;
 
 pub use rtcbench_rtp::call::{
-    FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds, AUDIO_CLOCK_HZ, PT_AUDIO, PT_RED, PT_RTX,
-    PT_RTX_RED, PT_ULPFEC, PT_VIDEO, VIDEO_CLOCK_HZ,
+    FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts, StreamIds,
+    AUDIO_CLOCK_HZ, PT_AUDIO, PT_FLEXFEC, PT_RED, PT_RTX, PT_RTX_RED, PT_ULPFEC, PT_VIDEO, VIDEO_CLOCK_HZ,
 };
 
 /// Where a call's packets go: flows for the trace, routes for the network.

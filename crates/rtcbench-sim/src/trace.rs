@@ -41,7 +41,7 @@ pub const REASON_NAMES: [&str; 5] = ["", "queue_full", "random_loss", "aqm", "ov
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
 pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
-pub const FEEDBACK_KIND_NAMES: [&str; 6] = ["twcc", "rr", "remb", "ccfb", "nack", "pli"];
+pub const FEEDBACK_KIND_NAMES: [&str; 7] = ["twcc", "rr", "remb", "ccfb", "nack", "pli", "fir"];
 
 /// What a feedback message was (`feedback.kind`), and one message (a row of `feedback`): the
 /// endpoints report them ([`rtcbench_rtp::CallObserver`]).

@@ -35,7 +35,7 @@ sender's log, which also gives each packet's payload type; FlexFEC (`fec = "flex
 own SSRC and payload type, and belongs to the video flow."""
 _KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO, "fec": PT_RED}
 _ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
-_FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb", 4: "nack", 5: "pli"}
+_FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb", 4: "nack", 5: "pli", 6: "fir"}
 UDP, TCP = 17, 6
 
 _RELAY_SCHEMA = {

@@ -321,5 +321,6 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
         nack: c.nack.unwrap_or(true),
         fec: c.fec.map_or(Some(FecScheme::Ulpfec), FecSpec::scheme),
         fec_rate: c.fec_rate,
+        keyframe_request: c.keyframe_request.unwrap_or_default(),
     }
 }

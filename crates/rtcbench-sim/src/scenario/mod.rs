@@ -1288,6 +1288,11 @@ to = "B"
         );
         let e = load(MINIMAL, "my.toml", &["calls.0.fec=2".to_string()]).unwrap_err();
         assert!(e.to_string().contains("true, false"), "{e}");
+        let e = load(MINIMAL, "my.toml", &["calls.0.keyframe_request=idr".to_string()]).unwrap_err();
+        assert!(
+            e.to_string().contains("calls[0].keyframe_request") && e.to_string().contains("`fir`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use rtcbench_rtp::call::FecScheme;
+use rtcbench_rtp::call::{FecScheme, KeyframeRequest};
 use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -433,6 +433,10 @@ pub struct CallSpec {
     /// for every frame, each frame protected by itself. Needs `fec` on. Default: libwebrtc's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec_rate: Option<f64>,
+    /// How the receiver asks for a keyframe when it cannot decode: `"pli"` (RFC 4585, as Chrome)
+    /// or `"fir"` (RFC 5104). Default: `"pli"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyframe_request: Option<KeyframeRequest>,
 }
 
 impl CallSpec {
