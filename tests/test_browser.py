@@ -1,0 +1,137 @@
+"""Real Chromium peers over the emulated network (issue 15, first part; docs/browser.md): one
+headless Chromium per participant in its node's namespace, a fake camera playing a clip made at
+set-up, local signalling, and `getStats()` sampled in the pages every 500 ms.
+
+As root with Chromium installed (`make chromium`): a 30 s point-to-point call through the relay
+on a 1 Mbit/s link, whose receive rate after 10 s is 0.75-0.95 of the link, with its set-up time
+recorded; and a call whose path drops everything, which ends with one line instead of a hang.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rtcbench
+from rtcbench import testbed
+from rtcbench.testbed import browser, devtools, relay
+
+MISSING = testbed.missing() or (None if devtools.chromium() else "chromium is not installed (make chromium)")
+needs_testbed = pytest.mark.skipif(MISSING is not None, reason=f"runs browsers in namespaces: {MISSING}")
+
+P2P = """
+id = "browser-p2p"
+duration = "40s"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+capacity = "1Mbps"
+delay = "25ms"
+queue = {{ size = "300ms" }}
+{loss}
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "25ms"
+{loss}
+
+[[calls]]
+from = "A"
+to = "B"
+"""
+
+
+def _variant(tmp_path: Path, loss: str = "") -> rtcbench.Variant:
+    path = tmp_path / "p2p.toml"
+    path.write_text(P2P.format(loss=loss))
+    return rtcbench.resolve(str(path))[0]
+
+
+def _video(samples: list[dict[str, Any]], kind: str) -> list[tuple[float, dict[str, Any]]]:
+    """(seconds from the first sample, the video stream's report of type `kind`) per sample."""
+    t0 = samples[0]["t"]
+    out = []
+    for s in samples:
+        reports = [r for r in s["stats"] if r["type"] == kind and r.get("kind") == "video"]
+        if reports:
+            out.append(((s["t"] - t0) / 1000.0, reports[0]))
+    return out
+
+
+def test_the_camera_clip_is_i420_and_repeatable(tmp_path: Path) -> None:
+    a = browser.noise_clip(tmp_path / "a.y4m", width=64, height=36, fps=10, seconds=0.5, seed=3)
+    b = browser.noise_clip(tmp_path / "b.y4m", width=64, height=36, fps=10, seconds=0.5, seed=3)
+    data = a.read_bytes()
+    assert data == b.read_bytes()
+    header, rest = data.split(b"\n", 1)
+    assert header == b"YUV4MPEG2 W64 H36 F10:1 Ip A1:1 C420jpeg"
+    frames = rest.split(b"FRAME\n")[1:]
+    assert len(frames) == 5 and all(len(f) == 64 * 36 * 3 // 2 for f in frames)
+    # Fresh noise in every frame on a gradient; flat chroma.
+    lumas = [np.frombuffer(f[: 64 * 36], dtype=np.uint8).astype(int) for f in frames]
+    assert all(np.abs(x - y).mean() > 5 for x, y in itertools.pairwise(lumas))
+    assert set(frames[0][64 * 36 :]) == {128}
+    with pytest.raises(ValueError, match="even"):
+        browser.noise_clip(tmp_path / "c.y4m", width=63, height=36, fps=10)
+
+
+@needs_testbed
+def test_a_point_to_point_call_fills_an_emulated_megabit(tmp_path: Path) -> None:
+    variant = _variant(tmp_path)
+    clip = browser.noise_clip(tmp_path / "camera.y4m", width=640, height=360, fps=30)
+    with testbed.build(variant) as bed:
+        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        with (
+            browser.Peer.start(bed, "A", tmp_path / "A", clip) as a,
+            browser.Peer.start(bed, "B", tmp_path / "B") as b,
+        ):
+            call = browser.connect(a, b, browser.VideoSettings(max_bitrate_bps=2_500_000))
+            samples = browser.sample(call, 30.0)
+        r.stop()
+    # A sample every 500 ms at each end.
+    assert 55 <= len(samples["receiver"]) <= 62 and 55 <= len(samples["sender"]) <= 62
+    # What arrived after 10 s: RTP headers and payload, without IP/UDP (2-3 % of the link) or
+    # SRTP's tag.
+    inbound = [(t, r) for t, r in _video(samples["receiver"], "inbound-rtp") if t >= 10.0]
+    (t0, first), (t1, last) = inbound[0], inbound[-1]
+    received = [r["bytesReceived"] + r["headerBytesReceived"] for r in (first, last)]
+    rate = (received[1] - received[0]) * 8 / (t1 - t0)
+    assert 0.75e6 <= rate <= 0.95e6, rate
+    assert last["framesDecoded"] > first["framesDecoded"]
+    # The sender's side of the same call: its encoder target and the estimate it came from.
+    outbound = _video(samples["sender"], "outbound-rtp")
+    assert outbound[-1][1]["targetBitrate"] > 0 and outbound[-1][1]["framesEncoded"] > 0
+    # Set-up: offer to ICE connected, and to the first frame shown, both within seconds.
+    setup = call.setup_s()
+    assert setup["connected"] is not None and 0 < setup["connected"] < 5
+    assert setup["first_frame"] is not None and setup["connected"] <= setup["first_frame"] < 10
+
+
+@needs_testbed
+def test_a_call_that_cannot_connect_ends_with_one_line(tmp_path: Path) -> None:
+    # Every packet is lost both ways: ICE never connects; the call ends at its time limit.
+    variant = _variant(tmp_path, loss='loss = { model = "bernoulli", rate = 1.0 }')
+    with testbed.build(variant) as bed:
+        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        with (
+            browser.Peer.start(bed, "A", tmp_path / "A") as a,
+            browser.Peer.start(bed, "B", tmp_path / "B") as b,
+        ):
+            started = time.monotonic()
+            with pytest.raises(browser.BrowserError) as failed:
+                browser.connect(a, b, browser.VideoSettings(), timeout_s=3.0)
+            assert time.monotonic() - started < 6.0
+        r.stop()
+    line = str(failed.value)
+    assert "\n" not in line and "A → B" in line and "did not connect" in line
