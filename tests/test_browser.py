@@ -99,18 +99,28 @@ def test_a_point_to_point_call_fills_an_emulated_megabit(tmp_path: Path) -> None
             samples = browser.sample(call, 30.0)
         r.stop()
     # A sample every 500 ms at each end.
-    assert 55 <= len(samples["receiver"]) <= 62 and 55 <= len(samples["sender"]) <= 62
+    stats = samples.stats
+    assert 55 <= len(stats["receiver"]) <= 62 and 55 <= len(stats["sender"]) <= 62
     # What arrived after 10 s: RTP headers and payload, without IP/UDP (2-3 % of the link) or
     # SRTP's tag.
-    inbound = [(t, r) for t, r in _video(samples["receiver"], "inbound-rtp") if t >= 10.0]
+    inbound = [(t, r) for t, r in _video(stats["receiver"], "inbound-rtp") if t >= 10.0]
     (t0, first), (t1, last) = inbound[0], inbound[-1]
     received = [r["bytesReceived"] + r["headerBytesReceived"] for r in (first, last)]
     rate = (received[1] - received[0]) * 8 / (t1 - t0)
     assert 0.75e6 <= rate <= 0.95e6, rate
     assert last["framesDecoded"] > first["framesDecoded"]
     # The sender's side of the same call: its encoder target and the estimate it came from.
-    outbound = _video(samples["sender"], "outbound-rtp")
+    outbound = _video(stats["sender"], "outbound-rtp")
     assert outbound[-1][1]["targetBitrate"] > 0 and outbound[-1][1]["framesEncoded"] > 0
+    # Each browser's processes, read from /proc as often: the browser, a renderer and more; CPU
+    # time only grows; the encoding side works harder than the decoding one.
+    for side in ("sender", "receiver"):
+        u = samples.usage[side]
+        assert 59 <= len(u) <= 62
+        assert all(x.processes >= 3 and x.pss_bytes > 50e6 for x in u)
+        assert all(b.cpu_s >= a.cpu_s for a, b in itertools.pairwise(u))
+    busy = {side: (u[-1].cpu_s - u[0].cpu_s) / (u[-1].t - u[0].t) for side, u in samples.usage.items()}
+    assert busy["sender"] > busy["receiver"] > 0.02, busy
     # Set-up: offer to ICE connected, and to the first frame shown, both within seconds.
     setup = call.setup_s()
     assert setup["connected"] is not None and 0 < setup["connected"] < 5

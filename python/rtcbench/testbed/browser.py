@@ -9,10 +9,11 @@ no STUN: the peers reach each other's host addresses through the relay).
         relay.go()
         with browser.Peer.start(bed, "A", work / "A", clip) as a, browser.Peer.start(bed, "B", ...) as b:
             call = browser.connect(a, b, VideoSettings(max_bitrate_bps=2_000_000))
-            samples = browser.sample(call, seconds=30)
+            samples = browser.sample(call, seconds=30)     # getStats() and CPU/memory, per side
 
 Inside each page `getStats()` runs every 500 ms (`SAMPLE_INTERVAL_S`); the samples are collected
-as the call goes, so memory does not grow with its length. Every step has a time limit: a
+as the call goes, so memory does not grow with its length. Each browser's CPU time and memory
+(all its processes) are read from /proc as often. Every step has a time limit: a
 browser that crashes or never connects ends with a `BrowserError` naming the peer and the step.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,6 +38,8 @@ __all__ = [
     "BrowserError",
     "Call",
     "Peer",
+    "Samples",
+    "Usage",
     "VideoSettings",
     "connect",
     "noise_clip",
@@ -315,19 +319,74 @@ def connect(sender: Peer, receiver: Peer, video: VideoSettings, timeout_s: float
         time.sleep(0.05)
 
 
-def sample(call: Call, seconds: float, collect_every_s: float = 5.0) -> dict[str, list[dict[str, Any]]]:
-    """Runs the call for `seconds` with `getStats()` sampled in both pages every
-    `SAMPLE_INTERVAL_S`, collecting the samples as it goes; returns them per side (each: `t`, Unix
-    ms, and `stats`, the kept reports). Set-up times are refreshed at the end."""
+@dataclass(frozen=True)
+class Usage:
+    """What one browser's processes (the browser, its renderers, GPU and utility processes: every
+    process of its session) had used at `t` (seconds, `time.monotonic`)."""
+
+    t: float
+    cpu_s: float
+    """User and system CPU time, cumulative, with that of children already reaped."""
+    pss_bytes: int
+    """Proportional set size: resident memory, each shared page divided among its sharers."""
+    processes: int
+
+
+def usage(session: int) -> Usage:
+    """The CPU time and memory of every process in session `session` (a browser started by
+    `devtools.launch` leads its own), from /proc. Processes that end while being read are
+    skipped."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu, pss, count = 0, 0, 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[3]) != session:
+                continue
+            rollup = Path(entry.path, "smaps_rollup").read_text()
+        except (OSError, ValueError, IndexError):
+            continue
+        cpu += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        pss += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+        count += 1
+    return Usage(time.monotonic(), cpu / ticks, pss * 1024, count)
+
+
+@dataclass
+class Samples:
+    """What a call measured: per side (`sender`, `receiver`), the pages' `getStats()` samples
+    (each: `t`, Unix ms, and `stats`, the reports kept) and the browsers' `Usage`."""
+
+    stats: dict[str, list[dict[str, Any]]]
+    usage: dict[str, list[Usage]]
+
+
+def sample(call: Call, seconds: float, collect_every_s: float = 5.0) -> Samples:
+    """Runs the call for `seconds` with `getStats()` sampled in both pages and each browser's
+    usage read every `SAMPLE_INTERVAL_S`, collecting the pages' samples every `collect_every_s`.
+    Set-up times are refreshed at the end."""
     peers = {"sender": call.sender, "receiver": call.receiver}
     for peer in peers.values():
         peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
-    out: dict[str, list[dict[str, Any]]] = {side: [] for side in peers}
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, collect_every_s))
+    out = Samples({side: [] for side in peers}, {side: [] for side in peers})
+    start = time.monotonic()
+    end, collect = start + seconds, start + collect_every_s
+    tick = start
+    while True:
         for side, peer in peers.items():
-            out[side].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
+            out.usage[side].append(usage(peer.browser.process.pid))
+        now = time.monotonic()
+        if now >= collect or now >= end:
+            collect += collect_every_s
+            for side, peer in peers.items():
+                out.stats[side].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
+        if now >= end:
+            break
+        tick += SAMPLE_INTERVAL_S
+        time.sleep(max(0.0, min(tick, end) - time.monotonic()))
     for side, peer in peers.items():
         call.times[side] = peer.evaluate("rtcbench.times()", "read the call's state")
         peer.evaluate("rtcbench.close()", "end the call")

@@ -57,7 +57,9 @@ impl ProtectedBytes {
         written: &[u8],
     ) -> Result<Self, WireError> {
         let h = RtpHeader::new_checked(header)?;
-        let mut body: Body = header[FIXED_HEADER_LEN..h.header_len()].into();
+        // Copied as slices (not element by element, as `From<&[u8]>` would): this runs per packet.
+        let mut body = Body::new();
+        body.extend_from_slice(&header[FIXED_HEADER_LEN..h.header_len()]);
         body.extend_from_slice(&written[..written.len().min(payload as usize)]);
         let packet = ProtectedPacket {
             seq: h.sequence_number(),
