@@ -4,11 +4,14 @@ set-up, local signalling, and `getStats()` sampled in the pages every 500 ms.
 
 As root with Chromium installed (`make chromium`): a 30 s point-to-point call through the relay
 on a 1 Mbit/s link, whose receive rate after 10 s is 0.75-0.95 of the link, with its set-up time
-recorded; and a call whose path drops everything, which ends with one line instead of a hang.
+and the browsers' CPU and memory recorded; a 3-party mesh at low resolution in which every peer
+decodes both others; and a call whose path drops everything, which ends with one line instead of
+a hang.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from pathlib import Path
@@ -96,35 +99,36 @@ def test_a_point_to_point_call_fills_an_emulated_megabit(tmp_path: Path) -> None
             browser.Peer.start(bed, "B", tmp_path / "B") as b,
         ):
             call = browser.connect(a, b, browser.VideoSettings(max_bitrate_bps=2_500_000))
-            samples = browser.sample(call, 30.0)
+            samples = browser.sample([call], 30.0)
         r.stop()
     # A sample every 500 ms at each end.
-    stats = samples.stats
-    assert 55 <= len(stats["receiver"]) <= 62 and 55 <= len(stats["sender"]) <= 62
+    sent, got = samples.of("A", "B"), samples.of("B", "A")
+    assert 55 <= len(got) <= 62 and 55 <= len(sent) <= 62
     # What arrived after 10 s: RTP headers and payload, without IP/UDP (2-3 % of the link) or
     # SRTP's tag.
-    inbound = [(t, r) for t, r in _video(stats["receiver"], "inbound-rtp") if t >= 10.0]
+    inbound = [(t, r) for t, r in _video(got, "inbound-rtp") if t >= 10.0]
     (t0, first), (t1, last) = inbound[0], inbound[-1]
     received = [r["bytesReceived"] + r["headerBytesReceived"] for r in (first, last)]
     rate = (received[1] - received[0]) * 8 / (t1 - t0)
     assert 0.75e6 <= rate <= 0.95e6, rate
     assert last["framesDecoded"] > first["framesDecoded"]
     # The sender's side of the same call: its encoder target and the estimate it came from.
-    outbound = _video(stats["sender"], "outbound-rtp")
+    outbound = _video(sent, "outbound-rtp")
     assert outbound[-1][1]["targetBitrate"] > 0 and outbound[-1][1]["framesEncoded"] > 0
     # Each browser's processes, read from /proc as often: the browser, a renderer and more; CPU
     # time only grows; the encoding side works harder than the decoding one.
-    for side in ("sender", "receiver"):
-        u = samples.usage[side]
+    for node in ("A", "B"):
+        u = samples.usage[node]
         assert 59 <= len(u) <= 62
         assert all(x.processes >= 3 and x.pss_bytes > 50e6 for x in u)
         assert all(b.cpu_s >= a.cpu_s for a, b in itertools.pairwise(u))
-    busy = {side: (u[-1].cpu_s - u[0].cpu_s) / (u[-1].t - u[0].t) for side, u in samples.usage.items()}
-    assert busy["sender"] > busy["receiver"] > 0.02, busy
+    busy = {node: (u[-1].cpu_s - u[0].cpu_s) / (u[-1].t - u[0].t) for node, u in samples.usage.items()}
+    assert busy["A"] > busy["B"] > 0.02, busy
     # Set-up: offer to ICE connected, and to the first frame shown, both within seconds.
     setup = call.setup_s()
     assert setup["connected"] is not None and 0 < setup["connected"] < 5
     assert setup["first_frame"] is not None and setup["connected"] <= setup["first_frame"] < 10
+    assert setup["first_frame_back"] is None  # one way
 
 
 @needs_testbed
@@ -145,3 +149,56 @@ def test_a_call_that_cannot_connect_ends_with_one_line(tmp_path: Path) -> None:
         r.stop()
     line = str(failed.value)
     assert "\n" not in line and "A → B" in line and "did not connect" in line
+
+
+MESH = """
+id = "browser-mesh"
+duration = "20s"
+{links}
+
+[[calls]]
+from = "A"
+to = "B"
+"""
+
+
+@needs_testbed
+def test_a_three_party_mesh_delivers_every_stream(tmp_path: Path) -> None:
+    # Three peers, a peer connection per pair, each sending its camera (low resolution) to the
+    # other two over 2 Mbit/s links with 20 ms each way.
+    nodes = ("A", "B", "C")
+    links = "".join(
+        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "2Mbps"\ndelay = "20ms"\n'
+        f'queue = {{ size = "200ms" }}\n\n'
+        for a in nodes
+        for b in nodes
+        if a != b
+    )
+    path = tmp_path / "mesh.toml"
+    path.write_text(MESH.format(links=links))
+    variant = rtcbench.resolve(str(path))[0]
+    clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
+    video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=500_000)
+    with testbed.build(variant) as bed:
+        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        with contextlib.ExitStack() as stack:
+            peers = [stack.enter_context(browser.Peer.start(bed, n, tmp_path / n, clip)) for n in nodes]
+            calls = browser.mesh(peers, video)
+            samples = browser.sample(calls, 15.0)
+        r.stop()
+    assert len(calls) == 3
+    for call in calls:
+        setup = call.setup_s()
+        assert setup["connected"] is not None and setup["connected"] < 5, setup
+        assert setup["first_frame"] is not None and setup["first_frame_back"] is not None, setup
+    # Every peer decodes the video of both others, and keeps receiving it.
+    for node in nodes:
+        for remote in nodes:
+            if remote == node:
+                continue
+            inbound = _video(samples.of(node, remote), "inbound-rtp")
+            (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
+            fps = (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0)
+            rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
+            assert fps > 10 and rate > 50_000, (node, remote, fps, rate)

@@ -9,7 +9,7 @@ no STUN: the peers reach each other's host addresses through the relay).
         relay.go()
         with browser.Peer.start(bed, "A", work / "A", clip) as a, browser.Peer.start(bed, "B", ...) as b:
             call = browser.connect(a, b, VideoSettings(max_bitrate_bps=2_000_000))
-            samples = browser.sample(call, seconds=30)     # getStats() and CPU/memory, per side
+            samples = browser.sample([call], seconds=30)   # getStats() and CPU/memory, per peer
 
 Inside each page `getStats()` runs every 500 ms (`SAMPLE_INTERVAL_S`); the samples are collected
 as the call goes, so memory does not grow with its length. Each browser's CPU time and memory
@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ __all__ = [
     "Usage",
     "VideoSettings",
     "connect",
+    "mesh",
     "noise_clip",
     "sample",
 ]
@@ -76,12 +77,15 @@ _FLAGS = (
 
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>rtcbench peer</title></head>
-<body><video id="remote" autoplay muted playsinline></video></body></html>
+<body></body></html>
 """
 
+# One peer connection per remote participant, keyed by its node name. Set-up times are per
+# connection: `offer` (the offer made or received), `connected` (ICE), `firstFrame` (the remote
+# video's first frame shown).
 _PEER_JS = """
 window.rtcbench = (() => {
-  const S = {pc: null, samples: [], t: {}, timer: null, video: null};
+  const S = {pcs: {}, t: {}, senders: {}, stream: null, samples: [], timer: null};
   const now = () => performance.timeOrigin + performance.now();
   const gathered = pc => new Promise(done => {
     if (pc.iceGatheringState === 'complete') return done();
@@ -89,68 +93,102 @@ window.rtcbench = (() => {
       if (pc.iceGatheringState === 'complete') done();
     });
   });
+  const camera = async video => {
+    if (!S.stream) S.stream = await navigator.mediaDevices.getUserMedia({
+      video: {width: video.width, height: video.height, frameRate: video.fps}, audio: false});
+    return S.stream.getVideoTracks()[0];
+  };
+  const prefer = (tx, codec) => {
+    const codecs = RTCRtpSender.getCapabilities('video').codecs;
+    tx.setCodecPreferences([
+      ...codecs.filter(c => c.mimeType === 'video/' + codec),
+      ...codecs.filter(c => ['video/rtx', 'video/red', 'video/ulpfec'].includes(c.mimeType))]);
+  };
+  const open = key => {
+    const pc = new RTCPeerConnection({iceServers: []});
+    const t = S.t[key] = {};
+    pc.addEventListener('iceconnectionstatechange', () => {
+      const state = pc.iceConnectionState;
+      if ((state === 'connected' || state === 'completed') && !t.connected) t.connected = now();
+      if (state === 'failed') t.failed = now();
+    });
+    pc.addEventListener('track', e => {
+      const v = document.createElement('video');
+      Object.assign(v, {autoplay: true, muted: true, playsInline: true});
+      v.addEventListener('loadeddata', () => { if (!t.firstFrame) t.firstFrame = now(); });
+      v.srcObject = new MediaStream([e.track]);
+      document.body.appendChild(v);
+      v.play().catch(() => {});
+    });
+    S.pcs[key] = pc;
+    return pc;
+  };
   const KEPT = ['outbound-rtp', 'inbound-rtp', 'remote-inbound-rtp', 'candidate-pair'];
   return {
-    init() {
-      S.pc = new RTCPeerConnection({iceServers: []});
-      S.pc.addEventListener('iceconnectionstatechange', () => {
-        const state = S.pc.iceConnectionState;
-        if ((state === 'connected' || state === 'completed') && !S.t.connected) S.t.connected = now();
-        if (state === 'failed') S.t.failed = now();
-      });
-      const remote = document.getElementById('remote');
-      remote.addEventListener('loadeddata', () => { if (!S.t.firstFrame) S.t.firstFrame = now(); });
-      S.pc.addEventListener('track', e => {
-        remote.srcObject = e.streams[0] || new MediaStream([e.track]);
-        remote.play().catch(() => {});
-      });
+    // An offer to `key`: sending our camera if `video` is given (else receiving only).
+    async offer(key, video, receive) {
+      const pc = open(key);
+      if (video) {
+        const tx = pc.addTransceiver(await camera(video), {direction: receive ? 'sendrecv' : 'sendonly'});
+        prefer(tx, video.codec);
+        S.senders[key] = tx.sender;
+      } else {
+        pc.addTransceiver('video', {direction: 'recvonly'});
+      }
+      S.t[key].offer = now();
+      await pc.setLocalDescription(await pc.createOffer());
+      await gathered(pc);
+      return pc.localDescription.sdp;
+    },
+    // The answer to `key`'s offer, sending our camera back if `video` is given.
+    async answer(key, sdp, video) {
+      const pc = open(key);
+      S.t[key].offer = now();
+      await pc.setRemoteDescription({type: 'offer', sdp});
+      if (video) {
+        const tx = pc.getTransceivers()[0];
+        await tx.sender.replaceTrack(await camera(video));
+        tx.direction = 'sendrecv';
+        prefer(tx, video.codec);
+        S.senders[key] = tx.sender;
+      }
+      await pc.setLocalDescription(await pc.createAnswer());
+      await gathered(pc);
+      return pc.localDescription.sdp;
+    },
+    async accept(key, sdp) {
+      await S.pcs[key].setRemoteDescription({type: 'answer', sdp});
       return true;
     },
-    async offer(video) {
-      const stream = await navigator.mediaDevices.getUserMedia({
-        video: {width: video.width, height: video.height, frameRate: video.fps}, audio: false});
-      const track = stream.getVideoTracks()[0];
-      const tx = S.pc.addTransceiver(track, {direction: 'sendonly', streams: [stream]});
-      const codecs = RTCRtpSender.getCapabilities('video').codecs;
-      tx.setCodecPreferences([
-        ...codecs.filter(c => c.mimeType === 'video/' + video.codec),
-        ...codecs.filter(c => ['video/rtx', 'video/red', 'video/ulpfec'].includes(c.mimeType))]);
-      S.video = tx.sender;
-      S.t.offer = now();
-      await S.pc.setLocalDescription(await S.pc.createOffer());
-      await gathered(S.pc);
-      return S.pc.localDescription.sdp;
-    },
-    async answer(sdp) {
-      S.t.offer = now();
-      await S.pc.setRemoteDescription({type: 'offer', sdp});
-      await S.pc.setLocalDescription(await S.pc.createAnswer());
-      await gathered(S.pc);
-      return S.pc.localDescription.sdp;
-    },
-    async accept(sdp, maxBitrate) {
-      await S.pc.setRemoteDescription({type: 'answer', sdp});
-      if (maxBitrate) {
-        const p = S.video.getParameters();
-        p.encodings[0].maxBitrate = maxBitrate;
-        await S.video.setParameters(p);
-      }
+    async limit(key, maxBitrate) {
+      const sender = S.senders[key];
+      if (!sender || !maxBitrate) return false;
+      const p = sender.getParameters();
+      p.encodings[0].maxBitrate = maxBitrate;
+      await sender.setParameters(p);
       return true;
     },
     start(intervalMs) {
       const take = async () => {
-        const report = await S.pc.getStats();
-        const kept = [];
-        report.forEach(s => { if (KEPT.includes(s.type)) kept.push(s); });
-        S.samples.push({t: now(), stats: kept});
+        const t = now();
+        for (const [key, pc] of Object.entries(S.pcs)) {
+          const report = await pc.getStats();
+          const kept = [];
+          report.forEach(s => { if (KEPT.includes(s.type)) kept.push(s); });
+          S.samples.push({t, remote: key, stats: kept});
+        }
       };
       take();
       S.timer = setInterval(take, intervalMs);
       return true;
     },
     take() { const out = S.samples; S.samples = []; return out; },
-    times() { return Object.assign({ice: S.pc.iceConnectionState}, S.t); },
-    close() { clearInterval(S.timer); S.pc.close(); return true; },
+    times(key) { return Object.assign({ice: S.pcs[key].iceConnectionState}, S.t[key]); },
+    close() {
+      clearInterval(S.timer);
+      Object.values(S.pcs).forEach(pc => pc.close());
+      return true;
+    },
   };
 })();
 """
@@ -249,7 +287,6 @@ class Peer:
             raise BrowserError(f"peer {self.node}: the page did not open: {e}") from None
         self.session = session
         self.evaluate(_PEER_JS, "load the peer script")
-        self.evaluate("rtcbench.init()", "create the peer connection")
         return session
 
     def evaluate(self, expression: str, step: str, timeout_s: float = STEP_TIMEOUT_S) -> Any:
@@ -270,53 +307,90 @@ class Peer:
 
 @dataclass
 class Call:
-    """A connected call from `sender` to `receiver`, and when its set-up steps happened (seconds
-    on the pages' clock, Unix time)."""
+    """A connected call between two peers: `offerer` sent the offer, `answerer` the answer; media
+    goes one way or both (`connect`). `times` holds, per end (node name), when its connection's
+    set-up steps happened (Unix ms on the pages' clock) and its ICE state."""
 
-    sender: Peer
-    receiver: Peer
+    offerer: Peer
+    answerer: Peer
     times: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    def refresh(self) -> None:
+        """Reads both ends' set-up times and ICE states again."""
+        ends = ((self.offerer, self.answerer), (self.answerer, self.offerer))
+        self.times = {
+            peer.node: peer.evaluate(f"rtcbench.times({json.dumps(other.node)})", "read the call's state")
+            for peer, other in ends
+        }
+
     def setup_s(self) -> dict[str, float | None]:
-        """Set-up time from the offer: to ICE connected (at the sender) and to the first decoded
-        frame at the receiver (the remote video's first frame; None if it never came)."""
-        tx, rx = self.times.get("sender", {}), self.times.get("receiver", {})
+        """Set-up time from the offer: to ICE connected at the offerer, and to the first frame of
+        remote video shown at each end that receives (`first_frame` at the answerer,
+        `first_frame_back` at the offerer); None for what never happened."""
+        tx, rx = self.times.get(self.offerer.node, {}), self.times.get(self.answerer.node, {})
         offer = tx.get("offer")
-        if offer is None:
-            return {"connected": None, "first_frame": None}
-        connected, first = tx.get("connected"), rx.get("firstFrame")
+
+        def since(t: float | None) -> float | None:
+            return None if t is None or offer is None else (t - offer) / 1000.0
+
         return {
-            "connected": None if connected is None else (connected - offer) / 1000.0,
-            "first_frame": None if first is None else (first - offer) / 1000.0,
+            "connected": since(tx.get("connected")),
+            "first_frame": since(rx.get("firstFrame")),
+            "first_frame_back": since(tx.get("firstFrame")),
         }
 
 
-def connect(sender: Peer, receiver: Peer, video: VideoSettings, timeout_s: float = CONNECT_TIMEOUT_S) -> Call:
-    """Signals a call locally (offer, answer, each with every candidate) and waits until ICE has
-    connected at both ends. Raises `BrowserError` if it does not within `timeout_s`."""
-    settings = json.dumps(
-        {"width": video.width, "height": video.height, "fps": video.fps, "codec": video.codec}
+def _settings(video: VideoSettings | None) -> str:
+    if video is None:
+        return "null"
+    return json.dumps({"width": video.width, "height": video.height, "fps": video.fps, "codec": video.codec})
+
+
+def connect(
+    sender: Peer,
+    receiver: Peer,
+    video: VideoSettings,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+    *,
+    back: VideoSettings | None = None,
+) -> Call:
+    """Signals a call locally (offer, answer, each with every candidate) in which `sender` sends
+    its camera to `receiver` (and, with `back`, `receiver` its own to `sender`, on the same peer
+    connection), and waits until ICE has connected at both ends. Raises `BrowserError` if it does
+    not within `timeout_s`."""
+    to_receiver, to_sender = json.dumps(receiver.node), json.dumps(sender.node)
+    receive = json.dumps(back is not None)
+    offer = sender.evaluate(
+        f"rtcbench.offer({to_receiver}, {_settings(video)}, {receive})", "create the offer"
     )
-    offer = sender.evaluate(f"rtcbench.offer({settings})", "create the offer")
-    answer = receiver.evaluate(f"rtcbench.answer({json.dumps(offer)})", "answer the offer")
-    max_bitrate = json.dumps(video.max_bitrate_bps)
-    sender.evaluate(f"rtcbench.accept({json.dumps(answer)}, {max_bitrate})", "accept the answer")
+    answer = receiver.evaluate(
+        f"rtcbench.answer({to_sender}, {json.dumps(offer)}, {_settings(back)})", "answer the offer"
+    )
+    sender.evaluate(f"rtcbench.accept({to_receiver}, {json.dumps(answer)})", "accept the answer")
+    sender.evaluate(f"rtcbench.limit({to_receiver}, {json.dumps(video.max_bitrate_bps)})", "set maxBitrate")
+    if back is not None:
+        receiver.evaluate(
+            f"rtcbench.limit({to_sender}, {json.dumps(back.max_bitrate_bps)})", "set maxBitrate"
+        )
     call = Call(sender, receiver)
     deadline = time.monotonic() + timeout_s
     while True:
-        call.times = {
-            "sender": sender.evaluate("rtcbench.times()", "read the call's state"),
-            "receiver": receiver.evaluate("rtcbench.times()", "read the call's state"),
-        }
-        states = {side: t.get("ice") for side, t in call.times.items()}
+        call.refresh()
+        states = {node: t.get("ice") for node, t in call.times.items()}
         if all(s in ("connected", "completed") for s in states.values()):
             return call
         if "failed" in states.values() or time.monotonic() > deadline:
             raise BrowserError(
                 f"call {sender.node} → {receiver.node}: ICE did not connect within {timeout_s:g} s "
-                f"(sender {states['sender']}, receiver {states['receiver']})"
+                f"({sender.node} {states[sender.node]}, {receiver.node} {states[receiver.node]})"
             )
         time.sleep(0.05)
+
+
+def mesh(peers: Sequence[Peer], video: VideoSettings, timeout_s: float = CONNECT_TIMEOUT_S) -> list[Call]:
+    """A mesh call: every pair of `peers` connected, each sending its camera to the other, one
+    peer connection per pair (as a mesh call in a browser runs it)."""
+    return [connect(a, b, video, timeout_s, back=video) for k, a in enumerate(peers) for b in peers[k + 1 :]]
 
 
 @dataclass(frozen=True)
@@ -357,37 +431,43 @@ def usage(session: int) -> Usage:
 
 @dataclass
 class Samples:
-    """What a call measured: per side (`sender`, `receiver`), the pages' `getStats()` samples
-    (each: `t`, Unix ms, and `stats`, the reports kept) and the browsers' `Usage`."""
+    """What calls measured, per peer (node name): its page's `getStats()` samples (each: `t`,
+    Unix ms; `remote`, the peer at the other end of the connection; `stats`, the reports kept)
+    and its browser's `Usage`."""
 
     stats: dict[str, list[dict[str, Any]]]
     usage: dict[str, list[Usage]]
 
+    def of(self, node: str, remote: str) -> list[dict[str, Any]]:
+        """`node`'s samples of its connection to `remote`."""
+        return [s for s in self.stats[node] if s["remote"] == remote]
 
-def sample(call: Call, seconds: float, collect_every_s: float = 5.0) -> Samples:
-    """Runs the call for `seconds` with `getStats()` sampled in both pages and each browser's
+
+def sample(calls: Sequence[Call], seconds: float, collect_every_s: float = 5.0) -> Samples:
+    """Runs `calls` for `seconds` with `getStats()` sampled in every page and each browser's
     usage read every `SAMPLE_INTERVAL_S`, collecting the pages' samples every `collect_every_s`.
-    Set-up times are refreshed at the end."""
-    peers = {"sender": call.sender, "receiver": call.receiver}
+    Then the calls' set-up times are read again and their connections closed."""
+    peers = {p.node: p for call in calls for p in (call.offerer, call.answerer)}
     for peer in peers.values():
         peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
-    out = Samples({side: [] for side in peers}, {side: [] for side in peers})
+    out = Samples({node: [] for node in peers}, {node: [] for node in peers})
     start = time.monotonic()
     end, collect = start + seconds, start + collect_every_s
     tick = start
     while True:
-        for side, peer in peers.items():
-            out.usage[side].append(usage(peer.browser.process.pid))
+        for node, peer in peers.items():
+            out.usage[node].append(usage(peer.browser.process.pid))
         now = time.monotonic()
         if now >= collect or now >= end:
             collect += collect_every_s
-            for side, peer in peers.items():
-                out.stats[side].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
+            for node, peer in peers.items():
+                out.stats[node].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
         if now >= end:
             break
         tick += SAMPLE_INTERVAL_S
         time.sleep(max(0.0, min(tick, end) - time.monotonic()))
-    for side, peer in peers.items():
-        call.times[side] = peer.evaluate("rtcbench.times()", "read the call's state")
-        peer.evaluate("rtcbench.close()", "end the call")
+    for call in calls:
+        call.refresh()
+    for peer in peers.values():
+        peer.evaluate("rtcbench.close()", "end the calls")
     return out
