@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium
+.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium janus
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -40,14 +40,18 @@ test: build-release test-rust test-python
 tshark:
 	bash scripts/install-tshark.sh
 
-# The report tests open the HTML report in Debian's headless Chromium, as a person would.
+# The report tests open the HTML report in Debian's headless Chromium, as a person would; the
+# browser tests call between Chromium peers, through Debian's Janus for the SFU case.
 chromium:
 	bash scripts/install-chromium.sh
+
+janus:
+	bash scripts/install-janus.sh
 
 test-rust: tshark
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
-test-python: tshark chromium
+test-python: tshark chromium janus
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The slower tier: longer scenario sweeps.

@@ -4,8 +4,9 @@ set-up, local signalling, and `getStats()` sampled in the pages every 500 ms.
 
 As root with Chromium installed (`make chromium`): a 30 s point-to-point call through the relay
 on a 1 Mbit/s link, whose receive rate after 10 s is 0.75-0.95 of the link, with its set-up time
-and the browsers' CPU and memory recorded; a 3-party mesh at low resolution in which every peer
-decodes both others; and a call whose path drops everything, which ends with one line instead of
+and the browsers' CPU and memory recorded; a 3-party mesh and a 4-party call through an SFU
+(Janus's VideoRoom) at low resolution in which every peer decodes every other; and a call whose
+path drops everything, which ends with one line instead of
 a hang.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,10 @@ import pytest
 
 import rtcbench
 from rtcbench import testbed
-from rtcbench.testbed import browser, devtools, relay
+from rtcbench.testbed import browser, devtools, relay, sfu
 
 MISSING = testbed.missing() or (None if devtools.chromium() else "chromium is not installed (make chromium)")
+NO_JANUS = None if sfu.janus() else "janus is not installed (make janus)"
 needs_testbed = pytest.mark.skipif(MISSING is not None, reason=f"runs browsers in namespaces: {MISSING}")
 
 P2P = """
@@ -202,3 +205,52 @@ def test_a_three_party_mesh_delivers_every_stream(tmp_path: Path) -> None:
             fps = (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0)
             rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
             assert fps > 10 and rate > 50_000, (node, remote, fps, rate)
+
+
+@needs_testbed
+@pytest.mark.skipif(NO_JANUS is not None, reason=str(NO_JANUS))
+def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
+    # Four peers and Janus's VideoRoom in node S: each publishes its camera (320x180, 15 fps,
+    # 300 kbit/s) on 1 Mbit/s up to S and views the three others on 3 Mbit/s down from S.
+    nodes = ("A", "B", "C", "D")
+    links = "".join(
+        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "{capacity}"\n'
+        f'delay = "20ms"\nqueue = {{ size = "200ms" }}\n\n'
+        for n in nodes
+        for a, b, capacity in ((n, "S", "1Mbps"), ("S", n, "3Mbps"))
+    )
+    path = tmp_path / "sfu.toml"
+    path.write_text(MESH.format(links=links).replace("browser-mesh", "browser-sfu"))
+    variant = rtcbench.resolve(str(path))[0]
+    clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
+    video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=300_000)
+    with testbed.build(variant) as bed:
+        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        with sfu.Janus.start(bed, "S", tmp_path / "janus") as janus, contextlib.ExitStack() as stack:
+            peers = [stack.enter_context(browser.Peer.start(bed, n, tmp_path / n, clip)) for n in nodes]
+            subscriptions = sfu.videoroom(janus, peers, video)
+            samples = browser.sample_peers(peers, 15.0)
+            setup = {
+                (p.node, key): p.evaluate(f"rtcbench.times({json.dumps(key)})", "read the set-up times")
+                for p in peers
+                for key in ["sfu"] + [f"sfu:{q.node}" for q in peers if q is not p]
+            }
+            browser.close(peers)
+        r.stop()
+    assert len(subscriptions) == 12
+    # Every connection to the SFU came up within seconds; every view showed a first frame.
+    for (node, key), t in setup.items():
+        assert t["ice"] == "connected" and 0 < t["connected"] - t["offer"] < 5000, (node, key, t)
+        if key != "sfu":
+            assert 0 < t["firstFrame"] - t["offer"] < 5000, (node, key, t)
+    # Every peer decodes the three others, forwarded by the SFU, at their rate.
+    for node in nodes:
+        for other in nodes:
+            if other == node:
+                continue
+            inbound = _video(samples.of(node, f"sfu:{other}"), "inbound-rtp")
+            (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
+            fps = (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0)
+            rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
+            assert fps > 10 and 150_000 < rate < 400_000, (node, other, fps, rate)

@@ -41,10 +41,12 @@ __all__ = [
     "Samples",
     "Usage",
     "VideoSettings",
+    "close",
     "connect",
     "mesh",
     "noise_clip",
     "sample",
+    "sample_peers",
 ]
 
 SAMPLE_INTERVAL_S = 0.5
@@ -443,31 +445,44 @@ class Samples:
         return [s for s in self.stats[node] if s["remote"] == remote]
 
 
-def sample(calls: Sequence[Call], seconds: float, collect_every_s: float = 5.0) -> Samples:
-    """Runs `calls` for `seconds` with `getStats()` sampled in every page and each browser's
-    usage read every `SAMPLE_INTERVAL_S`, collecting the pages' samples every `collect_every_s`.
-    Then the calls' set-up times are read again and their connections closed."""
-    peers = {p.node: p for call in calls for p in (call.offerer, call.answerer)}
-    for peer in peers.values():
+def sample_peers(peers: Sequence[Peer], seconds: float, collect_every_s: float = 5.0) -> Samples:
+    """Runs whatever `peers` have connected for `seconds`, with `getStats()` sampled in every page
+    and each browser's usage read every `SAMPLE_INTERVAL_S`, collecting the pages' samples every
+    `collect_every_s`. The pages' connections stay open (`close` ends them)."""
+    by_node = {p.node: p for p in peers}
+    for peer in by_node.values():
         peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
-    out = Samples({node: [] for node in peers}, {node: [] for node in peers})
+    out = Samples({node: [] for node in by_node}, {node: [] for node in by_node})
     start = time.monotonic()
     end, collect = start + seconds, start + collect_every_s
     tick = start
     while True:
-        for node, peer in peers.items():
+        for node, peer in by_node.items():
             out.usage[node].append(usage(peer.browser.process.pid))
         now = time.monotonic()
         if now >= collect or now >= end:
             collect += collect_every_s
-            for node, peer in peers.items():
+            for node, peer in by_node.items():
                 out.stats[node].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
         if now >= end:
             break
         tick += SAMPLE_INTERVAL_S
         time.sleep(max(0.0, min(tick, end) - time.monotonic()))
+    return out
+
+
+def close(peers: Sequence[Peer]) -> None:
+    """Ends every connection of `peers`' pages (and their sampling)."""
+    for peer in peers:
+        peer.evaluate("rtcbench.close()", "end the calls")
+
+
+def sample(calls: Sequence[Call], seconds: float, collect_every_s: float = 5.0) -> Samples:
+    """`sample_peers` over the calls' peers; then the calls' set-up times are read again and
+    their connections closed."""
+    peers = list({p.node: p for call in calls for p in (call.offerer, call.answerer)}.values())
+    out = sample_peers(peers, seconds, collect_every_s)
     for call in calls:
         call.refresh()
-    for peer in peers.values():
-        peer.evaluate("rtcbench.close()", "end the calls")
+    close(peers)
     return out
