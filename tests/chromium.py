@@ -20,18 +20,7 @@ from pathlib import Path
 
 from rtcbench.testbed import devtools
 
-_FLAGS = (
-    "--headless",
-    "--no-sandbox",  # tests run as root in CI containers, where the sandbox cannot start
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-extensions",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-)
+_FLAGS = (*devtools.HEADLESS_FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND")
 
 
 def available() -> bool:

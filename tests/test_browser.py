@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import json
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,23 @@ def _video(samples: list[dict[str, Any]], kind: str) -> list[tuple[float, dict[s
         if reports:
             out.append(((s["t"] - t0) / 1000.0, reports[0]))
     return out
+
+
+def _every_stream(
+    samples: browser.Samples, nodes: Sequence[str], key: Callable[[str], str]
+) -> Iterator[tuple[str, str, float, float]]:
+    """(viewer, sender, frames decoded per second, bytes received per second × 8) of every
+    stream between `nodes`, over the second half of the samples; `key` names the viewer's
+    connection that carries the sender's video."""
+    for node in nodes:
+        for other in nodes:
+            if other == node:
+                continue
+            inbound = _video(samples.of(node, key(other)), "inbound-rtp")
+            (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
+            fps = (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0)
+            rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
+            yield node, other, fps, rate
 
 
 def test_the_camera_clip_is_i420_and_repeatable(tmp_path: Path) -> None:
@@ -196,15 +214,8 @@ def test_a_three_party_mesh_delivers_every_stream(tmp_path: Path) -> None:
         assert setup["connected"] is not None and setup["connected"] < 5, setup
         assert setup["first_frame"] is not None and setup["first_frame_back"] is not None, setup
     # Every peer decodes the video of both others, and keeps receiving it.
-    for node in nodes:
-        for remote in nodes:
-            if remote == node:
-                continue
-            inbound = _video(samples.of(node, remote), "inbound-rtp")
-            (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
-            fps = (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0)
-            rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
-            assert fps > 10 and rate > 50_000, (node, remote, fps, rate)
+    for node, remote, fps, rate in _every_stream(samples, nodes, lambda remote: remote):
+        assert fps > 10 and rate > 50_000, (node, remote, fps, rate)
 
 
 @needs_testbed
@@ -245,12 +256,5 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
         if key != "sfu":
             assert 0 < t["firstFrame"] - t["offer"] < 5000, (node, key, t)
     # Every peer decodes the three others, forwarded by the SFU, at their rate.
-    for node in nodes:
-        for other in nodes:
-            if other == node:
-                continue
-            inbound = _video(samples.of(node, f"sfu:{other}"), "inbound-rtp")
-            (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
-            fps = (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0)
-            rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
-            assert fps > 10 and 150_000 < rate < 400_000, (node, other, fps, rate)
+    for node, other, fps, rate in _every_stream(samples, nodes, lambda other: f"sfu:{other}"):
+        assert fps > 10 and 150_000 < rate < 400_000, (node, other, fps, rate)

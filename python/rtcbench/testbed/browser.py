@@ -57,15 +57,7 @@ STEP_TIMEOUT_S = 20.0
 """How long one step in a page (a DevTools command, an awaited promise) may take."""
 
 _FLAGS = (
-    "--headless",
-    "--no-sandbox",  # as root, where Chromium's sandbox cannot start
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-extensions",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
+    *devtools.HEADLESS_FLAGS,
     "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream",
     "--autoplay-policy=no-user-gesture-required",

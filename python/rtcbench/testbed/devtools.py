@@ -26,10 +26,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CHROMIUM", "Browser", "DevTools", "DevToolsError", "chromium", "launch"]
+__all__ = ["CHROMIUM", "HEADLESS_FLAGS", "Browser", "DevTools", "DevToolsError", "chromium", "launch"]
 
 CHROMIUM = "chromium"
 """The browser's executable (Debian's `chromium`, installed by `scripts/install-chromium.sh`)."""
+
+HEADLESS_FLAGS = (
+    "--headless",
+    "--no-sandbox",  # as root (tests, CI containers, testbeds), where the sandbox cannot start
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+"""A quiet headless browser that fetches nothing of its own accord."""
 
 DEFAULT_TIMEOUT_S = 30.0
 """How long one command may take to be answered."""
