@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium janus
+.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium janus coturn
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -41,17 +41,21 @@ tshark:
 	bash scripts/install-tshark.sh
 
 # The report tests open the HTML report in Debian's headless Chromium, as a person would; the
-# browser tests call between Chromium peers, through Debian's Janus for the SFU case.
+# browser tests call between Chromium peers, through Debian's Janus for the SFU case and its
+# coturn for the relayed one.
 chromium:
 	bash scripts/install-chromium.sh
 
 janus:
 	bash scripts/install-janus.sh
 
+coturn:
+	bash scripts/install-coturn.sh
+
 test-rust: tshark
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
-test-python: tshark chromium janus
+test-python: tshark chromium janus coturn
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The slower tier: longer scenario sweeps.

@@ -5,9 +5,9 @@ set-up, local signalling, and `getStats()` sampled in the pages every 500 ms.
 As root with Chromium installed (`make chromium`): a 30 s point-to-point call through the relay
 on a 1 Mbit/s link, whose receive rate after 10 s is 0.75-0.95 of the link, with its set-up time
 and the browsers' CPU and memory recorded; a 3-party mesh and a 4-party call through an SFU
-(Janus's VideoRoom) at low resolution in which every peer decodes every other; and a call whose
-path drops everything, which ends with one line instead of
-a hang.
+(Janus's VideoRoom) at low resolution in which every peer decodes every other; a call relayed
+through a TURN server (coturn, relay-only ICE); and a call whose path drops everything, which
+ends with one line instead of a hang.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import pytest
 
 import rtcbench
 from rtcbench import testbed
-from rtcbench.testbed import browser, devtools, relay, sfu
+from rtcbench.testbed import browser, devtools, relay, sfu, turn
 
 MISSING = testbed.missing() or (None if devtools.chromium() else "chromium is not installed (make chromium)")
 NO_JANUS = None if sfu.janus() else "janus is not installed (make janus)"
+NO_COTURN = None if turn.turnserver() else "coturn is not installed (make coturn)"
 needs_testbed = pytest.mark.skipif(MISSING is not None, reason=f"runs browsers in namespaces: {MISSING}")
 
 P2P = """
@@ -258,3 +259,46 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
     # Every peer decodes the three others, forwarded by the SFU, at their rate.
     for node, other, fps, rate in _every_stream(samples, nodes, lambda other: f"sfu:{other}"):
         assert fps > 10 and 150_000 < rate < 400_000, (node, other, fps, rate)
+
+
+@needs_testbed
+@pytest.mark.skipif(NO_COTURN is not None, reason=str(NO_COTURN))
+def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path) -> None:
+    # Relay-only ICE through coturn in node T (as seed 003's relayed calls): A and B have links
+    # only to and from T, so nothing else could carry the call.
+    links = "".join(
+        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "2Mbps"\ndelay = "10ms"\n'
+        f'queue = {{ size = "200ms" }}\n\n'
+        for n in ("A", "B")
+        for a, b in ((n, "T"), ("T", n))
+    )
+    path = tmp_path / "turn.toml"
+    path.write_text(MESH.format(links=links).replace("browser-mesh", "browser-turn"))
+    variant = rtcbench.resolve(str(path))[0]
+    clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
+    video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=500_000)
+    with testbed.build(variant) as bed:
+        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        with (
+            turn.Turn.start(bed, "T", tmp_path / "turn") as server,
+            browser.Peer.start(bed, "A", tmp_path / "A", clip) as a,
+            browser.Peer.start(bed, "B", tmp_path / "B") as b,
+        ):
+            for peer in (a, b):
+                peer.configure(server.ice_servers(), relay_only=True)
+            call = browser.connect(a, b, video)
+            routes = (a.route("B"), b.route("A"))
+            samples = browser.sample([call], 10.0)
+        report = r.stop()
+    assert routes == ({"local": "relay", "remote": "relay"},) * 2
+    setup = call.setup_s()
+    assert setup["connected"] is not None and setup["connected"] < 5
+    assert setup["first_frame"] is not None
+    inbound = _video(samples.of("B", "A"), "inbound-rtp")
+    (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
+    rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
+    assert (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0) > 10 and rate > 300_000, rate
+    # The media crossed A → T and T → B: each link carried at least what B received.
+    received = last["bytesReceived"]
+    assert report.links["AT"].bytes_in > received and report.links["TB"].bytes_in > received

@@ -79,7 +79,8 @@ _PAGE = """<!doctype html>
 # video's first frame shown).
 _PEER_JS = """
 window.rtcbench = (() => {
-  const S = {pcs: {}, t: {}, senders: {}, stream: null, samples: [], timer: null};
+  const S = {pcs: {}, t: {}, senders: {}, stream: null, samples: [], timer: null,
+             config: {iceServers: []}};
   const now = () => performance.timeOrigin + performance.now();
   const gathered = pc => new Promise(done => {
     if (pc.iceGatheringState === 'complete') return done();
@@ -99,7 +100,7 @@ window.rtcbench = (() => {
       ...codecs.filter(c => ['video/rtx', 'video/red', 'video/ulpfec'].includes(c.mimeType))]);
   };
   const open = key => {
-    const pc = new RTCPeerConnection({iceServers: []});
+    const pc = new RTCPeerConnection(S.config);
     const t = S.t[key] = {};
     pc.addEventListener('iceconnectionstatechange', () => {
       const state = pc.iceConnectionState;
@@ -119,6 +120,19 @@ window.rtcbench = (() => {
   };
   const KEPT = ['outbound-rtp', 'inbound-rtp', 'remote-inbound-rtp', 'candidate-pair'];
   return {
+    // The RTCConfiguration of connections opened from now on (ICE servers, transport policy).
+    configure(config) { S.config = config; return true; },
+    // The candidate types of `key`'s selected pair: 'host', 'srflx', 'prflx' or 'relay'.
+    async route(key) {
+      const report = await S.pcs[key].getStats();
+      let pair = null;
+      report.forEach(s => {
+        if (s.type === 'transport' && s.selectedCandidatePairId) pair = report.get(s.selectedCandidatePairId);
+      });
+      if (!pair) return null;
+      return {local: report.get(pair.localCandidateId).candidateType,
+              remote: report.get(pair.remoteCandidateId).candidateType};
+    },
     // An offer to `key`: sending our camera if `video` is given (else receiving only).
     async offer(key, video, receive) {
       const pc = open(key);
@@ -297,6 +311,21 @@ class Peer:
             text = details.get("exception", {}).get("description") or details.get("text", "an exception")
             raise BrowserError(f"peer {self.node}: {step}: {str(text).splitlines()[0]}")
         return reply.get("result", {}).get("value")
+
+    def configure(self, ice_servers: list[dict[str, Any]], *, relay_only: bool = False) -> None:
+        """ICE servers (RTCIceServer dictionaries) for the connections this page opens from now
+        on; with `relay_only`, only relayed candidates are used (`iceTransportPolicy: "relay"`),
+        so every packet goes through a TURN server."""
+        config = {"iceServers": ice_servers, "iceTransportPolicy": "relay" if relay_only else "all"}
+        self.evaluate(f"rtcbench.configure({json.dumps(config)})", "configure ICE")
+
+    def route(self, remote: str) -> dict[str, str] | None:
+        """The candidate types (`host`, `srflx`, `prflx`, `relay`) of the selected pair of this
+        page's connection to `remote`, or None before one is selected."""
+        route: dict[str, str] | None = self.evaluate(
+            f"rtcbench.route({json.dumps(remote)})", "read the route"
+        )
+        return route
 
 
 @dataclass
