@@ -173,15 +173,17 @@ def test_a_call_that_cannot_connect_ends_with_one_line(tmp_path: Path) -> None:
     assert "\n" not in line and "A → B" in line and "did not connect" in line
 
 
-MESH = """
-id = "browser-mesh"
-duration = "20s"
-{links}
-
-[[calls]]
-from = "A"
-to = "B"
-"""
+def _network(tmp_path: Path, name: str, links: Sequence[tuple[str, str, str, str]]) -> rtcbench.Variant:
+    """A scenario `name` of the `links` (from, to, capacity, one-way delay; 200 ms queues), with
+    a call from A to B that only makes it valid: the browsers make the calls."""
+    text = f'id = "{name}"\nduration = "20s"\n\n' + "".join(
+        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "{capacity}"\n'
+        f'delay = "{delay}"\nqueue = {{ size = "200ms" }}\n\n'
+        for a, b, capacity, delay in links
+    )
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text + '[[calls]]\nfrom = "A"\nto = "B"\n')
+    return rtcbench.resolve(str(path))[0]
 
 
 @needs_testbed
@@ -189,16 +191,9 @@ def test_a_three_party_mesh_delivers_every_stream(tmp_path: Path) -> None:
     # Three peers, a peer connection per pair, each sending its camera (low resolution) to the
     # other two over 2 Mbit/s links with 20 ms each way.
     nodes = ("A", "B", "C")
-    links = "".join(
-        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "2Mbps"\ndelay = "20ms"\n'
-        f'queue = {{ size = "200ms" }}\n\n'
-        for a in nodes
-        for b in nodes
-        if a != b
+    variant = _network(
+        tmp_path, "browser-mesh", [(a, b, "2Mbps", "20ms") for a in nodes for b in nodes if a != b]
     )
-    path = tmp_path / "mesh.toml"
-    path.write_text(MESH.format(links=links))
-    variant = rtcbench.resolve(str(path))[0]
     clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
     video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=500_000)
     with testbed.build(variant) as bed:
@@ -225,15 +220,8 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
     # Four peers and Janus's VideoRoom in node S: each publishes its camera (320x180, 15 fps,
     # 300 kbit/s) on 1 Mbit/s up to S and views the three others on 3 Mbit/s down from S.
     nodes = ("A", "B", "C", "D")
-    links = "".join(
-        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "{capacity}"\n'
-        f'delay = "20ms"\nqueue = {{ size = "200ms" }}\n\n'
-        for n in nodes
-        for a, b, capacity in ((n, "S", "1Mbps"), ("S", n, "3Mbps"))
-    )
-    path = tmp_path / "sfu.toml"
-    path.write_text(MESH.format(links=links).replace("browser-mesh", "browser-sfu"))
-    variant = rtcbench.resolve(str(path))[0]
+    links = [link for n in nodes for link in ((n, "S", "1Mbps", "20ms"), ("S", n, "3Mbps", "20ms"))]
+    variant = _network(tmp_path, "browser-sfu", links)
     clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
     video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=300_000)
     with testbed.build(variant) as bed:
@@ -266,15 +254,8 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
 def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path) -> None:
     # Relay-only ICE through coturn in node T (as seed 003's relayed calls): A and B have links
     # only to and from T, so nothing else could carry the call.
-    links = "".join(
-        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "2Mbps"\ndelay = "10ms"\n'
-        f'queue = {{ size = "200ms" }}\n\n'
-        for n in ("A", "B")
-        for a, b in ((n, "T"), ("T", n))
-    )
-    path = tmp_path / "turn.toml"
-    path.write_text(MESH.format(links=links).replace("browser-mesh", "browser-turn"))
-    variant = rtcbench.resolve(str(path))[0]
+    links = [link for n in ("A", "B") for link in ((n, "T", "2Mbps", "10ms"), ("T", n, "2Mbps", "10ms"))]
+    variant = _network(tmp_path, "browser-turn", links)
     clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
     video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=500_000)
     with testbed.build(variant) as bed:

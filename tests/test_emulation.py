@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from tests.test_recovery import LOSSY as RECOVERY_LOSSY
 
 import rtcbench
 from rtcbench import testbed
@@ -397,32 +398,7 @@ def test_cross_traffic_and_udp_background_reach_the_tables(tmp_path: Path) -> No
     assert capacity == sim.tables.links.filter(pl.col("link") == "forward")["capacity_bps"].unique().to_list()
 
 
-LOSSY = """
-id = "emu-lossy"
-duration = "15s"
-
-[[links]]
-name = "ab"
-from = "A"
-to = "B"
-capacity = "2Mbps"
-delay = "25ms"
-queue = { size = "300ms" }
-loss = { model = "bernoulli", rate = 0.05 }
-
-[[links]]
-name = "ba"
-from = "B"
-to = "A"
-delay = "25ms"
-
-[[calls]]
-name = "video"
-from = "A"
-to = "B"
-video = { start = "800kbps", min = "50kbps", max = "2Mbps" }
-fec = "flexfec"
-"""
+LOSSY = RECOVERY_LOSSY.format(loss=0.05, duration="15s") + 'fec = "flexfec"\n'
 """5 % random loss, 50 ms RTT and FlexFEC (docs/media.md): its own stream on real sockets."""
 
 

@@ -363,7 +363,8 @@ class Call:
         }
 
 
-def _settings(video: VideoSettings | None) -> str:
+def video_json(video: VideoSettings | None) -> str:
+    """`video` as the page's `offer` and `answer` take it (JSON; `null` for no camera)."""
     if video is None:
         return "null"
     return json.dumps({"width": video.width, "height": video.height, "fps": video.fps, "codec": video.codec})
@@ -384,10 +385,10 @@ def connect(
     to_receiver, to_sender = json.dumps(receiver.node), json.dumps(sender.node)
     receive = json.dumps(back is not None)
     offer = sender.evaluate(
-        f"rtcbench.offer({to_receiver}, {_settings(video)}, {receive})", "create the offer"
+        f"rtcbench.offer({to_receiver}, {video_json(video)}, {receive})", "create the offer"
     )
     answer = receiver.evaluate(
-        f"rtcbench.answer({to_sender}, {json.dumps(offer)}, {_settings(back)})", "answer the offer"
+        f"rtcbench.answer({to_sender}, {json.dumps(offer)}, {video_json(back)})", "answer the offer"
     )
     sender.evaluate(f"rtcbench.accept({to_receiver}, {json.dumps(answer)})", "accept the answer")
     sender.evaluate(f"rtcbench.limit({to_receiver}, {json.dumps(video.max_bitrate_bps)})", "set maxBitrate")

@@ -344,9 +344,9 @@ def _one_line(text: str) -> str:
     return "; ".join(line.strip() for line in text.splitlines() if line.strip()) or "(no message)"
 
 
-def _teardown(topology: Topology, processes: list[subprocess.Popen[Any]]) -> list[str]:
-    """Stops `processes` (SIGTERM, then SIGKILL after `STOP_GRACE_S`), then removes the run
-    (`_remove`) and, if that left nothing, its record. What could not be removed, as phrases."""
+def stop_processes(processes: Sequence[subprocess.Popen[Any]]) -> None:
+    """Stops `processes`: SIGTERM to those still running, then SIGKILL to any that has not exited
+    `STOP_GRACE_S` later."""
     for p in processes:
         if p.poll() is None:
             with contextlib.suppress(OSError):
@@ -358,6 +358,12 @@ def _teardown(topology: Topology, processes: list[subprocess.Popen[Any]]) -> lis
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def _teardown(topology: Topology, processes: list[subprocess.Popen[Any]]) -> list[str]:
+    """Stops `processes` (SIGTERM, then SIGKILL after `STOP_GRACE_S`), then removes the run
+    (`_remove`) and, if that left nothing, its record. What could not be removed, as phrases."""
+    stop_processes(processes)
     problems = _remove(topology.prefix)
     if not problems:
         (STATE_DIR / f"{topology.prefix}.json").unlink(missing_ok=True)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtcbench.testbed.browser import Peer, VideoSettings, _settings
-from rtcbench.testbed.netns import Testbed, TestbedError
+from rtcbench.testbed.browser import Peer, VideoSettings, video_json
+from rtcbench.testbed.netns import Testbed, TestbedError, stop_processes
 
 __all__ = ["JANUS", "Janus", "SfuError", "Subscription", "janus", "videoroom"]
 
@@ -151,13 +151,7 @@ class Janus:
             yield j
         finally:
             sock.close()
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_processes([process])
             log.close()
 
     def _receive(self, deadline: float) -> dict[str, Any]:
@@ -231,7 +225,7 @@ def videoroom(janus: Janus, peers: Sequence[Peer], video: VideoSettings) -> list
             handle, {"request": "join", "ptype": "publisher", "room": ROOM, "display": peer.node}
         )
         feeds[peer.node] = joined["plugindata"]["data"]["id"]
-        offer = peer.evaluate(f"rtcbench.offer('sfu', {_settings(video)}, false)", "offer to publish")
+        offer = peer.evaluate(f"rtcbench.offer('sfu', {video_json(video)}, false)", "offer to publish")
         answered = janus.message(
             handle, {"request": "publish", "video": True, "audio": False}, {"type": "offer", "sdp": offer}
         )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtcbench.testbed.netns import Testbed, TestbedError
+from rtcbench.testbed.netns import Testbed, TestbedError, stop_processes
 
 __all__ = ["TURNSERVER", "Turn", "TurnError", "turnserver"]
 
@@ -94,13 +94,7 @@ class Turn:
                 time.sleep(0.05)
             yield cls(node, address, process)
         finally:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_processes([process])
             log.close()
 
     def ice_servers(self) -> list[dict[str, Any]]:
