@@ -4,7 +4,10 @@ Used to prove that a change leaves results bit-identical: run the same scenarios
 and compare the two JSON files. A column's hash covers its name, its polars dtype and its values in
 row order (nulls marked apart from values), in a byte form that depends on neither the Parquet
 encoding (row groups, compression) nor the library versions. The summary's hash leaves out what
-depends on the machine or the command line (wall-clock times, the command).
+depends on the machine or the command line (wall-clock times, the command), and takes its
+numbers to `SUMMARY_DIGITS` significant digits: a mean or a quantile over the same rows differs
+in its last bits between polars versions and machines (1e-15 relative, as their summation order
+does), which is not a change of behaviour.
 
     python scripts/result_hashes.py RESULTS_DIR > hashes.json
 """
@@ -44,8 +47,23 @@ def column_hash(s: pl.Series) -> str:
     return h.hexdigest()
 
 
+SUMMARY_DIGITS = 9
+"""Significant digits of the summary's numbers that its hash covers: far above the noise of a
+float sum's order (15-16 digits), far below any difference a change of behaviour makes."""
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.{SUMMARY_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def summary_hash(summary: dict[str, Any]) -> str:
-    kept = {k: v for k, v in summary.items() if k not in VOLATILE_SUMMARY_KEYS}
+    kept = {k: _rounded(v) for k, v in summary.items() if k not in VOLATILE_SUMMARY_KEYS}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
 
 
