@@ -29,7 +29,21 @@ pub struct RelayConfig {
     /// what an emulated run's trace tables are made from.
     #[serde(default)]
     pub trace: bool,
+    /// Bytes of each UDP payload `relay-packets.csv` shows (`head`, hex): the default holds an
+    /// RTP fixed header or an RTCP packet's first words, what an emulated run needs; a browser run
+    /// asks for more, to read the header extensions (the transport-wide sequence number) and a
+    /// TURN ChannelData header before them.
+    #[serde(default = "default_udp_head")]
+    pub udp_head: usize,
 }
+
+/// The `udp_head` of an emulated run: an RTP fixed header (RFC 3550 §5.1).
+fn default_udp_head() -> usize {
+    12
+}
+
+/// The most `udp_head` may ask for: the bytes a frame's record keeps without a capture.
+pub const MAX_UDP_HEAD: usize = 64;
 
 fn default_spin() -> Duration {
     Duration::from_micros(50)

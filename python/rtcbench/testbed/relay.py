@@ -37,6 +37,11 @@ STOP_TIMEOUT_S = 5.0
 GO_MARGIN_S = 0.05
 """How far ahead `go` puts time zero by default, so every process it starts has it in time."""
 LATENESS_GOAL_US = 200.0
+UDP_HEAD = 12
+"""Bytes of each UDP payload the packet log shows by default: an RTP fixed header (RFC 3550
+§5.1), or an RTCP packet's first words; what an emulated run's tables need."""
+MAX_UDP_HEAD = 64
+"""The most the relay shows (`crates/rtcbench-live` `config::MAX_UDP_HEAD`)."""
 
 
 class RelayError(TestbedError):
@@ -191,7 +196,14 @@ class Relay:
 
 
 def config(
-    bed: Testbed, variant: Variant, seed: int, out_dir: Path, *, capture: bool = False, trace: bool = False
+    bed: Testbed,
+    variant: Variant,
+    seed: int,
+    out_dir: Path,
+    *,
+    capture: bool = False,
+    trace: bool = False,
+    udp_head: int = UDP_HEAD,
 ) -> dict[str, Any]:
     """The relay's configuration: the simulator's plan of the scenario's network for `seed`, and
     the testbed's interfaces."""
@@ -211,20 +223,30 @@ def config(
         "out_dir": str(out_dir),
         "capture": capture,
         "trace": trace,
+        "udp_head": udp_head,
     }
 
 
 def start(
-    bed: Testbed, variant: Variant, *, seed: int, out_dir: Path, capture: bool = False, trace: bool = False
+    bed: Testbed,
+    variant: Variant,
+    *,
+    seed: int,
+    out_dir: Path,
+    capture: bool = False,
+    trace: bool = False,
+    udp_head: int = UDP_HEAD,
 ) -> Relay:
     """Starts the relay for `variant` in `bed`'s net namespace and waits until its sockets are
     open; it forwards nothing until `Relay.go`. Its files go to `out_dir`: with `capture`, the
-    pcaps; with `trace`, the packet log and link samples an emulated run's tables are made from
-    (`rtcbench.testbed.trace`)."""
+    pcaps; with `trace`, the packet log and link samples an emulated or browser run's tables are
+    made from (`rtcbench.testbed.trace`), showing the first `udp_head` bytes of each UDP payload
+    (at most `MAX_UDP_HEAD`)."""
     exe = binary()
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "relay-config.json"
-    cfg_path.write_text(json.dumps(config(bed, variant, seed, out_dir, capture=capture, trace=trace)))
+    cfg = config(bed, variant, seed, out_dir, capture=capture, trace=trace, udp_head=udp_head)
+    cfg_path.write_text(json.dumps(cfg))
     stderr_path = out_dir / "relay.stderr"
     with stderr_path.open("w") as err:
         process = bed.popen(

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
-use rtcbench_live::config::RelayConfig;
+use rtcbench_live::config::{RelayConfig, MAX_UDP_HEAD};
 use rtcbench_live::process::{self, io_context, write_atomically, Failure, RunClock};
 use rtcbench_live::relay::{BackgroundEvent, Dropped, LinkSample, Refused, Relay};
 use rtcbench_live::stats::{Lateness, LatenessSummary};
@@ -47,12 +47,9 @@ fn main() -> ExitCode {
     process::main_with("rtcbench-relay", run)
 }
 
-/// Bytes of a frame the packet log keeps when there is no capture: IPv4 and UDP or TCP headers
-/// with options, and the start of the UDP payload (an RTP header with its extensions).
-const HEAD_BYTES: usize = 96;
-/// Bytes of a UDP payload `relay-packets.csv` shows (`head`): an RTP fixed header, or an RTCP
-/// packet's first words.
-const UDP_HEAD_BYTES: usize = 12;
+/// Bytes of a frame the packet log keeps when there is no capture: IPv4 and UDP headers with
+/// options (at most 68 B), and the UDP payload's first `MAX_UDP_HEAD` (`RelayConfig::udp_head`).
+const HEAD_BYTES: usize = 60 + 8 + MAX_UDP_HEAD;
 
 /// One thing for the writer thread. A frame's bytes are all of it when the relay captures, else
 /// its first `HEAD_BYTES`.
@@ -99,6 +96,13 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::Config(format!("{}: cannot read: {e}", config_path.display())))?;
     let cfg: RelayConfig = serde_json::from_str(&text)
         .map_err(|e| Failure::Config(format!("{}: {e}", config_path.display())))?;
+    if cfg.udp_head > MAX_UDP_HEAD {
+        return Err(Failure::Config(format!(
+            "{}: udp_head is {} bytes; at most {MAX_UDP_HEAD}",
+            config_path.display(),
+            cfg.udp_head
+        )));
+    }
     let mut relay =
         Relay::new(&cfg).map_err(|e| Failure::Config(format!("{}: {e}", config_path.display())))?;
     let mut sockets = Vec::new();
@@ -310,11 +314,11 @@ fn start_writer(cfg: &RelayConfig) -> Result<(SyncSender<Record>, Writer), Failu
     let dir = cfg.out_dir.clone();
     fs::create_dir_all(&dir).map_err(io_context(format!("creating {}", dir.display())))?;
     let link_names: Vec<String> = cfg.plan.links.iter().map(|l| l.name.clone()).collect();
-    let (capture, trace) = (cfg.capture, cfg.trace);
+    let (capture, trace, udp_head) = (cfg.capture, cfg.trace, cfg.udp_head);
     let (tx, rx) = mpsc::sync_channel(RECORD_BACKLOG);
     let handle = std::thread::Builder::new()
         .name("relay-writer".into())
-        .spawn(move || write_records(&dir, &link_names, capture, trace, &rx))
+        .spawn(move || write_records(&dir, &link_names, (capture, trace, udp_head), &rx))
         .map_err(io_context("starting the writer thread"))?;
     Ok((tx, handle))
 }
@@ -360,8 +364,8 @@ const PACKETS_HEADER: &str =
 
 /// The columns of `relay-packets.csv` from `size` on, for a frame of `len` bytes whose first bytes
 /// are `bytes`: its ECN field, and for an arriving frame its 5-tuple, transport payload length
-/// and the first bytes of a UDP payload (hex).
-fn frame_columns(len: usize, bytes: &[u8], arriving: bool) -> String {
+/// and the first `udp_head` bytes of a UDP payload (hex).
+fn frame_columns(len: usize, bytes: &[u8], arriving: bool, udp_head: usize) -> String {
     let ecn = bytes.get(1).map_or(String::new(), |tos| (tos & 0b11).to_string());
     if !arriving {
         return format!("{len},{ecn},,,,,,,");
@@ -373,7 +377,7 @@ fn frame_columns(len: usize, bytes: &[u8], arriving: bool) -> String {
     let (payload, head) = match t.protocol {
         17 => {
             let udp_payload = bytes.get(ihl + 8..).unwrap_or(&[]);
-            let head: String = udp_payload.iter().take(UDP_HEAD_BYTES).map(|b| format!("{b:02x}")).collect();
+            let head: String = udp_payload.iter().take(udp_head).map(|b| format!("{b:02x}")).collect();
             (len.saturating_sub(ihl + 8).to_string(), head)
         }
         6 => {
@@ -392,8 +396,7 @@ fn frame_len(bytes: &[u8]) -> usize {
 fn write_records(
     dir: &Path,
     links: &[String],
-    capture: bool,
-    trace: bool,
+    (capture, trace, udp_head): (bool, bool, usize),
     rx: &Receiver<Record>,
 ) -> io::Result<()> {
     let pcap = |name: &str| -> io::Result<Option<(PathBuf, PcapWriter<BufWriter<File>>)>> {
@@ -424,7 +427,7 @@ fn write_records(
                     w.write_raw(at, &bytes).map_err(io::Error::other)?;
                 }
                 if let Some(p) = &mut packets {
-                    let columns = frame_columns(frame_len(&bytes), &bytes, true);
+                    let columns = frame_columns(frame_len(&bytes), &bytes, true, udp_head);
                     writeln!(p.writer, "{id},in,{},{iface},,,{columns}", micros(at))?;
                 }
             }
@@ -433,7 +436,7 @@ fn write_records(
                     w.write_raw(at, &bytes).map_err(io::Error::other)?;
                 }
                 if let Some(p) = &mut packets {
-                    let columns = frame_columns(frame_len(&bytes), &bytes, false);
+                    let columns = frame_columns(frame_len(&bytes), &bytes, false, udp_head);
                     writeln!(p.writer, "{id},out,{},,,,{columns}", micros(at))?;
                 }
             }
@@ -467,7 +470,7 @@ fn write_records(
             Record::Drop(d) => {
                 let bytes = d.frame.bytes();
                 if let Some(p) = &mut packets {
-                    let columns = frame_columns(bytes.len(), bytes, false);
+                    let columns = frame_columns(bytes.len(), bytes, false, udp_head);
                     let (link, reason) = (&links[d.link], d.reason.as_str());
                     writeln!(p.writer, "{},drop,{},,{link},{reason},{columns}", d.id, micros(d.at))?;
                 }
