@@ -1,13 +1,14 @@
-"""Real Chromium peers over the emulated network (issue 15, first part; docs/browser.md): one
-headless Chromium per participant in its node's namespace, a fake camera playing a clip made at
-set-up, local signalling, and `getStats()` sampled in the pages every 500 ms.
+"""Real Chromium peers over the emulated network (docs/browser.md): one headless Chromium per
+participant in its node's namespace, a fake camera playing a clip made at set-up, local
+signalling, and `getStats()` sampled in the pages every 500 ms.
 
-As root with Chromium installed (`make chromium`): a 30 s point-to-point call through the relay
-on a 1 Mbit/s link, whose receive rate after 10 s is 0.75-0.95 of the link, with its set-up time
-and the browsers' CPU and memory recorded; a 3-party mesh and a 4-party call through an SFU
-(Janus's VideoRoom) at low resolution in which every peer decodes every other; a call relayed
-through a TURN server (coturn, relay-only ICE); and a call whose path drops everything, which
-ends with one line instead of a hang.
+As root with Chromium installed (`make chromium`): `--mode browser` runs a 30 s point-to-point
+call through the relay on a 1 Mbit/s link into the trace tables, whose receive rate after 10 s
+is 0.75-0.95 of the link, with its set-up time and the browsers' and the relay's CPU and memory;
+a run whose call cannot connect ends with one line in its summary instead of a hang. Through the
+Python API: a 3-party mesh and a 4-party call through an SFU (Janus's VideoRoom) at low
+resolution in which every peer decodes every other, and a call relayed through a TURN server
+(coturn, relay-only ICE).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import polars as pl
 import pytest
 
 import rtcbench
@@ -34,7 +37,7 @@ needs_testbed = pytest.mark.skipif(MISSING is not None, reason=f"runs browsers i
 
 P2P = """
 id = "browser-p2p"
-duration = "40s"
+duration = "{duration}"
 
 [[links]]
 name = "ab"
@@ -55,13 +58,15 @@ delay = "25ms"
 [[calls]]
 from = "A"
 to = "B"
+video = {{ camera = "640x360", start = "300kbps", max = "2.5Mbps" }}
+audio = {{ enabled = false }}
 """
 
 
-def _variant(tmp_path: Path, loss: str = "") -> rtcbench.Variant:
+def _scenario(tmp_path: Path, loss: str = "", duration: str = "30s") -> Path:
     path = tmp_path / "p2p.toml"
-    path.write_text(P2P.format(loss=loss))
-    return rtcbench.resolve(str(path))[0]
+    path.write_text(P2P.format(loss=loss, duration=duration))
+    return path
 
 
 def _video(samples: list[dict[str, Any]], kind: str) -> list[tuple[float, dict[str, Any]]]:
@@ -111,66 +116,57 @@ def test_the_camera_clip_is_i420_and_repeatable(tmp_path: Path) -> None:
 
 @needs_testbed
 def test_a_point_to_point_call_fills_an_emulated_megabit(tmp_path: Path) -> None:
-    variant = _variant(tmp_path)
-    clip = browser.noise_clip(tmp_path / "camera.y4m", width=640, height=360, fps=30)
-    with testbed.build(variant) as bed:
-        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
-        r.go()
-        with (
-            browser.Peer.start(bed, "A", tmp_path / "A", clip) as a,
-            browser.Peer.start(bed, "B", tmp_path / "B") as b,
-        ):
-            call = browser.connect(a, b, browser.VideoSettings(max_bitrate_bps=2_500_000))
-            samples = browser.sample([call], 30.0)
-        r.stop()
-    # A sample every 500 ms at each end.
-    sent, got = samples.of("A", "B"), samples.of("B", "A")
-    assert 55 <= len(got) <= 62 and 55 <= len(sent) <= 62
-    # What arrived after 10 s: RTP headers and payload, without IP/UDP (2-3 % of the link) or
-    # SRTP's tag.
-    inbound = [(t, r) for t, r in _video(got, "inbound-rtp") if t >= 10.0]
-    (t0, first), (t1, last) = inbound[0], inbound[-1]
-    received = [r["bytesReceived"] + r["headerBytesReceived"] for r in (first, last)]
-    rate = (received[1] - received[0]) * 8 / (t1 - t0)
-    assert 0.75e6 <= rate <= 0.95e6, rate
-    assert last["framesDecoded"] > first["framesDecoded"]
-    # The sender's side of the same call: its encoder target and the estimate it came from.
-    outbound = _video(sent, "outbound-rtp")
-    assert outbound[-1][1]["targetBitrate"] > 0 and outbound[-1][1]["framesEncoded"] > 0
-    # Each browser's processes, read from /proc as often: the browser, a renderer and more; CPU
-    # time only grows; the encoding side works harder than the decoding one.
-    for node in ("A", "B"):
-        u = samples.usage[node]
-        assert 59 <= len(u) <= 62
-        assert all(x.processes >= 3 and x.pss_bytes > 50e6 for x in u)
-        assert all(b.cpu_s >= a.cpu_s for a, b in itertools.pairwise(u))
-    busy = {node: (u[-1].cpu_s - u[0].cpu_s) / (u[-1].t - u[0].t) for node, u in samples.usage.items()}
-    assert busy["A"] > busy["B"] > 0.02, busy
-    # Set-up: offer to ICE connected, and to the first frame shown, both within seconds.
-    setup = call.setup_s()
-    assert setup["connected"] is not None and 0 < setup["connected"] < 5
-    assert setup["first_frame"] is not None and setup["connected"] <= setup["first_frame"] < 10
-    assert setup["first_frame_back"] is None  # one way
+    # `--mode browser`: the scenario's call between two Chromium peers, 30 s through the relay on
+    # 1 Mbit/s with 25 ms each way, measured into the trace tables. Chromium's own start rate.
+    (run,) = rtcbench.run(_scenario(tmp_path), "gcc", out=tmp_path / "out", mode="browser")
+    s = run.summary
+    assert s["mode"] == "browser" and s["browser"]["failure"] is None, s["browser"]
+    assert s["browser"]["chromium"] and s["identity"]["browser"] == s["browser"]["chromium"]
+    video = next(f for f in s["flows"] if f["name"] == "call0.video")
+    # What crossed the link after 10 s, IP packets as the link counts them: 0.75-0.95 of it.
+    ts = run.timeseries.filter((pl.col("flow") == video["id"]) & (pl.col("t_us") >= 10_000_000))
+    rate = ts.get_column("recv_rate_bps").mean()
+    assert isinstance(rate, float) and 0.75e6 <= rate <= 0.95e6, rate
+    # Counted by the receiving browser (`stats`): 30 frames a second, no freeze; the sender
+    # measured the RTCP round trip over the 50 ms path and its queue.
+    assert video["fps_mean"] > 25 and video["freezes"] == 0, video
+    assert 50 <= video["rtt_mean_ms"] < 150 and video["loss_ratio"] < 0.01, video
+    # Every table is there: packets read off the relay (media with transport-wide numbers,
+    # feedback), GoogCC's target every 500 ms, getStats() and usage samples.
+    t = run.tables
+    media = t.packets.filter((pl.col("flow") == video["id"]) & (pl.col("kind") == "media"))
+    assert media.height > 2000 and media.get_column("transport_seq").null_count() == 0
+    twcc = t.feedback.filter(pl.col("kind") == "twcc")
+    assert twcc.height > 10 * 25, twcc.height  # every 50-100 ms
+    assert 55 <= t.controller.height <= 62 and t.controller.get_column("target_bps").min() > 100_000
+    for side in ("sender", "receiver"):
+        assert 55 <= t.stats.filter((pl.col("flow") == video["id"]) & (pl.col("side") == side)).height <= 62
+    for name in ("stats", "usage"):
+        assert pd.read_parquet(run.path / f"{name}.parquet").shape[0] > 50
+    # Set-up: offer to ICE connected, and to the first frame shown, within seconds.
+    setup = s["browser"]["calls"]["call0"]["setup_s"]
+    assert 0 < setup["connected"] < 5 and setup["connected"] <= setup["first_frame"] < 10, setup
+    # Each browser's processes, and the relay's: the encoding side works harder than the
+    # decoding one; a browser is 10-11 processes and some 300 MB.
+    usage = s["browser"]["usage"]
+    assert usage["A"]["cpu_cores"] > usage["B"]["cpu_cores"] > 0.02, usage
+    assert all(usage[n]["processes_max"] >= 3 and usage[n]["pss_mb_max"] > 50 for n in "AB"), usage
+    assert usage["relay"]["processes_max"] == 1 and usage["relay"]["cpu_cores"] > 0, usage
+    u = t.usage.filter(pl.col("process") == "A").get_column("cpu_s").to_numpy()
+    assert 55 <= len(u) <= 62 and np.all(np.diff(u) >= 0)
 
 
 @needs_testbed
-def test_a_call_that_cannot_connect_ends_with_one_line(tmp_path: Path) -> None:
-    # Every packet is lost both ways: ICE never connects; the call ends at its time limit.
-    variant = _variant(tmp_path, loss='loss = { model = "bernoulli", rate = 1.0 }')
-    with testbed.build(variant) as bed:
-        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
-        r.go()
-        with (
-            browser.Peer.start(bed, "A", tmp_path / "A") as a,
-            browser.Peer.start(bed, "B", tmp_path / "B") as b,
-        ):
-            started = time.monotonic()
-            with pytest.raises(browser.BrowserError) as failed:
-                browser.connect(a, b, browser.VideoSettings(), timeout_s=3.0)
-            assert time.monotonic() - started < 6.0
-        r.stop()
-    line = str(failed.value)
-    assert "\n" not in line and "A → B" in line and "did not connect" in line
+def test_a_call_that_cannot_connect_ends_the_run_with_one_line(tmp_path: Path) -> None:
+    # Every packet is lost both ways: ICE never connects. The run ends when the call's time
+    # limit (here the run's 5 s) is up, and its summary says why; the command says it too.
+    scenario = _scenario(tmp_path, loss='loss = { model = "bernoulli", rate = 1.0 }', duration="5s")
+    started = time.monotonic()
+    (run,) = rtcbench.run(scenario, "gcc", out=tmp_path / "out", mode="browser")
+    assert time.monotonic() - started < 20.0
+    line = run.summary["browser"]["failure"]
+    assert "\n" not in line and "A → B" in line and "did not connect" in line, line
+    assert run.summary["browser"]["calls"]["call0"]["setup_s"] is None
 
 
 def _network(tmp_path: Path, name: str, links: Sequence[tuple[str, str, str, str]]) -> rtcbench.Variant:

@@ -191,6 +191,17 @@ def _fairness_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _browsers(info: dict[str, Any]) -> str:
+    """`Chromium <version>` and each call's set-up time, for the line under a browser run."""
+    setups = [
+        f"{name} {setup['connected']:.2f} s"
+        for name, call in info["calls"].items()
+        if (setup := call.get("setup_s")) and setup.get("connected") is not None
+    ]
+    joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
+    return f"Chromium {info.get('chromium') or '(version unknown)'}{joined}"
+
+
 def print_summary(results: list[RunResult]) -> None:
     """The terminal tables of a run: every media and competing flow over the time it runs, then the
     video flow per phase of its bottleneck, and Jain's indexes with the flows they cover."""
@@ -252,19 +263,24 @@ def print_summary(results: list[RunResult]) -> None:
         for line in _fairness_lines(s):
             console.print(escape(line), highlight=False)
         where = f" → {r.path}" if r.path else ""
-        if s.get("mode") == "emulate":
-            em = s["emulation"]
-            late = em["relay"]["lateness_us"]
+        if s.get("mode") in ("emulate", "browser"):
+            real = s["emulation"] if s["mode"] == "emulate" else s["browser"]
+            late = real["relay"]["lateness_us"]
+            what = "emulated" if s["mode"] == "emulate" else f"ran {_browsers(real)}"
             console.print(
                 escape(
-                    f"emulated {s['simulated_s']:.0f} s in real time; relay timing error "
+                    f"{what} {s['simulated_s']:.0f} s in real time; relay timing error "
                     f"p50 {late['p50']:.0f} µs, p99 {late['p99']:.0f} µs, max {late['max']:.0f} µs; "
                     f"run with metrics and files {s['wall_s']:.2f} s{where}"
                 ),
                 highlight=False,
             )
-            for w in em["warnings"]:
+            for w in real["warnings"]:
                 err_console.print(escape(f"warning: {w}"), highlight=False, soft_wrap=True)
+            if real.get("failure"):
+                err_console.print(
+                    f"[bold red]failed:[/] {escape(real['failure'])}", highlight=False, soft_wrap=True
+                )
             continue
         speed = s["simulated_s"] / s["sim_wall_s"] if s["sim_wall_s"] else float("inf")
         console.print(
@@ -299,8 +315,9 @@ def _listed_option(values: list[str] | None) -> list[str] | None:
 LABELS_HELP = "Comma-separated or repeated"
 
 MODE_HELP = (
-    "simulate (rtcbench's simulator), or emulate: real packets between Linux network namespaces, in "
-    "real time (needs root; docs/emulation.md)."
+    "simulate (rtcbench's simulator); emulate: real packets between Linux network namespaces, in "
+    "real time (needs root; docs/emulation.md); or browser: the calls between real Chromium peers "
+    "over such a network (needs root and Chromium, --cc gcc; docs/browser.md)."
 )
 
 
@@ -341,6 +358,8 @@ def run_cmd(
             scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
         )
         print_summary(results)
+        if any((r.summary.get("browser") or {}).get("failure") for r in results):
+            raise typer.Exit(1)
 
 
 @app.command("table")

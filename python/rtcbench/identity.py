@@ -29,10 +29,12 @@ from rtcbench import _core
 from rtcbench.controller import UserController
 
 __all__ = [
+    "BROWSER",
     "EMULATE",
     "KEY_LENGTH",
     "MODEL_REVISION",
     "MODES",
+    "REAL_TIME_MODES",
     "SIMULATE",
     "controller_identity",
     "provenance",
@@ -117,18 +119,30 @@ def controller_identity(controller: str | UserController) -> dict[str, str | Non
 
 SIMULATE = "simulate"
 """The mode of a run in rtcbench's simulator; `EMULATE`: on real packets between network
-namespaces (docs/emulation.md)."""
+namespaces (docs/emulation.md); `BROWSER`: between real Chromium peers over such a network
+(docs/browser.md)."""
 EMULATE = "emulate"
-MODES = (SIMULATE, EMULATE)
+BROWSER = "browser"
+MODES = (SIMULATE, EMULATE, BROWSER)
+REAL_TIME_MODES = (EMULATE, BROWSER)
+"""Modes whose runs take their scenario's duration and the machine's testbed: one at a time."""
 
 
-def run_key(scenario_fingerprint: str, controller: dict[str, str | None], mode: str = SIMULATE) -> str:
+def run_key(
+    scenario_fingerprint: str,
+    controller: dict[str, str | None],
+    mode: str = SIMULATE,
+    runtime: str | None = None,
+) -> str:
     """The folder name that keys one configuration: the first `KEY_LENGTH` hex digits of the
     SHA-256 of the scenario's fingerprint, the controller's identity, for a run that is not
-    simulated its mode, and the `MODEL_REVISION` that made it."""
+    simulated its mode and what ran it beyond rtcbench (`runtime`: a browser run's Chromium
+    version), and the `MODEL_REVISION` that made it."""
     parts = [scenario_fingerprint, *(f"{k}={controller[k] or ''}" for k in sorted(controller))]
     if mode != SIMULATE:
         parts.append(f"mode={mode}")
+    if runtime is not None:
+        parts.append(f"runtime={runtime}")
     parts.append(f"model={MODEL_REVISION}")
     return _sha256("\n".join(parts).encode())[:KEY_LENGTH]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -212,6 +212,10 @@ class Tables:
     links: pl.DataFrame
     feedback: pl.DataFrame
     meta: dict[str, Any]
+    stats: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """A browser run's `getStats()` samples (docs/traces.md, `stats`); empty for other runs."""
+    usage: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """A browser run's CPU and memory samples (docs/traces.md, `usage`); empty for other runs."""
 
     def __post_init__(self) -> None:
         for name in _SCHEMAS:
@@ -239,6 +243,16 @@ class Tables:
     @cached_property
     def _by_flow(self) -> _FlowRows:
         return _FlowRows.of(self)
+
+    @cached_property
+    def _counted(self) -> _Counted:
+        return _Counted.of(self)
+
+    def unobserved(self, metric: str) -> bool:
+        """True if the producer of these tables could not observe what `metric` needs
+        (`meta.unobserved`: a browser run cannot see frame timing, FEC inside RED, or which
+        packet a retransmission repairs)."""
+        return metric in self.meta.get("unobserved", ())
 
     @cached_property
     def _capacity(self) -> dict[str, pl.DataFrame]:
@@ -340,6 +354,59 @@ class _FlowRows:
                 "call",
                 "t_us",
             ),
+        )
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """What a browser counted itself, per media flow and side (`stats` table, browser runs):
+    the cumulative counters of `getStats()` as functions of time. The metrics read them for a
+    video flow that has no rows in `frames` (a browser's frames are inside SRTP), and for RTT."""
+
+    rows: dict[tuple[int, str], pl.DataFrame]
+
+    @classmethod
+    def of(cls, t: Tables) -> _Counted:
+        if t.stats.height == 0:
+            return cls({})
+        return cls(
+            {
+                (int(flow), str(side)): part.sort("t_us", maintain_order=True)
+                for (flow, side), part in t.stats.partition_by(["flow", "side"], as_dict=True).items()
+            }
+        )
+
+    def has(self, flow: int, side: str = "receiver") -> bool:
+        return (flow, side) in self.rows
+
+    def at(
+        self, flow: int, side: str, column: str, times: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64] | None:
+        """Counter `column` at `times`: linear between samples, 0 before the first (a stream's
+        counters start at 0), the last value after the last; None without samples."""
+        rows = self.rows.get((flow, side))
+        if rows is None or column not in rows.columns:
+            return None
+        known = rows.select("t_us", column).drop_nulls()
+        if known.height == 0:
+            return None
+        xs = known.get_column("t_us").to_numpy().astype(np.float64)
+        ys = known.get_column(column).cast(pl.Float64).to_numpy()
+        values: npt.NDArray[np.float64] = np.interp(times.astype(np.float64), xs, ys, left=0.0)
+        return values
+
+    def delta(self, flow: int, side: str, column: str, start_us: int, end_us: int) -> float | None:
+        """How much counter `column` grew over [start_us, end_us)."""
+        v = self.at(flow, side, column, np.array([start_us, end_us], dtype=np.int64))
+        return None if v is None else float(v[1] - v[0])
+
+    def mean(self, flow: int, side: str, column: str, start_us: int, end_us: int) -> float | None:
+        """Mean of the samples of `column` taken in [start_us, end_us)."""
+        rows = self.rows.get((flow, side))
+        if rows is None or column not in rows.columns:
+            return None
+        return _mean(
+            rows.filter(pl.col("t_us").is_between(start_us, end_us - 1)).get_column(column).drop_nulls()
         )
 
 
@@ -524,6 +591,22 @@ def _window_capacity(
 # time series
 
 
+def _counted_window_frames(
+    t: Tables, flow: int, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> pl.DataFrame:
+    """A browser's video flow's frames decoded in each window (`stats`, `framesDecoded`)."""
+    edges = t._counted.at(flow, "receiver", "frames_decoded", np.append(starts, ends[-1:]))
+    assert edges is not None  # `_counted_frames` said the receiver reported
+    return pl.DataFrame(
+        {
+            "flow": np.full(len(starts), flow, dtype=np.int32),
+            "_w": np.arange(len(starts), dtype=np.int64),
+            "_frames": np.diff(edges),
+            "frame_delay_ms": np.full(len(starts), np.nan),
+        }
+    ).with_columns(pl.col("frame_delay_ms").fill_nan(None))
+
+
 def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     """One row per flow and window [t_us, t_us + W) over [0, duration): rates, delays, loss, frames.
 
@@ -610,10 +693,17 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
         t.frames.filter(rendered.is_between(0, dur - 1))
         .group_by("flow", (rendered // window_us).alias("_w"))
         .agg(
-            _frames=pl.len(),
+            _frames=pl.len().cast(pl.Float64),
             frame_delay_ms=((rendered - pl.col("capture_us")).cast(pl.Float64) / 1000.0).mean(),
         )
     )
+    counted = [
+        _counted_window_frames(t, int(f["id"]), starts, ends)
+        for f in flows
+        if f.get("kind") == VIDEO and _counted_frames(t, int(f["id"]))
+    ]
+    if counted:
+        frames = pl.concat([frames, *counted], how="vertical_relaxed")
 
     # The call's target in force at the end of each window: last controller row strictly before it.
     ctrl = t.controller.select(pl.col("call").alias("_call"), pl.col("t_us").alias("_ct"), "target_bps").sort(
@@ -971,6 +1061,28 @@ def _std(s: pl.Series) -> float | None:
     return _py(s.std(ddof=0)) if s.len() else None
 
 
+def _counted_frames(t: Tables, flow: int) -> bool:
+    """Whether a video flow's frames are those its browser counted (`stats`): it recorded no
+    frame rows, and its receiver reported."""
+    return t._counted.has(flow) and t._by_flow.captured.between(flow, 0, _duration_us(t) + 1).height == 0
+
+
+def _counted_rtt_ms(t: Tables, call: int, start_us: int, end_us: int) -> float | None:
+    """The mean RTT a browser's sender measured over [start_us, end_us) (its RTCP round trips:
+    `totalRoundTripTime` over `roundTripTimeMeasurements`), from the call's video flow, else its
+    audio flow; None without such samples or measurements."""
+    counted = t._counted
+    for f in _flows(t):
+        if f.get("call") != call or f.get("kind") not in MEDIA_KINDS:
+            continue
+        fid = int(f["id"])
+        total = counted.delta(fid, "sender", "total_round_trip_time_s", start_us, end_us)
+        n = counted.delta(fid, "sender", "round_trip_time_measurements", start_us, end_us)
+        if total is not None and n is not None and n >= 0.5:
+            return total / n * 1000.0
+    return None
+
+
 def flow_metrics(
     t: Tables, ts: pl.DataFrame, flow: int, start_us: int, end_us: int, settle_us: int = 0
 ) -> dict[str, Any]:
@@ -1020,6 +1132,8 @@ def _flow_metrics(
     rtt: float | None = None
     if call is not None:
         rtt = _mean(rows.rtt.between(int(call), s, e).get_column("rtt_ms"))
+        if rtt is None:
+            rtt = _counted_rtt_ms(t, int(call), s, e)
 
     fps: float | None = None
     freezes: int | None = None
@@ -1033,7 +1147,20 @@ def _flow_metrics(
     fec_overhead: float | None = None
     nacks: int | None = None
     plis: int | None = None
-    if video:
+    if video and _counted_frames(t, flow):
+        # A browser's frames: what its receiver and sender counted (`stats`).
+        counted = t._counted
+        decoded = counted.delta(flow, "receiver", "frames_decoded", s, e)
+        fps = decoded / ((e - s) / _US_PER_S) if decoded is not None and e > s else None
+        height = counted.mean(flow, "receiver", "frame_height", s, e)
+        frozen = counted.delta(flow, "receiver", "freeze_count", s, e)
+        freezes = round(frozen) if frozen is not None else None
+        frozen_s = counted.delta(flow, "receiver", "total_freezes_duration_s", s, e)
+        freeze_ms = frozen_s * 1000.0 if frozen_s is not None else None
+        encoded = counted.delta(flow, "sender", "frames_encoded", s, e)
+        if encoded and decoded is not None:
+            frame_loss = min(1.0, max(0.0, 1.0 - decoded / encoded))
+    elif video:
         fr = rows.frames.between(flow, s, e)
         if "height" in fr.columns:
             height = _mean(fr.get_column("height"))
@@ -1046,6 +1173,7 @@ def _flow_metrics(
         captured = rows.captured.between(flow, s, e)
         if captured.height:
             frame_loss = 1.0 - int(captured.get_column("rendered").sum()) / captured.height
+    if video:
         if call is not None:
             fb = t.feedback.filter(
                 (pl.col("call") == int(call))
@@ -1058,12 +1186,14 @@ def _flow_metrics(
         out = rows.sent_media.between(flow, s, e)
         originals = out.filter(pl.col("kind") == "media")
         if originals.height and originals.get_column("seq").null_count() == 0:
-            residual_loss = rows.unrepaired.between(flow, s, e).height / originals.height
             media_bytes = int(originals.get_column("size").cast(pl.Int64).sum())
             rtx_bytes = int(out.filter(pl.col("kind") == "rtx").get_column("size").cast(pl.Int64).sum())
             fec_bytes = int(out.filter(pl.col("kind") == "fec").get_column("size").cast(pl.Int64).sum())
             rtx_overhead = rtx_bytes / media_bytes
-            fec_overhead = fec_bytes / media_bytes
+            if not t.unobserved("residual_loss"):
+                residual_loss = rows.unrepaired.between(flow, s, e).height / originals.height
+            if not t.unobserved("fec_overhead"):
+                fec_overhead = fec_bytes / media_bytes
 
     return {
         "id": int(f["id"]),

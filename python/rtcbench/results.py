@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from rtcbench.metrics import Tables
 
 __all__ = [
+    "BROWSER_TABLES",
     "FILES_KEY",
     "SUMMARY",
     "SUMMARY_KEYS",
@@ -88,6 +89,8 @@ def read_text(path: Path) -> str:
 
 TABLES = ("packets", "frames", "controller", "links", "feedback")
 """The trace tables every run records (docs/traces.md)."""
+BROWSER_TABLES = ("stats", "usage")
+"""The tables a browser run records beside them: `getStats()` samples, and CPU and memory."""
 
 
 def path_component(text: str, what: str) -> str:
@@ -335,6 +338,9 @@ def load_tables(folder: PathArg) -> Tables:
     summary = read_summary(folder, required=("meta",), verify=False)
     # One chunk per column, as tables made in memory have (float sums follow the chunks).
     frames = {name: pl.read_parquet(folder / f"{name}.parquet").rechunk() for name in TABLES}
+    for name in BROWSER_TABLES:
+        if (folder / f"{name}.parquet").is_file():
+            frames[name] = pl.read_parquet(folder / f"{name}.parquet").rechunk()
     return Tables(meta=summary["meta"], **frames)
 
 

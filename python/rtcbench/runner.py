@@ -22,6 +22,7 @@ from rtcbench.controller import (
     user_controller,
 )
 from rtcbench.identity import (
+    BROWSER,
     EMULATE,
     MODEL_REVISION,
     MODES,
@@ -33,6 +34,7 @@ from rtcbench.identity import (
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.metrics import Tables
 from rtcbench.results import (
+    BROWSER_TABLES,
     FILES_KEY,
     SUMMARY,
     TABLES,
@@ -50,6 +52,7 @@ from rtcbench.results import (
     write_parquet,
 )
 from rtcbench.scenarios import Variant, resolve
+from rtcbench.testbed import devtools
 
 __all__ = [
     "KEEP_ROWS",
@@ -109,21 +112,27 @@ def controller_name(controller: str | UserController) -> str:
 
 
 def _identity(variant: Variant, controller: str | UserController, mode: str = SIMULATE) -> dict[str, Any]:
-    """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`)."""
+    """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`): a
+    browser run also by the Chromium that ran it."""
     cc = controller_identity(controller)
-    return {
-        "key": run_key(variant.fingerprint, cc, mode),
+    identity = {
+        "key": "",
         "scenario_sha256": variant.fingerprint,
         "controller": cc,
         "model_revision": MODEL_REVISION,
     }
+    runtime = None
+    if mode == BROWSER:
+        runtime = identity["browser"] = devtools.chromium_version()
+    identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
+    return identity
 
 
 def run_folder(
     out: Path, variant: Variant, controller: str | UserController, seed: int, mode: str = SIMULATE
 ) -> Path:
     """The results folder of one run of `variant` with a resolved `controller` under `out`, in
-    `mode` (`simulate` or `emulate`: an emulated run has a key of its own)."""
+    `mode` (`simulate`, `emulate` or `browser`: each mode's runs have keys of their own)."""
     key = _identity(variant, controller, mode)["key"]
     return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
 
@@ -298,7 +307,9 @@ def run_variant(
 
     With `mode="emulate"` the variant runs in real time on an emulated network of Linux network
     namespaces instead (docs/emulation.md; root and iproute2 needed, built-in controllers only),
-    and its results folder has the same tables, keyed apart from the simulated run's.
+    and its results folder has the same tables, keyed apart from the simulated run's. With
+    `mode="browser"` its calls run between Chromium peers over such a network (docs/browser.md;
+    controller `gcc`: Chromium's own), with two tables more (`stats`, `usage`).
     """
     check_seed(seed)
     check_mode(mode)
@@ -306,8 +317,8 @@ def run_variant(
     started = time.perf_counter()
     out = Path(out) if out is not None else None
     pcap = Path(pcap) if pcap is not None else None
-    if mode == EMULATE:
-        return _emulate_variant(variant, cc, seed, out, figure=figure, command=command, pcap=pcap)
+    if mode != SIMULATE:
+        return _testbed_variant(variant, cc, seed, out, figure=figure, command=command, pcap=pcap, mode=mode)
     if out is None:
         core_run = _start(variant, cc, seed, pcap, max_memory_rows)
         meta: dict[str, Any] = json.loads(core_run.meta)
@@ -399,7 +410,7 @@ def _finish_folder(
             "  ", " "
         )
         if mode != SIMULATE:
-            title += f" · {mode}d"
+            title += " · emulated" if mode == EMULATE else " · Chromium peers"
         if tables is not None and measured.timeseries is not None:
             plots.plot_run(tables, measured.timeseries, tmp / FIGURE, title, measured.delays)
         else:
@@ -415,7 +426,7 @@ def _finish_folder(
     return summary, measured.timeseries
 
 
-def _emulate_variant(
+def _testbed_variant(
     variant: Variant,
     cc: str | UserController,
     seed: int,
@@ -424,32 +435,51 @@ def _emulate_variant(
     figure: bool,
     command: str | None,
     pcap: Path | None,
+    mode: str,
 ) -> RunResult:
-    """`run_variant` in emulation: real time, on network namespaces (docs/emulation.md)."""
+    """`run_variant` in real time on network namespaces: emulated (docs/emulation.md) or between
+    Chromium peers (docs/browser.md). The summary says what the testbed reported under the mode's
+    name (`emulation` or `browser`)."""
     # Imported here: the testbed is Linux-only and a simulated run needs none of it.
-    from rtcbench.testbed import emulate
+    from rtcbench.testbed import browse, emulate
 
     started = time.perf_counter()
+    info_key = "emulation" if mode == EMULATE else "browser"
+    if mode == BROWSER and controller_name(cc) != browse.CONTROLLER:
+        raise browse.BrowserModeError(
+            "a browser run runs Chromium's own congestion control, libwebrtc's GoogCC: "
+            f"--cc {browse.CONTROLLER} (rtcbench's port of it), not {controller_name(cc)}"
+        )
+
+    def testbed_run(work: Path) -> tuple[Tables, dict[str, Any]]:
+        if mode == EMULATE:
+            em = emulate.emulate(variant, cc, seed, work, capture=pcap is not None)
+            return em.tables, em.info
+        b = browse.browse(variant, seed, work, capture=pcap is not None)
+        return b.tables, b.info
+
     if out is None:
-        with tempfile.TemporaryDirectory(prefix="rtcbench-emulate-") as work:
-            em = emulate.emulate(variant, cc, seed, Path(work), capture=pcap is not None)
+        with tempfile.TemporaryDirectory(prefix=f"rtcbench-{mode}-") as work:
+            tables, info = testbed_run(Path(work))
             if pcap is not None:
                 _place_capture(Path(work) / "relay", pcap)
-        measured = measure_tables(em.tables)
-        summary = _summary(variant, cc, seed, em.tables.meta, measured.summary, None, None, command, EMULATE)
-        summary["emulation"] = em.info
+        measured = measure_tables(tables)
+        summary = _summary(variant, cc, seed, tables.meta, measured.summary, None, None, command, mode)
+        summary[info_key] = info
         summary["wall_s"] = time.perf_counter() - started
-        return RunResult(None, summary, em.tables, measured.timeseries)
+        return RunResult(None, summary, tables, measured.timeseries)
 
-    path = run_folder(out, variant, cc, seed, EMULATE)
+    path = run_folder(out, variant, cc, seed, mode)
     remove_stale_runs(path.parent.parent)
     with atomic_dir(path) as tmp:
-        em = emulate.emulate(variant, cc, seed, tmp / "emulation", capture=pcap is not None)
+        tables, info = testbed_run(tmp / info_key)
         if pcap is not None:
-            _place_capture(tmp / "emulation" / "relay", pcap)
+            _place_capture(tmp / info_key / "relay", pcap)
         writer = TraceWriter(tmp)
         try:
-            writer.write_piece({name: getattr(em.tables, name) for name in TABLES})
+            writer.write_piece({name: getattr(tables, name) for name in TABLES})
+            if mode == BROWSER:
+                writer.write_piece({name: getattr(tables, name) for name in BROWSER_TABLES})
             writer.close()
         except BaseException:
             writer.abort()
@@ -459,17 +489,17 @@ def _emulate_variant(
             variant,
             cc,
             seed,
-            em.tables.meta,
-            em.tables,
+            tables.meta,
+            tables,
             figure=figure,
             command=command,
             started=started,
             sim_wall_s=None,
             events=None,
-            mode=EMULATE,
-            extra={"emulation": em.info},
+            mode=mode,
+            extra={info_key: info},
         )
-    return RunResult(path, summary, em.tables, timeseries)
+    return RunResult(path, summary, tables, timeseries)
 
 
 def _place_capture(relay_dir: Path, pcap: Path) -> None:

@@ -24,7 +24,7 @@ import polars as pl
 
 from rtcbench import metrics, runner
 from rtcbench.controller import UserController
-from rtcbench.identity import EMULATE, SIMULATE
+from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
@@ -513,7 +513,7 @@ def run_suite(
     if not controllers:
         raise InputError("--cc names no controller")
     runner.check_mode(mode)
-    if mode == EMULATE:
+    if mode in REAL_TIME_MODES:
         jobs = 1
     resolved = {c: runner.resolve_controller(c) for c in controllers}
     started = time.perf_counter()

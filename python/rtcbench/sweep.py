@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import runner
-from rtcbench.identity import EMULATE, SIMULATE
+from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import InputError, PathArg, read_text, write_parquet_atomic
 from rtcbench.scenarios import resolve
 from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
@@ -271,7 +271,7 @@ def ray_executor(
         if started_here:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         try:
-            resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode == EMULATE else {}
+            resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode in REAL_TIME_MODES else {}
             task = ray.remote(num_cpus=1, resources=resources)(_execute)
             pending = {task.remote(job): i for i, job in enumerate(jobs)}
             while pending:
@@ -305,7 +305,7 @@ def run_sweep(
     runner.check_mode(mode)
     plan, owners = _plan(spec, out, command, mode)
     out.mkdir(parents=True, exist_ok=True)
-    if mode == EMULATE:
+    if mode in REAL_TIME_MODES:
         jobs = 1
     executor = ray_executor(ray_address, mode) if ray_address is not None else None
     summaries, todo = execute_plan(plan, jobs, progress, executor)

@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,11 @@ import numpy as np
 
 from rtcbench.testbed import devtools
 from rtcbench.testbed.netns import Testbed, TestbedError
+from rtcbench.testbed.sdp import edit_video
 
 __all__ = [
     "SAMPLE_INTERVAL_S",
+    "AudioSettings",
     "BrowserError",
     "Call",
     "Peer",
@@ -79,8 +81,8 @@ _PAGE = """<!doctype html>
 # video's first frame shown).
 _PEER_JS = """
 window.rtcbench = (() => {
-  const S = {pcs: {}, t: {}, senders: {}, stream: null, samples: [], timer: null,
-             config: {iceServers: []}};
+  const S = {pcs: {}, t: {}, senders: {}, audioSenders: {}, cameras: {}, microphone: null,
+             samples: [], timer: null, config: {iceServers: []}};
   const now = () => performance.timeOrigin + performance.now();
   const gathered = pc => new Promise(done => {
     if (pc.iceGatheringState === 'complete') return done();
@@ -88,16 +90,25 @@ window.rtcbench = (() => {
       if (pc.iceGatheringState === 'complete') done();
     });
   });
+  // One capture per set of constraints: calls that ask for the same camera share it.
   const camera = async video => {
-    if (!S.stream) S.stream = await navigator.mediaDevices.getUserMedia({
+    const key = [video.width, video.height, video.fps].join('x');
+    if (!S.cameras[key]) S.cameras[key] = await navigator.mediaDevices.getUserMedia({
       video: {width: video.width, height: video.height, frameRate: video.fps}, audio: false});
-    return S.stream.getVideoTracks()[0];
+    return S.cameras[key].getVideoTracks()[0];
   };
-  const prefer = (tx, codec) => {
+  const microphone = async () => {
+    if (!S.microphone) S.microphone = await navigator.mediaDevices.getUserMedia({audio: true, video: false});
+    return S.microphone.getAudioTracks()[0];
+  };
+  // The codec first, then what repairs it: RTX always (it also carries probes), RED and ULPFEC
+  // unless FEC is off.
+  const prefer = (tx, video) => {
     const codecs = RTCRtpSender.getCapabilities('video').codecs;
+    const repair = video.fec === false ? ['video/rtx'] : ['video/rtx', 'video/red', 'video/ulpfec'];
     tx.setCodecPreferences([
-      ...codecs.filter(c => c.mimeType === 'video/' + codec),
-      ...codecs.filter(c => ['video/rtx', 'video/red', 'video/ulpfec'].includes(c.mimeType))]);
+      ...codecs.filter(c => c.mimeType === 'video/' + video.codec),
+      ...codecs.filter(c => repair.includes(c.mimeType))]);
   };
   const open = key => {
     const pc = new RTCPeerConnection(S.config);
@@ -118,47 +129,79 @@ window.rtcbench = (() => {
     S.pcs[key] = pc;
     return pc;
   };
-  const KEPT = ['outbound-rtp', 'inbound-rtp', 'remote-inbound-rtp', 'candidate-pair'];
+  const KEPT = ['outbound-rtp', 'inbound-rtp', 'remote-inbound-rtp', 'candidate-pair', 'transport'];
+  const selectedPair = report => {
+    let pair = null;
+    report.forEach(s => {
+      if (s.type === 'transport' && s.selectedCandidatePairId) pair = report.get(s.selectedCandidatePairId);
+    });
+    return pair;
+  };
+  const candidate = c => c && {address: c.address, port: c.port, type: c.candidateType, protocol: c.protocol,
+                               relayProtocol: c.relayProtocol || null};
   return {
     // The RTCConfiguration of connections opened from now on (ICE servers, transport policy).
     configure(config) { S.config = config; return true; },
     // The candidate types of `key`'s selected pair: 'host', 'srflx', 'prflx' or 'relay'.
     async route(key) {
       const report = await S.pcs[key].getStats();
-      let pair = null;
-      report.forEach(s => {
-        if (s.type === 'transport' && s.selectedCandidatePairId) pair = report.get(s.selectedCandidatePairId);
-      });
+      const pair = selectedPair(report);
       if (!pair) return null;
       return {local: report.get(pair.localCandidateId).candidateType,
               remote: report.get(pair.remoteCandidateId).candidateType};
     },
-    // An offer to `key`: sending our camera if `video` is given (else receiving only).
-    async offer(key, video, receive) {
+    // What `key`'s connection negotiated and where its packets go: both descriptions, and the
+    // selected candidate pair's ends (address, port, candidate type).
+    async describe(key) {
+      const pc = S.pcs[key];
+      const report = await pc.getStats();
+      const pair = selectedPair(report);
+      return {local: pc.localDescription && pc.localDescription.sdp,
+              remote: pc.remoteDescription && pc.remoteDescription.sdp,
+              pair: pair && {local: candidate(report.get(pair.localCandidateId)),
+                             remote: candidate(report.get(pair.remoteCandidateId))}};
+    },
+    // An offer to `key`: sending our camera if `video` is given (else receiving video only), and
+    // our microphone if `audio` is (else receiving audio if `receiveAudio`).
+    async offer(key, video, receive, audio, receiveAudio) {
       const pc = open(key);
       if (video) {
         const tx = pc.addTransceiver(await camera(video), {direction: receive ? 'sendrecv' : 'sendonly'});
-        prefer(tx, video.codec);
+        prefer(tx, video);
         S.senders[key] = tx.sender;
       } else {
         pc.addTransceiver('video', {direction: 'recvonly'});
+      }
+      if (audio) {
+        const tx = pc.addTransceiver(await microphone(), {direction: receiveAudio ? 'sendrecv' : 'sendonly'});
+        S.audioSenders[key] = tx.sender;
+      } else if (receiveAudio) {
+        pc.addTransceiver('audio', {direction: 'recvonly'});
       }
       S.t[key].offer = now();
       await pc.setLocalDescription(await pc.createOffer());
       await gathered(pc);
       return pc.localDescription.sdp;
     },
-    // The answer to `key`'s offer, sending our camera back if `video` is given.
-    async answer(key, sdp, video) {
+    // The answer to `key`'s offer, sending our camera back if `video` is given and our
+    // microphone if `audio` is (on the transceivers the offer made for them).
+    async answer(key, sdp, video, audio) {
       const pc = open(key);
       S.t[key].offer = now();
       await pc.setRemoteDescription({type: 'offer', sdp});
+      const of = kind => pc.getTransceivers().find(t => t.receiver.track.kind === kind);
       if (video) {
-        const tx = pc.getTransceivers()[0];
+        const tx = of('video');
         await tx.sender.replaceTrack(await camera(video));
         tx.direction = 'sendrecv';
-        prefer(tx, video.codec);
+        prefer(tx, video);
         S.senders[key] = tx.sender;
+      }
+      if (audio) {
+        const tx = of('audio');
+        await tx.sender.replaceTrack(await microphone());
+        tx.direction = 'sendrecv';
+        S.audioSenders[key] = tx.sender;
       }
       await pc.setLocalDescription(await pc.createAnswer());
       await gathered(pc);
@@ -168,12 +211,38 @@ window.rtcbench = (() => {
       await S.pcs[key].setRemoteDescription({type: 'answer', sdp});
       return true;
     },
-    async limit(key, maxBitrate) {
-      const sender = S.senders[key];
-      if (!sender || !maxBitrate) return false;
-      const p = sender.getParameters();
-      p.encodings[0].maxBitrate = maxBitrate;
-      await sender.setParameters(p);
+    // The encodings' maxBitrate (and priority: 'very-low', 'low', 'medium' or 'high') of what
+    // `key`'s connection sends: video, and audio if `audioMaxBitrate` is given.
+    async limit(key, maxBitrate, priority, audioMaxBitrate) {
+      const set = async (sender, rate) => {
+        if (!sender) return false;
+        const p = sender.getParameters();
+        if (rate) p.encodings[0].maxBitrate = rate;
+        if (priority) Object.assign(p.encodings[0], {priority, networkPriority: priority});
+        await sender.setParameters(p);
+        return true;
+      };
+      const video = await set(S.senders[key], maxBitrate);
+      if (audioMaxBitrate) await set(S.audioSenders[key], audioMaxBitrate);
+      return video;
+    },
+    // Stops (paused = true) or resumes what `key`'s connection sends: video, and audio too if
+    // `audio` (a sender that stops sends nothing, as an application that pauses its camera).
+    async pause(key, paused, audio) {
+      const set = async sender => {
+        if (!sender) return;
+        const p = sender.getParameters();
+        p.encodings.forEach(e => { e.active = !paused; });
+        await sender.setParameters(p);
+      };
+      await set(S.senders[key]);
+      if (audio) await set(S.audioSenders[key]);
+      return true;
+    },
+    // Ends `key`'s connection (its call stops); its set-up times stay.
+    hangup(key) {
+      const pc = S.pcs[key];
+      if (pc) { pc.close(); delete S.pcs[key]; S.t[key].closed = now(); }
       return true;
     },
     start(intervalMs) {
@@ -191,7 +260,10 @@ window.rtcbench = (() => {
       return true;
     },
     take() { const out = S.samples; S.samples = []; return out; },
-    times(key) { return Object.assign({ice: S.pcs[key].iceConnectionState}, S.t[key]); },
+    times(key) {
+      const pc = S.pcs[key];
+      return Object.assign({ice: pc ? pc.iceConnectionState : 'closed'}, S.t[key]);
+    },
     close() {
       clearInterval(S.timer);
       Object.values(S.pcs).forEach(pc => pc.close());
@@ -238,7 +310,7 @@ def noise_clip(
 
 @dataclass(frozen=True)
 class VideoSettings:
-    """What the sending page asks of its camera and encoder."""
+    """What the sending page asks of its camera and encoder, and how the call repairs loss."""
 
     width: int = 640
     height: int = 360
@@ -246,6 +318,48 @@ class VideoSettings:
     codec: str = "VP8"
     max_bitrate_bps: int | None = None
     """The encoding's `maxBitrate` (RTCRtpSender.setParameters); None: the browser's default."""
+    min_bitrate_bps: int | None = None
+    """The bandwidth estimate's floor (`x-google-min-bitrate`, `rtcbench.testbed.sdp`); None:
+    Chromium's (30 kbit/s)."""
+    start_bitrate_bps: int | None = None
+    """Where the bandwidth estimate starts (`x-google-start-bitrate`); None: Chromium's
+    (300 kbit/s)."""
+    fec: bool = True
+    """Offer RED and ULPFEC (as Chrome does); False leaves them out of the codecs."""
+    nack: bool = True
+    """NACK/RTX retransmissions (RFC 4585 `nack` feedback)."""
+    keyframe_request: str = "pli"
+    """`pli` (RFC 4585), or `fir` (RFC 5104): the `nack pli` feedback is left out."""
+    priority: str | None = None
+    """The encoding's `priority` and `networkPriority` (`very-low`, `low`, `medium`, `high`);
+    None: the browser's default (`low`)."""
+
+    def edit(self, sdp: str) -> str:
+        """A session description as it passes between the pages, with what this call asks of
+        Chromium where no API sets it (`rtcbench.testbed.sdp.edit_video`)."""
+        bitrates = {
+            k: round(v / 1000)
+            for k, v in (
+                ("min", self.min_bitrate_bps),
+                ("start", self.start_bitrate_bps),
+                ("max", self.max_bitrate_bps),
+            )
+            if v is not None
+        }
+        if not bitrates and self.nack and self.keyframe_request == "pli":
+            return sdp
+        return edit_video(
+            sdp, self.codec, bitrates_kbps=bitrates, nack=self.nack, pli=self.keyframe_request == "pli"
+        )
+
+
+@dataclass(frozen=True)
+class AudioSettings:
+    """What the sending page sends from its microphone: Chromium's fake audio device (a tone),
+    Opus."""
+
+    max_bitrate_bps: int | None = None
+    """The audio encoding's `maxBitrate`; None: Opus at Chromium's default."""
 
 
 @dataclass
@@ -331,20 +445,37 @@ class Peer:
 @dataclass
 class Call:
     """A connected call between two peers: `offerer` sent the offer, `answerer` the answer; media
-    goes one way or both (`connect`). `times` holds, per end (node name), when its connection's
-    set-up steps happened (Unix ms on the pages' clock) and its ICE state."""
+    goes one way or both (`connect`). Each page knows the connection by a key: the other end's
+    node name unless `connect` was given one. `times` holds, per end (node name), when its
+    connection's set-up steps happened (Unix ms on the pages' clock) and its ICE state."""
 
     offerer: Peer
     answerer: Peer
     times: dict[str, dict[str, Any]] = field(default_factory=dict)
+    key: str | None = None
+    """The connection's key in both pages; None: each page's key is the other end's node."""
+
+    def key_at(self, peer: Peer) -> str:
+        """The key `peer`'s page knows this connection by."""
+        if self.key is not None:
+            return self.key
+        return (self.answerer if peer is self.offerer else self.offerer).node
 
     def refresh(self) -> None:
         """Reads both ends' set-up times and ICE states again."""
-        ends = ((self.offerer, self.answerer), (self.answerer, self.offerer))
         self.times = {
-            peer.node: peer.evaluate(f"rtcbench.times({json.dumps(other.node)})", "read the call's state")
-            for peer, other in ends
+            peer.node: peer.evaluate(f"rtcbench.times({json.dumps(self.key_at(peer))})", "read the state")
+            for peer in (self.offerer, self.answerer)
         }
+
+    def describe(self, peer: Peer) -> dict[str, Any]:
+        """What `peer`'s end negotiated and where its packets go: `local` and `remote` session
+        descriptions, and the selected candidate pair (`pair.local`, `pair.remote`: address,
+        port, candidate type, protocol; None before ICE selected one)."""
+        described: dict[str, Any] = peer.evaluate(
+            f"rtcbench.describe({json.dumps(self.key_at(peer))})", "describe the connection"
+        )
+        return described
 
     def setup_s(self) -> dict[str, float | None]:
         """Set-up time from the offer: to ICE connected at the offerer, and to the first frame of
@@ -367,36 +498,58 @@ def video_json(video: VideoSettings | None) -> str:
     """`video` as the page's `offer` and `answer` take it (JSON; `null` for no camera)."""
     if video is None:
         return "null"
-    return json.dumps({"width": video.width, "height": video.height, "fps": video.fps, "codec": video.codec})
+    fields = ("width", "height", "fps", "codec", "fec")
+    return json.dumps({name: getattr(video, name) for name in fields})
+
+
+def limit_js(key: str, video: VideoSettings | None, audio: AudioSettings | None) -> str:
+    """The page's `limit` call for what a connection sends."""
+    rate = video.max_bitrate_bps if video is not None else None
+    priority = video.priority if video is not None else None
+    audio_rate = audio.max_bitrate_bps if audio is not None else None
+    args = ", ".join(json.dumps(a) for a in (key, rate, priority, audio_rate))
+    return f"rtcbench.limit({args})"
 
 
 def connect(
     sender: Peer,
     receiver: Peer,
-    video: VideoSettings,
+    video: VideoSettings | None,
     timeout_s: float = CONNECT_TIMEOUT_S,
     *,
     back: VideoSettings | None = None,
+    audio: AudioSettings | None = None,
+    back_audio: AudioSettings | None = None,
+    key: str | None = None,
 ) -> Call:
     """Signals a call locally (offer, answer, each with every candidate) in which `sender` sends
     its camera to `receiver` (and, with `back`, `receiver` its own to `sender`, on the same peer
-    connection), and waits until ICE has connected at both ends. Raises `BrowserError` if it does
-    not within `timeout_s`."""
-    to_receiver, to_sender = json.dumps(receiver.node), json.dumps(sender.node)
-    receive = json.dumps(back is not None)
+    connection; `audio` and `back_audio` add each one's microphone), and waits until ICE has
+    connected at both ends. Both pages know the connection by `key` (default: each by the other
+    end's node). Raises `BrowserError` if it does not connect within `timeout_s`."""
+    call = Call(sender, receiver, key=key)
+    at_sender, at_receiver = json.dumps(call.key_at(sender)), json.dumps(call.key_at(receiver))
+    receive, receive_audio = json.dumps(back is not None), json.dumps(back_audio is not None)
     offer = sender.evaluate(
-        f"rtcbench.offer({to_receiver}, {video_json(video)}, {receive})", "create the offer"
+        f"rtcbench.offer({at_sender}, {video_json(video)}, {receive}, {json.dumps(audio is not None)}, "
+        f"{receive_audio})",
+        "create the offer",
     )
+    # Both ends see the same edits: the answer can only keep what the offer has.
+    edited = next((v for v in (video, back) if v is not None), None)
+
+    def edit(sdp: str) -> str:
+        return edited.edit(sdp) if edited is not None else sdp
+
     answer = receiver.evaluate(
-        f"rtcbench.answer({to_sender}, {json.dumps(offer)}, {video_json(back)})", "answer the offer"
+        f"rtcbench.answer({at_receiver}, {json.dumps(edit(offer))}, {video_json(back)}, "
+        f"{json.dumps(back_audio is not None)})",
+        "answer the offer",
     )
-    sender.evaluate(f"rtcbench.accept({to_receiver}, {json.dumps(answer)})", "accept the answer")
-    sender.evaluate(f"rtcbench.limit({to_receiver}, {json.dumps(video.max_bitrate_bps)})", "set maxBitrate")
-    if back is not None:
-        receiver.evaluate(
-            f"rtcbench.limit({to_sender}, {json.dumps(back.max_bitrate_bps)})", "set maxBitrate"
-        )
-    call = Call(sender, receiver)
+    sender.evaluate(f"rtcbench.accept({at_sender}, {json.dumps(edit(answer))})", "accept the answer")
+    sender.evaluate(limit_js(call.key_at(sender), video, audio), "set maxBitrate")
+    if back is not None or back_audio is not None:
+        receiver.evaluate(limit_js(call.key_at(receiver), back, back_audio), "set maxBitrate")
     deadline = time.monotonic() + timeout_s
     while True:
         call.refresh()
@@ -430,11 +583,12 @@ class Usage:
     processes: int
 
 
-def usage(session: int) -> Usage:
+def usage(session: int | None = None, *, pids: Collection[int] = ()) -> Usage:
     """The CPU time and memory of every process in session `session` (a browser started by
-    `devtools.launch` leads its own), from /proc. Processes that end while being read are
-    skipped."""
+    `devtools.launch` leads its own) and of the processes `pids` (a relay, an SFU or a TURN
+    server: one process each), from /proc. Processes that end while being read are skipped."""
     ticks = os.sysconf("SC_CLK_TCK")
+    wanted = set(pids)
     cpu, pss, count = 0, 0, 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -442,7 +596,7 @@ def usage(session: int) -> Usage:
         try:
             stat = Path(entry.path, "stat").read_text()
             fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[3]) != session:
+            if int(entry.name) not in wanted and (session is None or int(fields[3]) != session):
                 continue
             rollup = Path(entry.path, "smaps_rollup").read_text()
         except (OSError, ValueError, IndexError):

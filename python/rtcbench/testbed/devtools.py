@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -26,7 +28,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CHROMIUM", "HEADLESS_FLAGS", "Browser", "DevTools", "DevToolsError", "chromium", "launch"]
+__all__ = [
+    "CHROMIUM",
+    "HEADLESS_FLAGS",
+    "Browser",
+    "DevTools",
+    "DevToolsError",
+    "chromium",
+    "chromium_version",
+    "launch",
+]
 
 CHROMIUM = "chromium"
 """The browser's executable (Debian's `chromium`, installed by `scripts/install-chromium.sh`)."""
@@ -55,6 +66,21 @@ class DevToolsError(RuntimeError):
 def chromium() -> str | None:
     """The browser's path, or None if it is not installed."""
     return shutil.which(CHROMIUM)
+
+
+@functools.cache
+def chromium_version() -> str | None:
+    """The installed Chromium's version ("156.0.8078.79"), or None if it is not installed or
+    does not say. Asked once per process."""
+    exe = chromium()
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"Chromium (\S+)", out.stdout)
+    return found.group(1) if found else None
 
 
 class DevTools:

@@ -28,7 +28,7 @@ from rtcbench.testbed import cross, media, relay
 from rtcbench.testbed.netns import build, require
 from rtcbench.testbed.trace import RELAY_PACKETS, emulated_tables
 
-__all__ = ["Emulated", "emulate", "simulator_meta"]
+__all__ = ["Emulated", "emulate", "relay_info", "simulator_meta"]
 
 END_MARGIN_S = 5.0
 """How long past its end (and the receivers' grace) a run may take to wind down before it counts
@@ -80,6 +80,36 @@ def _agents_scheduling(
     return policies
 
 
+def relay_info(report: relay.RelayReport) -> dict[str, Any]:
+    """What a run's summary says of its relay (`relay`: scheduling, timing error, counts) and the
+    warnings it gives (`warnings`: timing that cannot be trusted, records lost)."""
+    warnings = [w for w in [report.warning()] if w is not None]
+    if report.records_lost:
+        warnings.append(
+            f"the relay lost {report.records_lost} packet records (its writer fell behind): the packets "
+            "table misses them"
+        )
+    return {
+        "relay": {
+            "scheduling": report.scheduling,
+            "lateness_us": {
+                "p50": report.lateness_p50_us,
+                "p99": report.lateness_p99_us,
+                "max": report.lateness_max_us,
+            },
+            "departures": report.departures,
+            "keeping_up": report.keeping_up,
+            "frames_in": report.frames_in,
+            "frames_out": report.frames_out,
+            "refused": report.refused,
+            "socket_drops": sum(report.socket_drops),
+            "records_lost": report.records_lost,
+            "processed_until_s": report.processed_until_s,
+        },
+        "warnings": warnings,
+    }
+
+
 def emulate(
     variant: Variant, controller: str | UserController, seed: int, work: Path, *, capture: bool = False
 ) -> Emulated:
@@ -127,38 +157,16 @@ def emulate(
     logs = calls_running.logs() if calls_running is not None else {}
     tables = emulated_tables(meta, relay_dir, calls, flows, address, logs)
     policies = _agents_scheduling(logs, cross_dir if traffic is not None else None)
-    warnings = [w for w in [report.warning()] if w is not None]
-    if any(p != "fifo" for p in policies):
-        warnings.append(
-            "an agent ran without real-time scheduling (the system refused SCHED_FIFO): its timing "
-            "may follow the machine's load"
-        )
-    if report.records_lost:
-        warnings.append(
-            f"the relay lost {report.records_lost} packet records (its writer fell behind): the packets "
-            "table misses them"
-        )
     info = {
         "testbed": prefix,
         "wall_s": wall_s,
-        "relay": {
-            "scheduling": report.scheduling,
-            "lateness_us": {
-                "p50": report.lateness_p50_us,
-                "p99": report.lateness_p99_us,
-                "max": report.lateness_max_us,
-            },
-            "departures": report.departures,
-            "keeping_up": report.keeping_up,
-            "frames_in": report.frames_in,
-            "frames_out": report.frames_out,
-            "refused": report.refused,
-            "socket_drops": sum(report.socket_drops),
-            "records_lost": report.records_lost,
-            "processed_until_s": report.processed_until_s,
-        },
+        **relay_info(report),
         "agents_scheduling": sorted(set(policies)),
-        "warnings": warnings,
     }
+    if any(p != "fifo" for p in policies):
+        info["warnings"].append(
+            "an agent ran without real-time scheduling (the system refused SCHED_FIFO): its timing "
+            "may follow the machine's load"
+        )
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Emulated(tables, info)

@@ -23,7 +23,15 @@ from rtcbench.metrics import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.media import FIRST_PORT, PlannedCall
 
-__all__ = ["RELAY_LINKS", "RELAY_PACKETS", "TraceError", "emulated_tables"]
+__all__ = [
+    "RELAY_LINKS",
+    "RELAY_PACKETS",
+    "TraceError",
+    "emulated_tables",
+    "packet_events",
+    "relay_links",
+    "relay_packets",
+]
 
 RELAY_PACKETS = "relay-packets.csv"
 RELAY_LINKS = "relay-links.csv"
@@ -62,6 +70,10 @@ _LINKS_SCHEMA = {
     "queue_bytes": pl.Int64,
     "queue_limit_bytes": pl.Int64,
 }
+
+
+_OPTIONAL_PACKET_COLUMNS = {"transport_seq": pl.Int32}
+"""Columns of the packets table only some producers fill (docs/traces.md)."""
 
 
 class TraceError(ValueError):
@@ -140,6 +152,16 @@ def _relay_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
     if not path.is_file():
         raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
     return pl.read_csv(path, schema=schema)
+
+
+def relay_packets(relay_dir: Path) -> pl.DataFrame:
+    """The relay's packet log (`relay-packets.csv`), typed."""
+    return _relay_csv(relay_dir / RELAY_PACKETS, _RELAY_SCHEMA)
+
+
+def relay_links(relay_dir: Path, end_us: int) -> pl.DataFrame:
+    """The links table (docs/traces.md): the relay's link samples up to `end_us`."""
+    return _relay_csv(relay_dir / RELAY_LINKS, _LINKS_SCHEMA).filter(pl.col("t_us") <= end_us)
 
 
 def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame:
@@ -233,6 +255,18 @@ def _packets(
     sent = hosts.select(
         "id", "t_us", "flow", "kind", "size", "payload", "seq", "frame", ecn_in="ecn", sent_us="t_us"
     )
+    return packet_events(relay, sent, background, end_us)
+
+
+def packet_events(
+    relay: pl.DataFrame, sent: pl.DataFrame, background: Mapping[str, int], end_us: int
+) -> pl.DataFrame:
+    """The packets table (docs/traces.md) of a relay's log: `sent` holds one row per packet the
+    hosts sent, as it reached the relay (`id`, `t_us`, `flow`, `kind`, `size`, `payload`, `seq`,
+    `frame`, `ecn_in`, `sent_us`, and any optional column of the table, such as
+    `transport_seq`); its departures and drops follow from the log, with the UDP background
+    packets the relay made itself (`background`: flow id by link name). Rows after `end_us` are
+    left out."""
     bg_in = relay.filter(pl.col("event") == "bg_in").select(
         "id",
         "t_us",
@@ -245,7 +279,7 @@ def _packets(
         ecn_in=pl.lit(0, pl.Int32),
         sent_us="t_us",
     )
-    origin = pl.concat([sent, bg_in], how="vertical_relaxed")
+    origin = pl.concat([sent, bg_in], how="diagonal_relaxed")
     later = relay.filter(pl.col("event").is_in(["out", "drop", "bg_out"])).select(
         "id", "event", "t_us", "link", "reason", "ecn"
     )
@@ -263,7 +297,9 @@ def _packets(
         ecn=pl.col("ecn").fill_null(0),
     )
     rows = pl.concat([first, later], how="diagonal_relaxed").filter(pl.col("t_us") <= end_us)
-    return rows.sort("t_us", "id").select(
+    rows = rows.sort("t_us", "id")
+    optional = [pl.col(c).cast(dt) for c, dt in _OPTIONAL_PACKET_COLUMNS.items() if c in rows.columns]
+    return rows.select(
         pl.col("t_us").cast(pl.Int64),
         pl.col("event").cast(pl.String),
         packet=pl.col("id").cast(pl.Int64),
@@ -277,7 +313,7 @@ def _packets(
         link=pl.col("link").cast(pl.String),
         reason=pl.col("reason").cast(pl.String),
         ecn=pl.col("ecn").replace_strict(_ECN, return_dtype=pl.String),
-    )
+    ).hstack(rows.select(optional).get_columns())
 
 
 def _recovered(
@@ -473,7 +509,7 @@ def emulated_tables(
         for f in meta["flows"]
         if f.get("workload") == "udp-background"
     }
-    relay = _relay_csv(relay_dir / RELAY_PACKETS, _RELAY_SCHEMA)
+    relay = relay_packets(relay_dir)
     packets = _packets(
         relay,
         _flow_rules(meta, calls, cross, address),
@@ -492,6 +528,6 @@ def emulated_tables(
         packets=packets,
         frames=_frames(video_flow, sender_logs, receiver_logs, end_us),
         controller=_controller(sender_logs, receiver_logs, end_us),
-        links=_relay_csv(relay_dir / RELAY_LINKS, _LINKS_SCHEMA).filter(pl.col("t_us") <= end_us),
+        links=relay_links(relay_dir, end_us),
         feedback=_feedback(sender_logs, end_us),
     )

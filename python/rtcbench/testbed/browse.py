@@ -1,0 +1,412 @@
+"""One browser run (`--mode browser`): a scenario variant's calls between real Chromium peers in
+the testbed's namespaces, over the scenario's links carried by the relay, in real time
+(docs/browser.md, "Browser runs"). `rtcbench.runner` calls `browse` and writes its tables as it
+writes a simulated run's.
+
+    result = browse(variant, seed=1, work=folder / "browser")
+
+What runs: one headless Chromium per node that sends or receives a call, each call a peer
+connection from its sender's page to its receiver's, signalled at the call's start and closed at
+its stop; the scenario's TCP and CBR flows as kernel traffic (the emulated run's agents,
+`rtcbench.testbed.cross`). Chromium runs its own congestion control, libwebrtc's GoogCC, which
+rtcbench's `gcc` is a port of: the run's controller is `gcc`. A scenario setting Chromium has no
+equivalent for is refused before anything starts, with one line naming the field.
+
+What is measured: the relay's packet log (every packet's arrival, departure or drop on the relay's
+clock, the first bytes of each UDP payload: the RTP header in the clear, SRTP encrypts payloads
+only), each page's `getStats()` every 500 ms, each browser's and the relay's CPU time and memory
+every 500 ms, and every call's set-up times. `rtcbench.testbed.browser_trace` makes the trace
+tables of them. A call that does not connect, or a browser that dies, ends the run: its summary
+says why (`browser.failure`), with what was recorded until then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rtcbench.metrics import Tables
+from rtcbench.scenarios import Variant
+from rtcbench.testbed import cross, devtools, relay
+from rtcbench.testbed.browser import (
+    CONNECT_TIMEOUT_S,
+    SAMPLE_INTERVAL_S,
+    AudioSettings,
+    BrowserError,
+    Call,
+    Peer,
+    Usage,
+    VideoSettings,
+    connect,
+    noise_clip,
+    usage,
+)
+from rtcbench.testbed.browser_trace import Connection, Stream, browser_tables
+from rtcbench.testbed.emulate import END_MARGIN_S, relay_info, simulator_meta
+from rtcbench.testbed.media import PlannedCall
+from rtcbench.testbed.media import plan as plan_calls
+from rtcbench.testbed.netns import Testbed, TestbedError, build, require
+from rtcbench.testbed.trace import RELAY_PACKETS
+
+__all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "connections"]
+
+CONTROLLER = "gcc"
+"""The controller a browser run runs: Chromium's own, libwebrtc's GoogCC (rtcbench's `gcc`)."""
+COLLECT_EVERY_S = 5.0
+"""How often the pages' `getStats()` samples are collected."""
+CLIP_SECONDS = 2.0
+"""Length of the camera clip each browser loops."""
+
+# libwebrtc's bitrate priorities (`rtc_base/..., webrtc::kDefaultBitratePriority` and the
+# RTCPriorityType mapping: very-low 0.5, low 1, medium 2, high 4) by the scenario's `priority`.
+_PRIORITIES = {0.5: "very-low", 1.0: "low", 2.0: "medium", 4.0: "high"}
+_AUDIO_PACKET_INTERVAL = "20ms"
+"""Opus frames as Chromium sends them; another `audio.packet_interval` is refused."""
+
+
+class BrowserModeError(TestbedError):
+    """A scenario that browser mode cannot run as written (one line naming the field)."""
+
+
+@dataclass
+class Browsed:
+    """A browser run: its trace tables, and what the run itself reports for the summary
+    (`summary.json` key `browser`, docs/browser.md)."""
+
+    tables: Tables
+    info: dict[str, Any]
+
+
+def _seconds(text: str) -> float:
+    """A resolved duration as the core writes it (`"120s"`, `"20ms"`, `"1500us"`)."""
+    for suffix, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * scale
+    raise ValueError(f"not a duration: {text!r}")
+
+
+def _bps(text: str) -> int:
+    """A resolved rate as the core writes it (`"2Mbps"`, `"300kbps"`, `"20000bps"`)."""
+    for suffix, scale in (("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3), ("bps", 1.0)):
+        if text.endswith(suffix):
+            return round(float(text[: -len(suffix)]) * scale)
+    raise ValueError(f"not a rate: {text!r}")
+
+
+def _stream(call: PlannedCall, spec: dict[str, Any], meta_call: dict[str, Any], end_s: float) -> Stream:
+    """A scenario call as the browsers run it; `BrowserModeError` for what Chromium cannot do."""
+    p, where = call.plan, f"calls.{call.index}"
+
+    def refuse(field_: str, why: str) -> BrowserModeError:
+        return BrowserModeError(f"{where}.{field_}: {why} (run it with --mode simulate or emulate)")
+
+    for name in ("twcc_interval", "ccfb_interval", "report_interval"):
+        if (spec.get("feedback") or {}).get(name) is not None:
+            raise refuse(f"feedback.{name}", "a browser sends feedback on Chromium's own timing")
+    if spec.get("ecn") not in (None, "not-ect"):
+        raise refuse("ecn", "Chromium sends no ECN-capable media")
+    if p["fec"] == "flexfec":
+        raise refuse("fec", 'Chromium sends FlexFEC only under a field trial; use true ("ulpfec") or false')
+    if spec.get("fec_rate") is not None:
+        raise refuse("fec_rate", "Chromium chooses its FEC rate itself")
+    priority = float(p["priority"])
+    if priority not in _PRIORITIES:
+        allowed = ", ".join(f"{k:g}" for k in _PRIORITIES)
+        raise refuse(
+            "priority", f"a browser knows the priorities {allowed} (very-low to high), not {priority:g}"
+        )
+    video: VideoSettings | None = None
+    if p.get("video") is not None:
+        v = p["video"]
+        fps = float(v["fps"])
+        if fps != round(fps):
+            raise refuse(
+                "video.fps", f"the camera clip runs at a whole number of frames per second, not {fps:g}"
+            )
+        width, height = (int(x) for x in v["camera"])
+        video = VideoSettings(
+            width=width,
+            height=height,
+            fps=round(fps),
+            max_bitrate_bps=_bps(v["max_rate"]),
+            min_bitrate_bps=_bps(v["min_rate"]),
+            start_bitrate_bps=_bps(v["start_rate"]),
+            fec=p["fec"] is not None,
+            nack=bool(p["nack"]),
+            keyframe_request=str(p["keyframe_request"]),
+            priority=_PRIORITIES[priority] if priority != 1.0 else None,
+        )
+    audio: AudioSettings | None = None
+    if p.get("audio") is not None:
+        a = p["audio"]
+        if a.get("packet_interval") not in (None, _AUDIO_PACKET_INTERVAL):
+            raise refuse("audio.packet_interval", f"Chromium sends Opus in {_AUDIO_PACKET_INTERVAL} packets")
+        audio = AudioSettings(max_bitrate_bps=_bps(a["rate"]) if a.get("rate") else None)
+    if video is None and audio is None:
+        raise refuse("video", "a browser call sends video, audio or both")
+    pauses = [
+        (_seconds(x["from"]), _seconds(x["to"]), bool(x.get("audio", True))) for x in p.get("pauses", [])
+    ]
+    return Stream(
+        index=call.index,
+        name=call.name,
+        src=call.src,
+        dst=call.dst,
+        video=video,
+        audio=audio,
+        start_s=_seconds(p["start"]),
+        stop_s=min(_seconds(p["stop"]), end_s),
+        pauses=pauses,
+        flows={f["kind"]: int(f["id"]) for f in meta_call["flows"]},
+    )
+
+
+def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Connection]:
+    """The peer connections a browser run opens for `variant`: one per call, from its sender's page
+    to its receiver's (a call's streams and its RTCP share it, as a browser bundles them). Raises
+    `BrowserModeError` for a call Chromium cannot make as the scenario says."""
+    spec = tomllib.loads(variant.toml)
+    end_s = float(meta["duration_s"])
+    out: list[Connection] = []
+    for call in plan_calls(variant, seed):
+        flows = [f for f in meta["flows"] if f.get("call") == call.index]
+        meta_call = {"flows": [{"kind": f["name"].rsplit(".", 1)[1], "id": f["id"]} for f in flows]}
+        stream = _stream(call, spec["calls"][call.index], meta_call, end_s)
+        out.append(Connection(key=call.name, offerer=call.src, answerer=call.dst, streams=[stream]))
+    return out
+
+
+def _clip_for(streams: Sequence[Stream], folder: Path, seed: int) -> Path | None:
+    """The camera clip of a node that sends `streams`: its largest camera at its highest frame
+    rate (Chromium's fake capture plays one file; each call's track is scaled from it)."""
+    videos = [s.video for s in streams if s.video is not None]
+    if not videos:
+        return None
+    width = max(v.width for v in videos)
+    height = max(v.height for v in videos)
+    fps = max(v.fps for v in videos)
+    path = folder / f"camera-{width}x{height}-{fps}.y4m"
+    if not path.exists():
+        noise_clip(path, width=width, height=height, fps=fps, seconds=CLIP_SECONDS, seed=seed)
+    return path
+
+
+@dataclass
+class _Timeline:
+    """What the run does when, from time zero: signal calls, pause and resume them, hang up."""
+
+    events: list[tuple[float, int, str, Connection, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, conns: Sequence[Connection], end_s: float) -> _Timeline:
+        events: list[tuple[float, int, str, Connection, Any]] = []
+        for order, c in enumerate(conns):
+            events.append((c.start_s, order, "connect", c, None))
+            for s in c.streams:
+                for a, b, audio in s.pauses:
+                    events.append((a, order, "pause", c, (s, True, audio)))
+                    events.append((b, order, "resume", c, (s, False, audio)))
+            if c.stop_s < end_s:
+                events.append((c.stop_s, order, "hangup", c, None))
+        return cls(sorted(events, key=lambda e: (e[0], e[1])))
+
+
+@dataclass
+class _Recorder:
+    """Everything a browser run records while it goes."""
+
+    peers: dict[str, Peer]
+    relay_pid: int
+    t0: float
+    stats: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    usage: dict[str, list[Usage]] = field(default_factory=dict)
+    calls: dict[str, Call] = field(default_factory=dict)
+    described: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    failure: str | None = None
+
+    def sample_usage(self) -> None:
+        for node, peer in self.peers.items():
+            self.usage.setdefault(node, []).append(usage(peer.browser.process.pid))
+        self.usage.setdefault("relay", []).append(usage(pids=[self.relay_pid]))
+
+    def collect(self) -> None:
+        for node, peer in self.peers.items():
+            self.stats.setdefault(node, []).extend(peer.evaluate("rtcbench.take()", "collect the samples"))
+
+    def describe(self, c: Connection) -> None:
+        call = self.calls[c.key]
+        self.described[c.key] = {p.node: call.describe(p) for p in (call.offerer, call.answerer)}
+
+
+def _run_timeline(rec: _Recorder, conns: Sequence[Connection], end: float) -> None:
+    """Runs the calls until `end` (`time.monotonic`): signals each at its start, pauses, resumes
+    and hangs up as the scenario says, reads usage every `SAMPLE_INTERVAL_S` and collects the
+    pages' samples every `COLLECT_EVERY_S`. A call that fails ends the run (`rec.failure`)."""
+    timeline = _Timeline.of(conns, end - rec.t0).events
+    next_usage, next_collect = rec.t0, rec.t0 + COLLECT_EVERY_S
+    k = 0
+    while (now := time.monotonic()) < end:
+        try:
+            while k < len(timeline) and rec.t0 + timeline[k][0] <= now:
+                _, _, action, c, arg = timeline[k]
+                k += 1
+                _act(rec, action, c, arg, end)
+            if now >= next_usage:
+                rec.sample_usage()
+                next_usage += SAMPLE_INTERVAL_S
+            if now >= next_collect:
+                rec.collect()
+                next_collect += COLLECT_EVERY_S
+        except BrowserError as e:
+            rec.failure = str(e)
+            return
+        due = [next_usage, next_collect, end] + ([rec.t0 + timeline[k][0]] if k < len(timeline) else [])
+        time.sleep(max(0.0, min(due) - time.monotonic()))
+
+
+def _act(rec: _Recorder, action: str, c: Connection, arg: Any, end: float) -> None:
+    offerer, answerer = rec.peers[c.offerer], rec.peers[c.answerer]
+    forward = next((s for s in c.streams if s.src == c.offerer), None)
+    back = next((s for s in c.streams if s.src == c.answerer), None)
+    if action == "connect":
+        rec.calls[c.key] = connect(
+            offerer,
+            answerer,
+            forward.video if forward else None,
+            back=back.video if back else None,
+            audio=forward.audio if forward else None,
+            back_audio=back.audio if back else None,
+            key=c.key,
+            # A call must connect before the run ends, and within the usual limit.
+            timeout_s=max(0.5, min(CONNECT_TIMEOUT_S, end - time.monotonic())),
+        )
+        rec.describe(c)
+    elif action in ("pause", "resume"):
+        stream, paused, audio = arg
+        peer = rec.peers[stream.src]
+        peer.evaluate(
+            f"rtcbench.pause({json.dumps(c.key)}, {json.dumps(paused)}, {json.dumps(audio)})", action
+        )
+    elif action == "hangup":
+        for p in (offerer, answerer):
+            p.evaluate(f"rtcbench.hangup({json.dumps(c.key)})", "hang up")
+
+
+@contextlib.contextmanager
+def _peers(bed: Testbed, conns: Sequence[Connection], work: Path, seed: int) -> Iterator[dict[str, Peer]]:
+    """A browser in every node that sends or receives a call, with its camera clip."""
+    nodes = sorted({n for c in conns for n in (c.offerer, c.answerer)})
+    clips = work / "clips"
+    clips.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        peers = {}
+        for node in nodes:
+            sent = [s for c in conns for s in c.streams if s.src == node]
+            clip = _clip_for(sent, clips, seed)
+            peers[node] = stack.enter_context(Peer.start(bed, node, work / node, clip))
+        yield peers
+
+
+def _usage_summary(samples: Sequence[Usage]) -> dict[str, Any] | None:
+    if len(samples) < 2:
+        return None
+    span = samples[-1].t - samples[0].t
+    return {
+        "cpu_cores": (samples[-1].cpu_s - samples[0].cpu_s) / span if span > 0 else None,
+        "pss_mb_mean": sum(u.pss_bytes for u in samples) / len(samples) / 1e6,
+        "pss_mb_max": max(u.pss_bytes for u in samples) / 1e6,
+        "processes_max": max(u.processes for u in samples),
+    }
+
+
+def _setup(call: Call | None) -> dict[str, float | None] | None:
+    if call is None:
+        return None
+    with contextlib.suppress(BrowserError):
+        call.refresh()
+    return call.setup_s()
+
+
+def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) -> Browsed:
+    """Runs `variant`'s calls between Chromium peers on an emulated network, in real time.
+    `work` receives the browsers' logs, the relay's files and (with `capture`) its pcaps; the
+    camera clips and browser profiles are removed at the end. Raises `TestbedUnavailable`
+    without root, `BrowserModeError` for a scenario browsers cannot run, `CrossTrafficError`
+    for cross traffic that cannot be emulated, and a `TestbedError` naming what failed to
+    start."""
+    require()
+    if devtools.chromium() is None:
+        raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")
+    meta = simulator_meta(variant, CONTROLLER, seed)
+    duration_s = float(meta["duration_s"])
+    conns = connections(variant, meta, seed)
+    if not conns:
+        raise BrowserModeError(
+            f"{variant.scenario_id}: browser mode runs a scenario's calls, and it has none"
+        )
+    flows = cross.plan(variant, seed)
+    work.mkdir(parents=True, exist_ok=True)
+    relay_dir, cross_dir, peers_dir = work / "relay", work / "cross", work / "peers"
+    started = time.monotonic()
+    try:
+        with build(variant) as bed:
+            r = relay.start(
+                bed,
+                variant,
+                seed=seed,
+                out_dir=relay_dir,
+                capture=capture,
+                trace=True,
+                udp_head=relay.MAX_UDP_HEAD,
+            )
+            traffic = cross.start(bed, flows, end_s=duration_s, log_dir=cross_dir) if flows else None
+            with _peers(bed, conns, peers_dir, seed) as peers:
+                for peer in peers.values():
+                    peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
+                t0 = r.go()
+                t0_wall = time.time() - (time.monotonic() - t0)
+                if traffic is not None:
+                    traffic.go(t0)
+                rec = _Recorder(peers, r.process.pid, t0)
+                end = t0 + duration_s
+                _run_timeline(rec, conns, end)
+                with contextlib.suppress(BrowserError):
+                    rec.collect()
+                setup = {c.key: _setup(rec.calls.get(c.key)) for c in conns}
+                for peer in peers.values():
+                    with contextlib.suppress(BrowserError):
+                        peer.evaluate("rtcbench.close()", "end the calls")
+            if traffic is not None:
+                if rec.failure is None:
+                    traffic.wait(max(0.0, end - time.monotonic()) + END_MARGIN_S)
+                else:
+                    traffic.stop()
+            report = r.stop()
+            prefix = bed.topology.prefix
+    finally:
+        shutil.rmtree(peers_dir / "clips", ignore_errors=True)
+        for profile in peers_dir.glob("*/profile"):
+            shutil.rmtree(profile, ignore_errors=True)
+    wall_s = time.monotonic() - started
+    tables, observed = browser_tables(
+        meta, relay_dir, conns, rec.described, rec.stats, rec.usage, t0_wall, rec.t0
+    )
+    info: dict[str, Any] = {
+        "testbed": prefix,
+        "wall_s": wall_s,
+        "chromium": devtools.chromium_version(),
+        "failure": rec.failure,
+        "calls": {s.name: {"connection": c.key, "setup_s": setup[c.key]} for c in conns for s in c.streams},
+        "usage": {name: _usage_summary(samples) for name, samples in sorted(rec.usage.items())},
+        "observed": observed,
+        **relay_info(report),
+    }
+    (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
+    return Browsed(tables, info)

@@ -1,0 +1,252 @@
+"""How a browser run is read (docs/browser.md, "What a browser run records"), without browsers:
+the first bytes of SRTP and SRTCP packets as the relay logs them, the session descriptions that
+say what their payload types are, the edits that carry a scenario's settings into Chromium, the
+metrics of a video flow whose frames a browser counted, and the scenario settings browser mode
+refuses, each with one line naming its field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import rtcbench
+from rtcbench.identity import BROWSER, run_key
+from rtcbench.metrics import Tables, flow_metrics, timeseries
+from rtcbench.testbed import browse, sdp
+from rtcbench.testbed.browser import VideoSettings
+from rtcbench.testbed.browser_trace import parse_head
+from rtcbench.testbed.emulate import simulator_meta
+
+# An offer as Chromium writes one (trimmed to what is read): BUNDLE of a video and an audio
+# section, VP8 with RTX, RED and ULPFEC, Opus; transport-wide sequence numbers as extension 3.
+OFFER = "\r\n".join(
+    [
+        "v=0",
+        "o=- 1 2 IN IP4 127.0.0.1",
+        "s=-",
+        "t=0 0",
+        "a=group:BUNDLE 0 1",
+        "m=video 9 UDP/TLS/RTP/SAVPF 96 97 116 117 118",
+        "a=mid:0",
+        "a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time",
+        "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
+        "a=rtpmap:96 VP8/90000",
+        "a=rtcp-fb:96 goog-remb",
+        "a=rtcp-fb:96 transport-cc",
+        "a=rtcp-fb:96 ccm fir",
+        "a=rtcp-fb:96 nack",
+        "a=rtcp-fb:96 nack pli",
+        "a=rtpmap:97 rtx/90000",
+        "a=fmtp:97 apt=96",
+        "a=rtpmap:116 red/90000",
+        "a=rtpmap:117 rtx/90000",
+        "a=fmtp:117 apt=116",
+        "a=rtpmap:118 ulpfec/90000",
+        "m=audio 9 UDP/TLS/RTP/SAVPF 111",
+        "a=mid:1",
+        "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
+        "a=rtpmap:111 opus/48000/2",
+        "a=fmtp:111 minptime=10;useinbandfec=1",
+        "",
+    ]
+)
+
+
+def test_a_description_says_what_each_payload_type_carries() -> None:
+    d = sdp.describe(OFFER)
+    assert d.payload_types("video") == {96: "VP8", 97: "RTX", 116: "RED", 117: "RTX", 118: "ULPFEC"}
+    assert d.payload_types("audio") == {111: "OPUS"}
+    assert d.sections[0].apt == {97: 96, 117: 116}
+    assert d.sections[1].mid == "1"
+    assert d.transport_cc_id() == 3
+
+
+def test_edits_carry_bitrates_nack_and_fir_into_the_video_codec() -> None:
+    edited = VideoSettings(
+        min_bitrate_bps=150_000, start_bitrate_bps=300_000, max_bitrate_bps=2_000_000, nack=False,
+        keyframe_request="fir",
+    ).edit(OFFER)  # fmt: skip
+    lines = edited.split("\r\n")
+    # VP8 had no fmtp line: it gets one right after its rtpmap; RTX's keeps its own.
+    k = lines.index("a=rtpmap:96 VP8/90000")
+    assert (
+        lines[k + 1]
+        == "a=fmtp:96 x-google-min-bitrate=150;x-google-start-bitrate=300;x-google-max-bitrate=2000"
+    )
+    assert "a=fmtp:97 apt=96" in lines
+    # No NACK and no PLI: FIR remains the keyframe request; nothing else changes.
+    assert "a=rtcp-fb:96 nack" not in lines and "a=rtcp-fb:96 nack pli" not in lines
+    assert "a=rtcp-fb:96 ccm fir" in lines and "a=rtcp-fb:96 transport-cc" in lines
+    assert "a=fmtp:111 minptime=10;useinbandfec=1" in lines
+    assert edited.endswith("\r\n") and "\n" not in edited.replace("\r\n", "")
+    # The defaults edit nothing.
+    assert VideoSettings().edit(OFFER) == OFFER
+    # An existing fmtp line gets the parameters appended.
+    with_fmtp = OFFER.replace("a=rtpmap:96 VP8/90000\r\n", "a=rtpmap:96 VP8/90000\r\na=fmtp:96 foo=1\r\n")
+    assert "a=fmtp:96 foo=1;x-google-max-bitrate=500" in VideoSettings(max_bitrate_bps=500_000).edit(
+        with_fmtp
+    )
+
+
+def _rtp(
+    pt: int, seq: int, ssrc: int, *, marker: bool = False, padding: bool = False, ext: bytes = b""
+) -> bytes:
+    b0 = 0x80 | (0x20 if padding else 0) | (0x10 if ext else 0)
+    head = bytes([b0, (0x80 if marker else 0) | pt]) + seq.to_bytes(2) + (1234).to_bytes(4) + ssrc.to_bytes(4)
+    if ext:
+        head += ext
+    return head
+
+
+def test_an_rtp_header_is_read_with_its_transport_wide_sequence_number() -> None:
+    # One-byte elements (RFC 8285 §4.2): abs-send-time (id 2, 3 bytes), transport-cc (id 3, 2
+    # bytes), one byte of padding: two words.
+    elements = bytes([0x22, 1, 2, 3, 0x31, 0x12, 0x34, 0x00])
+    ext = (0xBEDE).to_bytes(2) + (2).to_bytes(2) + elements
+    h = parse_head(_rtp(96, 40000, 0xCAFEBABE, marker=True, ext=ext) + b"\xff" * 20, transport_cc=3)
+    assert (h.what, h.pt, h.seq, h.ssrc, h.padding) == ("rtp", 96, 40000, 0xCAFEBABE, False)
+    assert h.header_len == 12 + 4 + 8 and h.transport_seq == 0x1234
+    # Two-byte elements (§4.3), the same number behind another element.
+    elements = bytes([5, 1, 0xAA, 3, 2, 0xBE, 0xEF, 0])
+    ext = (0x1000).to_bytes(2) + (2).to_bytes(2) + elements
+    assert parse_head(_rtp(97, 1, 7, padding=True, ext=ext), transport_cc=3).transport_seq == 0xBEEF
+    assert parse_head(_rtp(97, 1, 7, padding=True, ext=ext), transport_cc=3).padding
+    # Not negotiated, or cut off by the log: no number, and a header length only if known.
+    assert parse_head(_rtp(96, 1, 7, ext=ext), transport_cc=None).transport_seq is None
+    cut = parse_head(_rtp(96, 1, 7, ext=ext)[:14], transport_cc=3)
+    assert cut.seq == 1 and cut.header_len is None and cut.transport_seq is None
+
+
+def test_rtcp_stun_and_dtls_are_told_apart_by_their_first_bytes() -> None:
+    # RFC 5761: RTCP where RTP's marker and payload type would be 192-223; RFC 4585 FMT in the
+    # first byte; the sender's SSRC after the length (RFC 3711 §3.4 leaves it in the clear).
+    twcc = parse_head(bytes([0x8F, 205, 0, 5]) + (99).to_bytes(4), transport_cc=3)
+    assert (twcc.what, twcc.pt, twcc.fmt, twcc.ssrc) == ("rtcp", 205, 15, 99)
+    rr = parse_head(bytes([0x81, 201, 0, 7]) + (5).to_bytes(4), transport_cc=3)
+    assert (rr.what, rr.pt, rr.fmt) == ("rtcp", 201, None)
+    assert parse_head(bytes([0x00, 0x01, 0, 0]), None).what == "stun"  # RFC 5389 binding request
+    assert parse_head(bytes([0x16, 0xFE, 0xFD]), None).what == "dtls"  # RFC 9147 handshake
+    assert parse_head(bytes([0x2F, 0x01]), None).what == "dtls"  # DTLS 1.3 unified header
+    assert parse_head(b"", None).what == "other"
+
+
+def _tables(stats_rows: list[dict[str, object]], duration_s: float = 4.0) -> Tables:
+    meta = {
+        "duration_s": duration_s,
+        "flows": [
+            {
+                "id": 0,
+                "name": "call0.video",
+                "kind": "video",
+                "call": 0,
+                "path": [],
+                "bottleneck": None,
+                "start_s": 0.0,
+                "stop_s": duration_s,
+            },
+        ],
+        "links": [],
+        "unobserved": ["frame_delay", "residual_loss", "fec_overhead"],
+    }
+    return Tables(
+        packets=pl.DataFrame(),
+        frames=pl.DataFrame(),
+        controller=pl.DataFrame(),
+        links=pl.DataFrame(),
+        feedback=pl.DataFrame(),
+        meta=meta,
+        stats=pl.DataFrame(stats_rows),
+    )
+
+
+def test_a_browsers_counts_give_the_video_metrics_where_no_frames_were_recorded() -> None:
+    # The receiver decoded 30 frames a second from 1 s on and froze once (0.4 s) at 3 s; the
+    # sender encoded 31 a second; its RTCP round trips took 40 ms, then 60 ms.
+    rows: list[dict[str, object]] = []
+    for k in range(9):
+        t_us = 500_000 * k
+        decoded = max(0, 30 * (t_us - 1_000_000) // 1_000_000)
+        rows.append(
+            {"t_us": t_us, "flow": 0, "side": "receiver", "frames_decoded": decoded, "frame_height": 360,
+             "freeze_count": int(t_us >= 3_000_000), "total_freezes_duration_s": 0.4 * (t_us >= 3_000_000)}
+        )  # fmt: skip
+        rows.append(
+            {"t_us": t_us, "flow": 0, "side": "sender", "frames_encoded": 31 * t_us // 1_000_000,
+             "round_trip_time_measurements": k,
+             "total_round_trip_time_s": 0.04 * min(k, 4) + 0.06 * max(0, k - 4)}
+        )  # fmt: skip
+    t = _tables(rows)
+    ts = timeseries(t)
+    fps = ts.filter(pl.col("flow") == 0).get_column("fps").to_numpy()
+    assert np.allclose(fps[:5], 0.0) and np.allclose(fps[5:], 30.0)
+    assert ts.get_column("frame_delay_ms").null_count() == ts.height
+    m = flow_metrics(t, ts, 0, 0, 4_000_000)
+    assert m["fps_mean"] == pytest.approx(22.5)  # 90 frames in 4 s
+    assert m["freezes"] == 1 and m["freeze_duration_ms"] == pytest.approx(400.0)
+    assert m["height_mean_px"] == 360
+    assert m["frame_loss_ratio"] == pytest.approx(1 - 90 / 124)
+    assert m["rtt_mean_ms"] == pytest.approx((4 * 40 + 4 * 60) / 8)
+    late = flow_metrics(t, ts, 0, 2_000_000, 4_000_000)
+    assert late["rtt_mean_ms"] == pytest.approx(60.0) and late["fps_mean"] == pytest.approx(30.0)
+    # What a browser run cannot see is not guessed.
+    assert m["frame_delay_p50_ms"] is None and m["residual_loss_ratio"] is None and m["fec_overhead"] is None
+
+
+def _variant(tmp_path: Path, call: str) -> rtcbench.Variant:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'id = "b"\nduration = "10s"\n[[links]]\nname = "ab"\nfrom = "A"\nto = "B"\n'
+        '[[links]]\nname = "ba"\nfrom = "B"\nto = "A"\n'
+        f'[[calls]]\nfrom = "A"\nto = "B"\n{call}\n'
+    )
+    return rtcbench.resolve(str(path))[0]
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "words"),
+    [
+        ('ecn = "ect1"', "calls.0.ecn", "no ECN"),
+        ('fec = "flexfec"', "calls.0.fec", "FlexFEC"),
+        ("fec_rate = 0.3", "calls.0.fec_rate", "FEC rate"),
+        ('feedback = { twcc_interval = "100ms" }', "calls.0.feedback.twcc_interval", "own timing"),
+        ("priority = 3.0", "calls.0.priority", "0.5, 1, 2, 4"),
+        ("video = { fps = 29.97 }", "calls.0.video.fps", "whole number"),
+        ('audio = { packet_interval = "40ms" }', "calls.0.audio.packet_interval", "20ms"),
+    ],
+)
+def test_what_chromium_cannot_do_is_refused_with_one_line(
+    tmp_path: Path, call: str, field: str, words: str
+) -> None:
+    v = _variant(tmp_path, call)
+    with pytest.raises(browse.BrowserModeError) as refused:
+        browse.connections(v, simulator_meta(v, "gcc", 1), 1)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(field) and words in line and "--mode simulate" in line
+
+
+def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path) -> None:
+    v = _variant(
+        tmp_path,
+        'video = { min = "100kbps", start = "400kbps", max = "1Mbps", camera = "320x180", fps = 15 }\n'
+        'nack = false\nkeyframe_request = "fir"\npriority = 2.0\nstart = "1s"\nstop = "8s"\n'
+        'pause = [{ from = "3s", to = "4s", audio = false }]',
+    )
+    (c,) = browse.connections(v, simulator_meta(v, "gcc", 1), 1)
+    (s,) = c.streams
+    assert (c.key, c.offerer, c.answerer, s.src, s.dst) == ("call0", "A", "B", "A", "B")
+    assert s.video == VideoSettings(
+        width=320, height=180, fps=15, max_bitrate_bps=1_000_000, min_bitrate_bps=100_000,
+        start_bitrate_bps=400_000, fec=True, nack=False, keyframe_request="fir", priority="medium",
+    )  # fmt: skip
+    assert s.audio is not None and s.audio.max_bitrate_bps == 20_000  # RFC 8867 §4.3's audio
+    assert (s.start_s, s.stop_s, s.pauses) == (1.0, 8.0, [(3.0, 4.0, False)])
+    assert s.flows == {"video": 0, "audio": 1, "rtcp-rx": 2, "rtcp-tx": 3}
+
+
+def test_a_browser_run_is_keyed_by_the_chromium_that_ran_it() -> None:
+    cc = {"name": "gcc", "source_sha256": None, "state_sha256": None}
+    keys = {run_key("f" * 64, cc, BROWSER, v) for v in ("156.0.8078.79", "157.0.1.2")}
+    assert len(keys) == 2 and run_key("f" * 64, cc, BROWSER, None) not in keys
