@@ -226,7 +226,7 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
         with sfu.Janus.start(bed, "S", tmp_path / "janus") as janus, contextlib.ExitStack() as stack:
             peers = [stack.enter_context(browser.Peer.start(bed, n, tmp_path / n, clip)) for n in nodes]
             subscriptions = sfu.videoroom(janus, peers, video)
-            samples = browser.sample_peers(peers, 15.0)
+            samples = browser.sample_peers(peers, 15.0, servers={"janus": janus.process.pid})
             setup = {
                 (p.node, key): p.evaluate(f"rtcbench.times({json.dumps(key)})", "read the set-up times")
                 for p in peers
@@ -243,6 +243,10 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
     # Every peer decodes the three others, forwarded by the SFU, at their rate.
     for node, other, fps, rate in _every_stream(samples, nodes, lambda other: f"sfu:{other}"):
         assert fps > 10 and 150_000 < rate < 400_000, (node, other, fps, rate)
+    # Janus's own CPU and memory: one process forwarding 12 streams of 300 kbit/s.
+    u = samples.usage["janus"]
+    assert len(u) >= 25 and all(x.processes == 1 and x.pss_bytes > 1e6 for x in u)
+    assert u[-1].cpu_s > u[0].cpu_s
 
 
 @needs_testbed
@@ -266,7 +270,7 @@ def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path)
                 peer.configure(server.ice_servers(), relay_only=True)
             call = browser.connect(a, b, video)
             routes = (a.route("B"), b.route("A"))
-            samples = browser.sample([call], 10.0)
+            samples = browser.sample([call], 10.0, servers={"coturn": server.process.pid})
         report = r.stop()
     assert routes == ({"local": "relay", "remote": "relay"},) * 2
     setup = call.setup_s()
@@ -276,6 +280,10 @@ def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path)
     (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
     rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
     assert (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0) > 10 and rate > 300_000, rate
+    # coturn's own CPU and memory, relaying every packet of the call.
+    u = samples.usage["coturn"]
+    assert len(u) >= 15 and all(x.processes == 1 and x.pss_bytes > 1e5 for x in u)
+    assert u[-1].cpu_s > u[0].cpu_s
     # The media crossed A → T and T → B: each link carried at least what B received.
     received = last["bytesReceived"]
     assert report.links["AT"].bytes_in > received and report.links["TB"].bytes_in > received

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, cast
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, cast
 
 import typer
 from rich import box
@@ -47,6 +47,9 @@ from rtcbench.scenarios import ScenarioNotFound, builtin, resolve
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SUITES, SuiteResult, run_suite
 from rtcbench.testbed import TestbedError
 from rtcbench.workers import interrupt_on_sigterm
+
+if TYPE_CHECKING:
+    import polars as pl
 
 app = typer.Typer(
     add_completion=False,
@@ -561,6 +564,91 @@ def sweep_cmd(
 
 
 SCORE_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
+
+
+@app.command("calibrate")
+@guarded("no half-written run is left; finished runs are kept in {out} and reused next time")
+def calibrate_cmd(
+    out: Annotated[Path, typer.Option(help="Results folder (complete runs in it are reused).")] = Path(
+        "results/calibration"
+    ),
+    cases: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--case",
+            help="A case instead of the fixed set (repeatable): SCENARIO or SCENARIO:name=value,... "
+            "naming one variant.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated runs (and the browser runs' clips).")] = 1,
+) -> None:
+    """Calibrate the simulator against Chromium: run each case between real Chromium peers
+    (--mode browser, as root) and in the simulator with gcc, and compare each video flow's
+    phases: mean sending rate, queuing delay and loss (docs/calibration.md). The fixed set takes
+    about 11 minutes; it writes <out>/calibration.parquet."""
+    from rtcbench import calibrate
+
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    chosen = [calibrate.parse_case(c) for c in cases] if cases else list(calibrate.CASES)
+
+    def told(case: calibrate.Case, mode: str, summary: dict[str, Any], ran: bool) -> None:
+        how = "ran" if ran else "kept"
+        err_console.print(escape(f"{how}: {case.label()} · {mode}"), highlight=False)
+
+    table = calibrate.calibrate(out, chosen, seed=seed, command=command, on_run=told)
+    print_calibration(table)
+    console.print(escape(f"→ {out / calibrate.TABLE}"), highlight=False)
+
+
+def print_calibration(table: pl.DataFrame) -> None:
+    """Each case's phases, browser against simulation, and how many agree (docs/calibration.md)."""
+    import polars as pl
+
+    from rtcbench import calibrate
+
+    t = Table(title="Chromium (browser) against the simulator (gcc), per phase of the video flow")
+    for heading in ("case", "phase", "capacity kbps", "rate kbps b / s", "diff", "qdelay p95 ms b / s",
+                    "loss % b / s", "agree"):  # fmt: skip
+        t.add_column(heading, justify="left" if heading == "case" else "right")
+    for (case, flow, _), rows in table.group_by(["case", "flow", "phase"], maintain_order=True):
+        by = {r["metric"]: r for r in rows.iter_rows(named=True)}
+        rate, q95, loss = by["send_rate_kbps"], by["qdelay_p95_ms"], by["loss"]
+        agree = all(r["agrees"] for r in by.values() if r["agrees"] is not None)
+
+        def pair(r: dict[str, Any], scale: float, digits: int) -> str:
+            return f"{_fmt(r['browser'], scale, digits)} / {_fmt(r['simulated'], scale, digits)}"
+
+        t.add_row(
+            f"{case} {flow}",
+            f"{rate['start_s']:.0f}-{rate['end_s']:.0f} s",
+            _fmt(rate["capacity_kbps"], 1, 0),
+            pair(rate, 1, 0),
+            "-" if rate["difference"] is None else f"{rate['difference'] * 100:+.0f} %",
+            pair(q95, 1, 1),
+            pair(loss, 100, 2),
+            "yes" if agree else "no",
+        )
+    console.print(t)
+    limited = table.filter(pl.col("cpu_limited") > 0.05).get_column("case").unique(maintain_order=True)
+    for case in limited:
+        err_console.print(
+            escape(
+                f"warning: {case}: the browser's encoder was held back by the CPU: rerun on a quiet machine"
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
+    rates = table.filter(pl.col("metric") == "send_rate_kbps")
+    within = int(rates.get_column("agrees").fill_null(False).sum())
+    console.print(
+        escape(
+            f"{within} of {rates.height} phases within {calibrate.RATE_TOLERANCE:.0%} on the sending rate; "
+            f"queuing delay within {calibrate.RATE_TOLERANCE:.0%} or {calibrate.DELAY_SLACK_MS:g} ms, loss "
+            f"within {calibrate.RATE_TOLERANCE:.0%} or {calibrate.LOSS_SLACK:.1%} in "
+            f"{int(table.get_column('agrees').fill_null(False).sum())} of {table.height} comparisons"
+        ),
+        highlight=False,
+    )
 
 
 @app.command("score")

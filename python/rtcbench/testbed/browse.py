@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from rtcbench.metrics import Tables
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import cross, devtools, relay
@@ -326,6 +328,21 @@ def _usage_summary(samples: Sequence[Usage]) -> dict[str, Any] | None:
     }
 
 
+def _limitations(stats: pl.DataFrame, stream: Stream) -> dict[str, float] | None:
+    """The share of the sender's samples in which its video encoder said what limited it
+    (`qualityLimitationReason`: `none`, `bandwidth`, `cpu`, `other`). `cpu` means the machine,
+    not the network, held the call back: its numbers describe this machine."""
+    flow = stream.flows.get("video")
+    if flow is None or stats.height == 0:
+        return None
+    sender = (pl.col("flow") == flow) & (pl.col("side") == "sender")
+    reasons = stats.filter(sender & pl.col("quality_limitation_reason").is_not_null())
+    column = reasons.get_column("quality_limitation_reason")
+    if column.len() == 0:
+        return None
+    return {str(r): n / column.len() for r, n in sorted(column.value_counts().iter_rows())}
+
+
 def _setup(call: Call | None) -> dict[str, float | None] | None:
     if call is None:
         return None
@@ -403,7 +420,15 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
         "wall_s": wall_s,
         "chromium": devtools.chromium_version(),
         "failure": rec.failure,
-        "calls": {s.name: {"connection": c.key, "setup_s": setup[c.key]} for c in conns for s in c.streams},
+        "calls": {
+            s.name: {
+                "connection": c.key,
+                "setup_s": setup[c.key],
+                "quality_limitation": _limitations(tables.stats, s),
+            }
+            for c in conns
+            for s in c.streams
+        },
         "usage": {name: _usage_summary(samples) for name, samples in sorted(rec.usage.items())},
         "observed": observed,
         **relay_info(report),

@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -611,7 +611,7 @@ def usage(session: int | None = None, *, pids: Collection[int] = ()) -> Usage:
 class Samples:
     """What calls measured, per peer (node name): its page's `getStats()` samples (each: `t`,
     Unix ms; `remote`, the peer at the other end of the connection; `stats`, the reports kept)
-    and its browser's `Usage`."""
+    and its browser's `Usage`; and each server's `Usage` by the name it was sampled under."""
 
     stats: dict[str, list[dict[str, Any]]]
     usage: dict[str, list[Usage]]
@@ -621,20 +621,30 @@ class Samples:
         return [s for s in self.stats[node] if s["remote"] == remote]
 
 
-def sample_peers(peers: Sequence[Peer], seconds: float, collect_every_s: float = 5.0) -> Samples:
+def sample_peers(
+    peers: Sequence[Peer],
+    seconds: float,
+    collect_every_s: float = 5.0,
+    *,
+    servers: Mapping[str, int] | None = None,
+) -> Samples:
     """Runs whatever `peers` have connected for `seconds`, with `getStats()` sampled in every page
     and each browser's usage read every `SAMPLE_INTERVAL_S`, collecting the pages' samples every
-    `collect_every_s`. The pages' connections stay open (`close` ends them)."""
+    `collect_every_s`; `servers` (a name for each process id: an SFU, a TURN server) have their
+    usage read as often, under their names. The pages' connections stay open (`close` ends them)."""
     by_node = {p.node: p for p in peers}
     for peer in by_node.values():
         peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
-    out = Samples({node: [] for node in by_node}, {node: [] for node in by_node})
+    servers = dict(servers or {})
+    out = Samples({node: [] for node in by_node}, {name: [] for name in (*by_node, *servers)})
     start = time.monotonic()
     end, collect = start + seconds, start + collect_every_s
     tick = start
     while True:
         for node, peer in by_node.items():
             out.usage[node].append(usage(peer.browser.process.pid))
+        for name, pid in servers.items():
+            out.usage[name].append(usage(pids=[pid]))
         now = time.monotonic()
         if now >= collect or now >= end:
             collect += collect_every_s
@@ -653,11 +663,17 @@ def close(peers: Sequence[Peer]) -> None:
         peer.evaluate("rtcbench.close()", "end the calls")
 
 
-def sample(calls: Sequence[Call], seconds: float, collect_every_s: float = 5.0) -> Samples:
-    """`sample_peers` over the calls' peers; then the calls' set-up times are read again and
-    their connections closed."""
+def sample(
+    calls: Sequence[Call],
+    seconds: float,
+    collect_every_s: float = 5.0,
+    *,
+    servers: Mapping[str, int] | None = None,
+) -> Samples:
+    """`sample_peers` over the calls' peers (and `servers`); then the calls' set-up times are read
+    again and their connections closed."""
     peers = list({p.node: p for call in calls for p in (call.offerer, call.answerer)}.values())
-    out = sample_peers(peers, seconds, collect_every_s)
+    out = sample_peers(peers, seconds, collect_every_s, servers=servers)
     for call in calls:
         call.refresh()
     close(peers)

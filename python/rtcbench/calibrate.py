@@ -1,0 +1,207 @@
+"""The simulator calibrated against Chromium (docs/calibration.md): a fixed set of wired
+single-flow cases run between real Chromium peers (`--mode browser`) and in the simulator with
+`gcc` (rtcbench's port of the GoogCC Chromium runs), and each video flow's phases (the intervals
+of constant capacity of its bottleneck) compared side by side: mean sending rate, queuing delay
+and loss.
+
+    table = calibrate(Path("results/calibration"))      # about 11 minutes: the browser runs are real time
+
+A phase's sending rate agrees when the simulator's is within `RATE_TOLERANCE` of the browser's;
+queuing delay when within `RATE_TOLERANCE` or `DELAY_SLACK_MS`, whichever is larger (a few
+milliseconds of queue are within the noise of a real machine's timing); loss when within
+`RATE_TOLERANCE` or `LOSS_SLACK` (absolute). Runs already in `out` are kept and reused, as
+`rtcbench suite` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rtcbench.identity import BROWSER, SIMULATE
+from rtcbench.results import InputError, read_summary, write_parquet_atomic
+from rtcbench.runner import run_folder, run_variant
+from rtcbench.scenarios import resolve
+
+__all__ = [
+    "CASES",
+    "DELAY_SLACK_MS",
+    "LOSS_SLACK",
+    "RATE_TOLERANCE",
+    "TABLE",
+    "Case",
+    "calibrate",
+    "compare_phases",
+    "parse_case",
+]
+
+RATE_TOLERANCE = 0.15
+"""The goal: within 15 % per phase (issue 15)."""
+DELAY_SLACK_MS = 10.0
+LOSS_SLACK = 0.005
+TABLE = "calibration.parquet"
+CONTROLLER = "gcc"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A scenario variant to calibrate on: a scenario id and its `--set` overrides."""
+
+    scenario: str
+    sets: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        return self.scenario + (f" [{','.join(self.sets)}]" if self.sets else "")
+
+
+CASES = (
+    Case("rfc8867-5.1", ("delay=50ms", "mechanism=link-rate")),
+    Case("seed002-grid", ("capacity=1000kbps", "delay=25ms")),
+    Case("seed002-step-up"),
+    Case("seed001-sudden-reduction"),
+    Case("seed000-5.2.6", ("delay=50ms", "first=2Mbps")),
+)
+"""The fixed set: wired, one call, video over a bottleneck of constant, stepped and varying
+capacity (RFC 8867 §5.1; De Cicco et al. 2013; Sjölund and Kevo 2022; Guerrero Viveros 2019).
+About 620 s of calls."""
+
+
+def parse_case(text: str) -> Case:
+    """`scenario` or `scenario:name=value,name=value` (a variant's values, as `--set` takes
+    them)."""
+    scenario, _, sets = text.partition(":")
+    if not scenario:
+        raise InputError(f"a calibration case is SCENARIO or SCENARIO:name=value,..., got {text!r}")
+    return Case(scenario, tuple(s for s in sets.split(",") if s))
+
+
+_METRICS = (
+    ("send_rate_kbps", "mean_send_rate_bps", 1e-3),
+    ("qdelay_p50_ms", "qdelay_p50_ms", 1.0),
+    ("qdelay_p95_ms", "qdelay_p95_ms", 1.0),
+    ("loss", "loss_ratio", 1.0),
+)
+SCHEMA = {
+    "case": pl.String,
+    "flow": pl.String,
+    "phase": pl.Int32,
+    "start_s": pl.Float64,
+    "end_s": pl.Float64,
+    "capacity_kbps": pl.Float64,
+    "metric": pl.String,
+    "browser": pl.Float64,
+    "simulated": pl.Float64,
+    "difference": pl.Float64,
+    "agrees": pl.Boolean,
+    "cpu_limited": pl.Float64,
+}
+"""One row per case, video flow, phase and metric (`difference`: simulated / browser − 1, or
+simulated − browser for loss; `cpu_limited`: the share of the browser sender's samples in which
+its encoder was held back by the CPU, over the whole run: above a few percent, the machine, not
+the network, shaped the browser's side)."""
+
+
+def _agrees(metric: str, browser: float | None, simulated: float | None) -> tuple[float | None, bool | None]:
+    if browser is None or simulated is None:
+        return None, None
+    if metric == "loss":
+        return simulated - browser, abs(simulated - browser) <= max(LOSS_SLACK, RATE_TOLERANCE * browser)
+    relative = simulated / browser - 1.0 if browser else None
+    slack = DELAY_SLACK_MS if metric.startswith("qdelay") else 0.0
+    return relative, abs(simulated - browser) <= max(slack, RATE_TOLERANCE * abs(browser))
+
+
+def cpu_limited(browser: dict[str, Any], flow: str) -> float | None:
+    """The share of samples in which the browser's encoder of `flow` (`<call>.video`) was held
+    back by the CPU (`browser.calls.<call>.quality_limitation.cpu`)."""
+    call = (browser.get("browser") or {}).get("calls", {}).get(flow.rsplit(".", 1)[0]) or {}
+    shares = call.get("quality_limitation")
+    return None if shares is None else float(shares.get("cpu", 0.0))
+
+
+def compare_phases(label: str, browser: dict[str, Any], simulated: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows (`SCHEMA`) comparing two summaries of one scenario variant, per video flow and
+    phase."""
+    rows: list[dict[str, Any]] = []
+    for b_phase, s_phase in zip(browser["phases"], simulated["phases"], strict=True):
+        sim_flows = {f["name"]: f for f in s_phase["flows"]}
+        for bf in b_phase["flows"]:
+            if bf.get("kind") != "video" or bf["name"] not in sim_flows:
+                continue
+            sf = sim_flows[bf["name"]]
+            for metric, key, scale in _METRICS:
+                b = bf.get(key)
+                s = sf.get(key)
+                b = None if b is None else b * scale
+                s = None if s is None else s * scale
+                difference, agrees = _agrees(metric, b, s)
+                cap = b_phase.get("capacity_bps")
+                rows.append(
+                    {
+                        "case": label,
+                        "flow": bf["name"],
+                        "phase": b_phase["index"],
+                        "start_s": b_phase["start_s"],
+                        "end_s": b_phase["end_s"],
+                        "capacity_kbps": None if cap is None else cap / 1000,
+                        "metric": metric,
+                        "browser": b,
+                        "simulated": s,
+                        "difference": difference,
+                        "agrees": agrees,
+                        "cpu_limited": cpu_limited(browser, bf["name"]),
+                    }
+                )
+    return rows
+
+
+def _summary(case: Case, mode: str, out: Path, seed: int, command: str | None) -> tuple[dict[str, Any], bool]:
+    """The summary of `case` run in `mode` under `out`, and whether it was run now (False: a
+    complete run found there, kept)."""
+    variants = resolve(case.scenario, list(case.sets))
+    if len(variants) != 1:
+        raise InputError(
+            f"calibration case {case.label()} names {len(variants)} variants: give every variant's value"
+        )
+    (variant,) = variants
+    folder = run_folder(out, variant, CONTROLLER, seed, mode)
+    with contextlib.suppress(InputError):
+        summary = read_summary(folder)
+        if not (summary.get("browser") or {}).get("failure"):
+            return summary, False
+    result = run_variant(variant, CONTROLLER, seed, out, figure=True, command=command, mode=mode)
+    return result.summary, True
+
+
+def calibrate(
+    out: Path,
+    cases: Sequence[Case] = CASES,
+    *,
+    seed: int = 1,
+    command: str | None = None,
+    on_run: Callable[[Case, str, dict[str, Any], bool], None] | None = None,
+) -> pl.DataFrame:
+    """Runs every case in browser mode and in simulation with `gcc` (a complete run already in
+    `out` is kept), writes `<out>/calibration.parquet` and returns it (`SCHEMA`). `on_run` is told
+    of each run: its case, mode, summary and whether it ran now."""
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        summaries = {}
+        for mode in (BROWSER, SIMULATE):
+            summary, ran = _summary(case, mode, out, seed, command)
+            if on_run is not None:
+                on_run(case, mode, summary, ran)
+            summaries[mode] = summary
+        failure = (summaries[BROWSER].get("browser") or {}).get("failure")
+        if failure:
+            raise InputError(f"calibration case {case.label()}: the browser run failed: {failure}")
+        rows += compare_phases(case.label(), summaries[BROWSER], summaries[SIMULATE])
+    table = pl.DataFrame(rows, schema=SCHEMA)
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(table, out / TABLE)
+    return table
