@@ -17,7 +17,7 @@ from rtcbench.identity import BROWSER, run_key
 from rtcbench.metrics import Tables, flow_metrics, timeseries
 from rtcbench.testbed import browse, sdp
 from rtcbench.testbed.browser import VideoSettings
-from rtcbench.testbed.browser_trace import parse_head
+from rtcbench.testbed.browser_trace import parse_head, turn_allocations
 from rtcbench.testbed.emulate import simulator_meta
 
 # An offer as Chromium writes one (trimmed to what is read): BUNDLE of a video and an audio
@@ -250,3 +250,25 @@ def test_a_browser_run_is_keyed_by_the_chromium_that_ran_it() -> None:
     cc = {"name": "gcc", "source_sha256": None, "state_sha256": None}
     keys = {run_key("f" * 64, cc, BROWSER, v) for v in ("156.0.8078.79", "157.0.1.2")}
     assert len(keys) == 2 and run_key("f" * 64, cc, BROWSER, None) not in keys
+
+
+def test_a_relayed_datagram_is_read_inside_its_channel_data() -> None:
+    # RFC 8656 §12.4: channel 0x4000, the length, then the RTP packet as it left its sender.
+    ext = (0xBEDE).to_bytes(2) + (1).to_bytes(2) + bytes([0x31, 0x00, 0x07, 0x00])
+    rtp = _rtp(96, 9, 42, ext=ext)
+    h = parse_head((0x4000).to_bytes(2) + len(rtp).to_bytes(2) + rtp, transport_cc=3)
+    assert h.channel and (h.what, h.pt, h.seq, h.ssrc, h.transport_seq) == ("rtp", 96, 9, 42, 7)
+
+
+def test_a_turn_allocation_names_the_socket_behind_a_relayed_address() -> None:
+    # coturn's Allocate success response to 10.0.1.2:39390 as the relay logged it: its
+    # XOR-RELAYED-ADDRESS is 10.0.2.2:49260, the relay candidate the page's statistics name.
+    head = (
+        "010300582112a4426f2b47364146744c5a556b4d001600080001e17e2b12a640002000080001b8cc2b12a5"
+        "40000d00040000025880220014436f7475726e2d34"
+    )
+    log = pl.DataFrame(
+        {"event": ["in"], "protocol": [17], "src": ["10.0.2.2"], "src_port": [3478], "dst": ["10.0.1.2"],
+         "dst_port": [39390], "head": [head]}
+    )  # fmt: skip
+    assert turn_allocations(log) == {("10.0.2.2", 49260): (("10.0.1.2", 39390), ("10.0.2.2", 3478))}

@@ -36,13 +36,12 @@ import polars as pl
 
 from rtcbench.metrics import Tables
 from rtcbench.scenarios import Variant
-from rtcbench.testbed import cross, devtools, relay
+from rtcbench.testbed import cross, devtools, relay, sfu, turn
 from rtcbench.testbed.browser import (
     CONNECT_TIMEOUT_S,
     SAMPLE_INTERVAL_S,
     AudioSettings,
     BrowserError,
-    Call,
     Peer,
     Usage,
     VideoSettings,
@@ -65,6 +64,8 @@ COLLECT_EVERY_S = 5.0
 """How often the pages' `getStats()` samples are collected."""
 CLIP_SECONDS = 2.0
 """Length of the camera clip each browser loops."""
+MAX_PUBLISHERS = 16
+"""Publishers a Janus room takes (each conference has a room of its own)."""
 
 # libwebrtc's bitrate priorities (`rtc_base/..., webrtc::kDefaultBitratePriority` and the
 # RTCPriorityType mapping: very-low 0.5, low 1, medium 2, high 4) by the scenario's `priority`.
@@ -102,9 +103,12 @@ def _bps(text: str) -> int:
     raise ValueError(f"not a rate: {text!r}")
 
 
-def _stream(call: PlannedCall, spec: dict[str, Any], meta_call: dict[str, Any], end_s: float) -> Stream:
-    """A scenario call as the browsers run it; `BrowserModeError` for what Chromium cannot do."""
-    p, where = call.plan, f"calls.{call.index}"
+def _stream(
+    call: PlannedCall, spec: dict[str, Any], where: str, flows: dict[str, int], end_s: float
+) -> Stream:
+    """A scenario call as the browsers run it (`spec`: its settings as written, at `where`);
+    `BrowserModeError` for what Chromium cannot do."""
+    p = call.plan
 
     def refuse(field_: str, why: str) -> BrowserModeError:
         return BrowserModeError(f"{where}.{field_}: {why} (run it with --mode simulate or emulate)")
@@ -166,22 +170,71 @@ def _stream(call: PlannedCall, spec: dict[str, Any], meta_call: dict[str, Any], 
         start_s=_seconds(p["start"]),
         stop_s=min(_seconds(p["stop"]), end_s),
         pauses=pauses,
-        flows={f["kind"]: int(f["id"]) for f in meta_call["flows"]},
+        flows=flows,
+    )
+
+
+def _flows_of(meta: dict[str, Any], index: int) -> dict[str, int]:
+    """A call's flow ids by suffix (`video`, `audio`, `rtcp-rx`, `rtcp-tx`)."""
+    return {f["name"].rsplit(".", 1)[1]: int(f["id"]) for f in meta["flows"] if f.get("call") == index}
+
+
+def _settings(spec: dict[str, Any], meta_call: dict[str, Any], index: int) -> tuple[dict[str, Any], str]:
+    """A call's settings as the scenario writes them, and where: its `[[calls]]` entry, or its
+    conference's `call` table."""
+    conference = meta_call.get("conference")
+    if conference is None:
+        return spec["calls"][index], f"calls.{index}"
+    for k, c in enumerate(spec.get("conferences", [])):
+        if c.get("name", f"conf{k}") == conference:
+            return c.get("call", {}), f"conferences.{k}.call"
+    raise BrowserModeError(
+        f"conference {conference!r} of call {meta_call.get('name')!r} is not in the scenario"
     )
 
 
 def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Connection]:
-    """The peer connections a browser run opens for `variant`: one per call, from its sender's page
-    to its receiver's (a call's streams and its RTCP share it, as a browser bundles them). Raises
-    `BrowserModeError` for a call Chromium cannot make as the scenario says."""
+    """The peer connections a browser run opens for `variant`, each known to both its pages by
+    its key. A `[[calls]]` entry or a one-to-many stream is one connection from its sender's page
+    to its receiver's (a call's streams and its RTCP share it, as a browser bundles them); a
+    mesh's two streams between a pair share one, both ways, as a browser in a mesh call does
+    (the key is the first stream's name); an SFU conference is one connection from each
+    participant to the SFU (publish) and one from the SFU to each participant for each other
+    participant's stream (forward), as Janus's VideoRoom makes them. Raises `BrowserModeError` for
+    a call Chromium cannot make as the scenario says."""
     spec = tomllib.loads(variant.toml)
     end_s = float(meta["duration_s"])
-    out: list[Connection] = []
+    meta_calls = {int(m["id"]): m for m in meta["calls"]}
+    streams: dict[int, Stream] = {}
     for call in plan_calls(variant, seed):
-        flows = [f for f in meta["flows"] if f.get("call") == call.index]
-        meta_call = {"flows": [{"kind": f["name"].rsplit(".", 1)[1], "id": f["id"]} for f in flows]}
-        stream = _stream(call, spec["calls"][call.index], meta_call, end_s)
-        out.append(Connection(key=call.name, offerer=call.src, answerer=call.dst, streams=[stream]))
+        m = meta_calls[call.index]
+        settings, where = _settings(spec, m, call.index)
+        streams[call.index] = _stream(call, settings, where, _flows_of(meta, call.index), end_s)
+    out: list[Connection] = []
+    pairs: dict[tuple[str, frozenset[str]], Connection] = {}
+    for index, m in sorted(meta_calls.items()):
+        role, topology = m.get("role", "call"), m.get("topology", "p2p")
+        if role == "forward":
+            publish = streams[int(m["forwards"])]
+            stream = Stream(
+                index=index, name=m["name"], src=m["sender"], dst=m["receiver"], video=publish.video,
+                audio=publish.audio, start_s=publish.start_s, stop_s=publish.stop_s, pauses=[],
+                flows=_flows_of(meta, index),
+            )  # fmt: skip
+            out.append(Connection(m["name"], m["sender"], m["receiver"], [stream], sfu=m.get("sfu")))
+            continue
+        stream = streams[index]
+        if role == "publish":
+            out.append(Connection(m["name"], stream.src, stream.dst, [stream], sfu=m.get("sfu")))
+        elif topology == "mesh":
+            pair = (str(m["conference"]), frozenset((stream.src, stream.dst)))
+            if pair in pairs:
+                pairs[pair].streams.append(stream)
+            else:
+                pairs[pair] = Connection(m["name"], stream.src, stream.dst, [stream], via=m.get("via"))
+                out.append(pairs[pair])
+        else:
+            out.append(Connection(m["name"], stream.src, stream.dst, [stream], via=m.get("via")))
     return out
 
 
@@ -200,24 +253,59 @@ def _clip_for(streams: Sequence[Stream], folder: Path, seed: int) -> Path | None
     return path
 
 
+@dataclass(frozen=True)
+class _Conference:
+    """An SFU conference as one step: every participant publishes, then views every other, in
+    the SFU's room `room` (`rtcbench.testbed.sfu.videoroom`)."""
+
+    sfu: str
+    room: int
+    publish: list[Connection]
+    """One per participant (its offerer), carrying its published stream."""
+    views: dict[tuple[str, str], Connection]
+    """The forward leg by (viewer, publisher)."""
+
+
 @dataclass
 class _Timeline:
-    """What the run does when, from time zero: signal calls, pause and resume them, hang up."""
+    """What the run does when, from time zero: signal calls (an SFU conference as one step),
+    pause and resume them, hang up."""
 
-    events: list[tuple[float, int, str, Connection, Any]] = field(default_factory=list)
+    events: list[tuple[float, int, str, Any]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, conns: Sequence[Connection], end_s: float) -> _Timeline:
-        events: list[tuple[float, int, str, Connection, Any]] = []
-        for order, c in enumerate(conns):
-            events.append((c.start_s, order, "connect", c, None))
+    def of(cls, conns: Sequence[Connection], conferences: Sequence[_Conference], end_s: float) -> _Timeline:
+        events: list[tuple[float, int, str, Any]] = []
+        for order, conf in enumerate(conferences):
+            events.append((min(c.start_s for c in conf.publish), order, "conference", conf))
+        for order, c in enumerate(conns, start=len(conferences)):
+            if c.sfu is None:
+                events.append((c.start_s, order, "connect", c))
             for s in c.streams:
                 for a, b, audio in s.pauses:
-                    events.append((a, order, "pause", c, (s, True, audio)))
-                    events.append((b, order, "resume", c, (s, False, audio)))
+                    events.append((a, order, "pause", (c, s, True, audio)))
+                    events.append((b, order, "resume", (c, s, False, audio)))
             if c.stop_s < end_s:
-                events.append((c.stop_s, order, "hangup", c, None))
+                events.append((c.stop_s, order, "hangup", c))
         return cls(sorted(events, key=lambda e: (e[0], e[1])))
+
+
+def _conferences(conns: Sequence[Connection], meta: dict[str, Any]) -> list[_Conference]:
+    """The SFU conferences among `conns`, each with a room of its own."""
+    publisher_of = {int(m["id"]): m for m in meta["calls"]}
+    by_name = {c.key: c for c in conns}
+    out: dict[str, _Conference] = {}
+    for m in meta["calls"]:
+        if m.get("role") not in ("publish", "forward"):
+            continue
+        conf = out.setdefault(str(m["conference"]), _Conference(str(m["sfu"]), 1000 + len(out), [], {}))
+        c = by_name[m["name"]]
+        if m["role"] == "publish":
+            conf.publish.append(c)
+        else:
+            publisher = str(publisher_of[int(m["forwards"])]["sender"])
+            conf.views[(c.answerer, publisher)] = c
+    return list(out.values())
 
 
 @dataclass
@@ -225,60 +313,81 @@ class _Recorder:
     """Everything a browser run records while it goes."""
 
     peers: dict[str, Peer]
-    relay_pid: int
+    servers: dict[str, int]
+    """Process ids of the relay, the SFUs and the TURN servers, by name."""
+    janus: dict[str, sfu.Janus]
+    turns: dict[str, turn.Turn]
     t0: float
     stats: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     usage: dict[str, list[Usage]] = field(default_factory=dict)
-    calls: dict[str, Call] = field(default_factory=dict)
     described: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     failure: str | None = None
+
+    def pages(self, c: Connection) -> list[Peer]:
+        """The pages that know connection `c` (an SFU's end has none)."""
+        return [self.peers[n] for n in (c.offerer, c.answerer) if n in self.peers]
 
     def sample_usage(self) -> None:
         for node, peer in self.peers.items():
             self.usage.setdefault(node, []).append(usage(peer.browser.process.pid))
-        self.usage.setdefault("relay", []).append(usage(pids=[self.relay_pid]))
+        for name, pid in self.servers.items():
+            self.usage.setdefault(name, []).append(usage(pids=[pid]))
 
     def collect(self) -> None:
         for node, peer in self.peers.items():
             self.stats.setdefault(node, []).extend(peer.evaluate("rtcbench.take()", "collect the samples"))
 
     def describe(self, c: Connection) -> None:
-        call = self.calls[c.key]
-        self.described[c.key] = {p.node: call.describe(p) for p in (call.offerer, call.answerer)}
+        self.described[c.key] = {
+            p.node: p.evaluate(f"rtcbench.describe({json.dumps(c.key)})", "describe the connection")
+            for p in self.pages(c)
+        }
+
+    def times(self, c: Connection) -> dict[str, dict[str, Any]]:
+        return {
+            p.node: p.evaluate(f"rtcbench.times({json.dumps(c.key)})", "read the set-up times")
+            for p in self.pages(c)
+        }
 
 
-def _run_timeline(rec: _Recorder, conns: Sequence[Connection], end: float) -> None:
+def _run_timeline(
+    rec: _Recorder, conns: Sequence[Connection], conferences: Sequence[_Conference], end: float
+) -> None:
     """Runs the calls until `end` (`time.monotonic`): signals each at its start, pauses, resumes
     and hangs up as the scenario says, reads usage every `SAMPLE_INTERVAL_S` and collects the
     pages' samples every `COLLECT_EVERY_S`. A call that fails ends the run (`rec.failure`)."""
-    timeline = _Timeline.of(conns, end - rec.t0).events
+    timeline = _Timeline.of(conns, conferences, end - rec.t0).events
     next_usage, next_collect = rec.t0, rec.t0 + COLLECT_EVERY_S
     k = 0
     while (now := time.monotonic()) < end:
         try:
             while k < len(timeline) and rec.t0 + timeline[k][0] <= now:
-                _, _, action, c, arg = timeline[k]
+                _, _, action, arg = timeline[k]
                 k += 1
-                _act(rec, action, c, arg, end)
+                _act(rec, action, arg, end)
             if now >= next_usage:
                 rec.sample_usage()
                 next_usage += SAMPLE_INTERVAL_S
             if now >= next_collect:
                 rec.collect()
                 next_collect += COLLECT_EVERY_S
-        except BrowserError as e:
+        except (BrowserError, sfu.SfuError) as e:
             rec.failure = str(e)
             return
         due = [next_usage, next_collect, end] + ([rec.t0 + timeline[k][0]] if k < len(timeline) else [])
         time.sleep(max(0.0, min(due) - time.monotonic()))
 
 
-def _act(rec: _Recorder, action: str, c: Connection, arg: Any, end: float) -> None:
-    offerer, answerer = rec.peers[c.offerer], rec.peers[c.answerer]
-    forward = next((s for s in c.streams if s.src == c.offerer), None)
-    back = next((s for s in c.streams if s.src == c.answerer), None)
+def _act(rec: _Recorder, action: str, arg: Any, end: float) -> None:
     if action == "connect":
-        rec.calls[c.key] = connect(
+        c: Connection = arg
+        offerer, answerer = rec.peers[c.offerer], rec.peers[c.answerer]
+        forward, back = c.sent_by(c.offerer), c.sent_by(c.answerer)
+        if c.via is not None:
+            # Relay-only ICE through the TURN server at `via`, for this connection only.
+            for page in (offerer, answerer):
+                page.configure(rec.turns[c.via].ice_servers(), relay_only=True, key=c.key)
+        connect(
             offerer,
             answerer,
             forward.video if forward else None,
@@ -290,21 +399,40 @@ def _act(rec: _Recorder, action: str, c: Connection, arg: Any, end: float) -> No
             timeout_s=max(0.5, min(CONNECT_TIMEOUT_S, end - time.monotonic())),
         )
         rec.describe(c)
-    elif action in ("pause", "resume"):
-        stream, paused, audio = arg
-        peer = rec.peers[stream.src]
-        peer.evaluate(
-            f"rtcbench.pause({json.dumps(c.key)}, {json.dumps(paused)}, {json.dumps(audio)})", action
+    elif action == "conference":
+        conf: _Conference = arg
+        first = conf.publish[0].streams[0]
+        assert first.video is not None  # an SFU conference sends video (validated by the scenario)
+        janus = rec.janus[conf.sfu]
+        janus.create_room(
+            conf.room, publishers=len(conf.publish), bitrate_bps=first.video.max_bitrate_bps or 0
         )
+        publishers = {c.offerer: c for c in conf.publish}
+        sfu.videoroom(
+            janus,
+            [rec.peers[n] for n in publishers],
+            first.video,
+            room=conf.room,
+            audio=first.audio,
+            publish_key=lambda p: publishers[p.node].key,
+            view_key=lambda viewer, publisher: conf.views[(viewer.node, publisher.node)].key,
+        )
+        for c in (*conf.publish, *conf.views.values()):
+            rec.describe(c)
+    elif action in ("pause", "resume"):
+        c, stream, paused, audio = arg
+        args = ", ".join(json.dumps(a) for a in (c.key, paused, audio))
+        rec.peers[stream.src].evaluate(f"rtcbench.pause({args})", action)
     elif action == "hangup":
-        for p in (offerer, answerer):
-            p.evaluate(f"rtcbench.hangup({json.dumps(c.key)})", "hang up")
+        for page in rec.pages(arg):
+            page.evaluate(f"rtcbench.hangup({json.dumps(arg.key)})", "hang up")
 
 
 @contextlib.contextmanager
 def _peers(bed: Testbed, conns: Sequence[Connection], work: Path, seed: int) -> Iterator[dict[str, Peer]]:
-    """A browser in every node that sends or receives a call, with its camera clip."""
-    nodes = sorted({n for c in conns for n in (c.offerer, c.answerer)})
+    """A browser in every node that sends or receives a call (not an SFU's), with its camera
+    clip."""
+    nodes = sorted({n for c in conns for n in (c.offerer, c.answerer) if n != c.sfu})
     clips = work / "clips"
     clips.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -343,12 +471,23 @@ def _limitations(stats: pl.DataFrame, stream: Stream) -> dict[str, float] | None
     return {str(r): n / column.len() for r, n in sorted(column.value_counts().iter_rows())}
 
 
-def _setup(call: Call | None) -> dict[str, float | None] | None:
-    if call is None:
+def _setup(times: dict[str, dict[str, Any]] | None, c: Connection) -> dict[str, float | None] | None:
+    """Set-up times of connection `c` from its pages' records (Unix ms), from its offer: to ICE
+    connected, and to the first frame shown at its answerer and, both ways, at its offerer. An
+    SFU's end has no page: then the page's own end counts from when it made or took the offer."""
+    if not times:
         return None
-    with contextlib.suppress(BrowserError):
-        call.refresh()
-    return call.setup_s()
+    off, ans = times.get(c.offerer, {}), times.get(c.answerer, {})
+    offer = off.get("offer", ans.get("offer"))
+
+    def since(t: float | None) -> float | None:
+        return None if t is None or offer is None else (t - offer) / 1000.0
+
+    return {
+        "connected": since(off.get("connected", ans.get("connected"))),
+        "first_frame": since(ans.get("firstFrame")),
+        "first_frame_back": since(off.get("firstFrame")),
+    }
 
 
 def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) -> Browsed:
@@ -368,12 +507,13 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
         raise BrowserModeError(
             f"{variant.scenario_id}: browser mode runs a scenario's calls, and it has none"
         )
+    conferences = _conferences(conns, meta)
     flows = cross.plan(variant, seed)
     work.mkdir(parents=True, exist_ok=True)
     relay_dir, cross_dir, peers_dir = work / "relay", work / "cross", work / "peers"
     started = time.monotonic()
     try:
-        with build(variant) as bed:
+        with build(variant) as bed, contextlib.ExitStack() as stack:
             r = relay.start(
                 bed,
                 variant,
@@ -384,22 +524,42 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
                 udp_head=relay.MAX_UDP_HEAD,
             )
             traffic = cross.start(bed, flows, end_s=duration_s, log_dir=cross_dir) if flows else None
-            with _peers(bed, conns, peers_dir, seed) as peers:
-                for peer in peers.values():
-                    peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
-                t0 = r.go()
-                t0_wall = time.time() - (time.monotonic() - t0)
-                if traffic is not None:
-                    traffic.go(t0)
-                rec = _Recorder(peers, r.process.pid, t0)
-                end = t0 + duration_s
-                _run_timeline(rec, conns, end)
+            # The SFUs and TURN servers the calls go through, each in its node.
+            januses = {
+                node: stack.enter_context(
+                    sfu.Janus.start(bed, node, work / f"janus-{node}", publishers=MAX_PUBLISHERS)
+                )
+                for node in sorted({c.sfu for c in conns if c.sfu is not None})
+            }
+            turns = {
+                node: stack.enter_context(turn.Turn.start(bed, node, work / f"turn-{node}"))
+                for node in sorted({c.via for c in conns if c.via is not None})
+            }
+            servers = {
+                "relay": r.process.pid,
+                **{f"janus@{n}": j.process.pid for n, j in januses.items()},
+                **{f"coturn@{n}": t.process.pid for n, t in turns.items()},
+            }
+            peers = stack.enter_context(_peers(bed, conns, peers_dir, seed))
+            for peer in peers.values():
+                peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
+            t0 = r.go()
+            t0_wall = time.time() - (time.monotonic() - t0)
+            if traffic is not None:
+                traffic.go(t0)
+            rec = _Recorder(peers, servers, januses, turns, t0)
+            end = t0 + duration_s
+            _run_timeline(rec, conns, conferences, end)
+            setup: dict[str, Any] = {}
+            for c in conns:
                 with contextlib.suppress(BrowserError):
-                    rec.collect()
-                setup = {c.key: _setup(rec.calls.get(c.key)) for c in conns}
-                for peer in peers.values():
-                    with contextlib.suppress(BrowserError):
-                        peer.evaluate("rtcbench.close()", "end the calls")
+                    setup[c.key] = _setup(rec.times(c), c) if c.key in rec.described else None
+            with contextlib.suppress(BrowserError):
+                rec.collect()
+            for peer in peers.values():
+                with contextlib.suppress(BrowserError):
+                    peer.evaluate("rtcbench.close()", "end the calls")
+            stack.close()  # browsers, then servers, before the relay's report
             if traffic is not None:
                 if rec.failure is None:
                     traffic.wait(max(0.0, end - time.monotonic()) + END_MARGIN_S)
@@ -423,7 +583,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
         "calls": {
             s.name: {
                 "connection": c.key,
-                "setup_s": setup[c.key],
+                "setup_s": setup.get(c.key),
                 "quality_limitation": _limitations(tables.stats, s),
             }
             for c in conns

@@ -82,7 +82,7 @@ _PAGE = """<!doctype html>
 _PEER_JS = """
 window.rtcbench = (() => {
   const S = {pcs: {}, t: {}, senders: {}, audioSenders: {}, cameras: {}, microphone: null,
-             samples: [], timer: null, config: {iceServers: []}};
+             samples: [], timer: null, config: {iceServers: []}, configs: {}};
   const now = () => performance.timeOrigin + performance.now();
   const gathered = pc => new Promise(done => {
     if (pc.iceGatheringState === 'complete') return done();
@@ -111,7 +111,7 @@ window.rtcbench = (() => {
       ...codecs.filter(c => repair.includes(c.mimeType))]);
   };
   const open = key => {
-    const pc = new RTCPeerConnection(S.config);
+    const pc = new RTCPeerConnection(S.configs[key] || S.config);
     const t = S.t[key] = {};
     pc.addEventListener('iceconnectionstatechange', () => {
       const state = pc.iceConnectionState;
@@ -138,10 +138,14 @@ window.rtcbench = (() => {
     return pair;
   };
   const candidate = c => c && {address: c.address, port: c.port, type: c.candidateType, protocol: c.protocol,
-                               relayProtocol: c.relayProtocol || null};
+                               relayProtocol: c.relayProtocol || null,
+                               relatedAddress: c.relatedAddress || null, relatedPort: c.relatedPort || null};
   return {
     // The RTCConfiguration of connections opened from now on (ICE servers, transport policy).
-    configure(config) { S.config = config; return true; },
+    configure(config, key) {
+      if (key === undefined || key === null) S.config = config; else S.configs[key] = config;
+      return true;
+    },
     // The candidate types of `key`'s selected pair: 'host', 'srflx', 'prflx' or 'relay'.
     async route(key) {
       const report = await S.pcs[key].getStats();
@@ -426,12 +430,15 @@ class Peer:
             raise BrowserError(f"peer {self.node}: {step}: {str(text).splitlines()[0]}")
         return reply.get("result", {}).get("value")
 
-    def configure(self, ice_servers: list[dict[str, Any]], *, relay_only: bool = False) -> None:
+    def configure(
+        self, ice_servers: list[dict[str, Any]], *, relay_only: bool = False, key: str | None = None
+    ) -> None:
         """ICE servers (RTCIceServer dictionaries) for the connections this page opens from now
-        on; with `relay_only`, only relayed candidates are used (`iceTransportPolicy: "relay"`),
-        so every packet goes through a TURN server."""
+        on, or only for the one it will open as `key`; with `relay_only`, only relayed
+        candidates are used (`iceTransportPolicy: "relay"`), so every packet goes through a TURN
+        server."""
         config = {"iceServers": ice_servers, "iceTransportPolicy": "relay" if relay_only else "all"}
-        self.evaluate(f"rtcbench.configure({json.dumps(config)})", "configure ICE")
+        self.evaluate(f"rtcbench.configure({json.dumps(config)}, {json.dumps(key)})", "configure ICE")
 
     def route(self, remote: str) -> dict[str, str] | None:
         """The candidate types (`host`, `srflx`, `prflx`, `relay`) of the selected pair of this

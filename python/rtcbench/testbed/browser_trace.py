@@ -45,7 +45,7 @@ from rtcbench.testbed.browser import AudioSettings, Usage, VideoSettings
 from rtcbench.testbed.sdp import describe
 from rtcbench.testbed.trace import TraceError, packet_events, relay_links, relay_packets
 
-__all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head"]
+__all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
 
 UNOBSERVED = ("frame_delay", "residual_loss", "fec_overhead")
 """What a browser run cannot measure from outside the browsers (`meta.unobserved`)."""
@@ -93,6 +93,10 @@ class Connection:
     offerer: str
     answerer: str
     streams: list[Stream] = field(default_factory=list)
+    via: str | None = None
+    """The node of a TURN server every packet goes through (relay-only ICE at both ends)."""
+    sfu: str | None = None
+    """The node of the SFU (Janus) at one end: the connection has a page at its other end only."""
 
     @property
     def start_s(self) -> float:
@@ -124,13 +128,19 @@ class Head(NamedTuple):
     header_len: int | None = None
     """RTP header bytes with CSRCs and extensions."""
     transport_seq: int | None = None
+    channel: bool = False
+    """Carried in TURN ChannelData (RFC 8656 §12.4): 4 more bytes on the wire before it."""
 
 
 def parse_head(head: bytes, transport_cc: int | None) -> Head:
     """Reads the first bytes of a UDP payload of a WebRTC session: RTP (RFC 3550 §5.1, with its
     RFC 8285 header extensions, taking the transport-wide sequence number from extension id
-    `transport_cc`), RTCP (RFC 3550 §6.4; RFC 4585 FMT in the first byte), or what else RFC 7983
-    lets through one 5-tuple. Bytes cut off by the log leave the fields they would hold None."""
+    `transport_cc`), RTCP (RFC 3550 §6.4; RFC 4585 FMT in the first byte), either of them in a
+    TURN ChannelData message (RFC 8656 §12.4: channels 0x4000-0x4FFF, a 4-byte header), or what
+    else RFC 7983 lets through one 5-tuple. Bytes cut off by the log leave the fields they would
+    hold None."""
+    if head and 64 <= head[0] <= 79:
+        return parse_head(head[4:], transport_cc)._replace(channel=True)
     if not head:
         return Head("other")
     b0 = head[0]
@@ -197,22 +207,79 @@ def _extension(data: bytes, profile: int, wanted: int | None) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Ends:
-    """Where a connection's packets go, each way: its two ends' (address, port)."""
-
-    offerer: tuple[str, int]
-    answerer: tuple[str, int]
+STUN_MAGIC = 0x2112A442
+"""RFC 8489 §5's magic cookie, which XOR-ed addresses are XOR-ed with."""
+_ALLOCATE_SUCCESS = 0x0103
+_XOR_RELAYED_ADDRESS = 0x0016
 
 
-def _ends(c: Connection, described: Mapping[str, Mapping[str, Any]]) -> _Ends | None:
-    """The connection's ends as its offerer's selected candidate pair names them (host
-    candidates: the nodes' own addresses)."""
-    pair = (described.get(c.key, {}).get(c.offerer) or {}).get("pair")
-    if not pair:
-        return None
-    local, remote = pair["local"], pair["remote"]
-    return _Ends((str(local["address"]), int(local["port"])), (str(remote["address"]), int(remote["port"])))
+Address = tuple[str, int]
+
+
+def turn_allocations(relay: pl.DataFrame) -> dict[Address, tuple[Address, Address]]:
+    """Where each TURN allocation's relayed address (RFC 8656) is served from: relayed (address,
+    port) → (the client's socket, the server's socket), read off the Allocate success responses
+    (RFC 8656 §7.3: XOR-RELAYED-ADDRESS, RFC 8489 §14.2) the relay saw go to the clients. A page's
+    selected relay candidate is its relayed address; the socket it sends from is not in its
+    statistics (Chromium hides a relay candidate's related address)."""
+    out: dict[Address, tuple[Address, Address]] = {}
+    responses = relay.filter(
+        (pl.col("event") == "in") & (pl.col("protocol") == UDP) & pl.col("head").str.starts_with("0103")
+    )
+    for src, sport, dst, dport, head in responses.select(
+        "src", "src_port", "dst", "dst_port", "head"
+    ).iter_rows():
+        data = bytes.fromhex(head)
+        k = 20
+        while k + 4 <= len(data):
+            kind, length = int.from_bytes(data[k : k + 2]), int.from_bytes(data[k + 2 : k + 4])
+            value = data[k + 4 : k + 4 + length]
+            if kind == _XOR_RELAYED_ADDRESS and len(value) >= 8 and value[1] == 1:  # IPv4
+                port = int.from_bytes(value[2:4]) ^ (STUN_MAGIC >> 16)
+                ip = int.from_bytes(value[4:8]) ^ STUN_MAGIC
+                address = ".".join(str((ip >> shift) & 0xFF) for shift in (24, 16, 8, 0))
+                out[(address, port)] = ((dst, dport), (src, sport))
+                break
+            k += 4 + (length + 3) // 4 * 4
+    return out
+
+
+Route = tuple[str, int, str, int]
+"""A datagram's (source address, port, destination address, port)."""
+
+
+def _routes(
+    c: Connection,
+    described: Mapping[str, Mapping[str, Any]],
+    allocations: Mapping[Address, tuple[Address, Address]],
+) -> list[tuple[Route, str, int]]:
+    """The datagrams of connection `c`: (route, the node that sent them, leg). A direct
+    connection has leg 0 both ways, between its selected candidate pair's ends (host candidates:
+    the nodes' own addresses). A relayed one goes from a client's socket to the TURN server
+    (leg 1) and from the server to the other client (leg 2), each way."""
+    pairs = {n: (described.get(c.key, {}).get(n) or {}).get("pair") for n in (c.offerer, c.answerer)}
+    if c.via is None:
+        # Either end's view of the pair: an SFU's end has no page.
+        node = c.offerer if pairs[c.offerer] else c.answerer
+        pair = pairs[node]
+        if not pair:
+            return []
+        other = c.answerer if node == c.offerer else c.offerer
+        a = (str(pair["local"]["address"]), int(pair["local"]["port"]))
+        b = (str(pair["remote"]["address"]), int(pair["remote"]["port"]))
+        return [((*a, *b), node, 0), ((*b, *a), other, 0)]
+    ends = {}
+    for node, p in pairs.items():
+        if not p or (str(p["local"]["address"]), int(p["local"]["port"])) not in allocations:
+            return []
+        ends[node] = allocations[(str(p["local"]["address"]), int(p["local"]["port"]))]
+    (a, server_a), (b, server_b) = ends[c.offerer], ends[c.answerer]
+    return [
+        ((*a, *server_a), c.offerer, 1),
+        ((*server_b, *b), c.offerer, 2),
+        ((*b, *server_b), c.answerer, 1),
+        ((*server_a, *a), c.answerer, 2),
+    ]
 
 
 @dataclass(frozen=True)
@@ -225,7 +292,8 @@ class _PayloadTypes:
 
     @classmethod
     def of(cls, c: Connection, described: Mapping[str, Mapping[str, Any]]) -> _PayloadTypes:
-        ends = described.get(c.key, {}).get(c.offerer) or {}
+        views = described.get(c.key, {})
+        ends = views.get(c.offerer) or views.get(c.answerer) or {}
         kinds: dict[int, tuple[str, str]] = {}
         transport_cc: int | None = None
         for sdp in (ends.get("local"), ends.get("remote")):
@@ -247,8 +315,8 @@ class _PayloadTypes:
 
 
 def _srtp_tag(stats: Mapping[str, list[dict[str, Any]]], c: Connection) -> int:
-    """The SRTP tag length of the connection's cipher (its `transport` report, at the offerer)."""
-    for sample in stats.get(c.offerer, []):
+    """The SRTP tag length of the connection's cipher (its `transport` report at either end)."""
+    for sample in (*stats.get(c.offerer, []), *stats.get(c.answerer, [])):
         if sample["remote"] != c.key:
             continue
         for r in sample["stats"]:
@@ -278,27 +346,31 @@ def _classify(
     conns: Sequence[Connection],
     described: Mapping[str, Mapping[str, Any]],
     stats: Mapping[str, list[dict[str, Any]]],
-) -> tuple[pl.DataFrame, dict[str, int]]:
-    """One row per datagram of a call that reached the relay, with its flow and kind
-    (`_SENT_SCHEMA`), and counts of what else crossed the connections (`observed`)."""
-    by_tuple: dict[tuple[str, int, str, int], tuple[Connection, str, _PayloadTypes, int]] = {}
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
+    """One row per datagram of a call as it left its sender (`_SENT_SCHEMA`), the relay's log
+    with a relayed datagram's second leg made its first's (`_relayed`), and counts of what else
+    crossed the connections (`observed`)."""
+    allocations = turn_allocations(relay)
+    by_route: dict[Route, tuple[Connection, str, int, _PayloadTypes, int]] = {}
     for c in conns:
-        ends = _ends(c, described)
-        if ends is None:
-            continue
         types, tag = _PayloadTypes.of(c, described), _srtp_tag(stats, c)
-        by_tuple[(*ends.offerer, *ends.answerer)] = (c, c.offerer, types, tag)
-        by_tuple[(*ends.answerer, *ends.offerer)] = (c, c.answerer, types, tag)
+        for route, node, leg in _routes(c, described, allocations):
+            by_route[route] = (c, node, leg, types, tag)
     arrivals = relay.filter((pl.col("event") == "in") & (pl.col("protocol") == UDP))
     rows: list[dict[str, Any]] = []
+    second: list[tuple[int, str, str, str, int | None, int | None, int | None]] = []
     observed = {"control_packets": 0, "control_bytes": 0, "unknown_packets": 0}
     columns = ("id", "t_us", "size", "ecn", "src", "src_port", "dst", "dst_port", "payload", "head")
     for ident, t_us, size, ecn, src, sport, dst, dport, udp_len, head in arrivals.select(columns).iter_rows():
-        found = by_tuple.get((src, sport, dst, dport))
+        found = by_route.get((src, sport, dst, dport))
         if found is None:
             continue
-        c, node, types, tag = found
+        c, node, leg, types, tag = found
         h = parse_head(bytes.fromhex(head or ""), types.transport_cc)
+        if leg == 2:
+            if h.what in ("rtp", "rtcp"):
+                second.append((ident, c.key, node, h.what, h.ssrc, h.seq, h.pt))
+            continue
         if h.what in ("stun", "dtls"):
             observed["control_packets"] += 1
             observed["control_bytes"] += size
@@ -308,7 +380,64 @@ def _classify(
             observed["unknown_packets"] += 1
             continue
         rows.append({"id": ident, "t_us": t_us, "size": size, "ecn_in": ecn or 0, "sent_us": t_us, **row})
-    return pl.DataFrame(rows, schema=_SENT_SCHEMA), observed
+        if leg == 1:
+            rows[-1]["_match"] = (c.key, node, h.what, h.ssrc, h.seq, h.pt)
+    sent = pl.DataFrame([{k: v for k, v in r.items() if k != "_match"} for r in rows], schema=_SENT_SCHEMA)
+    first = [(r["id"], *r["_match"]) for r in rows if "_match" in r]
+    return sent, _relayed(relay, first, second), observed
+
+
+_MATCH_SCHEMA = {
+    "id": pl.Int64,
+    "conn": pl.String,
+    "node": pl.String,
+    "what": pl.String,
+    "ssrc": pl.Int64,
+    "seq": pl.Int32,
+    "pt": pl.Int32,
+}
+
+
+def _relayed(
+    relay: pl.DataFrame,
+    first: Sequence[tuple[int, str, str, str, int | None, int | None, int | None]],
+    second: Sequence[tuple[int, str, str, str, int | None, int | None, int | None]],
+) -> pl.DataFrame:
+    """The relay's log with each datagram relayed by a TURN server traced as one packet, as the
+    simulator traces a packet over a path of two links: its first leg's arrival is its `sent`
+    event, a drop on either leg its `dropped` event, its second leg's departure its `received`
+    event; the first leg's delivery to the server and the second leg's arrival there are
+    dropped. A second leg is matched to its first by the RTP stream and sequence number (the
+    RTCP packet type for RTCP) and their order, among the first legs that were not dropped: a
+    TURN server relays in order."""
+    if not second:
+        return relay
+    key = ["conn", "node", "what", "ssrc", "seq", "pt"]
+    dropped = relay.filter(pl.col("event") == "drop").get_column("id")
+    legs1 = pl.DataFrame(list(first), schema=_MATCH_SCHEMA, orient="row")
+    legs1 = legs1.filter(~pl.col("id").is_in(dropped))
+    legs2 = pl.DataFrame(list(second), schema=_MATCH_SCHEMA, orient="row")
+    legs1 = legs1.with_columns(n=pl.int_range(pl.len()).over(key))
+    legs2 = legs2.with_columns(n=pl.int_range(pl.len()).over(key)).rename({"id": "id2"})
+    pairs = legs2.join(legs1, on=[*key, "n"], how="inner", nulls_equal=True).select("id2", "id")
+    first_ids = legs1.get_column("id")
+    second_ids = legs2.get_column("id2")
+    kept = relay.filter(
+        ~((pl.col("event") == "out") & pl.col("id").is_in(first_ids))
+        & ~((pl.col("event") == "in") & pl.col("id").is_in(second_ids))
+    )
+    remap = dict(pairs.iter_rows())
+    return kept.with_columns(
+        id=pl.when(pl.col("event").is_in(["out", "drop"]) & pl.col("id").is_in(list(remap)))
+        .then(pl.col("id").replace_strict(remap, default=None, return_dtype=pl.Int64))
+        .otherwise(pl.col("id"))
+    ).filter(
+        ~(
+            pl.col("event").is_in(["out", "drop"])
+            & pl.col("id").is_in(second_ids)
+            & ~pl.col("id").is_in(list(remap))
+        )
+    )
 
 
 def _packet_row(
@@ -574,7 +703,7 @@ def browser_tables(
     clock (the pages') and `time.monotonic` (the usage samples')."""
     end_us = round(float(meta["duration_s"]) * 1e6)
     relay = relay_packets(relay_dir)
-    sent, observed = _classify(relay, conns, described, stats)
+    sent, relay, observed = _classify(relay, conns, described, stats)
     if sent.height == 0 and any(described.values()):
         raise TraceError("no packet of any call reached the relay: the browsers' traffic took another path")
     packets = packet_events(relay, sent.drop("rtcp_kind"), {}, end_us)

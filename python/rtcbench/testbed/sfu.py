@@ -22,12 +22,12 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtcbench.testbed.browser import Peer, VideoSettings, video_json
+from rtcbench.testbed.browser import AudioSettings, Peer, VideoSettings, limit_js, video_json
 from rtcbench.testbed.netns import Testbed, TestbedError, stop_processes
 
 __all__ = ["JANUS", "Janus", "SfuError", "Subscription", "janus", "videoroom"]
@@ -193,6 +193,16 @@ class Janus:
                     )
             return reply
 
+    def create_room(self, room: int, *, publishers: int, bitrate_bps: int) -> None:
+        """A VideoRoom room `room` for `publishers`, whose publishers Janus caps at `bitrate_bps`
+        (its REMB to them)."""
+        handle = self.attach()
+        self.message(
+            handle,
+            {"request": "create", "room": room, "publishers": publishers, "bitrate": bitrate_bps,
+             "videocodec": "vp8", "audiocodec": "opus", "fir_freq": 10},
+        )  # fmt: skip
+
     def attach(self) -> int:
         handle: int = self.request({"janus": "attach", "plugin": "janus.plugin.videoroom"})["data"]["id"]
         return handle
@@ -214,32 +224,49 @@ class Subscription:
     publisher: Peer
 
 
-def videoroom(janus: Janus, peers: Sequence[Peer], video: VideoSettings) -> list[Subscription]:
-    """Every peer publishes its camera to the room, then views every other peer's: one
-    publishing and len(peers) − 1 viewing peer connections per page, keyed `sfu` and
-    `sfu:<publisher>`. Returns the subscriptions."""
+def videoroom(
+    janus: Janus,
+    peers: Sequence[Peer],
+    video: VideoSettings,
+    *,
+    room: int = ROOM,
+    audio: AudioSettings | None = None,
+    publish_key: Callable[[Peer], str] = lambda publisher: "sfu",
+    view_key: Callable[[Peer, Peer], str] = lambda viewer, publisher: f"sfu:{publisher.node}",
+) -> list[Subscription]:
+    """Every peer publishes its camera (and microphone, with `audio`) to `room`, then views every
+    other peer's: one publishing and len(peers) − 1 viewing peer connections per page, known
+    as `publish_key(publisher)` and `view_key(viewer, publisher)` (by default `sfu` and
+    `sfu:<publisher>`). `video`'s edits (`VideoSettings.edit`) are made to the descriptions each
+    page takes from Janus. Returns the subscriptions."""
     feeds: dict[str, int] = {}
     for peer in peers:
         handle = janus.attach()
         joined = janus.message(
-            handle, {"request": "join", "ptype": "publisher", "room": ROOM, "display": peer.node}
+            handle, {"request": "join", "ptype": "publisher", "room": room, "display": peer.node}
         )
         feeds[peer.node] = joined["plugindata"]["data"]["id"]
-        offer = peer.evaluate(f"rtcbench.offer('sfu', {video_json(video)}, false)", "offer to publish")
+        key = json.dumps(publish_key(peer))
+        offer = peer.evaluate(
+            f"rtcbench.offer({key}, {video_json(video)}, false, {json.dumps(audio is not None)}, false)",
+            "offer to publish",
+        )
         answered = janus.message(
-            handle, {"request": "publish", "video": True, "audio": False}, {"type": "offer", "sdp": offer}
+            handle,
+            {"request": "publish", "video": True, "audio": audio is not None},
+            {"type": "offer", "sdp": offer},
         )
         peer.evaluate(
-            f"rtcbench.accept('sfu', {json.dumps(answered['jsep']['sdp'])})", "accept the SFU's answer"
+            f"rtcbench.accept({key}, {json.dumps(video.edit(answered['jsep']['sdp']))})",
+            "accept the SFU's answer",
         )
-        peer.evaluate(f"rtcbench.limit('sfu', {json.dumps(video.max_bitrate_bps)})", "set maxBitrate")
+        peer.evaluate(limit_js(publish_key(peer), video, audio), "set maxBitrate")
     # A feed can be viewed once its publisher's connection is up (Janus's `webrtcup`).
     deadline = time.monotonic() + REQUEST_TIMEOUT_S
     for peer in peers:
-        while peer.evaluate("rtcbench.times('sfu')", "read the publisher's state").get("ice") not in (
-            "connected",
-            "completed",
-        ):
+        while peer.evaluate(
+            f"rtcbench.times({json.dumps(publish_key(peer))})", "read the publisher's state"
+        ).get("ice") not in ("connected", "completed"):
             if time.monotonic() > deadline:
                 raise SfuError(f"{peer.node}'s publishing connection to the SFU did not connect")
             time.sleep(0.05)
@@ -249,7 +276,7 @@ def videoroom(janus: Janus, peers: Sequence[Peer], video: VideoSettings) -> list
             if publisher is viewer:
                 continue
             handle = janus.attach()
-            join = {"request": "join", "ptype": "subscriber", "room": ROOM, "feed": feeds[publisher.node]}
+            join = {"request": "join", "ptype": "subscriber", "room": room, "feed": feeds[publisher.node]}
             while True:
                 try:
                     attached = janus.message(handle, join)
@@ -259,11 +286,11 @@ def videoroom(janus: Janus, peers: Sequence[Peer], video: VideoSettings) -> list
                     if "No such feed" not in str(e) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.05)
-            key = json.dumps(f"sfu:{publisher.node}")
+            key = json.dumps(view_key(viewer, publisher))
             answer = viewer.evaluate(
-                f"rtcbench.answer({key}, {json.dumps(attached['jsep']['sdp'])}, null)",
+                f"rtcbench.answer({key}, {json.dumps(video.edit(attached['jsep']['sdp']))}, null)",
                 "answer the SFU's offer",
             )
-            janus.message(handle, {"request": "start", "room": ROOM}, {"type": "answer", "sdp": answer})
+            janus.message(handle, {"request": "start", "room": room}, {"type": "answer", "sdp": answer})
             subscriptions.append(Subscription(viewer, publisher))
     return subscriptions
