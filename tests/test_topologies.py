@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 import pytest
@@ -193,3 +193,27 @@ def test_emulation_runs_mesh_streams_as_calls_and_refuses_relays_and_sfus() -> N
             media.plan(variant, 1)
         line = str(refused.value)
         assert "\n" not in line and f"{scenario}: {field}" in line and "cannot be emulated" in line, line
+
+
+class _Started(rtcbench.Controller):
+    """Holds each call's start rate and records which calls it was built for."""
+
+    calls: ClassVar[list[int]] = []
+
+    def on_start(self, call: rtcbench.CallInfo) -> None:
+        self.rate = float(call.start_rate_bps)
+        _Started.calls.append(int(call.call))
+
+    def on_feedback(self, now_us: int, report: rtcbench.FeedbackReport) -> None:
+        pass
+
+    def target_rate(self) -> float:
+        return self.rate
+
+
+def test_a_python_controller_runs_every_call_of_a_conference_downlinks_included() -> None:
+    # One controller per call of meta.calls: the 4 publishers' and the SFU's 12 downlinks'.
+    _Started.calls.clear()
+    (r,) = rtcbench.run("sfu-4", _Started, 1, sets=("duration=3s",), figure=False)
+    assert sorted(_Started.calls) == list(range(16))
+    assert set(r.tables.controller.get_column("call").unique().to_list()) == set(range(16))
