@@ -55,6 +55,7 @@ def scenario(*edits: tuple[str, str], append: str = "") -> str:
     return text + append
 
 
+CONFERENCE = '\n[[conferences]]\ntopology = "mesh"\nparticipants = ["A", "B"]\n'
 TCP = '\n[[tcp]]\nname = "t"\nfrom = "A"\nto = "B"\n'
 CBR = '\n[[cbr]]\nname = "u"\nfrom = "A"\nto = "B"\nrate = "100kbps"\n'
 WITH_QUEUE = ('queue = { size = "100ms" }', 'queue = { size = "{size}" }')
@@ -168,6 +169,21 @@ CASES: list[Case] = [
     ("call-no-way-back",
      {"s.toml": MINIMAL.replace('name = "backward"\nfrom = "B"\nto = "A"', 'name = "backward"\nfrom = "B"\nto = "C"')},
      run(), 2, ["calls.0.from:", "no links lead from \"B\" to \"A\" (the feedback)"]),
+    ("call-via-unknown-node", {"s.toml": scenario(('to = "B"\nvideo', 'to = "B"\nvia = "Z"\nvideo'))}, run(), 2,
+     ["s.toml:22: calls.0.via:", 'node "Z" is not joined by any link']),
+    ("call-via-an-end", {"s.toml": scenario(('to = "B"\nvideo', 'to = "B"\nvia = "A"\nvideo'))}, run(), 2,
+     ["calls.0.via:", "other than the call's ends"]),
+    ("conference-topology", {"s.toml": MINIMAL + CONFERENCE.replace('"mesh"', '"star"')}, run(), 2,
+     ["conferences[0].topology:", "`mesh`, `one-to-many`, `sfu`"]),
+    ("conference-no-source", {"s.toml": MINIMAL + CONFERENCE.replace('"mesh"', '"one-to-many"')}, run(), 2,
+     ["conferences.0.source:", "needs it"]),
+    ("conference-sfu-participant",
+     {"s.toml": MINIMAL + CONFERENCE.replace('"mesh"', '"sfu"\nsfu = "A"')}, run(), 2,
+     ["conferences.0.sfu:", '"A" is a participant']),
+    ("conference-call-end", {"s.toml": MINIMAL + CONFERENCE + 'call = { to = "B" }\n'}, run(), 2,
+     ["conferences[0].call:", "`to` is not a setting of a conference's streams"]),
+    ("conference-set-max", {"s.toml": MINIMAL + CONFERENCE}, run("--set", "conferences.0.call.video.max=fast"), 2,
+     ["--set conferences.0.call.video.max=fast:", "fast"]),
     # --- capacity traces ---------------------------------------------------------------------------
     ("trace-missing", {"s.toml": trace("nope.csv")}, run(), 2, ["links.forward.capacity_trace.file", "nope.csv"]),
     ("trace-tiny-segments",

@@ -366,7 +366,12 @@ def _stability(view: RunView) -> tuple[float | None, str]:
 def _self_fairness(view: RunView) -> tuple[float | None, str]:
     if len(_video(view)) < 2:
         return None, "n/a: one video flow"
-    if any(c.get("priority") not in (None, 1, 1.0) for c in view.scenario.get("calls", [])):
+    # A conference's calls take its `call` settings, priority included (docs/scenarios.md).
+    settings = [
+        *view.scenario.get("calls", []),
+        *(c.get("call", {}) for c in view.scenario.get("conferences", [])),
+    ]
+    if any(c.get("priority") not in (None, 1, 1.0) for c in settings):
         return None, "n/a: the calls have different priorities (RFC 8867 §6.1)"
     ratio = view.summary["fairness"]["run"].get("max_rate_ratio")
     return (ratio, "") if ratio is not None else (math.inf, "a flow got nothing")

@@ -47,9 +47,11 @@ SUITES: dict[str, tuple[str, ...]] = {
     "rfc8867": ("rfc8867-",),
     "seeds-wired": ("seed000-", "seed001-", "seed002-", "seed003-"),
     "traces": ("trace-",),
+    "topologies": ("mesh-", "sfu-", "one-to-many-", "turn-"),
 }
 """Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
-experiments are seeds 000-003; `traces` the scenarios over capacity traces)."""
+experiments are seeds 000-003; `traces` the scenarios over capacity traces; `topologies` the
+relayed call and the conferences)."""
 
 MAX_REPS = 10_000
 """Most repetitions of a suite (a suite of 10 000 repetitions of the RFC 8867 set runs for days)."""

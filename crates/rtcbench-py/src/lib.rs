@@ -113,20 +113,31 @@ fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
     serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// The calls of one resolved variant as live agents build their endpoints, as JSON: per call its
-/// name, sending and receiving nodes, and `CallPlan` for `seed`.
+/// The calls of one resolved variant as live agents build their endpoints, as JSON: per call (in
+/// `meta.calls` order, `scenario::calls::run_calls`) its id, name, sending and receiving nodes,
+/// relay (`via`), `role` and `CallPlan` for `seed`. An SFU's forward leg has no sender of its
+/// own and no plan (`null`): the forwarding element builds it.
 #[pyfunction]
 fn call_plans(resolved: &str, seed: u64) -> PyResult<String> {
+    use scenario::calls::{run_calls, Role};
     let s = one_variant(resolved, "call_plans")?;
     let end = rtcbench_units::Instant::ZERO + *s.spec.duration.get();
-    let calls: Vec<serde_json::Value> = s
-        .spec
-        .calls
+    let calls: Vec<serde_json::Value> = run_calls(&s.spec)
         .iter()
         .enumerate()
         .map(|(k, c)| {
-            let plan = scenario::elements::call_plan(c, k as u32, &s.spec.controller, seed, end);
-            serde_json::json!({ "name": c.name_or_default(k), "from": c.from, "to": c.to, "plan": plan })
+            let plan = (c.role != Role::Forward).then(|| {
+                scenario::elements::call_plan(&c.spec, k as u32, &c.label, &s.spec.controller, seed, end)
+            });
+            serde_json::json!({
+                "id": k,
+                "name": c.name,
+                "from": c.spec.from,
+                "to": c.spec.to,
+                "via": c.spec.via,
+                "role": c.role.name(),
+                "plan": plan,
+            })
         })
         .collect();
     serde_json::to_string(&calls).map_err(|e| PyValueError::new_err(e.to_string()))

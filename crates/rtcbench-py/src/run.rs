@@ -115,7 +115,8 @@ impl PyRun {
         let s = one_variant(resolved, "Run()")?;
         let (choice, failure, hold) = match factory {
             Some(factory) => {
-                let (choice, failure) = user_controller(&factory, controller, s.spec.calls.len())?;
+                let calls = rtcbench_sim::scenario::calls::count(&s.spec);
+                let (choice, failure) = user_controller(&factory, controller, calls)?;
                 let hold: Box<rtcbench_sim::streamed::Hold> =
                     Box::new(|work: &mut dyn FnMut()| Python::attach(|_| work()));
                 (choice, Some(failure), Some(hold))

@@ -89,7 +89,7 @@ pub const FRAME_LABEL_LEN: usize = 4;
 pub const VIDEO_CLOCK_HZ: u32 = 90_000;
 pub const AUDIO_CLOCK_HZ: u32 = 48_000;
 /// Controller state is traced at most this often per call (and whenever the target changes).
-const CONTROLLER_ROW_MIN_GAP: Duration = Duration::from_millis(10);
+pub(crate) const CONTROLLER_ROW_MIN_GAP: Duration = Duration::from_millis(10);
 /// A full-size video packet on the wire: 1200 B payload + 28 B RTP header and extensions + 28 B
 /// IPv4/UDP.
 const FULL_SIZE_PACKET: DataSize = DataSize::bytes(1256);
@@ -189,18 +189,60 @@ impl Paced for QueuedRtp {
 /// (that associated with RED when video goes in RED) and sequence number; the original's
 /// timestamp, marker and frame marking.
 fn rtx_header(ids: &StreamIds, rtx_seq: u16, original: &QueuedRtp, red: bool) -> RtpHeaderRepr {
+    rtx_header_for(ids, rtx_seq, original.marker, original.timestamp, original.marking, red)
+}
+
+/// The RTX header of a retransmission of a packet with `marker`, `timestamp` and `marking`
+/// ([`rtx_header`]; an SFU retransmits what it forwarded with it too).
+pub(crate) fn rtx_header_for(
+    ids: &StreamIds,
+    rtx_seq: u16,
+    marker: bool,
+    timestamp: u32,
+    marking: Option<FrameMarking>,
+    red: bool,
+) -> RtpHeaderRepr {
     RtpHeaderRepr {
         payload_type: if red { PT_RTX_RED } else { PT_RTX },
-        marker: original.marker,
+        marker,
         seq: SeqNo::new(u64::from(rtx_seq)),
-        timestamp: original.timestamp,
+        timestamp,
         ssrc: ids.rtx_ssrc,
         csrc: None,
         abs_send_time: Some(0),
         transport_seq: Some(SeqNo::new(0)),
-        frame_marking: original.marking,
+        frame_marking: marking,
         padding_len: 0,
     }
+}
+
+/// A probe padding packet of `size` (its original sequence number included, which the caller
+/// writes after the header) as packet `seq` of the RTX stream: its header, wire size and payload.
+///
+/// Probe padding goes out on the RTX stream, as libwebrtc prefers over padding-only packets; it
+/// belongs to the video flow. Its payload starts with an original sequence number (that of the
+/// last video packet sent) like any RTX payload, but it carries no frame marking: the receiver
+/// takes it for padding, not for a piece of a frame.
+pub(crate) fn probe_padding(
+    ids: &StreamIds,
+    seq: u16,
+    size: DataSize,
+) -> (RtpHeaderRepr, DataSize, DataSize) {
+    let h = RtpHeaderRepr {
+        payload_type: PT_RTX,
+        marker: false,
+        seq: SeqNo::new(u64::from(seq)),
+        timestamp: ids.video_ts0,
+        ssrc: ids.rtx_ssrc,
+        csrc: None,
+        abs_send_time: Some(0),
+        transport_seq: Some(SeqNo::new(0)),
+        frame_marking: None,
+        padding_len: 0,
+    };
+    // The requested size includes the original sequence number.
+    let payload = size.saturating_sub(DataSize::bytes(OSN_LEN as u64));
+    (h, wire_size(&h, payload) + DataSize::bytes(OSN_LEN as u64), payload)
 }
 
 /// The RTP header of a media packet as it will be sent (the extension values are filled in when
@@ -246,12 +288,12 @@ fn flexfec_header(ids: &StreamIds, seq: u16, timestamp: u32) -> RtpHeaderRepr {
 }
 
 /// `t` on an RTP clock of `hz` (before the stream's random offset), wrapping at 32 bits.
-fn rtp_clock(t: Instant, hz: u32) -> u32 {
+pub(crate) fn rtp_clock(t: Instant, hz: u32) -> u32 {
     ((t.as_micros() as u128 * u128::from(hz)) / 1_000_000) as u32
 }
 
 /// Wire size of an RTP packet: IPv4 + UDP + RTP header with extensions + payload.
-fn wire_size(header: &RtpHeaderRepr, payload: DataSize) -> DataSize {
+pub(crate) fn wire_size(header: &RtpHeaderRepr, payload: DataSize) -> DataSize {
     IPV4_UDP_OVERHEAD + DataSize::bytes(header.buffer_len() as u64) + payload
 }
 
@@ -263,7 +305,7 @@ fn video_prefix_len(red: bool) -> usize {
 
 /// What follows an RTP header in `data` (OSN, RED header, descriptor, label, FEC headers and
 /// body); the rest of the packet is zeros. Media fits on the stack.
-type Tail = SmallVec<[u8; 16]>;
+pub(crate) type Tail = SmallVec<[u8; 16]>;
 
 /// Appends what follows a video packet's RTP header up to the zeros of its payload: the RED
 /// header (if `red`), the VP8 descriptor and as much of the frame label as the payload holds.
@@ -300,6 +342,180 @@ struct LastBlock {
     extended_highest_seq: u32,
 }
 
+/// What a media sender makes of one RTCP message from its receiver ([`FeedbackIntake`]).
+pub(crate) enum Heard {
+    /// Transport-wide or RFC 8888 feedback, or a REMB: for the controller.
+    Feedback(FeedbackReport),
+    /// A receiver report's RTT and loss, for the controller (and the sender's history and FEC).
+    ReceiverReport(FeedbackReport),
+    /// A generic NACK (RFC 4585 §6.2.1) for the video stream: the sequence numbers it asks for.
+    Nack(Vec<u16>),
+    /// A PLI, or a FIR with a new command sequence number, for the video stream.
+    KeyframeRequest,
+    /// Nothing for the sender to act on (an RRTR is kept for the next sender report).
+    Nothing,
+}
+
+/// The sending side's reading of its receiver's RTCP, shared by a call's [`Sender`] and an
+/// SFU's downlinks (`crate::sfu`): it numbers the packets sent (transport-wide sequence numbers,
+/// [`TransportFeedbackAdapter`]), turns feedback into [`FeedbackReport`]s, keeps what interval
+/// deltas and RTT need, and traces every message it reads.
+#[derive(Debug, Default)]
+pub(crate) struct FeedbackIntake {
+    pub(crate) adapter: TransportFeedbackAdapter,
+    last_blocks: BTreeMap<u32, LastBlock>,
+    /// The last receiver reference time (RFC 3611 §4.4) heard: (receiver SSRC, LRR, arrival).
+    pub(crate) last_rrtr: Option<(u32, u32, Instant)>,
+    /// The command sequence number of the last FIR heard for the video stream.
+    last_fir_seq: Option<u8>,
+}
+
+impl FeedbackIntake {
+    /// One message of a compound packet of `size` on the wire, about the streams `ids`.
+    pub(crate) fn on_message<O: CallObserver>(
+        &mut self,
+        now: Instant,
+        m: RtcpMessage,
+        size: DataSize,
+        ids: &StreamIds,
+        obs: &mut O,
+    ) -> Heard {
+        match m {
+            RtcpMessage::TransportFeedback(fb) => {
+                let report = self.adapter.on_twcc(now, &fb);
+                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Twcc, size, fb.packets.len()));
+                Heard::Feedback(report)
+            }
+            RtcpMessage::CongestionControlFeedback(fb) => {
+                let report = self.adapter.on_ccfb(now, &fb);
+                let reported = fb.streams.iter().map(|s| s.reports.len()).sum();
+                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Ccfb, size, reported));
+                Heard::Feedback(report)
+            }
+            RtcpMessage::Remb(remb) => {
+                let report = FeedbackReport {
+                    remb: Some(remb.bitrate),
+                    data_in_flight: self.adapter.in_flight(),
+                    ..FeedbackReport::default()
+                };
+                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Remb, size, 0));
+                Heard::Feedback(report)
+            }
+            RtcpMessage::ReceiverReport(rr) => {
+                let report = self.receiver_report(now, &rr, ids);
+                obs.feedback(
+                    now,
+                    FeedbackRow {
+                        kind: FeedbackKind::Rr,
+                        size,
+                        rtt: report.rtt,
+                        fraction_lost: report.loss.map(|l| l.fraction_lost),
+                        packets_reported: None,
+                    },
+                );
+                Heard::ReceiverReport(report)
+            }
+            RtcpMessage::ExtendedReport(XrRepr { sender_ssrc, rrtr: Some(ntp64), .. }) => {
+                self.last_rrtr = Some((sender_ssrc, ntp::compact(ntp64), now));
+                Heard::Nothing
+            }
+            RtcpMessage::Nack(nack) if nack.media_ssrc == ids.video_ssrc => {
+                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Nack, size, nack.lost.len()));
+                Heard::Nack(nack.lost)
+            }
+            RtcpMessage::Pli(pli) if pli.media_ssrc == ids.video_ssrc => {
+                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Pli, size, 0));
+                Heard::KeyframeRequest
+            }
+            RtcpMessage::Fir(fir) => {
+                // RFC 5104 §4.3.1.2: a FIR repeating the last command sequence number is the
+                // same request (libwebrtc's RTCPReceiver::HandleFir skips it).
+                let ours = fir.entries.iter().find(|&&(ssrc, _)| ssrc == ids.video_ssrc);
+                let Some(&(_, seq)) = ours else { return Heard::Nothing };
+                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Fir, size, 0));
+                if self.last_fir_seq == Some(seq) {
+                    return Heard::Nothing;
+                }
+                self.last_fir_seq = Some(seq);
+                Heard::KeyframeRequest
+            }
+            _ => Heard::Nothing,
+        }
+    }
+
+    /// RTT (RFC 3550 §6.4.1: A - LSR - DLSR) and loss over the interval from an RR's blocks
+    /// about our streams.
+    fn receiver_report(&mut self, now: Instant, rr: &ReceiverReportRepr, ids: &StreamIds) -> FeedbackReport {
+        let ours = [ids.video_ssrc, ids.audio_ssrc, ids.rtx_ssrc, ids.flexfec_ssrc];
+        let mut rtt: Option<Duration> = None;
+        let mut lost = 0i64;
+        let mut expected = 0i64;
+        let mut fraction: f64 = 0.0;
+        for b in rr.blocks.iter().filter(|b| ours.contains(&b.ssrc)) {
+            if let Some(r) = ntp::rtt_from_report(now, b.lsr, b.dlsr) {
+                rtt = Some(rtt.map_or(r, |x| x.max(r)));
+            }
+            let last = self.last_blocks.insert(
+                b.ssrc,
+                LastBlock {
+                    cumulative_lost: b.cumulative_lost,
+                    extended_highest_seq: b.extended_highest_seq,
+                },
+            );
+            if let Some(last) = last {
+                lost += i64::from(b.cumulative_lost) - i64::from(last.cumulative_lost);
+                expected += i64::from(b.extended_highest_seq.wrapping_sub(last.extended_highest_seq));
+            }
+            // The repair streams' losses count, but not in the loss fraction (that of media).
+            if b.ssrc != ids.rtx_ssrc && b.ssrc != ids.flexfec_ssrc {
+                fraction = fraction.max(f64::from(b.fraction_lost) / 256.0);
+            }
+        }
+        let lost = lost.max(0) as u64;
+        let received = (expected.max(0) as u64).saturating_sub(lost);
+        FeedbackReport {
+            rtt,
+            loss: Some(LossReport {
+                fraction_lost: fraction,
+                packets_lost_delta: lost,
+                packets_received_delta: received,
+            }),
+            data_in_flight: self.adapter.in_flight(),
+            ..FeedbackReport::default()
+        }
+    }
+}
+
+/// An RTCP sender report (RFC 3550 §6.4.1) for stream `ssrc` with the media `(packets,
+/// octets)` sent so far, and the answer to the receiver's last reference time (RFC 3611 §4.5:
+/// a DLRR, so that it can measure the RTT).
+pub(crate) fn sender_report(
+    now: Instant,
+    ssrc: u32,
+    rtp_timestamp: u32,
+    (packets, octets): (u32, u32),
+    last_rrtr: Option<(u32, u32, Instant)>,
+) -> Outgoing {
+    let sr = SenderReportRepr {
+        ssrc,
+        ntp: ntp::to_ntp64(now),
+        rtp_timestamp,
+        packet_count: packets,
+        octet_count: octets,
+        blocks: Vec::new(),
+    };
+    let mut messages = vec![RtcpMessage::SenderReport(sr)];
+    if let Some((receiver, lrr, heard)) = last_rrtr {
+        let dlrr = DlrrSubBlock { ssrc: receiver, lrr, dlrr: ntp::duration_to_compact(now - heard) };
+        messages.push(RtcpMessage::ExtendedReport(XrRepr {
+            sender_ssrc: ssrc,
+            rrtr: None,
+            dlrr: vec![dlrr],
+        }));
+    }
+    rtcp_out(emit_compound(&messages).expect("an SR and a DLRR always encode"))
+}
+
 /// The encoder target under congestion-window pushback, as libwebrtc's
 /// `VideoStreamEncoder::UpdateTargetBitrate` computes it: above a 1 % ratio, shed
 /// min(target × ratio, target − codec minimum), but at most half (one frame in two). libwebrtc
@@ -319,7 +535,7 @@ fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
 }
 
 /// An RTCP compound packet to send.
-fn rtcp_out(data: Vec<u8>) -> Outgoing {
+pub(crate) fn rtcp_out(data: Vec<u8>) -> Outgoing {
     Outgoing {
         kind: OutKind::Rtcp,
         size: IPV4_UDP_OVERHEAD + DataSize::bytes(data.len() as u64),
@@ -354,7 +570,8 @@ pub struct Sender {
     audio: Option<AudioSource>,
     audio_rate: Bitrate,
     pacer: Pacer<QueuedRtp>,
-    adapter: TransportFeedbackAdapter,
+    /// Feedback from the receiver: transport-wide numbering, reports, NACK and keyframe requests.
+    intake: FeedbackIntake,
     video_seq: u16,
     rtx_seq: u16,
     audio_seq: u16,
@@ -362,9 +579,6 @@ pub struct Sender {
     media_octets: u32,
     report_interval: Duration,
     next_report: Instant,
-    last_blocks: BTreeMap<u32, LastBlock>,
-    /// The last receiver reference time (RFC 3611 §4.4) heard: (receiver SSRC, LRR, arrival).
-    last_rrtr: Option<(u32, u32, Instant)>,
     last_row: Option<(Instant, Bitrate)>,
     /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
     remote_metrics: Option<ControllerMetrics>,
@@ -379,8 +593,6 @@ pub struct Sender {
     limiter: RetransmissionLimiter,
     send_rates: SendRates,
     last_keyframe_request: Option<Instant>,
-    /// The command sequence number of the last FIR heard for the video stream.
-    last_fir_seq: Option<u8>,
     /// FEC on: RED + ULPFEC, or FlexFEC.
     fec: Option<Box<SenderFec>>,
     /// Video goes in RED (RED + ULPFEC on).
@@ -443,7 +655,7 @@ impl Sender {
             packetizer: Packetizer::default(),
             audio: p.audio,
             audio_rate,
-            adapter: TransportFeedbackAdapter::new(),
+            intake: FeedbackIntake::default(),
             video_seq: p.ids.video_seq0,
             rtx_seq: p.ids.rtx_seq0,
             audio_seq: p.ids.audio_seq0,
@@ -451,8 +663,6 @@ impl Sender {
             media_octets: 0,
             report_interval: p.report_interval,
             next_report: p.start + p.report_interval,
-            last_blocks: BTreeMap::new(),
-            last_rrtr: None,
             last_row: None,
             remote_metrics: None,
             pauses: p.pauses,
@@ -464,7 +674,6 @@ impl Sender {
             limiter: RetransmissionLimiter::default(),
             send_rates: SendRates::default(),
             last_keyframe_request: None,
-            last_fir_seq: None,
             fec: p.fec.map(|scheme| {
                 Box::new(SenderFec {
                     scheme,
@@ -611,7 +820,7 @@ impl Sender {
     fn window_full(&self) -> bool {
         self.controller
             .congestion_window()
-            .is_some_and(|window| self.adapter.in_flight() + FULL_SIZE_PACKET > window)
+            .is_some_and(|window| self.intake.adapter.in_flight() + FULL_SIZE_PACKET > window)
     }
 
     fn drain_pacer(&mut self, now: Instant) {
@@ -690,37 +899,12 @@ impl Sender {
                     (h, item.wire, item.payload, kind, item.frame, item.is_audio)
                 }
                 PacedOutput::Padding { size, .. } => {
-                    // Probe padding goes out on the RTX stream, as libwebrtc prefers over
-                    // padding-only packets; it belongs to the video flow. Its payload starts with
-                    // an original sequence number (that of the last video packet sent) like any
-                    // RTX payload, but it carries no frame marking: the receiver takes it for
-                    // padding, not for a piece of a frame.
                     let seq = self.rtx_seq;
                     self.rtx_seq = self.rtx_seq.wrapping_add(1);
                     let osn = self.last_video_seq.unwrap_or(self.ids.video_seq0.wrapping_sub(1));
                     tail.extend_from_slice(&osn.to_be_bytes());
-                    let h = RtpHeaderRepr {
-                        payload_type: PT_RTX,
-                        marker: false,
-                        seq: SeqNo::new(u64::from(seq)),
-                        timestamp: self.ids.video_ts0,
-                        ssrc: self.ids.rtx_ssrc,
-                        csrc: None,
-                        abs_send_time: Some(0),
-                        transport_seq: Some(SeqNo::new(0)),
-                        frame_marking: None,
-                        padding_len: 0,
-                    };
-                    // The requested size includes the original sequence number.
-                    let payload = size.saturating_sub(DataSize::bytes(OSN_LEN as u64));
-                    (
-                        h,
-                        wire_size(&h, payload) + DataSize::bytes(OSN_LEN as u64),
-                        payload,
-                        OutKind::Padding,
-                        None,
-                        false,
-                    )
+                    let (h, wire, payload) = probe_padding(&self.ids, seq, size);
+                    (h, wire, payload, OutKind::Padding, None, false)
                 }
             };
             match kind {
@@ -729,7 +913,8 @@ impl Sender {
                 OutKind::Fec => self.send_rates.on_sent(now, SentKind::Fec, size),
                 _ => {}
             }
-            let sent = self.adapter.on_sent(now, size, is_audio, probe, Some((header.ssrc, header.seq)));
+            let sent =
+                self.intake.adapter.on_sent(now, size, is_audio, probe, Some((header.ssrc, header.seq)));
             header.transport_seq = Some(TransportFeedbackAdapter::wire_seq(sent.seq));
             header.abs_send_time = Some(abs_send_time_from(now));
             let header_len = header.buffer_len();
@@ -828,26 +1013,9 @@ impl Sender {
     /// An RTCP sender report for the video (or audio) stream.
     fn send_report(&mut self, now: Instant) {
         let ssrc = if self.video.is_some() { self.ids.video_ssrc } else { self.ids.audio_ssrc };
-        let sr = SenderReportRepr {
-            ssrc,
-            ntp: ntp::to_ntp64(now),
-            rtp_timestamp: self.ids.video_ts0.wrapping_add(rtp_clock(now, VIDEO_CLOCK_HZ)),
-            packet_count: self.media_packets,
-            octet_count: self.media_octets,
-            blocks: Vec::new(),
-        };
-        let mut messages = vec![RtcpMessage::SenderReport(sr)];
-        // RFC 3611 §4.5: answer the receiver's reference time so that it can measure the RTT.
-        if let Some((receiver, lrr, heard)) = self.last_rrtr {
-            let dlrr = DlrrSubBlock { ssrc: receiver, lrr, dlrr: ntp::duration_to_compact(now - heard) };
-            messages.push(RtcpMessage::ExtendedReport(XrRepr {
-                sender_ssrc: ssrc,
-                rrtr: None,
-                dlrr: vec![dlrr],
-            }));
-        }
-        let data = emit_compound(&messages).expect("an SR and a DLRR always encode");
-        self.outbox.push(rtcp_out(data));
+        let rtp_timestamp = self.ids.video_ts0.wrapping_add(rtp_clock(now, VIDEO_CLOCK_HZ));
+        let counts = (self.media_packets, self.media_octets);
+        self.outbox.push(sender_report(now, ssrc, rtp_timestamp, counts, self.intake.last_rrtr));
     }
 
     /// Feedback (RTCP bytes, `size` on the wire) arrived.
@@ -858,71 +1026,24 @@ impl Sender {
         // nothing but a NACK or PLI leaves its state as it was.
         let mut heard = false;
         for m in messages {
-            match m {
-                RtcpMessage::TransportFeedback(fb) => {
-                    let report = self.adapter.on_twcc(now, &fb);
-                    let row = FeedbackRow::reporting(FeedbackKind::Twcc, pkt.size, fb.packets.len());
-                    obs.feedback(now, row);
+            match self.intake.on_message(now, m, pkt.size, &self.ids, obs) {
+                Heard::Feedback(report) => {
                     self.controller.on_feedback(now, &report);
                     heard = true;
                 }
-                RtcpMessage::CongestionControlFeedback(fb) => {
-                    let report = self.adapter.on_ccfb(now, &fb);
-                    let reported = fb.streams.iter().map(|s| s.reports.len()).sum();
-                    obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Ccfb, pkt.size, reported));
-                    self.controller.on_feedback(now, &report);
-                    heard = true;
-                }
-                RtcpMessage::Remb(remb) => {
-                    let report = FeedbackReport {
-                        remb: Some(remb.bitrate),
-                        data_in_flight: self.adapter.in_flight(),
-                        ..FeedbackReport::default()
-                    };
-                    obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Remb, pkt.size, 0));
-                    self.controller.on_feedback(now, &report);
-                    heard = true;
-                }
-                RtcpMessage::ReceiverReport(rr) => {
-                    let report = self.receiver_report(now, &rr);
-                    obs.feedback(
-                        now,
-                        FeedbackRow {
-                            kind: FeedbackKind::Rr,
-                            size: pkt.size,
-                            rtt: report.rtt,
-                            fraction_lost: report.loss.map(|l| l.fraction_lost),
-                            packets_reported: None,
-                        },
-                    );
-                    self.controller.on_feedback(now, &report);
-                    heard = true;
-                }
-                RtcpMessage::ExtendedReport(XrRepr { sender_ssrc, rrtr: Some(ntp64), .. }) => {
-                    self.last_rrtr = Some((sender_ssrc, ntp::compact(ntp64), now));
-                }
-                RtcpMessage::Nack(nack) if nack.media_ssrc == self.ids.video_ssrc => {
-                    let row = FeedbackRow::reporting(FeedbackKind::Nack, pkt.size, nack.lost.len());
-                    obs.feedback(now, row);
-                    self.on_nack(now, &nack.lost);
-                }
-                RtcpMessage::Pli(pli) if pli.media_ssrc == self.ids.video_ssrc => {
-                    obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Pli, pkt.size, 0));
-                    self.on_keyframe_request(now);
-                }
-                RtcpMessage::Fir(fir) => {
-                    // RFC 5104 §4.3.1.2: a FIR repeating the last command sequence number is the
-                    // same request (libwebrtc's RTCPReceiver::HandleFir skips it).
-                    let ours = fir.entries.iter().find(|&&(ssrc, _)| ssrc == self.ids.video_ssrc);
-                    if let Some(&(_, seq)) = ours {
-                        obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Fir, pkt.size, 0));
-                        if self.last_fir_seq != Some(seq) {
-                            self.last_fir_seq = Some(seq);
-                            self.on_keyframe_request(now);
-                        }
+                Heard::ReceiverReport(report) => {
+                    if let Some(rtt) = report.rtt {
+                        // libwebrtc gives the history the RTCP RTT plus 5 ms.
+                        self.history.set_rtt(rtt + RTT_MARGIN);
+                        self.reported_rtt = rtt;
                     }
+                    self.reported_loss = report.loss.map_or(0.0, |l| l.fraction_lost);
+                    self.controller.on_feedback(now, &report);
+                    heard = true;
                 }
-                _ => {}
+                Heard::Nack(lost) => self.on_nack(now, &lost),
+                Heard::KeyframeRequest => self.on_keyframe_request(now),
+                Heard::Nothing => {}
             }
         }
         self.apply_controller(now, heard.then_some(obs));
@@ -961,54 +1082,6 @@ impl Sender {
         }
         self.last_keyframe_request = Some(now);
         video.request_keyframe();
-    }
-
-    /// RTT (RFC 3550 §6.4.1: A - LSR - DLSR) and loss over the interval from an RR's blocks
-    /// about our streams.
-    fn receiver_report(&mut self, now: Instant, rr: &ReceiverReportRepr) -> FeedbackReport {
-        let ours = [self.ids.video_ssrc, self.ids.audio_ssrc, self.ids.rtx_ssrc, self.ids.flexfec_ssrc];
-        let mut rtt: Option<Duration> = None;
-        let mut lost = 0i64;
-        let mut expected = 0i64;
-        let mut fraction: f64 = 0.0;
-        for b in rr.blocks.iter().filter(|b| ours.contains(&b.ssrc)) {
-            if let Some(r) = ntp::rtt_from_report(now, b.lsr, b.dlsr) {
-                rtt = Some(rtt.map_or(r, |x| x.max(r)));
-            }
-            let last = self.last_blocks.insert(
-                b.ssrc,
-                LastBlock {
-                    cumulative_lost: b.cumulative_lost,
-                    extended_highest_seq: b.extended_highest_seq,
-                },
-            );
-            if let Some(last) = last {
-                lost += i64::from(b.cumulative_lost) - i64::from(last.cumulative_lost);
-                expected += i64::from(b.extended_highest_seq.wrapping_sub(last.extended_highest_seq));
-            }
-            // The repair streams' losses count, but not in the loss fraction (that of media).
-            if b.ssrc != self.ids.rtx_ssrc && b.ssrc != self.ids.flexfec_ssrc {
-                fraction = fraction.max(f64::from(b.fraction_lost) / 256.0);
-            }
-        }
-        if let Some(rtt) = rtt {
-            // libwebrtc gives the history the RTCP RTT plus 5 ms.
-            self.history.set_rtt(rtt + RTT_MARGIN);
-            self.reported_rtt = rtt;
-        }
-        self.reported_loss = fraction;
-        let lost = lost.max(0) as u64;
-        let received = (expected.max(0) as u64).saturating_sub(lost);
-        FeedbackReport {
-            rtt,
-            loss: Some(LossReport {
-                fraction_lost: fraction,
-                packets_lost_delta: lost,
-                packets_received_delta: received,
-            }),
-            data_in_flight: self.adapter.in_flight(),
-            ..FeedbackReport::default()
-        }
     }
 
     /// The receiver-side estimator's state, for the trace (set by the world after the receiver

@@ -12,6 +12,7 @@
 pub mod call;
 pub mod observe;
 pub mod plan;
+pub mod sfu;
 
 pub use call::{FeedbackMode, Pause, Receiver, Sender, SenderParts, StreamIds};
 pub use observe::{CallObserver, FeedbackKind, FeedbackRow, Ignore};

@@ -4,8 +4,9 @@
 
 use rtcbench_cc::ControllerMetrics;
 use rtcbench_media::video::Frame;
+use rtcbench_rtp::sfu::SfuObserver;
 use rtcbench_rtp::{CallObserver, FeedbackRow, Incoming, OutKind, Outgoing};
-use rtcbench_units::{Bitrate, Instant};
+use rtcbench_units::{Bitrate, DataSize, Instant};
 
 use crate::packet::{FlowId, Packet, PacketKind, RouteId};
 use crate::trace::Trace;
@@ -69,21 +70,29 @@ impl CallPlumbing {
     }
 }
 
-/// A simulated packet as the endpoint at the end of its route takes it.
-pub fn incoming(pkt: &Packet) -> Incoming<'_> {
-    Incoming { data: &pkt.data, size: pkt.size, ecn: pkt.ecn, rtcp: pkt.kind == PacketKind::Rtcp }
+/// A simulated packet as the endpoint at the end of its route takes it: without the `framing`
+/// its route added on the wire (a TURN relay's ChannelData header, which the endpoint's TURN
+/// client strips).
+pub fn incoming(pkt: &Packet, framing: DataSize) -> Incoming<'_> {
+    Incoming { data: &pkt.data, size: pkt.size - framing, ecn: pkt.ecn, rtcp: pkt.kind == PacketKind::Rtcp }
 }
 
 /// Writes a call's events into the run's trace, under its call index and flows.
 pub struct CallTrace<'a> {
     pub trace: &'a mut Trace,
     pub plumbing: &'a CallPlumbing,
+    /// Other video flows that carry the frames this call's sender encodes: an SFU's forward
+    /// legs of a published stream, whose frame rows start when the publisher encodes.
+    pub mirrors: &'a [FlowId],
 }
 
 impl CallObserver for CallTrace<'_> {
     fn frame_encoded(&mut self, frame: &Frame, packets: u32) {
         let flow = self.plumbing.video_flow.expect("video flow exists with a video source");
         self.trace.frames.encoded(flow, frame, packets);
+        for &flow in self.mirrors {
+            self.trace.frames.encoded(flow, frame, packets);
+        }
     }
 
     fn frame_completed(&mut self, frame: u64, at: Instant) {
@@ -117,5 +126,35 @@ impl CallObserver for CallTrace<'_> {
         remote: Option<&ControllerMetrics>,
     ) {
         self.trace.controller.record(at, self.plumbing.call, target, pacing, metrics, remote);
+    }
+}
+
+/// Where an SFU's datagrams for one published stream go: the publish call's plumbing (feedback to
+/// the publisher on its backward route) and each forward leg's (to its viewer).
+#[derive(Clone, Debug)]
+pub struct ForwarderPlumbing {
+    pub uplink: CallPlumbing,
+    pub legs: Vec<CallPlumbing>,
+}
+
+/// Writes an SFU's events into the run's trace: the uplink's under the publish call, each
+/// downlink's under its forward leg.
+pub struct SfuTrace<'a> {
+    pub trace: &'a mut Trace,
+    pub plumbing: &'a ForwarderPlumbing,
+}
+
+impl SfuObserver for SfuTrace<'_> {
+    type Call<'b>
+        = CallTrace<'b>
+    where
+        Self: 'b;
+
+    fn uplink(&mut self) -> CallTrace<'_> {
+        CallTrace { trace: &mut *self.trace, plumbing: &self.plumbing.uplink, mirrors: &[] }
+    }
+
+    fn downlink(&mut self, leg: usize) -> CallTrace<'_> {
+        CallTrace { trace: &mut *self.trace, plumbing: &self.plumbing.legs[leg], mirrors: &[] }
     }
 }

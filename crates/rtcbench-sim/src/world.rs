@@ -16,16 +16,17 @@ use rtcbench_cc::{AnyController, Controller, ControllerKind};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
-use crate::call::{incoming, CallPlumbing, CallTrace, FeedbackMode, Receiver, Sender};
+use crate::call::{
+    incoming, CallPlumbing, CallTrace, FeedbackMode, ForwarderPlumbing, Receiver, Sender, SfuTrace,
+};
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
+use crate::scenario::calls::{run_calls, Role, RunCall};
 use crate::scenario::elements::{
     call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
     DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN, UDP_BACKGROUND_PACKET,
 };
-use crate::scenario::{
-    find_path, CallSpec, ControllerParams, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
-};
+use crate::scenario::{find_path, ControllerParams, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec};
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
 use crate::traffic::cbr::CbrSource;
@@ -35,7 +36,8 @@ use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, Sender
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::Link;
 use rtcbench_net::rng::rng_for;
-use rtcbench_rtp::CallPlan;
+use rtcbench_rtp::sfu::{DownlinkParts, Forwarder, ForwarderParts, Toward};
+use rtcbench_rtp::{CallPlan, StreamIds};
 
 /// Link state is sampled this often (and at every capacity change).
 pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
@@ -51,7 +53,10 @@ pub struct Meta {
     /// Node names; a capture gives node `i` the address 10.0.0.(i+1).
     pub nodes: Vec<String>,
     pub links: Vec<LinkMeta>,
+    /// Every call: `[[calls]]`, then the streams of each conference (`scenario::calls`).
     pub calls: Vec<CallMeta>,
+    /// The scenario's conferences, as written.
+    pub conferences: Vec<ConferenceMeta>,
     pub flows: Vec<FlowMeta>,
 }
 
@@ -84,6 +89,31 @@ pub struct CallMeta {
     /// Its video encoder's maximum rate (bit/s); `None` without video. What the call can use at
     /// most, so the fair share metrics compare it with (docs/metrics.md).
     pub video_max_bps: Option<u64>,
+    /// The conference the call is a stream of; `None` for a `[[calls]]` entry.
+    pub conference: Option<String>,
+    /// `p2p` for a `[[calls]]` entry, else the conference's: `mesh`, `one-to-many` or `sfu`.
+    pub topology: &'static str,
+    /// The TURN relay the call goes through, if any.
+    pub via: Option<String>,
+    /// `call` (a `[[calls]]` entry, a mesh or one-to-many stream), `publish` (a participant's
+    /// stream up to an SFU: `receiver` is the SFU node) or `forward` (an SFU's downlink to one
+    /// viewer: `sender` is the SFU node).
+    pub role: &'static str,
+    /// For a forward leg: the id of the publish call whose media it carries.
+    pub forwards: Option<u32>,
+    /// The SFU node of an SFU conference's calls.
+    pub sfu: Option<String>,
+}
+
+/// A `[[conferences]]` entry (`meta.conferences`); `None` where the topology has no such field.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConferenceMeta {
+    pub name: String,
+    pub topology: &'static str,
+    pub participants: Vec<String>,
+    pub source: Option<String>,
+    pub sfu: Option<String>,
+    pub via: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -152,11 +182,11 @@ const CBR_CAPTURE_PORT: u16 = 9;
 pub struct RunOptions {
     /// Keep every packet's bytes for a capture file.
     pub capture: bool,
-    /// The call (index into the scenario's calls) whose target rate is set from outside, through
+    /// The call (index into `meta.calls`) whose target rate is set from outside, through
     /// [`Simulation::set_external_target`], instead of by the run's controller: it runs
     /// [`ExternalRate`] with transport-wide feedback, and the trace names its controller
     /// `external`. The other calls run the run's controller (a [`UserController`] is built for
-    /// those only).
+    /// those only). It must be a call with a sender (not an SFU's forward leg).
     pub external: Option<u32>,
 }
 
@@ -239,6 +269,7 @@ enum Event {
     Link(LinkId),
     Sender(u32),
     Receiver(u32),
+    Forwarder(u32),
     TcpSource(u32),
     TcpSink(u32),
     Cbr(u32),
@@ -250,6 +281,10 @@ enum Event {
 enum Endpoint {
     Sender(u32),
     Receiver(u32),
+    /// An SFU, receiving a publisher's stream.
+    Forwarder(u32),
+    /// An SFU, receiving the RTCP of one of its downlinks' viewers: (forwarder, downlink).
+    Downlink(u32, u16),
     /// A TCP sender, receiving ACKs.
     TcpSource(u32),
     TcpSink(u32),
@@ -266,6 +301,22 @@ struct Route {
     /// First and last node (indices into `Meta::nodes`), for captures.
     src_node: u16,
     dst_node: u16,
+    /// Bytes the route adds to every packet on the wire: a TURN relay's ChannelData header.
+    framing: DataSize,
+}
+
+/// TURN's ChannelData header (RFC 8656 §12.4: channel number and length, 4 bytes), which every
+/// packet of a relayed call carries on both legs (from the client to the relay and from the
+/// relay to the peer's client, with both peers relayed); over UDP it is not padded (§12.5).
+const TURN_CHANNEL_DATA: DataSize = DataSize::bytes(4);
+
+/// Whose controller traces a receiver's receive-side estimator.
+#[derive(Clone, Copy, Debug)]
+enum Peer {
+    /// A call's sender.
+    Sender(u32),
+    /// An SFU's downlink: (forwarder, downlink).
+    Downlink(u32, usize),
 }
 
 struct World {
@@ -274,11 +325,26 @@ struct World {
     link_wake: Vec<Option<Instant>>,
     routes: Vec<Route>,
     senders: Vec<Sender>,
-    /// Per call, where its datagrams go (flows, routes).
+    /// Per sender, where its call's datagrams go (flows, routes).
     plumbings: Vec<CallPlumbing>,
+    /// Per sender, the forward legs' video flows that carry its frames too.
+    frame_mirrors: Vec<Vec<FlowId>>,
+    /// Per call (`meta.calls`), its sender, if it has one (an SFU's forward leg has none).
+    sender_of_call: Vec<Option<u32>>,
     sender_wake: Vec<Option<Instant>>,
     receivers: Vec<Receiver>,
+    /// Per receiver, its call's plumbing and whose controller traces its estimator.
+    receiver_plumbings: Vec<CallPlumbing>,
+    receiver_peers: Vec<Peer>,
     receiver_wake: Vec<Option<Instant>>,
+    /// One per SFU-published stream.
+    forwarders: Vec<Forwarder>,
+    forwarder_plumbings: Vec<ForwarderPlumbing>,
+    /// Per forwarder, the publisher's sender.
+    forwarder_senders: Vec<u32>,
+    forwarder_wake: Vec<Wake>,
+    /// The elements' first wake-ups, in call order.
+    first_wakes: Vec<Event>,
     tcp_sources: Vec<TcpSource>,
     tcp_source_wake: Vec<Wake>,
     /// Per flow id, the TCP source that applies TCP Small Queues to it (its first link is its
@@ -477,10 +543,13 @@ impl Simulation {
         self.external
     }
 
+    /// The external call's sender and controller.
     fn external_mut(&mut self) -> (u32, &mut ExternalRate) {
         let call = self.external.expect("RunOptions::external names the call whose rate is set from outside");
-        match self.world.senders[call as usize].controller_mut() {
-            AnyController::External(c) => (call, c),
+        let sender =
+            self.world.sender_of_call[call as usize].expect("checked: the external call has a sender");
+        match self.world.senders[sender as usize].controller_mut() {
+            AnyController::External(c) => (sender, c),
             _ => unreachable!("the external call runs ExternalRate"),
         }
     }
@@ -492,9 +561,9 @@ impl Simulation {
     /// If [`RunOptions::external`] named no call.
     pub fn set_external_target(&mut self, rate: Bitrate) {
         let now = self.now;
-        let (call, c) = self.external_mut();
+        let (sender, c) = self.external_mut();
         if c.set_target(now, rate) {
-            self.world.wake(Event::Sender(call));
+            self.world.wake(Event::Sender(sender));
         }
     }
 
@@ -565,6 +634,7 @@ fn build_world(
             .collect(),
         nodes: Vec::new(),
         calls: Vec::new(),
+        conferences: Vec::new(),
         flows: Vec::new(),
     };
     for l in &spec.links {
@@ -578,8 +648,6 @@ fn build_world(
     let node = |name: &str| {
         node_names.iter().position(|n| n == name).expect("every endpoint node is on a link") as u16
     };
-    let (nodes_of_from, nodes_of_to): (Vec<u16>, Vec<u16>) =
-        spec.calls.iter().map(|c| (node(&c.from), node(&c.to))).unzip();
     let bottleneck = |path: &[LinkId]| -> String {
         let by_rate = path
             .iter()
@@ -589,39 +657,86 @@ fn build_world(
     let names =
         |path: &[LinkId]| path.iter().map(|&l| links[l as usize].name().to_string()).collect::<Vec<_>>();
 
-    if let Some(call) = options.external.filter(|&c| c as usize >= spec.calls.len()) {
+    let run = run_calls(spec);
+    if let Some(call) = options.external.filter(|&c| c as usize >= run.len()) {
         return Err(ScenarioError::new(
             &origin,
             Some("calls".to_string()),
             format!(
                 "the externally controlled call is call {call}, but the scenario has {} call(s)",
-                spec.calls.len()
+                run.len()
             ),
         ));
     }
+    if let Some(call) = options.external.filter(|&c| run[c as usize].role == Role::Forward) {
+        return Err(ScenarioError::new(
+            &origin,
+            Some("calls".to_string()),
+            format!(
+                "the externally controlled call is call {call} ({}), an SFU's downlink; choose a call with a sender",
+                run[call as usize].name
+            ),
+        ));
+    }
+    meta.conferences = spec
+        .conferences
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ConferenceMeta {
+            name: c.name_or_default(i),
+            topology: c.topology.name(),
+            participants: c.participants.clone(),
+            source: c.source.clone(),
+            sfu: c.sfu.clone(),
+            via: c.via.clone(),
+        })
+        .collect();
     let mut routes = Vec::new();
-    let mut senders = Vec::new();
-    let mut receivers = Vec::new();
-    let mut plumbings = Vec::new();
+    let mut calls = Calls::default();
     let mut setups = Vec::new();
-    for (i, c) in spec.calls.iter().enumerate() {
+    for (i, rc) in run.iter().enumerate() {
         let call = i as u32;
-        // Routes were checked when the scenario was loaded.
-        let fwd = find_path(&spec.links, &c.from, &c.to).expect("validated: a forward route");
-        let bwd = find_path(&spec.links, &c.to, &c.from).expect("validated: a backward route");
-        let name = c.name_or_default(i);
+        let c = &rc.spec;
+        // Routes were checked when the scenario was loaded; a relayed call goes to the relay and
+        // on from there.
+        let path = |from: &str, to: &str| match &c.via {
+            None => find_path(&spec.links, from, to).expect("validated: a route"),
+            Some(via) => {
+                let mut p = find_path(&spec.links, from, via).expect("validated: a route to the relay");
+                p.extend(find_path(&spec.links, via, to).expect("validated: a route from the relay"));
+                p
+            }
+        };
+        let (fwd, bwd) = (path(&c.from, &c.to), path(&c.to, &c.from));
+        let framing = if c.via.is_some() { TURN_CHANNEL_DATA } else { DataSize::ZERO };
+        let (a, b) = (node(&c.from), node(&c.to));
+        // Where each direction ends: the far endpoint of the element built below.
+        let (to_receiving, to_sending) = match rc.role {
+            Role::Call => (
+                Endpoint::Receiver(calls.receivers.len() as u32),
+                Endpoint::Sender(calls.senders.len() as u32),
+            ),
+            Role::Publish => (
+                Endpoint::Forwarder(calls.forwarders.len() as u32),
+                Endpoint::Sender(calls.senders.len() as u32),
+            ),
+            Role::Forward => {
+                let f = calls.forwarder_of(rc);
+                let leg = calls.forwarders[f as usize].parts.downlinks.len() as u16;
+                (Endpoint::Receiver(calls.receivers.len() as u32), Endpoint::Downlink(f, leg))
+            }
+        };
         let forward_route = routes.len() as RouteId;
-        let (a, b) = (nodes_of_from[i], nodes_of_to[i]);
-        routes.push(Route { links: fwd.clone(), dest: Endpoint::Receiver(call), src_node: a, dst_node: b });
+        routes.push(Route { links: fwd.clone(), dest: to_receiving, src_node: a, dst_node: b, framing });
         let backward_route = routes.len() as RouteId;
-        routes.push(Route { links: bwd.clone(), dest: Endpoint::Sender(call), src_node: b, dst_node: a });
+        routes.push(Route { links: bwd.clone(), dest: to_sending, src_node: b, dst_node: a, framing });
 
         let (start_s, stop_s) = active_span(c.start, c.stop, end);
         let mut add_flow = |kind: &'static str, suffix: &str, path: &[LinkId]| -> FlowId {
             let id = meta.flows.len() as FlowId;
             meta.flows.push(FlowMeta {
                 id,
-                name: format!("{name}.{suffix}"),
+                name: format!("{}.{suffix}", rc.name),
                 kind,
                 call: Some(call),
                 path: names(path),
@@ -654,14 +769,40 @@ fn build_world(
         };
 
         let external = options.external == Some(call);
-        let (mut sender, receiver, setup) =
-            build_call(c, plumbing, &mut controller, external, &spec.controller, seed, end)?;
-        // The trace's controller columns are fixed by its first row: include the receiver-side
-        // estimator's from the start.
-        sender.set_remote_metrics(receiver.estimator_metrics());
+        let setup = match rc.role {
+            Role::Call | Role::Publish => {
+                let (plan, mut sender, receiver, setup) =
+                    build_call(rc, call, &mut controller, external, &spec.controller, seed, end);
+                // The trace's controller columns are fixed by its first row: include the
+                // receiver-side estimator's from the start.
+                sender.set_remote_metrics(receiver.estimator_metrics());
+                calls.add_sender(call, sender, plumbing);
+                if rc.role == Role::Call {
+                    calls.add_receiver(receiver, plumbing, Peer::Sender(calls.senders.len() as u32 - 1));
+                } else {
+                    calls.add_forwarder(call, &plan, receiver, plumbing);
+                }
+                setup
+            }
+            Role::Forward => {
+                let publish = rc.forwards.expect("a forward leg names its publish call");
+                let (parts, receiver, setup) = build_downlink(
+                    rc,
+                    call,
+                    &run[publish as usize],
+                    publish,
+                    &mut controller,
+                    &spec.controller,
+                    seed,
+                    end,
+                );
+                calls.add_downlink(rc, parts, receiver, plumbing);
+                setup
+            }
+        };
         meta.calls.push(CallMeta {
             id: call,
-            name,
+            name: rc.name.clone(),
             controller: if external { ExternalRate::NAME } else { controller.name() }.to_string(),
             sender: c.from.clone(),
             receiver: c.to.clone(),
@@ -672,11 +813,14 @@ fn build_world(
             video_max_bps: video_on.then(|| {
                 c.video.as_ref().and_then(|v| v.max.as_ref()).map_or(DEFAULT_VIDEO_MAX, |m| *m.get()).as_bps()
             }),
+            conference: rc.conference.map(|k| meta.conferences[k].name.clone()),
+            topology: rc.topology(spec),
+            via: c.via.clone(),
+            role: rc.role.name(),
+            forwards: rc.forwards,
+            sfu: rc.sfu.clone(),
         });
         setups.push(setup);
-        senders.push(sender);
-        receivers.push(receiver);
-        plumbings.push(plumbing);
     }
 
     let mut flow_meta = |name: String,
@@ -698,7 +842,7 @@ fn build_world(
         id
     };
     let mut route_to = |path: Vec<LinkId>, dest: Endpoint, (src_node, dst_node): (u16, u16)| -> RouteId {
-        routes.push(Route { links: path, dest, src_node, dst_node });
+        routes.push(Route { links: path, dest, src_node, dst_node, framing: DataSize::ZERO });
         (routes.len() - 1) as RouteId
     };
     // Routes were checked when the scenario was loaded.
@@ -765,18 +909,39 @@ fn build_world(
         links[host_link as usize].report_serialised();
     }
     let n_links = links.len();
-    let (n_s, n_r) = (senders.len(), receivers.len());
+    let (n_s, n_r, n_f) = (calls.senders.len(), calls.receivers.len(), calls.forwarders.len());
     let (n_tcp, n_cbr) = (tcp_sources.len(), cbrs.len());
+    let mut forwarders = Vec::with_capacity(n_f);
+    let mut forwarder_plumbings = Vec::with_capacity(n_f);
+    let mut forwarder_senders = Vec::with_capacity(n_f);
+    for pending in calls.forwarders {
+        let mut forwarder = Forwarder::new(pending.parts);
+        for (leg, m) in pending.remote.into_iter().enumerate() {
+            forwarder.set_remote_metrics(leg, m);
+        }
+        forwarders.push(forwarder);
+        forwarder_plumbings.push(pending.plumbing);
+        forwarder_senders.push(pending.sender);
+    }
     let w = World {
         sched: Scheduler::new(),
         links,
         link_wake: vec![None; n_links],
         routes,
-        senders,
-        plumbings,
+        senders: calls.senders,
+        plumbings: calls.plumbings,
+        frame_mirrors: calls.frame_mirrors,
+        sender_of_call: calls.sender_of_call,
         sender_wake: vec![None; n_s],
-        receivers,
+        receivers: calls.receivers,
+        receiver_plumbings: calls.receiver_plumbings,
+        receiver_peers: calls.receiver_peers,
         receiver_wake: vec![None; n_r],
+        forwarders,
+        forwarder_plumbings,
+        forwarder_senders,
+        forwarder_wake: vec![None; n_f],
+        first_wakes: calls.first_wakes,
         tcp_sources,
         tcp_source_wake: vec![None; n_tcp],
         small_queues,
@@ -859,19 +1024,30 @@ fn build_tcp(
     (source, sink)
 }
 
-/// A call's sender and receiver, built from its plan (`scenario::elements::call_plan`), and what
-/// its controller was told about the call. An `external` call runs [`ExternalRate`] instead of
-/// `controller`.
+/// A call's plan (`scenario::elements::call_plan`), sender and receiver, and what its controller
+/// was told about the call. An `external` call runs [`ExternalRate`] instead of `controller`.
 fn build_call(
-    c: &CallSpec,
-    plumbing: CallPlumbing,
+    rc: &RunCall,
+    call: u32,
     controller: &mut ControllerChoice,
     external: bool,
     params: &ControllerParams,
     seed: u64,
     end: Instant,
-) -> Result<(Sender, Receiver, CallSetup), ScenarioError> {
-    let plan = call_plan(c, plumbing.call, params, seed, end);
+) -> (CallPlan, Sender, Receiver, CallSetup) {
+    let plan = call_plan(&rc.spec, call, &rc.label, params, seed, end);
+    let (ctrl, setup) = build_controller(&plan, controller, external);
+    let mode = feedback_mode(controller, external, &plan, plan.limits().start);
+    let (sender, receiver) = (plan.sender(ctrl), plan.receiver(mode));
+    (plan, sender, receiver, setup)
+}
+
+/// The controller of a call (or of an SFU's downlink) with `plan`, and what it was told.
+fn build_controller(
+    plan: &CallPlan,
+    controller: &mut ControllerChoice,
+    external: bool,
+) -> (AnyController, CallSetup) {
     let start = plan.start_at();
     let limits = plan.limits();
     let setup = CallSetup {
@@ -891,16 +1067,134 @@ fn build_call(
         }
         ControllerChoice::User(u) => AnyController::User((u.build)(&setup)),
     };
-    let mode = feedback_mode(controller, external, &plan, limits.start);
-    Ok((plan.sender(ctrl), plan.receiver(mode), setup))
+    (ctrl, setup)
+}
+
+/// An SFU's downlink of `publish` (call `publish_id`) to the viewer of `rc`: the downlink as the
+/// forwarder builds it, the viewer's receiver, and what the downlink's controller was told.
+///
+/// The viewer receives the publisher's streams (SSRCs, sequence numbers, timestamps) and the
+/// downlink's own RTX stream, and is a receiver of its own: those ids, and the controller's
+/// seed, are drawn under the leg's label; its limits are the published stream's.
+#[allow(clippy::too_many_arguments)]
+fn build_downlink(
+    rc: &RunCall,
+    call: u32,
+    publish: &RunCall,
+    publish_id: u32,
+    controller: &mut ControllerChoice,
+    params: &ControllerParams,
+    seed: u64,
+    end: Instant,
+) -> (DownlinkParts, Receiver, CallSetup) {
+    let published = call_plan(&publish.spec, publish_id, &publish.label, params, seed, end).ids;
+    let mut plan = call_plan(&rc.spec, call, &rc.label, params, seed, end);
+    plan.ids = StreamIds {
+        rtx_ssrc: plan.ids.rtx_ssrc,
+        rtx_seq0: plan.ids.rtx_seq0,
+        receiver_ssrc: plan.ids.receiver_ssrc,
+        ..published
+    };
+    let (ctrl, setup) = build_controller(&plan, controller, false);
+    let mode = feedback_mode(controller, false, &plan, plan.limits().start);
+    let parts = DownlinkParts {
+        ids: plan.ids,
+        controller: ctrl,
+        start: plan.start_at(),
+        report_interval: plan.report_interval,
+        nack: plan.nack,
+    };
+    (parts, plan.receiver(mode), setup)
+}
+
+/// The call endpoints of a run as they are built, in call order.
+#[derive(Default)]
+struct Calls {
+    senders: Vec<Sender>,
+    plumbings: Vec<CallPlumbing>,
+    frame_mirrors: Vec<Vec<FlowId>>,
+    sender_of_call: Vec<Option<u32>>,
+    receivers: Vec<Receiver>,
+    receiver_plumbings: Vec<CallPlumbing>,
+    receiver_peers: Vec<Peer>,
+    forwarders: Vec<PendingForwarder>,
+    /// The forwarder of each publish call, by call id.
+    forwarder_of_call: std::collections::BTreeMap<u32, u32>,
+    first_wakes: Vec<Event>,
+}
+
+/// A forwarder whose downlinks are still being added.
+struct PendingForwarder {
+    parts: ForwarderParts,
+    plumbing: ForwarderPlumbing,
+    /// The publisher's sender.
+    sender: u32,
+    /// Per downlink, its viewer's estimator state, for the first trace row.
+    remote: Vec<Option<rtcbench_cc::ControllerMetrics>>,
+}
+
+impl Calls {
+    fn add_sender(&mut self, call: u32, sender: Sender, plumbing: CallPlumbing) {
+        debug_assert_eq!(self.sender_of_call.len(), call as usize, "calls are built in order");
+        let s = self.senders.len() as u32;
+        self.sender_of_call.push(Some(s));
+        self.senders.push(sender);
+        self.plumbings.push(plumbing);
+        self.frame_mirrors.push(Vec::new());
+        self.first_wakes.push(Event::Sender(s));
+    }
+
+    fn add_receiver(&mut self, receiver: Receiver, plumbing: CallPlumbing, peer: Peer) {
+        self.first_wakes.push(Event::Receiver(self.receivers.len() as u32));
+        self.receivers.push(receiver);
+        self.receiver_plumbings.push(plumbing);
+        self.receiver_peers.push(peer);
+    }
+
+    fn add_forwarder(&mut self, call: u32, plan: &CallPlan, uplink: Receiver, plumbing: CallPlumbing) {
+        let f = self.forwarders.len() as u32;
+        self.forwarder_of_call.insert(call, f);
+        self.forwarders.push(PendingForwarder {
+            parts: ForwarderParts {
+                publisher: plan.ids,
+                uplink,
+                ecn: rtcbench_cc::feedback::Ecn::from_bits(plan.ecn),
+                keyframe_request: plan.keyframe_request,
+                downlinks: Vec::new(),
+            },
+            plumbing: ForwarderPlumbing { uplink: plumbing, legs: Vec::new() },
+            sender: self.senders.len() as u32 - 1,
+            remote: Vec::new(),
+        });
+        self.first_wakes.push(Event::Forwarder(f));
+    }
+
+    /// The forwarder that carries forward leg `rc`.
+    fn forwarder_of(&self, rc: &RunCall) -> u32 {
+        let publish = rc.forwards.expect("a forward leg names its publish call");
+        self.forwarder_of_call[&publish]
+    }
+
+    fn add_downlink(&mut self, rc: &RunCall, parts: DownlinkParts, viewer: Receiver, plumbing: CallPlumbing) {
+        let f = self.forwarder_of(rc);
+        let pending = &mut self.forwarders[f as usize];
+        let leg = pending.parts.downlinks.len();
+        pending.parts.downlinks.push(parts);
+        pending.plumbing.legs.push(plumbing);
+        pending.remote.push(viewer.estimator_metrics());
+        if let Some(video) = plumbing.video_flow {
+            self.frame_mirrors[pending.sender as usize].push(video);
+        }
+        self.sender_of_call.push(None);
+        self.add_receiver(viewer, plumbing, Peer::Downlink(f, leg));
+    }
 }
 
 impl World {
     /// Schedules every element's first wake-up and the first link sample.
     fn start(&mut self) {
-        for i in 0..self.senders.len() {
-            self.wake(Event::Sender(i as u32));
-            self.wake(Event::Receiver(i as u32));
+        for ev in std::mem::take(&mut self.first_wakes) {
+            self.wake(ev);
         }
         for i in 0..self.tcp_sources.len() as u32 {
             self.wake(Event::TcpSource(i));
@@ -941,8 +1235,11 @@ impl World {
                     if self.sender_wake[i as usize] == Some(now) {
                         self.sender_wake[i as usize] = None;
                     }
-                    let obs =
-                        &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
+                    let obs = &mut CallTrace {
+                        trace: &mut self.trace,
+                        plumbing: &self.plumbings[i as usize],
+                        mirrors: &self.frame_mirrors[i as usize],
+                    };
                     self.senders[i as usize].on_timeout(now, obs);
                     self.flush_sender(now, i);
                 }
@@ -950,10 +1247,24 @@ impl World {
                     if self.receiver_wake[i as usize] == Some(now) {
                         self.receiver_wake[i as usize] = None;
                     }
-                    let obs =
-                        &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
+                    let obs = &mut CallTrace {
+                        trace: &mut self.trace,
+                        plumbing: &self.receiver_plumbings[i as usize],
+                        mirrors: &[],
+                    };
                     self.receivers[i as usize].on_timeout(now, obs);
                     self.flush_receiver(now, i);
+                }
+                Event::Forwarder(i) => {
+                    if self.forwarder_wake[i as usize] == Some(now) {
+                        self.forwarder_wake[i as usize] = None;
+                    }
+                    let obs = &mut SfuTrace {
+                        trace: &mut self.trace,
+                        plumbing: &self.forwarder_plumbings[i as usize],
+                    };
+                    self.forwarders[i as usize].on_timeout(now, obs);
+                    self.flush_forwarder(now, i);
                 }
                 Event::TcpSource(i) => {
                     if self.tcp_source_wake[i as usize] == Some(now) {
@@ -1015,6 +1326,9 @@ impl World {
             Event::Receiver(i) => {
                 (Some(self.receivers[i as usize].poll_timeout()), &mut self.receiver_wake[i as usize])
             }
+            Event::Forwarder(i) => {
+                (Some(self.forwarders[i as usize].poll_timeout()), &mut self.forwarder_wake[i as usize])
+            }
             Event::TcpSource(i) => {
                 (Some(self.tcp_sources[i as usize].poll_timeout()), &mut self.tcp_source_wake[i as usize])
             }
@@ -1055,14 +1369,35 @@ impl World {
 
     fn flush_receiver(&mut self, now: Instant, i: u32) {
         if let Some(m) = self.receivers[i as usize].estimator_metrics() {
-            self.senders[i as usize].set_remote_metrics(Some(m));
+            match self.receiver_peers[i as usize] {
+                Peer::Sender(s) => self.senders[s as usize].set_remote_metrics(Some(m)),
+                Peer::Downlink(f, leg) => self.forwarders[f as usize].set_remote_metrics(leg, Some(m)),
+            }
         }
         let out = std::mem::take(&mut self.receivers[i as usize].outbox);
-        let plumbing = self.plumbings[i as usize];
+        let plumbing = self.receiver_plumbings[i as usize];
         for o in out {
             self.transmit(now, plumbing.packet(now, o, false));
         }
         self.wake(Event::Receiver(i));
+    }
+
+    /// Sends what an SFU's forwarder emitted: to the publisher on the publish call's way back,
+    /// to a viewer on its forward leg.
+    fn flush_forwarder(&mut self, now: Instant, f: u32) {
+        if let Some(m) = self.forwarders[f as usize].uplink_estimator_metrics() {
+            self.senders[self.forwarder_senders[f as usize] as usize].set_remote_metrics(Some(m));
+        }
+        let out = std::mem::take(&mut self.forwarders[f as usize].outbox);
+        for (to, o) in out {
+            let plumbing = &self.forwarder_plumbings[f as usize];
+            let pkt = match to {
+                Toward::Publisher => plumbing.uplink.packet(now, o, false),
+                Toward::Viewer(leg) => plumbing.legs[leg].packet(now, o, true),
+            };
+            self.transmit(now, pkt);
+        }
+        self.wake(Event::Forwarder(f));
     }
 
     /// A packet leaves its sender.
@@ -1070,6 +1405,10 @@ impl World {
         pkt.id = self.next_packet_id;
         self.next_packet_id += 1;
         pkt.hop = 0;
+        let framing = self.routes[pkt.route as usize].framing;
+        if !framing.is_zero() {
+            pkt.size += framing;
+        }
         self.trace.packet(now, PacketEvent::Sent, &pkt, None);
         if let Some(capture) = &mut self.capture {
             let route = &self.routes[pkt.route as usize];
@@ -1090,8 +1429,8 @@ impl World {
                 ecn: pkt.ecn.bits(),
                 data: pkt.data.clone(),
                 // Everything after the header bytes: media payload, the RTX payload of a probe,
-                // TCP or CBR payload.
-                payload: pkt.size.saturating_sub(headers + DataSize::bytes(pkt.data.len() as u64)),
+                // TCP or CBR payload (the endpoints' packets, without a relay's framing).
+                payload: pkt.size.saturating_sub(headers + framing + DataSize::bytes(pkt.data.len() as u64)),
             });
         }
         self.enter_link(now, pkt);
@@ -1130,16 +1469,37 @@ impl World {
             return;
         }
         self.trace.packet(now, PacketEvent::Received, &pkt, None);
+        let framing = route.framing;
         match route.dest {
             Endpoint::Sender(i) => {
-                let obs = &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
-                self.senders[i as usize].on_rtcp(now, incoming(&pkt), obs);
+                let obs = &mut CallTrace {
+                    trace: &mut self.trace,
+                    plumbing: &self.plumbings[i as usize],
+                    mirrors: &self.frame_mirrors[i as usize],
+                };
+                self.senders[i as usize].on_rtcp(now, incoming(&pkt, framing), obs);
                 self.flush_sender(now, i);
             }
             Endpoint::Receiver(i) => {
-                let obs = &mut CallTrace { trace: &mut self.trace, plumbing: &self.plumbings[i as usize] };
-                self.receivers[i as usize].on_packet(now, incoming(&pkt), obs);
+                let obs = &mut CallTrace {
+                    trace: &mut self.trace,
+                    plumbing: &self.receiver_plumbings[i as usize],
+                    mirrors: &[],
+                };
+                self.receivers[i as usize].on_packet(now, incoming(&pkt, framing), obs);
                 self.flush_receiver(now, i);
+            }
+            Endpoint::Forwarder(i) => {
+                let obs =
+                    &mut SfuTrace { trace: &mut self.trace, plumbing: &self.forwarder_plumbings[i as usize] };
+                self.forwarders[i as usize].on_publisher_packet(now, incoming(&pkt, framing), obs);
+                self.flush_forwarder(now, i);
+            }
+            Endpoint::Downlink(i, leg) => {
+                let obs =
+                    &mut SfuTrace { trace: &mut self.trace, plumbing: &self.forwarder_plumbings[i as usize] };
+                self.forwarders[i as usize].on_viewer_rtcp(now, leg as usize, incoming(&pkt, framing), obs);
+                self.flush_forwarder(now, i);
             }
             Endpoint::TcpSource(i) => {
                 self.tcp_sources[i as usize].on_packet(now, &pkt);

@@ -50,6 +50,7 @@ fn a_route_is_the_fewest_hop_chain_in_both_directions() {
 #[test]
 fn every_built_in_call_plan_survives_json() {
     use rtcbench_rtp::CallPlan;
+    use rtcbench_sim::scenario::calls::run_calls;
     use rtcbench_sim::scenario::elements::call_plan;
     use rtcbench_units::Instant;
     let mut calls = 0;
@@ -57,8 +58,8 @@ fn every_built_in_call_plan_survives_json() {
         let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
         for s in load(text, &origin, &[]).unwrap_or_else(|e| panic!("{e}")) {
             let end = Instant::ZERO + *s.spec.duration.get();
-            for (k, c) in s.spec.calls.iter().enumerate() {
-                let plan = call_plan(c, k as u32, &s.spec.controller, 5, end);
+            for (k, c) in run_calls(&s.spec).iter().enumerate() {
+                let plan = call_plan(&c.spec, k as u32, &c.label, &s.spec.controller, 5, end);
                 let json = serde_json::to_string(&plan).expect("a plan serialises");
                 let back: CallPlan = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{id}: {e}"));
                 assert_eq!(back, plan, "{id}@{} call {k}", s.variant);

@@ -24,6 +24,7 @@ import select
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,39 @@ class PlannedCall:
 
 
 def plan(variant: Variant, seed: int) -> list[PlannedCall]:
-    """The scenario's calls for `seed`, as the simulator builds them (pure: nothing started)."""
+    """The scenario's calls for `seed`, as the simulator builds them (pure: nothing started): every
+    `[[calls]]` entry, then the streams of each mesh or one-to-many conference, which are ordinary
+    calls, with the ids `meta.calls` gives them.
+
+    Raises `MediaError` (one line naming the field) for what the media agents cannot run: a call
+    relayed through a TURN server (`via`), and an SFU conference: the agents talk to each other
+    directly, and there is no TURN relay or forwarding server among them."""
+    _refuse_relays(variant)
     calls = json.loads(_core.call_plans(variant.toml, seed))
-    return [PlannedCall(k, c["name"], c["from"], c["to"], c["plan"]) for k, c in enumerate(calls)]
+    return [PlannedCall(int(c["id"]), c["name"], c["from"], c["to"], c["plan"]) for c in calls]
+
+
+def _refuse_relays(variant: Variant) -> None:
+    """`MediaError` for the first call or conference that needs a relay or an SFU."""
+    doc = tomllib.loads(variant.toml)
+    where = variant.scenario_id
+    for i, call in enumerate(doc.get("calls", [])):
+        if "via" in call:
+            raise MediaError(
+                f"{where}: calls.{i}.via = {call['via']!r} cannot be emulated: the media agents send to "
+                "each other directly, with no TURN relay between them; run it simulated"
+            )
+    for i, conf in enumerate(doc.get("conferences", [])):
+        if conf.get("topology") == "sfu":
+            raise MediaError(
+                f'{where}: conferences.{i} (topology "sfu") cannot be emulated: the media agents have '
+                "no forwarding server (SFU); run it simulated"
+            )
+        if "via" in conf:
+            raise MediaError(
+                f"{where}: conferences.{i}.via = {conf['via']!r} cannot be emulated: the media agents send "
+                "to each other directly, with no TURN relay between them; run it simulated"
+            )
 
 
 @dataclass

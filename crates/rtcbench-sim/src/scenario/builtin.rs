@@ -139,6 +139,22 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/traces/wifi-office.toml",
         include_str!("../../../../scenarios/traces/wifi-office.toml"),
     ),
+    (
+        "mesh-3",
+        "scenarios/topologies/mesh-3.toml",
+        include_str!("../../../../scenarios/topologies/mesh-3.toml"),
+    ),
+    ("sfu-4", "scenarios/topologies/sfu-4.toml", include_str!("../../../../scenarios/topologies/sfu-4.toml")),
+    (
+        "one-to-many-3",
+        "scenarios/topologies/one-to-many.toml",
+        include_str!("../../../../scenarios/topologies/one-to-many.toml"),
+    ),
+    (
+        "turn-relay",
+        "scenarios/topologies/turn.toml",
+        include_str!("../../../../scenarios/topologies/turn.toml"),
+    ),
 ];
 
 /// The text of a built-in scenario and its origin for error messages.

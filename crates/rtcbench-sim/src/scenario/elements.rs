@@ -239,17 +239,25 @@ pub const DEFAULT_FPS: f64 = 30.0;
 /// RTCP SR/RR interval.
 pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Call `call` (`c`) of a scenario as its endpoints are built, for a run with `seed` that ends at
-/// `end`: stream ids and source seeds drawn from the seed as the simulator draws them, the
-/// scenario's values or RFC 8867 §4.3's defaults, and the rate limits as totals over its streams
-/// (libwebrtc gives GoogCC the totals over all streams of the transport).
-pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, end: Instant) -> CallPlan {
+/// Call `call` (`c`, whose random streams are labelled `label`: `RunCall::label`) of a scenario
+/// as its endpoints are built, for a run with `seed` that ends at `end`: stream ids and source
+/// seeds drawn from the seed as the simulator draws them, the scenario's values or RFC 8867
+/// §4.3's defaults, and the rate limits as totals over its streams (libwebrtc gives GoogCC the
+/// totals over all streams of the transport).
+pub fn call_plan(
+    c: &CallSpec,
+    call: u32,
+    label: &str,
+    params: &ControllerParams,
+    seed: u64,
+    end: Instant,
+) -> CallPlan {
     use rand::RngExt;
     let start = c.start.unwrap_or(Duration::ZERO);
     let stop = c.stop.unwrap_or(end - Instant::ZERO);
-    let mut ids_rng = rng_for(seed, &format!("call{call}/ids"));
+    let mut ids_rng = rng_for(seed, &format!("{label}/ids"));
     // A stream added later draws from its own sequence, so the others' values stay as they were.
-    let mut flexfec_rng = rng_for(seed, &format!("call{call}/ids/flexfec"));
+    let mut flexfec_rng = rng_for(seed, &format!("{label}/ids/flexfec"));
     let ids = StreamIds {
         video_ssrc: ids_rng.random(),
         rtx_ssrc: ids_rng.random(),
@@ -278,7 +286,7 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
             camera: video_spec
                 .camera
                 .map_or(rtcbench_media::video::VideoConfig::default().camera, |c| (c.width, c.height)),
-            seed: derive_seed(seed, &format!("call{call}/video")),
+            seed: derive_seed(seed, &format!("{label}/video")),
         }
     });
     let audio_spec = c.audio.clone().unwrap_or_default();
@@ -309,7 +317,7 @@ pub fn call_plan(c: &CallSpec, call: u32, params: &ControllerParams, seed: u64, 
         max_rate: vmax + audio_rate,
         start_rate: vstart + audio_rate,
         priority: c.priority.unwrap_or(1.0),
-        controller_seed: derive_seed(seed, &format!("call{call}/controller")),
+        controller_seed: derive_seed(seed, &format!("{label}/controller")),
         gcc_draft_send_side: params.gcc_draft.as_ref().map(|p| p.deployment).unwrap_or_default()
             == GccDeployment::SendSide,
         scream_competing_flows_compensation: params

@@ -4,6 +4,7 @@
 //! also reads the capacity traces the scenario names ([`traces`]).
 
 pub mod builtin;
+pub mod calls;
 pub mod elements;
 pub mod limits;
 mod locate;
@@ -349,14 +350,21 @@ fn walk(
                 None => {}
             }
         }
-        for (i, c) in spec.calls.iter_mut().enumerate() {
+        let mut call = |p: String, c: &mut CallSpec| -> Result<(), (String, String)> {
             if let Some(v) = &mut c.video {
                 for (name, slot) in [("min", &mut v.min), ("max", &mut v.max), ("start", &mut v.start)] {
                     if let Some(s) = slot {
-                        visit(format!("calls.{i}.video.{name}"), s)?;
+                        visit(format!("{p}.video.{name}"), s)?;
                     }
                 }
             }
+            Ok(())
+        };
+        for (i, c) in spec.calls.iter_mut().enumerate() {
+            call(format!("calls.{i}"), c)?;
+        }
+        for (i, c) in spec.conferences.iter_mut().enumerate() {
+            call(format!("conferences.{i}.call"), &mut c.call.0)?;
         }
         for (i, t) in spec.tcp.iter_mut().enumerate() {
             if let Some(cc) = &mut t.cc {
@@ -630,6 +638,204 @@ fn param_label(v: &toml::Value) -> String {
     param::label_of(v)
 }
 
+/// `Err` naming `field` unless a source's `start` is before the end of the run.
+fn starts_in_run(
+    origin: &str,
+    field: String,
+    start: Option<Duration>,
+    duration: Duration,
+) -> Result<(), ScenarioError> {
+    match start {
+        Some(t) if t >= duration => Err(ScenarioError::new(
+            origin,
+            Some(field),
+            format!("{t} is not before the end of the run ({duration}): the flow would never start"),
+        )
+        .about("duration")),
+        _ => Ok(()),
+    }
+}
+
+/// Checks the settings of a call (`calls.N`) or of a conference's streams
+/// (`conferences.N.call`): everything but its ends.
+fn validate_call_settings(
+    c: &CallSpec,
+    p: &str,
+    duration: Duration,
+    origin: &str,
+) -> Result<(), ScenarioError> {
+    use limits::*;
+    let err = |field: String, m: String| Err(ScenarioError::new(origin, Some(field), m));
+    let starts_in_run =
+        |field: String, start: Option<Duration>| starts_in_run(origin, field, start, duration);
+    if let (Some(start), Some(stop)) = (c.start, c.stop) {
+        if stop <= start {
+            return err(format!("{p}.stop"), "must be after `start`".into());
+        }
+    }
+    starts_in_run(format!("{p}.start"), c.start)?;
+    if let Some(v) = &c.video {
+        let get = |x: &Option<Param<rtcbench_units::Bitrate>>| x.as_ref().map(|p| *p.get());
+        for (name, rate) in [("min", get(&v.min)), ("max", get(&v.max)), ("start", get(&v.start))] {
+            if let Some(r) = rate {
+                within(origin, format!("{p}.video.{name}"), r, Bitrate::bps(1), MAX_RATE)?;
+            }
+        }
+        // RFC 8867 §4.3's defaults apply to what is not given (world.rs).
+        let min = get(&v.min).unwrap_or(Bitrate::kbps(150));
+        let max = get(&v.max).unwrap_or(Bitrate::kbps(1500));
+        if min > max {
+            return err(format!("{p}.video.max"), format!("max ({max}) is below min ({min})"));
+        }
+        if let Some(start) = get(&v.start) {
+            if start > max {
+                return err(format!("{p}.video.start"), format!("start ({start}) is above max ({max})"));
+            }
+            if start < min {
+                return err(format!("{p}.video.start"), format!("start ({start}) is below min ({min})"));
+            }
+        }
+        if let Some(fps) = v.fps {
+            if !(fps > 0.0 && fps <= 240.0) {
+                return err(format!("{p}.video.fps"), "must be in (0, 240]".into());
+            }
+        }
+    }
+    if let Some(a) = &c.audio {
+        if let Some(r) = a.rate {
+            within(origin, format!("{p}.audio.rate"), r, Bitrate::bps(1), MAX_AUDIO_RATE)?;
+        }
+        if let Some(t) = a.packet_interval {
+            within(origin, format!("{p}.audio.packet_interval"), t, MIN_AUDIO_INTERVAL, MAX_AUDIO_INTERVAL)?;
+        }
+    }
+    if let Some(f) = &c.feedback {
+        for (name, t) in [
+            ("twcc_interval", f.twcc_interval),
+            ("ccfb_interval", f.ccfb_interval),
+            ("report_interval", f.report_interval),
+        ] {
+            if let Some(t) = t {
+                within(
+                    origin,
+                    format!("{p}.feedback.{name}"),
+                    t,
+                    MIN_FEEDBACK_INTERVAL,
+                    MAX_FEEDBACK_INTERVAL,
+                )?;
+            }
+        }
+    }
+    for (k, pause) in c.pause.iter().enumerate() {
+        let pp = format!("{p}.pause[{k}]");
+        if pause.to <= pause.from {
+            return err(pp, "`to` must be after `from`".into());
+        }
+        if k > 0 && pause.from < c.pause[k - 1].to {
+            return err(pp, "pauses must be in order and must not overlap".into());
+        }
+    }
+    if let Some(w) = c.priority {
+        if !(w > 0.0 && w.is_finite()) {
+            return err(format!("{p}.priority"), "must be a positive number".into());
+        }
+    }
+    if let Some(r) = c.fec_rate {
+        if !(0.0..=1.0).contains(&r) {
+            return err(
+                format!("{p}.fec_rate"),
+                format!("{r} is not a rate of FEC packets per media packet (allowed: 0 to 1)"),
+            );
+        }
+        if c.fec.is_some_and(|f| f.scheme().is_none()) {
+            return err(format!("{p}.fec_rate"), "needs FEC on (`fec = false` for this call)".into());
+        }
+    }
+    Ok(())
+}
+
+/// Checks what a conference is made of: its participants, the fields its topology needs and no
+/// other, and its streams' settings. Routes are checked with every call's (`validate`).
+fn validate_conferences(
+    s: &ScenarioSpec,
+    is_node: &dyn Fn(&str) -> bool,
+    duration: Duration,
+    origin: &str,
+) -> Result<(), ScenarioError> {
+    let err = |field: String, m: String| Err(ScenarioError::new(origin, Some(field), m));
+    for (i, c) in s.conferences.iter().enumerate() {
+        let p = format!("conferences.{i}");
+        if c.participants.len() < 2 {
+            return err(
+                format!("{p}.participants"),
+                format!("a conference needs at least 2 participants; it has {}", c.participants.len()),
+            );
+        }
+        for (k, node) in c.participants.iter().enumerate() {
+            if !is_node(node) {
+                return err(format!("{p}.participants"), format!("node {node:?} is not joined by any link"));
+            }
+            if c.participants[..k].contains(node) {
+                return err(format!("{p}.participants"), format!("{node:?} is listed twice"));
+            }
+        }
+        let needs =
+            |field: &str, value: &Option<String>, needed: bool, what: &str| -> Result<(), ScenarioError> {
+                match (value, needed) {
+                    (None, true) => err(format!("{p}.{field}"), format!("a{what} conference needs it")),
+                    (Some(_), false) => err(
+                        format!("{p}.{field}"),
+                        format!(
+                            "not used by a{what} conference (`source`: one-to-many only; `sfu`: sfu only)"
+                        ),
+                    ),
+                    _ => Ok(()),
+                }
+            };
+        let what = match c.topology {
+            Topology::Mesh => " mesh",
+            Topology::OneToMany => " one-to-many",
+            Topology::Sfu => "n sfu",
+        };
+        needs("source", &c.source, c.topology == Topology::OneToMany, what)?;
+        needs("sfu", &c.sfu, c.topology == Topology::Sfu, what)?;
+        if let Some(source) = &c.source {
+            if !c.participants.contains(source) {
+                return err(format!("{p}.source"), format!("{source:?} is not one of the participants"));
+            }
+        }
+        if let Some(sfu) = &c.sfu {
+            if !is_node(sfu) {
+                return err(format!("{p}.sfu"), format!("node {sfu:?} is not joined by any link"));
+            }
+            if c.participants.contains(sfu) {
+                return err(
+                    format!("{p}.sfu"),
+                    format!("{sfu:?} is a participant; the SFU runs on a node of its own"),
+                );
+            }
+        }
+        if let Some(via) = &c.via {
+            if c.topology == Topology::Sfu {
+                return err(
+                    format!("{p}.via"),
+                    "an sfu conference's media goes through its SFU; `via` (a TURN relay) is for mesh and \
+                     one-to-many"
+                        .into(),
+                );
+            }
+            if !is_node(via) {
+                return err(format!("{p}.via"), format!("node {via:?} is not joined by any link"));
+            }
+            if c.participants.contains(via) {
+                return err(format!("{p}.via"), format!("the relay {via:?} must not be a participant"));
+            }
+        }
+        validate_call_settings(&c.call.0, &format!("{p}.call"), duration, origin)?;
+    }
+    Ok(())
+}
+
 /// Fewest-hop path over directed links (ties: links in file order), as link indices.
 pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::packet::LinkId>> {
     let mut prev: std::collections::BTreeMap<&str, Option<usize>> = [(from, None)].into();
@@ -680,10 +886,9 @@ fn within<T: PartialOrd + std::fmt::Display>(
 /// each (flows of one `[[tcp]]` group share its field).
 fn flow_names(s: &ScenarioSpec) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (i, c) in s.calls.iter().enumerate() {
-        let name = c.name_or_default(i);
-        for (_, suffix, _) in c.flows() {
-            out.push((format!("{name}.{suffix}"), format!("calls.{i}.name")));
+    for c in calls::run_calls(s) {
+        for (_, suffix, _) in c.spec.flows() {
+            out.push((format!("{}.{suffix}", c.name), format!("{}.name", c.field)));
         }
     }
     for (i, t) in s.tcp.iter().enumerate() {
@@ -716,15 +921,8 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         return err("duration".into(), "must be positive".into());
     }
     within(origin, "duration", duration, Duration::from_micros(1), MAX_DURATION)?;
-    let starts_in_run = |field: String, start: Option<Duration>| match start {
-        Some(t) if t >= duration => Err(ScenarioError::new(
-            origin,
-            Some(field),
-            format!("{t} is not before the end of the run ({duration}): the flow would never start"),
-        )
-        .about("duration")),
-        _ => Ok(()),
-    };
+    let starts_in_run =
+        |field: String, start: Option<Duration>| starts_in_run(origin, field, start, duration);
     if s.links.is_empty() {
         return err("links".into(), "a scenario needs at least one link".into());
     }
@@ -864,11 +1062,8 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             None => {}
         }
     }
-    if s.calls.is_empty() && s.tcp.is_empty() && s.cbr.is_empty() {
-        return err("calls".into(), "a scenario needs at least one call, TCP or CBR flow".into());
-    }
-    if s.calls.len() > MAX_CALLS {
-        return err("calls".into(), format!("{} calls; at most {MAX_CALLS}", s.calls.len()));
+    if s.calls.is_empty() && s.conferences.is_empty() && s.tcp.is_empty() && s.cbr.is_empty() {
+        return err("calls".into(), "a scenario needs at least one call, conference, TCP or CBR flow".into());
     }
     if s.cbr.len() > MAX_CBR_FLOWS {
         return err("cbr".into(), format!("{} CBR flows; at most {MAX_CBR_FLOWS}", s.cbr.len()));
@@ -878,102 +1073,34 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         return err("tcp".into(), format!("{tcp_flows} TCP flows in all; at most {MAX_TCP_FLOWS}"));
     }
     let nodes: Vec<&str> = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).collect();
+    let is_node = |node: &str| nodes.contains(&node);
     for (i, c) in s.calls.iter().enumerate() {
         let p = format!("calls.{i}");
         for (what, node) in [("from", &c.from), ("to", &c.to)] {
-            if !nodes.contains(&node.as_str()) {
+            if !is_node(node) {
                 return err(format!("{p}.{what}"), format!("node {node:?} is not joined by any link"));
             }
         }
-        if let (Some(start), Some(stop)) = (c.start, c.stop) {
-            if stop <= start {
-                return err(format!("{p}.stop"), "must be after `start`".into());
+        if let Some(via) = &c.via {
+            if !is_node(via) {
+                return err(format!("{p}.via"), format!("node {via:?} is not joined by any link"));
             }
-        }
-        starts_in_run(format!("{p}.start"), c.start)?;
-        if let Some(v) = &c.video {
-            let get = |x: &Option<Param<rtcbench_units::Bitrate>>| x.as_ref().map(|p| *p.get());
-            for (name, rate) in [("min", get(&v.min)), ("max", get(&v.max)), ("start", get(&v.start))] {
-                if let Some(r) = rate {
-                    within(origin, format!("{p}.video.{name}"), r, Bitrate::bps(1), MAX_RATE)?;
-                }
-            }
-            // RFC 8867 §4.3's defaults apply to what is not given (world.rs).
-            let min = get(&v.min).unwrap_or(Bitrate::kbps(150));
-            let max = get(&v.max).unwrap_or(Bitrate::kbps(1500));
-            if min > max {
-                return err(format!("{p}.video.max"), format!("max ({max}) is below min ({min})"));
-            }
-            if let Some(start) = get(&v.start) {
-                if start > max {
-                    return err(format!("{p}.video.start"), format!("start ({start}) is above max ({max})"));
-                }
-                if start < min {
-                    return err(format!("{p}.video.start"), format!("start ({start}) is below min ({min})"));
-                }
-            }
-            if let Some(fps) = v.fps {
-                if !(fps > 0.0 && fps <= 240.0) {
-                    return err(format!("{p}.video.fps"), "must be in (0, 240]".into());
-                }
-            }
-        }
-        if let Some(a) = &c.audio {
-            if let Some(r) = a.rate {
-                within(origin, format!("{p}.audio.rate"), r, Bitrate::bps(1), MAX_AUDIO_RATE)?;
-            }
-            if let Some(t) = a.packet_interval {
-                within(
-                    origin,
-                    format!("{p}.audio.packet_interval"),
-                    t,
-                    MIN_AUDIO_INTERVAL,
-                    MAX_AUDIO_INTERVAL,
-                )?;
-            }
-        }
-        if let Some(f) = &c.feedback {
-            for (name, t) in [
-                ("twcc_interval", f.twcc_interval),
-                ("ccfb_interval", f.ccfb_interval),
-                ("report_interval", f.report_interval),
-            ] {
-                if let Some(t) = t {
-                    within(
-                        origin,
-                        format!("{p}.feedback.{name}"),
-                        t,
-                        MIN_FEEDBACK_INTERVAL,
-                        MAX_FEEDBACK_INTERVAL,
-                    )?;
-                }
-            }
-        }
-        for (k, pause) in c.pause.iter().enumerate() {
-            let pp = format!("{p}.pause[{k}]");
-            if pause.to <= pause.from {
-                return err(pp, "`to` must be after `from`".into());
-            }
-            if k > 0 && pause.from < c.pause[k - 1].to {
-                return err(pp, "pauses must be in order and must not overlap".into());
-            }
-        }
-        if let Some(w) = c.priority {
-            if !(w > 0.0 && w.is_finite()) {
-                return err(format!("{p}.priority"), "must be a positive number".into());
-            }
-        }
-        if let Some(r) = c.fec_rate {
-            if !(0.0..=1.0).contains(&r) {
+            if via == &c.from || via == &c.to {
                 return err(
-                    format!("{p}.fec_rate"),
-                    format!("{r} is not a rate of FEC packets per media packet (allowed: 0 to 1)"),
+                    format!("{p}.via"),
+                    format!("the relay {via:?} must be a node other than the call's ends"),
                 );
             }
-            if c.fec.is_some_and(|f| f.scheme().is_none()) {
-                return err(format!("{p}.fec_rate"), "needs FEC on (`fec = false` for this call)".into());
-            }
         }
+        validate_call_settings(c, &p, duration, origin)?;
+    }
+    validate_conferences(s, &is_node, duration, origin)?;
+    let calls = calls::count(s);
+    if calls > MAX_CALLS {
+        return err(
+            "calls".into(),
+            format!("{calls} calls (conferences' streams included); at most {MAX_CALLS}"),
+        );
     }
     let endpoints = |p: &str,
                      from: &str,
@@ -1045,15 +1172,36 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             );
         }
     }
+    use calls::Role;
     let route = |field: String, from: &str, to: &str, what: &str| {
         if find_path(&s.links, from, to).is_none() {
             return err(field, format!("no links lead from {from:?} to {to:?} ({what})"));
         }
         Ok(())
     };
-    for (i, c) in s.calls.iter().enumerate() {
-        route(format!("calls.{i}.to"), &c.from, &c.to, "the media")?;
-        route(format!("calls.{i}.from"), &c.to, &c.from, "the feedback")?;
+    for c in calls::run_calls(s) {
+        let (p, spec) = (&c.field, &c.spec);
+        let (to, from) = match (c.conference, c.role) {
+            (None, _) => (format!("{p}.to"), format!("{p}.from")),
+            (Some(_), Role::Call) => (format!("{p}.participants"), format!("{p}.participants")),
+            (Some(_), _) => (format!("{p}.sfu"), format!("{p}.sfu")),
+        };
+        // A conference's stream is named, as the conference's fields are shared by its streams.
+        let of = c.conference.map(|_| format!(" of {}", c.name)).unwrap_or_default();
+        let (media, feedback) = (format!("the media{of}"), format!("the feedback{of}"));
+        match &spec.via {
+            None => {
+                route(to, &spec.from, &spec.to, &media)?;
+                route(from, &spec.to, &spec.from, &feedback)?;
+            }
+            Some(via) => {
+                let field = format!("{p}.via");
+                route(field.clone(), &spec.from, via, &media)?;
+                route(field.clone(), via, &spec.to, &media)?;
+                route(field.clone(), &spec.to, via, &feedback)?;
+                route(field, via, &spec.from, &feedback)?;
+            }
+        }
     }
     for (i, t) in s.tcp.iter().enumerate() {
         route(format!("tcp.{i}.to"), &t.from, &t.to, "the data")?;
@@ -1535,5 +1683,231 @@ rate = "500kbps"
         )
         .unwrap_err();
         assert!(e.message.contains("below the highest scheduled capacity"), "{e}");
+    }
+
+    /// Nodes A, B, C, S and T, each linked to and from a hub H.
+    fn star(extra: &str) -> String {
+        let mut text = String::from("id = \"t\"\nduration = \"10s\"\n");
+        for n in ["A", "B", "C", "S", "T"] {
+            for (from, to) in [(n, "H"), ("H", n)] {
+                text += &format!("[[links]]\nname = \"{from}{to}\"\nfrom = \"{from}\"\nto = \"{to}\"\n");
+            }
+        }
+        text + extra
+    }
+
+    const MESH: &str = r#"
+[[conferences]]
+name = "m"
+topology = "mesh"
+participants = ["A", "B", "C"]
+call = { video = { max = "500kbps", fps = 15 }, audio = { enabled = false } }
+"#;
+
+    const SFU: &str = r#"
+[[conferences]]
+topology = "sfu"
+participants = ["A", "B", "C"]
+sfu = "S"
+call = { video = { max = "300kbps" } }
+"#;
+
+    #[test]
+    fn conferences_expand_into_calls_in_meta_order_with_their_settings() {
+        let text = star(&format!("[[calls]]\nfrom = \"A\"\nto = \"B\"\nvia = \"T\"\n{MESH}{SFU}"));
+        let s = load(&text, "x", &[]).unwrap().remove(0).spec;
+        let run = calls::run_calls(&s);
+        let names: Vec<&str> = run.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "call0",
+                "m.A-B",
+                "m.A-C",
+                "m.B-A",
+                "m.B-C",
+                "m.C-A",
+                "m.C-B",
+                "conf1.A-S",
+                "conf1.B-S",
+                "conf1.C-S",
+                "conf1.A-B",
+                "conf1.A-C",
+                "conf1.B-A",
+                "conf1.B-C",
+                "conf1.C-A",
+                "conf1.C-B",
+            ]
+        );
+        assert_eq!(run[0].spec.via.as_deref(), Some("T"));
+        assert_eq!((run[0].label.as_str(), run[0].topology(&s)), ("call0", "p2p"));
+        let m = &run[3];
+        assert_eq!((m.spec.from.as_str(), m.spec.to.as_str(), m.topology(&s)), ("B", "A", "mesh"));
+        assert_eq!(m.label, "conference/m.B-A");
+        assert_eq!(*m.spec.video.as_ref().unwrap().max.as_ref().unwrap().get(), Bitrate::kbps(500));
+        assert!(m.spec.audio.as_ref().is_some_and(|a| !a.enabled));
+        let publish = &run[8];
+        assert_eq!(
+            (publish.role, publish.spec.to.as_str(), publish.sfu.as_deref()),
+            (calls::Role::Publish, "S", Some("S"))
+        );
+        // conf1.B-C: B's stream, forwarded by S to C.
+        let leg = &run[13];
+        assert_eq!(
+            (leg.role, leg.forwards, leg.spec.from.as_str(), leg.spec.to.as_str()),
+            (calls::Role::Forward, Some(8), "S", "C")
+        );
+        assert_eq!(*leg.spec.video.as_ref().unwrap().max.as_ref().unwrap().get(), Bitrate::kbps(300));
+        // A resolved scenario writes `call` without ends and reloads to itself.
+        let resolved = toml::to_string(&s).unwrap();
+        let again = load(&resolved, "resolved", &[]).unwrap().remove(0).spec;
+        assert_eq!(toml::to_string(&again).unwrap(), resolved);
+        let names_again: Vec<String> = calls::run_calls(&again).into_iter().map(|c| c.name).collect();
+        assert_eq!(names_again, names);
+    }
+
+    #[test]
+    fn a_conferences_call_settings_vary_and_take_overrides_as_a_calls_do() {
+        let varied = MESH
+            .replace("max = \"500kbps\"", "max = \"$max\"")
+            .replace("fps = 15 }", "fps = 15, min = [\"50kbps\", \"100kbps\"] }");
+        let text = star(&format!("[variants]\nmax = [\"300kbps\", \"600kbps\"]\n{varied}"));
+        let v = load(&text, "x", &[]).unwrap();
+        let labels: Vec<&str> = v.iter().map(|s| s.variant.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "max=300kbps,min=50kbps",
+                "max=300kbps,min=100kbps",
+                "max=600kbps,min=50kbps",
+                "max=600kbps,min=100kbps"
+            ]
+        );
+        let max =
+            |s: &Scenario| *s.spec.conferences[0].call.0.video.as_ref().unwrap().max.as_ref().unwrap().get();
+        assert_eq!(max(&v[2]), Bitrate::kbps(600));
+        let set = load(&star(MESH), "x", &["conferences.0.call.video.max=800kbps".into()]).unwrap();
+        assert_eq!(max(&set[0]), Bitrate::kbps(800));
+        let by_name = load(&star(MESH), "x", &["conferences.m.call.nack=false".into()]).unwrap();
+        assert_eq!(by_name[0].spec.conferences[0].call.0.nack, Some(false));
+        // A bad value names the conference's field, from the file or from the override.
+        let e = load(&star(&MESH.replace("500kbps", "fast")), "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("conferences[0].call.video.max"), "{e}");
+        assert!(e.line.is_some(), "{e}");
+        let e = load(
+            &star(MESH),
+            "my.toml",
+            &["conferences.0.call.video.max=1bps".into(), "conferences.0.call.video.min=2bps".into()],
+        )
+        .unwrap_err();
+        assert!(e.message.starts_with("conferences.0.call.video.max: "), "{e}");
+        let e = load(&star(MESH), "my.toml", &["conferences.0.call.start=20s".into()]).unwrap_err();
+        assert!(
+            e.message.starts_with("conferences.0.call.start: ") && e.message.contains("end of the run"),
+            "{e}"
+        );
+    }
+
+    /// The one-line error `extra` (conference fields) makes in the star network.
+    fn conference_error(conference: &str) -> ScenarioError {
+        let e = load(&star(conference), "my.toml", &[]).expect_err("the scenario is invalid");
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
+        e
+    }
+
+    #[test]
+    fn conference_mistakes_name_the_field_and_what_is_allowed() {
+        let cases: [(&str, &str, &str, &str); 14] = [
+            ("topology = \"mesh\"", "topology = \"star\"", "conferences[0].topology", "`one-to-many`"),
+            (
+                "participants = [\"A\", \"B\", \"C\"]",
+                "participants = [\"A\"]",
+                "conferences.0.participants",
+                "at least 2",
+            ),
+            (
+                "participants = [\"A\", \"B\", \"C\"]",
+                "participants = [\"A\", \"Z\"]",
+                "conferences.0.participants",
+                "\"Z\" is not joined",
+            ),
+            (
+                "participants = [\"A\", \"B\", \"C\"]",
+                "participants = [\"A\", \"B\", \"A\"]",
+                "conferences.0.participants",
+                "listed twice",
+            ),
+            ("topology = \"mesh\"", "topology = \"one-to-many\"", "conferences.0.source", "needs it"),
+            (
+                "topology = \"mesh\"",
+                "topology = \"mesh\"\nsource = \"A\"",
+                "conferences.0.source",
+                "one-to-many only",
+            ),
+            (
+                "topology = \"mesh\"",
+                "topology = \"one-to-many\"\nsource = \"S\"",
+                "conferences.0.source",
+                "not one of the participants",
+            ),
+            ("topology = \"mesh\"", "topology = \"sfu\"", "conferences.0.sfu", "needs it"),
+            ("topology = \"mesh\"", "topology = \"mesh\"\nsfu = \"S\"", "conferences.0.sfu", "sfu only"),
+            (
+                "topology = \"mesh\"",
+                "topology = \"sfu\"\nsfu = \"A\"",
+                "conferences.0.sfu",
+                "is a participant",
+            ),
+            (
+                "topology = \"mesh\"",
+                "topology = \"sfu\"\nsfu = \"S\"\nvia = \"T\"",
+                "conferences.0.via",
+                "mesh and one-to-many",
+            ),
+            (
+                "topology = \"mesh\"",
+                "topology = \"mesh\"\nvia = \"A\"",
+                "conferences.0.via",
+                "must not be a participant",
+            ),
+            ("call = {", "call = { from = \"A\",", "conferences[0].call", "`from` is not a setting"),
+            ("call = {", "call = { vidoe = {}, ", "conferences[0].call", "unknown field `vidoe`"),
+        ];
+        for (old, new, field, message) in cases {
+            let e = conference_error(&MESH.replace(old, new));
+            assert_eq!(e.field.as_deref(), Some(field), "{new}: {e}");
+            assert!(e.message.contains(message), "{new}: {e}");
+            assert!(e.line.is_some(), "{new}: {e}");
+        }
+        // Two conferences may not make a flow of the same name.
+        let e =
+            conference_error(&format!("{MESH}{}", MESH.replace("[\"A\", \"B\", \"C\"]", "[\"B\", \"A\"]")));
+        assert_eq!(e.field.as_deref(), Some("conferences.1.name"), "{e}");
+        assert!(e.message.contains("\"m.B-A.video\""), "{e}");
+        // A stream needs a route both ways.
+        let one_way = star(SFU)
+            .replace("name = \"HS\"\nfrom = \"H\"\nto = \"S\"", "name = \"HS\"\nfrom = \"H\"\nto = \"T\"");
+        let e = load(&one_way, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("conferences.0.sfu"), "{e}");
+        assert!(e.message.contains("no links lead from \"A\" to \"S\" (the media of conf0.A-S)"), "{e}");
+    }
+
+    #[test]
+    fn a_relayed_call_needs_a_relay_node_other_than_its_ends_and_routes_through_it() {
+        let call = |via: &str| star(&format!("[[calls]]\nfrom = \"A\"\nto = \"B\"\nvia = \"{via}\"\n"));
+        assert!(load(&call("T"), "x", &[]).is_ok());
+        for (via, message) in
+            [("Z", "not joined by any link"), ("A", "other than the call's ends"), ("B", "other than")]
+        {
+            let e = load(&call(via), "my.toml", &[]).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("calls.0.via"), "{e}");
+            assert!(e.message.contains(message) && !e.to_string().contains('\n'), "{e}");
+        }
+        // T reaches nobody: the media cannot go on from the relay.
+        let dead_end = call("T")
+            .replace("name = \"TH\"\nfrom = \"T\"\nto = \"H\"", "name = \"TH\"\nfrom = \"H\"\nto = \"T\"");
+        let e = load(&dead_end, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("calls.0.via"), "{e}");
+        assert!(e.message.contains("no links lead from \"T\" to \"B\""), "{e}");
     }
 }

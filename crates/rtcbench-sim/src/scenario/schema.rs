@@ -63,6 +63,9 @@ pub struct ScenarioSpec {
     pub links: Vec<LinkSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSpec>,
+    /// Group calls, each expanded into calls (streams) after those of `calls`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conferences: Vec<ConferenceSpec>,
     /// TCP flows competing with the calls (long or short, RFC 8867 §5.6-5.7).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tcp: Vec<TcpSpec>,
@@ -393,13 +396,17 @@ pub enum LossSpec {
 }
 
 /// A media call from one node to another: video and audio over RTP, feedback back over RTCP.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub from: String,
     pub to: String,
+    /// A TURN relay the call goes through (RFC 8656): media and RTCP from `from` to `via` to
+    /// `to`, feedback back the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -460,6 +467,146 @@ impl CallSpec {
         out.push(("rtcp", "rtcp-rx", false));
         out.push(("rtcp", "rtcp-tx", true));
         out
+    }
+}
+
+/// How a conference's participants are joined (`conferences.N.topology`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    /// Every participant sends to every other, one call per ordered pair.
+    Mesh,
+    /// `source` sends to every other participant, one call per viewer.
+    OneToMany,
+    /// Every participant publishes to a forwarding server (SFU), which forwards each stream to
+    /// every other participant.
+    Sfu,
+}
+
+impl Topology {
+    /// The name scenario files and `meta` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mesh => "mesh",
+            Self::OneToMany => "one-to-many",
+            Self::Sfu => "sfu",
+        }
+    }
+}
+
+/// A group call among `participants` (docs/scenarios.md, "Conferences"), which the simulator
+/// expands into calls (`super::calls::run_calls`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConferenceSpec {
+    /// Names its streams `<name>.<from>-<to>`; default `conf<i>` for the `i`-th conference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub topology: Topology,
+    /// Nodes, in the order their streams are listed.
+    pub participants: Vec<String>,
+    /// One-to-many only: the participant who sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// SFU only: the node the forwarding server runs on (not a participant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sfu: Option<String>,
+    /// Mesh and one-to-many: a TURN relay every stream goes through, as `calls.N.via`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The settings every stream takes.
+    #[serde(default)]
+    pub call: StreamSettings,
+}
+
+impl ConferenceSpec {
+    /// The conference's name: `name`, or `conf<i>` for the `i`-th conference.
+    pub fn name_or_default(&self, i: usize) -> String {
+        self.name.clone().unwrap_or_else(|| format!("conf{i}"))
+    }
+}
+
+/// `conferences.N.call`: what every stream of a conference takes, written as a `[[calls]]`
+/// entry without `name`, `from`, `to` and `via` (the conference gives those).
+///
+/// It is read as a whole [`CallSpec`] whose ends are left empty (and filled in per stream when
+/// the conference is expanded), so the settings, their defaults, their checks and their error
+/// paths (`conferences.0.call.video.max`) are those of `[[calls]]`, written once: a second list of
+/// the same fields would drift from the first. Written back, the ends are left out again.
+#[derive(Clone, Debug, Default)]
+pub struct StreamSettings(pub CallSpec);
+
+/// The fields of a call that a conference's streams take from the conference.
+const STREAM_ENDS: [&str; 4] = ["name", "from", "to", "via"];
+
+impl<'de> Deserialize<'de> for StreamSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = StreamSettings;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a table of call settings (the fields of [[calls]] but name, from, to and via)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<StreamSettings, A::Error> {
+                let with_ends = WithEmptyEnds { inner: map, added: 0 };
+                CallSpec::deserialize(serde::de::value::MapAccessDeserializer::new(with_ends))
+                    .map(StreamSettings)
+            }
+        }
+        d.deserialize_map(Visitor)
+    }
+}
+
+/// The entries of a `call` table, refusing the ends, then `from = ""` and `to = ""`.
+struct WithEmptyEnds<A> {
+    inner: A,
+    /// How many of the empty ends have been given (after the table's own entries).
+    added: usize,
+}
+
+/// The ends [`WithEmptyEnds`] adds: what `CallSpec` requires.
+const ADDED_ENDS: [&str; 2] = ["from", "to"];
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for WithEmptyEnds<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        use serde::de::{Error, IntoDeserializer};
+        if self.added == 0 {
+            if let Some(key) = self.inner.next_key::<String>()? {
+                if STREAM_ENDS.contains(&key.as_str()) {
+                    return Err(A::Error::custom(format!(
+                        "`{key}` is not a setting of a conference's streams: the conference gives each \
+                         stream its name and ends (participants, source, sfu, via)"
+                    )));
+                }
+                return seed.deserialize(key.into_deserializer()).map(Some);
+            }
+        }
+        let Some(&end) = ADDED_ENDS.get(self.added) else { return Ok(None) };
+        self.added += 1;
+        seed.deserialize(end.into_deserializer()).map(Some)
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        use serde::de::IntoDeserializer;
+        if self.added > 0 {
+            return seed.deserialize("".into_deserializer());
+        }
+        self.inner.next_value_seed(seed)
+    }
+}
+
+impl Serialize for StreamSettings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut table = toml::Table::try_from(&self.0).map_err(serde::ser::Error::custom)?;
+        for end in STREAM_ENDS {
+            table.remove(end);
+        }
+        table.serialize(s)
     }
 }
 
