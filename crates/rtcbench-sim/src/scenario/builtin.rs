@@ -125,6 +125,26 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/seeds/003-6.3-parallel-3.toml"),
     ),
     (
+        "seed003-loaded-100-10-udp",
+        "scenarios/seeds/003-6.2-loaded-100-10-udp.toml",
+        include_str!("../../../../scenarios/seeds/003-6.2-loaded-100-10-udp.toml"),
+    ),
+    (
+        "seed003-loaded-100-10-tcp",
+        "scenarios/seeds/003-6.2-loaded-100-10-tcp.toml",
+        include_str!("../../../../scenarios/seeds/003-6.2-loaded-100-10-tcp.toml"),
+    ),
+    (
+        "seed003-loaded-20-4-udp",
+        "scenarios/seeds/003-6.2-loaded-20-4-udp.toml",
+        include_str!("../../../../scenarios/seeds/003-6.2-loaded-20-4-udp.toml"),
+    ),
+    (
+        "seed003-loaded-20-4-tcp",
+        "scenarios/seeds/003-6.2-loaded-20-4-tcp.toml",
+        include_str!("../../../../scenarios/seeds/003-6.2-loaded-20-4-tcp.toml"),
+    ),
+    (
         "trace-lte-drive",
         "scenarios/traces/lte-drive.toml",
         include_str!("../../../../scenarios/traces/lte-drive.toml"),
