@@ -13,9 +13,7 @@ resolution in which every peer decodes every other, and a call relayed through a
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -28,7 +26,7 @@ import pytest
 
 import rtcbench
 from rtcbench import testbed
-from rtcbench.testbed import browser, devtools, relay, sfu, turn
+from rtcbench.testbed import browser, devtools, sfu, turn
 
 MISSING = testbed.missing() or (None if devtools.chromium() else "chromium is not installed (make chromium)")
 NO_JANUS = None if sfu.janus() else "janus is not installed (make janus)"
@@ -169,121 +167,93 @@ def test_a_call_that_cannot_connect_ends_the_run_with_one_line(tmp_path: Path) -
     assert run.summary["browser"]["calls"]["call0"]["setup_s"] is None
 
 
-def _network(tmp_path: Path, name: str, links: Sequence[tuple[str, str, str, str]]) -> rtcbench.Variant:
-    """A scenario `name` of the `links` (from, to, capacity, one-way delay; 200 ms queues), with
-    a call from A to B that only makes it valid: the browsers make the calls."""
-    text = f'id = "{name}"\nduration = "20s"\n\n' + "".join(
-        f'[[links]]\nname = "{a}{b}"\nfrom = "{a}"\nto = "{b}"\ncapacity = "{capacity}"\n'
-        f'delay = "{delay}"\nqueue = {{ size = "200ms" }}\n\n'
-        for a, b, capacity, delay in links
-    )
-    path = tmp_path / f"{name}.toml"
-    path.write_text(text + '[[calls]]\nfrom = "A"\nto = "B"\n')
-    return rtcbench.resolve(str(path))[0]
+def _flows(run: rtcbench.RunResult, kind: str = "video") -> dict[str, dict[str, Any]]:
+    """The run's flows of `kind` over the whole run, by name."""
+    return {f["name"]: f for f in run.summary["flows"] if f["kind"] == kind}
+
+
+def _rate_after(run: rtcbench.RunResult, flow: dict[str, Any], t_s: float, column: str) -> float:
+    """The flow's mean `column` (a rate) over its windows from `t_s` on."""
+    ts = run.timeseries.filter((pl.col("flow") == flow["id"]) & (pl.col("t_us") >= t_s * 1e6))
+    rate = ts.get_column(column).mean()
+    assert isinstance(rate, float)
+    return rate
 
 
 @needs_testbed
 def test_a_three_party_mesh_delivers_every_stream(tmp_path: Path) -> None:
-    # Three peers, a peer connection per pair, each sending its camera (low resolution) to the
-    # other two over 2 Mbit/s links with 20 ms each way.
-    nodes = ("A", "B", "C")
-    variant = _network(
-        tmp_path, "browser-mesh", [(a, b, "2Mbps", "20ms") for a in nodes for b in nodes if a != b]
-    )
-    clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
-    video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=500_000)
-    with testbed.build(variant) as bed:
-        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
-        r.go()
-        with contextlib.ExitStack() as stack:
-            peers = [stack.enter_context(browser.Peer.start(bed, n, tmp_path / n, clip)) for n in nodes]
-            calls = browser.mesh(peers, video)
-            samples = browser.sample(calls, 15.0)
-        r.stop()
-    assert len(calls) == 3
-    for call in calls:
-        setup = call.setup_s()
-        assert setup["connected"] is not None and setup["connected"] < 5, setup
-        assert setup["first_frame"] is not None and setup["first_frame_back"] is not None, setup
-    # Every peer decodes the video of both others, and keeps receiving it.
-    for node, remote, fps, rate in _every_stream(samples, nodes, lambda remote: remote):
-        assert fps > 10 and rate > 50_000, (node, remote, fps, rate)
+    # `mesh-3`: three peers, a peer connection per pair carrying both directions, each sending
+    # its camera (320x180, 15 fps, 500 kbit/s at most) over 2 Mbit/s links with 20 ms each way.
+    (run,) = rtcbench.run("mesh-3", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser")
+    browsers = run.summary["browser"]
+    assert browsers["failure"] is None
+    # Three connections, each set up in well under a second, each showing both ways' video.
+    connections = {c["connection"]: c["setup_s"] for c in browsers["calls"].values()}
+    assert len(connections) == 3, connections
+    for setup in connections.values():
+        assert 0 < setup["connected"] < 5 and setup["first_frame"] and setup["first_frame_back"], setup
+    # Every peer decodes the two others at their rate, over the run's second half.
+    videos = _flows(run)
+    assert len(videos) == 6
+    for name, f in videos.items():
+        assert f["fps_mean"] > 10, (name, f["fps_mean"])
+        assert 250_000 < _rate_after(run, f, 10.0, "recv_rate_bps") < 600_000, name
+    assert {"A", "B", "C", "relay"} <= set(browsers["usage"])
 
 
 @needs_testbed
 @pytest.mark.skipif(NO_JANUS is not None, reason=str(NO_JANUS))
 def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
-    # Four peers and Janus's VideoRoom in node S: each publishes its camera (320x180, 15 fps,
-    # 300 kbit/s) on 1 Mbit/s up to S and views the three others on 3 Mbit/s down from S.
-    nodes = ("A", "B", "C", "D")
-    links = [link for n in nodes for link in ((n, "S", "1Mbps", "20ms"), ("S", n, "3Mbps", "20ms"))]
-    variant = _network(tmp_path, "browser-sfu", links)
-    clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
-    video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=300_000)
-    with testbed.build(variant) as bed:
-        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
-        r.go()
-        with sfu.Janus.start(bed, "S", tmp_path / "janus") as janus, contextlib.ExitStack() as stack:
-            peers = [stack.enter_context(browser.Peer.start(bed, n, tmp_path / n, clip)) for n in nodes]
-            subscriptions = sfu.videoroom(janus, peers, video)
-            samples = browser.sample_peers(peers, 15.0, servers={"janus": janus.process.pid})
-            setup = {
-                (p.node, key): p.evaluate(f"rtcbench.times({json.dumps(key)})", "read the set-up times")
-                for p in peers
-                for key in ["sfu"] + [f"sfu:{q.node}" for q in peers if q is not p]
-            }
-            browser.close(peers)
-        r.stop()
-    assert len(subscriptions) == 12
+    # `sfu-4`: four peers and Janus's VideoRoom in node S; each publishes its camera (320x180,
+    # 15 fps, 300 kbit/s) on 1 Mbit/s up to S and views the three others on 3 Mbit/s down.
+    (run,) = rtcbench.run("sfu-4", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser")
+    browsers = run.summary["browser"]
+    assert browsers["failure"] is None
+    videos = _flows(run)
+    publish = {n: f for n, f in videos.items() if n.endswith("-S.video")}
+    views = {n: f for n, f in videos.items() if not n.endswith("-S.video")}
+    assert len(publish) == 4 and len(views) == 12
     # Every connection to the SFU came up within seconds; every view showed a first frame.
-    for (node, key), t in setup.items():
-        assert t["ice"] == "connected" and 0 < t["connected"] - t["offer"] < 5000, (node, key, t)
-        if key != "sfu":
-            assert 0 < t["firstFrame"] - t["offer"] < 5000, (node, key, t)
+    for name, call in browsers["calls"].items():
+        setup = call["setup_s"]
+        assert setup is not None and 0 < setup["connected"] < 5, (name, setup)
+        if not name.endswith("-S"):
+            assert setup["first_frame"] is not None and setup["first_frame"] < 5, (name, setup)
+    # What Janus receives is not seen by any browser: the publish legs' frame metrics are None.
+    assert all(f["fps_mean"] is None for f in publish.values())
+    for name, f in publish.items():
+        assert 150_000 < _rate_after(run, f, 10.0, "send_rate_bps") < 400_000, name
     # Every peer decodes the three others, forwarded by the SFU, at their rate.
-    for node, other, fps, rate in _every_stream(samples, nodes, lambda other: f"sfu:{other}"):
-        assert fps > 10 and 150_000 < rate < 400_000, (node, other, fps, rate)
-    # Janus's own CPU and memory: one process forwarding 12 streams of 300 kbit/s.
-    u = samples.usage["janus"]
-    assert len(u) >= 25 and all(x.processes == 1 and x.pss_bytes > 1e6 for x in u)
-    assert u[-1].cpu_s > u[0].cpu_s
+    for name, f in views.items():
+        assert f["fps_mean"] > 10, (name, f["fps_mean"])
+        assert 150_000 < _rate_after(run, f, 10.0, "recv_rate_bps") < 400_000, name
+    # Janus's own CPU and memory: one process forwarding 12 streams.
+    janus = browsers["usage"]["janus@S"]
+    assert janus["processes_max"] == 1 and janus["pss_mb_max"] > 1 and janus["cpu_cores"] > 0, janus
+    assert run.tables.usage.filter(pl.col("process") == "janus@S").height >= 35
 
 
 @needs_testbed
 @pytest.mark.skipif(NO_COTURN is not None, reason=str(NO_COTURN))
 def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path) -> None:
-    # Relay-only ICE through coturn in node T (as seed 003's relayed calls): A and B have links
-    # only to and from T, so nothing else could carry the call.
-    links = [link for n in ("A", "B") for link in ((n, "T", "2Mbps", "10ms"), ("T", n, "2Mbps", "10ms"))]
-    variant = _network(tmp_path, "browser-turn", links)
-    clip = browser.noise_clip(tmp_path / "camera.y4m", width=320, height=180, fps=15)
-    video = browser.VideoSettings(width=320, height=180, fps=15, max_bitrate_bps=500_000)
-    with testbed.build(variant) as bed:
-        r = relay.start(bed, variant, seed=1, out_dir=tmp_path / "relay")
-        r.go()
-        with (
-            turn.Turn.start(bed, "T", tmp_path / "turn") as server,
-            browser.Peer.start(bed, "A", tmp_path / "A", clip) as a,
-            browser.Peer.start(bed, "B", tmp_path / "B") as b,
-        ):
-            for peer in (a, b):
-                peer.configure(server.ice_servers(), relay_only=True)
-            call = browser.connect(a, b, video)
-            routes = (a.route("B"), b.route("A"))
-            samples = browser.sample([call], 10.0, servers={"coturn": server.process.pid})
-        report = r.stop()
-    assert routes == ({"local": "relay", "remote": "relay"},) * 2
-    setup = call.setup_s()
-    assert setup["connected"] is not None and setup["connected"] < 5
-    assert setup["first_frame"] is not None
-    inbound = _video(samples.of("B", "A"), "inbound-rtp")
-    (t0, first), (t1, last) = inbound[len(inbound) // 2], inbound[-1]
-    rate = (last["bytesReceived"] - first["bytesReceived"]) * 8 / (t1 - t0)
-    assert (last["framesDecoded"] - first["framesDecoded"]) / (t1 - t0) > 10 and rate > 300_000, rate
+    # `turn-relay`: relay-only ICE through coturn in node T (as seed 003's calls through a relay);
+    # A and B have links only to and from T, so nothing else could carry the call.
+    (run,) = rtcbench.run("turn-relay", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser")
+    browsers = run.summary["browser"]
+    assert browsers["failure"] is None
+    setup = browsers["calls"]["call0"]["setup_s"]
+    assert 0 < setup["connected"] < 5 and setup["first_frame"] is not None, setup
+    (video,) = _flows(run).values()
+    assert video["fps_mean"] > 10 and _rate_after(run, video, 10.0, "recv_rate_bps") > 300_000, video
+    # Each packet is traced once over both legs: sent into A → T, received off T → B, its one-way
+    # delay both legs' 10 ms at least; its size has TURN's 4-byte ChannelData header.
+    t = run.tables
+    media = t.packets.filter((pl.col("flow") == video["id"]) & (pl.col("kind") == "media"))
+    received = media.filter(pl.col("event") == "received")
+    assert received.height > 0.99 * media.filter(pl.col("event") == "sent").height
+    assert (received.get_column("t_us") - received.get_column("sent_us")).min() >= 20_000
+    relay_links = run.summary["browser"]["relay"]
+    assert relay_links["frames_out"] > 2 * received.height  # both legs crossed the relay
     # coturn's own CPU and memory, relaying every packet of the call.
-    u = samples.usage["coturn"]
-    assert len(u) >= 15 and all(x.processes == 1 and x.pss_bytes > 1e5 for x in u)
-    assert u[-1].cpu_s > u[0].cpu_s
-    # The media crossed A → T and T → B: each link carried at least what B received.
-    received = last["bytesReceived"]
-    assert report.links["AT"].bytes_in > received and report.links["TB"].bytes_in > received
+    coturn = browsers["usage"]["coturn@T"]
+    assert coturn["processes_max"] == 1 and coturn["cpu_cores"] > 0, coturn

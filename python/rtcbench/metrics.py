@@ -648,7 +648,12 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
             "_w": np.tile(np.arange(n_windows, dtype=np.int64), len(flows)),
             "t_us": np.tile(starts, len(flows)),
             "_end": np.tile(ends, len(flows)),
-            "_video": np.repeat(np.array([f.get("kind") == VIDEO for f in flows], dtype=bool), n_windows),
+            "_video": np.repeat(
+                np.array(
+                    [f.get("kind") == VIDEO and _frames_seen(t, int(f["id"])) for f in flows], dtype=bool
+                ),
+                n_windows,
+            ),
             "_call": pl.Series(calls, dtype=pl.Int32).gather(np.repeat(np.arange(len(flows)), n_windows)),
             "capacity_bps": np.concatenate(
                 [unlimited if p is None else capacity[p] for p in paths] or [np.empty(0)]
@@ -1061,6 +1066,13 @@ def _std(s: pl.Series) -> float | None:
     return _py(s.std(ddof=0)) if s.len() else None
 
 
+def _frames_seen(t: Tables, flow: int) -> bool:
+    """Whether a video flow's frames were seen at all: in the frames table, or counted by its
+    receiving browser. A browser run cannot see the frames an SFU receives (`meta.unobserved`
+    has `frames`, and the SFU reports nothing): its frame metrics are None, not 0."""
+    return not t.unobserved("frames") or _counted_frames(t, flow)
+
+
 def _counted_frames(t: Tables, flow: int) -> bool:
     """Whether a video flow's frames are those its browser counted (`stats`): it recorded no
     frame rows, and its receiver reported."""
@@ -1160,7 +1172,7 @@ def _flow_metrics(
         encoded = counted.delta(flow, "sender", "frames_encoded", s, e)
         if encoded and decoded is not None:
             frame_loss = min(1.0, max(0.0, 1.0 - decoded / encoded))
-    elif video:
+    elif video and _frames_seen(t, flow):
         fr = rows.frames.between(flow, s, e)
         if "height" in fr.columns:
             height = _mean(fr.get_column("height"))

@@ -30,7 +30,7 @@ import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import polars as pl
 
@@ -51,8 +51,7 @@ from rtcbench.testbed.browser import (
 )
 from rtcbench.testbed.browser_trace import Connection, Stream, browser_tables
 from rtcbench.testbed.emulate import END_MARGIN_S, relay_info, simulator_meta
-from rtcbench.testbed.media import PlannedCall
-from rtcbench.testbed.media import plan as plan_calls
+from rtcbench.testbed.media import PlannedCall, call_plans
 from rtcbench.testbed.netns import Testbed, TestbedError, build, require
 from rtcbench.testbed.trace import RELAY_PACKETS
 
@@ -206,7 +205,9 @@ def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Conne
     end_s = float(meta["duration_s"])
     meta_calls = {int(m["id"]): m for m in meta["calls"]}
     streams: dict[int, Stream] = {}
-    for call in plan_calls(variant, seed):
+    for call in call_plans(variant, seed):
+        if call.plan is None:
+            continue  # an SFU's forward leg: it carries its publisher's stream (below)
         m = meta_calls[call.index]
         settings, where = _settings(spec, m, call.index)
         streams[call.index] = _stream(call, settings, where, _flows_of(meta, call.index), end_s)
@@ -444,6 +445,12 @@ def _peers(bed: Testbed, conns: Sequence[Connection], work: Path, seed: int) -> 
         yield peers
 
 
+def _close_pipe(pipe: IO[Any] | None) -> None:
+    if pipe is not None and not pipe.closed:
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+
 def _usage_summary(samples: Sequence[Usage]) -> dict[str, Any] | None:
     if len(samples) < 2:
         return None
@@ -513,7 +520,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
     relay_dir, cross_dir, peers_dir = work / "relay", work / "cross", work / "peers"
     started = time.monotonic()
     try:
-        with build(variant) as bed, contextlib.ExitStack() as stack:
+        with build(variant) as bed, contextlib.ExitStack() as relay_stack, contextlib.ExitStack() as stack:
             r = relay.start(
                 bed,
                 variant,
@@ -523,6 +530,9 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
                 trace=True,
                 udp_head=relay.MAX_UDP_HEAD,
             )
+            # On an error, the relay's control pipe is closed with the run (the testbed stops
+            # the process itself).
+            relay_stack.callback(_close_pipe, r.process.stdin)
             traffic = cross.start(bed, flows, end_s=duration_s, log_dir=cross_dir) if flows else None
             # The SFUs and TURN servers the calls go through, each in its node.
             januses = {

@@ -47,8 +47,10 @@ from rtcbench.testbed.trace import TraceError, packet_events, relay_links, relay
 
 __all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
 
-UNOBSERVED = ("frame_delay", "residual_loss", "fec_overhead")
-"""What a browser run cannot measure from outside the browsers (`meta.unobserved`)."""
+UNOBSERVED = ("frames", "frame_delay", "residual_loss", "fec_overhead")
+"""What a browser run cannot measure from outside the browsers (`meta.unobserved`): the frames
+(only a receiving browser's counts of them), their delay, the loss left after repair, FEC inside
+RED."""
 
 UDP = 17
 _FEEDBACK_KINDS = {(201, None): "rr", (205, 15): "twcc", (205, 1): "nack", (205, 11): "ccfb", (206, 1): "pli",

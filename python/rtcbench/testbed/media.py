@@ -76,6 +76,12 @@ def plan(variant: Variant, seed: int) -> list[PlannedCall]:
     relayed through a TURN server (`via`), and an SFU conference: the agents talk to each other
     directly, and there is no TURN relay or forwarding server among them."""
     _refuse_relays(variant)
+    return call_plans(variant, seed)
+
+
+def call_plans(variant: Variant, seed: int) -> list[PlannedCall]:
+    """Every call of the scenario for `seed` as the simulator builds it, with its `meta.calls` id:
+    `[[calls]]` entries and every conference's calls, an SFU's forward legs among them (pure)."""
     calls = json.loads(_core.call_plans(variant.toml, seed))
     return [PlannedCall(int(c["id"]), c["name"], c["from"], c["to"], c["plan"]) for c in calls]
 
@@ -84,22 +90,22 @@ def _refuse_relays(variant: Variant) -> None:
     """`MediaError` for the first call or conference that needs a relay or an SFU."""
     doc = tomllib.loads(variant.toml)
     where = variant.scenario_id
+    direct = "the media agents send to each other directly, with no TURN relay between them"
+    instead = "run it simulated or with --mode browser"
     for i, call in enumerate(doc.get("calls", [])):
         if "via" in call:
             raise MediaError(
-                f"{where}: calls.{i}.via = {call['via']!r} cannot be emulated: the media agents send to "
-                "each other directly, with no TURN relay between them; run it simulated"
+                f"{where}: calls.{i}.via = {call['via']!r} cannot be emulated: {direct}; {instead}"
             )
     for i, conf in enumerate(doc.get("conferences", [])):
         if conf.get("topology") == "sfu":
             raise MediaError(
                 f'{where}: conferences.{i} (topology "sfu") cannot be emulated: the media agents have '
-                "no forwarding server (SFU); run it simulated"
+                f"no forwarding server (SFU); {instead}"
             )
         if "via" in conf:
             raise MediaError(
-                f"{where}: conferences.{i}.via = {conf['via']!r} cannot be emulated: the media agents send "
-                "to each other directly, with no TURN relay between them; run it simulated"
+                f"{where}: conferences.{i}.via = {conf['via']!r} cannot be emulated: {direct}; {instead}"
             )
 
 

@@ -21,6 +21,7 @@ import select
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -118,17 +119,24 @@ class Janus:
         if exe is None:
             raise SfuError(f"{JANUS} is not installed (make janus)")
         work.mkdir(parents=True, exist_ok=True)
-        path = work / "janus.sock"
-        path.unlink(missing_ok=True)
+        # A Unix socket's path holds at most 107 bytes (sockaddr_un): the socket lives in a short
+        # folder of its own, not in the run's (which may be deep), and goes with it.
+        folder = Path(tempfile.mkdtemp(prefix="rtcbench-janus-"))
+        path = folder / "janus.sock"
         _config(work / "config", path, publishers, bitrate_bps)
         log = (work / "janus.log").open("wb")
-        process = bed.popen(
-            node,
-            [exe, "-F", str(work / "config"), "-C", str(work / "config" / "janus.jcfg")],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        try:
+            process = bed.popen(
+                node,
+                [exe, "-F", str(work / "config"), "-C", str(work / "config" / "janus.jcfg")],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        except BaseException:
+            log.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             deadline = time.monotonic() + START_TIMEOUT_S
@@ -153,6 +161,7 @@ class Janus:
             sock.close()
             stop_processes([process])
             log.close()
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _receive(self, deadline: float) -> dict[str, Any]:
         left = deadline - time.monotonic()
