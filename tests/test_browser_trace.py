@@ -15,6 +15,8 @@ import pytest
 import rtcbench
 from rtcbench.identity import BROWSER, run_key
 from rtcbench.metrics import Tables, flow_metrics, timeseries
+from rtcbench.results import InputError
+from rtcbench.scenarios import other_codecs
 from rtcbench.testbed import browse, sdp
 from rtcbench.testbed.browser import VideoSettings
 from rtcbench.testbed.browser_trace import parse_head, turn_allocations
@@ -230,7 +232,8 @@ def test_what_chromium_cannot_do_is_refused_with_one_line(
 def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path) -> None:
     v = _variant(
         tmp_path,
-        'video = { min = "100kbps", start = "400kbps", max = "1Mbps", camera = "320x180", fps = 15 }\n'
+        'video = { min = "100kbps", start = "400kbps", max = "1Mbps", camera = "320x180", fps = 15,\n'
+        '          codec = "h264" }\n'
         'nack = false\nkeyframe_request = "fir"\npriority = 2.0\nstart = "1s"\nstop = "8s"\n'
         'pause = [{ from = "3s", to = "4s", audio = false }]',
     )
@@ -238,6 +241,7 @@ def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path)
     (s,) = c.streams
     assert (c.key, c.offerer, c.answerer, s.src, s.dst) == ("call0", "A", "B", "A", "B")
     assert s.video == VideoSettings(
+        codec="H264",
         width=320, height=180, fps=15, max_bitrate_bps=1_000_000, min_bitrate_bps=100_000,
         start_bitrate_bps=400_000, fec=True, nack=False, keyframe_request="fir", priority="medium",
     )  # fmt: skip
@@ -272,3 +276,12 @@ def test_a_turn_allocation_names_the_socket_behind_a_relayed_address() -> None:
          "dst_port": [39390], "head": [head]}
     )  # fmt: skip
     assert turn_allocations(log) == {("10.0.2.2", 49260): (("10.0.1.2", 39390), ("10.0.2.2", 3478))}
+
+
+def test_only_a_browser_run_sends_another_codec_than_vp8(tmp_path: Path) -> None:
+    v = _variant(tmp_path, 'video = { codec = "av1" }')
+    assert other_codecs(v) == [("calls.0.video.codec", "av1")]
+    with pytest.raises(InputError) as refused:
+        rtcbench.runner.run_variant(v, "gcc", 1)
+    line = str(refused.value)
+    assert "\n" not in line and "calls.0.video.codec = 'av1'" in line and "--mode browser" in line

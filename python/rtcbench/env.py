@@ -33,7 +33,14 @@ except ImportError as e:  # pragma: no cover (the dev extra installs it)
     raise ImportError("rtcbench.env needs gymnasium: pip install 'rtcbench[gym]' (or gymnasium>=0.29)") from e
 
 from rtcbench import _core
-from rtcbench.runner import MAX_MEMORY_ROWS, RunResult, TraceTooLarge, controllers, summarize_core
+from rtcbench.runner import (
+    MAX_MEMORY_ROWS,
+    RunResult,
+    TraceTooLarge,
+    check_codecs,
+    controllers,
+    summarize_core,
+)
 from rtcbench.scenarios import Variant, resolve
 
 __all__ = [
@@ -223,6 +230,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         self.call = call
         # Built once here so that a scenario the simulator cannot run, or a call it does not have,
         # fails now, and so that the call's rate limits are known.
+        check_codecs(self.variant)
         probe = _core.Simulation(self.variant.toml, controller, 0, external_call=call)
         info = probe.call_info
         self.start_rate_bps = float(info.start_rate_bps)

@@ -51,7 +51,7 @@ from rtcbench.results import (
     tables_from_core,
     write_parquet,
 )
-from rtcbench.scenarios import Variant, resolve
+from rtcbench.scenarios import MODELLED_CODEC, Variant, other_codecs, resolve
 from rtcbench.testbed import devtools
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "RunResult",
     "TraceTooLarge",
     "UnknownController",
+    "check_codecs",
     "check_mode",
     "check_seed",
     "controller_name",
@@ -135,6 +136,18 @@ def run_folder(
     `mode` (`simulate`, `emulate` or `browser`: each mode's runs have keys of their own)."""
     key = _identity(variant, controller, mode)["key"]
     return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
+
+
+def check_codecs(variant: Variant) -> None:
+    """`InputError` (one line naming the field) for a call whose video codec the simulator and
+    the emulation do not model: only a browser run sends it (`scenarios.other_codecs`)."""
+    other = other_codecs(variant)
+    if other:
+        field, codec = other[0]
+        raise InputError(
+            f"{variant.scenario_id}: {field} = {codec!r}: the simulator and the emulation model "
+            f"{MODELLED_CODEC!r} only; run it with --mode browser, or leave codec out"
+        )
 
 
 def check_mode(mode: str) -> None:
@@ -313,6 +326,8 @@ def run_variant(
     """
     check_seed(seed)
     check_mode(mode)
+    if mode != BROWSER:
+        check_codecs(variant)
     cc = resolve_controller(controller)
     started = time.perf_counter()
     out = Path(out) if out is not None else None

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from rtcbench import _core
 from rtcbench.results import read_text
 
-__all__ = ["BuiltinScenario", "ScenarioNotFound", "Variant", "builtin", "resolve", "variant_fields"]
+__all__ = [
+    "MODELLED_CODEC",
+    "BuiltinScenario",
+    "ScenarioNotFound",
+    "Variant",
+    "builtin",
+    "other_codecs",
+    "resolve",
+    "variant_fields",
+]
+
+MODELLED_CODEC = "vp8"
+"""The video codec the simulator and the emulation's media agents model (RFC 7741's payload
+descriptor, libvpx-like frame sizes); a browser run sends whichever `video.codec` names."""
 
 
 class ScenarioNotFound(LookupError):
@@ -70,3 +84,18 @@ def resolve(scenario: str | Path, sets: tuple[str, ...] | list[str] = ()) -> lis
             )
         text, origin = read_text(path), str(path)
     return [Variant(*row) for row in _core.expand(text, origin, list(sets))]
+
+
+def other_codecs(variant: Variant) -> list[tuple[str, str]]:
+    """(field, codec) of every call of `variant` whose `video.codec` is not `MODELLED_CODEC`: a
+    `[[calls]]` entry's, or a conference's `call` table's."""
+    spec = tomllib.loads(variant.toml)
+    places = [(f"calls.{i}", c) for i, c in enumerate(spec.get("calls", []))]
+    places += [
+        (f"conferences.{i}.call", c.get("call", {})) for i, c in enumerate(spec.get("conferences", []))
+    ]
+    return [
+        (f"{where}.video.codec", codec)
+        for where, call in places
+        if (codec := (call.get("video") or {}).get("codec", MODELLED_CODEC)) != MODELLED_CODEC
+    ]

@@ -35,7 +35,7 @@ from typing import IO, Any
 import polars as pl
 
 from rtcbench.metrics import Tables
-from rtcbench.scenarios import Variant
+from rtcbench.scenarios import MODELLED_CODEC, Variant
 from rtcbench.testbed import cross, devtools, relay, sfu, turn
 from rtcbench.testbed.browser import (
     CONNECT_TIMEOUT_S,
@@ -137,6 +137,7 @@ def _stream(
             )
         width, height = (int(x) for x in v["camera"])
         video = VideoSettings(
+            codec=str((spec.get("video") or {}).get("codec", MODELLED_CODEC)).upper(),
             width=width,
             height=height,
             fps=round(fps),

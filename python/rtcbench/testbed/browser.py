@@ -106,9 +106,9 @@ window.rtcbench = (() => {
   const prefer = (tx, video) => {
     const codecs = RTCRtpSender.getCapabilities('video').codecs;
     const repair = video.fec === false ? ['video/rtx'] : ['video/rtx', 'video/red', 'video/ulpfec'];
-    tx.setCodecPreferences([
-      ...codecs.filter(c => c.mimeType === 'video/' + video.codec),
-      ...codecs.filter(c => repair.includes(c.mimeType))]);
+    const wanted = codecs.filter(c => c.mimeType.toUpperCase() === 'VIDEO/' + video.codec.toUpperCase());
+    if (!wanted.length) throw new Error('this Chromium cannot send ' + video.codec);
+    tx.setCodecPreferences([...wanted, ...codecs.filter(c => repair.includes(c.mimeType))]);
   };
   const open = key => {
     const pc = new RTCPeerConnection(S.configs[key] || S.config);

@@ -1413,6 +1413,23 @@ to = "B"
     }
 
     #[test]
+    fn a_video_codec_is_one_of_four_and_is_written_back() {
+        for (value, codec) in [
+            ("vp8", VideoCodec::Vp8),
+            ("vp9", VideoCodec::Vp9),
+            ("h264", VideoCodec::H264),
+            ("av1", VideoCodec::Av1),
+        ] {
+            let s = load(MINIMAL, "x", &[format!("calls.0.video.codec={value}")]).unwrap().remove(0);
+            assert_eq!(s.spec.calls[0].video.as_ref().unwrap().codec, Some(codec));
+            assert!(s.to_toml().contains(&format!("codec = \"{value}\"")), "{}", s.to_toml());
+        }
+        let e = load(MINIMAL, "my.toml", &["calls.0.video.codec=h265".to_string()]).unwrap_err();
+        let line = e.to_string();
+        assert!(!line.contains('\n') && line.contains("calls[0].video.codec") && line.contains("`av1`"), "{line}");
+    }
+
+    #[test]
     fn fec_is_on_off_or_a_scheme_and_is_written_back_as_given() {
         for (value, scheme) in [
             ("true", Some(FecScheme::Ulpfec)),

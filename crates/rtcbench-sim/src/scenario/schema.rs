@@ -754,6 +754,22 @@ pub struct VideoSpec {
     /// resolution ladder (`rtcbench_media::resolution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub camera: Option<Resolution>,
+    /// The video codec (default `"vp8"`). The simulator and the emulation's media agents model
+    /// VP8 (RFC 7741's payload descriptor, libvpx-like frame sizes) and refuse another; a browser
+    /// run (`--mode browser`) makes Chromium send the one named here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codec: Option<VideoCodec>,
+}
+
+/// A video codec a call can ask for.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum VideoCodec {
+    #[default]
+    Vp8,
+    Vp9,
+    H264,
+    Av1,
 }
 
 /// A video resolution written "1280x720".
