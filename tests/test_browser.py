@@ -14,6 +14,9 @@ resolution in which every peer decodes every other, and a call relayed through a
 from __future__ import annotations
 
 import itertools
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -257,3 +260,35 @@ def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path)
     # coturn's own CPU and memory, relaying every packet of the call.
     coturn = browsers["usage"]["coturn@T"]
     assert coturn["processes_max"] == 1 and coturn["cpu_cores"] > 0, coturn
+
+
+@needs_testbed
+def test_a_browser_that_dies_ends_the_run_with_its_reason(tmp_path: Path) -> None:
+    # The sending browser is killed 5 s into a 30 s call: the run ends at the next look at its
+    # page (its samples are collected every 5 s), with what it recorded until then and one line.
+    def kill_sender() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for entry in Path("/proc").iterdir():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"--remote-debugging-pipe" in cmdline and b"peers/A/profile" in cmdline:
+                    time.sleep(5.0)
+                    os.killpg(int(entry.name), signal.SIGKILL)
+                    return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_sender)
+    killer.start()
+    started = time.monotonic()
+    try:
+        (run,) = rtcbench.run(_scenario(tmp_path), "gcc", out=tmp_path / "out", mode="browser")
+    finally:
+        killer.join()
+    assert time.monotonic() - started < 25.0
+    line = run.summary["browser"]["failure"]
+    assert line and "\n" not in line and "peer A" in line, line
+    # What ran until then is in the tables.
+    assert run.tables.packets.filter(pl.col("kind") == "media").height > 100
