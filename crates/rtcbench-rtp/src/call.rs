@@ -579,9 +579,7 @@ pub struct Sender {
     media_octets: u32,
     report_interval: Duration,
     next_report: Instant,
-    last_row: Option<(Instant, Bitrate)>,
-    /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
-    remote_metrics: Option<ControllerMetrics>,
+    controller_rows: ControllerRows,
     pauses: Vec<Pause>,
     ecn: Ecn,
     /// NACK/RTX on.
@@ -663,8 +661,7 @@ impl Sender {
             media_octets: 0,
             report_interval: p.report_interval,
             next_report: p.start + p.report_interval,
-            last_row: None,
-            remote_metrics: None,
+            controller_rows: ControllerRows::default(),
             pauses: p.pauses,
             ecn: p.ecn,
             nack: p.nack,
@@ -1087,7 +1084,7 @@ impl Sender {
     /// The receiver-side estimator's state, for the trace (set by the world after the receiver
     /// ran).
     pub fn set_remote_metrics(&mut self, m: Option<ControllerMetrics>) {
-        self.remote_metrics = m;
+        self.controller_rows.remote = m;
     }
 
     /// Reads the controller's decisions: encoder target, pacing rate, probes.
@@ -1123,21 +1120,55 @@ impl Sender {
             let protection = self.send_rates.protection_overhead(now);
             video.set_target(now, payload * (1.0 - protection));
         }
-        let pacing = self.controller.pacing_rate().unwrap_or(target * 2.5);
-        self.pacer.set_pacing_rate(pacing);
-        self.limiter.set_max_rate(target);
-        while let Some(p) = self.controller.poll_probe() {
-            self.pacer.start_probe(p);
-        }
+        follow_controller(&mut self.controller, &mut self.pacer, &mut self.limiter, target);
         if let Some(obs) = obs {
-            let due =
-                self.last_row.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target);
-            if due {
-                self.last_row = Some((now, target));
-                let m = self.controller.metrics();
-                let pacing = self.controller.pacing_rate();
-                obs.controller(now, target, pacing, &m, self.remote_metrics.as_ref());
-            }
+            self.controller_rows.record(now, &self.controller, target, obs);
+        }
+    }
+}
+
+/// What a sender takes from its controller besides the encoder's rate (a call's sender and an
+/// SFU's downlink alike): the pacing rate (2.5 × the target unless the controller sets one, as
+/// libwebrtc's pacing factor), the retransmission budget, and the probes it asks for.
+pub(crate) fn follow_controller<T: Paced>(
+    controller: &mut AnyController,
+    pacer: &mut Pacer<T>,
+    limiter: &mut RetransmissionLimiter,
+    target: Bitrate,
+) {
+    pacer.set_pacing_rate(controller.pacing_rate().unwrap_or(target * 2.5));
+    limiter.set_max_rate(target);
+    while let Some(p) = controller.poll_probe() {
+        pacer.start_probe(p);
+    }
+}
+
+/// A sender's controller rows in the trace: at most one per `CONTROLLER_ROW_MIN_GAP`, and one
+/// whenever the target changes, with the receiver-side estimator's state as last known.
+#[derive(Debug, Default)]
+pub(crate) struct ControllerRows {
+    last: Option<(Instant, Bitrate)>,
+    /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
+    pub(crate) remote: Option<ControllerMetrics>,
+}
+
+impl ControllerRows {
+    pub(crate) fn record<O: CallObserver>(
+        &mut self,
+        now: Instant,
+        controller: &AnyController,
+        target: Bitrate,
+        obs: &mut O,
+    ) {
+        if self.last.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target) {
+            self.last = Some((now, target));
+            obs.controller(
+                now,
+                target,
+                controller.pacing_rate(),
+                &controller.metrics(),
+                self.remote.as_ref(),
+            );
         }
     }
 }

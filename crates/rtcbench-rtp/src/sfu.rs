@@ -48,8 +48,8 @@ use rtcbench_wire::{Ecn, RedHeaderRepr, RembRepr};
 use rtcbench_cc::adapter::TransportFeedbackAdapter;
 
 use crate::call::{
-    probe_padding, rtcp_out, rtp_clock, rtx_header_for, sender_report, FeedbackIntake, Heard,
-    KeyframeRequest, Receiver, StreamIds, Tail, CONTROLLER_ROW_MIN_GAP, FRAME_LABEL_LEN,
+    follow_controller, probe_padding, rtcp_out, rtp_clock, rtx_header_for, sender_report, ControllerRows,
+    FeedbackIntake, Heard, KeyframeRequest, Receiver, StreamIds, Tail, FRAME_LABEL_LEN,
     MIN_KEYFRAME_INTERVAL, PT_AUDIO, PT_FLEXFEC, PT_RED, PT_RTX, PT_RTX_RED, PT_ULPFEC, PT_VIDEO,
     VIDEO_CLOCK_HZ,
 };
@@ -171,8 +171,7 @@ struct Downlink {
     media_octets: u32,
     report_interval: Duration,
     next_report: Instant,
-    last_row: Option<(Instant, Bitrate)>,
-    remote_metrics: Option<ControllerMetrics>,
+    controller_rows: ControllerRows,
 }
 
 impl Downlink {
@@ -193,8 +192,7 @@ impl Downlink {
             media_octets: 0,
             report_interval: p.report_interval,
             next_report: p.start + p.report_interval,
-            last_row: None,
-            remote_metrics: None,
+            controller_rows: ControllerRows::default(),
         };
         leg.apply_controller(p.start, None::<&mut crate::Ignore>);
         leg
@@ -325,19 +323,9 @@ impl Downlink {
     /// Reads the controller's decisions: pacing rate, retransmission budget, probes; traces it.
     fn apply_controller<O: CallObserver>(&mut self, now: Instant, obs: Option<&mut O>) {
         let target = self.controller.target_rate();
-        self.pacer.set_pacing_rate(self.controller.pacing_rate().unwrap_or(target * 2.5));
-        self.limiter.set_max_rate(target);
-        while let Some(p) = self.controller.poll_probe() {
-            self.pacer.start_probe(p);
-        }
+        follow_controller(&mut self.controller, &mut self.pacer, &mut self.limiter, target);
         if let Some(obs) = obs {
-            let due =
-                self.last_row.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target);
-            if due {
-                self.last_row = Some((now, target));
-                let m = self.controller.metrics();
-                obs.controller(now, target, self.controller.pacing_rate(), &m, self.remote_metrics.as_ref());
-            }
+            self.controller_rows.record(now, &self.controller, target, obs);
         }
     }
 }
@@ -506,7 +494,7 @@ impl Forwarder {
     /// The state of the receive-side estimator at viewer `leg`, traced with the downlink's
     /// controller (as a call's sender traces its receiver's).
     pub fn set_remote_metrics(&mut self, leg: usize, m: Option<ControllerMetrics>) {
-        self.legs[leg].remote_metrics = m;
+        self.legs[leg].controller_rows.remote = m;
     }
 
     /// The target of downlink `leg`'s controller.

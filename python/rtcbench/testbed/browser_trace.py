@@ -43,7 +43,7 @@ import polars as pl
 from rtcbench.metrics import Tables
 from rtcbench.testbed.browser import AudioSettings, Usage, VideoSettings
 from rtcbench.testbed.sdp import describe
-from rtcbench.testbed.trace import TraceError, packet_events, relay_links, relay_packets
+from rtcbench.testbed.trace import FRAMES_SCHEMA, TraceError, packet_events, relay_links, relay_packets
 
 __all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
 
@@ -674,21 +674,6 @@ def _usage(usage: Mapping[str, Sequence[Usage]], t0_mono: float, end_us: int) ->
     )
 
 
-_FRAMES_SCHEMA = {
-    "flow": pl.Int32,
-    "frame": pl.Int64,
-    "capture_us": pl.Int64,
-    "size": pl.Int32,
-    "keyframe": pl.Boolean,
-    "width": pl.Int32,
-    "height": pl.Int32,
-    "packets": pl.Int32,
-    "complete_us": pl.Int64,
-    "render_us": pl.Int64,
-    "freeze": pl.Boolean,
-}
-
-
 def browser_tables(
     meta: Mapping[str, Any],
     relay_dir: Path,
@@ -716,7 +701,7 @@ def browser_tables(
     tables = Tables(
         meta={**meta, "unobserved": list(UNOBSERVED)},
         packets=packets,
-        frames=pl.DataFrame(schema=_FRAMES_SCHEMA),
+        frames=pl.DataFrame(schema=FRAMES_SCHEMA),
         controller=_controller(conns, stats_table),
         links=relay_links(relay_dir, end_us),
         feedback=_feedback(conns, packets, kinds),

@@ -24,6 +24,8 @@ from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.media import FIRST_PORT, PlannedCall
 
 __all__ = [
+    "ENCODED_SCHEMA",
+    "FRAMES_SCHEMA",
     "RELAY_LINKS",
     "RELAY_PACKETS",
     "TraceError",
@@ -74,6 +76,21 @@ _LINKS_SCHEMA = {
 
 _OPTIONAL_PACKET_COLUMNS = {"transport_seq": pl.Int32}
 """Columns of the packets table only some producers fill (docs/traces.md)."""
+
+
+ENCODED_SCHEMA = {
+    "flow": pl.Int32,
+    "frame": pl.Int64,
+    "capture_us": pl.Int64,
+    "size": pl.Int32,
+    "keyframe": pl.Boolean,
+    "width": pl.Int32,
+    "height": pl.Int32,
+    "packets": pl.Int32,
+}
+"""The frames table's columns of a frame as its sender encoded it (docs/traces.md); the receiver's
+`complete_us`, `render_us` and `freeze` follow."""
+FRAMES_SCHEMA = {**ENCODED_SCHEMA, "complete_us": pl.Int64, "render_us": pl.Int64, "freeze": pl.Boolean}
 
 
 class TraceError(ValueError):
@@ -381,17 +398,7 @@ def _frames(
         for r in records
         if r["event"] == "frame_rendered" and r["t_us"] <= end_us
     ]
-    schema = {
-        "flow": pl.Int32,
-        "frame": pl.Int64,
-        "capture_us": pl.Int64,
-        "size": pl.Int32,
-        "keyframe": pl.Boolean,
-        "width": pl.Int32,
-        "height": pl.Int32,
-        "packets": pl.Int32,
-    }
-    frames = pl.DataFrame(encoded, schema=schema)
+    frames = pl.DataFrame(encoded, schema=ENCODED_SCHEMA)
     done = pl.DataFrame(
         completed, schema={"flow": pl.Int32, "frame": pl.Int64, "complete_us": pl.Int64}
     ).unique(["flow", "frame"], keep="first")

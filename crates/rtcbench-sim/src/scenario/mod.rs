@@ -1426,7 +1426,10 @@ to = "B"
         }
         let e = load(MINIMAL, "my.toml", &["calls.0.video.codec=h265".to_string()]).unwrap_err();
         let line = e.to_string();
-        assert!(!line.contains('\n') && line.contains("calls[0].video.codec") && line.contains("`av1`"), "{line}");
+        assert!(
+            !line.contains('\n') && line.contains("calls[0].video.codec") && line.contains("`av1`"),
+            "{line}"
+        );
     }
 
     #[test]
