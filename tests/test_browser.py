@@ -241,12 +241,18 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
 def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path) -> None:
     # `turn-relay`: relay-only ICE through coturn in node T (as seed 003's calls through a relay);
     # A and B have links only to and from T, so nothing else could carry the call.
-    (run,) = rtcbench.run("turn-relay", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser")
+    # With audio on: Chromium's fake microphone, Opus at RFC 8867's 20 kbit/s.
+    sets = ["duration=20s", "calls.0.audio.enabled=true"]
+    (run,) = rtcbench.run("turn-relay", "gcc", out=tmp_path, sets=sets, mode="browser")
     browsers = run.summary["browser"]
     assert browsers["failure"] is None
     setup = browsers["calls"]["call0"]["setup_s"]
     assert 0 < setup["connected"] < 5 and setup["first_frame"] is not None, setup
     (video,) = _flows(run).values()
+    (audio,) = _flows(run, "audio").values()
+    assert 15_000 < _rate_after(run, audio, 5.0, "recv_rate_bps") < 60_000, audio
+    heard = run.tables.stats.filter((pl.col("flow") == audio["id"]) & (pl.col("side") == "receiver"))
+    assert heard.get_column("total_samples_received").max() > 48_000 * 10  # 10 s of 48 kHz
     assert video["fps_mean"] > 10 and _rate_after(run, video, 10.0, "recv_rate_bps") > 300_000, video
     # Each packet is traced once over both legs: sent into A → T, received off T → B, its one-way
     # delay both legs' 10 ms at least; its size has TURN's 4-byte ChannelData header.

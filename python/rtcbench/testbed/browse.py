@@ -63,6 +63,8 @@ COLLECT_EVERY_S = 5.0
 """How often the pages' `getStats()` samples are collected."""
 CLIP_SECONDS = 2.0
 """Length of the camera clip each browser loops."""
+DESCRIBE_WAIT_S = 2.0
+"""How long a page may take to name the candidate pair of a connection ICE has connected."""
 MAX_PUBLISHERS = 16
 """Publishers a Janus room takes (each conference has a room of its own)."""
 
@@ -339,11 +341,21 @@ class _Recorder:
         for node, peer in self.peers.items():
             self.stats.setdefault(node, []).extend(peer.evaluate("rtcbench.take()", "collect the samples"))
 
-    def describe(self, c: Connection) -> None:
-        self.described[c.key] = {
-            p.node: p.evaluate(f"rtcbench.describe({json.dumps(c.key)})", "describe the connection")
-            for p in self.pages(c)
-        }
+    def describe(self, c: Connection, wait_s: float = DESCRIBE_WAIT_S) -> None:
+        """Records what `c`'s pages negotiated and the candidate pair each selected. ICE may say
+        connected a moment before the transport names its selected pair (seen with relayed
+        candidates), so a page without one is asked again, for up to `wait_s`."""
+        key = json.dumps(c.key)
+        deadline = time.monotonic() + wait_s
+        views = {}
+        for p in self.pages(c):
+            while True:
+                view = p.evaluate(f"rtcbench.describe({key})", "describe the connection")
+                if view.get("pair") or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            views[p.node] = view
+        self.described[c.key] = views
 
     def times(self, c: Connection) -> dict[str, dict[str, Any]]:
         return {
@@ -561,6 +573,11 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
             rec = _Recorder(peers, servers, januses, turns, t0)
             end = t0 + duration_s
             _run_timeline(rec, conns, conferences, end)
+            for c in conns:
+                views = rec.described.get(c.key)
+                if views and not all(v.get("pair") for v in views.values()):
+                    with contextlib.suppress(BrowserError):
+                        rec.describe(c, wait_s=0.0)
             setup: dict[str, Any] = {}
             for c in conns:
                 with contextlib.suppress(BrowserError):

@@ -1,4 +1,4 @@
-"""Real Chromium peers in a testbed's namespaces (issue 15, first part): one headless browser per
+"""Real Chromium peers in a testbed's namespaces (docs/browser.md): one headless browser per
 participant, driven over the DevTools protocol (`rtcbench.testbed.devtools`), with a fake camera
 that plays a noise clip made at set-up, and calls signalled locally: the offer and answer go from
 page to page through this process, with every ICE candidate gathered first (no signalling server,
