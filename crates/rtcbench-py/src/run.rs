@@ -26,6 +26,7 @@ fn failure_err(e: RunFailure) -> PyErr {
         RunFailure::Capture { path, message } => {
             PyOSError::new_err(format!("cannot write the capture {}: {message}", path.display()))
         }
+        RunFailure::Ended => PyRuntimeError::new_err(RunFailure::Ended.to_string()),
     }
 }
 

@@ -69,6 +69,10 @@ pub enum RunFailure {
     Scenario(#[from] ScenarioError),
     #[error("{path}: {message}")]
     Capture { path: PathBuf, message: String },
+    /// The run's thread ended without a `Done` or `Failed`: a panic, which is a bug (its message
+    /// went to stderr when it happened).
+    #[error("the run stopped without finishing (an internal error; its message is above)")]
+    Ended,
 }
 
 /// A run going on in a thread of its own. Dropping it stops the run and waits for the thread.
@@ -76,6 +80,8 @@ pub struct StreamedRun {
     rx: Receiver<Message>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// A `Done` or `Failed` was handed out: the channel closes after it.
+    finished: std::cell::Cell<bool>,
 }
 
 impl StreamedRun {
@@ -94,13 +100,30 @@ impl StreamedRun {
         let thread = std::thread::Builder::new().name("rtcbench-run".into()).spawn(move || {
             drive(&scenario, controller, seed, run, stream, &stopped, &tx);
         })?;
-        Ok(Self { rx, stop, thread: Some(thread) })
+        Ok(Self { rx, stop, thread: Some(thread), finished: std::cell::Cell::new(false) })
     }
 
     /// The next message, or `None` if none came within `timeout`. After `Done` or `Failed`, or
-    /// once the run was stopped, the channel is closed and this returns `None` at once.
+    /// once the run was stopped, the channel is closed and this returns `None` at once. A run
+    /// whose thread ended without either (it panicked) gives `Failed(RunFailure::Ended)` once,
+    /// so that a caller waiting for its next message is not left waiting for ever.
     pub fn next(&self, timeout: WallDuration) -> Option<Message> {
-        self.rx.recv_timeout(timeout).ok()
+        match self.rx.recv_timeout(timeout) {
+            Ok(m) => {
+                if matches!(m, Message::Done { .. } | Message::Failed(_)) {
+                    self.finished.set(true);
+                }
+                Some(m)
+            }
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => {
+                if self.finished.replace(true) || self.stop.load(Ordering::Relaxed) {
+                    None
+                } else {
+                    Some(Message::Failed(RunFailure::Ended))
+                }
+            }
+        }
     }
 
     /// Asks the run to stop after its current slice and waits for its thread; a capture being

@@ -411,3 +411,34 @@ fn a_streamed_run_stops_within_a_slice_and_leaves_no_capture() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the partial capture is removed");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_run_whose_thread_dies_says_so_instead_of_keeping_its_caller_waiting() {
+    use rtcbench_sim::streamed::{Message, RunFailure, StreamOptions, StreamedRun};
+    // A run that panics in its first slice of work (standing for a bug anywhere in the
+    // simulation): its caller gets one Failed(Ended), then nothing, rather than waiting for ever.
+    let s = builtin_scenario("rfc8867-5.1", &["delay=50ms", "mechanism=link-rate"]);
+    let mut slices = 0;
+    let hold: Box<rtcbench_sim::streamed::Hold> = Box::new(move |work: &mut dyn FnMut()| {
+        slices += 1;
+        assert!(slices < 2, "a slice that panics");
+        work();
+    });
+    let stream = StreamOptions { hold: Some(hold), ..StreamOptions::default() };
+    let run = StreamedRun::start(s, ControllerKind::Gcc.into(), 1, RunOptions::default(), stream).unwrap();
+    let mut messages = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        match run.next(std::time::Duration::from_millis(100)) {
+            Some(Message::Failed(RunFailure::Ended)) => {
+                messages.push("ended");
+                break;
+            }
+            Some(Message::Started(_)) => messages.push("started"),
+            Some(_) => messages.push("other"),
+            None => {}
+        }
+    }
+    assert_eq!(messages.last(), Some(&"ended"), "{messages:?}");
+    assert!(run.next(std::time::Duration::ZERO).is_none(), "nothing after the failure");
+}
