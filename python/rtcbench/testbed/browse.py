@@ -6,16 +6,17 @@ writes a simulated run's.
     result = browse(variant, seed=1, work=folder / "browser")
 
 What runs: one headless Chromium per node that sends or receives a call, each call a peer
-connection from its sender's page to its receiver's, signalled at the call's start and closed at
-its stop; the scenario's TCP and CBR flows as kernel traffic (the emulated run's agents,
-`rtcbench.testbed.cross`). Chromium runs its own congestion control, libwebrtc's GoogCC, which
+connection from its sender's page to its receiver's (a mesh's pair shares one both ways),
+signalled at the call's start and closed at its stop; coturn in the node a call goes `via`
+(relay-only ICE), Janus in an SFU conference's node (a room per conference); the scenario's TCP
+and CBR flows as kernel traffic (the emulated run's agents, `rtcbench.testbed.cross`). Chromium runs its own congestion control, libwebrtc's GoogCC, which
 rtcbench's `gcc` is a port of: the run's controller is `gcc`. A scenario setting Chromium has no
 equivalent for is refused before anything starts, with one line naming the field.
 
 What is measured: the relay's packet log (every packet's arrival, departure or drop on the relay's
 clock, the first bytes of each UDP payload: the RTP header in the clear, SRTP encrypts payloads
-only), each page's `getStats()` every 500 ms, each browser's and the relay's CPU time and memory
-every 500 ms, and every call's set-up times. `rtcbench.testbed.browser_trace` makes the trace
+only), each page's `getStats()` every 500 ms, the CPU time and memory of each browser, the relay,
+Janus and coturn every 500 ms, and every call's set-up times. `rtcbench.testbed.browser_trace` makes the trace
 tables of them. A call that does not connect, or a browser that dies, ends the run: its summary
 says why (`browser.failure`), with what was recorded until then.
 """
