@@ -9,8 +9,9 @@ What runs: one headless Chromium per node that sends or receives a call, each ca
 connection from its sender's page to its receiver's (a mesh's pair shares one both ways),
 signalled at the call's start and closed at its stop; coturn in the node a call goes `via`
 (relay-only ICE), Janus in an SFU conference's node (a room per conference); the scenario's TCP
-and CBR flows as kernel traffic (the emulated run's agents, `rtcbench.testbed.cross`). Chromium runs its own congestion control, libwebrtc's GoogCC, which
-rtcbench's `gcc` is a port of: the run's controller is `gcc`. A scenario setting Chromium has no
+and CBR flows as kernel traffic (the emulated run's agents, `rtcbench.testbed.cross`). Chromium
+runs its own congestion control, libwebrtc's GoogCC, which rtcbench's `gcc` is a port of: the
+run's controller is `gcc`. A scenario setting Chromium has no
 equivalent for is refused before anything starts, with one line naming the field.
 
 What is measured: the relay's packet log (every packet's arrival, departure or drop on the relay's
