@@ -168,7 +168,13 @@ pub fn parse_compound(bytes: &[u8]) -> Result<Vec<RtcpMessage>, WireError> {
             {
                 RtcpMessage::Remb(RembRepr::parse(raw)?)
             }
-            rtcp_types::Packet::Xr(_) => RtcpMessage::ExtendedReport(XrRepr::parse(raw)?),
+            // An XR whose blocks are none rtcbench reads (RFC 3611 §4 defines seven) is not
+            // decoded: as an empty XrRepr it would be written back as a bare 8-byte XR, which
+            // RFC 3611 §2 allows ("possibly zero" blocks) but rtcp-types refuses to parse.
+            rtcp_types::Packet::Xr(ref xr) => match XrRepr::parse(raw)? {
+                decoded if decoded.is_empty() => RtcpMessage::Other { packet_type: PT_XR, fmt: xr.count() },
+                decoded => RtcpMessage::ExtendedReport(decoded),
+            },
             other => RtcpMessage::Other { packet_type: other.type_(), fmt: other.count() },
         });
     }
@@ -444,6 +450,21 @@ mod tests {
         assert!(matches!(parse_compound(&loss), Err(WireError::BadFeedback { message: "PLI", .. })));
         let empty_nack = [0x81, 205, 0x00, 0x02, 0, 0, 0, 7, 0, 0, 0, 9];
         assert!(matches!(parse_compound(&empty_nack), Err(WireError::BadFeedback { .. })));
+    }
+
+    #[test]
+    fn an_xr_with_no_block_rtcbench_reads_is_not_decoded() {
+        // Found by the mutation property: a FIR turned into an XR whose one block is of a type
+        // rtcbench does not read (BT 97). Decoded as an empty XR it wrote back as a bare XR
+        // that rtcp-types refuses, so the round trip failed.
+        let mut bytes = emit_compound(&loss_compound()).unwrap();
+        for (at, value) in [(55, 0), (48, 97), (35, 236), (41, 207), (14, 66)] {
+            bytes[at] = value;
+        }
+        let messages = parse_compound(&bytes).unwrap();
+        assert_eq!(messages[3], RtcpMessage::Other { packet_type: PT_XR, fmt: 4 });
+        let empty = XrRepr { sender_ssrc: 7, rrtr: None, dlrr: vec![] };
+        assert!(matches!(empty.to_bytes(), Err(WireError::Unsupported(_))));
     }
 
     use proptest::prop_assert_eq;

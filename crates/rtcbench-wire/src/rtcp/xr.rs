@@ -83,8 +83,17 @@ impl XrRepr {
         Ok(repr)
     }
 
-    /// The packet's bytes.
+    /// No block rtcbench reads: no RRTR and no DLRR sub-block.
+    pub fn is_empty(&self) -> bool {
+        self.rrtr.is_none() && self.dlrr.is_empty()
+    }
+
+    /// The packet's bytes. An XR needs a block: rtcp-types parses no XR without one (RFC 3611 §2
+    /// would allow it).
     pub fn to_bytes(&self) -> Result<Vec<u8>, WireError> {
+        if self.is_empty() {
+            return Err(WireError::Unsupported("an XR without an RRTR or DLRR block"));
+        }
         let mut builder = Xr::builder().sender_ssrc(self.sender_ssrc);
         if let Some(ntp) = self.rrtr {
             builder = builder.add_block(ReceiverReferenceTime::builder().ntp_timestamp(ntp));
