@@ -82,10 +82,10 @@ impl Contention {
 /// Which throughput equation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
-    /// Bianchi eq. (13): S = P_s·P_tr·E[P] / ((1 − P_tr)·σ + P_tr·P_s·T_s + P_tr·(1 − P_s)·T_c).
+    /// Bianchi eq. (13): S = P_s·P_tr·E\[P\] / ((1 − P_tr)·σ + P_tr·P_s·T_s + P_tr·(1 − P_s)·T_c).
     Original,
     /// ns-3's reference model for its non-QoS DCF (`src/wifi/examples/reference/Bianchi11a.m`):
-    /// with B = 1/(CWmin + 1) the payload of a success is E[P]/(1 − B) and its duration
+    /// with B = 1/(CWmin + 1) the payload of a success is E\[P\]/(1 − B) and its duration
     /// T_s/(1 − B) + σ. A DCF that draws a zero backoff after a success sends again right after
     /// DIFS, before anyone else can, so a success is a run of 1/(1 − B) frames on average.
     Ns3Dcf,

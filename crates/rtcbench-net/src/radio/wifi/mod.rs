@@ -29,7 +29,7 @@
 //! 2. at (or after) [`Bss::poll_timeout()`]: [`Bss::on_timeout(now)`](Bss::on_timeout), which
 //!    runs the channel up to `now` on its own schedule;
 //! 3. after either, drain [`Bss::poll_drop()`] (retry limit, lifetime, a relayed packet the AP
-//!    had no room for) and [`Bss::poll_output(now)`] (packets received at their destination
+//!    had no room for) and [`Bss::poll_output(now)`](Bss::poll_output) (packets received at their destination
 //!    port, with the instant they got there), then wait until the next `poll_timeout()`.
 
 pub mod aggregation;
