@@ -56,6 +56,9 @@ impl NetPacket for InFlight {
     fn set_ecn(&mut self, ecn: Ecn) {
         self.frame.set_ecn(ecn);
     }
+    fn dscp(&self) -> u8 {
+        self.frame.dscp()
+    }
 }
 
 /// A frame due at its destination.

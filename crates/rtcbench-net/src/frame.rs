@@ -50,6 +50,11 @@ impl NetPacket for IpFrame {
         // Not IP: nothing to mark (and `ecn` reports Not-ECT, so no queue asks).
         let _ = ip::set_ecn(&mut self.bytes, ecn);
     }
+
+    fn dscp(&self) -> u8 {
+        // Not IP: default forwarding.
+        ip::dscp(&self.bytes).unwrap_or(0)
+    }
 }
 
 /// FNV-1a over the 5-tuple's fields: stable across platforms and runs, unlike `std`'s hasher, so

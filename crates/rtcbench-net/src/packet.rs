@@ -18,6 +18,12 @@ pub trait NetPacket {
     fn ecn(&self) -> Ecn;
     /// Rewrites the ECN field: a marking queue sets CE (RFC 3168 §5).
     fn set_ecn(&mut self, ecn: Ecn);
+    /// The DSCP of the IP header (RFC 2474 §3), from which a Wi-Fi MAC chooses the packet's
+    /// access category ([`crate::radio::wifi::AccessCategory::from_dscp`]). Packets that do not
+    /// model it are default forwarding, DSCP 0 (best effort).
+    fn dscp(&self) -> u8 {
+        0
+    }
 }
 
 /// Identifies a flow: the simulator's flow id, or a hash of an IP packet's 5-tuple. Only
@@ -37,6 +43,12 @@ pub enum DropReason {
     /// The buffer was full and FQ-CoDel dropped it from the head of its fattest flow queue
     /// (RFC 8290 §4.1) to make room for an arrival.
     Overflow,
+    /// A Wi-Fi MAC gave up on it after its last allowed transmission attempt (the retry limit,
+    /// dot11ShortRetryLimit in IEEE 802.11-2020).
+    RetryLimit,
+    /// It waited in a Wi-Fi MAC queue longer than the queue's lifetime limit (ns-3's
+    /// `WifiMacQueue::MaxDelay`, 802.11's MSDU lifetime).
+    Lifetime,
 }
 
 impl DropReason {
@@ -46,6 +58,8 @@ impl DropReason {
             Self::RandomLoss => "random_loss",
             Self::Aqm => "aqm",
             Self::Overflow => "overflow",
+            Self::RetryLimit => "retry_limit",
+            Self::Lifetime => "lifetime",
         }
     }
 }

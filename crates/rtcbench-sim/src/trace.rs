@@ -37,7 +37,8 @@ impl PacketEvent {
 /// Codes of `packets.kind`, in [`PacketKind`] order.
 pub const KIND_NAMES: [&str; 8] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr", "rtx", "fec"];
 /// Codes of `packets.reason` (0 = null).
-pub const REASON_NAMES: [&str; 5] = ["", "queue_full", "random_loss", "aqm", "overflow"];
+pub const REASON_NAMES: [&str; 7] =
+    ["", "queue_full", "random_loss", "aqm", "overflow", "retry_limit", "lifetime"];
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
 pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
@@ -105,6 +106,9 @@ impl PacketTable {
             Some((_, DropReason::RandomLoss)) => 2,
             Some((_, DropReason::Aqm)) => 3,
             Some((_, DropReason::Overflow)) => 4,
+            // A Wi-Fi MAC's drops (rtcbench-net's radio::wifi); no scenario builds one yet.
+            Some((_, DropReason::RetryLimit)) => 5,
+            Some((_, DropReason::Lifetime)) => 6,
         });
         self.ecn.push(p.ecn.bits());
     }

@@ -1,5 +1,6 @@
-//! What a network element reads and writes in an IP header: the ECN field (RFC 3168 §5) and the
-//! 5-tuple a flow queue classifies by (RFC 8290 §4.1). IPv4 (RFC 791 §3.1) and IPv6 (RFC 8200
+//! What a network element reads and writes in an IP header: the ECN field (RFC 3168 §5), the
+//! DSCP a Wi-Fi MAC maps to an access category (RFC 2474 §3) and the 5-tuple a flow queue
+//! classifies by (RFC 8290 §4.1). IPv4 (RFC 791 §3.1) and IPv6 (RFC 8200
 //! §3), read in place from the packet's bytes.
 //!
 //! ```text
@@ -115,6 +116,22 @@ pub fn ecn(packet: &[u8]) -> Result<Ecn, WireError> {
         _ => {
             check_len(packet, IPV6_HEADER_LEN, "IPv6 header")?;
             Ok(Ecn::from_bits(packet[1] >> 4))
+        }
+    }
+}
+
+/// The DSCP of an IPv4 or IPv6 packet: the high six bits of IPv4's former TOS octet and of
+/// IPv6's Traffic Class (RFC 2474 §3).
+pub fn dscp(packet: &[u8]) -> Result<u8, WireError> {
+    match version(packet)? {
+        4 => {
+            ipv4_header_len(packet)?;
+            Ok(packet[1] >> 2)
+        }
+        _ => {
+            check_len(packet, IPV6_HEADER_LEN, "IPv6 header")?;
+            // Traffic Class straddles bytes 0 and 1: its high four bits are byte 0's low nibble.
+            Ok(((packet[0] & 0x0f) << 2) | (packet[1] >> 6))
         }
     }
 }
@@ -263,6 +280,7 @@ mod tests {
         );
         p.extend_from_slice(&[0x13, 0x8c, 0x17, 0x70, 0, 8, 0, 0]);
         assert_eq!(ecn(&p), Ok(Ecn::Ect1));
+        assert_eq!(dscp(&p), Ok(46));
         let t = FiveTuple::parse(&p).unwrap();
         assert_eq!((t.protocol, t.src_port, t.dst_port), (17, 5004, 6000));
         assert_eq!(t.src, IpAddr::V6(Ipv6Addr::LOCALHOST));
@@ -270,6 +288,15 @@ mod tests {
         assert_eq!(ecn(&p), Ok(Ecn::Ce));
         // DSCP and flow label untouched.
         assert_eq!(&p[..4], &[0x6b, 0xb1, 0x23, 0x45]);
+    }
+
+    #[test]
+    fn ipv4_carries_its_dscp_above_the_ecn_bits() {
+        let mut p = ipv4_udp_datagram(addr(1, 1), addr(2, 2), Ecn::Ect0, &[], 0).unwrap();
+        assert_eq!(dscp(&p), Ok(0));
+        p[1] = (34 << 2) | Ecn::Ect0.bits(); // AF41
+        assert_eq!((dscp(&p), ecn(&p)), (Ok(34), Ok(Ecn::Ect0)));
+        assert_eq!(dscp(&[0x20; 40]), Err(WireError::NotIp { version: 2 }));
     }
 
     #[test]

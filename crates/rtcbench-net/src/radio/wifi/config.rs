@@ -1,0 +1,253 @@
+//! The static description of a BSS: band, channel access parameters, retry limits, aggregation,
+//! queues, and per station its PHY mode, error process, rate control and who hears whom. It
+//! serialises (JSON), as [`crate::link::LinkConfig`] does, so a relay could be configured with
+//! exactly the element the simulator builds.
+
+use rtcbench_units::Duration;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::aggregation::AggregationConfig;
+use super::dcf::{AcParams, EdcaParameterSet};
+use super::errors::ErrorModel;
+use super::phy::{Band, PhyError, PhyMode, NON_HT_RATES_MBPS};
+use super::rate::RateControl;
+
+/// One BSS: an AP (port 0) and `stations.len()` stations (ports 1, 2, …).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BssConfig {
+    pub name: String,
+    pub band: Band,
+    /// EDCA with four access categories (802.11e; every HT/VHT BSS), or a non-QoS BSS whose
+    /// nodes have one DCF ([`BssConfig::dcf`]) and send every packet as best effort.
+    pub qos: bool,
+    /// The basic rate set, Mbit/s: control responses go at the highest of them not above the
+    /// data frame's non-HT reference rate. {6, 12, 24}, the mandatory OFDM rates, is ns-3's
+    /// default for 802.11a/n/ac.
+    pub basic_rates_mbps: Vec<u8>,
+    /// The EDCA parameters stations use.
+    pub edca_sta: EdcaParameterSet,
+    /// The EDCA parameters the AP uses: the same set by default (as in ns-3), or a Linux AP's
+    /// ([`EdcaParameterSet::hostapd_ap`]).
+    pub edca_ap: EdcaParameterSet,
+    /// The DCF parameters of a non-QoS BSS.
+    pub dcf: AcParams,
+    /// R, transmission attempts of an MPDU sent alone with Normal Ack before it is given up
+    /// (ns-3's FrameRetryLimit 7, "dot11ShortRetryLimit"; seed 004's R = 7 counts the first
+    /// transmission too). Frames are never long enough here for the long retry limit.
+    pub retry_limit: u32,
+    /// Attempts of an MPDU of an aggregating access category (under a BlockAck agreement).
+    /// 802.11-2020 does not count retries of such MPDUs, so they only leave by lifetime (`None`,
+    /// ns-3's default); drivers set their own software limit (ath9k: 10 or 30 by version).
+    /// Default: the same 7 attempts as [`BssConfig::retry_limit`], so that a loss still turns into
+    /// delay and then a drop the way seed 004's model assumes (reference §D.4 leaves the meaning
+    /// of a retry limit under BlockAck open).
+    pub ampdu_retry_limit: Option<u32>,
+    /// A-MPDU aggregation (`None`: every MPDU alone, Normal Ack).
+    pub aggregation: Option<AggregationConfig>,
+    /// Whether the nodes that heard a collision of frames that started in the same slot defer by
+    /// EIFS instead of DIFS/AIFS afterwards. ns-3 (and so its validation, "DIFS" Bianchi model)
+    /// decodes no PHY header from equal-power frames started together, so no FCS error is
+    /// reported and nobody uses EIFS: `false`. A node that did lock onto a frame and then lost
+    /// it to a later overlap, or to a channel error, uses EIFS either way (802.11-2020
+    /// §10.3.2.3.7).
+    pub eifs_after_collision: bool,
+    /// The AP's queues.
+    pub ap_queue: ApQueueConfig,
+    /// Each station's queue per access category.
+    pub sta_queue: QueueConfig,
+    pub stations: Vec<StationConfig>,
+    /// `hearing[i][j]`: whether node i senses node j's transmissions (node 0 the AP, then the
+    /// stations), reference §A.4. `None`: everyone hears everyone. A station that does not hear
+    /// another is hidden from it: it keeps counting down while the other transmits, and their
+    /// frames overlap at the AP.
+    pub hearing: Option<Vec<Vec<bool>>>,
+}
+
+/// A station's radio link to the AP, the same in both directions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationConfig {
+    /// The PHY mode of data frames (the starting mode with rate adaptation).
+    pub phy: PhyMode,
+    pub errors: ErrorModel,
+    pub rate_control: RateControl,
+}
+
+impl StationConfig {
+    /// A station at a fixed mode with no channel errors.
+    pub const fn fixed(phy: PhyMode) -> Self {
+        Self { phy, errors: ErrorModel::None, rate_control: RateControl::Fixed }
+    }
+}
+
+/// A queue per access category, limited in packets (the MPDUs waiting for a retransmission
+/// count too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    pub packets: u32,
+    /// Packets that waited longer are dropped when they would be sent (ns-3's WifiMacQueue
+    /// MaxDelay, 500 ms by default there); `None`: no lifetime, as in Linux.
+    pub max_delay: Option<Duration>,
+}
+
+impl QueueConfig {
+    /// Linux's default interface queue, txqueuelen 1000 packets (`DEFAULT_TX_QUEUE_LEN`,
+    /// reference §A.11), per access category.
+    pub const fn linux() -> Self {
+        Self { packets: 1000, max_delay: None }
+    }
+}
+
+/// How the AP queues what it sends to its stations. Either way it keeps a queue per station and
+/// access category, from which it aggregates per station; the modes differ in the limit and in
+/// which station is served next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ApQueueConfig {
+    /// One FIFO per access category shared by every station, as a consumer AP with a qdisc in
+    /// front of the driver has (reference §A.11 mode (a), needed for seed 000): `packets` is
+    /// the limit of the whole category, and the station whose oldest packet came first is
+    /// served next, so service follows arrival order.
+    SharedPerAc { packets: u32, max_delay: Option<Duration> },
+    /// A queue per station and category, each limited to `packets`, served round-robin over
+    /// the stations with something to send (mac80211's per-station TXQs without airtime
+    /// fairness or CoDel).
+    PerStation { packets: u32, max_delay: Option<Duration> },
+}
+
+impl ApQueueConfig {
+    pub(crate) fn packets(&self) -> u32 {
+        match *self {
+            Self::SharedPerAc { packets, .. } | Self::PerStation { packets, .. } => packets,
+        }
+    }
+
+    pub(crate) fn max_delay(&self) -> Option<Duration> {
+        match *self {
+            Self::SharedPerAc { max_delay, .. } | Self::PerStation { max_delay, .. } => max_delay,
+        }
+    }
+}
+
+/// What is wrong with a [`BssConfig`].
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    #[error("a BSS needs at least one station")]
+    NoStation,
+    #[error("station {station}: {source}")]
+    Phy {
+        station: usize,
+        #[source]
+        source: PhyError,
+    },
+    #[error("station {station}: a packet error rate must lie in [0, 1], not {per}")]
+    Per { station: usize, per: String },
+    #[error("basic rates must be a non-empty set of non-HT OFDM rates (6, 9, 12, 18, 24, 36, 48, 54)")]
+    BasicRates,
+    #[error("{what}: CWmin {cw_min} and CWmax {cw_max} must be powers of two minus one, CWmin ≤ CWmax")]
+    ContentionWindow { what: &'static str, cw_min: u16, cw_max: u16 },
+    #[error("{what}: AIFSN must be at least 1")]
+    Aifsn { what: &'static str },
+    #[error("a retry limit counts transmission attempts and must be at least 1")]
+    RetryLimit,
+    #[error("A-MPDU aggregation needs a QoS BSS (set qos = true)")]
+    AggregationWithoutQos,
+    #[error("the BlockAck window must hold 1 to 64 MPDUs, not {0}")]
+    Window(u16),
+    #[error("a queue must hold at least one packet")]
+    QueueLimit,
+    #[error("the hearing matrix must be {nodes}×{nodes}: the AP, then every station")]
+    HearingShape { nodes: usize },
+    #[error("station {station} and the AP must hear each other")]
+    HearingAp { station: usize },
+}
+
+impl BssConfig {
+    /// A 5-GHz QoS BSS with ns-3's defaults (reference §A): the standard EDCA set for AP and
+    /// stations, basic rates {6, 12, 24}, 7 attempts, A-MPDU for BE and VI, and Linux's
+    /// 1000-packet queues (shared per category at the AP).
+    pub fn new(stations: Vec<StationConfig>) -> Self {
+        Self {
+            name: "wifi".into(),
+            band: Band::Ghz5,
+            qos: true,
+            basic_rates_mbps: vec![6, 12, 24],
+            edca_sta: EdcaParameterSet::standard(),
+            edca_ap: EdcaParameterSet::standard(),
+            dcf: AcParams::legacy_dcf(),
+            retry_limit: 7,
+            ampdu_retry_limit: Some(7),
+            aggregation: Some(AggregationConfig::default()),
+            eifs_after_collision: false,
+            ap_queue: ApQueueConfig::SharedPerAc { packets: 1000, max_delay: None },
+            sta_queue: QueueConfig::linux(),
+            stations,
+            hearing: None,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.stations.is_empty() {
+            return Err(ConfigError::NoStation);
+        }
+        for (i, s) in self.stations.iter().enumerate() {
+            let station = i + 1;
+            s.phy.validate().map_err(|source| ConfigError::Phy { station, source })?;
+            if let ErrorModel::Fixed { per } = s.errors {
+                if !(0.0..=1.0).contains(&per) {
+                    return Err(ConfigError::Per { station, per: per.to_string() });
+                }
+            }
+        }
+        if self.basic_rates_mbps.is_empty()
+            || self.basic_rates_mbps.iter().any(|r| !NON_HT_RATES_MBPS.contains(r))
+        {
+            return Err(ConfigError::BasicRates);
+        }
+        let sets = [("station EDCA", &self.edca_sta), ("AP EDCA", &self.edca_ap)];
+        for (what, set) in sets {
+            for p in [set.bk, set.be, set.vi, set.vo] {
+                check_params(what, p)?;
+            }
+        }
+        check_params("DCF", self.dcf)?;
+        if self.retry_limit == 0 || self.ampdu_retry_limit == Some(0) {
+            return Err(ConfigError::RetryLimit);
+        }
+        if let Some(a) = &self.aggregation {
+            if !self.qos {
+                return Err(ConfigError::AggregationWithoutQos);
+            }
+            if !(1..=64).contains(&a.window) {
+                return Err(ConfigError::Window(a.window));
+            }
+        }
+        if self.sta_queue.packets == 0 || self.ap_queue.packets() == 0 {
+            return Err(ConfigError::QueueLimit);
+        }
+        if let Some(h) = &self.hearing {
+            let nodes = self.stations.len() + 1;
+            if h.len() != nodes || h.iter().any(|row| row.len() != nodes) {
+                return Err(ConfigError::HearingShape { nodes });
+            }
+            if let Some(station) = (1..nodes).find(|&s| !h[0][s] || !h[s][0]) {
+                return Err(ConfigError::HearingAp { station });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_params(what: &'static str, p: AcParams) -> Result<(), ConfigError> {
+    let ok = |cw: u16| (u32::from(cw) + 1).is_power_of_two();
+    if !ok(p.cw_min) || !ok(p.cw_max) || p.cw_min > p.cw_max {
+        return Err(ConfigError::ContentionWindow { what, cw_min: p.cw_min, cw_max: p.cw_max });
+    }
+    if p.aifsn == 0 {
+        return Err(ConfigError::Aifsn { what });
+    }
+    Ok(())
+}

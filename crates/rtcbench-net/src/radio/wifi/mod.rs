@@ -1,0 +1,1118 @@
+//! One IEEE 802.11 BSS, an AP and N stations sharing a channel, as a single sans-IO element
+//! with N + 1 ports: port 0 is the AP, ports 1..=N the stations. `docs/wifi.md` describes the
+//! model, its constants and sources, what it leaves out, and how it was validated; the numbers
+//! come from `shared/reference/access-networks.md` §A.
+//!
+//! A packet pushed at a station's port goes up to the AP (and on to another station through the
+//! AP's queue if that is its destination); one pushed at the AP goes down to its station. Each
+//! node queues per access category (the AP per station too, [`ApQueueConfig`]) and contends for
+//! the medium with DCF or EDCA ([`dcf`]): AIFS, a random backoff from [0, CW] that freezes while
+//! the medium is busy, CW doubling after a failed exchange, post-backoff after every exchange,
+//! EIFS after a frame received in error, the NAV of overheard frames. Frames go as one MPDU with
+//! an ACK, or as an A-MPDU with a BlockAck ([`aggregation`]), with airtimes from the PHY mode
+//! ([`phy`]). An exchange fails when two transmissions overlap at the receiver (same-slot
+//! starters, or hidden stations that do not hear each other) or when the MPDUs are lost to
+//! channel errors ([`errors`]); its MPDUs go again until their retry limit and are then dropped
+//! ([`DropReason::RetryLimit`]). Rate adaptation is optional ([`rate`]).
+//!
+//! Nothing happens per slot: between two changes of the medium every contender's backoff end is
+//! known, and the element's next deadline is the earliest of them (or of a frame's end, a
+//! response, a timeout). A change costs O(N). Randomness (backoffs, per-MPDU errors) comes from
+//! the generator passed to [`Bss::new`], so a run is a pure function of config, inputs and seed.
+//!
+//! # Driving a BSS
+//!
+//! As a [`crate::link::Link`] (crate docs, "Driving an element"):
+//!
+//! 1. a packet arriving at a node: [`Bss::push(now, from, to, pkt)`](Bss::push), which may refuse
+//!    it ([`DropReason::QueueFull`]);
+//! 2. at (or after) [`Bss::poll_timeout()`]: [`Bss::on_timeout(now)`](Bss::on_timeout), which
+//!    runs the channel up to `now` on its own schedule;
+//! 3. after either, drain [`Bss::poll_drop()`] (retry limit, lifetime, a relayed packet the AP
+//!    had no room for) and [`Bss::poll_output(now)`](Bss::poll_output) (packets received at their destination
+//!    port, with the instant they got there), then wait until the next `poll_timeout()`.
+
+pub mod aggregation;
+pub mod bianchi;
+mod config;
+pub mod dcf;
+pub mod errors;
+pub mod phy;
+pub mod rate;
+
+use std::collections::VecDeque;
+
+use rand::{RngExt, SeedableRng};
+use rtcbench_units::{DataSize, Duration, Instant};
+use serde::{Deserialize, Serialize};
+
+use crate::packet::{DropReason, NetPacket};
+use crate::rng::SimRng;
+pub use aggregation::AggregationConfig;
+use aggregation::ReorderBuffer;
+pub use config::{ApQueueConfig, BssConfig, ConfigError, QueueConfig, StationConfig};
+use dcf::{AcParams, Backoff};
+pub use dcf::{AccessCategory, EdcaParameterSet};
+pub use errors::ErrorModel;
+use phy::{frame, Airtime, PhyMode, PPDU_MAX_TIME};
+pub use phy::{Band, PhyError};
+use rate::LinkRate;
+pub use rate::RateControl;
+
+/// An attachment point of the BSS: port 0 the AP, port i station i (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Port(pub u16);
+
+impl Port {
+    pub const AP: Self = Self(0);
+
+    /// Station `i`, counted from 1.
+    pub const fn station(i: u16) -> Self {
+        Self(i)
+    }
+
+    fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+/// What one node did on the channel (for MAC metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// PPDUs sent: data frames and control responses.
+    pub ppdus: u64,
+    /// Airtime of those PPDUs.
+    pub airtime: Duration,
+    /// Frame exchanges whose ACK or BlockAck came back.
+    pub exchanges_ok: u64,
+    /// Frame exchanges without a response (collision, errors, hidden-station overlap).
+    pub exchanges_failed: u64,
+    /// MPDUs acknowledged.
+    pub mpdus_acked: u64,
+    /// MPDUs given up after their last attempt.
+    pub mpdus_retry_dropped: u64,
+}
+
+/// Derived timing constants.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    slot: Duration,
+    sifs: Duration,
+    /// ACKTimeout after a PPDU: aSIFSTime + aSlotTime + aRxPHYStartDelay, the last being the
+    /// 20-µs non-HT PHY header of the response (802.11-2016 §10.3.2.9, as ns-3's
+    /// FrameExchangeManager computes it).
+    response_timeout: Duration,
+}
+
+/// One channel access function (DCF or EDCAF) of a node.
+#[derive(Clone, Debug)]
+struct Edcaf {
+    params: AcParams,
+    backoff: Backoff,
+    /// MPDUs queued in this category at this node (all stations' at the AP).
+    queued: u32,
+}
+
+/// What a node senses of the medium.
+#[derive(Clone, Debug)]
+struct Sense {
+    /// End of the latest PPDU the node sent or heard (its CCA busy period).
+    busy_end: Instant,
+    nav_end: Instant,
+    /// End of the ACK timeout of the node's last failed exchange.
+    timeout_end: Instant,
+    /// End of the last reception, and if it failed, EIFS − DIFS: the node defers by EIFS
+    /// instead of DIFS (or AIFS) after it.
+    rx_end: Instant,
+    rx_error: Option<Duration>,
+    /// End of the node's own PPDU on air (transmitting while `now < tx_end`).
+    tx_end: Instant,
+    /// PPDUs on air the node hears (not its own).
+    heard: u32,
+    rx: Rx,
+}
+
+impl Sense {
+    /// The access grant start of ns-3's ChannelAccessManager: SIFS after the latest of the busy
+    /// end, the NAV, the ACK timeout and the reception end (+ EIFS − DIFS after an error).
+    #[inline]
+    fn access_grant_start(&self, t: &Timing) -> Instant {
+        let rx = self.rx_end + self.rx_error.unwrap_or(Duration::ZERO);
+        self.busy_end.max(self.nav_end).max(self.timeout_end).max(rx) + t.sifs
+    }
+
+    fn busy(&self, now: Instant) -> bool {
+        self.busy_end > now || self.nav_end > now
+    }
+}
+
+/// The receiver state of a node's PHY.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rx {
+    Idle,
+    /// Synchronised on this PPDU (its PHY header decoded); `interfered` is when another
+    /// transmission started to overlap it; `eifs` is EIFS − DIFS should it fail.
+    Locked {
+        ppdu: u64,
+        start: Instant,
+        interfered: Option<Instant>,
+        eifs: Duration,
+    },
+    /// Hearing only overlapping energy until the medium clears; `eifs` is EIFS − DIFS if an
+    /// error is reported when it does.
+    Garbled {
+        eifs: Option<Duration>,
+    },
+}
+
+/// A data MPDU waiting at a node, or in flight.
+#[derive(Debug)]
+struct Mpdu<P> {
+    /// Taken out when the MPDU is first received; a copy retransmitted after a lost ACK keeps
+    /// its airtime but the receiver discards it.
+    pkt: Option<P>,
+    /// Final destination node (another station's, for a packet relayed by the AP).
+    dest: usize,
+    /// MPDU length: the packet plus MAC header, FCS and LLC/SNAP.
+    bytes: DataSize,
+    enqueued: Instant,
+    /// Sequence number, given at the first transmission.
+    seq: Option<u32>,
+    attempts: u32,
+}
+
+/// The data path from one node to one peer (AP → station, station → AP), with the receiver's
+/// reordering buffers at the far end.
+struct TxLink<P> {
+    from: usize,
+    to: usize,
+    queues: [VecDeque<Mpdu<P>>; 4],
+    next_seq: [u32; 4],
+    rate: LinkRate,
+    /// The airtimes of the rate in use.
+    timing: LinkTiming,
+    errors: ErrorModel,
+    reorder: [ReorderBuffer<(P, usize)>; 4],
+}
+
+/// What a link's data mode implies, computed when the mode changes rather than per frame.
+#[derive(Clone, Copy, Debug)]
+struct LinkTiming {
+    mode: PhyMode,
+    airtime: Airtime,
+    /// The ACK and BlockAck that answer a data frame, at the control response rate.
+    ack: Duration,
+    block_ack: Duration,
+    /// EIFS − DIFS at a node that fails to receive a data frame, or its ACK / BlockAck.
+    data_eifs: Duration,
+    ack_eifs: Duration,
+    block_ack_eifs: Duration,
+}
+
+impl LinkTiming {
+    fn new(mode: PhyMode, cfg: &BssConfig) -> Self {
+        let band = cfg.band;
+        let response = phy::control_response_mode(&mode, &cfg.basic_rates_mbps);
+        let eifs = |m: &PhyMode| band.sifs() + phy::estimated_response_time(m, band);
+        Self {
+            mode,
+            airtime: mode.airtime(band),
+            ack: response.ppdu_duration(frame::ACK, band),
+            block_ack: response.ppdu_duration(frame::BLOCK_ACK, band),
+            data_eifs: eifs(&mode),
+            ack_eifs: eifs(&response),
+            block_ack_eifs: eifs(&response),
+        }
+    }
+}
+
+/// The frame exchange (or TXOP) a node holds.
+#[derive(Clone, Copy, Debug)]
+struct Exchange {
+    ac: AccessCategory,
+    link: usize,
+    /// The MPDUs in flight: the first `mpdus` of the link's queue.
+    mpdus: usize,
+    /// Which of them the receiver got (bit i: MPDU i).
+    acked: u64,
+    /// Under a BlockAck agreement (aggregating category).
+    aggregated: bool,
+    timing: LinkTiming,
+    txop_start: Instant,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PpduKind {
+    /// Data; the addressee answers after SIFS with a response of this duration.
+    Data { response: Duration },
+    /// ACK or BlockAck.
+    Response,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ppdu {
+    id: u64,
+    from: usize,
+    to: usize,
+    start: Instant,
+    kind: PpduKind,
+    /// EIFS − DIFS at a node that fails to receive it.
+    eifs: Duration,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TimerKind {
+    PpduEnd(u64),
+    /// The ACK timeout of `node`'s exchange expired.
+    ExchangeFailed {
+        node: usize,
+    },
+    /// `from` answers `to`'s data with a response of `duration`.
+    Respond {
+        from: usize,
+        to: usize,
+        duration: Duration,
+        eifs: Duration,
+    },
+    /// `node` sends the next frame of its TXOP.
+    TxopNext {
+        node: usize,
+    },
+}
+
+impl TimerKind {
+    /// Order among events at one instant: frames end before anything starts (a transmission
+    /// occupies [start, end)), and a node that senses a frame starting at the instant its
+    /// backoff ends defers (backoff expiries run after every timer).
+    fn rank(self) -> u8 {
+        match self {
+            Self::PpduEnd(_) => 0,
+            Self::ExchangeFailed { .. } => 1,
+            Self::Respond { .. } | Self::TxopNext { .. } => 2,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Timer {
+    at: Instant,
+    order: u64,
+    kind: TimerKind,
+}
+
+/// One BSS carrying packets of type `P`.
+pub struct Bss<P> {
+    cfg: BssConfig,
+    t: Timing,
+    nodes: Vec<Node>,
+    /// AP → station i at i − 1; station i → AP at N + i − 1.
+    links: Vec<TxLink<P>>,
+    /// `hears[rx * nodes + tx]`.
+    hears: Vec<bool>,
+    ongoing: Vec<Ppdu>,
+    timers: Vec<Timer>,
+    next_access: Option<Instant>,
+    backoff_rng: SimRng,
+    error_rng: SimRng,
+    output: VecDeque<(Instant, Port, P)>,
+    drops: VecDeque<(Port, P, DropReason)>,
+    /// Per category, the station the AP serves next (round-robin mode).
+    ap_next: [usize; 4],
+    /// Per category, the packets the AP holds (the shared limit).
+    ap_queued: [u32; 4],
+    next_ppdu: u64,
+    next_order: u64,
+    /// Reused per backoff expiry: (node, category that transmits, categories that collided
+    /// internally).
+    starters: Vec<(usize, AccessCategory, [bool; 4])>,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    ac: [Edcaf; 4],
+    sense: Sense,
+    exchange: Option<Exchange>,
+    stats: NodeStats,
+}
+
+impl<P: NetPacket> Bss<P> {
+    /// A BSS with every queue empty and the medium idle since time zero. Backoffs and per-MPDU
+    /// errors draw from two streams seeded from `rng`, so an error model changes no backoff.
+    pub fn new(cfg: BssConfig, mut rng: SimRng) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let n = cfg.stations.len();
+        let band = cfg.band;
+        let t = Timing {
+            slot: band.slot(),
+            sifs: band.sifs(),
+            response_timeout: band.sifs() + band.slot() + PhyMode::NonHt { mbps: 6 }.preamble(),
+        };
+        let node = |set: &EdcaParameterSet| {
+            let params = |ac| if cfg.qos { set.get(ac) } else { cfg.dcf };
+            let edcaf = |ac| {
+                let params: AcParams = params(ac);
+                Edcaf { params, backoff: Backoff::new(params.cw_min), queued: 0 }
+            };
+            Node {
+                ac: AccessCategory::ALL.map(edcaf),
+                sense: Sense {
+                    busy_end: Instant::ZERO,
+                    nav_end: Instant::ZERO,
+                    timeout_end: Instant::ZERO,
+                    rx_end: Instant::ZERO,
+                    rx_error: None,
+                    tx_end: Instant::ZERO,
+                    heard: 0,
+                    rx: Rx::Idle,
+                },
+                exchange: None,
+                stats: NodeStats::default(),
+            }
+        };
+        let mut nodes = vec![node(&cfg.edca_ap)];
+        nodes.extend((0..n).map(|_| node(&cfg.edca_sta)));
+        let link = |from: usize, to: usize, s: &StationConfig| TxLink {
+            from,
+            to,
+            queues: Default::default(),
+            next_seq: [0; 4],
+            rate: LinkRate::new(s.phy, s.rate_control),
+            timing: LinkTiming::new(s.phy, &cfg),
+            errors: s.errors,
+            reorder: Default::default(),
+        };
+        let mut links: Vec<TxLink<P>> =
+            cfg.stations.iter().enumerate().map(|(i, s)| link(0, i + 1, s)).collect();
+        links.extend(cfg.stations.iter().enumerate().map(|(i, s)| link(i + 1, 0, s)));
+        let hears = match &cfg.hearing {
+            Some(h) => h.iter().flatten().copied().collect(),
+            None => vec![true; (n + 1) * (n + 1)],
+        };
+        let error_rng = SimRng::seed_from_u64(rng.random());
+        Ok(Self {
+            t,
+            nodes,
+            links,
+            hears,
+            ongoing: Vec::new(),
+            timers: Vec::new(),
+            next_access: None,
+            backoff_rng: rng,
+            error_rng,
+            output: VecDeque::new(),
+            drops: VecDeque::new(),
+            ap_next: [0; 4],
+            ap_queued: [0; 4],
+            next_ppdu: 0,
+            next_order: 0,
+            starters: Vec::with_capacity(n + 1),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &BssConfig {
+        &self.cfg
+    }
+
+    /// Number of stations (ports 1..=N).
+    pub fn stations(&self) -> usize {
+        self.nodes.len() - 1
+    }
+
+    /// Packets waiting (or in flight) at a node in one access category.
+    pub fn queue_len(&self, port: Port, ac: AccessCategory) -> usize {
+        self.nodes[port.index()].ac[ac.index()].queued as usize
+    }
+
+    /// What the node at `port` did on the channel so far.
+    pub fn stats(&self, port: Port) -> NodeStats {
+        self.nodes[port.index()].stats
+    }
+
+    /// The PHY mode the next data frame from `from` to `to` (AP ↔ station) would use.
+    pub fn phy_mode(&self, from: Port, to: Port) -> PhyMode {
+        self.links[self.link_index(from.index(), to.index())].rate.mode()
+    }
+
+    /// Offers a packet arriving at node `from` for node `to`. Station to station goes through
+    /// the AP. Its access category comes from its DSCP (best effort in a non-QoS BSS). Returns
+    /// the packet if the node's queue is full.
+    ///
+    /// # Panics
+    /// If a port is not in the BSS, or `from == to`: a route that does so is a programming
+    /// error.
+    pub fn push(&mut self, now: Instant, from: Port, to: Port, pkt: P) -> Result<(), (P, DropReason)> {
+        let (from, to) = (from.index(), to.index());
+        assert!(
+            from < self.nodes.len() && to < self.nodes.len() && from != to,
+            "no path from port {from} to port {to} in BSS {} with {} stations",
+            self.cfg.name,
+            self.stations()
+        );
+        let ac = if self.cfg.qos { AccessCategory::from_dscp(pkt.dscp()) } else { AccessCategory::Be };
+        let result = self.enqueue(now, from, to, ac, pkt);
+        // Only `from` changed: its backoff end may now be the earliest.
+        if let Some(end) = self.node_access(from) {
+            self.next_access = Some(self.next_access.map_or(end, |x| x.min(end)));
+        }
+        result
+    }
+
+    /// The next instant something happens in the BSS.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let timer = self.timers.iter().map(|t| t.at).min();
+        match (timer, self.next_access) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs the channel up to `now`: every event due by then happens at its own instant.
+    pub fn on_timeout(&mut self, now: Instant) {
+        loop {
+            let timer = self.earliest_timer();
+            let timer_at = timer.map(|i| self.timers[i].at);
+            match (timer_at, self.next_access) {
+                (Some(at), access) if at <= now && access.is_none_or(|a| at <= a) => {
+                    let timer = self.timers.swap_remove(timer.expect("a timer"));
+                    self.run_timer(timer);
+                }
+                (_, Some(at)) if at <= now => self.access(at),
+                _ => break,
+            }
+            self.update_next_access();
+        }
+    }
+
+    /// The next packet that reached its destination port by `now`, with the instant it did.
+    pub fn poll_output(&mut self, now: Instant) -> Option<(Instant, Port, P)> {
+        if self.output.front().is_some_and(|(t, _, _)| *t <= now) {
+            self.output.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The next packet dropped inside the BSS, with the port of the node that held it.
+    pub fn poll_drop(&mut self) -> Option<(Port, P, DropReason)> {
+        self.drops.pop_front()
+    }
+
+    // ---- queues ----
+
+    fn link_index(&self, from: usize, to: usize) -> usize {
+        let n = self.stations();
+        if from == 0 {
+            to - 1
+        } else {
+            n + from - 1
+        }
+    }
+
+    fn max_delay(&self, node: usize) -> Option<Duration> {
+        if node == 0 {
+            self.cfg.ap_queue.max_delay()
+        } else {
+            self.cfg.sta_queue.max_delay
+        }
+    }
+
+    /// Queues a packet at `node` for final destination `dest`.
+    fn enqueue(
+        &mut self,
+        now: Instant,
+        node: usize,
+        dest: usize,
+        ac: AccessCategory,
+        pkt: P,
+    ) -> Result<(), (P, DropReason)> {
+        let (peer, a) = (if node == 0 { dest } else { 0 }, ac.index());
+        let link = self.link_index(node, peer);
+        let full = match self.cfg.ap_queue {
+            _ if node != 0 => self.links[link].queues[a].len() >= self.cfg.sta_queue.packets as usize,
+            ApQueueConfig::SharedPerAc { packets, .. } => self.ap_queued[a] >= packets,
+            ApQueueConfig::PerStation { packets, .. } => self.links[link].queues[a].len() >= packets as usize,
+        };
+        if full {
+            return Err((pkt, DropReason::QueueFull));
+        }
+        let overhead = if self.cfg.qos { frame::QOS_DATA_OVERHEAD } else { frame::DATA_OVERHEAD };
+        let bytes = pkt.size() + overhead;
+        self.links[link].queues[a].push_back(Mpdu {
+            pkt: Some(pkt),
+            dest,
+            bytes,
+            enqueued: now,
+            seq: None,
+            attempts: 0,
+        });
+        if node == 0 {
+            self.ap_queued[a] += 1;
+        }
+        self.nodes[node].ac[a].queued += 1;
+        if self.nodes[node].ac[a].queued == 1 {
+            self.request_access(now, node, ac);
+        }
+        Ok(())
+    }
+
+    /// A category that had nothing to send got a frame (ns-3 `NeedBackoffUponAccess` and
+    /// `RequestAccess`): with no backoff pending it may transmit once the medium has been idle
+    /// for the AIFS (an EDCAF at the next slot boundary, a DCF a full DIFS after the frame
+    /// arrived); on a busy medium it draws a backoff.
+    fn request_access(&mut self, now: Instant, node: usize, ac: AccessCategory) {
+        if self.nodes[node].exchange.is_some_and(|e| e.ac == ac) {
+            return; // In its TXOP: the TXOP goes on or ends with a post-backoff.
+        }
+        self.count_down(node, now);
+        let (t, qos) = (self.t, self.cfg.qos);
+        let n = &mut self.nodes[node];
+        let ags = n.sense.access_grant_start(&t);
+        let busy = n.sense.busy(now);
+        let e = &mut n.ac[ac.index()];
+        if e.backoff.slots > 0 {
+            return;
+        }
+        if busy {
+            e.backoff.draw(now, &mut self.backoff_rng);
+        } else if qos {
+            e.backoff.align_to_slot(now, ags, e.params.aifsn, t.slot);
+        } else {
+            e.backoff.start = now + t.sifs + t.slot * i64::from(e.params.aifsn);
+        }
+    }
+
+    /// Counts down the backoffs of `node` up to `now`, before the medium it senses changes.
+    fn count_down(&mut self, node: usize, now: Instant) {
+        let (t, qos) = (self.t, self.cfg.qos);
+        let n = &mut self.nodes[node];
+        let ags = n.sense.access_grant_start(&t);
+        // No countdown starts before AIFS, at least a slot after the access grant start.
+        if ags + t.slot > now {
+            return;
+        }
+        for e in &mut n.ac {
+            e.backoff.count_down(now, ags, e.params.aifsn, t.slot, qos);
+        }
+    }
+
+    /// The earliest backoff end of a category with something to send, at a node not already in
+    /// an exchange.
+    fn update_next_access(&mut self) {
+        self.next_access = (0..self.nodes.len()).filter_map(|n| self.node_access(n)).min();
+    }
+
+    /// The earliest backoff end at one node.
+    #[inline]
+    fn node_access(&self, node: usize) -> Option<Instant> {
+        let n = &self.nodes[node];
+        if n.exchange.is_some() {
+            return None;
+        }
+        let ags = n.sense.access_grant_start(&self.t);
+        n.ac.iter().filter(|e| e.queued > 0).map(|e| e.backoff.end(ags, e.params.aifsn, self.t.slot)).min()
+    }
+
+    // ---- events ----
+
+    fn earliest_timer(&self) -> Option<usize> {
+        let key = |t: &Timer| (t.at, t.kind.rank(), t.order);
+        (0..self.timers.len()).min_by_key(|&i| key(&self.timers[i]))
+    }
+
+    fn schedule(&mut self, at: Instant, kind: TimerKind) {
+        self.timers.push(Timer { at, order: self.next_order, kind });
+        self.next_order += 1;
+    }
+
+    fn run_timer(&mut self, timer: Timer) {
+        let now = timer.at;
+        match timer.kind {
+            TimerKind::PpduEnd(id) => self.end_ppdu(now, id),
+            TimerKind::ExchangeFailed { node } => self.exchange_failed(now, node),
+            TimerKind::Respond { from, to, duration, eifs } => {
+                self.start_ppdu(now, from, to, duration, PpduKind::Response, eifs);
+            }
+            TimerKind::TxopNext { node } => {
+                let ex = self.nodes[node].exchange.expect("a TXOP");
+                if !self.start_exchange(now, node, ex.ac, ex.txop_start) {
+                    self.end_txop(now, node, ex.ac);
+                }
+            }
+        }
+    }
+
+    /// Backoffs end at `now`: every node whose backoff ends now transmits, so nodes that end
+    /// in the same slot collide. A node whose categories end together sends the highest and
+    /// treats the others as failed (an internal collision, 802.11-2016 §10.22.2.4).
+    fn access(&mut self, now: Instant) {
+        let slot = self.t.slot;
+        let mut starters = std::mem::take(&mut self.starters);
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.exchange.is_some() {
+                continue;
+            }
+            let ags = n.sense.access_grant_start(&self.t);
+            let mut due = [false; 4];
+            for (d, e) in due.iter_mut().zip(&n.ac) {
+                *d = e.queued > 0 && e.backoff.end(ags, e.params.aifsn, slot) <= now;
+            }
+            if let Some(top) = (0..4).rev().find(|&a| due[a]) {
+                due[top] = false;
+                starters.push((i, AccessCategory::ALL[top], due));
+            }
+        }
+        for &(node, ac, losers) in &starters {
+            self.count_down(node, now);
+            for loser in AccessCategory::ALL.into_iter().filter(|l| losers[l.index()]) {
+                self.internal_collision(now, node, loser);
+            }
+            if !self.start_exchange(now, node, ac, now) {
+                // Everything it held expired: it counts down again from a slot boundary.
+                self.nodes[node].ac[ac.index()].backoff.start = now;
+            }
+        }
+        starters.clear();
+        self.starters = starters;
+    }
+
+    /// Builds and sends the next data PPDU of `node`'s category `ac`; false if nothing is left
+    /// to send (or, within a TXOP, nothing fits its remaining time).
+    fn start_exchange(&mut self, now: Instant, node: usize, ac: AccessCategory, txop_start: Instant) -> bool {
+        let a = ac.index();
+        let params = self.nodes[node].ac[a].params;
+        let aggregated = self.cfg.aggregation.is_some_and(|g| g.aggregates(ac));
+        // Within a TXOP the exchanges after the first must fit its limit; the first always goes.
+        let budget =
+            (now > txop_start && !params.txop_limit.is_zero()).then(|| txop_start + params.txop_limit - now);
+        let picked = loop {
+            if self.nodes[node].ac[a].queued == 0 {
+                break None;
+            }
+            let link = self.choose_link(node, ac);
+            match self.select_mpdus(now, link, ac, aggregated, budget) {
+                Some(psdu) => break Some((link, psdu)),
+                // Nothing of this link left (expired) or nothing fits the TXOP.
+                None if budget.is_some() => break None,
+                None => {}
+            }
+        };
+        let Some((link, (count, psdu))) = picked else { return false };
+        let l = &mut self.links[link];
+        for m in l.queues[a].iter_mut().take(count) {
+            m.attempts += 1;
+            if m.seq.is_none() {
+                m.seq = Some(l.next_seq[a]);
+                l.next_seq[a] += 1;
+            }
+        }
+        let (to, timing) = (l.to, l.timing);
+        let response = if count > 1 { timing.block_ack } else { timing.ack };
+        self.nodes[node].exchange =
+            Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, timing, txop_start });
+        let duration = timing.airtime.ppdu(psdu.as_bytes());
+        self.start_ppdu(now, node, to, duration, PpduKind::Data { response }, timing.data_eifs);
+        true
+    }
+
+    /// The AP's next station in category `ac` (a station has one link).
+    fn choose_link(&mut self, node: usize, ac: AccessCategory) -> usize {
+        if node != 0 {
+            return self.link_index(node, 0);
+        }
+        let (a, n) = (ac.index(), self.stations());
+        match self.cfg.ap_queue {
+            ApQueueConfig::PerStation { .. } => {
+                let start = self.ap_next[a];
+                let link = (0..n)
+                    .map(|k| (start + k) % n)
+                    .find(|&l| !self.links[l].queues[a].is_empty())
+                    .expect("queued");
+                self.ap_next[a] = link;
+                link
+            }
+            ApQueueConfig::SharedPerAc { .. } => {
+                (0..n)
+                    .filter_map(|l| self.links[l].queues[a].front().map(|m| (m.enqueued, l)))
+                    .min()
+                    .expect("queued")
+                    .1
+            }
+        }
+    }
+
+    /// The MPDUs of the next PPDU on `link`: how many from the head of the queue, and the PSDU
+    /// length. Drops MPDUs past their lifetime on the way. `None` if none is left or, within a
+    /// TXOP (`budget`), none fits.
+    fn select_mpdus(
+        &mut self,
+        now: Instant,
+        link: usize,
+        ac: AccessCategory,
+        aggregated: bool,
+        budget: Option<Duration>,
+    ) -> Option<(usize, DataSize)> {
+        let a = ac.index();
+        let sifs = self.t.sifs;
+        let max_delay = self.max_delay(self.links[link].from);
+        let agg = self.cfg.aggregation.unwrap_or_default();
+        let timing = self.links[link].timing;
+        let vht = matches!(timing.mode, PhyMode::Vht { .. });
+        let (mut count, mut length) = (0usize, 0u64);
+        let mut psdu = DataSize::ZERO;
+        let mut head_seq = None;
+        let mut next_new_seq = self.links[link].next_seq[a];
+        while let Some(m) = self.links[link].queues[a].get(count) {
+            if max_delay.is_some_and(|d| now - m.enqueued > d) {
+                let m = self.links[link].queues[a].remove(count).expect("an MPDU");
+                self.discard(now, link, ac, m, DropReason::Lifetime);
+                continue;
+            }
+            let seq = m.seq.unwrap_or(next_new_seq);
+            let head = *head_seq.get_or_insert(seq);
+            if count > 0 && (!aggregated || seq - head >= u32::from(agg.window)) {
+                break;
+            }
+            let bytes = m.bytes.as_bytes();
+            let new_length = if count == 0 { 4 + bytes } else { length.next_multiple_of(4) + 4 + bytes };
+            // One MPDU goes alone (an HT PSDU without delimiter), except in a VHT PPDU, which
+            // always carries an A-MPDU (802.11-2020 §10.12.7).
+            let candidate = if count == 0 && !vht { bytes } else { new_length };
+            let duration = timing.airtime.ppdu(candidate);
+            let exchange = duration + sifs + if count == 0 { timing.ack } else { timing.block_ack };
+            let fits = (count == 0 || (new_length <= agg.max_length.as_bytes() && duration <= PPDU_MAX_TIME))
+                && budget.is_none_or(|b| exchange <= b);
+            if !fits {
+                break;
+            }
+            if m.seq.is_none() {
+                next_new_seq += 1;
+            }
+            count += 1;
+            length = new_length;
+            psdu = DataSize::bytes(candidate);
+        }
+        (count > 0).then_some((count, psdu))
+    }
+
+    /// Puts a PPDU on the air from `from` to `to`; a node that fails to receive it defers by
+    /// `eifs` (EIFS − DIFS) more.
+    fn start_ppdu(
+        &mut self,
+        now: Instant,
+        from: usize,
+        to: usize,
+        duration: Duration,
+        kind: PpduKind,
+        eifs: Duration,
+    ) {
+        let id = self.next_ppdu;
+        self.next_ppdu += 1;
+        let end = now + duration;
+        let nodes = self.nodes.len();
+        // The sender: its other categories freeze; it cannot receive while it sends.
+        self.count_down(from, now);
+        let s = &mut self.nodes[from];
+        s.sense.busy_end = s.sense.busy_end.max(end);
+        s.sense.tx_end = end;
+        s.sense.rx_error = None;
+        if s.sense.rx != Rx::Idle {
+            s.sense.rx = Rx::Garbled { eifs: None };
+        }
+        s.stats.ppdus += 1;
+        s.stats.airtime += duration;
+        for n in 0..nodes {
+            if n == from || !self.hears[n * nodes + from] {
+                continue;
+            }
+            self.count_down(n, now);
+            let eifs_after_collision = self.cfg.eifs_after_collision;
+            let sense = &mut self.nodes[n].sense;
+            sense.busy_end = sense.busy_end.max(end);
+            sense.heard += 1;
+            sense.rx = match sense.rx {
+                _ if sense.tx_end > now => Rx::Garbled { eifs: None },
+                Rx::Idle => {
+                    sense.rx_error = None;
+                    Rx::Locked { ppdu: id, start: now, interfered: None, eifs }
+                }
+                // Two frames starting together: no PHY header is decoded.
+                Rx::Locked { start, interfered: None, eifs, .. } if start == now => {
+                    Rx::Garbled { eifs: eifs_after_collision.then_some(eifs) }
+                }
+                Rx::Locked { ppdu, start, interfered: None, eifs } => {
+                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+                }
+                other => other,
+            };
+        }
+        self.ongoing.push(Ppdu { id, from, to, start: now, kind, eifs });
+        self.schedule(end, TimerKind::PpduEnd(id));
+    }
+
+    /// A PPDU ends: every node that heard it finishes its reception; the addressee of a data
+    /// PPDU delivers what it got and answers, the addressee of a response learns how its
+    /// exchange went.
+    fn end_ppdu(&mut self, now: Instant, id: u64) {
+        let at = self.ongoing.iter().position(|p| p.id == id).expect("a PPDU on air");
+        let ppdu = self.ongoing.swap_remove(at);
+        let nodes = self.nodes.len();
+        let mut addressee_ok = false;
+        for n in 0..nodes {
+            if n == ppdu.from || !self.hears[n * nodes + ppdu.from] {
+                continue;
+            }
+            self.nodes[n].sense.heard -= 1;
+            match self.nodes[n].sense.rx {
+                Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
+                    let ok = if n == ppdu.to {
+                        addressee_ok = match ppdu.kind {
+                            PpduKind::Data { .. } => self.receive_data(now, &ppdu, interfered),
+                            PpduKind::Response => interfered.is_none(),
+                        };
+                        addressee_ok
+                    } else {
+                        // A bystander sets its NAV from the Duration field of a data frame it
+                        // decoded (it covers SIFS and the response).
+                        if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
+                            let nav = &mut self.nodes[n].sense.nav_end;
+                            *nav = (*nav).max(now + self.t.sifs + response);
+                        }
+                        interfered.is_none()
+                    };
+                    let error = (!ok).then_some(ppdu.eifs);
+                    let sense = &mut self.nodes[n].sense;
+                    if sense.heard > 0 {
+                        sense.rx = Rx::Garbled { eifs: error };
+                    } else {
+                        sense.rx = Rx::Idle;
+                        sense.rx_end = now;
+                        sense.rx_error = error;
+                    }
+                }
+                Rx::Garbled { eifs } if self.nodes[n].sense.heard == 0 => {
+                    let sense = &mut self.nodes[n].sense;
+                    sense.rx = Rx::Idle;
+                    sense.rx_end = now;
+                    sense.rx_error = eifs;
+                }
+                _ => {}
+            }
+        }
+        match ppdu.kind {
+            PpduKind::Data { response } => {
+                if addressee_ok {
+                    let ex = self.nodes[ppdu.from].exchange.expect("an exchange");
+                    let eifs = if ex.mpdus > 1 { ex.timing.block_ack_eifs } else { ex.timing.ack_eifs };
+                    let respond =
+                        TimerKind::Respond { from: ppdu.to, to: ppdu.from, duration: response, eifs };
+                    self.schedule(now + self.t.sifs, respond);
+                } else {
+                    self.schedule(
+                        now + self.t.response_timeout,
+                        TimerKind::ExchangeFailed { node: ppdu.from },
+                    );
+                }
+            }
+            PpduKind::Response => {
+                if addressee_ok {
+                    self.exchange_succeeded(now, ppdu.to);
+                } else {
+                    self.exchange_failed(now, ppdu.to);
+                }
+            }
+        }
+    }
+
+    /// The addressee decoded the PHY header of a data PPDU: each MPDU that ended before any
+    /// overlap started gets through unless the channel loses it. Delivers those; true if any
+    /// got through (the receiver then answers).
+    fn receive_data(&mut self, now: Instant, ppdu: &Ppdu, interfered: Option<Instant>) -> bool {
+        let ex = self.nodes[ppdu.from].exchange.expect("an exchange");
+        let a = ex.ac.index();
+        let vht = matches!(ex.timing.mode, PhyMode::Vht { .. });
+        let link = &self.links[ex.link];
+        let mut acked = 0u64;
+        let mut offset = 0u64;
+        for (i, m) in link.queues[a].iter().take(ex.mpdus).enumerate() {
+            let single = ex.mpdus == 1 && !vht;
+            offset =
+                if single { m.bytes.as_bytes() } else { offset.next_multiple_of(4) + 4 + m.bytes.as_bytes() };
+            let clean = interfered.is_none_or(|t| ppdu.start + ex.timing.airtime.byte_offset(offset) <= t);
+            if !clean {
+                break;
+            }
+            let per = link.errors.per(&ex.timing.mode, m.bytes.as_bytes());
+            if per == 0.0 || self.error_rng.random::<f64>() >= per {
+                acked |= 1 << i;
+            }
+        }
+        self.nodes[ppdu.from].exchange.as_mut().expect("an exchange").acked = acked;
+        for i in 0..ex.mpdus {
+            if acked & (1 << i) == 0 {
+                continue;
+            }
+            let m = &mut self.links[ex.link].queues[a][i];
+            if let (Some(pkt), Some(seq)) = (m.pkt.take(), m.seq) {
+                let dest = m.dest;
+                let ready = self.links[ex.link].reorder[a].receive(seq, (pkt, dest));
+                if let Some((pkt, dest)) = ready {
+                    self.hand_up(now, ex.link, ex.ac, pkt, dest);
+                }
+                self.release(now, ex.link, ex.ac);
+            }
+        }
+        acked != 0
+    }
+
+    /// Hands up what the reordering buffer of `link` no longer holds back.
+    fn release(&mut self, now: Instant, link: usize, ac: AccessCategory) {
+        while let Some((pkt, dest)) = self.links[link].reorder[ac.index()].release() {
+            self.hand_up(now, link, ac, pkt, dest);
+        }
+    }
+
+    /// A packet reached the receiver of `link`: out at its port, or into the AP's queue for the
+    /// station it is for.
+    fn hand_up(&mut self, now: Instant, link: usize, ac: AccessCategory, pkt: P, dest: usize) {
+        let rx = self.links[link].to;
+        if dest == rx {
+            self.output.push_back((now, Port(rx as u16), pkt));
+        } else if let Err((pkt, reason)) = self.enqueue(now, rx, dest, ac, pkt) {
+            self.drops.push_back((Port(rx as u16), pkt, reason));
+        }
+    }
+
+    /// Removes an MPDU given up by its sender: reports the packet (unless it had got through
+    /// already) and lets the receiver's window move on.
+    fn discard(&mut self, now: Instant, link: usize, ac: AccessCategory, m: Mpdu<P>, reason: DropReason) {
+        let (a, from) = (ac.index(), self.links[link].from);
+        self.nodes[from].ac[a].queued -= 1;
+        if from == 0 {
+            self.ap_queued[a] -= 1;
+        }
+        if let Some(seq) = m.seq {
+            self.links[link].reorder[a].skip(seq);
+            self.release(now, link, ac);
+        }
+        if let Some(pkt) = m.pkt {
+            self.drops.push_back((Port(from as u16), pkt, reason));
+        }
+    }
+
+    /// The attempt limit of an MPDU of this exchange (`u32::MAX`: none).
+    fn attempt_limit(&self, aggregated: bool) -> u32 {
+        if aggregated {
+            self.cfg.ampdu_retry_limit.unwrap_or(u32::MAX)
+        } else {
+            self.cfg.retry_limit
+        }
+    }
+
+    /// Settles the MPDUs of an exchange: acknowledged ones leave the queue; the others stay
+    /// first in line unless they used their last attempt. Returns whether any was given up.
+    fn settle(&mut self, now: Instant, node: usize, ex: Exchange) -> bool {
+        let limit = self.attempt_limit(ex.aggregated);
+        let a = ex.ac.index();
+        let (mut i, mut gave_up) = (0, false);
+        for k in 0..ex.mpdus {
+            let queue = &mut self.links[ex.link].queues[a];
+            if ex.acked & (1 << k) != 0 {
+                queue.remove(i).expect("an MPDU");
+                self.nodes[node].ac[a].queued -= 1;
+                if node == 0 {
+                    self.ap_queued[a] -= 1;
+                }
+                self.nodes[node].stats.mpdus_acked += 1;
+            } else if queue[i].attempts >= limit {
+                let m = queue.remove(i).expect("an MPDU");
+                self.nodes[node].stats.mpdus_retry_dropped += 1;
+                self.discard(now, ex.link, ex.ac, m, DropReason::RetryLimit);
+                gave_up = true;
+            } else {
+                i += 1;
+            }
+        }
+        gave_up
+    }
+
+    /// The ACK or BlockAck came back.
+    fn exchange_succeeded(&mut self, now: Instant, node: usize) {
+        let ex = self.nodes[node].exchange.expect("an exchange");
+        self.settle(now, node, ex);
+        self.links[ex.link].rate.on_success();
+        self.refresh_timing(ex.link);
+        if node == 0 {
+            if let ApQueueConfig::PerStation { .. } = self.cfg.ap_queue {
+                self.ap_next[ex.ac.index()] = (ex.link + 1) % self.stations();
+            }
+        }
+        let n = &mut self.nodes[node];
+        n.stats.exchanges_ok += 1;
+        let e = &mut n.ac[ex.ac.index()];
+        e.backoff.reset(e.params.cw_min);
+        let limit = e.params.txop_limit;
+        if !limit.is_zero() && e.queued > 0 && now + self.t.sifs < ex.txop_start + limit {
+            self.schedule(now + self.t.sifs, TimerKind::TxopNext { node });
+        } else {
+            self.end_txop(now, node, ex.ac);
+        }
+    }
+
+    /// No response (ACK timeout), or a response that did not get through.
+    fn exchange_failed(&mut self, now: Instant, node: usize) {
+        let ex = self.nodes[node].exchange.take().expect("an exchange");
+        let gave_up = self.settle(now, node, ex);
+        self.links[ex.link].rate.on_failure();
+        self.refresh_timing(ex.link);
+        let n = &mut self.nodes[node];
+        n.stats.exchanges_failed += 1;
+        n.sense.timeout_end = n.sense.timeout_end.max(now);
+        let e = &mut n.ac[ex.ac.index()];
+        if gave_up {
+            e.backoff.reset(e.params.cw_min);
+        } else {
+            e.backoff.double(e.params.cw_max);
+        }
+        e.backoff.draw(now, &mut self.backoff_rng);
+    }
+
+    /// After rate adaptation ran: the airtimes of the link's (new) mode.
+    fn refresh_timing(&mut self, link: usize) {
+        let mode = self.links[link].rate.mode();
+        if mode != self.links[link].timing.mode {
+            self.links[link].timing = LinkTiming::new(mode, &self.cfg);
+        }
+    }
+
+    /// The TXOP is over: a new backoff (post-backoff) whether or not anything is left to send.
+    fn end_txop(&mut self, now: Instant, node: usize, ac: AccessCategory) {
+        let n = &mut self.nodes[node];
+        n.exchange = None;
+        n.ac[ac.index()].backoff.draw(now, &mut self.backoff_rng);
+    }
+
+    /// A lower category whose backoff ended with a higher one's: it counts as a failed
+    /// attempt of its head MPDU, without going on air (ns-3 `NotifyInternalCollision`).
+    fn internal_collision(&mut self, now: Instant, node: usize, ac: AccessCategory) {
+        let link = self.choose_link(node, ac);
+        let aggregated = self.cfg.aggregation.is_some_and(|g| g.aggregates(ac));
+        let limit = self.attempt_limit(aggregated);
+        let a = ac.index();
+        let head = self.links[link].queues[a].front_mut().expect("queued");
+        head.attempts += 1;
+        let gave_up = head.attempts >= limit;
+        if gave_up {
+            let m = self.links[link].queues[a].pop_front().expect("queued");
+            self.nodes[node].stats.mpdus_retry_dropped += 1;
+            self.discard(now, link, ac, m, DropReason::RetryLimit);
+        }
+        let e = &mut self.nodes[node].ac[a];
+        if gave_up {
+            e.backoff.reset(e.params.cw_min);
+        } else {
+            e.backoff.double(e.params.cw_max);
+        }
+        e.backoff.draw(now, &mut self.backoff_rng);
+    }
+}
