@@ -24,7 +24,13 @@ SELF = Path(__file__).resolve()
 
 SEED_FILE = re.compile(r"\b(00[0-9])_[0-9a-f]{16}(?:\.txt)?\b")
 SEED_HANDLE = re.compile(r"\bseed (00[0-9])\b", re.IGNORECASE)
-NOTES = re.compile(r"testcases\.md|algorithms\.md|model-codebases\.md|shared/reference", re.IGNORECASE)
+NOTES = re.compile(
+    r"testcases\.md|algorithms\.md|model-codebases\.md|access-networks\.md|shared/reference"
+    r"|\breference \(?§[A-D]\.",
+    re.IGNORECASE,
+)
+"""The research notes by file, or their section numbers (`reference §A.9`), which mean nothing
+to a reader without them."""
 
 TEXT_SUFFIXES = {".md", ".py", ".pyi", ".rs", ".go", ".toml", ".j2", ".html", ".txt", ".sh", ".yml", ".yaml"}
 TEXT_NAMES = {"Makefile"}

@@ -1,5 +1,5 @@
-//! Frame airtimes and PHY rates against `shared/reference/access-networks.md` §A.5 and §A.6,
-//! to the microsecond and to the 0.1 Mbit/s the reference prints.
+//! Frame airtimes and PHY rates against the values `docs/wifi.md` lists
+//! ("Validation"), to the microsecond, and the HT rate tables of 802.11-2020 §19.5 to 0.1 Mbit/s.
 
 use rtcbench_net::radio::wifi::phy::{ampdu_length, control_response_mode, frame, Band, PhyMode};
 use rtcbench_units::{DataSize, Duration};
@@ -52,7 +52,7 @@ fn preambles_a6() {
     let ht = |mcs| PhyMode::ht(mcs).preamble().as_micros();
     assert_eq!([ht(7), ht(15), ht(23), ht(31)], [36, 40, 48, 48]);
     assert_eq!(PhyMode::NonHt { mbps: 54 }.preamble(), Duration::from_micros(20));
-    // VHT-SIG-B included (reference §D.2; ns-3 would give 36 µs).
+    // VHT-SIG-B included (802.11-2020 §21.3.8.3.6; ns-3 would give 36 µs).
     let vht = PhyMode::Vht { mcs: 0, nss: 1, width_mhz: 80, short_gi: false };
     assert_eq!(vht.preamble(), Duration::from_micros(40));
 }
@@ -72,7 +72,7 @@ fn control_responses_use_the_highest_basic_rate_not_above_the_reference_rate() {
 #[test]
 fn ht_rates_a5() {
     // Mbit/s per MCS 0-7 (1 stream) and 8-15 (2 streams): 20 MHz long GI, 20 short, 40 long,
-    // 40 short, as the reference tabulates them (to 0.1).
+    // 40 short, as 802.11-2020 tabulates them (to 0.1).
     let table: [[f64; 8]; 8] = [
         [6.5, 7.2, 13.5, 15.0, 13.0, 14.4, 27.0, 30.0],
         [13.0, 14.4, 27.0, 30.0, 26.0, 28.9, 54.0, 60.0],
@@ -102,7 +102,7 @@ fn ht_rates_a5() {
 #[test]
 fn ampdu_sizes_a14c() {
     // How many 1538-B MPDUs one A-MPDU takes at each MCS before aPPDUMaxTime (5.484 ms) or the
-    // 65 535-B limit stops it: the "(n)" of §A.14(c).
+    // 65 535-B limit stops it: the MPDU counts of the saturation closed form.
     let expected = [2, 5, 8, 11, 17, 22, 25, 28];
     for (mcs, &n) in expected.iter().enumerate() {
         let mode = PhyMode::ht(mcs as u8);

@@ -1,4 +1,4 @@
-//! The AP's share of the channel (`shared/reference/access-networks.md` §A.12, §C.3 item 5):
+//! The AP's share of the channel (MAC fairness is per contending node, Park et al. 2006):
 //! with N saturated uplink stations and a saturated AP, all with the same EDCA parameters, each
 //! of the N + 1 contenders wins about the same number of transmission opportunities, so the AP,
 //! however many downlink flows it carries, gets 1/(N + 1) of the successful exchanges. Checked

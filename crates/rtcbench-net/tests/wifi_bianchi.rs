@@ -1,11 +1,11 @@
-//! Saturation throughput of n contending stations against Bianchi's model,
-//! `shared/reference/access-networks.md` §A.13-A.14:
+//! Saturation throughput of n contending stations against Bianchi's model
+//! (Bianchi 2000), the two tables `docs/wifi.md` prints under "Validation":
 //!
 //! * (a) ns-3's reference table for non-QoS 802.11a (`bianchi_11a_difs.txt` and the EIFS column
 //!   of `wifi-bianchi.cc`): 1500 B of payload in a 1534-B MPDU, retries without limit, the
 //!   ACK at the rate the table names. Our stations use the DCF, as ns-3's do, and the table is
 //!   ns-3's variant of the model for that ([`Variant::Ns3Dcf`]).
-//! * (b) the reference's own numbers for HT MCS 7 (1500 B + 36 B, DIFS, ACK at 24 Mbit/s), with
+//! * (b) Bianchi's original model solved for HT MCS 7 (1500 B + 36 B, DIFS, ACK at 24 Mbit/s), with
 //!   R = ∞ and R = 7, from Bianchi's original equations. Our stations use EDCA with the DCF's
 //!   parameters (AIFSN 2, CW 15-1023): EDCA's decrement at the end of the AIFS counts a busy
 //!   period as a slot, which is the original model's chain.
@@ -35,7 +35,7 @@ const PACKET_11A: u64 = 1498;
 const PACKET_HT: u64 = 1498;
 const RETRY_FOREVER: u32 = 65_535;
 
-/// §A.14(a): n → Mbit/s for 6 (ACK 6), 12 (ACK 12), 24 (ACK 24), 54 (ACK 24) Mbit/s, and 54
+/// Table (a): n → Mbit/s for 6 (ACK 6), 12 (ACK 12), 24 (ACK 24), 54 (ACK 24) Mbit/s, and 54
 /// with the EIFS model.
 const TABLE_A: [(u32, [f64; 5]); 5] = [
     (5, [4.7087, 8.9515, 16.2470, 29.8324, 29.2861]),
@@ -46,7 +46,7 @@ const TABLE_A: [(u32, [f64; 5]); 5] = [
 ];
 const RATES_A: [u8; 4] = [6, 12, 24, 54];
 
-/// §A.14(b): n → (S with R = ∞, p, S with R = 7), HT MCS 7.
+/// Table (b): n → (S with R = ∞, p, S with R = 7), HT MCS 7.
 const TABLE_B: [(u32, f64, f64, f64); 6] = [
     (1, 32.13, 0.0, 32.13),
     (2, 33.35, 0.105, 33.35),

@@ -1,8 +1,8 @@
 //! One saturated station sending 1472-byte UDP payloads to the AP, per HT MCS at 20 MHz with the
 //! long GI, AC_BE, 5 GHz, with and without A-MPDU: the simulated goodput within 1 % of
-//! `shared/reference/access-networks.md` §A.14(c) (its closed form: AIFS + CWmin/2 slots +
+//! the closed form of one uncontended station (`docs/wifi.md`, "Validation": AIFS + CWmin/2 slots +
 //! PPDU + SIFS + ACK/BlockAck per exchange), and with A-MPDU also within 1 % of ns-3's
-//! `wifi-spectrum-saturation-example` figures the reference quotes.
+//! `wifi-spectrum-saturation-example` figures (ns-3's `wifi-testing.rst`).
 
 mod wifi_support;
 

@@ -1,8 +1,8 @@
 //! Seed 004 (Chen, Ma, Shen, "Congestion-aware MAC layer adaptation to improve video
 //! teleconferencing over Wi-Fi", MMSys 2015), §3.1.1: the mean transmit delay of an MPDU that is
 //! discarded after R = 7 attempts, its eq. (3), with T(L) = 0.25 ms for L = 1224 B and σ = 9 µs,
-//! against the vectors of `shared/reference/access-networks.md` §A.15: exact to three decimals
-//! of a millisecond (the reference truncates 10.8625 and 2.1865), and the values the paper
+//! against the values `docs/wifi.md` lists ("Validation"): exact to three decimals
+//! of a millisecond (10.8625 and 2.1865 truncated), and the values the paper
 //! itself prints.
 
 use rtcbench_net::radio::wifi::bianchi::mean_discard_delay_secs;
@@ -15,7 +15,7 @@ fn td_ms(p: f64, cw_min: u32, cw_max: u32) -> f64 {
     1e3 * mean_discard_delay_secs(7, cw_min, cw_max, p, T_1224, SLOT)
 }
 
-/// `x` to three decimals, truncated as the reference prints.
+/// `x` to three decimals, truncated, as `docs/wifi.md` prints it.
 fn three_decimals(x: f64) -> String {
     format!("{:.3}", (x * 1e3 + 1e-9).floor() / 1e3)
 }
@@ -51,5 +51,5 @@ fn the_papers_own_numbers() {
     assert!((td_ms(0.9, 15, 1023) - 238.68).abs() < 0.005);
     // Its 10.894 ms at p = 0 is not reproduced (we get 10.8625): it implies T(L) =
     // (10.894 − 1012.5 × 0.009) / 7 = 0.2545 ms, slightly more than the 0.25 ms the paper
-    // states (reference §A.15).
+    // states.
 }

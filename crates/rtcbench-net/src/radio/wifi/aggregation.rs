@@ -1,5 +1,5 @@
 //! A-MPDU aggregation under a BlockAck agreement, and the receiver's reordering buffer
-//! (reference §A.7).
+//! (802.11-2020 §10.12, §10.25; ns-3's `MpduAggregator` and `BlockAckManager`).
 //!
 //! An A-MPDU carries MPDUs for one receiver and one access category: as many as fit all of the
 //! BlockAck window (64 sequence numbers from the oldest MPDU not yet acknowledged), the maximum
@@ -35,7 +35,7 @@ pub struct AggregationConfig {
 }
 
 impl Default for AggregationConfig {
-    /// ns-3's defaults (`wifi-mac.cc`; reference §A.7).
+    /// ns-3's defaults (`wifi-mac.cc`).
     fn default() -> Self {
         Self { max_length: DataSize::bytes(65_535), window: 64, categories: [false, true, true, false] }
     }

@@ -1,4 +1,4 @@
-//! Analytic models of saturated DCF/EDCA, used to validate the simulated BSS (reference §A.13):
+//! Analytic models of saturated DCF/EDCA, used to validate the simulated BSS (`docs/wifi.md`, "Validation"):
 //! Bianchi's fixed point for the per-slot transmission probability, the saturation throughput
 //! it gives (the original model and the variant ns-3 validates its non-QoS DCF against), and
 //! the mean transmit delay of a discarded MPDU from seed 004 (MMSys'15, eq. 3).
@@ -29,7 +29,7 @@ pub struct FixedPoint {
 }
 
 impl Contention {
-    /// τ as a function of p (reference §A.13 eq. 1, the renewal form of Bianchi and Tinnirello,
+    /// τ as a function of p (the renewal form of Bianchi and Tinnirello,
     /// IEEE Comm. Letters 9(8), 2005): expected attempts per frame over expected slots per frame,
     /// τ = Σ_{j<R} p^j / Σ_{j<R} p^j·(CW_j + 2)/2. With R = ∞ it is Bianchi's eq. (7).
     pub fn tau(&self, p: f64) -> f64 {

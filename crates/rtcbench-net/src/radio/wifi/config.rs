@@ -41,8 +41,8 @@ pub struct BssConfig {
     /// 802.11-2020 does not count retries of such MPDUs, so they only leave by lifetime (`None`,
     /// ns-3's default); drivers set their own software limit (ath9k: 10 or 30 by version).
     /// Default: the same 7 attempts as [`BssConfig::retry_limit`], so that a loss still turns into
-    /// delay and then a drop the way seed 004's model assumes (reference §D.4 leaves the meaning
-    /// of a retry limit under BlockAck open).
+    /// delay and then a drop the way seed 004's model assumes (Chen et al. 2015 counts attempts of
+    /// MPDUs sent alone; what its retry limit means under BlockAck is left open there).
     pub ampdu_retry_limit: Option<u32>,
     /// A-MPDU aggregation (`None`: every MPDU alone, Normal Ack).
     pub aggregation: Option<AggregationConfig>,
@@ -59,7 +59,7 @@ pub struct BssConfig {
     pub sta_queue: QueueConfig,
     pub stations: Vec<StationConfig>,
     /// `hearing[i][j]`: whether node i senses node j's transmissions (node 0 the AP, then the
-    /// stations), reference §A.4. `None`: everyone hears everyone. A station that does not hear
+    /// stations). `None`: everyone hears everyone. A station that does not hear
     /// another is hidden from it: it keeps counting down while the other transmits, and their
     /// frames overlap at the AP.
     pub hearing: Option<Vec<Vec<bool>>>,
@@ -95,7 +95,7 @@ pub struct QueueConfig {
 
 impl QueueConfig {
     /// Linux's default interface queue, txqueuelen 1000 packets (`DEFAULT_TX_QUEUE_LEN`,
-    /// reference §A.11), per access category.
+    /// `include/net/pkt_sched.h`), per access category.
     pub const fn linux() -> Self {
         Self { packets: 1000, max_delay: None }
     }
@@ -108,7 +108,7 @@ impl QueueConfig {
 #[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ApQueueConfig {
     /// One FIFO per access category shared by every station, as a consumer AP with a qdisc in
-    /// front of the driver has (reference §A.11 mode (a), needed for seed 000): `packets` is
+    /// front of the driver has (needed for seed 000, Guerrero Viveros 2019 §6.3.5): `packets` is
     /// the limit of the whole category, and the station whose oldest packet came first is
     /// served next, so service follows arrival order.
     SharedPerAc { packets: u32, max_delay: Option<Duration> },
@@ -166,7 +166,7 @@ pub enum ConfigError {
 }
 
 impl BssConfig {
-    /// A 5-GHz QoS BSS with ns-3's defaults (reference §A): the standard EDCA set for AP and
+    /// A 5-GHz QoS BSS with ns-3's defaults (`docs/wifi.md`, "Constants"): the standard EDCA set for AP and
     /// stations, basic rates {6, 12, 24}, 7 attempts, A-MPDU for BE and VI, and Linux's
     /// 1000-packet queues (shared per category at the AP).
     pub fn new(stations: Vec<StationConfig>) -> Self {

@@ -1,7 +1,7 @@
 //! Channel access: the access categories, their EDCA parameters, and the backoff of one
 //! channel access function (a DCF, or an EDCAF of EDCA), counted without per-slot events.
 //!
-//! The backoff is kept the way ns-3's `ChannelAccessManager` keeps it (reference §A.3): a number
+//! The backoff is kept the way ns-3's `ChannelAccessManager` keeps it (802.11-2020 §10.3.4.3, §10.23.2.4): a number
 //! of slots left and the instant from which they count down. The countdown starts once the
 //! medium has been idle for the AIFS, i.e. at `max(backoff start, access grant start + AIFSN ×
 //! slot)`, where the access grant start is SIFS after the latest of: the end of the medium's
@@ -82,7 +82,7 @@ pub struct AcParams {
 }
 
 impl AcParams {
-    /// The DCF of a non-QoS OFDM station: CW 15-1023, DIFS (ns-3 `wifi-mac.cc`, reference §A.2).
+    /// The DCF of a non-QoS OFDM station: CW 15-1023, DIFS (ns-3 `wifi-mac.cc`).
     pub const fn legacy_dcf() -> Self {
         Self { cw_min: 15, cw_max: 1023, aifsn: 2, txop_limit: Duration::ZERO }
     }
@@ -100,7 +100,7 @@ pub struct EdcaParameterSet {
 
 impl EdcaParameterSet {
     /// The default set of an OFDM non-AP station, 802.11-2020 Table 9-155 as ns-3's
-    /// `WifiMac::ConfigureDcf` codes it with CWmin 15 and CWmax 1023 (reference §A.2): BK
+    /// `WifiMac::ConfigureDcf` codes it with CWmin 15 and CWmax 1023 (802.11-2020 Table 9-155): BK
     /// 15/1023/AIFSN 7, BE 15/1023/3, VI 7/15/2 with a 4.096-ms TXOP, VO 3/7/2 with 2.080 ms.
     /// ns-3 gives the AP the same set; so does [`super::BssConfig::new`].
     pub const fn standard() -> Self {
@@ -113,7 +113,7 @@ impl EdcaParameterSet {
     }
 
     /// The AP's own set in hostapd's default `hostapd.conf` (`tx_queue_data0..3`, taken there
-    /// from 802.11e draft 11-03-0504; reference §A.2): BE's CWmax is 63, so a Linux AP never
+    /// from 802.11e draft 11-03-0504): BE's CWmax is 63, so a Linux AP never
     /// backs off as far as its stations; VI and VO use AIFSN 1 with 3.0- and 1.5-ms bursts.
     pub const fn hostapd_ap() -> Self {
         Self {

@@ -1,5 +1,5 @@
 //! Per-attempt errors of data MPDUs on a station's link: none, a fixed packet error rate, or a
-//! PER that follows the link's SNR through a table per MCS (reference §A.9). Each MPDU of each
+//! PER that follows the link's SNR through a table per MCS (`docs/wifi.md`, "Errors"). Each MPDU of each
 //! transmission attempt fails independently, so a retransmission turns a channel loss into
 //! delay; collisions and hidden-station overlaps come on top ([`super::Bss`]). Control frames
 //! (ACK, BlockAck) at the basic rates are assumed to get through, as is every PHY header.
@@ -34,7 +34,7 @@ impl ErrorModel {
 }
 
 /// SNR (dB) at which the PER of a 1458-byte MPDU is 50 %, 10 % and 1 %, per MCS index (HT index
-/// mod 8, VHT 0-9): AWGN, BCC, one stream. Computed in the reference (§A.9, tag [C]) from ns-3's
+/// mod 8, VHT 0-9): AWGN, BCC, one stream. Read off ns-3's
 /// `AwgnErrorTableBcc1458` (`reference/error-rate-tables.cc`, produced with the MATLAB WLAN
 /// Toolbox), interpolated on log PER.
 const SNR_TABLE_DB: [[f64; 3]; 10] = [
@@ -56,8 +56,8 @@ const TABLE_BYTES: f64 = 1458.0;
 /// The PER of an MPDU of `bytes` sent in `mode` at `snr_db`.
 ///
 /// Below the 50 % point the curve is the logistic 1 / (1 + e^(k·(snr − snr50))) with k chosen
-/// to pass through the 10 % point (k = ln 9 / (snr10 − snr50), about 2.7 /dB, the fit the
-/// reference recommends); above it log10(PER) is interpolated linearly through the 50, 10 and
+/// to pass through the 10 % point (k = ln 9 / (snr10 − snr50), about 2.7 /dB, a fit that follows
+/// the table's steepness); above it log10(PER) is interpolated linearly through the 50, 10 and
 /// 1 % points and continued beyond the last with the slope of the last segment. Then scaled to
 /// the MPDU's length. The table is per stream in AWGN: several streams or fading would need
 /// more SNR, which this model leaves to the scenario's choice of SNR. ns-3 uses a separate

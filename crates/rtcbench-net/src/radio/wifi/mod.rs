@@ -1,7 +1,7 @@
 //! One IEEE 802.11 BSS, an AP and N stations sharing a channel, as a single sans-IO element
 //! with N + 1 ports: port 0 is the AP, ports 1..=N the stations. `docs/wifi.md` describes the
-//! model, its constants and sources, what it leaves out, and how it was validated; the numbers
-//! come from `shared/reference/access-networks.md` §A.
+//! model, its constants and their sources (IEEE 802.11-2020, ns-3's `src/wifi`, hostapd, Linux),
+//! what it leaves out, and the reference numbers it was validated against.
 //!
 //! A packet pushed at a station's port goes up to the AP (and on to another station through the
 //! AP's queue if that is its destination); one pushed at the AP goes down to its station. Each

@@ -1,7 +1,7 @@
 //! The PHY as the MAC sees it: the timing constants of a band, the data rates of non-HT
 //! (802.11a/g OFDM), HT (802.11n) and VHT (802.11ac) modes, and how long a PPDU occupies the
-//! medium (its TXTIME). Reference: `shared/reference/access-networks.md` §A.1, §A.5, §A.6, whose
-//! formulas follow ns-3's `ofdm-phy.cc`, `ht-phy.cc` and `vht-phy.cc`.
+//! medium (its TXTIME): 802.11-2020 §17.4.3 (OFDM), §19.4.3 (HT) and §21.4.3 (VHT), as ns-3's
+//! `ofdm-phy.cc`, `ht-phy.cc` and `vht-phy.cc` compute them (`docs/wifi.md`, "Constants").
 //!
 //! Every duration is a whole number of microseconds, as the simulator's clock is: OFDM symbols
 //! are 4 µs, and with the short guard interval (3.6-µs symbols) the data field is rounded up to
@@ -23,7 +23,7 @@ pub enum Band {
     Ghz5,
     /// 2.4 GHz ERP/HT: SIFS 10 µs, slot 9 µs if every station supports the short slot, 20 µs
     /// otherwise, and a 6-µs signal extension after every OFDM PPDU (ns-3 `wifi-phy.cc`
-    /// Configure80211g and `ofdm-phy.cc` GetSignalExtension; reference §A.1).
+    /// Configure80211g and `ofdm-phy.cc` GetSignalExtension).
     Ghz2_4 { short_slot: bool },
 }
 
@@ -53,13 +53,13 @@ impl Band {
     }
 }
 
-/// aPPDUMaxTime of HT-mixed and VHT PPDUs (ns-3 `wifi-phy-common.cc`; reference §A.1).
+/// aPPDUMaxTime of HT-mixed and VHT PPDUs (802.11-2020 Table 19-25; ns-3 `wifi-phy-common.cc`).
 pub const PPDU_MAX_TIME: Duration = Duration::from_micros(5484);
 /// An OFDM symbol with the 800-ns guard interval (ns-3 `ht-phy.cc`: 3.2 µs + GI).
 const SYMBOL_LONG_GI_NS: u64 = 4000;
 /// An OFDM symbol with the 400-ns guard interval.
 const SYMBOL_SHORT_GI_NS: u64 = 3600;
-/// Non-HT preamble: L-STF and L-LTF (16 µs) and L-SIG (4 µs) (reference §A.6).
+/// Non-HT preamble: L-STF and L-LTF (16 µs) and L-SIG (4 µs) (802.11-2020 §17.3.2).
 const NON_HT_PREAMBLE_US: i64 = 20;
 /// HT-mixed before the HT-LTFs: L-STF + L-LTF 16, L-SIG 4, HT-SIG 8, HT-STF 4 µs.
 const HT_PREAMBLE_BASE_US: i64 = 32;
@@ -237,7 +237,7 @@ impl PhyMode {
     }
 
     /// N_DBPS, data bits per OFDM symbol: Nss × Nsd × bits per subcarrier × code rate
-    /// (reference §A.5). Non-HT: rate × 4 µs.
+    /// (802.11-2020 §19.5, §21.5). Non-HT: rate × 4 µs.
     pub fn data_bits_per_symbol(&self) -> u64 {
         match *self {
             Self::NonHt { mbps } => u64::from(mbps) * 4,
@@ -285,7 +285,7 @@ impl PhyMode {
     /// The preamble and PHY header before the data field: 20 µs non-HT; HT-mixed 32 + 4 µs per
     /// HT-LTF (1, 2, 4, 4 LTFs for 1-4 streams: 36, 40, 48, 48 µs); VHT 32 + 4 µs per VHT-LTF
     /// and 4 µs of VHT-SIG-B (40 µs for one stream). ns-3 leaves VHT-SIG-B out of single-user
-    /// PPDUs (`VhtPhy::GetSigBDuration`, reference §D.2), but it is a field of every VHT PPDU
+    /// PPDUs (`VhtPhy::GetSigBDuration`), but it is a field of every VHT PPDU
     /// (802.11-2020 §21.3.2; MathWorks WLAN Toolbox, "VHT PPDU Structure"), so we keep it.
     pub fn preamble(&self) -> Duration {
         let ltfs = match self.nss() {
@@ -312,7 +312,7 @@ impl PhyMode {
     }
 
     /// TXTIME of a PPDU carrying a PSDU of `psdu` bytes: preamble + data symbols (+ the 2.4 GHz
-    /// signal extension). Non-HT: 20 µs + 4 µs × ceil((16 + 8·L + 6) / N_DBPS) (reference §A.6).
+    /// signal extension). Non-HT: 20 µs + 4 µs × ceil((16 + 8·L + 6) / N_DBPS) (802.11-2020 §17.4.3).
     pub fn ppdu_duration(&self, psdu: DataSize, band: Band) -> Duration {
         self.airtime(band).ppdu(psdu.as_bytes())
     }
@@ -381,7 +381,7 @@ impl Airtime {
     }
 }
 
-/// Data subcarriers Nsd per channel width (ns-3 `GetUsableSubcarriers`; reference §A.5).
+/// Data subcarriers Nsd per channel width (802.11-2020 §19.3.5; ns-3 `GetUsableSubcarriers`).
 fn subcarriers(width_mhz: u16) -> u64 {
     match width_mhz {
         40 => 108,
@@ -391,7 +391,7 @@ fn subcarriers(width_mhz: u16) -> u64 {
     }
 }
 
-/// Sizes of the MAC frames the model builds (802.11-2020 §9.3; reference §A.6).
+/// Sizes of the MAC frames the model builds (802.11-2020 §9.3).
 pub mod frame {
     use rtcbench_units::DataSize;
 
@@ -414,7 +414,7 @@ pub mod frame {
 
 /// The non-HT rate of a control response to a frame sent in `data`: the highest basic rate not
 /// above the data mode's non-HT reference rate, or the lowest basic rate if all are above it
-/// (the rule ns-3's `WifiRemoteStationManager::GetControlAnswerMode` applies; reference §A.6).
+/// (the rule ns-3's `WifiRemoteStationManager::GetControlAnswerMode` applies; 802.11-2020 §10.6.6.5).
 pub fn control_response_mode(data: &PhyMode, basic_rates_mbps: &[u8]) -> PhyMode {
     let reference = data.non_ht_reference_mbps();
     let mbps = basic_rates_mbps
@@ -431,7 +431,7 @@ pub fn control_response_mode(data: &PhyMode, basic_rates_mbps: &[u8]) -> PhyMode
 /// at the mandatory rate of its modulation class (BPSK 6, QPSK 12, higher 24 Mbit/s), an ACK for
 /// a non-HT frame and a BlockAck for an HT or VHT one. EIFS = SIFS + this + DIFS (802.11-2016
 /// §10.3.2.3.7, as ns-3's `GetEstimatedAckTxTime` implements it: 44, 32, 28 µs for non-HT and
-/// 68, 44, 32 µs for HT/VHT at 5 GHz). The reference's 60 µs for EIFS − DIFS (§A.1) is the
+/// 68, 44, 32 µs for HT/VHT at 5 GHz). The 60 µs often quoted for EIFS − DIFS at 5 GHz is the
 /// BPSK case, the older standard's "lowest mandatory rate".
 pub fn estimated_response_time(mode: &PhyMode, band: Band) -> Duration {
     let mbps = match mode.bits_per_subcarrier() {

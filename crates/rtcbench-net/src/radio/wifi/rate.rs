@@ -8,7 +8,7 @@
 //! failure in a row. ns-3 runs ARF over non-HT rates only; here it steps through the MCSs of the
 //! link's stream count, width and guard interval. An exchange is one PPDU and its response: an
 //! A-MPDU counts as a success if its BlockAck came back. Like ARF, it mistakes collisions for a
-//! bad channel (reference §A.10). Minstrel, Linux's default, is not modelled.
+//! bad channel. Minstrel, Linux's default, is not modelled.
 
 use serde::{Deserialize, Serialize};
 
