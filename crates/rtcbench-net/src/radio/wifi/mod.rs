@@ -91,6 +91,27 @@ pub struct NodeStats {
     pub mpdus_acked: u64,
     /// MPDUs given up after their last attempt.
     pub mpdus_retry_dropped: u64,
+    /// Data PPDUs sent: frame exchanges attempted (every exchange of a TXOP counts).
+    pub data_ppdus: u64,
+    /// Airtime of the data PPDUs alone (`airtime` also counts the ACKs and BlockAcks the node
+    /// sent as a receiver).
+    pub data_airtime: Duration,
+    /// MPDU transmissions, retransmissions included: `mpdus_sent / data_ppdus` is the mean
+    /// number of MPDUs per PPDU (1 without aggregation).
+    pub mpdus_sent: u64,
+    /// MPDU transmissions that were retransmissions: the MPDU had used an attempt before (on
+    /// air, or in an internal collision).
+    pub mpdu_retries: u64,
+    /// MPDUs dropped because they had waited longer than the queue's `max_delay`.
+    pub mpdus_lifetime_dropped: u64,
+    /// Packets the node's queue had no room for: refused by [`Bss::push`], or (at the AP)
+    /// relayed packets dropped on arrival.
+    pub queue_full_drops: u64,
+    /// Packets accepted into the node's queues (pushed or relayed).
+    pub packets_queued: u64,
+    /// Bytes of the packets acknowledged (as [`NetPacket::size`] counts them, without MAC
+    /// overhead).
+    pub acked_bytes: DataSize,
 }
 
 /// Derived timing constants.
@@ -333,6 +354,9 @@ struct Node {
     sense: Sense,
     exchange: Option<Exchange>,
     stats: NodeStats,
+    /// Bytes of the packets queued at the node (waiting or in flight), as [`NetPacket::size`]
+    /// counts them: kept as a running sum so [`Bss::queue_bytes`] is O(1).
+    queued_bytes: DataSize,
 }
 
 impl<P: NetPacket> Bss<P> {
@@ -367,6 +391,7 @@ impl<P: NetPacket> Bss<P> {
                 },
                 exchange: None,
                 stats: NodeStats::default(),
+                queued_bytes: DataSize::ZERO,
             }
         };
         let mut nodes = vec![node(&cfg.edca_ap)];
@@ -424,9 +449,16 @@ impl<P: NetPacket> Bss<P> {
         self.nodes[port.index()].ac[ac.index()].queued as usize
     }
 
-    /// What the node at `port` did on the channel so far.
+    /// What the node at `port` did on the channel so far. Every counter is cumulative, so a
+    /// tracer samples it and takes differences.
     pub fn stats(&self, port: Port) -> NodeStats {
         self.nodes[port.index()].stats
+    }
+
+    /// Bytes of the packets queued at the node at `port` over every access category (waiting
+    /// or in flight, not yet acknowledged or given up), as [`NetPacket::size`] counts them.
+    pub fn queue_bytes(&self, port: Port) -> DataSize {
+        self.nodes[port.index()].queued_bytes
     }
 
     /// The PHY mode the next data frame from `from` to `to` (AP ↔ station) would use.
@@ -517,6 +549,26 @@ impl<P: NetPacket> Bss<P> {
         }
     }
 
+    /// MAC header, FCS and LLC/SNAP around a packet.
+    fn mpdu_overhead(&self) -> DataSize {
+        if self.cfg.qos {
+            frame::QOS_DATA_OVERHEAD
+        } else {
+            frame::DATA_OVERHEAD
+        }
+    }
+
+    /// An MPDU of `bytes` (packet and MAC overhead) left `node`'s queue of category `a`.
+    fn dequeued(&mut self, node: usize, a: usize, bytes: DataSize) {
+        let overhead = self.mpdu_overhead();
+        let n = &mut self.nodes[node];
+        n.ac[a].queued -= 1;
+        n.queued_bytes -= bytes - overhead;
+        if node == 0 {
+            self.ap_queued[a] -= 1;
+        }
+    }
+
     /// Queues a packet at `node` for final destination `dest`.
     fn enqueue(
         &mut self,
@@ -534,10 +586,11 @@ impl<P: NetPacket> Bss<P> {
             ApQueueConfig::PerStation { packets, .. } => self.links[link].queues[a].len() >= packets as usize,
         };
         if full {
+            self.nodes[node].stats.queue_full_drops += 1;
             return Err((pkt, DropReason::QueueFull));
         }
-        let overhead = if self.cfg.qos { frame::QOS_DATA_OVERHEAD } else { frame::DATA_OVERHEAD };
-        let bytes = pkt.size() + overhead;
+        let size = pkt.size();
+        let bytes = size + self.mpdu_overhead();
         self.links[link].queues[a].push_back(Mpdu {
             pkt: Some(pkt),
             dest,
@@ -549,8 +602,11 @@ impl<P: NetPacket> Bss<P> {
         if node == 0 {
             self.ap_queued[a] += 1;
         }
-        self.nodes[node].ac[a].queued += 1;
-        if self.nodes[node].ac[a].queued == 1 {
+        let n = &mut self.nodes[node];
+        n.stats.packets_queued += 1;
+        n.queued_bytes += size;
+        n.ac[a].queued += 1;
+        if n.ac[a].queued == 1 {
             self.request_access(now, node, ac);
         }
         Ok(())
@@ -699,7 +755,13 @@ impl<P: NetPacket> Bss<P> {
         };
         let Some((link, (count, psdu))) = picked else { return false };
         let l = &mut self.links[link];
+        let stats = &mut self.nodes[node].stats;
+        stats.data_ppdus += 1;
+        stats.mpdus_sent += count as u64;
         for m in l.queues[a].iter_mut().take(count) {
+            if m.attempts > 0 {
+                stats.mpdu_retries += 1;
+            }
             m.attempts += 1;
             if m.seq.is_none() {
                 m.seq = Some(l.next_seq[a]);
@@ -711,6 +773,7 @@ impl<P: NetPacket> Bss<P> {
         self.nodes[node].exchange =
             Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, timing, txop_start });
         let duration = timing.airtime.ppdu(psdu.as_bytes());
+        self.nodes[node].stats.data_airtime += duration;
         self.start_ppdu(now, node, to, duration, PpduKind::Data { response }, timing.data_eifs);
         true
     }
@@ -765,6 +828,7 @@ impl<P: NetPacket> Bss<P> {
         while let Some(m) = self.links[link].queues[a].get(count) {
             if max_delay.is_some_and(|d| now - m.enqueued > d) {
                 let m = self.links[link].queues[a].remove(count).expect("an MPDU");
+                self.nodes[self.links[link].from].stats.mpdus_lifetime_dropped += 1;
                 self.discard(now, link, ac, m, DropReason::Lifetime);
                 continue;
             }
@@ -987,10 +1051,7 @@ impl<P: NetPacket> Bss<P> {
     /// already) and lets the receiver's window move on.
     fn discard(&mut self, now: Instant, link: usize, ac: AccessCategory, m: Mpdu<P>, reason: DropReason) {
         let (a, from) = (ac.index(), self.links[link].from);
-        self.nodes[from].ac[a].queued -= 1;
-        if from == 0 {
-            self.ap_queued[a] -= 1;
-        }
+        self.dequeued(from, a, m.bytes);
         if let Some(seq) = m.seq {
             self.links[link].reorder[a].skip(seq);
             self.release(now, link, ac);
@@ -1018,12 +1079,12 @@ impl<P: NetPacket> Bss<P> {
         for k in 0..ex.mpdus {
             let queue = &mut self.links[ex.link].queues[a];
             if ex.acked & (1 << k) != 0 {
-                queue.remove(i).expect("an MPDU");
-                self.nodes[node].ac[a].queued -= 1;
-                if node == 0 {
-                    self.ap_queued[a] -= 1;
-                }
-                self.nodes[node].stats.mpdus_acked += 1;
+                let m = queue.remove(i).expect("an MPDU");
+                self.dequeued(node, a, m.bytes);
+                let size = m.bytes - self.mpdu_overhead();
+                let stats = &mut self.nodes[node].stats;
+                stats.mpdus_acked += 1;
+                stats.acked_bytes += size;
             } else if queue[i].attempts >= limit {
                 let m = queue.remove(i).expect("an MPDU");
                 self.nodes[node].stats.mpdus_retry_dropped += 1;
