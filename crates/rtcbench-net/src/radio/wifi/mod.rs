@@ -50,7 +50,7 @@ use crate::packet::{DropReason, NetPacket};
 use crate::rng::SimRng;
 pub use aggregation::AggregationConfig;
 use aggregation::ReorderBuffer;
-pub use config::{ApQueueConfig, BssConfig, ConfigError, QueueConfig, StationConfig};
+pub use config::{ApQueueConfig, BssConfig, ConfigError, Interferer, QueueConfig, StationConfig};
 use dcf::{AcParams, Backoff};
 pub use dcf::{AccessCategory, EdcaParameterSet};
 pub use errors::ErrorModel;
@@ -299,6 +299,14 @@ enum TimerKind {
     TxopNext {
         node: usize,
     },
+    /// A burst of an external interferer begins ([`Interferer`]).
+    BurstStart {
+        interferer: usize,
+    },
+    /// It ends.
+    BurstEnd {
+        interferer: usize,
+    },
 }
 
 impl TimerKind {
@@ -307,9 +315,9 @@ impl TimerKind {
     /// backoff ends defers (backoff expiries run after every timer).
     fn rank(self) -> u8 {
         match self {
-            Self::PpduEnd(_) => 0,
+            Self::PpduEnd(_) | Self::BurstEnd { .. } => 0,
             Self::ExchangeFailed { .. } => 1,
-            Self::Respond { .. } | Self::TxopNext { .. } => 2,
+            Self::Respond { .. } | Self::TxopNext { .. } | Self::BurstStart { .. } => 2,
         }
     }
 }
@@ -414,7 +422,7 @@ impl<P: NetPacket> Bss<P> {
             None => vec![true; (n + 1) * (n + 1)],
         };
         let error_rng = SimRng::seed_from_u64(rng.random());
-        Ok(Self {
+        let mut bss = Self {
             t,
             nodes,
             links,
@@ -432,7 +440,13 @@ impl<P: NetPacket> Bss<P> {
             next_order: 0,
             starters: Vec::with_capacity(n + 1),
             cfg,
-        })
+        };
+        for interferer in 0..bss.cfg.interferers.len() {
+            if let Some(at) = bss.cfg.interferers[interferer].next_burst(Instant::ZERO) {
+                bss.schedule(at, TimerKind::BurstStart { interferer });
+            }
+        }
+        Ok(bss)
     }
 
     pub fn config(&self) -> &BssConfig {
@@ -694,6 +708,55 @@ impl<P: NetPacket> Bss<P> {
                 if !self.start_exchange(now, node, ex.ac, ex.txop_start) {
                     self.end_txop(now, node, ex.ac);
                 }
+            }
+            TimerKind::BurstStart { interferer } => self.start_burst(now, interferer),
+            TimerKind::BurstEnd { interferer } => self.end_burst(now, interferer),
+        }
+    }
+
+    /// An interferer's burst begins: every node that senses it finds the medium busy until its
+    /// end (its backoff freezes) and loses what it was receiving from now on, as when a hidden
+    /// station's PPDU overlaps (Chen et al. 2015 (seed 004) §4.1). Nobody decodes it, so it sets
+    /// no NAV and, alone, brings no EIFS.
+    fn start_burst(&mut self, now: Instant, interferer: usize) {
+        let i = &self.cfg.interferers[interferer];
+        let end = now + i.busy;
+        let next = i.next_burst(now + i.period);
+        for n in 0..self.nodes.len() {
+            if !self.cfg.interferers[interferer].heard_by[n] {
+                continue;
+            }
+            self.count_down(n, now);
+            let sense = &mut self.nodes[n].sense;
+            sense.busy_end = sense.busy_end.max(end);
+            sense.heard += 1;
+            sense.rx = match sense.rx {
+                Rx::Idle => Rx::Garbled { eifs: None },
+                Rx::Locked { ppdu, start, interfered: None, eifs } => {
+                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+                }
+                other => other,
+            };
+        }
+        self.schedule(end, TimerKind::BurstEnd { interferer });
+        if let Some(next) = next {
+            self.schedule(next, TimerKind::BurstStart { interferer });
+        }
+    }
+
+    /// The burst ends: a node that heard nothing else is idle again, deferring by EIFS if a
+    /// reception it had locked onto was lost to the burst.
+    fn end_burst(&mut self, now: Instant, interferer: usize) {
+        for n in 0..self.nodes.len() {
+            if !self.cfg.interferers[interferer].heard_by[n] {
+                continue;
+            }
+            let sense = &mut self.nodes[n].sense;
+            sense.heard -= 1;
+            if let (Rx::Garbled { eifs }, 0) = (sense.rx, sense.heard) {
+                sense.rx = Rx::Idle;
+                sense.rx_end = now;
+                sense.rx_error = eifs;
             }
         }
     }
