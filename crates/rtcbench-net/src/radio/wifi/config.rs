@@ -7,6 +7,7 @@ use rtcbench_units::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::adaptation::RetryAdaptation;
 use super::aggregation::AggregationConfig;
 use super::dcf::{AcParams, EdcaParameterSet};
 use super::errors::ErrorModel;
@@ -125,12 +126,16 @@ pub struct StationConfig {
     pub phy: PhyMode,
     pub errors: ErrorModel,
     pub rate_control: RateControl,
+    /// Chen et al. 2015 (seed 004)'s congestion-aware retry-limit adaptation on the station's
+    /// uplink (`None`, the default: 802.11's fixed retry limit).
+    #[serde(default)]
+    pub retry_adaptation: Option<RetryAdaptation>,
 }
 
 impl StationConfig {
     /// A station at a fixed mode with no channel errors.
     pub const fn fixed(phy: PhyMode) -> Self {
-        Self { phy, errors: ErrorModel::None, rate_control: RateControl::Fixed }
+        Self { phy, errors: ErrorModel::None, rate_control: RateControl::Fixed, retry_adaptation: None }
     }
 }
 
@@ -229,6 +234,11 @@ pub enum ConfigError {
         "interferer {interferer}: offset and start must not be negative, and start must come before stop"
     )]
     InterfererWindow { interferer: usize },
+    #[error(
+        "station {station}: retry_adaptation needs a positive interval, a window of at least one \
+         interval, and a congestion-level threshold that is a number (not NaN)"
+    )]
+    RetryAdaptation { station: usize },
 }
 
 impl BssConfig {
@@ -263,6 +273,11 @@ impl BssConfig {
         for (i, s) in self.stations.iter().enumerate() {
             let station = i + 1;
             s.phy.validate().map_err(|source| ConfigError::Phy { station, source })?;
+            if let Some(a) = s.retry_adaptation {
+                if a.interval <= Duration::ZERO || a.window == 0 || a.cl_threshold.is_nan() {
+                    return Err(ConfigError::RetryAdaptation { station });
+                }
+            }
             if let ErrorModel::Fixed { per } = s.errors {
                 if !(0.0..=1.0).contains(&per) {
                     return Err(ConfigError::Per { station, per: per.to_string() });
