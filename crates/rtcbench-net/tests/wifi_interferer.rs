@@ -297,6 +297,6 @@ fn first_attempts_fail_as_the_geometry_predicts() {
     assert_eq!(offered7, delivered7 + dropped7);
     println!("R = 1: failed {failed:.4}, lost {lost:.4} (predicted {predicted:.4}); R = 7: lost {lost7:.4} (predicted {drop7:.4}), {s7:?}");
     assert!((lost7 - drop7).abs() < 0.01, "{lost7} vs {drop7}");
-    // About one frame in ten that a burst catches: retries absorb most of it, not all.
+    // About one frame in eight that a burst catches: retries absorb most of it, not all.
     assert!(lost7 < 0.15 * lost, "{lost7}");
 }
