@@ -325,7 +325,12 @@ fn arf_settles_on_the_fastest_mcs_the_snr_allows() {
     // At 15 dB (the AWGN table, `docs/wifi.md`) MCS 4 loses about 10⁻⁴ of its MPDUs and MCS 5 most of them.
     let run = |rate_control, phy| {
         let mut cfg = plain(1);
-        cfg.stations[0] = StationConfig { phy, errors: ErrorModel::Snr { snr_db: 15.0 }, rate_control };
+        cfg.stations[0] = StationConfig {
+            phy,
+            errors: ErrorModel::Snr { snr_db: 15.0 },
+            rate_control,
+            ..StationConfig::fixed(phy)
+        };
         let mut b = bss(cfg, 1);
         let r = run_saturated(
             &mut b,

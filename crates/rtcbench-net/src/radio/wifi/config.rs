@@ -3,10 +3,11 @@
 //! serialises (JSON), as [`crate::link::LinkConfig`] does, so a relay could be configured with
 //! exactly the element the simulator builds.
 
-use rtcbench_units::Duration;
+use rtcbench_units::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::adaptation::RetryAdaptation;
 use super::aggregation::AggregationConfig;
 use super::dcf::{AcParams, EdcaParameterSet};
 use super::errors::ErrorModel;
@@ -63,6 +64,58 @@ pub struct BssConfig {
     /// another is hidden from it: it keeps counting down while the other transmits, and their
     /// frames overlap at the AP.
     pub hearing: Option<Vec<Vec<bool>>>,
+    /// Transmitters of other BSSs on the channel, each a periodic busy period ([`Interferer`]).
+    /// Empty by default (and when absent from JSON).
+    #[serde(default)]
+    pub interferers: Vec<Interferer>,
+}
+
+/// A transmitter outside the BSS that occupies the channel periodically and defers to no one:
+/// the hidden-terminal network of Chen et al. 2015 (seed 004) §4.1 (INT_STA → INT_AP, heard by
+/// the AP but not by STA_A), whose constant-bit-rate video makes a busy period τ_b every T_htt
+/// (§3.1.2, Fig. 6 and Theorem 1: τ_b = 10.75 ms, T_htt = 33 ms, ρ = τ_b / T_htt ≈ 0.33).
+///
+/// Burst k occupies [offset + k·period, offset + k·period + busy), for every k ≥ 0 whose start
+/// lies in [start, stop). A node that senses it (`heard_by`) finds the medium busy for the
+/// burst and defers, its backoff frozen, as for a PPDU it cannot decode; a reception there that
+/// the burst overlaps is corrupted from the overlap on (the MPDUs of an A-MPDU that ended
+/// before it still get through), and EIFS follows as after any lost frame. Nodes that do not
+/// sense it are unaffected: a station that does not hear it transmits into it, and its frame is
+/// lost at an AP that does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interferer {
+    /// T_htt, the time from one burst's start to the next.
+    pub period: Duration,
+    /// τ_b, how long each burst keeps the medium busy.
+    pub busy: Duration,
+    /// When the first burst starts (k = 0), from time zero.
+    pub offset: Duration,
+    /// No burst starts before this instant (from time zero); `None`: from the first.
+    #[serde(default)]
+    pub start: Option<Duration>,
+    /// No burst starts at or after this instant; `None`: never stops.
+    #[serde(default)]
+    pub stop: Option<Duration>,
+    /// Which nodes sense it: one entry per node, the AP first, then every station.
+    pub heard_by: Vec<bool>,
+}
+
+impl Interferer {
+    /// A burst of `busy` every `period` from time zero on, sensed by the nodes in `heard_by`.
+    pub fn periodic(period: Duration, busy: Duration, heard_by: Vec<bool>) -> Self {
+        Self { period, busy, offset: Duration::ZERO, start: None, stop: None, heard_by }
+    }
+
+    /// The start of the first burst that begins at or after `at` (and before `stop`).
+    pub(crate) fn next_burst(&self, at: Instant) -> Option<Instant> {
+        let at = self.start.map_or(at, |s| at.max(Instant::ZERO + s));
+        let first = Instant::ZERO + self.offset;
+        let (since, period) = ((at - first).as_micros(), self.period.as_micros());
+        let k = if since <= 0 { 0 } else { (since + period - 1) / period };
+        let t = first + self.period * k;
+        self.stop.is_none_or(|s| t < Instant::ZERO + s).then_some(t)
+    }
 }
 
 /// A station's radio link to the AP, the same in both directions.
@@ -73,12 +126,16 @@ pub struct StationConfig {
     pub phy: PhyMode,
     pub errors: ErrorModel,
     pub rate_control: RateControl,
+    /// Chen et al. 2015 (seed 004)'s congestion-aware retry-limit adaptation on the station's
+    /// uplink (`None`, the default: 802.11's fixed retry limit).
+    #[serde(default)]
+    pub retry_adaptation: Option<RetryAdaptation>,
 }
 
 impl StationConfig {
     /// A station at a fixed mode with no channel errors.
     pub const fn fixed(phy: PhyMode) -> Self {
-        Self { phy, errors: ErrorModel::None, rate_control: RateControl::Fixed }
+        Self { phy, errors: ErrorModel::None, rate_control: RateControl::Fixed, retry_adaptation: None }
     }
 }
 
@@ -163,6 +220,25 @@ pub enum ConfigError {
     HearingShape { nodes: usize },
     #[error("station {station} and the AP must hear each other")]
     HearingAp { station: usize },
+    #[error(
+        "interferer {interferer}: its busy time ({busy}) must be positive and shorter than its \
+         period ({period})"
+    )]
+    InterfererTiming { interferer: usize, period: Duration, busy: Duration },
+    #[error(
+        "interferer {interferer}: heard_by needs one entry per node, the AP first then every \
+         station ({nodes}), not {found}"
+    )]
+    InterfererHearing { interferer: usize, nodes: usize, found: usize },
+    #[error(
+        "interferer {interferer}: offset and start must not be negative, and start must come before stop"
+    )]
+    InterfererWindow { interferer: usize },
+    #[error(
+        "station {station}: retry_adaptation needs a positive interval, a window of at least one \
+         interval, and a congestion-level threshold that is a number (not NaN)"
+    )]
+    RetryAdaptation { station: usize },
 }
 
 impl BssConfig {
@@ -186,6 +262,7 @@ impl BssConfig {
             sta_queue: QueueConfig::linux(),
             stations,
             hearing: None,
+            interferers: Vec::new(),
         }
     }
 
@@ -196,6 +273,11 @@ impl BssConfig {
         for (i, s) in self.stations.iter().enumerate() {
             let station = i + 1;
             s.phy.validate().map_err(|source| ConfigError::Phy { station, source })?;
+            if let Some(a) = s.retry_adaptation {
+                if a.interval <= Duration::ZERO || a.window == 0 || a.cl_threshold.is_nan() {
+                    return Err(ConfigError::RetryAdaptation { station });
+                }
+            }
             if let ErrorModel::Fixed { per } = s.errors {
                 if !(0.0..=1.0).contains(&per) {
                     return Err(ConfigError::Per { station, per: per.to_string() });
@@ -235,6 +317,20 @@ impl BssConfig {
             }
             if let Some(station) = (1..nodes).find(|&s| !h[0][s] || !h[s][0]) {
                 return Err(ConfigError::HearingAp { station });
+            }
+        }
+        let nodes = self.stations.len() + 1;
+        for (interferer, i) in self.interferers.iter().enumerate() {
+            if i.busy <= Duration::ZERO || i.period <= i.busy {
+                return Err(ConfigError::InterfererTiming { interferer, period: i.period, busy: i.busy });
+            }
+            if i.heard_by.len() != nodes {
+                return Err(ConfigError::InterfererHearing { interferer, nodes, found: i.heard_by.len() });
+            }
+            let negative = i.offset < Duration::ZERO || i.start.is_some_and(|s| s < Duration::ZERO);
+            let empty = matches!((i.start, i.stop), (Some(a), Some(b)) if a >= b);
+            if negative || empty {
+                return Err(ConfigError::InterfererWindow { interferer });
             }
         }
         Ok(())

@@ -32,6 +32,7 @@
 //!    had no room for) and [`Bss::poll_output(now)`](Bss::poll_output) (packets received at their destination
 //!    port, with the instant they got there), then wait until the next `poll_timeout()`.
 
+pub mod adaptation;
 pub mod aggregation;
 pub mod bianchi;
 mod config;
@@ -48,9 +49,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::packet::{DropReason, NetPacket};
 use crate::rng::SimRng;
+pub use adaptation::{AdaptationState, RetryAdaptation};
+use adaptation::{Adapter, Decision};
 pub use aggregation::AggregationConfig;
 use aggregation::ReorderBuffer;
-pub use config::{ApQueueConfig, BssConfig, ConfigError, QueueConfig, StationConfig};
+pub use config::{ApQueueConfig, BssConfig, ConfigError, Interferer, QueueConfig, StationConfig};
 use dcf::{AcParams, Backoff};
 pub use dcf::{AccessCategory, EdcaParameterSet};
 pub use errors::ErrorModel;
@@ -197,6 +200,9 @@ struct Mpdu<P> {
     /// MPDU length: the packet plus MAC header, FCS and LLC/SNAP.
     bytes: DataSize,
     enqueued: Instant,
+    /// When it reached the head of its queue, or was first sent within an A-MPDU if that came
+    /// first: where Chen et al. 2015 (seed 004) §3.1.1's transmit delay starts.
+    head_at: Option<Instant>,
     /// Sequence number, given at the first transmission.
     seq: Option<u32>,
     attempts: u32,
@@ -299,6 +305,18 @@ enum TimerKind {
     TxopNext {
         node: usize,
     },
+    /// A burst of an external interferer begins ([`Interferer`]).
+    BurstStart {
+        interferer: usize,
+    },
+    /// It ends.
+    BurstEnd {
+        interferer: usize,
+    },
+    /// Algorithm 1 of Chen et al. 2015 (seed 004) at `node`: an interval τ ended.
+    AdaptationTick {
+        node: usize,
+    },
 }
 
 impl TimerKind {
@@ -307,9 +325,10 @@ impl TimerKind {
     /// backoff ends defers (backoff expiries run after every timer).
     fn rank(self) -> u8 {
         match self {
-            Self::PpduEnd(_) => 0,
+            // An interval [t − τ, t) of the adaptation's statistics ends before anything at t.
+            Self::PpduEnd(_) | Self::BurstEnd { .. } | Self::AdaptationTick { .. } => 0,
             Self::ExchangeFailed { .. } => 1,
-            Self::Respond { .. } | Self::TxopNext { .. } => 2,
+            Self::Respond { .. } | Self::TxopNext { .. } | Self::BurstStart { .. } => 2,
         }
     }
 }
@@ -357,6 +376,8 @@ struct Node {
     /// Bytes of the packets queued at the node (waiting or in flight), as [`NetPacket::size`]
     /// counts them: kept as a running sum so [`Bss::queue_bytes`] is O(1).
     queued_bytes: DataSize,
+    /// The station's retry-limit adaptation, if configured.
+    adapter: Option<Adapter>,
 }
 
 impl<P: NetPacket> Bss<P> {
@@ -392,6 +413,7 @@ impl<P: NetPacket> Bss<P> {
                 exchange: None,
                 stats: NodeStats::default(),
                 queued_bytes: DataSize::ZERO,
+                adapter: None,
             }
         };
         let mut nodes = vec![node(&cfg.edca_ap)];
@@ -414,7 +436,7 @@ impl<P: NetPacket> Bss<P> {
             None => vec![true; (n + 1) * (n + 1)],
         };
         let error_rng = SimRng::seed_from_u64(rng.random());
-        Ok(Self {
+        let mut bss = Self {
             t,
             nodes,
             links,
@@ -432,7 +454,20 @@ impl<P: NetPacket> Bss<P> {
             next_order: 0,
             starters: Vec::with_capacity(n + 1),
             cfg,
-        })
+        };
+        for station in 1..=n {
+            if let Some(a) = bss.cfg.stations[station - 1].retry_adaptation {
+                let adapter = Adapter::new(a);
+                bss.schedule(Instant::ZERO + adapter.interval(), TimerKind::AdaptationTick { node: station });
+                bss.nodes[station].adapter = Some(adapter);
+            }
+        }
+        for interferer in 0..bss.cfg.interferers.len() {
+            if let Some(at) = bss.cfg.interferers[interferer].next_burst(Instant::ZERO) {
+                bss.schedule(at, TimerKind::BurstStart { interferer });
+            }
+        }
+        Ok(bss)
     }
 
     pub fn config(&self) -> &BssConfig {
@@ -453,6 +488,12 @@ impl<P: NetPacket> Bss<P> {
     /// tracer samples it and takes differences.
     pub fn stats(&self, port: Port) -> NodeStats {
         self.nodes[port.index()].stats
+    }
+
+    /// The retry-limit adaptation of the station at `port` (`None` if it has none): Chen et
+    /// al. 2015 (seed 004)'s statistics over the last w intervals of τ, and its decisions.
+    pub fn adaptation(&self, port: Port) -> Option<AdaptationState> {
+        self.nodes[port.index()].adapter.as_ref().map(Adapter::state)
     }
 
     /// Bytes of the packets queued at the node at `port` over every access category (waiting
@@ -482,6 +523,11 @@ impl<P: NetPacket> Bss<P> {
             self.stations()
         );
         let ac = if self.cfg.qos { AccessCategory::from_dscp(pkt.dscp()) } else { AccessCategory::Be };
+        // Ar of Chen et al. 2015 (seed 004) eq. (4) counts what arrives from IP, refused or
+        // not: counting only what the queue took would hide the excess once it is full.
+        if let Some(a) = self.nodes[from].adapter.as_mut() {
+            a.arrived(pkt.size());
+        }
         let result = self.enqueue(now, from, to, ac, pkt);
         // Only `from` changed: its backoff end may now be the earliest.
         if let Some(end) = self.node_access(from) {
@@ -569,6 +615,14 @@ impl<P: NetPacket> Bss<P> {
         }
     }
 
+    /// The MPDU now at the head of `link`'s queue of category `a` starts its transmit delay
+    /// (if it had not already, by going out in an A-MPDU).
+    fn mark_head(&mut self, link: usize, a: usize, now: Instant) {
+        if let Some(m) = self.links[link].queues[a].front_mut() {
+            m.head_at.get_or_insert(now);
+        }
+    }
+
     /// Queues a packet at `node` for final destination `dest`.
     fn enqueue(
         &mut self,
@@ -591,11 +645,13 @@ impl<P: NetPacket> Bss<P> {
         }
         let size = pkt.size();
         let bytes = size + self.mpdu_overhead();
+        let head_at = self.links[link].queues[a].is_empty().then_some(now);
         self.links[link].queues[a].push_back(Mpdu {
             pkt: Some(pkt),
             dest,
             bytes,
             enqueued: now,
+            head_at,
             seq: None,
             attempts: 0,
         });
@@ -695,6 +751,61 @@ impl<P: NetPacket> Bss<P> {
                     self.end_txop(now, node, ex.ac);
                 }
             }
+            TimerKind::BurstStart { interferer } => self.start_burst(now, interferer),
+            TimerKind::BurstEnd { interferer } => self.end_burst(now, interferer),
+            TimerKind::AdaptationTick { node } => {
+                let adapter = self.nodes[node].adapter.as_mut().expect("an adapting station");
+                adapter.tick();
+                let next = now + adapter.interval();
+                self.schedule(next, TimerKind::AdaptationTick { node });
+            }
+        }
+    }
+
+    /// An interferer's burst begins: every node that senses it finds the medium busy until its
+    /// end (its backoff freezes) and loses what it was receiving from now on, as when a hidden
+    /// station's PPDU overlaps (Chen et al. 2015 (seed 004) §4.1). Nobody decodes it, so it sets
+    /// no NAV and, alone, brings no EIFS.
+    fn start_burst(&mut self, now: Instant, interferer: usize) {
+        let i = &self.cfg.interferers[interferer];
+        let end = now + i.busy;
+        let next = i.next_burst(now + i.period);
+        for n in 0..self.nodes.len() {
+            if !self.cfg.interferers[interferer].heard_by[n] {
+                continue;
+            }
+            self.count_down(n, now);
+            let sense = &mut self.nodes[n].sense;
+            sense.busy_end = sense.busy_end.max(end);
+            sense.heard += 1;
+            sense.rx = match sense.rx {
+                Rx::Idle => Rx::Garbled { eifs: None },
+                Rx::Locked { ppdu, start, interfered: None, eifs } => {
+                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+                }
+                other => other,
+            };
+        }
+        self.schedule(end, TimerKind::BurstEnd { interferer });
+        if let Some(next) = next {
+            self.schedule(next, TimerKind::BurstStart { interferer });
+        }
+    }
+
+    /// The burst ends: a node that heard nothing else is idle again, deferring by EIFS if a
+    /// reception it had locked onto was lost to the burst.
+    fn end_burst(&mut self, now: Instant, interferer: usize) {
+        for n in 0..self.nodes.len() {
+            if !self.cfg.interferers[interferer].heard_by[n] {
+                continue;
+            }
+            let sense = &mut self.nodes[n].sense;
+            sense.heard -= 1;
+            if let (Rx::Garbled { eifs }, 0) = (sense.rx, sense.heard) {
+                sense.rx = Rx::Idle;
+                sense.rx_end = now;
+                sense.rx_error = eifs;
+            }
         }
     }
 
@@ -763,6 +874,7 @@ impl<P: NetPacket> Bss<P> {
                 stats.mpdu_retries += 1;
             }
             m.attempts += 1;
+            m.head_at.get_or_insert(now);
             if m.seq.is_none() {
                 m.seq = Some(l.next_seq[a]);
                 l.next_seq[a] += 1;
@@ -1052,6 +1164,10 @@ impl<P: NetPacket> Bss<P> {
     fn discard(&mut self, now: Instant, link: usize, ac: AccessCategory, m: Mpdu<P>, reason: DropReason) {
         let (a, from) = (ac.index(), self.links[link].from);
         self.dequeued(from, a, m.bytes);
+        if let Some(adapter) = self.nodes[from].adapter.as_mut() {
+            adapter.discarded(now - m.head_at.unwrap_or(now));
+        }
+        self.mark_head(link, a, now);
         if let Some(seq) = m.seq {
             self.links[link].reorder[a].skip(seq);
             self.release(now, link, ac);
@@ -1075,26 +1191,52 @@ impl<P: NetPacket> Bss<P> {
     fn settle(&mut self, now: Instant, node: usize, ex: Exchange) -> bool {
         let limit = self.attempt_limit(ex.aggregated);
         let a = ex.ac.index();
-        let (mut i, mut gave_up) = (0, false);
+        let (mut i, mut reset_cw) = (0, false);
         for k in 0..ex.mpdus {
             let queue = &mut self.links[ex.link].queues[a];
             if ex.acked & (1 << k) != 0 {
                 let m = queue.remove(i).expect("an MPDU");
                 self.dequeued(node, a, m.bytes);
                 let size = m.bytes - self.mpdu_overhead();
-                let stats = &mut self.nodes[node].stats;
-                stats.mpdus_acked += 1;
-                stats.acked_bytes += size;
+                let n = &mut self.nodes[node];
+                n.stats.mpdus_acked += 1;
+                n.stats.acked_bytes += size;
+                // Chen et al. 2015 (seed 004) eq. (6): Deliv and the transmit delay.
+                if let Some(adapter) = n.adapter.as_mut() {
+                    adapter.delivered(size, now - m.head_at.unwrap_or(now));
+                }
             } else if queue[i].attempts >= limit {
-                let m = queue.remove(i).expect("an MPDU");
-                self.nodes[node].stats.mpdus_retry_dropped += 1;
-                self.discard(now, ex.link, ex.ac, m, DropReason::RetryLimit);
-                gave_up = true;
+                let attempts = queue[i].attempts;
+                match self.at_retry_limit(node, ex.ac, attempts, limit) {
+                    Decision::GiveUp => {
+                        let m = self.links[ex.link].queues[a].remove(i).expect("an MPDU");
+                        self.nodes[node].stats.mpdus_retry_dropped += 1;
+                        self.discard(now, ex.link, ex.ac, m, DropReason::RetryLimit);
+                        reset_cw = true;
+                    }
+                    Decision::Retry { reset_cw: reset } => {
+                        reset_cw |= reset;
+                        i += 1;
+                    }
+                }
             } else {
                 i += 1;
             }
         }
-        gave_up
+        self.mark_head(ex.link, a, now);
+        reset_cw
+    }
+
+    /// An MPDU of `node`'s category `ac` used `attempts` ≥ `limit` attempts, the last failed:
+    /// 802.11 gives it up (§10.23.2.12); a station with Chen et al. 2015 (seed 004)'s
+    /// adaptation runs its Algorithm 3, which may grant one more attempt.
+    fn at_retry_limit(&mut self, node: usize, ac: AccessCategory, attempts: u32, limit: u32) -> Decision {
+        let n = &mut self.nodes[node];
+        let buffer = n.ac[ac.index()].queued;
+        match n.adapter.as_mut() {
+            Some(adapter) => adapter.decide(attempts, limit, buffer),
+            None => Decision::GiveUp,
+        }
     }
 
     /// The ACK or BlockAck came back.
@@ -1123,14 +1265,16 @@ impl<P: NetPacket> Bss<P> {
     /// No response (ACK timeout), or a response that did not get through.
     fn exchange_failed(&mut self, now: Instant, node: usize) {
         let ex = self.nodes[node].exchange.take().expect("an exchange");
-        let gave_up = self.settle(now, node, ex);
+        // CW resets when an MPDU is given up, and before the first attempt an adaptation grants
+        // beyond the retry limit (Chen et al. 2015 (seed 004) Algorithm 3, lines 10-11).
+        let reset_cw = self.settle(now, node, ex);
         self.links[ex.link].rate.on_failure();
         self.refresh_timing(ex.link);
         let n = &mut self.nodes[node];
         n.stats.exchanges_failed += 1;
         n.sense.timeout_end = n.sense.timeout_end.max(now);
         let e = &mut n.ac[ex.ac.index()];
-        if gave_up {
+        if reset_cw {
             e.backoff.reset(e.params.cw_min);
         } else {
             e.backoff.double(e.params.cw_max);
@@ -1162,14 +1306,23 @@ impl<P: NetPacket> Bss<P> {
         let a = ac.index();
         let head = self.links[link].queues[a].front_mut().expect("queued");
         head.attempts += 1;
-        let gave_up = head.attempts >= limit;
-        if gave_up {
-            let m = self.links[link].queues[a].pop_front().expect("queued");
-            self.nodes[node].stats.mpdus_retry_dropped += 1;
-            self.discard(now, link, ac, m, DropReason::RetryLimit);
-        }
+        let attempts = head.attempts;
+        let decision = if attempts >= limit {
+            self.at_retry_limit(node, ac, attempts, limit)
+        } else {
+            Decision::Retry { reset_cw: false }
+        };
+        let reset_cw = match decision {
+            Decision::GiveUp => {
+                let m = self.links[link].queues[a].pop_front().expect("queued");
+                self.nodes[node].stats.mpdus_retry_dropped += 1;
+                self.discard(now, link, ac, m, DropReason::RetryLimit);
+                true
+            }
+            Decision::Retry { reset_cw } => reset_cw,
+        };
         let e = &mut self.nodes[node].ac[a];
-        if gave_up {
+        if reset_cw {
             e.backoff.reset(e.params.cw_min);
         } else {
             e.backoff.double(e.params.cw_max);
