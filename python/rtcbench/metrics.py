@@ -65,6 +65,7 @@ __all__ = [
     "time_to_reach",
     "timeseries",
     "traffic_summary",
+    "wifi_nodes",
 ]
 
 VIDEO = "video"
@@ -152,7 +153,20 @@ _SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[s
     ),
     "links": (
         {"t_us": pl.Int64(), "link": pl.String(), "queue_bytes": pl.Int64()},
-        {"capacity_bps": pl.Int64(), "queue_limit_bytes": pl.Int64()},
+        {
+            "capacity_bps": pl.Int64(),
+            "queue_limit_bytes": pl.Int64(),
+            # A Wi-Fi node's MAC since the last sample; null for a link (docs/traces.md).
+            "airtime_share": pl.Float64(),
+            "mac_retries": pl.Int64(),
+            "mac_drops": pl.Int64(),
+            "queue_drops": pl.Int64(),
+            "ampdu_mpdus": pl.Float64(),
+            "phy_rate_bps": pl.Int64(),
+            "congestion_level": pl.Float64(),
+            "mac_capacity_bps": pl.Int64(),
+            "extended_attempts": pl.Int64(),
+        },
         {},
     ),
     "feedback": (
@@ -1702,13 +1716,53 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
         if f.get("kind") == VIDEO:
             parts[int(f["id"])].run["convergence_time_s"] = _startup_convergence(t, windows, f)
     counts = {fid: p.counts for fid, p in parts.items()}
-    return {
+    out = {
         "flows": [parts[int(f["id"])].run for f in flows],
         "phases": out_phases,
         "fairness": _fairness(t, ts),
         "feedback_overhead": _feedback_overhead(t, counts, dur),
         "cross_traffic": [parts[int(f["id"])].cross for f in flows if f.get("kind") in CROSS_KINDS],
     }
+    nodes = wifi_nodes(t)
+    if nodes:
+        out["wifi"] = nodes
+    return out
+
+
+def wifi_nodes(t: Tables) -> list[dict[str, Any]]:
+    """What the MAC of every Wi-Fi node did over the run (the `wifi` key of a summary; none
+    without a BSS), from its rows of the links table (docs/traces.md): `airtime_share` (mean),
+    `mac_retries`, `mac_drops` (retry limit and lifetime), `queue_drops`, `ampdu_mpdus` (MPDUs
+    per data PPDU), `queue_bytes_p95`, `phy_rate_bps` (a station's mean), and for a station that
+    adapts its retry limit, `extended_attempts` and `congestion_level_p95`."""
+    queues = [lk for lk in t.meta.get("links", []) if lk.get("wifi")]
+    if not queues:
+        return []
+    rows = t.links.filter(pl.col("link").is_in([lk["name"] for lk in queues]))
+    out = []
+    for lk in queues:
+        r = rows.filter(pl.col("link") == lk["name"])
+        # Samples in which the node sent no data PPDU have no aggregation size.
+        aggregated = r.filter(pl.col("ampdu_mpdus").is_not_null())["ampdu_mpdus"]
+        cl = r.filter(pl.col("congestion_level").is_finite())["congestion_level"]
+        node: dict[str, Any] = {
+            "link": lk["name"],
+            "bss": lk["wifi"]["bss"],
+            "node": lk["wifi"]["node"],
+            "role": lk["wifi"]["role"],
+            "airtime_share": _mean(r["airtime_share"]),
+            "mac_retries": int(r["mac_retries"].sum()),
+            "mac_drops": int(r["mac_drops"].sum()),
+            "queue_drops": int(r["queue_drops"].sum()),
+            "ampdu_mpdus": _mean(aggregated),
+            "queue_bytes_p95": _quantiles(r["queue_bytes"], (0.95,))[0],
+            "phy_rate_bps": _mean(r["phy_rate_bps"].cast(pl.Float64)),
+        }
+        if r["extended_attempts"].is_not_null().any():
+            node["extended_attempts"] = int(r["extended_attempts"].sum())
+            node["congestion_level_p95"] = _quantiles(cl, (0.95,))[0]
+        out.append(node)
+    return out
 
 
 def _startup_convergence(t: Tables, windows: _Windows, f: dict[str, Any]) -> float | None:

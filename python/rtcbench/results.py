@@ -228,6 +228,15 @@ def piece_frames(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, pl.Data
             "capacity_bps": _null_where(lk["capacity_bps"], -1),
             "queue_bytes": lk["queue_bytes"],
             "queue_limit_bytes": _null_where(lk["queue_limit_bytes"], -1),
+            "airtime_share": _null_where(lk["airtime_share"], None),
+            "mac_retries": _null_where(lk["mac_retries"], -1),
+            "mac_drops": _null_where(lk["mac_drops"], -1),
+            "queue_drops": _null_where(lk["queue_drops"], -1),
+            "ampdu_mpdus": _null_where(lk["ampdu_mpdus"], None),
+            "phy_rate_bps": _null_where(lk["phy_rate_bps"], -1),
+            "congestion_level": _null_where(lk["congestion_level"], None),
+            "mac_capacity_bps": _null_where(lk["mac_capacity_bps"], -1),
+            "extended_attempts": _null_where(lk["extended_attempts"], -1),
         }
     )
     fb = raw["feedback"]

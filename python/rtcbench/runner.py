@@ -270,6 +270,8 @@ def _summary(
         "flows": measured["flows"],
         "phases": measured["phases"],
         **{k: measured[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
+        # Only a run with a Wi-Fi BSS has it (metrics.wifi_nodes).
+        **({"wifi": measured["wifi"]} if "wifi" in measured else {}),
         "meta": meta,
     }
 

@@ -61,9 +61,12 @@ pub struct TcpSource {
 /// data waits in the socket until one of its packets leaves the interface. It matters where the
 /// bottleneck's queue is on the sending host (a `tc` shaper on the sender's egress, as in
 /// Guerrero Viveros 2019 §5.2.3, seed 000): there a bulk flow keeps only a couple of packets in
-/// the bottleneck queue instead of filling it. Here the host's queue is the flow's first link.
-#[derive(Debug, Default)]
+/// the bottleneck queue instead of filling it. Here the host's queue is the flow's first link,
+/// or a Wi-Fi station's MAC queues, which a packet leaves when the AP acknowledges it.
+#[derive(Debug)]
 struct SmallQueues {
+    /// The time at the pacing rate the limit grows to: `sk_pacing_rate >> sk_pacing_shift`.
+    pacing_time: Duration,
     /// Bytes of this flow in the first link's queue or being serialised onto it.
     queued: DataSize,
     /// A packet left the host while the flow was throttled: send again at this instant.
@@ -75,7 +78,10 @@ struct SmallQueues {
 const TSQ_MIN_PACKETS: u64 = 2;
 /// The time at the pacing rate the limit grows to at higher rates (Linux:
 /// `sk_pacing_rate >> sk_pacing_shift`, shift 10: 1/1024 s).
-const TSQ_PACING_TIME: Duration = Duration::from_micros(977);
+pub const TSQ_PACING_TIME: Duration = Duration::from_micros(977);
+/// The same through a Wi-Fi interface: mac80211 sets the socket's pacing shift to 7 (8 ms,
+/// `tx_sk_pacing_shift`, Linux 5.1 on), so that a station queues enough for its A-MPDUs.
+pub const TSQ_WIFI_PACING_TIME: Duration = Duration::from_micros(7813);
 /// `net.ipv4.tcp_limit_output_bytes`' default: the limit's ceiling.
 const TSQ_MAX_BYTES: DataSize = DataSize::bytes(1 << 20);
 
@@ -94,10 +100,12 @@ impl TcpSource {
         }
     }
 
-    /// Applies TCP Small Queues to this flow's first link (see [`SmallQueues`]); the world
-    /// reports what leaves that link with [`TcpSource::on_left_host`].
-    pub fn with_small_queues(mut self) -> Self {
-        self.small_queues = Some(SmallQueues::default());
+    /// Applies TCP Small Queues to this flow's first link (see [`SmallQueues`]), growing with
+    /// `pacing_time` at the pacing rate ([`TSQ_PACING_TIME`], [`TSQ_WIFI_PACING_TIME`]); the
+    /// world reports what leaves the host with [`TcpSource::on_left_host`].
+    pub fn with_small_queues(mut self, pacing_time: Duration) -> Self {
+        self.small_queues =
+            Some(SmallQueues { pacing_time, queued: DataSize::ZERO, resume: None, throttled: false });
         self
     }
 
@@ -116,12 +124,13 @@ impl TcpSource {
         }
     }
 
-    /// max(2 packets, ~1 ms at the pacing rate), at most 1 MiB.
+    /// max(2 packets, ~1 ms (8 ms from a Wi-Fi station) at the pacing rate), at most 1 MiB.
     fn small_queue_limit(&self) -> DataSize {
         let smss = self.sender.config().smss;
         let full = IPV4_HEADER + DataSize::bytes(TCP_HEADER_LEN as u64) + smss;
         let floor = full * TSQ_MIN_PACKETS;
-        let paced = self.sender.pacing_rate().map_or(DataSize::ZERO, |r| r * TSQ_PACING_TIME);
+        let pacing_time = self.small_queues.as_ref().map_or(TSQ_PACING_TIME, |q| q.pacing_time);
+        let paced = self.sender.pacing_rate().map_or(DataSize::ZERO, |r| r * pacing_time);
         floor.max(paced).min(TSQ_MAX_BYTES)
     }
 

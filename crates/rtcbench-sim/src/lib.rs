@@ -21,6 +21,7 @@ pub mod scheduler;
 pub mod streamed;
 pub mod trace;
 pub mod traffic;
+pub mod wifi;
 mod world;
 
 pub use rtcbench_net::{queue, rng};

@@ -106,7 +106,7 @@ impl PacketTable {
             Some((_, DropReason::RandomLoss)) => 2,
             Some((_, DropReason::Aqm)) => 3,
             Some((_, DropReason::Overflow)) => 4,
-            // A Wi-Fi MAC's drops (rtcbench-net's radio::wifi); no scenario builds one yet.
+            // A Wi-Fi MAC's drops (rtcbench-net's radio::wifi).
             Some((_, DropReason::RetryLimit)) => 5,
             Some((_, DropReason::Lifetime)) => 6,
         });
@@ -397,7 +397,7 @@ impl ControllerTable {
     }
 }
 
-/// `links.parquet`.
+/// `links.parquet`: a row per link, and per node of a BSS, every sample.
 #[derive(Debug, Default)]
 pub struct LinkTable {
     pub t_us: Vec<i64>,
@@ -405,10 +405,89 @@ pub struct LinkTable {
     pub capacity_bps: Vec<i64>,
     pub queue_bytes: Vec<i64>,
     pub queue_limit_bytes: Vec<i64>,
+    /// Wi-Fi nodes only (NaN or −1 for links): [`MacSample`].
+    pub airtime_share: Vec<f64>,
+    pub mac_retries: Vec<i64>,
+    pub mac_drops: Vec<i64>,
+    pub queue_drops: Vec<i64>,
+    pub ampdu_mpdus: Vec<f64>,
+    pub phy_rate_bps: Vec<i64>,
+    /// Stations that run Chen et al. 2015's retry-limit adaptation only: [`Adaptation`].
+    pub congestion_level: Vec<f64>,
+    pub mac_capacity_bps: Vec<i64>,
+    pub extended_attempts: Vec<i64>,
+}
+
+/// What a Wi-Fi node's MAC did since the previous sample (`docs/traces.md`, `links.parquet`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MacSample {
+    /// The share of the time since the last sample the node had a PPDU on air (its data frames
+    /// and the ACKs and BlockAcks it answered with); `None` at the first sample.
+    pub airtime_share: Option<f64>,
+    /// MPDU transmissions that were retransmissions.
+    pub retries: u64,
+    /// MPDUs the MAC gave up: retry limit or lifetime.
+    pub drops: u64,
+    /// Packets the node's queue had no room for (a relayed one too, at the AP).
+    pub queue_drops: u64,
+    /// Mean MPDUs per data PPDU (1 without aggregation); `None` if it sent none.
+    pub ampdu_mpdus: Option<f64>,
+    /// The PHY rate of a station's data frames; `None` for the AP (a rate per station).
+    pub phy_rate: Option<Bitrate>,
+    /// The station's retry-limit adaptation, if it runs one.
+    pub adaptation: Option<Adaptation>,
+}
+
+/// A station's retry-limit adaptation at a sample (Chen et al. 2015 §3.1, Algorithm 3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Adaptation {
+    /// CL, eq. (5), over the last wτ (+∞ when nothing was delivered but data is in excess).
+    pub congestion_level: f64,
+    /// MC, eq. (6): the MAC capacity the station estimates.
+    pub mac_capacity: Bitrate,
+    /// Attempts granted beyond the retry limit since the last sample.
+    pub extended_attempts: u64,
 }
 
 impl LinkTable {
     pub fn record(
+        &mut self,
+        t: Instant,
+        link: LinkId,
+        capacity: Option<Bitrate>,
+        queue: DataSize,
+        limit: Option<DataSize>,
+    ) {
+        self.push(t, link, capacity, queue, limit);
+        self.airtime_share.push(f64::NAN);
+        self.mac_retries.push(-1);
+        self.mac_drops.push(-1);
+        self.queue_drops.push(-1);
+        self.ampdu_mpdus.push(f64::NAN);
+        self.phy_rate_bps.push(-1);
+        self.push_adaptation(None);
+    }
+
+    /// A Wi-Fi node's row: its queues (no capacity, a limit in packets rather than bytes) and
+    /// its MAC.
+    pub fn record_mac(&mut self, t: Instant, link: LinkId, queue: DataSize, mac: MacSample) {
+        self.push(t, link, None, queue, None);
+        self.airtime_share.push(mac.airtime_share.unwrap_or(f64::NAN));
+        self.mac_retries.push(mac.retries as i64);
+        self.mac_drops.push(mac.drops as i64);
+        self.queue_drops.push(mac.queue_drops as i64);
+        self.ampdu_mpdus.push(mac.ampdu_mpdus.unwrap_or(f64::NAN));
+        self.phy_rate_bps.push(mac.phy_rate.map_or(-1, |r| r.as_bps() as i64));
+        self.push_adaptation(mac.adaptation);
+    }
+
+    fn push_adaptation(&mut self, a: Option<Adaptation>) {
+        self.congestion_level.push(a.map_or(f64::NAN, |a| a.congestion_level));
+        self.mac_capacity_bps.push(a.map_or(-1, |a| a.mac_capacity.as_bps() as i64));
+        self.extended_attempts.push(a.map_or(-1, |a| a.extended_attempts as i64));
+    }
+
+    fn push(
         &mut self,
         t: Instant,
         link: LinkId,

@@ -19,22 +19,26 @@ use serde::Serialize;
 use crate::call::{
     incoming, CallPlumbing, CallTrace, FeedbackMode, ForwarderPlumbing, Receiver, Sender, SfuTrace,
 };
-use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource};
+use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource, TSQ_PACING_TIME, TSQ_WIFI_PACING_TIME};
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::scenario::calls::{run_calls, Role, RunCall};
 use crate::scenario::elements::{
     call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
     DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN, UDP_BACKGROUND_PACKET,
 };
-use crate::scenario::{find_path, ControllerParams, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec};
+use crate::scenario::{
+    find_route, ControllerParams, Hop, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
+};
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
 use crate::traffic::cbr::CbrSource;
 use crate::traffic::on_off::{OnOff, OnOffConfig};
 use crate::traffic::tcp::wire::IPV4_HEADER;
 use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
+use crate::wifi::WifiNet;
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::Link;
+use rtcbench_net::radio::wifi::Port;
 use rtcbench_net::rng::rng_for;
 use rtcbench_rtp::sfu::{DownlinkParts, Forwarder, ForwarderParts, Toward};
 use rtcbench_rtp::{CallPlan, StreamIds};
@@ -72,6 +76,19 @@ pub struct LinkMeta {
     /// often for phases to mean anything, and metrics treat the run as one phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_trace: Option<&'static str>,
+    /// Set for the transmit queues of a Wi-Fi node (`<bss>:<node>`, after the scenario's links):
+    /// `from` is the node, `to` the BSS, `delay_us` 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<WifiQueueMeta>,
+}
+
+/// Which BSS and node a Wi-Fi queue entry of `meta.links` belongs to.
+#[derive(Clone, Debug, Serialize)]
+pub struct WifiQueueMeta {
+    pub bss: String,
+    pub node: String,
+    /// `ap` or `station`.
+    pub role: &'static str,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -267,6 +284,7 @@ pub struct CallSetup {
 #[derive(Clone, Copy, Debug)]
 enum Event {
     Link(LinkId),
+    Bss(u16),
     Sender(u32),
     Receiver(u32),
     Forwarder(u32),
@@ -295,8 +313,15 @@ enum Endpoint {
 /// An element's pending wake-up.
 type Wake = Option<Instant>;
 
+/// One hop of a route, as the run's elements take it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RouteHop {
+    Link(LinkId),
+    Wifi { bss: u16, from: Port, to: Port },
+}
+
 struct Route {
-    links: Vec<LinkId>,
+    hops: Vec<RouteHop>,
     dest: Endpoint,
     /// First and last node (indices into `Meta::nodes`), for captures.
     src_node: u16,
@@ -323,6 +348,7 @@ struct World {
     sched: Scheduler<Event>,
     links: Vec<Link<Packet>>,
     link_wake: Vec<Option<Instant>>,
+    wifi: WifiNet,
     routes: Vec<Route>,
     senders: Vec<Sender>,
     /// Per sender, where its call's datagrams go (flows, routes).
@@ -630,6 +656,7 @@ fn build_world(
                 to: l.to.clone(),
                 delay_us: link.config().delay.as_micros(),
                 capacity_trace: l.capacity_trace.as_ref().and_then(|t| t.format).map(|f| f.name()),
+                wifi: None,
             })
             .collect(),
         nodes: Vec::new(),
@@ -637,25 +664,70 @@ fn build_world(
         conferences: Vec::new(),
         flows: Vec::new(),
     };
-    for l in &spec.links {
-        for n in [&l.from, &l.to] {
-            if !meta.nodes.contains(n) {
-                meta.nodes.push(n.clone());
-            }
+    let wifi = WifiNet::new(&spec.wifi, seed, links.len(), &origin)?;
+    for w in &spec.wifi {
+        for (port, member) in w.members().enumerate() {
+            meta.links.push(LinkMeta {
+                name: w.queue_name(port as u16),
+                from: member.to_string(),
+                to: w.name.clone(),
+                delay_us: 0,
+                capacity_trace: None,
+                wifi: Some(WifiQueueMeta {
+                    bss: w.name.clone(),
+                    node: member.to_string(),
+                    role: if port == 0 { "ap" } else { "station" },
+                }),
+            });
+        }
+    }
+    let wifi_nodes = spec.wifi.iter().flat_map(|w| w.members());
+    for n in spec.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).chain(wifi_nodes) {
+        if !meta.nodes.iter().any(|m| m == n) {
+            meta.nodes.push(n.to_string());
         }
     }
     let node_names = meta.nodes.clone();
     let node = |name: &str| {
-        node_names.iter().position(|n| n == name).expect("every endpoint node is on a link") as u16
+        node_names.iter().position(|n| n == name).expect("every endpoint node is on a link or in a BSS")
+            as u16
     };
-    let bottleneck = |path: &[LinkId]| -> String {
-        let by_rate = path
-            .iter()
-            .min_by_key(|&&l| links[l as usize].config().capacity.min_rate().unwrap_or(Bitrate::INFINITE));
-        by_rate.map(|&l| links[l as usize].name().to_string()).unwrap_or_default()
+    let link_names: Vec<String> = meta.links.iter().map(|l| l.name.clone()).collect();
+    // The queues a hop's packets wait in: a link's, or the sending node's in a BSS (and the AP's
+    // too when it relays between two stations).
+    let queues = |hop: &RouteHop| -> Vec<LinkId> {
+        match *hop {
+            RouteHop::Link(l) => vec![l],
+            RouteHop::Wifi { bss, from, to } if from != Port::AP && to != Port::AP => {
+                vec![wifi.queue_id(bss, from), wifi.queue_id(bss, Port::AP)]
+            }
+            RouteHop::Wifi { bss, from, .. } => vec![wifi.queue_id(bss, from)],
+        }
     };
-    let names =
-        |path: &[LinkId]| path.iter().map(|&l| links[l as usize].name().to_string()).collect::<Vec<_>>();
+    // The narrowest hop by its nominal rate: a link's lowest capacity, a BSS's PHY rate.
+    let bottleneck = |path: &[RouteHop]| -> String {
+        let rate = |hop: &&RouteHop| match **hop {
+            RouteHop::Link(l) => links[l as usize].config().capacity.min_rate().unwrap_or(Bitrate::INFINITE),
+            RouteHop::Wifi { bss, from, to } => wifi.nominal_rate(bss, from, to),
+        };
+        let narrowest = path.iter().min_by_key(rate);
+        narrowest.map(|hop| link_names[queues(hop)[0] as usize].clone()).unwrap_or_default()
+    };
+    let names = |path: &[RouteHop]| {
+        path.iter().flat_map(&queues).map(|q| link_names[q as usize].clone()).collect::<Vec<_>>()
+    };
+    // Routes were checked when the scenario was loaded.
+    let route_between = |from: &str, to: &str| -> Vec<RouteHop> {
+        let hops = find_route(&spec.links, &spec.wifi, from, to).expect("validated: a route");
+        hops.into_iter()
+            .map(|hop| match hop {
+                Hop::Link(l) => RouteHop::Link(l as LinkId),
+                Hop::Wifi { bss, from, to } => {
+                    RouteHop::Wifi { bss: bss as u16, from: Port(from), to: Port(to) }
+                }
+            })
+            .collect()
+    };
 
     let run = run_calls(spec);
     if let Some(call) = options.external.filter(|&c| c as usize >= run.len()) {
@@ -700,10 +772,10 @@ fn build_world(
         // Routes were checked when the scenario was loaded; a relayed call goes to the relay and
         // on from there.
         let path = |from: &str, to: &str| match &c.via {
-            None => find_path(&spec.links, from, to).expect("validated: a route"),
+            None => route_between(from, to),
             Some(via) => {
-                let mut p = find_path(&spec.links, from, via).expect("validated: a route to the relay");
-                p.extend(find_path(&spec.links, via, to).expect("validated: a route from the relay"));
+                let mut p = route_between(from, via);
+                p.extend(route_between(via, to));
                 p
             }
         };
@@ -727,12 +799,12 @@ fn build_world(
             }
         };
         let forward_route = routes.len() as RouteId;
-        routes.push(Route { links: fwd.clone(), dest: to_receiving, src_node: a, dst_node: b, framing });
+        routes.push(Route { hops: fwd.clone(), dest: to_receiving, src_node: a, dst_node: b, framing });
         let backward_route = routes.len() as RouteId;
-        routes.push(Route { links: bwd.clone(), dest: to_sending, src_node: b, dst_node: a, framing });
+        routes.push(Route { hops: bwd.clone(), dest: to_sending, src_node: b, dst_node: a, framing });
 
         let (start_s, stop_s) = active_span(c.start, c.stop, end);
-        let mut add_flow = |kind: &'static str, suffix: &str, path: &[LinkId]| -> FlowId {
+        let mut add_flow = |kind: &'static str, suffix: &str, path: &[RouteHop]| -> FlowId {
             let id = meta.flows.len() as FlowId;
             meta.flows.push(FlowMeta {
                 id,
@@ -825,7 +897,7 @@ fn build_world(
 
     let mut flow_meta = |name: String,
                          (kind, workload): (&'static str, &'static str),
-                         path: &[LinkId],
+                         path: &[RouteHop],
                          (start_s, stop_s): (f64, f64)| {
         let id = meta.flows.len() as FlowId;
         meta.flows.push(FlowMeta {
@@ -841,12 +913,11 @@ fn build_world(
         });
         id
     };
-    let mut route_to = |path: Vec<LinkId>, dest: Endpoint, (src_node, dst_node): (u16, u16)| -> RouteId {
-        routes.push(Route { links: path, dest, src_node, dst_node, framing: DataSize::ZERO });
+    let mut route_to = |path: Vec<RouteHop>, dest: Endpoint, (src_node, dst_node): (u16, u16)| -> RouteId {
+        routes.push(Route { hops: path, dest, src_node, dst_node, framing: DataSize::ZERO });
         (routes.len() - 1) as RouteId
     };
-    // Routes were checked when the scenario was loaded.
-    let path_between = |from: &str, to: &str| find_path(&spec.links, from, to).expect("validated: a route");
+    let path_between = route_between;
 
     let mut tcp_sources = Vec::new();
     let mut tcp_sinks = Vec::new();
@@ -870,7 +941,13 @@ fn build_world(
             let to_sink = route_to(fwd.clone(), Endpoint::TcpSink(index), ends);
             let to_source = route_to(bwd.clone(), Endpoint::TcpSource(index), (ends.1, ends.0));
             let path = format!("tcp/{group}/{k}");
-            let (source, sink) = build_tcp(t, k, index, (to_sink, data), (to_source, ack), seed, &path, end);
+            let (mut source, sink) =
+                build_tcp(t, k, index, (to_sink, data), (to_source, ack), seed, &path, end);
+            if t.small_queues.unwrap_or(false) {
+                // From a Wi-Fi station, mac80211's pacing shift lets a socket queue more.
+                let wifi = matches!(fwd[0], RouteHop::Wifi { .. });
+                source = source.with_small_queues(if wifi { TSQ_WIFI_PACING_TIME } else { TSQ_PACING_TIME });
+            }
             if source.has_small_queues() {
                 tsq_flows.push((data, index, fwd[0]));
             }
@@ -894,7 +971,7 @@ fn build_world(
     let mut available = vec![None; spec.links.len()];
     for (k, l) in spec.links.iter().enumerate() {
         let Some(physical) = udp_background_rate(l) else { continue };
-        let path = vec![k as LinkId];
+        let path = vec![RouteHop::Link(k as LinkId)];
         let span = active_span(None, None, end);
         let flow = flow_meta(format!("{}.udp-background", l.name), ("cbr", "udp-background"), &path, span);
         let route = route_to(path, Endpoint::Sink, (node(&l.from), node(&l.to)));
@@ -904,9 +981,12 @@ fn build_world(
     }
 
     let mut small_queues = vec![None; meta.flows.len()];
-    for (flow, source, host_link) in tsq_flows {
+    for (flow, source, first_hop) in tsq_flows {
         small_queues[flow as usize] = Some(source);
-        links[host_link as usize].report_serialised();
+        // A link reports what it serialised; a BSS's deliveries count as sent (`Event::Bss`).
+        if let RouteHop::Link(host_link) = first_hop {
+            links[host_link as usize].report_serialised();
+        }
     }
     let n_links = links.len();
     let (n_s, n_r, n_f) = (calls.senders.len(), calls.receivers.len(), calls.forwarders.len());
@@ -927,6 +1007,7 @@ fn build_world(
         sched: Scheduler::new(),
         links,
         link_wake: vec![None; n_links],
+        wifi,
         routes,
         senders: calls.senders,
         plumbings: calls.plumbings,
@@ -1015,11 +1096,8 @@ fn build_tcp(
     let start = Instant::ZERO + t.start.unwrap_or(Duration::ZERO);
     let stop = t.stop.map_or(end, |s| Instant::ZERO + s);
     let app = app.map(|(c, on)| OnOff::new(c, on, start, rng_for(seed, &format!("{path}/workload"))));
-    let mut source =
+    let source =
         TcpSource::new(TcpSender::new(cfg), app, start, stop, Plumbing { flow: data_flow, route: to_sink });
-    if t.small_queues.unwrap_or(false) {
-        source = source.with_small_queues();
-    }
     let sink = TcpSink::new(rx, Plumbing { flow: ack_flow, route: to_source });
     (source, sink)
 }
@@ -1231,6 +1309,24 @@ impl World {
                     }
                     self.wake(Event::Link(l));
                 }
+                Event::Bss(b) => {
+                    if self.wifi.wake[b as usize] == Some(now) {
+                        self.wifi.wake[b as usize] = None;
+                    }
+                    self.wifi.bsses[b as usize].on_timeout(now);
+                    while let Some((port, pkt, reason)) = self.wifi.bsses[b as usize].poll_drop() {
+                        self.dropped(now, self.wifi.queue_id(b, port), &pkt, reason);
+                    }
+                    while let Some((_, _, pkt)) = self.wifi.bsses[b as usize].poll_output(now) {
+                        // A station's packet left its host when the AP acknowledged it (a
+                        // driver frees it on TX completion): TCP Small Queues may send more.
+                        if pkt.hop == 0 {
+                            self.left_host(now, pkt.flow, pkt.size);
+                        }
+                        self.forward(now, pkt);
+                    }
+                    self.wake(Event::Bss(b));
+                }
                 Event::Sender(i) => {
                     if self.sender_wake[i as usize] == Some(now) {
                         self.sender_wake[i as usize] = None;
@@ -1306,6 +1402,7 @@ impl World {
                             link.queue_limit_at(now),
                         );
                     }
+                    self.wifi.sample(now, &mut self.trace.links);
                     if now < self.end {
                         self.sched.schedule(next.min(self.end), Event::Sample);
                     }
@@ -1320,6 +1417,7 @@ impl World {
     fn wake(&mut self, ev: Event) {
         let (t, slot) = match ev {
             Event::Link(l) => (self.links[l as usize].poll_timeout(), &mut self.link_wake[l as usize]),
+            Event::Bss(b) => (self.wifi.bsses[b as usize].poll_timeout(), &mut self.wifi.wake[b as usize]),
             Event::Sender(i) => {
                 (Some(self.senders[i as usize].poll_timeout()), &mut self.sender_wake[i as usize])
             }
@@ -1433,15 +1531,24 @@ impl World {
                 payload: pkt.size.saturating_sub(headers + framing + DataSize::bytes(pkt.data.len() as u64)),
             });
         }
-        self.enter_link(now, pkt);
+        self.enter_hop(now, pkt);
     }
 
-    fn enter_link(&mut self, now: Instant, pkt: Packet) {
-        let l = self.routes[pkt.route as usize].links[pkt.hop as usize];
-        if let Err((pkt, reason)) = self.links[l as usize].enqueue(now, pkt) {
-            self.dropped(now, l, &pkt, reason);
+    fn enter_hop(&mut self, now: Instant, pkt: Packet) {
+        match self.routes[pkt.route as usize].hops[pkt.hop as usize] {
+            RouteHop::Link(l) => {
+                if let Err((pkt, reason)) = self.links[l as usize].enqueue(now, pkt) {
+                    self.dropped(now, l, &pkt, reason);
+                }
+                self.wake(Event::Link(l));
+            }
+            RouteHop::Wifi { bss, from, to } => {
+                if let Err((pkt, reason)) = self.wifi.bsses[bss as usize].push(now, from, to, pkt) {
+                    self.dropped(now, self.wifi.queue_id(bss, from), &pkt, reason);
+                }
+                self.wake(Event::Bss(bss));
+            }
         }
-        self.wake(Event::Link(l));
     }
 
     fn dropped(&mut self, now: Instant, l: LinkId, pkt: &Packet, reason: DropReason) {
@@ -1464,8 +1571,8 @@ impl World {
     fn forward(&mut self, now: Instant, mut pkt: Packet) {
         pkt.hop += 1;
         let route = &self.routes[pkt.route as usize];
-        if (pkt.hop as usize) < route.links.len() {
-            self.enter_link(now, pkt);
+        if (pkt.hop as usize) < route.hops.len() {
+            self.enter_hop(now, pkt);
             return;
         }
         self.trace.packet(now, PacketEvent::Received, &pkt, None);

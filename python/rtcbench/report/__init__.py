@@ -445,7 +445,12 @@ def build_report(
             note = (
                 "Not drawn over time: its case's figure shows the first seed (--run-figures all: every run)."
             )
-        tables = [tb.flows_table(r, f"tbl-{rid}"), *tb.phase_tables(r, f"tbl-{rid}")]
+        wifi = tb.wifi_table(r, f"tbl-{rid}")
+        tables = [
+            tb.flows_table(r, f"tbl-{rid}"),
+            *tb.phase_tables(r, f"tbl-{rid}"),
+            *([wifi] if wifi is not None else []),
+        ]
         blocks.append(
             RunBlock(
                 id=rid,

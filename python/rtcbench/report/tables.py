@@ -213,6 +213,47 @@ def flows_table(run: Run, id_prefix: str) -> Table:
     )
 
 
+def wifi_table(run: Run, id_prefix: str) -> Table | None:
+    """The MAC of every Wi-Fi node over the run (`summary.wifi`, docs/metrics.md), or None for a
+    run without a BSS."""
+    nodes = run.summary.get("wifi")
+    if not nodes:
+        return None
+    adapting = any("extended_attempts" in n for n in nodes)
+    header = (
+        "node", "role", "airtime %", "PHY Mbit/s", "MPDUs per PPDU", "retries", "MAC drops",
+        "queue drops", "queue p95 kB", *(("extended attempts", "CL p95") if adapting else ()),
+    )  # fmt: skip
+    rows = []
+    for n in nodes:
+        row = (
+            _text(n.get("link")),
+            _text(n.get("role")),
+            _pct(n.get("airtime_share")),
+            _mbps(n.get("phy_rate_bps")),
+            _num(n.get("ampdu_mpdus"), 1),
+            _num(n.get("mac_retries"), 0),
+            _num(n.get("mac_drops"), 0),
+            _num(n.get("queue_drops"), 0),
+            _num(n.get("queue_bytes_p95"), 1, 1e-3),
+        )
+        if adapting:
+            row += (_num(n.get("extended_attempts"), 0), _num(n.get("congestion_level_p95"), 3))
+        rows.append(row)
+    return Table(
+        id=f"{id_prefix}--wifi",
+        kind="wifi",
+        caption="Wi-Fi: every node's MAC over the run",
+        header=header,
+        rows=tuple(rows),
+        note=(
+            "Airtime: the share of the run the node had a frame on air (its ACKs included). MAC drops: "
+            "MPDUs given up at the retry limit or their lifetime; queue drops: packets its full queue "
+            "refused. Extended attempts and CL: Chen et al. 2015's retry-limit adaptation (docs/wifi.md)."
+        ),
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # across repetitions
 

@@ -54,7 +54,7 @@ from rtcbench.testbed.browser import (
 from rtcbench.testbed.browser_trace import Connection, Stream, browser_tables
 from rtcbench.testbed.emulate import END_MARGIN_S, relay_info, simulator_meta
 from rtcbench.testbed.media import PlannedCall, call_plans
-from rtcbench.testbed.netns import Testbed, TestbedError, build, require
+from rtcbench.testbed.netns import Testbed, TestbedError, build, refuse_access_networks, require
 from rtcbench.testbed.trace import RELAY_PACKETS
 
 __all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "connections"]
@@ -519,6 +519,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
     without root, `BrowserModeError` for a scenario browsers cannot run, `CrossTrafficError`
     for cross traffic that cannot be emulated, and a `TestbedError` naming what failed to
     start."""
+    refuse_access_networks(variant)
     require()
     if devtools.chromium() is None:
         raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")

@@ -25,7 +25,7 @@ from rtcbench.controller import UserController
 from rtcbench.metrics import Tables
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import cross, media, relay
-from rtcbench.testbed.netns import build, require
+from rtcbench.testbed.netns import build, refuse_access_networks, require
 from rtcbench.testbed.trace import RELAY_PACKETS, emulated_tables
 
 __all__ = ["Emulated", "emulate", "relay_info", "simulator_meta"]
@@ -118,6 +118,7 @@ def emulate(
     `work` receives the processes' configurations, logs and reports (and, with `capture`, the
     relay's pcaps). Raises `TestbedUnavailable` without root or `ip`, `CrossTrafficError` for
     cross traffic that cannot be emulated, and a `TestbedError` naming the process that failed."""
+    refuse_access_networks(variant)
     require()
     if isinstance(controller, UserController):
         media.python_controller(controller)  # refuses what cannot cross, before anything starts

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,18 @@ class TestbedError(RuntimeError):
 class TestbedUnavailable(TestbedError):
     """This machine cannot host an emulated network: no root, no `ip`, no network namespaces. The
     message is one line that says what is missing."""
+
+
+def refuse_access_networks(variant: Variant) -> None:
+    """`TestbedError` (one line) for a scenario with an 802.11 BSS (`[[wifi]]`): the relay carries
+    packets over the scenario's links only; a BSS runs in simulation (docs/wifi.md)."""
+    bss = tomllib.loads(variant.toml).get("wifi", [])
+    if bss:
+        raise TestbedError(
+            f"{variant.scenario_id}: wifi.{bss[0].get('name', 0)} cannot be emulated: the relay carries "
+            "packets over the scenario's links only, and an 802.11 BSS runs in simulation; run it "
+            "without --mode"
+        )
 
 
 def missing() -> str | None:
@@ -169,6 +182,7 @@ def build(variant: Variant) -> Iterator[Testbed]:
     and `TestbedError` if building fails (what was built is removed). On leaving the block,
     everything is removed (the module says how); a failure to remove raises `TestbedError` unless
     the block already raised, and leaves the run recorded so that a later `build` retries."""
+    refuse_access_networks(variant)
     require()
     nodes = scenario_nodes(variant.toml)
     if not 1 <= len(nodes) <= MAX_NODES:

@@ -15,7 +15,7 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::Serialize;
 
 use super::{
-    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, FecSpec, GccDeployment, LinkSpec,
+    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
     LossSpec, QueueKind, QueueSize, QueueSpec, Scenario,
 };
 
@@ -327,7 +327,7 @@ pub fn call_plan(
         twcc_interval: feedback.twcc_interval,
         ccfb_interval: feedback.ccfb_interval,
         nack: c.nack.unwrap_or(true),
-        fec: c.fec.map_or(Some(FecScheme::Ulpfec), FecSpec::scheme),
+        fec: c.fec.as_ref().map_or(Some(FecScheme::Ulpfec), |f| f.get().scheme()),
         fec_rate: c.fec_rate,
         keyframe_request: c.keyframe_request.unwrap_or_default(),
     }

@@ -38,6 +38,12 @@ pub const MAX_CALLS: usize = 500;
 pub const MAX_TCP_FLOWS: u64 = 1_000;
 pub const MAX_CBR_FLOWS: usize = 500;
 pub const MAX_SCHEDULE_STEPS: usize = 1_000_000;
+/// Wi-Fi: stations per BSS (the model costs O(N) per change of the medium; RFC 8869 §3.2 uses
+/// 24 at most), attempts per MPDU (802.11's default is 7; Chen et al. 2015 extends it by up to 7),
+/// and packets per MAC queue.
+pub const MAX_WIFI_STATIONS: usize = 128;
+pub const MAX_WIFI_RETRY_LIMIT: u32 = 64;
+pub const MAX_WIFI_QUEUE_PACKETS: u32 = 100_000;
 /// Short TCP flows: file sizes up to 10 GB, idle times up to a day, up to a million files a burst.
 pub const MAX_FILE_SIZE: DataSize = DataSize::bytes(10_000_000_000);
 pub const MAX_IDLE_MEAN: Duration = Duration::from_secs(24 * 3600);

@@ -11,6 +11,7 @@ mod locate;
 mod param;
 pub mod schema;
 mod traces;
+pub mod wifi;
 
 use std::fmt;
 use std::sync::Arc;
@@ -351,6 +352,9 @@ fn walk(
             }
         }
         let mut call = |p: String, c: &mut CallSpec| -> Result<(), (String, String)> {
+            if let Some(f) = &mut c.fec {
+                visit(format!("{p}.fec"), f)?;
+            }
             if let Some(v) = &mut c.video {
                 for (name, slot) in [("min", &mut v.min), ("max", &mut v.max), ("start", &mut v.start)] {
                     if let Some(s) = slot {
@@ -365,6 +369,58 @@ fn walk(
         }
         for (i, c) in spec.conferences.iter_mut().enumerate() {
             call(format!("conferences.{i}.call"), &mut c.call.0)?;
+        }
+        for w in &mut spec.wifi {
+            let p = format!("wifi.{}", w.name);
+            if let Some(r) = &mut w.retry_limit {
+                visit(format!("{p}.retry_limit"), r)?;
+            }
+            if let Some(n) = w.ap_queue.as_mut().and_then(|q| q.packets.as_mut()) {
+                visit(format!("{p}.ap_queue.packets"), n)?;
+            }
+            if let Some(n) = w.station_queue.as_mut().and_then(|q| q.packets.as_mut()) {
+                visit(format!("{p}.station_queue.packets"), n)?;
+            }
+            if let Some(m) = w.phy.as_mut().and_then(|phy| phy.mcs.as_mut()) {
+                visit(format!("{p}.phy.mcs"), m)?;
+            }
+            for (name, at) in &mut w.positions {
+                let ap = format!("{p}.positions.{name}");
+                if let Some(m) = at.phy.as_mut().and_then(|phy| phy.mcs.as_mut()) {
+                    visit(format!("{ap}.phy.mcs"), m)?;
+                }
+                if let Some(per) = &mut at.per {
+                    visit(format!("{ap}.per"), per)?;
+                }
+                if let Some(snr) = &mut at.snr_db {
+                    visit(format!("{ap}.snr_db"), snr)?;
+                }
+            }
+            for (k, st) in w.stations.iter_mut().enumerate() {
+                let sp = format!("{p}.stations.{k}");
+                if let Some(at) = &mut st.position {
+                    visit(format!("{sp}.position"), at)?;
+                }
+                if let Some(m) = st.phy.as_mut().and_then(|phy| phy.mcs.as_mut()) {
+                    visit(format!("{sp}.phy.mcs"), m)?;
+                }
+                if let Some(per) = &mut st.per {
+                    visit(format!("{sp}.per"), per)?;
+                }
+                if let Some(snr) = &mut st.snr_db {
+                    visit(format!("{sp}.snr_db"), snr)?;
+                }
+                if let Some(r) = &mut st.retry_adaptation {
+                    let rp = format!("{sp}.retry_adaptation");
+                    visit(format!("{rp}.extension"), &mut r.extension)?;
+                    visit(format!("{rp}.cl_threshold"), &mut r.cl_threshold)?;
+                    visit(format!("{rp}.buffer_threshold"), &mut r.buffer_threshold)?;
+                }
+            }
+            for (k, i) in w.interferers.iter_mut().enumerate() {
+                visit(format!("{p}.interferers.{k}.period"), &mut i.period)?;
+                visit(format!("{p}.interferers.{k}.busy"), &mut i.busy)?;
+            }
         }
         for (i, t) in spec.tcp.iter_mut().enumerate() {
             if let Some(cc) = &mut t.cc {
@@ -747,7 +803,7 @@ fn validate_call_settings(
                 format!("{r} is not a rate of FEC packets per media packet (allowed: 0 to 1)"),
             );
         }
-        if c.fec.is_some_and(|f| f.scheme().is_none()) {
+        if c.fec.as_ref().is_some_and(|f| f.get().scheme().is_none()) {
             return err(format!("{p}.fec_rate"), "needs FEC on (`fec = false` for this call)".into());
         }
     }
@@ -773,7 +829,10 @@ fn validate_conferences(
         }
         for (k, node) in c.participants.iter().enumerate() {
             if !is_node(node) {
-                return err(format!("{p}.participants"), format!("node {node:?} is not joined by any link"));
+                return err(
+                    format!("{p}.participants"),
+                    format!("node {node:?} is not a node: no link or BSS has it"),
+                );
             }
             if c.participants[..k].contains(node) {
                 return err(format!("{p}.participants"), format!("{node:?} is listed twice"));
@@ -806,7 +865,7 @@ fn validate_conferences(
         }
         if let Some(sfu) = &c.sfu {
             if !is_node(sfu) {
-                return err(format!("{p}.sfu"), format!("node {sfu:?} is not joined by any link"));
+                return err(format!("{p}.sfu"), format!("node {sfu:?} is not a node: no link or BSS has it"));
             }
             if c.participants.contains(sfu) {
                 return err(
@@ -825,7 +884,7 @@ fn validate_conferences(
                 );
             }
             if !is_node(via) {
-                return err(format!("{p}.via"), format!("node {via:?} is not joined by any link"));
+                return err(format!("{p}.via"), format!("node {via:?} is not a node: no link or BSS has it"));
             }
             if c.participants.contains(via) {
                 return err(format!("{p}.via"), format!("the relay {via:?} must not be a participant"));
@@ -836,17 +895,42 @@ fn validate_conferences(
     Ok(())
 }
 
-/// Fewest-hop path over directed links (ties: links in file order), as link indices.
-pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::packet::LinkId>> {
-    let mut prev: std::collections::BTreeMap<&str, Option<usize>> = [(from, None)].into();
+/// One hop of a route: a link, or a BSS crossed from the node at one of its ports to the node at
+/// another (a station's packet to the AP, the AP's to a station, or a station's to another through
+/// the AP's queue: one hop, as the BSS relays it itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    /// Index into the scenario's `links`.
+    Link(usize),
+    /// Index into the scenario's `wifi`, and the ports (0 the AP, i the i-th station).
+    Wifi { bss: usize, from: u16, to: u16 },
+}
+
+/// The fewest-hop route from `from` to `to` over the scenario's links and BSSes, or `None` if
+/// there is none (or `from == to`). Ties go to links before BSSes, and to the earlier in the
+/// file, so the route is a function of the scenario alone.
+pub fn find_route(links: &[LinkSpec], wifi: &[WifiSpec], from: &str, to: &str) -> Option<Vec<Hop>> {
+    let mut prev: std::collections::BTreeMap<&str, Option<(Hop, &str)>> = [(from, None)].into();
     let mut frontier = vec![from];
     while !frontier.is_empty() && !prev.contains_key(to) {
         let mut next = Vec::new();
         for node in frontier {
-            for (i, l) in links.iter().enumerate() {
-                if l.from == node && !prev.contains_key(l.to.as_str()) {
-                    prev.insert(&l.to, Some(i));
-                    next.push(l.to.as_str());
+            let by_link = links
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.from == node)
+                .map(|(i, l)| (Hop::Link(i), l.to.as_str()));
+            let by_bss = wifi.iter().enumerate().flat_map(|(b, w)| {
+                let port = w.port_of(node);
+                w.members().enumerate().filter_map(move |(q, member)| {
+                    let p = port?;
+                    (usize::from(p) != q).then_some((Hop::Wifi { bss: b, from: p, to: q as u16 }, member))
+                })
+            });
+            for (hop, next_node) in by_link.chain(by_bss) {
+                if !prev.contains_key(next_node) {
+                    prev.insert(next_node, Some((hop, node)));
+                    next.push(next_node);
                 }
             }
         }
@@ -854,14 +938,29 @@ pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::
     }
     let mut path = Vec::new();
     let mut node = to;
-    while let Some(Some(i)) = prev.get(node) {
-        path.push(*i as crate::packet::LinkId);
-        node = &links[*i].from;
+    while let Some(Some((hop, before))) = prev.get(node) {
+        path.push(*hop);
+        node = before;
     }
     (prev.contains_key(to) && node == from && from != to).then(|| {
         path.reverse();
         path
     })
+}
+
+/// Fewest-hop path over directed links (ties: links in file order), as link indices: the route
+/// [`find_route`] takes when there is no BSS.
+pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::packet::LinkId>> {
+    let route = find_route(links, &[], from, to)?;
+    Some(
+        route
+            .into_iter()
+            .map(|hop| match hop {
+                Hop::Link(i) => i as crate::packet::LinkId,
+                Hop::Wifi { .. } => unreachable!("no BSS was given"),
+            })
+            .collect(),
+    )
 }
 
 /// `Err` naming `field` unless `lo <= v <= hi`; `what` says what the value is, for the message.
@@ -1072,18 +1171,22 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
     if tcp_flows > MAX_TCP_FLOWS {
         return err("tcp".into(), format!("{tcp_flows} TCP flows in all; at most {MAX_TCP_FLOWS}"));
     }
-    let nodes: Vec<&str> = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).collect();
+    let link_nodes = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]);
+    let nodes: Vec<&str> = link_nodes.chain(s.wifi.iter().flat_map(|w| w.members())).collect();
     let is_node = |node: &str| nodes.contains(&node);
     for (i, c) in s.calls.iter().enumerate() {
         let p = format!("calls.{i}");
         for (what, node) in [("from", &c.from), ("to", &c.to)] {
             if !is_node(node) {
-                return err(format!("{p}.{what}"), format!("node {node:?} is not joined by any link"));
+                return err(
+                    format!("{p}.{what}"),
+                    format!("node {node:?} is not a node: no link or BSS has it"),
+                );
             }
         }
         if let Some(via) = &c.via {
             if !is_node(via) {
-                return err(format!("{p}.via"), format!("node {via:?} is not joined by any link"));
+                return err(format!("{p}.via"), format!("node {via:?} is not a node: no link or BSS has it"));
             }
             if via == &c.from || via == &c.to {
                 return err(
@@ -1109,7 +1212,10 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                      stop: Option<rtcbench_units::Duration>| {
         for (what, node) in [("from", from), ("to", to)] {
             if !nodes.contains(&node) {
-                return err(format!("{p}.{what}"), format!("node {node:?} is not joined by any link"));
+                return err(
+                    format!("{p}.{what}"),
+                    format!("node {node:?} is not a node: no link or BSS has it"),
+                );
             }
         }
         if from == to {
@@ -1163,6 +1269,19 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             );
         }
     }
+    wifi::validate(s, origin)?;
+    let queue_names =
+        s.wifi.iter().flat_map(|w| (0..=w.stations.len() as u16).map(|port| w.queue_name(port)));
+    for name in queue_names {
+        if s.links.iter().any(|l| l.name == name) {
+            return err(
+                format!("links.{name}"),
+                format!(
+                    "a link may not be named {name:?}: that names a Wi-Fi node's queues (`<bss>:<node>`)"
+                ),
+            );
+        }
+    }
     let names = flow_names(s);
     for (k, (name, field)) in names.iter().enumerate() {
         if let Some((_, first)) = names[..k].iter().find(|(n, _)| n == name) {
@@ -1174,7 +1293,7 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
     }
     use calls::Role;
     let route = |field: String, from: &str, to: &str, what: &str| {
-        if find_path(&s.links, from, to).is_none() {
+        if find_route(&s.links, &s.wifi, from, to).is_none() {
             return err(field, format!("no links lead from {from:?} to {to:?} ({what})"));
         }
         Ok(())
@@ -1441,7 +1560,7 @@ to = "B"
             ("flexfec", Some(FecScheme::Flexfec)),
         ] {
             let s = load(MINIMAL, "x", &[format!("calls.0.fec={value}")]).unwrap().remove(0);
-            let fec = s.spec.calls[0].fec.unwrap();
+            let fec = *s.spec.calls[0].fec.as_ref().unwrap().get();
             assert_eq!(fec.scheme(), scheme, "{value}");
             // A scenario's identity depends on what it says, not on how FEC is resolved.
             let back = toml::to_string(&s.spec.calls[0]).unwrap();
@@ -1672,7 +1791,7 @@ rate = "500kbps"
     fn cross_traffic_and_queue_mistakes_name_the_field() {
         let cases: [(&str, &str, &str); 6] = [
             ("tcp.0.count=0", "tcp.0.count", "at least 1"),
-            ("tcp.0.to=Z", "tcp.0.to", "not joined"),
+            ("tcp.0.to=Z", "tcp.0.to", "not a node"),
             ("tcp.0.workload.initially_on=11", "tcp.0.workload.initially_on", "at most count"),
             ("links.fwd.queue.threshold=\"1ms\"", "links.fwd.queue.threshold", "only by step"),
             ("links.fwd.mechanism=udp-background", "links.fwd.physical_capacity", "needs it"),
@@ -1849,7 +1968,7 @@ call = { video = { max = "300kbps" } }
                 "participants = [\"A\", \"B\", \"C\"]",
                 "participants = [\"A\", \"Z\"]",
                 "conferences.0.participants",
-                "\"Z\" is not joined",
+                "\"Z\" is not a node",
             ),
             (
                 "participants = [\"A\", \"B\", \"C\"]",
@@ -1916,9 +2035,11 @@ call = { video = { max = "300kbps" } }
     fn a_relayed_call_needs_a_relay_node_other_than_its_ends_and_routes_through_it() {
         let call = |via: &str| star(&format!("[[calls]]\nfrom = \"A\"\nto = \"B\"\nvia = \"{via}\"\n"));
         assert!(load(&call("T"), "x", &[]).is_ok());
-        for (via, message) in
-            [("Z", "not joined by any link"), ("A", "other than the call's ends"), ("B", "other than")]
-        {
+        for (via, message) in [
+            ("Z", "not a node: no link or BSS has it"),
+            ("A", "other than the call's ends"),
+            ("B", "other than"),
+        ] {
             let e = load(&call(via), "my.toml", &[]).unwrap_err();
             assert_eq!(e.field.as_deref(), Some("calls.0.via"), "{e}");
             assert!(e.message.contains(message) && !e.to_string().contains('\n'), "{e}");

@@ -61,6 +61,10 @@ pub struct ScenarioSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub variants: BTreeMap<String, Vec<toml::Value>>,
     pub links: Vec<LinkSpec>,
+    /// 802.11 access networks: each an AP and its stations sharing one channel
+    /// (`docs/wifi.md`); their nodes join the links' nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wifi: Vec<WifiSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSpec>,
     /// Group calls, each expanded into calls (streams) after those of `calls`.
@@ -289,6 +293,239 @@ impl Serialize for FecSpec {
     }
 }
 
+/// One IEEE 802.11 BSS (`docs/wifi.md`, `docs/scenarios.md` "Wi-Fi"): an access point and its
+/// stations on one channel. Every packet between a station and any other node crosses it: up to
+/// the AP (and on over the AP's links), down from the AP, or from one station to another through
+/// the AP's queue. Defaults are a 5-GHz HT BSS with ns-3's parameters.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiSpec {
+    /// Names the BSS; its nodes' queues appear in the links table as `<name>:<node>`.
+    pub name: String,
+    /// The AP's node. Links join it (or not) to the rest of the network.
+    pub ap: String,
+    /// `5GHz` (default) or `2.4GHz` (SIFS 10 µs, 6-µs signal extension, short slot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<WifiBand>,
+    /// EDCA with four access categories (default), or a non-QoS BSS whose nodes use one DCF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<bool>,
+    /// A-MPDU aggregation with BlockAck for best effort and video (default on; needs `qos`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<bool>,
+    /// Transmission attempts of an MPDU before it is given up (dot11ShortRetryLimit, 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_limit: Option<Param<u32>>,
+    /// The AP's EDCA parameters: the stations' (`standard`, default, as ns-3) or a Linux AP's
+    /// (`hostapd`: best effort's CWmax 63).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ap_edca: Option<ApEdca>,
+    /// The AP's transmit queues (default: one FIFO per access category shared by all stations,
+    /// 1000 packets, as a consumer AP has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ap_queue: Option<WifiApQueueSpec>,
+    /// Each station's transmit queue per access category (default 1000 packets, Linux's
+    /// txqueuelen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub station_queue: Option<WifiQueueSpec>,
+    /// The PHY mode of stations that do not give their own (default HT MCS 7, 20 MHz, long GI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<PhySpec>,
+    /// Named places a station can be (`stations.N.position`), each with the radio link a station
+    /// there has: "near the AP", "behind two walls". A position is one value, so a set of them
+    /// varies a station's whole link at once.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub positions: BTreeMap<String, RadioSpec>,
+    pub stations: Vec<StationSpec>,
+    /// Pairs of stations that do not hear each other (hidden from each other; both hear the AP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<[String; 2]>,
+    /// Transmitters outside the BSS that some of its nodes sense: a hidden terminal of another
+    /// BSS, busy for `busy` every `period` (Chen et al. 2015 §4.1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interferers: Vec<InterfererSpec>,
+}
+
+/// `wifi.N.interferers.M`: a periodic transmitter of another BSS.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterfererSpec {
+    /// From one burst's start to the next (T_htt).
+    pub period: Param<Duration>,
+    /// How long each burst keeps the medium busy (τ_b).
+    pub busy: Param<Duration>,
+    /// When the first burst starts (default 0 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<Duration>,
+    /// No burst starts before `start` or at or after `stop` (default: the whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Duration>,
+    /// The BSS's nodes that sense it (the AP, stations): they defer to its bursts, and lose
+    /// what they were receiving when one starts. Nodes not named do not hear it and send into
+    /// it.
+    pub heard_by: Vec<String>,
+}
+
+/// `wifi.N.stations.M.retry_adaptation`: Chen et al. 2015's congestion-aware retry limit.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryAdaptationSpec {
+    /// R_ex: up to R + R_ex attempts for an MPDU while the station is not congested (0: off).
+    pub extension: Param<u32>,
+    /// CL_th, the congestion level (eq. (5)) from which no extra attempt is granted. The paper
+    /// gives no value.
+    pub cl_threshold: Param<f64>,
+    /// BF_th, the queued packets from which no extra attempt is granted. The paper gives no
+    /// value.
+    pub buffer_threshold: Param<u32>,
+    /// τ, the statistics' interval (default 100 ms), and w, how many they sum (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
+}
+
+/// `wifi.N.band`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub enum WifiBand {
+    #[default]
+    #[serde(rename = "5GHz")]
+    Ghz5,
+    #[serde(rename = "2.4GHz")]
+    Ghz2_4,
+}
+
+/// `wifi.N.ap_edca`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApEdca {
+    #[default]
+    Standard,
+    Hostapd,
+}
+
+/// `wifi.N.ap_queue.mode`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApQueueMode {
+    /// One FIFO per access category for every station: service follows arrival order.
+    #[default]
+    Shared,
+    /// A queue per station and category, each with the limit, served round-robin.
+    PerStation,
+}
+
+/// The AP's queues.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiApQueueSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ApQueueMode>,
+    /// Packets per access category (shared) or per station and category (per-station).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets: Option<Param<u32>>,
+    /// Packets that waited longer are dropped when they would be sent (default: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delay: Option<Duration>,
+}
+
+/// A station's queue per access category.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiQueueSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets: Option<Param<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delay: Option<Duration>,
+}
+
+/// One station of a BSS: its node, and its radio link to the AP, given here or by a `position`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationSpec {
+    /// The station's node (a node of no link: every packet it sends or receives crosses the
+    /// BSS).
+    pub node: String,
+    /// One of the BSS's `positions`, whose radio link the station has (then none of the fields
+    /// below).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Param<String>>,
+    /// Its PHY mode, both ways (default: the BSS's `phy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<PhySpec>,
+    /// A fixed packet error rate per MPDU and attempt, both ways (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<Param<f64>>,
+    /// Or the link's SNR in dB, whose PER depends on the MCS and the MPDU's length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr_db: Option<Param<f64>>,
+    /// `fixed` (default) or `arf`: ARF over the MCSs of the station's mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_control: Option<RateControlSpec>,
+    /// Chen et al. 2015's retry-limit adaptation at this station (default: 802.11's fixed limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_adaptation: Option<RetryAdaptationSpec>,
+}
+
+/// A station's radio link to the AP, the same both ways: `wifi.N.positions.NAME`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RadioSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<PhySpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<Param<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr_db: Option<Param<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_control: Option<RateControlSpec>,
+}
+
+/// `wifi.N.stations.M.rate_control`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateControlSpec {
+    #[default]
+    Fixed,
+    Arf,
+}
+
+/// An 802.11 PHY mode: HT (802.11n, the default), VHT (802.11ac) or non-HT OFDM (802.11a/g).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhySpec {
+    /// `ht` (default), `vht` or `ofdm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard: Option<PhyStandard>,
+    /// HT MCS 0-31 (MCS i has i / 8 + 1 spatial streams), VHT MCS 0-9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcs: Option<Param<u8>>,
+    /// VHT spatial streams, 1-4 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u8>,
+    /// Channel width in MHz: 20 (default) or 40 for HT; 20, 40, 80 or 160 for VHT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width_mhz: Option<u16>,
+    /// The 400-ns guard interval (default: the long one, 800 ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_gi: Option<bool>,
+    /// Non-HT OFDM only: the rate (6, 9, 12, 18, 24, 36, 48 or 54 Mbit/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Bitrate>,
+}
+
+/// `phy.standard`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhyStandard {
+    #[default]
+    Ht,
+    Vht,
+    Ofdm,
+}
+
 /// A queue size in bytes ("60KB") or in drain time at the current capacity ("300ms"), or
 /// "unlimited": an explicit choice, since a queue without limit in front of a busy link grows
 /// (and takes memory) without bound.
@@ -435,7 +672,7 @@ pub struct CallSpec {
     /// RFC 5109 and RFC 2198, as Chrome sends VP8), `"flexfec"` (RFC 8627, on its own stream) or
     /// `false`. Default: `true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fec: Option<FecSpec>,
+    pub fec: Option<Param<FecSpec>>,
     /// A fixed FEC rate instead of libwebrtc's choice: FEC packets per media packet (0 to 1),
     /// for every frame, each frame protected by itself. Needs `fec` on. Default: libwebrtc's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -667,8 +904,9 @@ pub struct TcpSpec {
     /// Linux's TCP Small Queues against the flow's first link (default off): the sender keeps
     /// at most max(2 packets, ~1 ms at its pacing rate) in that link's queue. Turn it on when
     /// the first link stands for a shaper on the sending host itself (`tc` on its egress), as in
-    /// the testbed of Guerrero Viveros 2019 (seed 000); off, the first link is in the network
-    /// and TCP fills its queue (`docs/tcp.md`).
+    /// the testbed of Guerrero Viveros 2019 (seed 000), or when the flow leaves a Wi-Fi station
+    /// (its MAC queues are the host's own; a packet leaves them when the AP acknowledges it);
+    /// off, the first link is in the network and TCP fills its queue (`docs/tcp.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_queues: Option<bool>,
 }
