@@ -45,13 +45,16 @@ __all__ = [
 
 SUITES: dict[str, tuple[str, ...]] = {
     "rfc8867": ("rfc8867-",),
-    "seeds-wired": ("seed000-", "seed001-", "seed002-", "seed003-"),
+    "rfc8869-wifi": ("rfc8869-3.",),
+    "seeds-wired": ("seed000-5.2.", "seed001-", "seed002-", "seed003-"),
+    "seeds-wifi": ("seed000-5.3.", "seed004-"),
     "traces": ("trace-",),
     "topologies": ("mesh-", "sfu-", "one-to-many-", "turn-"),
 }
 """Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
-experiments are seeds 000-003; `traces` the scenarios over capacity traces; `topologies` the
-relayed call and the conferences)."""
+experiments are seeds 000 §5.2 and 001-003, their Wi-Fi ones seed 000 §5.3 and seed 004;
+`rfc8869-wifi` RFC 8869 §3's Wi-Fi cases; `traces` the scenarios over capacity traces;
+`topologies` the relayed call and the conferences)."""
 
 MAX_REPS = 10_000
 """Most repetitions of a suite (a suite of 10 000 repetitions of the RFC 8867 set runs for days)."""
