@@ -1,4 +1,5 @@
-//! Simulator speed: the event heap alone, and whole runs of `rfc8867-5.1`.
+//! Simulator speed: the event heap alone, whole runs of `rfc8867-5.1`, and a Wi-Fi run of ten
+//! nodes (`seed004-testbed`).
 //!
 //! `cargo bench -p rtcbench-sim` (about 30 s). Throughput is reported in "elements" per second:
 //! heap events for the scheduler, simulated seconds for whole runs, so a run's `thrpt` reads
@@ -57,6 +58,30 @@ fn rfc8867_5_1(c: &mut Criterion) {
     g.finish();
 }
 
+/// Wi-Fi runs with `gcc`, against the budget of 500× real time or faster (issue 16): ten
+/// stations at the defaults (two calls, eight CBR uplinks; `benches/scenarios/wifi-10-stations.toml`,
+/// 120 s), and `seed004-testbed` (400 s: a call, eight competing stations at MCS 0-7, a hidden
+/// interferer, R_ex = 7, FEC off).
+fn wifi(c: &mut Criterion) {
+    let ten = include_str!("../../../benches/scenarios/wifi-10-stations.toml");
+    let cases = [
+        ("10-stations", load(ten, "benches/scenarios/wifi-10-stations.toml", &[]).expect("loads").remove(0)),
+        {
+            let (text, origin) = builtin::find("seed004-testbed").expect("built-in scenario");
+            let sets = ["rex=7".to_string(), "fec=false".to_string()];
+            ("seed004-testbed", load(text, &origin, &sets).expect("loads").remove(0))
+        },
+    ];
+    let mut g = c.benchmark_group("wifi");
+    for (name, scenario) in &cases {
+        g.throughput(Throughput::Elements(scenario.spec.duration.get().as_secs_f64() as u64));
+        g.bench_function(*name, |b| {
+            b.iter(|| black_box(simulate(scenario, ControllerKind::Gcc, 1).expect("run").events));
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     // Few, short samples: each run takes tens of milliseconds and the whole suite should stay
@@ -65,6 +90,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(WallDuration::from_secs(1))
         .measurement_time(WallDuration::from_secs(3));
-    targets = scheduler, rfc8867_5_1
+    targets = scheduler, rfc8867_5_1, wifi
 }
 criterion_main!(benches);
