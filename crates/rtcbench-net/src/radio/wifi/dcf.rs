@@ -181,10 +181,13 @@ impl Backoff {
         slot: Duration,
         edca: bool,
     ) {
-        let start = self.countdown_start(access_grant_start, aifsn, slot);
         // Nothing left to count (the start of an empty counter matters to no one: a new
         // backoff or an immediate access sets it again).
-        if start > now || self.slots == 0 {
+        if self.slots == 0 {
+            return;
+        }
+        let start = self.countdown_start(access_grant_start, aifsn, slot);
+        if start > now {
             return;
         }
         let (since, slot_us) = ((now - start).as_micros(), slot.as_micros());

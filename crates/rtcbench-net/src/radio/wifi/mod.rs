@@ -340,6 +340,14 @@ struct Timer {
     kind: TimerKind,
 }
 
+impl Timer {
+    /// The order timers run in: by instant, then rank, then the order they were scheduled in.
+    #[inline]
+    fn key(&self) -> (Instant, u8, u64) {
+        (self.at, self.kind.rank(), self.order)
+    }
+}
+
 /// One BSS carrying packets of type `P`.
 pub struct Bss<P> {
     cfg: BssConfig,
@@ -350,8 +358,13 @@ pub struct Bss<P> {
     /// `hears[rx * nodes + tx]`.
     hears: Vec<bool>,
     ongoing: Vec<Ppdu>,
+    /// Pending timers, latest first: the next one due is the last (ordered by
+    /// [`Timer::key`], which no two timers share).
     timers: Vec<Timer>,
     next_access: Option<Instant>,
+    /// Bit n (of word n / 64): node n has an MPDU queued in some category. Only these nodes
+    /// contend, so finding the next backoff end skips the others.
+    backlogged: Vec<u64>,
     backoff_rng: SimRng,
     error_rng: SimRng,
     output: VecDeque<(Instant, Port, P)>,
@@ -444,6 +457,7 @@ impl<P: NetPacket> Bss<P> {
             ongoing: Vec::new(),
             timers: Vec::new(),
             next_access: None,
+            backlogged: vec![0; (n + 1).div_ceil(64)],
             backoff_rng: rng,
             error_rng,
             output: VecDeque::new(),
@@ -538,7 +552,7 @@ impl<P: NetPacket> Bss<P> {
 
     /// The next instant something happens in the BSS.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let timer = self.timers.iter().map(|t| t.at).min();
+        let timer = self.timers.last().map(|t| t.at);
         match (timer, self.next_access) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -548,11 +562,10 @@ impl<P: NetPacket> Bss<P> {
     /// Runs the channel up to `now`: every event due by then happens at its own instant.
     pub fn on_timeout(&mut self, now: Instant) {
         loop {
-            let timer = self.earliest_timer();
-            let timer_at = timer.map(|i| self.timers[i].at);
+            let timer_at = self.timers.last().map(|t| t.at);
             match (timer_at, self.next_access) {
                 (Some(at), access) if at <= now && access.is_none_or(|a| at <= a) => {
-                    let timer = self.timers.swap_remove(timer.expect("a timer"));
+                    let timer = self.timers.pop().expect("a timer");
                     self.run_timer(timer);
                 }
                 (_, Some(at)) if at <= now => self.access(at),
@@ -610,6 +623,9 @@ impl<P: NetPacket> Bss<P> {
         let n = &mut self.nodes[node];
         n.ac[a].queued -= 1;
         n.queued_bytes -= bytes - overhead;
+        if n.ac.iter().all(|e| e.queued == 0) {
+            self.backlogged[node / 64] &= !(1 << (node % 64));
+        }
         if node == 0 {
             self.ap_queued[a] -= 1;
         }
@@ -663,6 +679,7 @@ impl<P: NetPacket> Bss<P> {
         n.queued_bytes += size;
         n.ac[a].queued += 1;
         if n.ac[a].queued == 1 {
+            self.backlogged[node / 64] |= 1 << (node % 64);
             self.request_access(now, node, ac);
         }
         Ok(())
@@ -698,6 +715,10 @@ impl<P: NetPacket> Bss<P> {
     fn count_down(&mut self, node: usize, now: Instant) {
         let (t, qos) = (self.t, self.cfg.qos);
         let n = &mut self.nodes[node];
+        // Nothing to count (the usual case of a node that has been idle a while).
+        if n.ac.iter().all(|e| e.backoff.slots == 0) {
+            return;
+        }
         let ags = n.sense.access_grant_start(&t);
         // No countdown starts before AIFS, at least a slot after the access grant start.
         if ags + t.slot > now {
@@ -711,7 +732,18 @@ impl<P: NetPacket> Bss<P> {
     /// The earliest backoff end of a category with something to send, at a node not already in
     /// an exchange.
     fn update_next_access(&mut self) {
-        self.next_access = (0..self.nodes.len()).filter_map(|n| self.node_access(n)).min();
+        let mut next: Option<Instant> = None;
+        for (w, &bits) in self.backlogged.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let n = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(end) = self.node_access(n) {
+                    next = Some(next.map_or(end, |x| x.min(end)));
+                }
+            }
+        }
+        self.next_access = next;
     }
 
     /// The earliest backoff end at one node.
@@ -727,14 +759,13 @@ impl<P: NetPacket> Bss<P> {
 
     // ---- events ----
 
-    fn earliest_timer(&self) -> Option<usize> {
-        let key = |t: &Timer| (t.at, t.kind.rank(), t.order);
-        (0..self.timers.len()).min_by_key(|&i| key(&self.timers[i]))
-    }
-
     fn schedule(&mut self, at: Instant, kind: TimerKind) {
-        self.timers.push(Timer { at, order: self.next_order, kind });
+        let timer = Timer { at, order: self.next_order, kind };
         self.next_order += 1;
+        // Latest first; keys are unique (`order`), so the position is exact.
+        let key = timer.key();
+        let at = self.timers.partition_point(|t| t.key() > key);
+        self.timers.insert(at, timer);
     }
 
     fn run_timer(&mut self, timer: Timer) {
@@ -815,7 +846,19 @@ impl<P: NetPacket> Bss<P> {
     fn access(&mut self, now: Instant) {
         let slot = self.t.slot;
         let mut starters = std::mem::take(&mut self.starters);
-        for (i, n) in self.nodes.iter().enumerate() {
+        // Only a node with something queued can start.
+        let backlogged = (0..self.backlogged.len()).flat_map(|w| {
+            let mut bits = self.backlogged[w];
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let n = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    n
+                })
+            })
+        });
+        for i in backlogged {
+            let n = &self.nodes[i];
             if n.exchange.is_some() {
                 continue;
             }
