@@ -361,7 +361,19 @@ pub struct Bss<P> {
     /// Pending timers, latest first: the next one due is the last (ordered by
     /// [`Timer::key`], which no two timers share).
     timers: Vec<Timer>,
+    /// The earliest backoff end of a node that may contend (exact unless `access_dirty`).
     next_access: Option<Instant>,
+    /// The state changed since `next_access` was computed: it is computed again only when it
+    /// could decide something, i.e. when no timer is due at or before `access_floor`.
+    access_dirty: bool,
+    /// A lower bound on every node's backoff end, now and later: SIFS and the least AIFS after
+    /// the end of the latest PPDU or burst that every node sensed. A backoff ends no earlier
+    /// than SIFS + AIFSN slots after the node's busy end, which only grows.
+    access_floor: Instant,
+    /// AIFS − SIFS of the category with the least AIFSN (of the AP's, the stations' and the DCF).
+    min_aifs: Duration,
+    /// Per node: every other node hears it.
+    heard_by_all: Vec<bool>,
     /// Bit n (of word n / 64): node n has an MPDU queued in some category. Only these nodes
     /// contend, so finding the next backoff end skips the others.
     backlogged: Vec<u64>,
@@ -382,8 +394,13 @@ pub struct Bss<P> {
 
 #[derive(Clone, Debug)]
 struct Node {
-    ac: [Edcaf; 4],
+    /// Bit a: category a has backoff slots left to count down.
+    counting: u8,
+    /// The node's earliest backoff end as last computed (exact while the element's
+    /// `access_dirty` is false, for a node with something queued).
+    access: Option<Instant>,
     sense: Sense,
+    ac: [Edcaf; 4],
     exchange: Option<Exchange>,
     stats: NodeStats,
     /// Bytes of the packets queued at the node (waiting or in flight), as [`NetPacket::size`]
@@ -391,6 +408,14 @@ struct Node {
     queued_bytes: DataSize,
     /// The station's retry-limit adaptation, if configured.
     adapter: Option<Adapter>,
+}
+
+impl Node {
+    /// Draws a new backoff for category `a` (`Backoff::draw`).
+    fn draw(&mut self, a: usize, now: Instant, rng: &mut SimRng) {
+        self.ac[a].backoff.draw(now, rng);
+        self.counting = (self.counting & !(1 << a)) | (u8::from(self.ac[a].backoff.slots > 0) << a);
+    }
 }
 
 impl<P: NetPacket> Bss<P> {
@@ -423,6 +448,8 @@ impl<P: NetPacket> Bss<P> {
                     heard: 0,
                     rx: Rx::Idle,
                 },
+                counting: 0,
+                access: None,
                 exchange: None,
                 stats: NodeStats::default(),
                 queued_bytes: DataSize::ZERO,
@@ -449,6 +476,10 @@ impl<P: NetPacket> Bss<P> {
             None => vec![true; (n + 1) * (n + 1)],
         };
         let error_rng = SimRng::seed_from_u64(rng.random());
+        let heard_by_all = (0..=n).map(|tx| (0..=n).all(|rx| rx == tx || hears[rx * (n + 1) + tx])).collect();
+        let sets = [cfg.edca_ap, cfg.edca_sta];
+        let aifsn = sets.iter().flat_map(|set| AccessCategory::ALL.map(|ac| set.get(ac).aifsn));
+        let min_aifs = t.slot * i64::from(aifsn.chain([cfg.dcf.aifsn]).min().expect("parameters"));
         let mut bss = Self {
             t,
             nodes,
@@ -457,6 +488,10 @@ impl<P: NetPacket> Bss<P> {
             ongoing: Vec::new(),
             timers: Vec::new(),
             next_access: None,
+            access_dirty: false,
+            access_floor: Instant::ZERO,
+            min_aifs,
+            heard_by_all,
             backlogged: vec![0; (n + 1).div_ceil(64)],
             backoff_rng: rng,
             error_rng,
@@ -543,9 +578,14 @@ impl<P: NetPacket> Bss<P> {
             a.arrived(pkt.size());
         }
         let result = self.enqueue(now, from, to, ac, pkt);
-        // Only `from` changed: its backoff end may now be the earliest.
-        if let Some(end) = self.node_access(from) {
-            self.next_access = Some(self.next_access.map_or(end, |x| x.min(end)));
+        // Only `from` changed, and its backoff end can only have come earlier: it may now be the
+        // earliest. (If the earliest is to be computed anyway, it will be then.)
+        if !self.access_dirty {
+            let access = self.node_access(from);
+            self.nodes[from].access = access;
+            if let Some(end) = access {
+                self.next_access = Some(self.next_access.map_or(end, |x| x.min(end)));
+            }
         }
         result
     }
@@ -553,6 +593,10 @@ impl<P: NetPacket> Bss<P> {
     /// The next instant something happens in the BSS.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let timer = self.timers.last().map(|t| t.at);
+        if self.access_dirty {
+            // Only while a timer comes no later than any backoff can end (`settle_access`).
+            return timer;
+        }
         match (timer, self.next_access) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -563,6 +607,22 @@ impl<P: NetPacket> Bss<P> {
     pub fn on_timeout(&mut self, now: Instant) {
         loop {
             let timer_at = self.timers.last().map(|t| t.at);
+            if self.access_dirty {
+                // No backoff ends before `access_floor`: a timer at or before it goes first
+                // whatever the backoffs, and with none due by `now` nothing happens yet.
+                match timer_at {
+                    Some(at) if at <= self.access_floor => {
+                        if at > now {
+                            break;
+                        }
+                        let timer = self.timers.pop().expect("a timer");
+                        self.run_timer(timer);
+                        continue;
+                    }
+                    _ if self.access_floor > now => break,
+                    _ => self.update_next_access(),
+                }
+            }
             match (timer_at, self.next_access) {
                 (Some(at), access) if at <= now && access.is_none_or(|a| at <= a) => {
                     let timer = self.timers.pop().expect("a timer");
@@ -571,6 +631,15 @@ impl<P: NetPacket> Bss<P> {
                 (_, Some(at)) if at <= now => self.access(at),
                 _ => break,
             }
+            self.access_dirty = true;
+        }
+        self.settle_access();
+    }
+
+    /// Computes the next backoff end unless the next timer comes no later than it can:
+    /// [`Bss::poll_timeout`] then needs only the timer.
+    fn settle_access(&mut self) {
+        if self.access_dirty && self.timers.last().is_none_or(|t| t.at > self.access_floor) {
             self.update_next_access();
         }
     }
@@ -703,7 +772,7 @@ impl<P: NetPacket> Bss<P> {
             return;
         }
         if busy {
-            e.backoff.draw(now, &mut self.backoff_rng);
+            n.draw(ac.index(), now, &mut self.backoff_rng);
         } else if qos {
             e.backoff.align_to_slot(now, ags, e.params.aifsn, t.slot);
         } else {
@@ -712,20 +781,27 @@ impl<P: NetPacket> Bss<P> {
     }
 
     /// Counts down the backoffs of `node` up to `now`, before the medium it senses changes.
+    #[inline]
     fn count_down(&mut self, node: usize, now: Instant) {
+        // Nothing to count: the usual case of a node that has been idle a while.
+        if self.nodes[node].counting != 0 {
+            self.count_down_slots(node, now);
+        }
+    }
+
+    fn count_down_slots(&mut self, node: usize, now: Instant) {
         let (t, qos) = (self.t, self.cfg.qos);
         let n = &mut self.nodes[node];
-        // Nothing to count (the usual case of a node that has been idle a while).
-        if n.ac.iter().all(|e| e.backoff.slots == 0) {
-            return;
-        }
         let ags = n.sense.access_grant_start(&t);
         // No countdown starts before AIFS, at least a slot after the access grant start.
         if ags + t.slot > now {
             return;
         }
-        for e in &mut n.ac {
+        for (a, e) in n.ac.iter_mut().enumerate() {
             e.backoff.count_down(now, ags, e.params.aifsn, t.slot, qos);
+            if e.backoff.slots == 0 {
+                n.counting &= !(1 << a);
+            }
         }
     }
 
@@ -738,12 +814,15 @@ impl<P: NetPacket> Bss<P> {
             while bits != 0 {
                 let n = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(end) = self.node_access(n) {
+                let access = self.node_access(n);
+                self.nodes[n].access = access;
+                if let Some(end) = access {
                     next = Some(next.map_or(end, |x| x.min(end)));
                 }
             }
         }
         self.next_access = next;
+        self.access_dirty = false;
     }
 
     /// The earliest backoff end at one node.
@@ -759,13 +838,22 @@ impl<P: NetPacket> Bss<P> {
 
     // ---- events ----
 
+    #[inline]
     fn schedule(&mut self, at: Instant, kind: TimerKind) {
         let timer = Timer { at, order: self.next_order, kind };
         self.next_order += 1;
-        // Latest first; keys are unique (`order`), so the position is exact.
+        // Latest first; keys are unique (`order`), so the position is exact. A new timer is
+        // usually the earliest (it goes last) or nearly.
         let key = timer.key();
-        let at = self.timers.partition_point(|t| t.key() > key);
-        self.timers.insert(at, timer);
+        let mut i = self.timers.len();
+        while i > 0 && self.timers[i - 1].key() < key {
+            i -= 1;
+        }
+        if i == self.timers.len() {
+            self.timers.push(timer);
+        } else {
+            self.timers.insert(i, timer);
+        }
     }
 
     fn run_timer(&mut self, timer: Timer) {
@@ -801,6 +889,9 @@ impl<P: NetPacket> Bss<P> {
         let i = &self.cfg.interferers[interferer];
         let end = now + i.busy;
         let next = i.next_burst(now + i.period);
+        if i.heard_by.iter().all(|&h| h) {
+            self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
+        }
         for n in 0..self.nodes.len() {
             if !self.cfg.interferers[interferer].heard_by[n] {
                 continue;
@@ -859,7 +950,8 @@ impl<P: NetPacket> Bss<P> {
         });
         for i in backlogged {
             let n = &self.nodes[i];
-            if n.exchange.is_some() {
+            // Its backoff end is up to date (`next_access` is): none ends later than that.
+            if n.access.is_none_or(|a| a > now) {
                 continue;
             }
             let ags = n.sense.access_grant_start(&self.t);
@@ -1029,6 +1121,10 @@ impl<P: NetPacket> Bss<P> {
         self.next_ppdu += 1;
         let end = now + duration;
         let nodes = self.nodes.len();
+        if self.heard_by_all[from] {
+            // Every node is busy until `end` at least.
+            self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
+        }
         // The sender: its other categories freeze; it cannot receive while it sends.
         self.count_down(from, now);
         let s = &mut self.nodes[from];
@@ -1322,7 +1418,7 @@ impl<P: NetPacket> Bss<P> {
         } else {
             e.backoff.double(e.params.cw_max);
         }
-        e.backoff.draw(now, &mut self.backoff_rng);
+        n.draw(ex.ac.index(), now, &mut self.backoff_rng);
     }
 
     /// After rate adaptation ran: the airtimes of the link's (new) mode.
@@ -1337,7 +1433,7 @@ impl<P: NetPacket> Bss<P> {
     fn end_txop(&mut self, now: Instant, node: usize, ac: AccessCategory) {
         let n = &mut self.nodes[node];
         n.exchange = None;
-        n.ac[ac.index()].backoff.draw(now, &mut self.backoff_rng);
+        n.draw(ac.index(), now, &mut self.backoff_rng);
     }
 
     /// A lower category whose backoff ended with a higher one's: it counts as a failed
@@ -1364,12 +1460,13 @@ impl<P: NetPacket> Bss<P> {
             }
             Decision::Retry { reset_cw } => reset_cw,
         };
-        let e = &mut self.nodes[node].ac[a];
+        let n = &mut self.nodes[node];
+        let e = &mut n.ac[a];
         if reset_cw {
             e.backoff.reset(e.params.cw_min);
         } else {
             e.backoff.double(e.params.cw_max);
         }
-        e.backoff.draw(now, &mut self.backoff_rng);
+        n.draw(a, now, &mut self.backoff_rng);
     }
 }
