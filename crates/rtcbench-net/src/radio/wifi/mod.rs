@@ -355,8 +355,10 @@ pub struct Bss<P> {
     nodes: Vec<Node>,
     /// AP → station i at i − 1; station i → AP at N + i − 1.
     links: Vec<TxLink<P>>,
-    /// `hears[rx * nodes + tx]`.
-    hears: Vec<bool>,
+    /// Per transmitter, the nodes that hear it (itself excluded): a bitset of `words` words at
+    /// `hearers[tx * words..]`.
+    hearers: Vec<u64>,
+    words: usize,
     ongoing: Vec<Ppdu>,
     /// Pending timers, latest first: the next one due is the last (ordered by
     /// [`Timer::key`], which no two timers share).
@@ -392,10 +394,15 @@ pub struct Bss<P> {
     starters: Vec<(usize, AccessCategory, [bool; 4])>,
 }
 
+/// In this order (`repr(C)`) the fields every change of the medium reads of each node, its
+/// counting mask and what it senses, share its first two cache lines.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Node {
     /// Bit a: category a has backoff slots left to count down.
     counting: u8,
+    /// Bit a: category a has an MPDU queued.
+    queued: u8,
     /// The node's earliest backoff end as last computed (exact while the element's
     /// `access_dirty` is false, for a node with something queued).
     access: Option<Instant>,
@@ -408,6 +415,18 @@ struct Node {
     queued_bytes: DataSize,
     /// The station's retry-limit adaptation, if configured.
     adapter: Option<Adapter>,
+}
+
+/// The indices of the bits set in `mask`, lowest first.
+#[inline]
+fn bits(mut mask: u8) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
 }
 
 impl Node {
@@ -449,6 +468,7 @@ impl<P: NetPacket> Bss<P> {
                     rx: Rx::Idle,
                 },
                 counting: 0,
+                queued: 0,
                 access: None,
                 exchange: None,
                 stats: NodeStats::default(),
@@ -471,12 +491,19 @@ impl<P: NetPacket> Bss<P> {
         let mut links: Vec<TxLink<P>> =
             cfg.stations.iter().enumerate().map(|(i, s)| link(0, i + 1, s)).collect();
         links.extend(cfg.stations.iter().enumerate().map(|(i, s)| link(i + 1, 0, s)));
-        let hears = match &cfg.hearing {
+        let hears: Vec<bool> = match &cfg.hearing {
             Some(h) => h.iter().flatten().copied().collect(),
             None => vec![true; (n + 1) * (n + 1)],
         };
         let error_rng = SimRng::seed_from_u64(rng.random());
         let heard_by_all = (0..=n).map(|tx| (0..=n).all(|rx| rx == tx || hears[rx * (n + 1) + tx])).collect();
+        let words = (n + 1).div_ceil(64);
+        let mut hearers = vec![0u64; (n + 1) * words];
+        for tx in 0..=n {
+            for rx in (0..=n).filter(|&rx| rx != tx && hears[rx * (n + 1) + tx]) {
+                hearers[tx * words + rx / 64] |= 1 << (rx % 64);
+            }
+        }
         let sets = [cfg.edca_ap, cfg.edca_sta];
         let aifsn = sets.iter().flat_map(|set| AccessCategory::ALL.map(|ac| set.get(ac).aifsn));
         let min_aifs = t.slot * i64::from(aifsn.chain([cfg.dcf.aifsn]).min().expect("parameters"));
@@ -484,7 +511,8 @@ impl<P: NetPacket> Bss<P> {
             t,
             nodes,
             links,
-            hears,
+            hearers,
+            words,
             ongoing: Vec::new(),
             timers: Vec::new(),
             next_access: None,
@@ -692,8 +720,11 @@ impl<P: NetPacket> Bss<P> {
         let n = &mut self.nodes[node];
         n.ac[a].queued -= 1;
         n.queued_bytes -= bytes - overhead;
-        if n.ac.iter().all(|e| e.queued == 0) {
-            self.backlogged[node / 64] &= !(1 << (node % 64));
+        if n.ac[a].queued == 0 {
+            n.queued &= !(1 << a);
+            if n.queued == 0 {
+                self.backlogged[node / 64] &= !(1 << (node % 64));
+            }
         }
         if node == 0 {
             self.ap_queued[a] -= 1;
@@ -748,6 +779,7 @@ impl<P: NetPacket> Bss<P> {
         n.queued_bytes += size;
         n.ac[a].queued += 1;
         if n.ac[a].queued == 1 {
+            n.queued |= 1 << a;
             self.backlogged[node / 64] |= 1 << (node % 64);
             self.request_access(now, node, ac);
         }
@@ -797,7 +829,9 @@ impl<P: NetPacket> Bss<P> {
         if ags + t.slot > now {
             return;
         }
-        for (a, e) in n.ac.iter_mut().enumerate() {
+        // The other categories have no slots: their count-down changes nothing.
+        for a in bits(n.counting) {
+            let e = &mut n.ac[a];
             e.backoff.count_down(now, ags, e.params.aifsn, t.slot, qos);
             if e.backoff.slots == 0 {
                 n.counting &= !(1 << a);
@@ -833,7 +867,7 @@ impl<P: NetPacket> Bss<P> {
             return None;
         }
         let ags = n.sense.access_grant_start(&self.t);
-        n.ac.iter().filter(|e| e.queued > 0).map(|e| e.backoff.end(ags, e.params.aifsn, self.t.slot)).min()
+        bits(n.queued).map(|a| n.ac[a].backoff.end(ags, n.ac[a].params.aifsn, self.t.slot)).min()
     }
 
     // ---- events ----
@@ -956,8 +990,9 @@ impl<P: NetPacket> Bss<P> {
             }
             let ags = n.sense.access_grant_start(&self.t);
             let mut due = [false; 4];
-            for (d, e) in due.iter_mut().zip(&n.ac) {
-                *d = e.queued > 0 && e.backoff.end(ags, e.params.aifsn, slot) <= now;
+            for a in bits(n.queued) {
+                let e = &n.ac[a];
+                due[a] = e.backoff.end(ags, e.params.aifsn, slot) <= now;
             }
             if let Some(top) = (0..4).rev().find(|&a| due[a]) {
                 due[top] = false;
@@ -1120,7 +1155,6 @@ impl<P: NetPacket> Bss<P> {
         let id = self.next_ppdu;
         self.next_ppdu += 1;
         let end = now + duration;
-        let nodes = self.nodes.len();
         if self.heard_by_all[from] {
             // Every node is busy until `end` at least.
             self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
@@ -1136,30 +1170,33 @@ impl<P: NetPacket> Bss<P> {
         }
         s.stats.ppdus += 1;
         s.stats.airtime += duration;
-        for n in 0..nodes {
-            if n == from || !self.hears[n * nodes + from] {
-                continue;
+        let eifs_after_collision = self.cfg.eifs_after_collision;
+        for w in 0..self.words {
+            let mut hearers = self.hearers[from * self.words + w];
+            while hearers != 0 {
+                let n = w * 64 + hearers.trailing_zeros() as usize;
+                hearers &= hearers - 1;
+                self.count_down(n, now);
+                let sense = &mut self.nodes[n].sense;
+                sense.busy_end = sense.busy_end.max(end);
+                sense.heard += 1;
+                if sense.tx_end > now {
+                    sense.rx = Rx::Garbled { eifs: None };
+                    continue;
+                }
+                match &mut sense.rx {
+                    Rx::Idle => {
+                        sense.rx_error = None;
+                        sense.rx = Rx::Locked { ppdu: id, start: now, interfered: None, eifs };
+                    }
+                    // Two frames starting together: no PHY header is decoded.
+                    Rx::Locked { start, interfered: None, eifs, .. } if *start == now => {
+                        sense.rx = Rx::Garbled { eifs: eifs_after_collision.then_some(*eifs) };
+                    }
+                    Rx::Locked { interfered: interfered @ None, .. } => *interfered = Some(now),
+                    _ => {}
+                }
             }
-            self.count_down(n, now);
-            let eifs_after_collision = self.cfg.eifs_after_collision;
-            let sense = &mut self.nodes[n].sense;
-            sense.busy_end = sense.busy_end.max(end);
-            sense.heard += 1;
-            sense.rx = match sense.rx {
-                _ if sense.tx_end > now => Rx::Garbled { eifs: None },
-                Rx::Idle => {
-                    sense.rx_error = None;
-                    Rx::Locked { ppdu: id, start: now, interfered: None, eifs }
-                }
-                // Two frames starting together: no PHY header is decoded.
-                Rx::Locked { start, interfered: None, eifs, .. } if start == now => {
-                    Rx::Garbled { eifs: eifs_after_collision.then_some(eifs) }
-                }
-                Rx::Locked { ppdu, start, interfered: None, eifs } => {
-                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
-                }
-                other => other,
-            };
         }
         self.ongoing.push(Ppdu { id, from, to, start: now, kind, eifs });
         self.schedule(end, TimerKind::PpduEnd(id));
@@ -1171,47 +1208,43 @@ impl<P: NetPacket> Bss<P> {
     fn end_ppdu(&mut self, now: Instant, id: u64) {
         let at = self.ongoing.iter().position(|p| p.id == id).expect("a PPDU on air");
         let ppdu = self.ongoing.swap_remove(at);
-        let nodes = self.nodes.len();
         let mut addressee_ok = false;
-        for n in 0..nodes {
-            if n == ppdu.from || !self.hears[n * nodes + ppdu.from] {
-                continue;
-            }
-            self.nodes[n].sense.heard -= 1;
-            match self.nodes[n].sense.rx {
-                Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
-                    let ok = if n == ppdu.to {
-                        addressee_ok = match ppdu.kind {
-                            PpduKind::Data { .. } => self.receive_data(now, &ppdu, interfered),
-                            PpduKind::Response => interfered.is_none(),
-                        };
-                        addressee_ok
-                    } else {
-                        // A bystander sets its NAV from the Duration field of a data frame it
-                        // decoded (it covers SIFS and the response).
-                        if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
-                            let nav = &mut self.nodes[n].sense.nav_end;
-                            *nav = (*nav).max(now + self.t.sifs + response);
+        for w in 0..self.words {
+            let mut hearers = self.hearers[ppdu.from * self.words + w];
+            while hearers != 0 {
+                let n = w * 64 + hearers.trailing_zeros() as usize;
+                hearers &= hearers - 1;
+                let sense = &mut self.nodes[n].sense;
+                sense.heard -= 1;
+                // What the reception ends with: an error (EIFS − DIFS after it) or not.
+                let error = match sense.rx {
+                    Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
+                        if n == ppdu.to {
+                            addressee_ok = match ppdu.kind {
+                                PpduKind::Data { .. } => self.receive_data(now, &ppdu, interfered),
+                                PpduKind::Response => interfered.is_none(),
+                            };
+                            (!addressee_ok).then_some(ppdu.eifs)
+                        } else {
+                            // A bystander sets its NAV from the Duration field of a data frame it
+                            // decoded (it covers SIFS and the response).
+                            if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
+                                sense.nav_end = sense.nav_end.max(now + self.t.sifs + response);
+                            }
+                            interfered.map(|_| ppdu.eifs)
                         }
-                        interfered.is_none()
-                    };
-                    let error = (!ok).then_some(ppdu.eifs);
-                    let sense = &mut self.nodes[n].sense;
-                    if sense.heard > 0 {
-                        sense.rx = Rx::Garbled { eifs: error };
-                    } else {
-                        sense.rx = Rx::Idle;
-                        sense.rx_end = now;
-                        sense.rx_error = error;
                     }
-                }
-                Rx::Garbled { eifs } if self.nodes[n].sense.heard == 0 => {
-                    let sense = &mut self.nodes[n].sense;
+                    Rx::Garbled { eifs } if sense.heard == 0 => eifs,
+                    _ => continue,
+                };
+                let sense = &mut self.nodes[n].sense;
+                if sense.heard > 0 {
+                    sense.rx = Rx::Garbled { eifs: error };
+                } else {
                     sense.rx = Rx::Idle;
                     sense.rx_end = now;
-                    sense.rx_error = eifs;
+                    sense.rx_error = error;
                 }
-                _ => {}
             }
         }
         match ppdu.kind {
