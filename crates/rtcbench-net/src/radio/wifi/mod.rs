@@ -138,7 +138,7 @@ struct Edcaf {
 }
 
 /// What a node senses of the medium.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Sense {
     /// End of the latest PPDU the node sent or heard (its CCA busy period).
     busy_end: Instant,
@@ -167,6 +167,111 @@ impl Sense {
 
     fn busy(&self, now: Instant) -> bool {
         self.busy_end > now || self.nav_end > now
+    }
+
+    /// A PPDU the node hears (`id`, until `end`; EIFS − DIFS `eifs` if lost) starts at `now`.
+    #[inline]
+    fn ppdu_starts(
+        &mut self,
+        id: u64,
+        now: Instant,
+        end: Instant,
+        eifs: Duration,
+        eifs_after_collision: bool,
+    ) {
+        self.busy_end = self.busy_end.max(end);
+        self.heard += 1;
+        if self.tx_end > now {
+            self.rx = Rx::Garbled { eifs: None };
+            return;
+        }
+        match &mut self.rx {
+            Rx::Idle => {
+                self.rx_error = None;
+                self.rx = Rx::Locked { ppdu: id, start: now, interfered: None, eifs };
+            }
+            // Two frames starting together: no PHY header is decoded.
+            Rx::Locked { start, interfered: None, eifs, .. } if *start == now => {
+                self.rx = Rx::Garbled { eifs: eifs_after_collision.then_some(*eifs) };
+            }
+            Rx::Locked { interfered: interfered @ None, .. } => *interfered = Some(now),
+            _ => {}
+        }
+    }
+
+    /// A PPDU the node heard, addressed to another node, ends at `now`.
+    #[inline]
+    fn bystander_end(&mut self, ppdu: &Ppdu, now: Instant, sifs: Duration) {
+        self.heard -= 1;
+        let error = match self.rx {
+            Rx::Locked { ppdu: locked, interfered, .. } if locked == ppdu.id => {
+                // A bystander sets its NAV from the Duration field of a data frame it decoded
+                // (it covers SIFS and the response).
+                if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
+                    self.nav_end = self.nav_end.max(now + sifs + response);
+                }
+                interfered.map(|_| ppdu.eifs)
+            }
+            Rx::Garbled { eifs } if self.heard == 0 => eifs,
+            _ => return,
+        };
+        self.reception_ends(now, error);
+    }
+
+    /// A reception ends at `now` with an error (EIFS − DIFS) or not: the node is idle again
+    /// unless it still hears something.
+    #[inline]
+    fn reception_ends(&mut self, now: Instant, error: Option<Duration>) {
+        if self.heard > 0 {
+            self.rx = Rx::Garbled { eifs: error };
+        } else {
+            self.rx = Rx::Idle;
+            self.rx_end = now;
+            self.rx_error = error;
+        }
+    }
+
+    /// An interferer's burst the node senses starts at `now`, until `end`.
+    fn burst_starts(&mut self, now: Instant, end: Instant) {
+        self.busy_end = self.busy_end.max(end);
+        self.heard += 1;
+        self.rx = match self.rx {
+            Rx::Idle => Rx::Garbled { eifs: None },
+            Rx::Locked { ppdu, start, interfered: None, eifs } => {
+                Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+            }
+            other => other,
+        };
+    }
+
+    /// The burst ends at `now`.
+    fn burst_ends(&mut self, now: Instant) {
+        self.heard -= 1;
+        if let (Rx::Garbled { eifs }, 0) = (self.rx, self.heard) {
+            self.rx = Rx::Idle;
+            self.rx_end = now;
+            self.rx_error = eifs;
+        }
+    }
+
+    /// Whether a node that senses this behaves from now on exactly as one that senses `other`,
+    /// given the same events (its own transmissions aside): the same busy end, PPDUs heard and
+    /// receiver state, and NAV, ACK timeout and reception end (+ EIFS − DIFS) each either equal
+    /// or, in both, no later than the busy end. Those three count only through their maximum
+    /// with the busy end (in `busy` the NAV matters only if later), and the busy end only
+    /// grows, while the NAV and the ACK timeout only grow and the reception term only shrinks
+    /// (a new reception clears its EIFS) or is set anew, to the same value in both: a term the
+    /// busy end covers in both stays covered, or becomes equal.
+    fn same_as(&self, other: &Self) -> bool {
+        let b = self.busy_end;
+        let term = |x: Instant, y: Instant| x == y || (x <= b && y <= b);
+        let rx = |s: &Self| s.rx_end + s.rx_error.unwrap_or(Duration::ZERO);
+        b == other.busy_end
+            && self.heard == other.heard
+            && self.rx == other.rx
+            && term(self.nav_end, other.nav_end)
+            && term(self.timeout_end, other.timeout_end)
+            && term(rx(self), rx(other))
     }
 }
 
@@ -376,6 +481,17 @@ pub struct Bss<P> {
     min_aifs: Duration,
     /// Per node: every other node hears it.
     heard_by_all: Vec<bool>,
+    /// What a node that never transmits senses of the PPDUs and bursts every node hears: the
+    /// record of every node in step with it, updated once for all of them.
+    shared: Sense,
+    /// Bit n (of word n / 64): node n is not in step with `shared` and keeps its own record
+    /// (`Node::sense`). A node in step senses what `shared` says (its own record is stale but
+    /// for `tx_end`): it heard everything every node heard since it was last in step.
+    unsynced: Vec<u64>,
+    /// Bit n: node n has backoff slots left to count down (`Node::counting` is not zero).
+    counting: Vec<u64>,
+    /// Bit n: node n holds a frame exchange (or TXOP): it does not contend.
+    exchanging: Vec<u64>,
     /// Bit n (of word n / 64): node n has an MPDU queued in some category. Only these nodes
     /// contend, so finding the next backoff end skips the others.
     backlogged: Vec<u64>,
@@ -429,11 +545,14 @@ fn bits(mut mask: u8) -> impl Iterator<Item = usize> {
     })
 }
 
-impl Node {
-    /// Draws a new backoff for category `a` (`Backoff::draw`).
-    fn draw(&mut self, a: usize, now: Instant, rng: &mut SimRng) {
-        self.ac[a].backoff.draw(now, rng);
-        self.counting = (self.counting & !(1 << a)) | (u8::from(self.ac[a].backoff.slots > 0) << a);
+/// Sets or clears bit `i` of a bitset of words.
+#[inline]
+fn set_bit(words: &mut [u64], i: usize, on: bool) {
+    let (w, bit) = (i / 64, 1 << (i % 64));
+    if on {
+        words[w] |= bit;
+    } else {
+        words[w] &= !bit;
     }
 }
 
@@ -449,6 +568,16 @@ impl<P: NetPacket> Bss<P> {
             sifs: band.sifs(),
             response_timeout: band.sifs() + band.slot() + PhyMode::NonHt { mbps: 6 }.preamble(),
         };
+        let nodes_sense = Sense {
+            busy_end: Instant::ZERO,
+            nav_end: Instant::ZERO,
+            timeout_end: Instant::ZERO,
+            rx_end: Instant::ZERO,
+            rx_error: None,
+            tx_end: Instant::ZERO,
+            heard: 0,
+            rx: Rx::Idle,
+        };
         let node = |set: &EdcaParameterSet| {
             let params = |ac| if cfg.qos { set.get(ac) } else { cfg.dcf };
             let edcaf = |ac| {
@@ -457,16 +586,7 @@ impl<P: NetPacket> Bss<P> {
             };
             Node {
                 ac: AccessCategory::ALL.map(edcaf),
-                sense: Sense {
-                    busy_end: Instant::ZERO,
-                    nav_end: Instant::ZERO,
-                    timeout_end: Instant::ZERO,
-                    rx_end: Instant::ZERO,
-                    rx_error: None,
-                    tx_end: Instant::ZERO,
-                    heard: 0,
-                    rx: Rx::Idle,
-                },
+                sense: nodes_sense,
                 counting: 0,
                 queued: 0,
                 access: None,
@@ -520,6 +640,10 @@ impl<P: NetPacket> Bss<P> {
             access_floor: Instant::ZERO,
             min_aifs,
             heard_by_all,
+            shared: nodes_sense,
+            unsynced: vec![0; (n + 1).div_ceil(64)],
+            counting: vec![0; (n + 1).div_ceil(64)],
+            exchanging: vec![0; (n + 1).div_ceil(64)],
             backlogged: vec![0; (n + 1).div_ceil(64)],
             backoff_rng: rng,
             error_rng,
@@ -796,19 +920,63 @@ impl<P: NetPacket> Bss<P> {
         }
         self.count_down(node, now);
         let (t, qos) = (self.t, self.cfg.qos);
-        let n = &mut self.nodes[node];
-        let ags = n.sense.access_grant_start(&t);
-        let busy = n.sense.busy(now);
-        let e = &mut n.ac[ac.index()];
+        let sense = self.sense(node);
+        let (ags, busy) = (sense.access_grant_start(&t), sense.busy(now));
+        let e = &mut self.nodes[node].ac[ac.index()];
         if e.backoff.slots > 0 {
             return;
         }
         if busy {
-            n.draw(ac.index(), now, &mut self.backoff_rng);
+            self.draw(node, ac.index(), now);
         } else if qos {
             e.backoff.align_to_slot(now, ags, e.params.aifsn, t.slot);
         } else {
             e.backoff.start = now + t.sifs + t.slot * i64::from(e.params.aifsn);
+        }
+    }
+
+    /// Draws a new backoff for `node`'s category `a` (`Backoff::draw`).
+    fn draw(&mut self, node: usize, a: usize, now: Instant) {
+        let n = &mut self.nodes[node];
+        n.ac[a].backoff.draw(now, &mut self.backoff_rng);
+        n.counting = (n.counting & !(1 << a)) | (u8::from(n.ac[a].backoff.slots > 0) << a);
+        set_bit(&mut self.counting, node, n.counting != 0);
+    }
+
+    #[inline]
+    fn synced(&self, node: usize) -> bool {
+        self.unsynced[node / 64] & (1 << (node % 64)) == 0
+    }
+
+    /// What `node` senses.
+    #[inline]
+    fn sense(&self, node: usize) -> &Sense {
+        if self.synced(node) {
+            &self.shared
+        } else {
+            &self.nodes[node].sense
+        }
+    }
+
+    /// Gives `node` its own record of the medium again, before something changes it that does
+    /// not change the shared one.
+    #[inline]
+    fn unsync(&mut self, node: usize) {
+        if self.synced(node) {
+            let n = &mut self.nodes[node];
+            n.sense = Sense { tx_end: n.sense.tx_end, ..self.shared };
+            set_bit(&mut self.unsynced, node, true);
+        }
+    }
+
+    /// `node` is in step with the shared record again if it senses the same and its own last
+    /// PPDU ended before `now` (the shared record hears that PPDU, the node does not: its end
+    /// must be behind both).
+    #[inline]
+    fn resync(&mut self, node: usize, now: Instant) {
+        let n = &self.nodes[node];
+        if n.sense.tx_end < now && n.sense.same_as(&self.shared) {
+            set_bit(&mut self.unsynced, node, false);
         }
     }
 
@@ -822,13 +990,18 @@ impl<P: NetPacket> Bss<P> {
     }
 
     fn count_down_slots(&mut self, node: usize, now: Instant) {
+        let ags = self.sense(node).access_grant_start(&self.t);
+        // No countdown starts before AIFS, at least a slot after the access grant start.
+        if ags + self.t.slot <= now {
+            self.count_down_from(node, now, ags);
+        }
+    }
+
+    /// Counts down `node`'s slots up to `now` from the access grant start `ags` (of what it
+    /// senses), at least a slot before `now`.
+    fn count_down_from(&mut self, node: usize, now: Instant, ags: Instant) {
         let (t, qos) = (self.t, self.cfg.qos);
         let n = &mut self.nodes[node];
-        let ags = n.sense.access_grant_start(&t);
-        // No countdown starts before AIFS, at least a slot after the access grant start.
-        if ags + t.slot > now {
-            return;
-        }
         // The other categories have no slots: their count-down changes nothing.
         for a in bits(n.counting) {
             let e = &mut n.ac[a];
@@ -837,18 +1010,26 @@ impl<P: NetPacket> Bss<P> {
                 n.counting &= !(1 << a);
             }
         }
+        if n.counting == 0 {
+            set_bit(&mut self.counting, node, false);
+        }
     }
 
     /// The earliest backoff end of a category with something to send, at a node not already in
     /// an exchange.
     fn update_next_access(&mut self) {
         let mut next: Option<Instant> = None;
-        for (w, &bits) in self.backlogged.iter().enumerate() {
-            let mut bits = bits;
+        // The access grant start of every node in step with the shared record.
+        let shared_ags = self.shared.access_grant_start(&self.t);
+        for w in 0..self.backlogged.len() {
+            // Something queued and not in an exchange: it contends.
+            let mut bits = self.backlogged[w] & !self.exchanging[w];
             while bits != 0 {
                 let n = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let access = self.node_access(n);
+                let ags =
+                    if self.synced(n) { shared_ags } else { self.nodes[n].sense.access_grant_start(&self.t) };
+                let access = self.backoff_end(n, ags);
                 self.nodes[n].access = access;
                 if let Some(end) = access {
                     next = Some(next.map_or(end, |x| x.min(end)));
@@ -862,11 +1043,17 @@ impl<P: NetPacket> Bss<P> {
     /// The earliest backoff end at one node.
     #[inline]
     fn node_access(&self, node: usize) -> Option<Instant> {
-        let n = &self.nodes[node];
-        if n.exchange.is_some() {
+        if self.nodes[node].exchange.is_some() {
             return None;
         }
-        let ags = n.sense.access_grant_start(&self.t);
+        self.backoff_end(node, self.sense(node).access_grant_start(&self.t))
+    }
+
+    /// The earliest backoff end of `node`'s categories with something queued, given its access
+    /// grant start.
+    #[inline]
+    fn backoff_end(&self, node: usize, ags: Instant) -> Option<Instant> {
+        let n = &self.nodes[node];
         bits(n.queued).map(|a| n.ac[a].backoff.end(ags, n.ac[a].params.aifsn, self.t.slot)).min()
     }
 
@@ -926,21 +1113,24 @@ impl<P: NetPacket> Bss<P> {
         if i.heard_by.iter().all(|&h| h) {
             self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
         }
+        // Sensed by every node: as for a PPDU every node hears (`start_ppdu`).
+        let all = self.cfg.interferers[interferer].heard_by.iter().all(|&h| h);
         for n in 0..self.nodes.len() {
             if !self.cfg.interferers[interferer].heard_by[n] {
                 continue;
             }
-            self.count_down(n, now);
-            let sense = &mut self.nodes[n].sense;
-            sense.busy_end = sense.busy_end.max(end);
-            sense.heard += 1;
-            sense.rx = match sense.rx {
-                Rx::Idle => Rx::Garbled { eifs: None },
-                Rx::Locked { ppdu, start, interfered: None, eifs } => {
-                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+            if self.synced(n) {
+                if all {
+                    self.count_down(n, now);
+                    continue;
                 }
-                other => other,
-            };
+                self.unsync(n);
+            }
+            self.count_down(n, now);
+            self.nodes[n].sense.burst_starts(now, end);
+        }
+        if all {
+            self.shared.burst_starts(now, end);
         }
         self.schedule(end, TimerKind::BurstEnd { interferer });
         if let Some(next) = next {
@@ -951,16 +1141,23 @@ impl<P: NetPacket> Bss<P> {
     /// The burst ends: a node that heard nothing else is idle again, deferring by EIFS if a
     /// reception it had locked onto was lost to the burst.
     fn end_burst(&mut self, now: Instant, interferer: usize) {
+        let all = self.cfg.interferers[interferer].heard_by.iter().all(|&h| h);
+        if all {
+            self.shared.burst_ends(now);
+        }
         for n in 0..self.nodes.len() {
             if !self.cfg.interferers[interferer].heard_by[n] {
                 continue;
             }
-            let sense = &mut self.nodes[n].sense;
-            sense.heard -= 1;
-            if let (Rx::Garbled { eifs }, 0) = (sense.rx, sense.heard) {
-                sense.rx = Rx::Idle;
-                sense.rx_end = now;
-                sense.rx_error = eifs;
+            if self.synced(n) {
+                if all {
+                    continue;
+                }
+                self.unsync(n);
+            }
+            self.nodes[n].sense.burst_ends(now);
+            if all {
+                self.resync(n, now);
             }
         }
     }
@@ -971,9 +1168,9 @@ impl<P: NetPacket> Bss<P> {
     fn access(&mut self, now: Instant) {
         let slot = self.t.slot;
         let mut starters = std::mem::take(&mut self.starters);
-        // Only a node with something queued can start.
+        // Only a node that contends can start.
         let backlogged = (0..self.backlogged.len()).flat_map(|w| {
-            let mut bits = self.backlogged[w];
+            let mut bits = self.backlogged[w] & !self.exchanging[w];
             std::iter::from_fn(move || {
                 (bits != 0).then(|| {
                     let n = w * 64 + bits.trailing_zeros() as usize;
@@ -988,7 +1185,7 @@ impl<P: NetPacket> Bss<P> {
             if n.access.is_none_or(|a| a > now) {
                 continue;
             }
-            let ags = n.sense.access_grant_start(&self.t);
+            let ags = self.sense(i).access_grant_start(&self.t);
             let mut due = [false; 4];
             for a in bits(n.queued) {
                 let e = &n.ac[a];
@@ -1052,6 +1249,7 @@ impl<P: NetPacket> Bss<P> {
         }
         let (to, timing) = (l.to, l.timing);
         let response = if count > 1 { timing.block_ack } else { timing.ack };
+        set_bit(&mut self.exchanging, node, true);
         self.nodes[node].exchange =
             Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, timing, txop_start });
         let duration = timing.airtime.ppdu(psdu.as_bytes());
@@ -1160,6 +1358,7 @@ impl<P: NetPacket> Bss<P> {
             self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
         }
         // The sender: its other categories freeze; it cannot receive while it sends.
+        self.unsync(from);
         self.count_down(from, now);
         let s = &mut self.nodes[from];
         s.sense.busy_end = s.sense.busy_end.max(end);
@@ -1171,32 +1370,38 @@ impl<P: NetPacket> Bss<P> {
         s.stats.ppdus += 1;
         s.stats.airtime += duration;
         let eifs_after_collision = self.cfg.eifs_after_collision;
+        // Heard by every node: the nodes in step with the shared record change with it (after
+        // the loop: they count down against it as it was).
+        let all = self.heard_by_all[from];
         for w in 0..self.words {
-            let mut hearers = self.hearers[from * self.words + w];
-            while hearers != 0 {
-                let n = w * 64 + hearers.trailing_zeros() as usize;
-                hearers &= hearers - 1;
-                self.count_down(n, now);
-                let sense = &mut self.nodes[n].sense;
-                sense.busy_end = sense.busy_end.max(end);
-                sense.heard += 1;
-                if sense.tx_end > now {
-                    sense.rx = Rx::Garbled { eifs: None };
-                    continue;
-                }
-                match &mut sense.rx {
-                    Rx::Idle => {
-                        sense.rx_error = None;
-                        sense.rx = Rx::Locked { ppdu: id, start: now, interfered: None, eifs };
-                    }
-                    // Two frames starting together: no PHY header is decoded.
-                    Rx::Locked { start, interfered: None, eifs, .. } if *start == now => {
-                        sense.rx = Rx::Garbled { eifs: eifs_after_collision.then_some(*eifs) };
-                    }
-                    Rx::Locked { interfered: interfered @ None, .. } => *interfered = Some(now),
-                    _ => {}
-                }
+            let hearers = self.hearers[from * self.words + w];
+            // Those in step with the shared record that have slots left count them down against
+            // it (the others have nothing to do); the rest update their own record.
+            let (mut in_step, mut own) = if all {
+                (hearers & !self.unsynced[w] & self.counting[w], hearers & self.unsynced[w])
+            } else {
+                (0, hearers)
+            };
+            // They share the access grant start, and with it whether any slot has elapsed.
+            let ags = self.shared.access_grant_start(&self.t);
+            if ags + self.t.slot > now {
+                in_step = 0;
             }
+            while in_step != 0 {
+                let n = w * 64 + in_step.trailing_zeros() as usize;
+                in_step &= in_step - 1;
+                self.count_down_from(n, now, ags);
+            }
+            while own != 0 {
+                let n = w * 64 + own.trailing_zeros() as usize;
+                own &= own - 1;
+                self.unsync(n);
+                self.count_down(n, now);
+                self.nodes[n].sense.ppdu_starts(id, now, end, eifs, eifs_after_collision);
+            }
+        }
+        if all {
+            self.shared.ppdu_starts(id, now, end, eifs, eifs_after_collision);
         }
         self.ongoing.push(Ppdu { id, from, to, start: now, kind, eifs });
         self.schedule(end, TimerKind::PpduEnd(id));
@@ -1209,41 +1414,43 @@ impl<P: NetPacket> Bss<P> {
         let at = self.ongoing.iter().position(|p| p.id == id).expect("a PPDU on air");
         let ppdu = self.ongoing.swap_remove(at);
         let mut addressee_ok = false;
+        // Heard by every node: the shared record ends the reception as a bystander does, once
+        // for the nodes in step with it (the addressee takes its own record first).
+        let all = self.heard_by_all[ppdu.from];
+        if all {
+            self.unsync(ppdu.to);
+            self.shared.bystander_end(&ppdu, now, self.t.sifs);
+        }
         for w in 0..self.words {
+            // Only the nodes with their own record, if the shared one heard it.
             let mut hearers = self.hearers[ppdu.from * self.words + w];
+            if all {
+                hearers &= self.unsynced[w];
+            }
             while hearers != 0 {
                 let n = w * 64 + hearers.trailing_zeros() as usize;
                 hearers &= hearers - 1;
-                let sense = &mut self.nodes[n].sense;
-                sense.heard -= 1;
-                // What the reception ends with: an error (EIFS − DIFS after it) or not.
-                let error = match sense.rx {
-                    Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
-                        if n == ppdu.to {
+                self.unsync(n);
+                if n != ppdu.to {
+                    self.nodes[n].sense.bystander_end(&ppdu, now, self.t.sifs);
+                } else {
+                    let sense = &mut self.nodes[n].sense;
+                    sense.heard -= 1;
+                    let error = match sense.rx {
+                        Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
                             addressee_ok = match ppdu.kind {
                                 PpduKind::Data { .. } => self.receive_data(now, &ppdu, interfered),
                                 PpduKind::Response => interfered.is_none(),
                             };
                             (!addressee_ok).then_some(ppdu.eifs)
-                        } else {
-                            // A bystander sets its NAV from the Duration field of a data frame it
-                            // decoded (it covers SIFS and the response).
-                            if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
-                                sense.nav_end = sense.nav_end.max(now + self.t.sifs + response);
-                            }
-                            interfered.map(|_| ppdu.eifs)
                         }
-                    }
-                    Rx::Garbled { eifs } if sense.heard == 0 => eifs,
-                    _ => continue,
-                };
-                let sense = &mut self.nodes[n].sense;
-                if sense.heard > 0 {
-                    sense.rx = Rx::Garbled { eifs: error };
-                } else {
-                    sense.rx = Rx::Idle;
-                    sense.rx_end = now;
-                    sense.rx_error = error;
+                        Rx::Garbled { eifs } if sense.heard == 0 => eifs,
+                        _ => continue,
+                    };
+                    self.nodes[n].sense.reception_ends(now, error);
+                }
+                if all {
+                    self.resync(n, now);
                 }
             }
         }
@@ -1437,11 +1644,13 @@ impl<P: NetPacket> Bss<P> {
     /// No response (ACK timeout), or a response that did not get through.
     fn exchange_failed(&mut self, now: Instant, node: usize) {
         let ex = self.nodes[node].exchange.take().expect("an exchange");
+        set_bit(&mut self.exchanging, node, false);
         // CW resets when an MPDU is given up, and before the first attempt an adaptation grants
         // beyond the retry limit (Chen et al. 2015 (seed 004) Algorithm 3, lines 10-11).
         let reset_cw = self.settle(now, node, ex);
         self.links[ex.link].rate.on_failure();
         self.refresh_timing(ex.link);
+        self.unsync(node);
         let n = &mut self.nodes[node];
         n.stats.exchanges_failed += 1;
         n.sense.timeout_end = n.sense.timeout_end.max(now);
@@ -1451,7 +1660,7 @@ impl<P: NetPacket> Bss<P> {
         } else {
             e.backoff.double(e.params.cw_max);
         }
-        n.draw(ex.ac.index(), now, &mut self.backoff_rng);
+        self.draw(node, ex.ac.index(), now);
     }
 
     /// After rate adaptation ran: the airtimes of the link's (new) mode.
@@ -1464,9 +1673,9 @@ impl<P: NetPacket> Bss<P> {
 
     /// The TXOP is over: a new backoff (post-backoff) whether or not anything is left to send.
     fn end_txop(&mut self, now: Instant, node: usize, ac: AccessCategory) {
-        let n = &mut self.nodes[node];
-        n.exchange = None;
-        n.draw(ac.index(), now, &mut self.backoff_rng);
+        self.nodes[node].exchange = None;
+        set_bit(&mut self.exchanging, node, false);
+        self.draw(node, ac.index(), now);
     }
 
     /// A lower category whose backoff ended with a higher one's: it counts as a failed
@@ -1500,6 +1709,6 @@ impl<P: NetPacket> Bss<P> {
         } else {
             e.backoff.double(e.params.cw_max);
         }
-        n.draw(a, now, &mut self.backoff_rng);
+        self.draw(node, a, now);
     }
 }
