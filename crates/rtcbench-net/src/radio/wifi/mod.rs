@@ -369,7 +369,7 @@ struct Exchange {
     acked: u64,
     /// Under a BlockAck agreement (aggregating category).
     aggregated: bool,
-    timing: LinkTiming,
+    /// (Its airtimes are the link's: a link's mode changes only when an exchange on it ends.)
     txop_start: Instant,
 }
 
@@ -507,7 +507,7 @@ pub struct Bss<P> {
     next_order: u64,
     /// Reused per backoff expiry: (node, category that transmits, categories that collided
     /// internally).
-    starters: Vec<(usize, AccessCategory, [bool; 4])>,
+    starters: Vec<(usize, AccessCategory, u8)>,
 }
 
 /// In this order (`repr(C)`) the fields every change of the medium reads of each node, its
@@ -1018,7 +1018,7 @@ impl<P: NetPacket> Bss<P> {
     /// The earliest backoff end of a category with something to send, at a node not already in
     /// an exchange.
     fn update_next_access(&mut self) {
-        let mut next: Option<Instant> = None;
+        let (mut next, mut any) = (Instant::FAR_FUTURE, false);
         // The access grant start of every node in step with the shared record.
         let shared_ags = self.shared.access_grant_start(&self.t);
         for w in 0..self.backlogged.len() {
@@ -1032,11 +1032,11 @@ impl<P: NetPacket> Bss<P> {
                 let access = self.backoff_end(n, ags);
                 self.nodes[n].access = access;
                 if let Some(end) = access {
-                    next = Some(next.map_or(end, |x| x.min(end)));
+                    (next, any) = (next.min(end), true);
                 }
             }
         }
-        self.next_access = next;
+        self.next_access = any.then_some(next);
         self.access_dirty = false;
     }
 
@@ -1186,20 +1186,21 @@ impl<P: NetPacket> Bss<P> {
                 continue;
             }
             let ags = self.sense(i).access_grant_start(&self.t);
-            let mut due = [false; 4];
+            // Bit a: category a's backoff ends by now.
+            let mut due = 0u8;
             for a in bits(n.queued) {
                 let e = &n.ac[a];
-                due[a] = e.backoff.end(ags, e.params.aifsn, slot) <= now;
+                due |= u8::from(e.backoff.end(ags, e.params.aifsn, slot) <= now) << a;
             }
-            if let Some(top) = (0..4).rev().find(|&a| due[a]) {
-                due[top] = false;
-                starters.push((i, AccessCategory::ALL[top], due));
+            if due != 0 {
+                let top = 7 - due.leading_zeros() as usize;
+                starters.push((i, AccessCategory::ALL[top], due & !(1 << top)));
             }
         }
         for &(node, ac, losers) in &starters {
             self.count_down(node, now);
-            for loser in AccessCategory::ALL.into_iter().filter(|l| losers[l.index()]) {
-                self.internal_collision(now, node, loser);
+            for loser in bits(losers) {
+                self.internal_collision(now, node, AccessCategory::ALL[loser]);
             }
             if !self.start_exchange(now, node, ac, now) {
                 // Everything it held expired: it counts down again from a slot boundary.
@@ -1251,7 +1252,7 @@ impl<P: NetPacket> Bss<P> {
         let response = if count > 1 { timing.block_ack } else { timing.ack };
         set_bit(&mut self.exchanging, node, true);
         self.nodes[node].exchange =
-            Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, timing, txop_start });
+            Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, txop_start });
         let duration = timing.airtime.ppdu(psdu.as_bytes());
         self.nodes[node].stats.data_airtime += duration;
         self.start_ppdu(now, node, to, duration, PpduKind::Data { response }, timing.data_eifs);
@@ -1458,7 +1459,8 @@ impl<P: NetPacket> Bss<P> {
             PpduKind::Data { response } => {
                 if addressee_ok {
                     let ex = self.nodes[ppdu.from].exchange.expect("an exchange");
-                    let eifs = if ex.mpdus > 1 { ex.timing.block_ack_eifs } else { ex.timing.ack_eifs };
+                    let timing = &self.links[ex.link].timing;
+                    let eifs = if ex.mpdus > 1 { timing.block_ack_eifs } else { timing.ack_eifs };
                     let respond =
                         TimerKind::Respond { from: ppdu.to, to: ppdu.from, duration: response, eifs };
                     self.schedule(now + self.t.sifs, respond);
@@ -1485,19 +1487,20 @@ impl<P: NetPacket> Bss<P> {
     fn receive_data(&mut self, now: Instant, ppdu: &Ppdu, interfered: Option<Instant>) -> bool {
         let ex = self.nodes[ppdu.from].exchange.expect("an exchange");
         let a = ex.ac.index();
-        let vht = matches!(ex.timing.mode, PhyMode::Vht { .. });
         let link = &self.links[ex.link];
+        let (mode, airtime) = (link.timing.mode, link.timing.airtime);
+        let vht = matches!(mode, PhyMode::Vht { .. });
         let mut acked = 0u64;
         let mut offset = 0u64;
         for (i, m) in link.queues[a].iter().take(ex.mpdus).enumerate() {
             let single = ex.mpdus == 1 && !vht;
             offset =
                 if single { m.bytes.as_bytes() } else { offset.next_multiple_of(4) + 4 + m.bytes.as_bytes() };
-            let clean = interfered.is_none_or(|t| ppdu.start + ex.timing.airtime.byte_offset(offset) <= t);
+            let clean = interfered.is_none_or(|t| ppdu.start + airtime.byte_offset(offset) <= t);
             if !clean {
                 break;
             }
-            let per = link.errors.per(&ex.timing.mode, m.bytes.as_bytes());
+            let per = link.errors.per(&mode, m.bytes.as_bytes());
             if per == 0.0 || self.error_rng.random::<f64>() >= per {
                 acked |= 1 << i;
             }
