@@ -205,6 +205,29 @@ def _browsers(info: dict[str, Any]) -> str:
     return f"Chromium {info.get('chromium') or '(version unknown)'}{joined}"
 
 
+def _wifi_table(nodes: list[dict[str, Any]]) -> Table:
+    """Every Wi-Fi node's MAC over the run (the summary's `wifi`, docs/metrics.md)."""
+    w = Table(title="wifi (per node, whole run)", title_justify="left")
+    adapting = any("extended_attempts" in n for n in nodes)
+    cols = ["node", "airtime %", "PHY Mbps", "MPDUs/PPDU", "retries", "MAC drops", "queue drops"]
+    for col in [*cols, *(["extended", "CL p95"] if adapting else [])]:
+        w.add_column(col, justify="left" if col == "node" else "right")
+    for n in nodes:
+        row = [
+            escape(n["link"]),
+            _fmt(n["airtime_share"], 100, 1),
+            _fmt(n["phy_rate_bps"], 1e-6, 1),
+            _fmt(n["ampdu_mpdus"], 1, 1),
+            _fmt(n["mac_retries"]),
+            _fmt(n["mac_drops"]),
+            _fmt(n["queue_drops"]),
+        ]
+        if adapting:
+            row += [_fmt(n.get("extended_attempts")), _fmt(n.get("congestion_level_p95"), 1, 3)]
+        w.add_row(*row)
+    return w
+
+
 def print_summary(results: list[RunResult]) -> None:
     """The terminal tables of a run: every media and competing flow over the time it runs, then the
     video flow per phase of its bottleneck, and Jain's indexes with the flows they cover."""
@@ -263,6 +286,8 @@ def print_summary(results: list[RunResult]) -> None:
             )
         if p.row_count:
             console.print(p)
+        if s.get("wifi"):
+            console.print(_wifi_table(s["wifi"]))
         for line in _fairness_lines(s):
             console.print(escape(line), highlight=False)
         where = f" → {r.path}" if r.path else ""

@@ -226,7 +226,7 @@ def wifi_table(run: Run, id_prefix: str) -> Table | None:
     )  # fmt: skip
     rows = []
     for n in nodes:
-        row = (
+        row: tuple[Cell, ...] = (
             _text(n.get("link")),
             _text(n.get("role")),
             _pct(n.get("airtime_share")),

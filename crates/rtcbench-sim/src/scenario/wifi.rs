@@ -12,8 +12,8 @@ use rtcbench_units::Duration;
 
 use super::limits::{MAX_DURATION, MAX_WIFI_QUEUE_PACKETS, MAX_WIFI_RETRY_LIMIT, MAX_WIFI_STATIONS};
 use super::{
-    within, ApEdca, ApQueueMode, PhySpec, PhyStandard, RateControlSpec, ScenarioError, ScenarioSpec,
-    StationSpec, WifiBand, WifiSpec,
+    within, ApEdca, ApQueueMode, PhySpec, PhyStandard, RadioSpec, RateControlSpec, ScenarioError,
+    ScenarioSpec, StationSpec, WifiBand, WifiSpec,
 };
 
 /// The PHY mode of stations that give none, in a BSS that gives none: HT MCS 7 at 20 MHz with the
@@ -39,13 +39,7 @@ impl WifiSpec {
             snr_db: st.snr_db.as_ref().map(|p| *p.get()),
             rate_control: st.rate_control.unwrap_or_default(),
         };
-        let Some(at) = st.position.as_ref().and_then(|p| self.positions.get(p.get())) else { return own };
-        Radio {
-            phy: at.phy.as_ref(),
-            per: at.per.as_ref().map(|p| *p.get()),
-            snr_db: at.snr_db.as_ref().map(|p| *p.get()),
-            rate_control: at.rate_control.unwrap_or_default(),
-        }
+        st.position.as_ref().and_then(|p| self.positions.get(p.get())).map_or(own, RadioSpec::radio)
     }
 
     /// The name the transmit queues of the BSS's node at `port` have in `meta.links` and the links
@@ -64,6 +58,18 @@ pub struct Radio<'a> {
     pub per: Option<f64>,
     pub snr_db: Option<f64>,
     pub rate_control: RateControlSpec,
+}
+
+impl RadioSpec {
+    /// The link a position describes.
+    pub fn radio(&self) -> Radio<'_> {
+        Radio {
+            phy: self.phy.as_ref(),
+            per: self.per.as_ref().map(|p| *p.get()),
+            snr_db: self.snr_db.as_ref().map(|p| *p.get()),
+            rate_control: self.rate_control.unwrap_or_default(),
+        }
+    }
 }
 
 /// The PHY mode a `phy` table describes (not yet validated).
@@ -258,13 +264,7 @@ pub(super) fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioErr
             validate_radio(w.radio(st), &sp, origin)?;
         }
         for (name, at) in &w.positions {
-            let r = Radio {
-                phy: at.phy.as_ref(),
-                per: at.per.as_ref().map(|p| *p.get()),
-                snr_db: at.snr_db.as_ref().map(|p| *p.get()),
-                rate_control: at.rate_control.unwrap_or_default(),
-            };
-            validate_radio(r, &format!("{p}.positions.{name}"), origin)?;
+            validate_radio(at.radio(), &format!("{p}.positions.{name}"), origin)?;
         }
         for (k, i) in w.interferers.iter().enumerate() {
             let ip = format!("{p}.interferers.{k}");
