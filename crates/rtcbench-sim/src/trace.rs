@@ -37,8 +37,8 @@ impl PacketEvent {
 /// Codes of `packets.kind`, in [`PacketKind`] order.
 pub const KIND_NAMES: [&str; 8] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr", "rtx", "fec"];
 /// Codes of `packets.reason` (0 = null).
-pub const REASON_NAMES: [&str; 7] =
-    ["", "queue_full", "random_loss", "aqm", "overflow", "retry_limit", "lifetime"];
+pub const REASON_NAMES: [&str; 8] =
+    ["", "queue_full", "random_loss", "aqm", "overflow", "retry_limit", "lifetime", "harq_failure"];
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
 pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
@@ -109,6 +109,8 @@ impl PacketTable {
             // A Wi-Fi MAC's drops (rtcbench-net's radio::wifi).
             Some((_, DropReason::RetryLimit)) => 5,
             Some((_, DropReason::Lifetime)) => 6,
+            // An LTE cell's (rtcbench-net's radio::lte).
+            Some((_, DropReason::HarqFailure)) => 7,
         });
         self.ecn.push(p.ecn.bits());
     }
