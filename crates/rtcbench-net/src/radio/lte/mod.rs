@@ -1,0 +1,4 @@
+//! One LTE FDD cell (in progress): the tables of its link adaptation.
+
+pub mod amc;
+pub mod tbs;
