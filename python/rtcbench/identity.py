@@ -41,7 +41,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 5
+MODEL_REVISION = 6
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -52,7 +52,9 @@ picture IDs, video sequence numbers given as packets leave the pacer (issue 14);
 each call's conference, topology, relay and role and lists the conferences (issue 15: summaries
 change, traces and time series of every earlier built-in run are bit-identical); 5: the links table
 gains a Wi-Fi node's MAC columns (issue 16: null for links; every other column, every time series
-and summary of every earlier built-in run is bit-identical)."""
+and summary of every earlier built-in run is bit-identical); 6: a BSS's wake-ups are ordered by
+when they were last scheduled (issue 16's speed work: seed 004's testbed changes, every other
+built-in run is bit-identical)."""
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is

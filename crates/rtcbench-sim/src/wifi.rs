@@ -25,7 +25,6 @@ pub fn bss_rng_path(bss: &str) -> String {
 /// The BSSes of a run and what the trace needs of them.
 pub(crate) struct WifiNet {
     pub bsses: Vec<Bss<Packet>>,
-    pub wake: Vec<Option<Instant>>,
     /// Per BSS, the link id of its AP's queues; port p's are `first_queue + p`.
     first_queue: Vec<LinkId>,
     /// Per BSS and port, the counters at the last sample (and the extended attempts of a
@@ -55,8 +54,7 @@ impl WifiNet {
         }
         let last = bsses.iter().map(|b| vec![NodeStats::default(); b.stations() + 1]).collect();
         let last_extended = bsses.iter().map(|b| vec![0; b.stations() + 1]).collect();
-        let wake = vec![None; bsses.len()];
-        Ok(Self { bsses, wake, first_queue, last, last_extended, last_sample: None })
+        Ok(Self { bsses, first_queue, last, last_extended, last_sample: None })
     }
 
     /// The link id of the queues of the node at `port` of BSS `bss`.

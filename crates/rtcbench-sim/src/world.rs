@@ -1003,8 +1003,14 @@ fn build_world(
         forwarder_plumbings.push(pending.plumbing);
         forwarder_senders.push(pending.sender);
     }
+    let mut sched = Scheduler::new();
+    // A BSS wakes at every backoff end, PPDU end and response: each gets a slot beside the heap
+    // (slot b for BSS b).
+    for _ in &wifi.bsses {
+        sched.add_slot();
+    }
     let w = World {
-        sched: Scheduler::new(),
+        sched,
         links,
         link_wake: vec![None; n_links],
         wifi,
@@ -1310,9 +1316,6 @@ impl World {
                     self.wake(Event::Link(l));
                 }
                 Event::Bss(b) => {
-                    if self.wifi.wake[b as usize] == Some(now) {
-                        self.wifi.wake[b as usize] = None;
-                    }
                     self.wifi.bsses[b as usize].on_timeout(now);
                     while let Some((port, pkt, reason)) = self.wifi.bsses[b as usize].poll_drop() {
                         self.dropped(now, self.wifi.queue_id(b, port), &pkt, reason);
@@ -1417,7 +1420,12 @@ impl World {
     fn wake(&mut self, ev: Event) {
         let (t, slot) = match ev {
             Event::Link(l) => (self.links[l as usize].poll_timeout(), &mut self.link_wake[l as usize]),
-            Event::Bss(b) => (self.wifi.bsses[b as usize].poll_timeout(), &mut self.wifi.wake[b as usize]),
+            Event::Bss(b) => {
+                if let Some(t) = self.wifi.bsses[b as usize].poll_timeout() {
+                    self.sched.schedule_in_slot(usize::from(b), t, ev);
+                }
+                return;
+            }
             Event::Sender(i) => {
                 (Some(self.senders[i as usize].poll_timeout()), &mut self.sender_wake[i as usize])
             }

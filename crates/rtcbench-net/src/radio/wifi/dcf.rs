@@ -181,18 +181,28 @@ impl Backoff {
         slot: Duration,
         edca: bool,
     ) {
-        let start = self.countdown_start(access_grant_start, aifsn, slot);
         // Nothing left to count (the start of an empty counter matters to no one: a new
         // backoff or an immediate access sets it again).
-        if start > now || self.slots == 0 {
+        if self.slots == 0 {
+            return;
+        }
+        let start = self.countdown_start(access_grant_start, aifsn, slot);
+        if start > now {
             return;
         }
         let (since, slot_us) = ((now - start).as_micros(), slot.as_micros());
         let n = if since >= slot_us * i64::from(self.slots) {
             self.slots
         } else {
-            // Under `slots` slots of 9 or 20 µs: fits a u32 division, cheaper than an i64 one.
-            ((since as u32) / (slot_us as u32) + u32::from(edca)).min(self.slots)
+            // Under `slots` slots of 9 or 20 µs: fits a u32 division, cheaper than an i64 one,
+            // and cheaper still by a constant (the only slot times there are).
+            let (since, slot_us) = (since as u32, slot_us as u32);
+            let slots = match slot_us {
+                9 => since / 9,
+                20 => since / 20,
+                _ => since / slot_us,
+            };
+            (slots + u32::from(edca)).min(self.slots)
         };
         self.slots -= n;
         self.start = start + slot * i64::from(n);

@@ -138,7 +138,7 @@ struct Edcaf {
 }
 
 /// What a node senses of the medium.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Sense {
     /// End of the latest PPDU the node sent or heard (its CCA busy period).
     busy_end: Instant,
@@ -167,6 +167,111 @@ impl Sense {
 
     fn busy(&self, now: Instant) -> bool {
         self.busy_end > now || self.nav_end > now
+    }
+
+    /// A PPDU the node hears (`id`, until `end`; EIFS − DIFS `eifs` if lost) starts at `now`.
+    #[inline]
+    fn ppdu_starts(
+        &mut self,
+        id: u64,
+        now: Instant,
+        end: Instant,
+        eifs: Duration,
+        eifs_after_collision: bool,
+    ) {
+        self.busy_end = self.busy_end.max(end);
+        self.heard += 1;
+        if self.tx_end > now {
+            self.rx = Rx::Garbled { eifs: None };
+            return;
+        }
+        match &mut self.rx {
+            Rx::Idle => {
+                self.rx_error = None;
+                self.rx = Rx::Locked { ppdu: id, start: now, interfered: None, eifs };
+            }
+            // Two frames starting together: no PHY header is decoded.
+            Rx::Locked { start, interfered: None, eifs, .. } if *start == now => {
+                self.rx = Rx::Garbled { eifs: eifs_after_collision.then_some(*eifs) };
+            }
+            Rx::Locked { interfered: interfered @ None, .. } => *interfered = Some(now),
+            _ => {}
+        }
+    }
+
+    /// A PPDU the node heard, addressed to another node, ends at `now`.
+    #[inline]
+    fn bystander_end(&mut self, ppdu: &Ppdu, now: Instant, sifs: Duration) {
+        self.heard -= 1;
+        let error = match self.rx {
+            Rx::Locked { ppdu: locked, interfered, .. } if locked == ppdu.id => {
+                // A bystander sets its NAV from the Duration field of a data frame it decoded
+                // (it covers SIFS and the response).
+                if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
+                    self.nav_end = self.nav_end.max(now + sifs + response);
+                }
+                interfered.map(|_| ppdu.eifs)
+            }
+            Rx::Garbled { eifs } if self.heard == 0 => eifs,
+            _ => return,
+        };
+        self.reception_ends(now, error);
+    }
+
+    /// A reception ends at `now` with an error (EIFS − DIFS) or not: the node is idle again
+    /// unless it still hears something.
+    #[inline]
+    fn reception_ends(&mut self, now: Instant, error: Option<Duration>) {
+        if self.heard > 0 {
+            self.rx = Rx::Garbled { eifs: error };
+        } else {
+            self.rx = Rx::Idle;
+            self.rx_end = now;
+            self.rx_error = error;
+        }
+    }
+
+    /// An interferer's burst the node senses starts at `now`, until `end`.
+    fn burst_starts(&mut self, now: Instant, end: Instant) {
+        self.busy_end = self.busy_end.max(end);
+        self.heard += 1;
+        self.rx = match self.rx {
+            Rx::Idle => Rx::Garbled { eifs: None },
+            Rx::Locked { ppdu, start, interfered: None, eifs } => {
+                Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+            }
+            other => other,
+        };
+    }
+
+    /// The burst ends at `now`.
+    fn burst_ends(&mut self, now: Instant) {
+        self.heard -= 1;
+        if let (Rx::Garbled { eifs }, 0) = (self.rx, self.heard) {
+            self.rx = Rx::Idle;
+            self.rx_end = now;
+            self.rx_error = eifs;
+        }
+    }
+
+    /// Whether a node that senses this behaves from now on exactly as one that senses `other`,
+    /// given the same events (its own transmissions aside): the same busy end, PPDUs heard and
+    /// receiver state, and NAV, ACK timeout and reception end (+ EIFS − DIFS) each either equal
+    /// or, in both, no later than the busy end. Those three count only through their maximum
+    /// with the busy end (in `busy` the NAV matters only if later), and the busy end only
+    /// grows, while the NAV and the ACK timeout only grow and the reception term only shrinks
+    /// (a new reception clears its EIFS) or is set anew, to the same value in both: a term the
+    /// busy end covers in both stays covered, or becomes equal.
+    fn same_as(&self, other: &Self) -> bool {
+        let b = self.busy_end;
+        let term = |x: Instant, y: Instant| x == y || (x <= b && y <= b);
+        let rx = |s: &Self| s.rx_end + s.rx_error.unwrap_or(Duration::ZERO);
+        b == other.busy_end
+            && self.heard == other.heard
+            && self.rx == other.rx
+            && term(self.nav_end, other.nav_end)
+            && term(self.timeout_end, other.timeout_end)
+            && term(rx(self), rx(other))
     }
 }
 
@@ -264,7 +369,7 @@ struct Exchange {
     acked: u64,
     /// Under a BlockAck agreement (aggregating category).
     aggregated: bool,
-    timing: LinkTiming,
+    /// (Its airtimes are the link's: a link's mode changes only when an exchange on it ends.)
     txop_start: Instant,
 }
 
@@ -340,6 +445,14 @@ struct Timer {
     kind: TimerKind,
 }
 
+impl Timer {
+    /// The order timers run in: by instant, then rank, then the order they were scheduled in.
+    #[inline]
+    fn key(&self) -> (Instant, u8, u64) {
+        (self.at, self.kind.rank(), self.order)
+    }
+}
+
 /// One BSS carrying packets of type `P`.
 pub struct Bss<P> {
     cfg: BssConfig,
@@ -347,11 +460,41 @@ pub struct Bss<P> {
     nodes: Vec<Node>,
     /// AP → station i at i − 1; station i → AP at N + i − 1.
     links: Vec<TxLink<P>>,
-    /// `hears[rx * nodes + tx]`.
-    hears: Vec<bool>,
+    /// Per transmitter, the nodes that hear it (itself excluded): a bitset of `words` words at
+    /// `hearers[tx * words..]`.
+    hearers: Vec<u64>,
+    words: usize,
     ongoing: Vec<Ppdu>,
+    /// Pending timers, latest first: the next one due is the last (ordered by
+    /// [`Timer::key`], which no two timers share).
     timers: Vec<Timer>,
+    /// The earliest backoff end of a node that may contend (exact unless `access_dirty`).
     next_access: Option<Instant>,
+    /// The state changed since `next_access` was computed: it is computed again only when it
+    /// could decide something, i.e. when no timer is due at or before `access_floor`.
+    access_dirty: bool,
+    /// A lower bound on every node's backoff end, now and later: SIFS and the least AIFS after
+    /// the end of the latest PPDU or burst that every node sensed. A backoff ends no earlier
+    /// than SIFS + AIFSN slots after the node's busy end, which only grows.
+    access_floor: Instant,
+    /// AIFS − SIFS of the category with the least AIFSN (of the AP's, the stations' and the DCF).
+    min_aifs: Duration,
+    /// Per node: every other node hears it.
+    heard_by_all: Vec<bool>,
+    /// What a node that never transmits senses of the PPDUs and bursts every node hears: the
+    /// record of every node in step with it, updated once for all of them.
+    shared: Sense,
+    /// Bit n (of word n / 64): node n is not in step with `shared` and keeps its own record
+    /// (`Node::sense`). A node in step senses what `shared` says (its own record is stale but
+    /// for `tx_end`): it heard everything every node heard since it was last in step.
+    unsynced: Vec<u64>,
+    /// Bit n: node n has backoff slots left to count down (`Node::counting` is not zero).
+    counting: Vec<u64>,
+    /// Bit n: node n holds a frame exchange (or TXOP): it does not contend.
+    exchanging: Vec<u64>,
+    /// Bit n (of word n / 64): node n has an MPDU queued in some category. Only these nodes
+    /// contend, so finding the next backoff end skips the others.
+    backlogged: Vec<u64>,
     backoff_rng: SimRng,
     error_rng: SimRng,
     output: VecDeque<(Instant, Port, P)>,
@@ -364,13 +507,23 @@ pub struct Bss<P> {
     next_order: u64,
     /// Reused per backoff expiry: (node, category that transmits, categories that collided
     /// internally).
-    starters: Vec<(usize, AccessCategory, [bool; 4])>,
+    starters: Vec<(usize, AccessCategory, u8)>,
 }
 
+/// In this order (`repr(C)`) the fields every change of the medium reads of each node, its
+/// counting mask and what it senses, share its first two cache lines.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Node {
-    ac: [Edcaf; 4],
+    /// Bit a: category a has backoff slots left to count down.
+    counting: u8,
+    /// Bit a: category a has an MPDU queued.
+    queued: u8,
+    /// The node's earliest backoff end as last computed (exact while the element's
+    /// `access_dirty` is false, for a node with something queued).
+    access: Option<Instant>,
     sense: Sense,
+    ac: [Edcaf; 4],
     exchange: Option<Exchange>,
     stats: NodeStats,
     /// Bytes of the packets queued at the node (waiting or in flight), as [`NetPacket::size`]
@@ -378,6 +531,29 @@ struct Node {
     queued_bytes: DataSize,
     /// The station's retry-limit adaptation, if configured.
     adapter: Option<Adapter>,
+}
+
+/// The indices of the bits set in `mask`, lowest first.
+#[inline]
+fn bits(mut mask: u8) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
+}
+
+/// Sets or clears bit `i` of a bitset of words.
+#[inline]
+fn set_bit(words: &mut [u64], i: usize, on: bool) {
+    let (w, bit) = (i / 64, 1 << (i % 64));
+    if on {
+        words[w] |= bit;
+    } else {
+        words[w] &= !bit;
+    }
 }
 
 impl<P: NetPacket> Bss<P> {
@@ -392,6 +568,16 @@ impl<P: NetPacket> Bss<P> {
             sifs: band.sifs(),
             response_timeout: band.sifs() + band.slot() + PhyMode::NonHt { mbps: 6 }.preamble(),
         };
+        let nodes_sense = Sense {
+            busy_end: Instant::ZERO,
+            nav_end: Instant::ZERO,
+            timeout_end: Instant::ZERO,
+            rx_end: Instant::ZERO,
+            rx_error: None,
+            tx_end: Instant::ZERO,
+            heard: 0,
+            rx: Rx::Idle,
+        };
         let node = |set: &EdcaParameterSet| {
             let params = |ac| if cfg.qos { set.get(ac) } else { cfg.dcf };
             let edcaf = |ac| {
@@ -400,16 +586,10 @@ impl<P: NetPacket> Bss<P> {
             };
             Node {
                 ac: AccessCategory::ALL.map(edcaf),
-                sense: Sense {
-                    busy_end: Instant::ZERO,
-                    nav_end: Instant::ZERO,
-                    timeout_end: Instant::ZERO,
-                    rx_end: Instant::ZERO,
-                    rx_error: None,
-                    tx_end: Instant::ZERO,
-                    heard: 0,
-                    rx: Rx::Idle,
-                },
+                sense: nodes_sense,
+                counting: 0,
+                queued: 0,
+                access: None,
                 exchange: None,
                 stats: NodeStats::default(),
                 queued_bytes: DataSize::ZERO,
@@ -431,19 +611,40 @@ impl<P: NetPacket> Bss<P> {
         let mut links: Vec<TxLink<P>> =
             cfg.stations.iter().enumerate().map(|(i, s)| link(0, i + 1, s)).collect();
         links.extend(cfg.stations.iter().enumerate().map(|(i, s)| link(i + 1, 0, s)));
-        let hears = match &cfg.hearing {
+        let hears: Vec<bool> = match &cfg.hearing {
             Some(h) => h.iter().flatten().copied().collect(),
             None => vec![true; (n + 1) * (n + 1)],
         };
         let error_rng = SimRng::seed_from_u64(rng.random());
+        let heard_by_all = (0..=n).map(|tx| (0..=n).all(|rx| rx == tx || hears[rx * (n + 1) + tx])).collect();
+        let words = (n + 1).div_ceil(64);
+        let mut hearers = vec![0u64; (n + 1) * words];
+        for tx in 0..=n {
+            for rx in (0..=n).filter(|&rx| rx != tx && hears[rx * (n + 1) + tx]) {
+                hearers[tx * words + rx / 64] |= 1 << (rx % 64);
+            }
+        }
+        let sets = [cfg.edca_ap, cfg.edca_sta];
+        let aifsn = sets.iter().flat_map(|set| AccessCategory::ALL.map(|ac| set.get(ac).aifsn));
+        let min_aifs = t.slot * i64::from(aifsn.chain([cfg.dcf.aifsn]).min().expect("parameters"));
         let mut bss = Self {
             t,
             nodes,
             links,
-            hears,
+            hearers,
+            words,
             ongoing: Vec::new(),
             timers: Vec::new(),
             next_access: None,
+            access_dirty: false,
+            access_floor: Instant::ZERO,
+            min_aifs,
+            heard_by_all,
+            shared: nodes_sense,
+            unsynced: vec![0; (n + 1).div_ceil(64)],
+            counting: vec![0; (n + 1).div_ceil(64)],
+            exchanging: vec![0; (n + 1).div_ceil(64)],
+            backlogged: vec![0; (n + 1).div_ceil(64)],
             backoff_rng: rng,
             error_rng,
             output: VecDeque::new(),
@@ -529,16 +730,25 @@ impl<P: NetPacket> Bss<P> {
             a.arrived(pkt.size());
         }
         let result = self.enqueue(now, from, to, ac, pkt);
-        // Only `from` changed: its backoff end may now be the earliest.
-        if let Some(end) = self.node_access(from) {
-            self.next_access = Some(self.next_access.map_or(end, |x| x.min(end)));
+        // Only `from` changed, and its backoff end can only have come earlier: it may now be the
+        // earliest. (If the earliest is to be computed anyway, it will be then.)
+        if !self.access_dirty {
+            let access = self.node_access(from);
+            self.nodes[from].access = access;
+            if let Some(end) = access {
+                self.next_access = Some(self.next_access.map_or(end, |x| x.min(end)));
+            }
         }
         result
     }
 
     /// The next instant something happens in the BSS.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let timer = self.timers.iter().map(|t| t.at).min();
+        let timer = self.timers.last().map(|t| t.at);
+        if self.access_dirty {
+            // Only while a timer comes no later than any backoff can end (`settle_access`).
+            return timer;
+        }
         match (timer, self.next_access) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -548,16 +758,40 @@ impl<P: NetPacket> Bss<P> {
     /// Runs the channel up to `now`: every event due by then happens at its own instant.
     pub fn on_timeout(&mut self, now: Instant) {
         loop {
-            let timer = self.earliest_timer();
-            let timer_at = timer.map(|i| self.timers[i].at);
+            let timer_at = self.timers.last().map(|t| t.at);
+            if self.access_dirty {
+                // No backoff ends before `access_floor`: a timer at or before it goes first
+                // whatever the backoffs, and with none due by `now` nothing happens yet.
+                match timer_at {
+                    Some(at) if at <= self.access_floor => {
+                        if at > now {
+                            break;
+                        }
+                        let timer = self.timers.pop().expect("a timer");
+                        self.run_timer(timer);
+                        continue;
+                    }
+                    _ if self.access_floor > now => break,
+                    _ => self.update_next_access(),
+                }
+            }
             match (timer_at, self.next_access) {
                 (Some(at), access) if at <= now && access.is_none_or(|a| at <= a) => {
-                    let timer = self.timers.swap_remove(timer.expect("a timer"));
+                    let timer = self.timers.pop().expect("a timer");
                     self.run_timer(timer);
                 }
                 (_, Some(at)) if at <= now => self.access(at),
                 _ => break,
             }
+            self.access_dirty = true;
+        }
+        self.settle_access();
+    }
+
+    /// Computes the next backoff end unless the next timer comes no later than it can:
+    /// [`Bss::poll_timeout`] then needs only the timer.
+    fn settle_access(&mut self) {
+        if self.access_dirty && self.timers.last().is_none_or(|t| t.at > self.access_floor) {
             self.update_next_access();
         }
     }
@@ -610,6 +844,12 @@ impl<P: NetPacket> Bss<P> {
         let n = &mut self.nodes[node];
         n.ac[a].queued -= 1;
         n.queued_bytes -= bytes - overhead;
+        if n.ac[a].queued == 0 {
+            n.queued &= !(1 << a);
+            if n.queued == 0 {
+                self.backlogged[node / 64] &= !(1 << (node % 64));
+            }
+        }
         if node == 0 {
             self.ap_queued[a] -= 1;
         }
@@ -663,6 +903,8 @@ impl<P: NetPacket> Bss<P> {
         n.queued_bytes += size;
         n.ac[a].queued += 1;
         if n.ac[a].queued == 1 {
+            n.queued |= 1 << a;
+            self.backlogged[node / 64] |= 1 << (node % 64);
             self.request_access(now, node, ac);
         }
         Ok(())
@@ -678,15 +920,14 @@ impl<P: NetPacket> Bss<P> {
         }
         self.count_down(node, now);
         let (t, qos) = (self.t, self.cfg.qos);
-        let n = &mut self.nodes[node];
-        let ags = n.sense.access_grant_start(&t);
-        let busy = n.sense.busy(now);
-        let e = &mut n.ac[ac.index()];
+        let sense = self.sense(node);
+        let (ags, busy) = (sense.access_grant_start(&t), sense.busy(now));
+        let e = &mut self.nodes[node].ac[ac.index()];
         if e.backoff.slots > 0 {
             return;
         }
         if busy {
-            e.backoff.draw(now, &mut self.backoff_rng);
+            self.draw(node, ac.index(), now);
         } else if qos {
             e.backoff.align_to_slot(now, ags, e.params.aifsn, t.slot);
         } else {
@@ -694,47 +935,146 @@ impl<P: NetPacket> Bss<P> {
         }
     }
 
+    /// Draws a new backoff for `node`'s category `a` (`Backoff::draw`).
+    fn draw(&mut self, node: usize, a: usize, now: Instant) {
+        let n = &mut self.nodes[node];
+        n.ac[a].backoff.draw(now, &mut self.backoff_rng);
+        n.counting = (n.counting & !(1 << a)) | (u8::from(n.ac[a].backoff.slots > 0) << a);
+        set_bit(&mut self.counting, node, n.counting != 0);
+    }
+
+    #[inline]
+    fn synced(&self, node: usize) -> bool {
+        self.unsynced[node / 64] & (1 << (node % 64)) == 0
+    }
+
+    /// What `node` senses.
+    #[inline]
+    fn sense(&self, node: usize) -> &Sense {
+        if self.synced(node) {
+            &self.shared
+        } else {
+            &self.nodes[node].sense
+        }
+    }
+
+    /// Gives `node` its own record of the medium again, before something changes it that does
+    /// not change the shared one.
+    #[inline]
+    fn unsync(&mut self, node: usize) {
+        if self.synced(node) {
+            let n = &mut self.nodes[node];
+            n.sense = Sense { tx_end: n.sense.tx_end, ..self.shared };
+            set_bit(&mut self.unsynced, node, true);
+        }
+    }
+
+    /// `node` is in step with the shared record again if it senses the same and its own last
+    /// PPDU ended before `now` (the shared record hears that PPDU, the node does not: its end
+    /// must be behind both).
+    #[inline]
+    fn resync(&mut self, node: usize, now: Instant) {
+        let n = &self.nodes[node];
+        if n.sense.tx_end < now && n.sense.same_as(&self.shared) {
+            set_bit(&mut self.unsynced, node, false);
+        }
+    }
+
     /// Counts down the backoffs of `node` up to `now`, before the medium it senses changes.
+    #[inline]
     fn count_down(&mut self, node: usize, now: Instant) {
+        // Nothing to count: the usual case of a node that has been idle a while.
+        if self.nodes[node].counting != 0 {
+            self.count_down_slots(node, now);
+        }
+    }
+
+    fn count_down_slots(&mut self, node: usize, now: Instant) {
+        let ags = self.sense(node).access_grant_start(&self.t);
+        // No countdown starts before AIFS, at least a slot after the access grant start.
+        if ags + self.t.slot <= now {
+            self.count_down_from(node, now, ags);
+        }
+    }
+
+    /// Counts down `node`'s slots up to `now` from the access grant start `ags` (of what it
+    /// senses), at least a slot before `now`.
+    fn count_down_from(&mut self, node: usize, now: Instant, ags: Instant) {
         let (t, qos) = (self.t, self.cfg.qos);
         let n = &mut self.nodes[node];
-        let ags = n.sense.access_grant_start(&t);
-        // No countdown starts before AIFS, at least a slot after the access grant start.
-        if ags + t.slot > now {
-            return;
-        }
-        for e in &mut n.ac {
+        // The other categories have no slots: their count-down changes nothing.
+        for a in bits(n.counting) {
+            let e = &mut n.ac[a];
             e.backoff.count_down(now, ags, e.params.aifsn, t.slot, qos);
+            if e.backoff.slots == 0 {
+                n.counting &= !(1 << a);
+            }
+        }
+        if n.counting == 0 {
+            set_bit(&mut self.counting, node, false);
         }
     }
 
     /// The earliest backoff end of a category with something to send, at a node not already in
     /// an exchange.
     fn update_next_access(&mut self) {
-        self.next_access = (0..self.nodes.len()).filter_map(|n| self.node_access(n)).min();
+        let (mut next, mut any) = (Instant::FAR_FUTURE, false);
+        // The access grant start of every node in step with the shared record.
+        let shared_ags = self.shared.access_grant_start(&self.t);
+        for w in 0..self.backlogged.len() {
+            // Something queued and not in an exchange: it contends.
+            let mut bits = self.backlogged[w] & !self.exchanging[w];
+            while bits != 0 {
+                let n = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let ags =
+                    if self.synced(n) { shared_ags } else { self.nodes[n].sense.access_grant_start(&self.t) };
+                let access = self.backoff_end(n, ags);
+                self.nodes[n].access = access;
+                if let Some(end) = access {
+                    (next, any) = (next.min(end), true);
+                }
+            }
+        }
+        self.next_access = any.then_some(next);
+        self.access_dirty = false;
     }
 
     /// The earliest backoff end at one node.
     #[inline]
     fn node_access(&self, node: usize) -> Option<Instant> {
-        let n = &self.nodes[node];
-        if n.exchange.is_some() {
+        if self.nodes[node].exchange.is_some() {
             return None;
         }
-        let ags = n.sense.access_grant_start(&self.t);
-        n.ac.iter().filter(|e| e.queued > 0).map(|e| e.backoff.end(ags, e.params.aifsn, self.t.slot)).min()
+        self.backoff_end(node, self.sense(node).access_grant_start(&self.t))
+    }
+
+    /// The earliest backoff end of `node`'s categories with something queued, given its access
+    /// grant start.
+    #[inline]
+    fn backoff_end(&self, node: usize, ags: Instant) -> Option<Instant> {
+        let n = &self.nodes[node];
+        bits(n.queued).map(|a| n.ac[a].backoff.end(ags, n.ac[a].params.aifsn, self.t.slot)).min()
     }
 
     // ---- events ----
 
-    fn earliest_timer(&self) -> Option<usize> {
-        let key = |t: &Timer| (t.at, t.kind.rank(), t.order);
-        (0..self.timers.len()).min_by_key(|&i| key(&self.timers[i]))
-    }
-
+    #[inline]
     fn schedule(&mut self, at: Instant, kind: TimerKind) {
-        self.timers.push(Timer { at, order: self.next_order, kind });
+        let timer = Timer { at, order: self.next_order, kind };
         self.next_order += 1;
+        // Latest first; keys are unique (`order`), so the position is exact. A new timer is
+        // usually the earliest (it goes last) or nearly.
+        let key = timer.key();
+        let mut i = self.timers.len();
+        while i > 0 && self.timers[i - 1].key() < key {
+            i -= 1;
+        }
+        if i == self.timers.len() {
+            self.timers.push(timer);
+        } else {
+            self.timers.insert(i, timer);
+        }
     }
 
     fn run_timer(&mut self, timer: Timer) {
@@ -770,21 +1110,27 @@ impl<P: NetPacket> Bss<P> {
         let i = &self.cfg.interferers[interferer];
         let end = now + i.busy;
         let next = i.next_burst(now + i.period);
+        if i.heard_by.iter().all(|&h| h) {
+            self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
+        }
+        // Sensed by every node: as for a PPDU every node hears (`start_ppdu`).
+        let all = self.cfg.interferers[interferer].heard_by.iter().all(|&h| h);
         for n in 0..self.nodes.len() {
             if !self.cfg.interferers[interferer].heard_by[n] {
                 continue;
             }
-            self.count_down(n, now);
-            let sense = &mut self.nodes[n].sense;
-            sense.busy_end = sense.busy_end.max(end);
-            sense.heard += 1;
-            sense.rx = match sense.rx {
-                Rx::Idle => Rx::Garbled { eifs: None },
-                Rx::Locked { ppdu, start, interfered: None, eifs } => {
-                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
+            if self.synced(n) {
+                if all {
+                    self.count_down(n, now);
+                    continue;
                 }
-                other => other,
-            };
+                self.unsync(n);
+            }
+            self.count_down(n, now);
+            self.nodes[n].sense.burst_starts(now, end);
+        }
+        if all {
+            self.shared.burst_starts(now, end);
         }
         self.schedule(end, TimerKind::BurstEnd { interferer });
         if let Some(next) = next {
@@ -795,16 +1141,23 @@ impl<P: NetPacket> Bss<P> {
     /// The burst ends: a node that heard nothing else is idle again, deferring by EIFS if a
     /// reception it had locked onto was lost to the burst.
     fn end_burst(&mut self, now: Instant, interferer: usize) {
+        let all = self.cfg.interferers[interferer].heard_by.iter().all(|&h| h);
+        if all {
+            self.shared.burst_ends(now);
+        }
         for n in 0..self.nodes.len() {
             if !self.cfg.interferers[interferer].heard_by[n] {
                 continue;
             }
-            let sense = &mut self.nodes[n].sense;
-            sense.heard -= 1;
-            if let (Rx::Garbled { eifs }, 0) = (sense.rx, sense.heard) {
-                sense.rx = Rx::Idle;
-                sense.rx_end = now;
-                sense.rx_error = eifs;
+            if self.synced(n) {
+                if all {
+                    continue;
+                }
+                self.unsync(n);
+            }
+            self.nodes[n].sense.burst_ends(now);
+            if all {
+                self.resync(n, now);
             }
         }
     }
@@ -815,24 +1168,39 @@ impl<P: NetPacket> Bss<P> {
     fn access(&mut self, now: Instant) {
         let slot = self.t.slot;
         let mut starters = std::mem::take(&mut self.starters);
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.exchange.is_some() {
+        // Only a node that contends can start.
+        let backlogged = (0..self.backlogged.len()).flat_map(|w| {
+            let mut bits = self.backlogged[w] & !self.exchanging[w];
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let n = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    n
+                })
+            })
+        });
+        for i in backlogged {
+            let n = &self.nodes[i];
+            // Its backoff end is up to date (`next_access` is): none ends later than that.
+            if n.access.is_none_or(|a| a > now) {
                 continue;
             }
-            let ags = n.sense.access_grant_start(&self.t);
-            let mut due = [false; 4];
-            for (d, e) in due.iter_mut().zip(&n.ac) {
-                *d = e.queued > 0 && e.backoff.end(ags, e.params.aifsn, slot) <= now;
+            let ags = self.sense(i).access_grant_start(&self.t);
+            // Bit a: category a's backoff ends by now.
+            let mut due = 0u8;
+            for a in bits(n.queued) {
+                let e = &n.ac[a];
+                due |= u8::from(e.backoff.end(ags, e.params.aifsn, slot) <= now) << a;
             }
-            if let Some(top) = (0..4).rev().find(|&a| due[a]) {
-                due[top] = false;
-                starters.push((i, AccessCategory::ALL[top], due));
+            if due != 0 {
+                let top = 7 - due.leading_zeros() as usize;
+                starters.push((i, AccessCategory::ALL[top], due & !(1 << top)));
             }
         }
         for &(node, ac, losers) in &starters {
             self.count_down(node, now);
-            for loser in AccessCategory::ALL.into_iter().filter(|l| losers[l.index()]) {
-                self.internal_collision(now, node, loser);
+            for loser in bits(losers) {
+                self.internal_collision(now, node, AccessCategory::ALL[loser]);
             }
             if !self.start_exchange(now, node, ac, now) {
                 // Everything it held expired: it counts down again from a slot boundary.
@@ -882,8 +1250,9 @@ impl<P: NetPacket> Bss<P> {
         }
         let (to, timing) = (l.to, l.timing);
         let response = if count > 1 { timing.block_ack } else { timing.ack };
+        set_bit(&mut self.exchanging, node, true);
         self.nodes[node].exchange =
-            Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, timing, txop_start });
+            Some(Exchange { ac, link, mpdus: count, acked: 0, aggregated, txop_start });
         let duration = timing.airtime.ppdu(psdu.as_bytes());
         self.nodes[node].stats.data_airtime += duration;
         self.start_ppdu(now, node, to, duration, PpduKind::Data { response }, timing.data_eifs);
@@ -985,8 +1354,12 @@ impl<P: NetPacket> Bss<P> {
         let id = self.next_ppdu;
         self.next_ppdu += 1;
         let end = now + duration;
-        let nodes = self.nodes.len();
+        if self.heard_by_all[from] {
+            // Every node is busy until `end` at least.
+            self.access_floor = self.access_floor.max(end + self.t.sifs + self.min_aifs);
+        }
         // The sender: its other categories freeze; it cannot receive while it sends.
+        self.unsync(from);
         self.count_down(from, now);
         let s = &mut self.nodes[from];
         s.sense.busy_end = s.sense.busy_end.max(end);
@@ -997,30 +1370,39 @@ impl<P: NetPacket> Bss<P> {
         }
         s.stats.ppdus += 1;
         s.stats.airtime += duration;
-        for n in 0..nodes {
-            if n == from || !self.hears[n * nodes + from] {
-                continue;
-            }
-            self.count_down(n, now);
-            let eifs_after_collision = self.cfg.eifs_after_collision;
-            let sense = &mut self.nodes[n].sense;
-            sense.busy_end = sense.busy_end.max(end);
-            sense.heard += 1;
-            sense.rx = match sense.rx {
-                _ if sense.tx_end > now => Rx::Garbled { eifs: None },
-                Rx::Idle => {
-                    sense.rx_error = None;
-                    Rx::Locked { ppdu: id, start: now, interfered: None, eifs }
-                }
-                // Two frames starting together: no PHY header is decoded.
-                Rx::Locked { start, interfered: None, eifs, .. } if start == now => {
-                    Rx::Garbled { eifs: eifs_after_collision.then_some(eifs) }
-                }
-                Rx::Locked { ppdu, start, interfered: None, eifs } => {
-                    Rx::Locked { ppdu, start, interfered: Some(now), eifs }
-                }
-                other => other,
+        let eifs_after_collision = self.cfg.eifs_after_collision;
+        // Heard by every node: the nodes in step with the shared record change with it (after
+        // the loop: they count down against it as it was).
+        let all = self.heard_by_all[from];
+        for w in 0..self.words {
+            let hearers = self.hearers[from * self.words + w];
+            // Those in step with the shared record that have slots left count them down against
+            // it (the others have nothing to do); the rest update their own record.
+            let (mut in_step, mut own) = if all {
+                (hearers & !self.unsynced[w] & self.counting[w], hearers & self.unsynced[w])
+            } else {
+                (0, hearers)
             };
+            // They share the access grant start, and with it whether any slot has elapsed.
+            let ags = self.shared.access_grant_start(&self.t);
+            if ags + self.t.slot > now {
+                in_step = 0;
+            }
+            while in_step != 0 {
+                let n = w * 64 + in_step.trailing_zeros() as usize;
+                in_step &= in_step - 1;
+                self.count_down_from(n, now, ags);
+            }
+            while own != 0 {
+                let n = w * 64 + own.trailing_zeros() as usize;
+                own &= own - 1;
+                self.unsync(n);
+                self.count_down(n, now);
+                self.nodes[n].sense.ppdu_starts(id, now, end, eifs, eifs_after_collision);
+            }
+        }
+        if all {
+            self.shared.ppdu_starts(id, now, end, eifs, eifs_after_collision);
         }
         self.ongoing.push(Ppdu { id, from, to, start: now, kind, eifs });
         self.schedule(end, TimerKind::PpduEnd(id));
@@ -1032,54 +1414,53 @@ impl<P: NetPacket> Bss<P> {
     fn end_ppdu(&mut self, now: Instant, id: u64) {
         let at = self.ongoing.iter().position(|p| p.id == id).expect("a PPDU on air");
         let ppdu = self.ongoing.swap_remove(at);
-        let nodes = self.nodes.len();
         let mut addressee_ok = false;
-        for n in 0..nodes {
-            if n == ppdu.from || !self.hears[n * nodes + ppdu.from] {
-                continue;
+        // Heard by every node: the shared record ends the reception as a bystander does, once
+        // for the nodes in step with it (the addressee takes its own record first).
+        let all = self.heard_by_all[ppdu.from];
+        if all {
+            self.unsync(ppdu.to);
+            self.shared.bystander_end(&ppdu, now, self.t.sifs);
+        }
+        for w in 0..self.words {
+            // Only the nodes with their own record, if the shared one heard it.
+            let mut hearers = self.hearers[ppdu.from * self.words + w];
+            if all {
+                hearers &= self.unsynced[w];
             }
-            self.nodes[n].sense.heard -= 1;
-            match self.nodes[n].sense.rx {
-                Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
-                    let ok = if n == ppdu.to {
-                        addressee_ok = match ppdu.kind {
-                            PpduKind::Data { .. } => self.receive_data(now, &ppdu, interfered),
-                            PpduKind::Response => interfered.is_none(),
-                        };
-                        addressee_ok
-                    } else {
-                        // A bystander sets its NAV from the Duration field of a data frame it
-                        // decoded (it covers SIFS and the response).
-                        if let (None, PpduKind::Data { response }) = (interfered, ppdu.kind) {
-                            let nav = &mut self.nodes[n].sense.nav_end;
-                            *nav = (*nav).max(now + self.t.sifs + response);
+            while hearers != 0 {
+                let n = w * 64 + hearers.trailing_zeros() as usize;
+                hearers &= hearers - 1;
+                self.unsync(n);
+                if n != ppdu.to {
+                    self.nodes[n].sense.bystander_end(&ppdu, now, self.t.sifs);
+                } else {
+                    let sense = &mut self.nodes[n].sense;
+                    sense.heard -= 1;
+                    let error = match sense.rx {
+                        Rx::Locked { ppdu: locked, interfered, .. } if locked == id => {
+                            addressee_ok = match ppdu.kind {
+                                PpduKind::Data { .. } => self.receive_data(now, &ppdu, interfered),
+                                PpduKind::Response => interfered.is_none(),
+                            };
+                            (!addressee_ok).then_some(ppdu.eifs)
                         }
-                        interfered.is_none()
+                        Rx::Garbled { eifs } if sense.heard == 0 => eifs,
+                        _ => continue,
                     };
-                    let error = (!ok).then_some(ppdu.eifs);
-                    let sense = &mut self.nodes[n].sense;
-                    if sense.heard > 0 {
-                        sense.rx = Rx::Garbled { eifs: error };
-                    } else {
-                        sense.rx = Rx::Idle;
-                        sense.rx_end = now;
-                        sense.rx_error = error;
-                    }
+                    self.nodes[n].sense.reception_ends(now, error);
                 }
-                Rx::Garbled { eifs } if self.nodes[n].sense.heard == 0 => {
-                    let sense = &mut self.nodes[n].sense;
-                    sense.rx = Rx::Idle;
-                    sense.rx_end = now;
-                    sense.rx_error = eifs;
+                if all {
+                    self.resync(n, now);
                 }
-                _ => {}
             }
         }
         match ppdu.kind {
             PpduKind::Data { response } => {
                 if addressee_ok {
                     let ex = self.nodes[ppdu.from].exchange.expect("an exchange");
-                    let eifs = if ex.mpdus > 1 { ex.timing.block_ack_eifs } else { ex.timing.ack_eifs };
+                    let timing = &self.links[ex.link].timing;
+                    let eifs = if ex.mpdus > 1 { timing.block_ack_eifs } else { timing.ack_eifs };
                     let respond =
                         TimerKind::Respond { from: ppdu.to, to: ppdu.from, duration: response, eifs };
                     self.schedule(now + self.t.sifs, respond);
@@ -1106,19 +1487,20 @@ impl<P: NetPacket> Bss<P> {
     fn receive_data(&mut self, now: Instant, ppdu: &Ppdu, interfered: Option<Instant>) -> bool {
         let ex = self.nodes[ppdu.from].exchange.expect("an exchange");
         let a = ex.ac.index();
-        let vht = matches!(ex.timing.mode, PhyMode::Vht { .. });
         let link = &self.links[ex.link];
+        let (mode, airtime) = (link.timing.mode, link.timing.airtime);
+        let vht = matches!(mode, PhyMode::Vht { .. });
         let mut acked = 0u64;
         let mut offset = 0u64;
         for (i, m) in link.queues[a].iter().take(ex.mpdus).enumerate() {
             let single = ex.mpdus == 1 && !vht;
             offset =
                 if single { m.bytes.as_bytes() } else { offset.next_multiple_of(4) + 4 + m.bytes.as_bytes() };
-            let clean = interfered.is_none_or(|t| ppdu.start + ex.timing.airtime.byte_offset(offset) <= t);
+            let clean = interfered.is_none_or(|t| ppdu.start + airtime.byte_offset(offset) <= t);
             if !clean {
                 break;
             }
-            let per = link.errors.per(&ex.timing.mode, m.bytes.as_bytes());
+            let per = link.errors.per(&mode, m.bytes.as_bytes());
             if per == 0.0 || self.error_rng.random::<f64>() >= per {
                 acked |= 1 << i;
             }
@@ -1265,11 +1647,13 @@ impl<P: NetPacket> Bss<P> {
     /// No response (ACK timeout), or a response that did not get through.
     fn exchange_failed(&mut self, now: Instant, node: usize) {
         let ex = self.nodes[node].exchange.take().expect("an exchange");
+        set_bit(&mut self.exchanging, node, false);
         // CW resets when an MPDU is given up, and before the first attempt an adaptation grants
         // beyond the retry limit (Chen et al. 2015 (seed 004) Algorithm 3, lines 10-11).
         let reset_cw = self.settle(now, node, ex);
         self.links[ex.link].rate.on_failure();
         self.refresh_timing(ex.link);
+        self.unsync(node);
         let n = &mut self.nodes[node];
         n.stats.exchanges_failed += 1;
         n.sense.timeout_end = n.sense.timeout_end.max(now);
@@ -1279,7 +1663,7 @@ impl<P: NetPacket> Bss<P> {
         } else {
             e.backoff.double(e.params.cw_max);
         }
-        e.backoff.draw(now, &mut self.backoff_rng);
+        self.draw(node, ex.ac.index(), now);
     }
 
     /// After rate adaptation ran: the airtimes of the link's (new) mode.
@@ -1292,9 +1676,9 @@ impl<P: NetPacket> Bss<P> {
 
     /// The TXOP is over: a new backoff (post-backoff) whether or not anything is left to send.
     fn end_txop(&mut self, now: Instant, node: usize, ac: AccessCategory) {
-        let n = &mut self.nodes[node];
-        n.exchange = None;
-        n.ac[ac.index()].backoff.draw(now, &mut self.backoff_rng);
+        self.nodes[node].exchange = None;
+        set_bit(&mut self.exchanging, node, false);
+        self.draw(node, ac.index(), now);
     }
 
     /// A lower category whose backoff ended with a higher one's: it counts as a failed
@@ -1321,12 +1705,13 @@ impl<P: NetPacket> Bss<P> {
             }
             Decision::Retry { reset_cw } => reset_cw,
         };
-        let e = &mut self.nodes[node].ac[a];
+        let n = &mut self.nodes[node];
+        let e = &mut n.ac[a];
         if reset_cw {
             e.backoff.reset(e.params.cw_min);
         } else {
             e.backoff.double(e.params.cw_max);
         }
-        e.backoff.draw(now, &mut self.backoff_rng);
+        self.draw(node, a, now);
     }
 }
