@@ -1,0 +1,134 @@
+//! A run's LTE cells: the cell elements a scenario's `[[lte]]` entries build
+//! (`rtcbench_net::radio::lte`, `docs/lte.md`), the ids their UEs' buffers have among the run's
+//! links (`meta.links`, the packets table's drop location, the links table), and their
+//! scheduling counters sampled into the links table.
+//!
+//! A cell is one element with a port per node; a route crosses it as one hop from a UE to the
+//! eNB or back (`scenario::Hop::Lte`). Each UE has two buffers, the eNB's for its downlink and
+//! its own for its uplink: `<cell>:<ue>:dl` and `<cell>:<ue>:ul` in the trace, after the
+//! scenario's links and the BSSes' queues.
+
+use rtcbench_net::radio::lte::{tbs::tbs_bits, Cell, DirStats, Direction, Port};
+use rtcbench_net::rng::rng_for;
+use rtcbench_units::{Bitrate, Instant};
+
+use crate::packet::{LinkId, Packet};
+use crate::scenario::lte::cell_config;
+use crate::scenario::{LteSpec, ScenarioError};
+use crate::trace::{LinkTable, RadioSample};
+
+/// The path of a cell's random stream for [`rtcbench_net::rng::rng_for`].
+pub fn cell_rng_path(cell: &str) -> String {
+    format!("lte/{cell}")
+}
+
+/// The cells of a run and what the trace needs of them.
+pub(crate) struct LteNet {
+    pub cells: Vec<Cell<Packet>>,
+    /// Per cell, the link id of its first UE's downlink buffer; UE i (from 1) has
+    /// `first_queue + 2 (i − 1)` downlink and the next id uplink.
+    first_queue: Vec<LinkId>,
+    /// Per cell and UE, the counters at the last sample.
+    last: Vec<Vec<[DirStats; 2]>>,
+    last_sample: Option<Instant>,
+}
+
+impl LteNet {
+    /// The cells of `lte`, their buffers numbered from `first_link` on.
+    pub(crate) fn new(
+        lte: &[LteSpec],
+        seed: u64,
+        first_link: usize,
+        origin: &str,
+    ) -> Result<Self, ScenarioError> {
+        let mut cells = Vec::with_capacity(lte.len());
+        let mut first_queue = Vec::with_capacity(lte.len());
+        let mut next = first_link;
+        for l in lte {
+            let cell = Cell::new(cell_config(l), rng_for(seed, &cell_rng_path(&l.name)))
+                .map_err(|e| ScenarioError::new(origin, Some(format!("lte.{}", l.name)), e.to_string()))?;
+            first_queue.push(next as LinkId);
+            next += 2 * l.ues.len();
+            cells.push(cell);
+        }
+        let last = cells.iter().map(|c| vec![[DirStats::default(); 2]; c.ues()]).collect();
+        Ok(Self { cells, first_queue, last, last_sample: None })
+    }
+
+    /// The link id of the buffer a packet from `from` to `to` waits in: the eNB's for a
+    /// downlink, the UE's for an uplink.
+    pub(crate) fn queue_id(&self, cell: u16, from: Port, to: Port) -> LinkId {
+        let (ue, dir) = if from == Port::ENB { (to, Direction::Downlink) } else { (from, Direction::Uplink) };
+        self.buffer_id(cell, ue, dir)
+    }
+
+    fn buffer_id(&self, cell: u16, ue: Port, dir: Direction) -> LinkId {
+        let offset = 2 * (ue.0 - 1) + u16::from(dir == Direction::Uplink);
+        self.first_queue[usize::from(cell)] + offset
+    }
+
+    /// The rate a UE would get with the whole band at its current MCS, in the hop's direction:
+    /// what a route crossing the cell can carry at most, to choose its bottleneck.
+    pub(crate) fn nominal_rate(&self, cell: u16, from: Port, to: Port, now: Instant) -> Bitrate {
+        let c = &self.cells[usize::from(cell)];
+        let (ue, dir) = if from == Port::ENB { (to, Direction::Downlink) } else { (from, Direction::Uplink) };
+        full_band_rate(c, ue, dir, now)
+    }
+
+    /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
+    /// bytes waiting, the head packet's age, and what the scheduler gave it since the last
+    /// sample.
+    pub(crate) fn sample(&mut self, now: Instant, links: &mut LinkTable) {
+        let span = self.last_sample.map(|t| now - t).filter(|d| !d.is_zero());
+        self.last_sample = Some(now);
+        for (c, cell) in self.cells.iter().enumerate() {
+            for k in 0..cell.ues() {
+                let ue = Port::ue(k as u16 + 1);
+                let stats = cell.stats(ue);
+                for (d, (dir, now_stats)) in
+                    [(Direction::Downlink, stats.dl), (Direction::Uplink, stats.ul)].into_iter().enumerate()
+                {
+                    let before = std::mem::replace(&mut self.last[c][k][d], now_stats);
+                    let prb = match dir {
+                        Direction::Downlink => cell.dl_prb(),
+                        Direction::Uplink => cell.ul_prb(),
+                    };
+                    let state = cell.link_state(now, ue, dir);
+                    let sample = RadioSample {
+                        rb_share: span.map(|s| {
+                            let rb_ttis = (now_stats.rb_ttis - before.rb_ttis) as f64;
+                            rb_ttis / (f64::from(prb) * s.as_secs_f64() * 1000.0)
+                        }),
+                        scheduled: span.map(|s| {
+                            let bytes = (now_stats.new_tb_bytes - before.new_tb_bytes).as_bytes();
+                            Bitrate::from_bps_f64(bytes as f64 * 8.0 / s.as_secs_f64())
+                        }),
+                        retransmissions: now_stats.harq_retransmissions - before.harq_retransmissions,
+                        failures: now_stats.harq_failures - before.harq_failures,
+                        queue_drops: (now_stats.queue_full_drops + now_stats.discard_drops)
+                            - (before.queue_full_drops + before.discard_drops),
+                        head_sojourn: cell.head_sojourn(now, ue, dir),
+                        cqi: state.cqi,
+                        full_band_rate: full_band_rate(cell, ue, dir, now),
+                    };
+                    let id = self.buffer_id(c as u16, ue, dir);
+                    links.record_radio(now, id, cell.queue_bytes(ue, dir), sample);
+                }
+            }
+        }
+    }
+}
+
+/// The rate of the whole band (every PRB the direction's scheduler assigns, every downlink
+/// layer) at the MCS the UE's current CQI gives: its single-user rate.
+fn full_band_rate(c: &Cell<Packet>, ue: Port, dir: Direction, now: Instant) -> Bitrate {
+    let state = c.link_state(now, ue, dir);
+    if state.cqi == 0 {
+        return Bitrate::ZERO;
+    }
+    let (prb, layers) = match dir {
+        Direction::Downlink => (c.dl_prb(), u64::from(c.config().dl_layers)),
+        Direction::Uplink => (c.ul_prb(), 1),
+    };
+    Bitrate::bps(u64::from(tbs_bits(state.i_tbs, prb)) * layers * 1000)
+}
