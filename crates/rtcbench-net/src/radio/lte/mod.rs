@@ -198,28 +198,42 @@ impl<P> Rlc<P> {
         self.entries.get(self.sent)
     }
 
-    /// Takes up to `cap` bytes from the head of the buffer: the stream range of a new transport
-    /// block.
-    fn take(&mut self, cap: u64) -> (u64, u64) {
+    /// Fills a new transport block with up to `cap` bytes from the head of the buffer and
+    /// returns its stream range. With a PDCP discard `timer`, a packet none of which was sent
+    /// yet is dropped instead (handed to `discarded`) when the block reaches it more than
+    /// `timer` after its arrival; its bytes join the block's range without taking room, so they
+    /// resolve with the block.
+    fn take(
+        &mut self,
+        cap: u64,
+        now: Instant,
+        timer: Option<Duration>,
+        mut discarded: impl FnMut(P),
+    ) -> (u64, u64) {
         let start = self.tx;
-        self.tx = (start + cap).min(self.next);
-        while self.entries.get(self.sent).is_some_and(|e| e.end <= self.tx) {
-            self.sent += 1;
+        let mut left = cap;
+        loop {
+            if let Some(timer) = timer {
+                while let Some(e) = self.entries.get_mut(self.sent).filter(|e| e.start == self.tx) {
+                    if now - e.arrival <= timer {
+                        break;
+                    }
+                    if let Some(p) = e.pkt.take() {
+                        discarded(p);
+                    }
+                    self.tx = e.end;
+                    self.sent += 1;
+                }
+            }
+            let Some(e) = self.entries.get(self.sent).filter(|_| left > 0) else { break };
+            let n = left.min(e.end - self.tx);
+            self.tx += n;
+            left -= n;
+            if self.tx == e.end {
+                self.sent += 1;
+            }
         }
         (start, self.tx)
-    }
-
-    /// Drops the packet at the head if none of it was sent and it waited longer than `timer`
-    /// (PDCP discard): returns it (unless a loss took it already) and the stream range it
-    /// leaves, resolved without a transport block.
-    fn discard_head(&mut self, now: Instant, timer: Duration) -> Option<(Option<P>, u64, u64)> {
-        let e = self.entries.get_mut(self.sent)?;
-        if e.start != self.tx || now - e.arrival <= timer {
-            return None;
-        }
-        self.tx = e.end;
-        self.sent += 1;
-        Some((e.pkt.take(), e.start, e.end))
     }
 
     /// Takes out the packets with bytes in [start, end): a transport block carrying them was lost.
@@ -822,10 +836,9 @@ impl<P: NetPacket> Cell<P> {
     fn send_new_dl(&mut self, k: Tti, ue: usize, i_tbs: u8, rbgs: u16) {
         let bits = self.dl_bits(i_tbs, rbgs);
         let cap = u64::from(bits / 8).saturating_sub(self.cfg.rlc.rlc_mac_header.as_bytes());
-        self.discard(k, ue, Direction::Downlink);
+        let (start, end) = self.fill(k, ue, Direction::Downlink, cap);
         let u = &mut self.ues[ue];
         let link = &mut u.dl;
-        let (start, end) = link.rlc.take(cap);
         let p = link.free_process(k).expect("a free HARQ process");
         link.stats.new_tbs += 1;
         link.stats.new_tb_bytes += DataSize::bytes(u64::from(bits / 8));
@@ -948,10 +961,9 @@ impl<P: NetPacket> Cell<P> {
         }
         let cap = u64::from(g.bits / 8).saturating_sub(self.cfg.rlc.rlc_mac_header.as_bytes());
         self.ues[ue].inflight -= cap;
-        self.discard(k, ue, Direction::Uplink);
+        let (start, end) = self.fill(k, ue, Direction::Uplink, cap);
         let sr = matches!(self.cfg.ul_access, UlAccess::SchedulingRequest { .. });
         let u = &mut self.ues[ue];
-        let (start, end) = u.ul.rlc.take(cap);
         u.ul.stats.new_tbs += 1;
         u.ul.stats.new_tb_bytes += DataSize::bytes(u64::from(g.bits / 8));
         if sr {
@@ -965,6 +977,19 @@ impl<P: NetPacket> Cell<P> {
     }
 
     // ---- HARQ and RLC ----
+
+    /// A new transport block for `ue`'s direction `dir` in TTI `k`: up to `cap` bytes from its
+    /// buffer, PDCP discard on the way.
+    fn fill(&mut self, k: Tti, ue: usize, dir: Direction, cap: u64) -> (u64, u64) {
+        let (now, timer, holder) =
+            (Instant::from_millis(k as i64), self.cfg.rlc.discard_timer, holder(ue, dir));
+        let drops = &mut self.drops;
+        let Link { rlc, stats, .. } = self.ues[ue].link_mut(dir);
+        rlc.take(cap, now, timer, |pkt| {
+            stats.discard_drops += 1;
+            drops.push_back((holder, pkt, DropReason::Lifetime));
+        })
+    }
 
     /// Sends transport block `tb` of HARQ process `p` in TTI `k`: it gets through, waits for a
     /// retransmission 8 TTIs later, or (after its last allowed transmission) is lost.
@@ -981,10 +1006,7 @@ impl<P: NetPacket> Cell<P> {
             Direction::Downlink => tb.units * self.rbg_size,
             Direction::Uplink => tb.units,
         };
-        let holder = match dir {
-            Direction::Downlink => Port::ENB,
-            Direction::Uplink => Port(ue as u16 + 1),
-        };
+        let holder = holder(ue, dir);
         let link = self.ues[ue].link_mut(dir);
         link.stats.rb_ttis += u64::from(prb);
         link.stats.ttis_scheduled += 1;
@@ -1026,23 +1048,13 @@ impl<P: NetPacket> Cell<P> {
             output.push_back((at, port, pkt));
         });
     }
+}
 
-    /// PDCP discard at the head of a buffer about to fill a transport block in TTI `k`.
-    fn discard(&mut self, k: Tti, ue: usize, dir: Direction) {
-        let Some(timer) = self.cfg.rlc.discard_timer else { return };
-        let now = Instant::from_millis(k as i64);
-        let holder = match dir {
-            Direction::Downlink => Port::ENB,
-            Direction::Uplink => Port(ue as u16 + 1),
-        };
-        while let Some((pkt, start, end)) = self.ues[ue].link_mut(dir).rlc.discard_head(now, timer) {
-            if let Some(pkt) = pkt {
-                self.ues[ue].link_mut(dir).stats.discard_drops += 1;
-                self.drops.push_back((holder, pkt, DropReason::Lifetime));
-            }
-            let at = Instant::from_millis(k as i64 + 1) + self.cfg.core_delay;
-            self.resolve(at, ue, dir, start, end);
-        }
+/// The node that holds `ue`'s buffer of direction `dir`: the eNB, or the UE.
+fn holder(ue: usize, dir: Direction) -> Port {
+    match dir {
+        Direction::Downlink => Port::ENB,
+        Direction::Uplink => Port(ue as u16 + 1),
     }
 }
 
