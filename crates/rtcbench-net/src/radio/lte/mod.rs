@@ -362,8 +362,9 @@ struct Ue<P> {
     /// What the eNB believes waits at the UE beyond `inflight`, from the last BSR
     /// ([`UlAccess::SchedulingRequest`]).
     known: u64,
-    /// A scheduling request waits for the UE's next SR opportunity.
-    sr_pending: bool,
+    /// A regular BSR is pending: data reached an empty buffer and no PUSCH has carried a BSR
+    /// since (TS 36.321 §5.4.5). Without a grant for new data to carry it, it triggers an SR.
+    bsr_pending: bool,
     /// The TTI at which the eNB answers an SR it received with a grant.
     sr_grant_at: Option<Tti>,
     sr_offset: u64,
@@ -372,6 +373,13 @@ struct Ue<P> {
 }
 
 impl<P> Ue<P> {
+    /// Whether the UE sends an SR at its next opportunity: a regular BSR is pending, no grant
+    /// for new data (which would carry it) is coming, and the eNB has not yet answered an
+    /// earlier SR (TS 36.321 §5.4.4).
+    fn wants_sr(&self) -> bool {
+        self.bsr_pending && self.sr_grant_at.is_none() && !self.grants.iter().any(|g| g.retx.is_none())
+    }
+
     fn link(&self, dir: Direction) -> &Link<P> {
         match dir {
             Direction::Downlink => &self.dl,
@@ -450,7 +458,7 @@ impl<P: NetPacket> Cell<P> {
                 grants: VecDeque::with_capacity(cfg.ul_grant_to_pusch_ttis as usize + 1),
                 inflight: 0,
                 known: 0,
-                sr_pending: false,
+                bsr_pending: false,
                 sr_grant_at: None,
                 sr_offset: u.sr_offset_ttis.map_or(i as u64 % sr_period, u64::from),
                 pf_bytes: 0,
@@ -564,20 +572,12 @@ impl<P: NetPacket> Cell<P> {
             link.stats.queue_full_drops += 1;
             return Err((pkt, DropReason::QueueFull));
         }
-        // A regular BSR is triggered by data reaching an empty buffer; without a grant to carry
-        // it the UE asks with an SR (TS 36.321 §5.4.5, §5.4.4).
+        // Data reaching an empty buffer triggers a regular BSR (TS 36.321 §5.4.5).
         let empty = link.rlc.unsent() == 0;
         link.rlc.push(now, pkt, len);
         link.stats.packets_queued += 1;
-        if dir == Direction::Uplink
-            && sr
-            && empty
-            && u.inflight == 0
-            && u.known == 0
-            && u.sr_grant_at.is_none()
-            && u.grants.is_empty()
-        {
-            u.sr_pending = true;
+        if dir == Direction::Uplink && sr && empty {
+            u.bsr_pending = true;
         }
         self.next_tti = self.next_wakeup(self.clock);
         Ok(())
@@ -665,7 +665,7 @@ impl<P: NetPacket> Cell<P> {
                     if u.known > 0 {
                         return Some(after);
                     }
-                    if u.sr_pending {
+                    if u.wants_sr() {
                         let p = u64::from(period_ttis);
                         at(after + (p + u.sr_offset - after % p) % p);
                     }
@@ -860,8 +860,7 @@ impl<P: NetPacket> Cell<P> {
         if let UlAccess::SchedulingRequest { period_ttis, sr_to_grant_ttis, .. } = self.cfg.ul_access {
             let period = u64::from(period_ttis);
             for u in &mut self.ues {
-                if u.sr_pending && k % period == u.sr_offset {
-                    u.sr_pending = false;
+                if k % period == u.sr_offset && u.wants_sr() {
                     u.sr_grant_at = Some(k + u64::from(sr_to_grant_ttis));
                     u.ul.stats.scheduling_requests += 1;
                 }
@@ -970,7 +969,7 @@ impl<P: NetPacket> Cell<P> {
             // The BSR in this PUSCH: the eNB reads it at the end of the TTI and subtracts the
             // grants it has already issued (TS 36.321 §5.4.5; a pending SR is cancelled, §5.4.4).
             u.known = bsr_reported(u.ul.rlc.unsent()).saturating_sub(u.inflight);
-            u.sr_pending = false;
+            u.bsr_pending = false;
         }
         let tb = Tb { start, end, bits: g.bits, units: g.prb, tx: 0, due: 0 };
         self.transmit(k, ue, Direction::Uplink, g.proc, tb);
