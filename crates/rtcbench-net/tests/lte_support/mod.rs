@@ -34,8 +34,8 @@ impl NetPacket for Pkt {
 /// How a source offers packets to one (UE, direction).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Traffic {
-    /// One packet of `bytes` every `interval`, from `start`.
-    Cbr { bytes: u64, interval: Duration, start: Duration },
+    /// One packet of `bytes` every `interval`, from `start`, none at or after `stop`.
+    Cbr { bytes: u64, interval: Duration, start: Duration, stop: Duration },
     /// Keeps at least `backlog` bytes waiting (checked at every wake-up and TTI boundary).
     Saturate { bytes: u64, backlog: u64 },
 }
@@ -134,10 +134,10 @@ pub(crate) fn drive_with(
                 }
             };
             match s.traffic {
-                Traffic::Cbr { bytes, interval, .. } => {
+                Traffic::Cbr { bytes, interval, stop, .. } => {
                     while let Some(at) = next[i].filter(|&t| t <= now) {
                         offer(cell, bytes, at, &mut seq[i], &mut run);
-                        next[i] = Some(at + interval);
+                        next[i] = Some(at + interval).filter(|&t| t < Instant::ZERO + stop);
                     }
                 }
                 Traffic::Saturate { bytes, backlog } => {

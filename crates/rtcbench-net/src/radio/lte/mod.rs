@@ -198,28 +198,42 @@ impl<P> Rlc<P> {
         self.entries.get(self.sent)
     }
 
-    /// Takes up to `cap` bytes from the head of the buffer: the stream range of a new transport
-    /// block.
-    fn take(&mut self, cap: u64) -> (u64, u64) {
+    /// Fills a new transport block with up to `cap` bytes from the head of the buffer and
+    /// returns its stream range. With a PDCP discard `timer`, a packet none of which was sent
+    /// yet is dropped instead (handed to `discarded`) when the block reaches it more than
+    /// `timer` after its arrival; its bytes join the block's range without taking room, so they
+    /// resolve with the block.
+    fn take(
+        &mut self,
+        cap: u64,
+        now: Instant,
+        timer: Option<Duration>,
+        mut discarded: impl FnMut(P),
+    ) -> (u64, u64) {
         let start = self.tx;
-        self.tx = (start + cap).min(self.next);
-        while self.entries.get(self.sent).is_some_and(|e| e.end <= self.tx) {
-            self.sent += 1;
+        let mut left = cap;
+        loop {
+            if let Some(timer) = timer {
+                while let Some(e) = self.entries.get_mut(self.sent).filter(|e| e.start == self.tx) {
+                    if now - e.arrival <= timer {
+                        break;
+                    }
+                    if let Some(p) = e.pkt.take() {
+                        discarded(p);
+                    }
+                    self.tx = e.end;
+                    self.sent += 1;
+                }
+            }
+            let Some(e) = self.entries.get(self.sent).filter(|_| left > 0) else { break };
+            let n = left.min(e.end - self.tx);
+            self.tx += n;
+            left -= n;
+            if self.tx == e.end {
+                self.sent += 1;
+            }
         }
         (start, self.tx)
-    }
-
-    /// Drops the packet at the head if none of it was sent and it waited longer than `timer`
-    /// (PDCP discard): returns it (unless a loss took it already) and the stream range it
-    /// leaves, resolved without a transport block.
-    fn discard_head(&mut self, now: Instant, timer: Duration) -> Option<(Option<P>, u64, u64)> {
-        let e = self.entries.get_mut(self.sent)?;
-        if e.start != self.tx || now - e.arrival <= timer {
-            return None;
-        }
-        self.tx = e.end;
-        self.sent += 1;
-        Some((e.pkt.take(), e.start, e.end))
     }
 
     /// Takes out the packets with bytes in [start, end): a transport block carrying them was lost.
@@ -348,8 +362,9 @@ struct Ue<P> {
     /// What the eNB believes waits at the UE beyond `inflight`, from the last BSR
     /// ([`UlAccess::SchedulingRequest`]).
     known: u64,
-    /// A scheduling request waits for the UE's next SR opportunity.
-    sr_pending: bool,
+    /// A regular BSR is pending: data reached an empty buffer and no PUSCH has carried a BSR
+    /// since (TS 36.321 §5.4.5). Without a grant for new data to carry it, it triggers an SR.
+    bsr_pending: bool,
     /// The TTI at which the eNB answers an SR it received with a grant.
     sr_grant_at: Option<Tti>,
     sr_offset: u64,
@@ -358,6 +373,13 @@ struct Ue<P> {
 }
 
 impl<P> Ue<P> {
+    /// Whether the UE sends an SR at its next opportunity: a regular BSR is pending, no grant
+    /// for new data (which would carry it) is coming, and the eNB has not yet answered an
+    /// earlier SR (TS 36.321 §5.4.4).
+    fn wants_sr(&self) -> bool {
+        self.bsr_pending && self.sr_grant_at.is_none() && !self.grants.iter().any(|g| g.retx.is_none())
+    }
+
     fn link(&self, dir: Direction) -> &Link<P> {
         match dir {
             Direction::Downlink => &self.dl,
@@ -436,7 +458,7 @@ impl<P: NetPacket> Cell<P> {
                 grants: VecDeque::with_capacity(cfg.ul_grant_to_pusch_ttis as usize + 1),
                 inflight: 0,
                 known: 0,
-                sr_pending: false,
+                bsr_pending: false,
                 sr_grant_at: None,
                 sr_offset: u.sr_offset_ttis.map_or(i as u64 % sr_period, u64::from),
                 pf_bytes: 0,
@@ -550,20 +572,12 @@ impl<P: NetPacket> Cell<P> {
             link.stats.queue_full_drops += 1;
             return Err((pkt, DropReason::QueueFull));
         }
-        // A regular BSR is triggered by data reaching an empty buffer; without a grant to carry
-        // it the UE asks with an SR (TS 36.321 §5.4.5, §5.4.4).
+        // Data reaching an empty buffer triggers a regular BSR (TS 36.321 §5.4.5).
         let empty = link.rlc.unsent() == 0;
         link.rlc.push(now, pkt, len);
         link.stats.packets_queued += 1;
-        if dir == Direction::Uplink
-            && sr
-            && empty
-            && u.inflight == 0
-            && u.known == 0
-            && u.sr_grant_at.is_none()
-            && u.grants.is_empty()
-        {
-            u.sr_pending = true;
+        if dir == Direction::Uplink && sr && empty {
+            u.bsr_pending = true;
         }
         self.next_tti = self.next_wakeup(self.clock);
         Ok(())
@@ -651,7 +665,7 @@ impl<P: NetPacket> Cell<P> {
                     if u.known > 0 {
                         return Some(after);
                     }
-                    if u.sr_pending {
+                    if u.wants_sr() {
                         let p = u64::from(period_ttis);
                         at(after + (p + u.sr_offset - after % p) % p);
                     }
@@ -822,10 +836,9 @@ impl<P: NetPacket> Cell<P> {
     fn send_new_dl(&mut self, k: Tti, ue: usize, i_tbs: u8, rbgs: u16) {
         let bits = self.dl_bits(i_tbs, rbgs);
         let cap = u64::from(bits / 8).saturating_sub(self.cfg.rlc.rlc_mac_header.as_bytes());
-        self.discard(k, ue, Direction::Downlink);
+        let (start, end) = self.fill(k, ue, Direction::Downlink, cap);
         let u = &mut self.ues[ue];
         let link = &mut u.dl;
-        let (start, end) = link.rlc.take(cap);
         let p = link.free_process(k).expect("a free HARQ process");
         link.stats.new_tbs += 1;
         link.stats.new_tb_bytes += DataSize::bytes(u64::from(bits / 8));
@@ -847,8 +860,7 @@ impl<P: NetPacket> Cell<P> {
         if let UlAccess::SchedulingRequest { period_ttis, sr_to_grant_ttis, .. } = self.cfg.ul_access {
             let period = u64::from(period_ttis);
             for u in &mut self.ues {
-                if u.sr_pending && k % period == u.sr_offset {
-                    u.sr_pending = false;
+                if k % period == u.sr_offset && u.wants_sr() {
                     u.sr_grant_at = Some(k + u64::from(sr_to_grant_ttis));
                     u.ul.stats.scheduling_requests += 1;
                 }
@@ -948,23 +960,35 @@ impl<P: NetPacket> Cell<P> {
         }
         let cap = u64::from(g.bits / 8).saturating_sub(self.cfg.rlc.rlc_mac_header.as_bytes());
         self.ues[ue].inflight -= cap;
-        self.discard(k, ue, Direction::Uplink);
+        let (start, end) = self.fill(k, ue, Direction::Uplink, cap);
         let sr = matches!(self.cfg.ul_access, UlAccess::SchedulingRequest { .. });
         let u = &mut self.ues[ue];
-        let (start, end) = u.ul.rlc.take(cap);
         u.ul.stats.new_tbs += 1;
         u.ul.stats.new_tb_bytes += DataSize::bytes(u64::from(g.bits / 8));
         if sr {
             // The BSR in this PUSCH: the eNB reads it at the end of the TTI and subtracts the
             // grants it has already issued (TS 36.321 §5.4.5; a pending SR is cancelled, §5.4.4).
             u.known = bsr_reported(u.ul.rlc.unsent()).saturating_sub(u.inflight);
-            u.sr_pending = false;
+            u.bsr_pending = false;
         }
         let tb = Tb { start, end, bits: g.bits, units: g.prb, tx: 0, due: 0 };
         self.transmit(k, ue, Direction::Uplink, g.proc, tb);
     }
 
     // ---- HARQ and RLC ----
+
+    /// A new transport block for `ue`'s direction `dir` in TTI `k`: up to `cap` bytes from its
+    /// buffer, PDCP discard on the way.
+    fn fill(&mut self, k: Tti, ue: usize, dir: Direction, cap: u64) -> (u64, u64) {
+        let (now, timer, holder) =
+            (Instant::from_millis(k as i64), self.cfg.rlc.discard_timer, holder(ue, dir));
+        let drops = &mut self.drops;
+        let Link { rlc, stats, .. } = self.ues[ue].link_mut(dir);
+        rlc.take(cap, now, timer, |pkt| {
+            stats.discard_drops += 1;
+            drops.push_back((holder, pkt, DropReason::Lifetime));
+        })
+    }
 
     /// Sends transport block `tb` of HARQ process `p` in TTI `k`: it gets through, waits for a
     /// retransmission 8 TTIs later, or (after its last allowed transmission) is lost.
@@ -981,10 +1005,7 @@ impl<P: NetPacket> Cell<P> {
             Direction::Downlink => tb.units * self.rbg_size,
             Direction::Uplink => tb.units,
         };
-        let holder = match dir {
-            Direction::Downlink => Port::ENB,
-            Direction::Uplink => Port(ue as u16 + 1),
-        };
+        let holder = holder(ue, dir);
         let link = self.ues[ue].link_mut(dir);
         link.stats.rb_ttis += u64::from(prb);
         link.stats.ttis_scheduled += 1;
@@ -1026,23 +1047,13 @@ impl<P: NetPacket> Cell<P> {
             output.push_back((at, port, pkt));
         });
     }
+}
 
-    /// PDCP discard at the head of a buffer about to fill a transport block in TTI `k`.
-    fn discard(&mut self, k: Tti, ue: usize, dir: Direction) {
-        let Some(timer) = self.cfg.rlc.discard_timer else { return };
-        let now = Instant::from_millis(k as i64);
-        let holder = match dir {
-            Direction::Downlink => Port::ENB,
-            Direction::Uplink => Port(ue as u16 + 1),
-        };
-        while let Some((pkt, start, end)) = self.ues[ue].link_mut(dir).rlc.discard_head(now, timer) {
-            if let Some(pkt) = pkt {
-                self.ues[ue].link_mut(dir).stats.discard_drops += 1;
-                self.drops.push_back((holder, pkt, DropReason::Lifetime));
-            }
-            let at = Instant::from_millis(k as i64 + 1) + self.cfg.core_delay;
-            self.resolve(at, ue, dir, start, end);
-        }
+/// The node that holds `ue`'s buffer of direction `dir`: the eNB, or the UE.
+fn holder(ue: usize, dir: Direction) -> Port {
+    match dir {
+        Direction::Downlink => Port::ENB,
+        Direction::Uplink => Port(ue as u16 + 1),
     }
 }
 
