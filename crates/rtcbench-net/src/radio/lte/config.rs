@@ -148,7 +148,8 @@ pub struct RlcConfig {
 }
 
 impl RlcConfig {
-    /// A 5-MB buffer, no discard timer, 2 + 3 bytes of headers (`docs/lte.md`, "Constants").
+    /// A 5-MB buffer, no discard timer, 2 + 3 bytes of headers (`docs/lte.md`, "Constants and
+    /// defaults", says why).
     pub const fn deep() -> Self {
         Self {
             buffer: DataSize::bytes(5_000_000),

@@ -64,7 +64,7 @@ use tbs::tbs_bits;
 /// HARQ processes per UE and direction (FDD, TS 36.213 §7 and §8).
 pub const HARQ_PROCESSES: usize = 8;
 /// TTIs from a transmission to its retransmission: FDD's 8-ms HARQ round trip (a NACK 4 TTIs
-/// after the transmission, the retransmission 4 after that; TS 36.213 §8.3, §10.1).
+/// after the transmission, TS 36.213 §7.3 and §9.1.2; the retransmission 4 after that, §8.0).
 pub const HARQ_RTT_TTIS: u64 = 8;
 /// A TTI (subframe) lasts 1 ms (TS 36.211 §4.1).
 pub const TTI: Duration = Duration::from_millis(1);
