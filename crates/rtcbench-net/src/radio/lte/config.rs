@@ -193,7 +193,8 @@ pub enum ChannelQuality {
     /// Steps of wideband SINR, dB.
     SinrTrace { steps: Vec<SinrStep> },
     /// A mean SINR plus Rayleigh fading in dB with a Jakes (Clarke) Doppler spectrum,
-    /// f_d = v·f_c / c, drawn from the cell's generator ([`super::channel`]).
+    /// f_d = v·f_c / c, drawn from the cell's generator (a sum of sinusoids after Zheng and
+    /// Xiao 2003; `docs/lte.md`, "Fading").
     Fading { mean_sinr_db: f64, speed_kmh: f64, carrier_ghz: f64 },
 }
 
