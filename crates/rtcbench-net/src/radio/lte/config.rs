@@ -148,7 +148,8 @@ pub struct RlcConfig {
 }
 
 impl RlcConfig {
-    /// A 5-MB buffer, no discard timer, 2 + 3 bytes of headers (`docs/lte.md`, "Constants").
+    /// A 5-MB buffer, no discard timer, 2 + 3 bytes of headers (`docs/lte.md`, "Constants and
+    /// defaults", says why).
     pub const fn deep() -> Self {
         Self {
             buffer: DataSize::bytes(5_000_000),
@@ -192,7 +193,8 @@ pub enum ChannelQuality {
     /// Steps of wideband SINR, dB.
     SinrTrace { steps: Vec<SinrStep> },
     /// A mean SINR plus Rayleigh fading in dB with a Jakes (Clarke) Doppler spectrum,
-    /// f_d = v·f_c / c, drawn from the cell's generator ([`super::channel`]).
+    /// f_d = v·f_c / c, drawn from the cell's generator (a sum of sinusoids after Zheng and
+    /// Xiao 2003; `docs/lte.md`, "Fading").
     Fading { mean_sinr_db: f64, speed_kmh: f64, carrier_ghz: f64 },
 }
 
@@ -394,5 +396,98 @@ impl ChannelQuality {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_form() -> CellConfig {
+        let mut cfg = CellConfig::new(vec![
+            UeConfig::fixed_cqi(15),
+            UeConfig {
+                dl: ChannelQuality::Fading { mean_sinr_db: 12.5, speed_kmh: 3.0, carrier_ghz: 2.0 },
+                ul: ChannelQuality::SinrTrace { steps: vec![SinrStep { at: Duration::ZERO, sinr_db: 4.0 }] },
+                sr_offset_ttis: Some(3),
+            },
+            UeConfig {
+                dl: ChannelQuality::CqiTrace {
+                    steps: vec![CqiStep { at: Duration::from_millis(5), cqi: 9 }],
+                },
+                ul: ChannelQuality::Sinr { sinr_db: -1.0 },
+                sr_offset_ttis: None,
+            },
+        ]);
+        cfg.ul_access = UlAccess::scheduling_request();
+        cfg.dl_scheduler = DlScheduler::RoundRobin;
+        cfg.rlc.discard_timer = Some(Duration::from_millis(300));
+        cfg
+    }
+
+    #[test]
+    fn round_trips_through_json_with_units_written_out() {
+        let cfg = every_form();
+        cfg.validate().unwrap();
+        let json = serde_json::to_string(&cfg).unwrap();
+        assert!(json.contains(r#""bandwidth":"5MHz""#) && json.contains(r#""buffer":"5000KB""#), "{json}");
+        assert!(
+            json.contains(r#""kind":"scheduling_request""#) && json.contains(r#""kind":"fading""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<CellConfig>(&json).unwrap(), cfg);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let json =
+            serde_json::to_string(&every_form()).unwrap().replace(r#""dl_layers":1"#, r#""dl_layer":1"#);
+        let err = serde_json::from_str::<CellConfig>(&json).unwrap_err().to_string();
+        assert!(err.contains("unknown field `dl_layer`"), "{err}");
+    }
+
+    #[test]
+    fn errors_name_the_field_and_what_is_allowed() {
+        let check = |edit: &dyn Fn(&mut CellConfig), says: &str| {
+            let mut cfg = every_form();
+            edit(&mut cfg);
+            let msg = cfg.validate().unwrap_err().to_string();
+            assert!(msg.contains(says), "{msg:?} should say {says:?}");
+        };
+        check(&|c| c.ues.clear(), "at least one UE (ues)");
+        check(&|c| c.dl_layers = 4, "dl_layers must be 1 (SISO) or 2");
+        check(
+            &|c| c.dl_scheduler = DlScheduler::ProportionalFair { window_ttis: 0.5 },
+            "window_ttis must be a number above 1",
+        );
+        check(&|c| c.ul_pucch_prb = 24, "ul_pucch_prb (24) and ul_min_prb (3)");
+        check(&|c| c.ul_max_mcs = Some(29), "ul_max_mcs must be an MCS index 0..=28");
+        check(
+            &|c| {
+                c.ul_access =
+                    UlAccess::SchedulingRequest { period_ttis: 7, sr_to_grant_ttis: 4, sr_grant_prb: 3 }
+            },
+            "one of 1, 2, 5, 10, 20, 40, 80",
+        );
+        check(
+            &|c| {
+                c.ul_access =
+                    UlAccess::SchedulingRequest { period_ttis: 2, sr_to_grant_ttis: 4, sr_grant_prb: 3 }
+            },
+            "ues[1].sr_offset_ttis must be below the SR period 2, not 3",
+        );
+        check(&|c| c.harq.bler = vec![0.1, 1.0], "harq.bler needs 1 to 8 entries");
+        check(&|c| c.rlc.buffer = DataSize::ZERO, "rlc.buffer must be positive");
+        check(&|c| c.ues[2].dl = ChannelQuality::Cqi { cqi: 16 }, "ues[2].dl: a CQI is 0..=15, not 16");
+        check(
+            &|c| c.ues[1].ul = ChannelQuality::SinrTrace { steps: vec![] },
+            "ues[1].ul: a trace needs at least one step",
+        );
+        check(
+            &|c| {
+                c.ues[1].dl = ChannelQuality::Fading { mean_sinr_db: 3.0, speed_kmh: -1.0, carrier_ghz: 2.0 }
+            },
+            "speed_kmh ≥ 0",
+        );
     }
 }

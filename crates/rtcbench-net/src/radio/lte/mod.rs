@@ -64,7 +64,7 @@ use tbs::tbs_bits;
 /// HARQ processes per UE and direction (FDD, TS 36.213 §7 and §8).
 pub const HARQ_PROCESSES: usize = 8;
 /// TTIs from a transmission to its retransmission: FDD's 8-ms HARQ round trip (a NACK 4 TTIs
-/// after the transmission, the retransmission 4 after that; TS 36.213 §8.3, §10.1).
+/// after the transmission, TS 36.213 §7.3 and §9.1.2; the retransmission 4 after that, §8.0).
 pub const HARQ_RTT_TTIS: u64 = 8;
 /// A TTI (subframe) lasts 1 ms (TS 36.211 §4.1).
 pub const TTI: Duration = Duration::from_millis(1);
@@ -417,6 +417,9 @@ pub struct Cell<P> {
     rbgs: u16,
     rbg_size: u16,
     ul_prb: u16,
+    /// (MCS, I_TBS) per CQI in each direction (the uplink's with its MCS cap).
+    dl_amc: [(u8, u8); 16],
+    ul_amc: [(u8, u8); 16],
     /// 1 − 1/α of the proportional-fair average.
     pf_decay: f64,
     /// The TTI every T_j is up to date at (its start).
@@ -443,6 +446,7 @@ impl<P: NetPacket> Cell<P> {
         cfg.validate()?;
         let harq_rng = SimRng::seed_from_u64(rng.random());
         let mut fading_rng = SimRng::seed_from_u64(rng.random());
+        let report = TTI * i64::from(cfg.cqi.period_ttis);
         let sr_period = match cfg.ul_access {
             UlAccess::SchedulingRequest { period_ttis, .. } => u64::from(period_ttis),
             UlAccess::Ideal => 1,
@@ -452,8 +456,8 @@ impl<P: NetPacket> Cell<P> {
             .iter()
             .enumerate()
             .map(|(i, u)| Ue {
-                dl: Link::new(Channel::new(&u.dl, &mut fading_rng)),
-                ul: Link::new(Channel::new(&u.ul, &mut fading_rng)),
+                dl: Link::new(Channel::new(&u.dl, report, &mut fading_rng)),
+                ul: Link::new(Channel::new(&u.ul, report, &mut fading_rng)),
                 pf_avg: 1.0,
                 grants: VecDeque::with_capacity(cfg.ul_grant_to_pusch_ttis as usize + 1),
                 inflight: 0,
@@ -469,7 +473,17 @@ impl<P: NetPacket> Cell<P> {
             DlScheduler::RoundRobin => 1.0,
         };
         let n = cfg.ues.len();
+        let dl_amc = std::array::from_fn(|cqi| {
+            let mcs = mcs_from_cqi(cqi as u8);
+            (mcs, DL_MCS_TO_ITBS[usize::from(mcs)])
+        });
+        let ul_amc = std::array::from_fn(|cqi| {
+            let mcs = cfg.ul_max_mcs.map_or(mcs_from_cqi(cqi as u8), |m| mcs_from_cqi(cqi as u8).min(m));
+            (mcs, UL_MCS_TO_ITBS[usize::from(mcs)])
+        });
         Ok(Self {
+            dl_amc,
+            ul_amc,
             rbgs: cfg.bandwidth.dl_rbgs(),
             rbg_size: cfg.bandwidth.rbg_size(),
             ul_prb: cfg.ul_prb(),
@@ -579,7 +593,13 @@ impl<P: NetPacket> Cell<P> {
         if dir == Direction::Uplink && sr && empty {
             u.bsr_pending = true;
         }
-        self.next_tti = self.next_wakeup(self.clock);
+        // A packet only adds reasons to wake: the earliest of the old deadline and this UE's.
+        let (clock, ue_next) = (self.clock, self.ue_wakeup(ue, self.clock));
+        self.next_tti = match (self.next_tti, ue_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|t| t.max(clock));
         Ok(())
     }
 
@@ -639,39 +659,50 @@ impl<P: NetPacket> Cell<P> {
 
     /// The first TTI at or after `after` in which something can happen.
     fn next_wakeup(&self, after: Tti) -> Option<Tti> {
-        let k = u64::from(self.cfg.ul_grant_to_pusch_ttis);
+        let mut best: Option<Tti> = None;
+        for ue in 0..self.ues.len() {
+            match self.ue_wakeup(ue, after) {
+                Some(t) if t == after => return Some(after),
+                Some(t) => best = Some(best.map_or(t, |b| b.min(t))),
+                None => {}
+            }
+        }
+        best
+    }
+
+    /// The first TTI at or after `after` in which something can happen to UE `ue`.
+    fn ue_wakeup(&self, ue: usize, after: Tti) -> Option<Tti> {
+        let u = &self.ues[ue];
         let mut best: Option<Tti> = None;
         let mut at = |t: Tti| best = Some(best.map_or(t.max(after), |b| b.min(t.max(after))));
-        for u in &self.ues {
-            if u.dl.rlc.unsent() > 0 {
-                return Some(after);
-            }
-            if let Some(due) = u.dl.next_retx() {
-                at(due);
-            }
-            if let Some(g) = u.grants.front() {
-                at(g.pusch);
-            }
-            if let Some(due) = u.ul.next_retx() {
-                at(due.saturating_sub(k));
-            }
-            match self.cfg.ul_access {
-                UlAccess::Ideal => {
-                    if u.ul.rlc.unsent() > u.inflight {
-                        return Some(after);
-                    }
+        if u.dl.rlc.unsent() > 0 {
+            return Some(after);
+        }
+        if let Some(due) = u.dl.next_retx() {
+            at(due);
+        }
+        if let Some(g) = u.grants.front() {
+            at(g.pusch);
+        }
+        if let Some(due) = u.ul.next_retx() {
+            at(due.saturating_sub(u64::from(self.cfg.ul_grant_to_pusch_ttis)));
+        }
+        match self.cfg.ul_access {
+            UlAccess::Ideal => {
+                if u.ul.rlc.unsent() > u.inflight {
+                    return Some(after);
                 }
-                UlAccess::SchedulingRequest { period_ttis, .. } => {
-                    if u.known > 0 {
-                        return Some(after);
-                    }
-                    if u.wants_sr() {
-                        let p = u64::from(period_ttis);
-                        at(after + (p + u.sr_offset - after % p) % p);
-                    }
-                    if let Some(g) = u.sr_grant_at {
-                        at(g);
-                    }
+            }
+            UlAccess::SchedulingRequest { period_ttis, .. } => {
+                if u.known > 0 {
+                    return Some(after);
+                }
+                if u.wants_sr() {
+                    let p = u64::from(period_ttis);
+                    at(after + (p + u.sr_offset - after % p) % p);
+                }
+                if let Some(g) = u.sr_grant_at {
+                    at(g);
                 }
             }
         }
@@ -686,15 +717,13 @@ impl<P: NetPacket> Cell<P> {
     }
 
     /// MCS and I_TBS for a CQI.
+    #[inline]
     fn mcs(&self, dir: Direction, cqi: u8) -> (u8, u8) {
-        let mcs = mcs_from_cqi(cqi);
-        match dir {
-            Direction::Downlink => (mcs, DL_MCS_TO_ITBS[usize::from(mcs)]),
-            Direction::Uplink => {
-                let mcs = self.cfg.ul_max_mcs.map_or(mcs, |m| mcs.min(m));
-                (mcs, UL_MCS_TO_ITBS[usize::from(mcs)])
-            }
-        }
+        let table = match dir {
+            Direction::Downlink => &self.dl_amc,
+            Direction::Uplink => &self.ul_amc,
+        };
+        table[usize::from(cqi.min(15))]
     }
 
     fn run_tti(&mut self, k: Tti) {
