@@ -111,3 +111,28 @@ fn pdcp_discard_bounds_the_delay_of_what_gets_through() {
     assert!(quantile(&d1[d1.len() / 2..], 0.5) > 95.0);
     assert!(run.in_order());
 }
+
+#[test]
+fn the_ue_buffer_can_be_smaller_than_the_enbs() {
+    // A UE's modem holds 100 kB while the eNB holds 1 MB per UE: the same push fills each to its
+    // own limit.
+    let mut cfg = CellConfig::new(vec![UeConfig::fixed_cqi(15)]);
+    cfg.rlc.buffer = DataSize::bytes(1_000_000);
+    cfg.rlc.ue_buffer = Some(DataSize::bytes(100_000));
+    let mut c = cell(cfg, 1);
+    let (mut up, mut down) = (0u64, 0u64);
+    for i in 0..2000u64 {
+        let pkt =
+            |dir| lte_support::Pkt { ue: 1, dir, seq: i, size: DataSize::bytes(1000), sent: Instant::ZERO };
+        if c.push(Instant::ZERO, Port::ue(1), Port::ENB, pkt(Direction::Uplink)).is_ok() {
+            up += 1;
+        }
+        if c.push(Instant::ZERO, Port::ENB, Port::ue(1), pkt(Direction::Downlink)).is_ok() {
+            down += 1;
+        }
+    }
+    // 1000 B and a 2-B PDCP header each.
+    assert_eq!((up, down), (100_000 / 1002, 1_000_000 / 1002));
+    assert_eq!(c.queue_bytes(Port::ue(1), Direction::Uplink).as_bytes(), up * 1002);
+    assert_eq!(c.stats(Port::ue(1)).ul.queue_full_drops, 2000 - up);
+}

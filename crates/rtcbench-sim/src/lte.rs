@@ -28,9 +28,10 @@ pub(crate) struct LteNet {
     /// Per cell, the link id of its first UE's downlink buffer; UE i (from 1) has
     /// `first_queue + 2 (i − 1)` downlink and the next id uplink.
     first_queue: Vec<LinkId>,
-    /// Per cell and UE, the counters at the last sample.
+    /// Per cell, the TTIs it was done with at the last sample ([`Cell::ttis_done`]), and per UE
+    /// its counters then.
+    last_ttis: Vec<Option<u64>>,
     last: Vec<Vec<[DirStats; 2]>>,
-    last_sample: Option<Instant>,
 }
 
 impl LteNet {
@@ -52,7 +53,8 @@ impl LteNet {
             cells.push(cell);
         }
         let last = cells.iter().map(|c| vec![[DirStats::default(); 2]; c.ues()]).collect();
-        Ok(Self { cells, first_queue, last, last_sample: None })
+        let last_ttis = vec![None; cells.len()];
+        Ok(Self { cells, first_queue, last_ttis, last })
     }
 
     /// The link id of the buffer a packet from `from` to `to` waits in: the eNB's for a
@@ -78,10 +80,12 @@ impl LteNet {
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
     /// bytes waiting, the head packet's age, and what the scheduler gave it since the last
     /// sample.
+    /// Rates and shares are over the TTIs the cell ran since the last sample, not the time
+    /// elapsed, so that a TTI starting at a sample instant counts in exactly one sample.
     pub(crate) fn sample(&mut self, now: Instant, links: &mut LinkTable) {
-        let span = self.last_sample.map(|t| now - t).filter(|d| !d.is_zero());
-        self.last_sample = Some(now);
         for (c, cell) in self.cells.iter().enumerate() {
+            let done = cell.ttis_done(now);
+            let ttis = self.last_ttis[c].replace(done).map(|before| done - before).filter(|&n| n > 0);
             for k in 0..cell.ues() {
                 let ue = Port::ue(k as u16 + 1);
                 let stats = cell.stats(ue);
@@ -95,13 +99,14 @@ impl LteNet {
                     };
                     let state = cell.link_state(now, ue, dir);
                     let sample = RadioSample {
-                        rb_share: span.map(|s| {
+                        rb_share: ttis.map(|n| {
                             let rb_ttis = (now_stats.rb_ttis - before.rb_ttis) as f64;
-                            rb_ttis / (f64::from(prb) * s.as_secs_f64() * 1000.0)
+                            rb_ttis / (f64::from(prb) * n as f64)
                         }),
-                        scheduled: span.map(|s| {
+                        scheduled: ttis.map(|n| {
                             let bytes = (now_stats.new_tb_bytes - before.new_tb_bytes).as_bytes();
-                            Bitrate::from_bps_f64(bytes as f64 * 8.0 / s.as_secs_f64())
+                            // A TTI is 1 ms.
+                            Bitrate::from_bps_f64(bytes as f64 * 8.0 * 1000.0 / n as f64)
                         }),
                         retransmissions: now_stats.harq_retransmissions - before.harq_retransmissions,
                         failures: now_stats.harq_failures - before.harq_failures,

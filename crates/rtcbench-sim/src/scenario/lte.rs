@@ -141,6 +141,7 @@ pub fn cell_config(l: &LteSpec) -> CellConfig {
     }
     cfg.rlc = RlcConfig {
         buffer: l.buffer.as_ref().map_or(RlcConfig::deep().buffer, |b| *b.get()),
+        ue_buffer: l.ue_buffer.as_ref().map(|b| *b.get()),
         discard_timer: l.discard_timer.as_ref().map(|d| *d.get()),
         ..RlcConfig::deep()
     };
@@ -202,8 +203,10 @@ pub(super) fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioErr
                 );
             }
         }
-        if let Some(b) = &l.buffer {
-            within(origin, format!("{p}.buffer"), *b.get(), DataSize::bytes(1500), MAX_LTE_BUFFER)?;
+        for (name, b) in [("buffer", &l.buffer), ("ue_buffer", &l.ue_buffer)] {
+            if let Some(b) = b {
+                within(origin, format!("{p}.{name}"), *b.get(), DataSize::bytes(1500), MAX_LTE_BUFFER)?;
+            }
         }
         if let Some(d) = &l.discard_timer {
             within(origin, format!("{p}.discard_timer"), *d.get(), Duration::from_millis(1), MAX_DURATION)?;
@@ -298,4 +301,138 @@ fn validate_radio(r: &UeRadioSpec, field: &str, origin: &str) -> Result<(), Scen
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rtcbench_net::radio::lte::Bandwidth;
+
+    use super::super::{find_route, load, Hop, ScenarioError};
+    use super::*;
+
+    /// A wired node W behind the eNB, two UEs (U1 at a position, U2 with its own fading
+    /// channel) and a call from U1 to W.
+    const CELL: &str = r#"
+id = "c"
+duration = "10s"
+[[links]]
+name = "up"
+from = "ENB"
+to = "W"
+capacity = "1Gbps"
+queue = { size = "100ms" }
+[[links]]
+name = "down"
+from = "W"
+to = "ENB"
+[[lte]]
+name = "cell"
+enb = "ENB"
+bandwidth = "10MHz"
+dl_layers = 2
+scheduler = "rr"
+ul_max_mcs = 20
+ul_access = { sr_period = "5ms" }
+harq_bler = [0.2, 0.02]
+buffer = "1MB"
+ue_buffer = "100kB"
+discard_timer = "300ms"
+positions = { near = { dl_cqi = 13, ul_cqi = 10 } }
+[[lte.ues]]
+node = "U1"
+position = "near"
+[[lte.ues]]
+node = "U2"
+sinr_db = 12.0
+ul_cqi = 4
+speed_kmh = 30.0
+[[calls]]
+from = "U1"
+to = "W"
+"#;
+
+    fn spec(text: &str) -> ScenarioSpec {
+        load(text, "c.toml", &[]).unwrap_or_else(|e| panic!("{e}")).remove(0).spec
+    }
+
+    fn error(text: &str) -> ScenarioError {
+        load(text, "c.toml", &[]).expect_err("a mistake")
+    }
+
+    #[test]
+    fn routes_reach_a_ue_through_its_enb_only() {
+        let s = spec(CELL);
+        let route = |from, to| find_route(&s.links, &s.wifi, &s.lte, from, to).unwrap();
+        let up1 = Hop::Lte { cell: 0, from: 1, to: 0 };
+        assert_eq!(route("U1", "W"), [up1, Hop::Link(0)]);
+        assert_eq!(route("W", "U2"), [Hop::Link(1), Hop::Lte { cell: 0, from: 0, to: 2 }]);
+        // UE to UE: up to the eNB's node, then down.
+        assert_eq!(route("U1", "U2"), [up1, Hop::Lte { cell: 0, from: 0, to: 2 }]);
+        assert_eq!(find_route(&s.links, &s.wifi, &s.lte, "U1", "U1"), None);
+    }
+
+    #[test]
+    fn a_cell_entry_becomes_its_cell_config() {
+        let s = spec(CELL);
+        let l = &s.lte[0];
+        assert_eq!(l.queue_name(1, LteDirection::Down), "cell:U2:dl");
+        assert_eq!(l.queue_name(0, LteDirection::Up), "cell:U1:ul");
+        let c = cell_config(l);
+        assert_eq!((c.name.as_str(), c.bandwidth, c.dl_layers), ("cell", Bandwidth::Mhz10, 2));
+        assert_eq!(c.dl_scheduler, DlScheduler::RoundRobin);
+        assert_eq!(c.ul_max_mcs, Some(20));
+        assert!(matches!(c.ul_access, UlAccess::SchedulingRequest { period_ttis: 5, .. }));
+        assert_eq!(c.harq.bler, [0.2, 0.02]);
+        assert_eq!(
+            (c.rlc.buffer, c.rlc.ue_buffer),
+            (DataSize::bytes(1_000_000), Some(DataSize::bytes(100_000)))
+        );
+        assert_eq!(c.rlc.discard_timer, Some(Duration::from_millis(300)));
+        // The position's CQIs; the UE's own SINR with fading down, its own CQI up.
+        assert_eq!(c.ues[0].dl, ChannelQuality::Cqi { cqi: 13 });
+        assert_eq!(c.ues[0].ul, ChannelQuality::Cqi { cqi: 10 });
+        let fading =
+            ChannelQuality::Fading { mean_sinr_db: 12.0, speed_kmh: 30.0, carrier_ghz: DEFAULT_CARRIER_GHZ };
+        assert_eq!(c.ues[1].dl, fading);
+        assert_eq!(c.ues[1].ul, ChannelQuality::Cqi { cqi: 4 });
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn mistakes_name_their_field() {
+        let cases = [
+            ("dl_layers = 2", "dl_layers = 4", "lte.cell.dl_layers"),
+            (
+                "ul_access = { sr_period = \"5ms\" }",
+                "ul_access = { sr_period = \"7ms\" }",
+                "lte.cell.ul_access.sr_period",
+            ),
+            ("harq_bler = [0.2, 0.02]", "harq_bler = [0.2, 1.0]", "lte.cell.harq_bler"),
+            ("ue_buffer = \"100kB\"", "ue_buffer = \"100B\"", "lte.cell.ue_buffer"),
+            ("position = \"near\"", "position = \"far\"", "lte.cell.ues.0.position"),
+            ("ul_cqi = 4", "ul_cqi = 16", "lte.cell.ues.1.ul_cqi"),
+            ("node = \"U2\"", "node = \"W\"", "lte.cell.ues.1.node"),
+            ("name = \"cell\"", "name = \"a:b\"", "lte.a:b.name"),
+        ];
+        for (from, to, field) in cases {
+            assert!(CELL.contains(from), "{from}");
+            let e = error(&CELL.replacen(from, to, 1));
+            assert_eq!(e.field.as_deref(), Some(field), "{to}: {e}");
+        }
+        // A UE with no channel for a direction.
+        let e = error(&CELL.replacen("sinr_db = 12.0\n", "", 1).replacen("speed_kmh = 30.0\n", "", 1));
+        assert_eq!(e.field.as_deref(), Some("lte.cell.ues.1"), "{e}");
+        assert!(e.to_string().contains("downlink channel needs a quality"), "{e}");
+        // A link may not take a buffer's name.
+        let e = error(&CELL.replacen("name = \"up\"", "name = \"cell:U1:ul\"", 1));
+        assert!(e.to_string().contains("UE's buffer"), "{e}");
+    }
+
+    #[test]
+    fn positions_and_channels_take_sets_of_values() {
+        let text = CELL.replacen("dl_cqi = 13", "dl_cqi = [13, 7]", 1);
+        let runs = load(&text, "c.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let cqis: Vec<_> = runs.iter().map(|r| cell_config(&r.spec.lte[0]).ues[0].dl.clone()).collect();
+        assert_eq!(cqis, [ChannelQuality::Cqi { cqi: 13 }, ChannelQuality::Cqi { cqi: 7 }]);
+    }
 }

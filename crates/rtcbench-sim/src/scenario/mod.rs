@@ -428,6 +428,9 @@ fn walk(
             if let Some(b) = &mut l.buffer {
                 visit(format!("{p}.buffer"), b)?;
             }
+            if let Some(b) = &mut l.ue_buffer {
+                visit(format!("{p}.ue_buffer"), b)?;
+            }
             if let Some(d) = &mut l.discard_timer {
                 visit(format!("{p}.discard_timer"), d)?;
             }
@@ -869,7 +872,7 @@ fn validate_conferences(
             if !is_node(node) {
                 return err(
                     format!("{p}.participants"),
-                    format!("node {node:?} is not a node: no link or BSS has it"),
+                    format!("node {node:?} is not a node: no link, BSS or cell has it"),
                 );
             }
             if c.participants[..k].contains(node) {
@@ -903,7 +906,10 @@ fn validate_conferences(
         }
         if let Some(sfu) = &c.sfu {
             if !is_node(sfu) {
-                return err(format!("{p}.sfu"), format!("node {sfu:?} is not a node: no link or BSS has it"));
+                return err(
+                    format!("{p}.sfu"),
+                    format!("node {sfu:?} is not a node: no link, BSS or cell has it"),
+                );
             }
             if c.participants.contains(sfu) {
                 return err(
@@ -922,7 +928,10 @@ fn validate_conferences(
                 );
             }
             if !is_node(via) {
-                return err(format!("{p}.via"), format!("node {via:?} is not a node: no link or BSS has it"));
+                return err(
+                    format!("{p}.via"),
+                    format!("node {via:?} is not a node: no link, BSS or cell has it"),
+                );
             }
             if c.participants.contains(via) {
                 return err(format!("{p}.via"), format!("the relay {via:?} must not be a participant"));
@@ -1239,13 +1248,16 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             if !is_node(node) {
                 return err(
                     format!("{p}.{what}"),
-                    format!("node {node:?} is not a node: no link or BSS has it"),
+                    format!("node {node:?} is not a node: no link, BSS or cell has it"),
                 );
             }
         }
         if let Some(via) = &c.via {
             if !is_node(via) {
-                return err(format!("{p}.via"), format!("node {via:?} is not a node: no link or BSS has it"));
+                return err(
+                    format!("{p}.via"),
+                    format!("node {via:?} is not a node: no link, BSS or cell has it"),
+                );
             }
             if via == &c.from || via == &c.to {
                 return err(
@@ -1273,7 +1285,7 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             if !nodes.contains(&node) {
                 return err(
                     format!("{p}.{what}"),
-                    format!("node {node:?} is not a node: no link or BSS has it"),
+                    format!("node {node:?} is not a node: no link, BSS or cell has it"),
                 );
             }
         }
@@ -2102,7 +2114,7 @@ call = { video = { max = "300kbps" } }
         let call = |via: &str| star(&format!("[[calls]]\nfrom = \"A\"\nto = \"B\"\nvia = \"{via}\"\n"));
         assert!(load(&call("T"), "x", &[]).is_ok());
         for (via, message) in [
-            ("Z", "not a node: no link or BSS has it"),
+            ("Z", "not a node: no link, BSS or cell has it"),
             ("A", "other than the call's ends"),
             ("B", "other than"),
         ] {

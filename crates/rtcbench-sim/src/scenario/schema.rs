@@ -384,9 +384,12 @@ pub struct LteSpec {
     /// [0.1, 0.01, 0.001, 0.001]: the 10 % target, four transmissions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harq_bler: Option<Vec<f64>>,
-    /// Each UE's RLC buffer, per direction (default 5 MB).
+    /// The eNB's buffer of each UE (its downlink; default 5 MB), and the UE's own (its uplink)
+    /// unless `ue_buffer` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer: Option<Param<DataSize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ue_buffer: Option<Param<DataSize>>,
     /// PDCP's discard timer: packets older are dropped when they would be sent (default none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discard_timer: Option<Param<Duration>>,

@@ -135,8 +135,13 @@ impl HarqConfig {
 #[serde(deny_unknown_fields)]
 pub struct RlcConfig {
     /// The transmit buffer's limit: a packet that would take the bytes waiting beyond it is
-    /// refused (tail drop, [`crate::DropReason::QueueFull`]).
+    /// refused (tail drop, [`crate::DropReason::QueueFull`]). The eNB's buffer of each UE
+    /// (downlink), and the UE's own (uplink) unless `ue_buffer` says otherwise.
     pub buffer: DataSize,
+    /// The UE's own buffer (uplink), if it differs from the eNB's: a modem's is usually far
+    /// smaller than the per-bearer buffers of a commercial eNB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ue_buffer: Option<DataSize>,
     /// PDCP's discardTimer (TS 36.323 §5.4): a packet that waited longer when it would be sent
     /// is dropped instead ([`crate::DropReason::Lifetime`]). `None`: never.
     pub discard_timer: Option<Duration>,
@@ -153,6 +158,7 @@ impl RlcConfig {
     pub const fn deep() -> Self {
         Self {
             buffer: DataSize::bytes(5_000_000),
+            ue_buffer: None,
             discard_timer: None,
             pdcp_header: DataSize::bytes(2),
             rlc_mac_header: DataSize::bytes(3),
@@ -245,7 +251,9 @@ pub enum ConfigError {
          the last below 1; found {0}"
     )]
     Bler(String),
-    #[error("rlc.buffer must be positive and rlc.discard_timer, if set, positive; found {0}")]
+    #[error(
+        "rlc.buffer and rlc.ue_buffer must be positive and rlc.discard_timer, if set, positive; found {0}"
+    )]
     Rlc(String),
     #[error("core_delay must not be negative, found {0}")]
     CoreDelay(Duration),
@@ -333,10 +341,11 @@ impl CellConfig {
             return Err(ConfigError::Bler(format!("{b:?}")));
         }
         let r = &self.rlc;
-        if r.buffer.is_zero() || r.discard_timer.is_some_and(|d| d <= Duration::ZERO) {
+        let zero_ue = r.ue_buffer.is_some_and(|b| b.is_zero());
+        if r.buffer.is_zero() || zero_ue || r.discard_timer.is_some_and(|d| d <= Duration::ZERO) {
             return Err(ConfigError::Rlc(format!(
-                "buffer {}, discard_timer {:?}",
-                r.buffer, r.discard_timer
+                "buffer {}, ue_buffer {:?}, discard_timer {:?}",
+                r.buffer, r.ue_buffer, r.discard_timer
             )));
         }
         if self.core_delay < Duration::ZERO {

@@ -550,6 +550,14 @@ impl<P: NetPacket> Cell<P> {
         LinkState { cqi, mcs, i_tbs, sinr_db: link.channel.sinr_db(now) }
     }
 
+    /// The TTIs the cell is done with at `now`: every TTI before this index has run or had
+    /// nothing to do. A tracer divides the differences of [`DirStats`] counters by differences
+    /// of this, so each TTI counts in exactly one sample whatever the order of events at a TTI
+    /// boundary.
+    pub fn ttis_done(&self, now: Instant) -> u64 {
+        self.clock.max(tti_of(now))
+    }
+
     /// T_j, UE `port`'s downlink throughput averaged by the proportional-fair scheduler (as of
     /// the last TTI it ran).
     pub fn averaged_throughput(&self, port: Port) -> Bitrate {
@@ -579,7 +587,11 @@ impl<P: NetPacket> Cell<P> {
         self.advance(now);
         let len = (pkt.size() + self.cfg.rlc.pdcp_header).as_bytes().max(1);
         let sr = matches!(self.cfg.ul_access, UlAccess::SchedulingRequest { .. });
-        let limit = self.cfg.rlc.buffer.as_bytes();
+        let limit = match dir {
+            Direction::Downlink => self.cfg.rlc.buffer,
+            Direction::Uplink => self.cfg.rlc.ue_buffer.unwrap_or(self.cfg.rlc.buffer),
+        }
+        .as_bytes();
         let u = &mut self.ues[ue];
         let link = u.link_mut(dir);
         if link.rlc.unsent() + len > limit {
