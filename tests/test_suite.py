@@ -59,7 +59,8 @@ def test_suite_names_select_builtin_scenarios_by_prefix(tmp_path: Path) -> None:
     assert select(["seed001-staircase", "seeds-wired", f]) == ["seed001-staircase"] + [
         i for i in wired if i != "seed001-staircase"
     ] + [f]
-    with pytest.raises(UnknownSuite, match=r"suites: rfc8867, rfc8869-wifi, seeds-wired, seeds-wifi, seeds-lte"):
+    suites = r"suites: rfc8867, rfc8869-wifi, seeds-wired, seeds-wifi, seeds-lte"
+    with pytest.raises(UnknownSuite, match=suites):
         select(["rfc9999"])
 
 

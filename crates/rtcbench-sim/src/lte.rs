@@ -8,7 +8,7 @@
 //! its own for its uplink: `<cell>:<ue>:dl` and `<cell>:<ue>:ul` in the trace, after the
 //! scenario's links and the BSSes' queues.
 
-use rtcbench_net::radio::lte::{tbs::tbs_bits, Cell, DirStats, Direction, Port};
+use rtcbench_net::radio::lte::{Cell, DirStats, Direction, Port};
 use rtcbench_net::rng::rng_for;
 use rtcbench_units::{Bitrate, Instant};
 
@@ -65,16 +65,14 @@ impl LteNet {
     }
 
     fn buffer_id(&self, cell: u16, ue: Port, dir: Direction) -> LinkId {
-        let offset = 2 * (ue.0 - 1) + u16::from(dir == Direction::Uplink);
-        self.first_queue[usize::from(cell)] + offset
+        buffer_id(self.first_queue[usize::from(cell)], ue, dir)
     }
 
     /// The rate a UE would get with the whole band at its current MCS, in the hop's direction:
     /// what a route crossing the cell can carry at most, to choose its bottleneck.
     pub(crate) fn nominal_rate(&self, cell: u16, from: Port, to: Port, now: Instant) -> Bitrate {
-        let c = &self.cells[usize::from(cell)];
         let (ue, dir) = if from == Port::ENB { (to, Direction::Downlink) } else { (from, Direction::Uplink) };
-        full_band_rate(c, ue, dir, now)
+        self.cells[usize::from(cell)].link_state(now, ue, dir).band_rate
     }
 
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
@@ -83,7 +81,8 @@ impl LteNet {
     /// Rates and shares are over the TTIs the cell ran since the last sample, not the time
     /// elapsed, so that a TTI starting at a sample instant counts in exactly one sample.
     pub(crate) fn sample(&mut self, now: Instant, links: &mut LinkTable) {
-        for (c, cell) in self.cells.iter().enumerate() {
+        for (c, cell) in self.cells.iter_mut().enumerate() {
+            let first = self.first_queue[c];
             let done = cell.ttis_done(now);
             let ttis = self.last_ttis[c].replace(done).map(|before| done - before).filter(|&n| n > 0);
             for k in 0..cell.ues() {
@@ -97,7 +96,7 @@ impl LteNet {
                         Direction::Downlink => cell.dl_prb(),
                         Direction::Uplink => cell.ul_prb(),
                     };
-                    let state = cell.link_state(now, ue, dir);
+                    let (cqi, full_band_rate) = cell.full_band_rate(now, ue, dir);
                     let sample = RadioSample {
                         rb_share: ttis.map(|n| {
                             let rb_ttis = (now_stats.rb_ttis - before.rb_ttis) as f64;
@@ -113,10 +112,10 @@ impl LteNet {
                         queue_drops: (now_stats.queue_full_drops + now_stats.discard_drops)
                             - (before.queue_full_drops + before.discard_drops),
                         head_sojourn: cell.head_sojourn(now, ue, dir),
-                        cqi: state.cqi,
-                        full_band_rate: full_band_rate(cell, ue, dir, now),
+                        cqi,
+                        full_band_rate,
                     };
-                    let id = self.buffer_id(c as u16, ue, dir);
+                    let id = buffer_id(first, ue, dir);
                     links.record_radio(now, id, cell.queue_bytes(ue, dir), sample);
                 }
             }
@@ -124,16 +123,7 @@ impl LteNet {
     }
 }
 
-/// The rate of the whole band (every PRB the direction's scheduler assigns, every downlink
-/// layer) at the MCS the UE's current CQI gives: its single-user rate.
-fn full_band_rate(c: &Cell<Packet>, ue: Port, dir: Direction, now: Instant) -> Bitrate {
-    let state = c.link_state(now, ue, dir);
-    if state.cqi == 0 {
-        return Bitrate::ZERO;
-    }
-    let (prb, layers) = match dir {
-        Direction::Downlink => (c.dl_prb(), u64::from(c.config().dl_layers)),
-        Direction::Uplink => (c.ul_prb(), 1),
-    };
-    Bitrate::bps(u64::from(tbs_bits(state.i_tbs, prb)) * layers * 1000)
+/// The link id of UE `ue`'s buffer of direction `dir` in a cell whose first buffer is `first`.
+fn buffer_id(first: LinkId, ue: Port, dir: Direction) -> LinkId {
+    first + 2 * (ue.0 - 1) + u16::from(dir == Direction::Uplink)
 }

@@ -3,7 +3,7 @@
 //! model and its sources are `rtcbench_net::radio::lte` (`docs/lte.md`).
 
 use rtcbench_net::radio::lte::{
-    CellConfig, ChannelQuality, DlScheduler, HarqConfig, RlcConfig, UeConfig, UlAccess,
+    CellConfig, ChannelQuality, CqiReporting, DlScheduler, HarqConfig, RlcConfig, UeConfig, UlAccess,
 };
 use rtcbench_units::{DataSize, Duration};
 
@@ -15,6 +15,12 @@ use super::{
 /// The carrier of a fading channel that gives none, GHz: the 2-GHz band of 3GPP's macro-cell
 /// cases (TR 36.814), which RFC 8869 §2 uses.
 pub const DEFAULT_CARRIER_GHZ: f64 = 2.0;
+
+/// How often a UE reports its channel quality in a scenario that does not say: periodic wideband
+/// CQI reports come every 2 to 160 ms (TS 36.213 §7.2.2); 5 ms is a common configuration, and
+/// finer than a fading channel at walking or city speeds changes (its coherence time at 30 km/h
+/// and 2 GHz is about 8 ms).
+pub const DEFAULT_CQI_PERIOD: Duration = Duration::from_millis(5);
 
 /// SR periods TS 36.213 Table 10.1.5-1 allows, ms.
 const SR_PERIODS_MS: [u32; 7] = [1, 2, 5, 10, 20, 40, 80];
@@ -139,6 +145,8 @@ pub fn cell_config(l: &LteSpec) -> CellConfig {
     if let Some(bler) = &l.harq_bler {
         cfg.harq = HarqConfig { bler: bler.clone() };
     }
+    let cqi_period = l.cqi_period.unwrap_or(DEFAULT_CQI_PERIOD);
+    cfg.cqi = CqiReporting { period_ttis: (cqi_period.as_micros() / 1000) as u32, delay_ttis: 0 };
     cfg.rlc = RlcConfig {
         buffer: l.buffer.as_ref().map_or(RlcConfig::deep().buffer, |b| *b.get()),
         ue_buffer: l.ue_buffer.as_ref().map(|b| *b.get()),
@@ -188,6 +196,12 @@ pub(super) fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioErr
                         "must be one of {SR_PERIODS_MS:?} ms (TS 36.213 Table 10.1.5-1), not {sr_period}"
                     ),
                 );
+            }
+        }
+        if let Some(c) = l.cqi_period {
+            let us = c.as_micros();
+            if us % 1000 != 0 || !(1..=160).contains(&(us / 1000)) {
+                return err(format!("{p}.cqi_period"), format!("must be a whole 1 to 160 ms, not {c}"));
             }
         }
         if let Some(bler) = &l.harq_bler {
@@ -383,6 +397,7 @@ to = "W"
         assert_eq!(c.ul_max_mcs, Some(20));
         assert!(matches!(c.ul_access, UlAccess::SchedulingRequest { period_ttis: 5, .. }));
         assert_eq!(c.harq.bler, [0.2, 0.02]);
+        assert_eq!(c.cqi, CqiReporting { period_ttis: 5, delay_ttis: 0 });
         assert_eq!(
             (c.rlc.buffer, c.rlc.ue_buffer),
             (DataSize::bytes(1_000_000), Some(DataSize::bytes(100_000)))
@@ -408,6 +423,7 @@ to = "W"
                 "lte.cell.ul_access.sr_period",
             ),
             ("harq_bler = [0.2, 0.02]", "harq_bler = [0.2, 1.0]", "lte.cell.harq_bler"),
+            ("harq_bler = [0.2, 0.02]", "cqi_period = \"0.5ms\"", "lte.cell.cqi_period"),
             ("ue_buffer = \"100kB\"", "ue_buffer = \"100B\"", "lte.cell.ue_buffer"),
             ("position = \"near\"", "position = \"far\"", "lte.cell.ues.0.position"),
             ("ul_cqi = 4", "ul_cqi = 16", "lte.cell.ues.1.ul_cqi"),

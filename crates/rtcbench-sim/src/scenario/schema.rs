@@ -380,6 +380,10 @@ pub struct LteSpec {
     /// or `ideal` (ns-3's: the eNB knows every UE's buffer at every TTI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ul_access: Option<LteUlAccess>,
+    /// How often a UE reports its channel quality (periodic wideband CQI, TS 36.213 §7.2.2):
+    /// 1 to 160 ms (default 5 ms; ns-3's ideal reports come every 1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cqi_period: Option<Duration>,
     /// Block error probability of each HARQ transmission given the earlier failed (default
     /// [0.1, 0.01, 0.001, 0.001]: the 10 % target, four transmissions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

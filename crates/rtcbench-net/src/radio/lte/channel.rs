@@ -136,9 +136,10 @@ impl Fading {
         ph
     }
 
-    /// The CQI of report `r`, as a pure function of r.
+    /// The CQI of report `r`, as a pure function of r (turned on from the last report evaluated
+    /// when it lies between r's anchor and r: the same turns, so the same bits).
     fn report_cqi(&self, r: u64) -> u8 {
-        self.cqi_of_power(self.power_of(&self.report_phasors(r, None)))
+        self.cqi_of_power(self.power_of(&self.report_phasors(r, self.last)))
     }
 
     /// The same, from the last report evaluated when it helps (bit for bit the same result).
@@ -214,8 +215,14 @@ impl Channel {
         }
     }
 
-    /// The CQI of the report at `at`, a report instant (a multiple of the report period).
+    /// The CQI of the report at `at`, a report instant (a multiple of the report period): the
+    /// one the scheduler last used if it is that report's, else computed (the same value).
     pub(crate) fn cqi_at(&self, at: Instant) -> u8 {
+        if let Some((r, c)) = self.cached {
+            if at == Instant::from_millis(r as i64) {
+                return c;
+            }
+        }
         match &self.source {
             Source::Cqi(c) => *c,
             Source::CqiTrace(steps) => step_at(steps, at.as_micros()),

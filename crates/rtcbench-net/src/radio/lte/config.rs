@@ -486,7 +486,8 @@ mod tests {
             "ues[1].sr_offset_ttis must be below the SR period 2, not 3",
         );
         check(&|c| c.harq.bler = vec![0.1, 1.0], "harq.bler needs 1 to 8 entries");
-        check(&|c| c.rlc.buffer = DataSize::ZERO, "rlc.buffer must be positive");
+        check(&|c| c.rlc.buffer = DataSize::ZERO, "rlc.buffer and rlc.ue_buffer must be positive");
+        check(&|c| c.rlc.ue_buffer = Some(DataSize::ZERO), "rlc.buffer and rlc.ue_buffer must be positive");
         check(&|c| c.ues[2].dl = ChannelQuality::Cqi { cqi: 16 }, "ues[2].dl: a CQI is 0..=15, not 16");
         check(
             &|c| c.ues[1].ul = ChannelQuality::SinrTrace { steps: vec![] },

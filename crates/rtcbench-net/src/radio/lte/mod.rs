@@ -147,6 +147,9 @@ pub struct LinkState {
     pub i_tbs: u8,
     /// The wideband SINR now, dB (`None` when the channel is given as CQI).
     pub sinr_db: Option<f64>,
+    /// The whole band's rate at that MCS (every PRB the direction's scheduler assigns, every
+    /// downlink layer): the UE's single-user rate.
+    pub band_rate: Bitrate,
 }
 
 /// A packet in an RLC buffer: its bytes (with the PDCP header) are [start, end) of the
@@ -543,11 +546,44 @@ impl<P: NetPacket> Cell<P> {
     /// The channel quality the scheduler would use for UE `port` in direction `dir` in the TTI
     /// containing `now`, and the SINR at `now`.
     pub fn link_state(&self, now: Instant, port: Port, dir: Direction) -> LinkState {
+        let (cqi, mcs, i_tbs) = self.amc_state(now, port, dir);
+        let sinr_db = self.ues[self.ue_index(port)].link(dir).channel.sinr_db(now);
+        LinkState { cqi, mcs, i_tbs, sinr_db, band_rate: self.band_rate(dir, cqi) }
+    }
+
+    /// The rate of the whole band for UE `port` in direction `dir` at the MCS the scheduler would
+    /// use in the TTI containing `now` (every PRB the direction's scheduler assigns, every
+    /// downlink layer): its single-user rate, with the CQI of that report. Cheaper than
+    /// [`Cell::link_state`], which also evaluates the SINR: a tracer calls it every sample. It
+    /// remembers the report as the scheduler does (which changes no result: a report's CQI is a
+    /// function of the report alone), so that a fading channel is turned on from it.
+    pub fn full_band_rate(&mut self, now: Instant, port: Port, dir: Direction) -> (u8, Bitrate) {
+        let report = self.report_tti(tti_of(now));
+        let ue = self.ue_index(port);
+        let cqi = self.ues[ue].link_mut(dir).channel.cqi_of_report(report);
+        (cqi, self.band_rate(dir, cqi))
+    }
+
+    /// The whole band's rate in direction `dir` at the MCS of `cqi` (0 when out of range).
+    fn band_rate(&self, dir: Direction, cqi: u8) -> Bitrate {
+        if cqi == 0 {
+            return Bitrate::ZERO;
+        }
+        let (_, i_tbs) = self.mcs(dir, cqi);
+        let (prb, layers) = match dir {
+            Direction::Downlink => (self.dl_prb(), u64::from(self.cfg.dl_layers)),
+            Direction::Uplink => (self.ul_prb, 1),
+        };
+        Bitrate::bps(u64::from(tbs::tbs_bits(i_tbs, prb)) * layers * 1000)
+    }
+
+    /// (CQI, MCS, I_TBS) of the report in use in the TTI containing `now`.
+    fn amc_state(&self, now: Instant, port: Port, dir: Direction) -> (u8, u8, u8) {
         let link = self.ues[self.ue_index(port)].link(dir);
         let report = self.report_tti(tti_of(now));
         let cqi = link.channel.cqi_at(Instant::from_millis(report as i64));
         let (mcs, i_tbs) = self.mcs(dir, cqi);
-        LinkState { cqi, mcs, i_tbs, sinr_db: link.channel.sinr_db(now) }
+        (cqi, mcs, i_tbs)
     }
 
     /// The TTIs the cell is done with at `now`: every TTI before this index has run or had
