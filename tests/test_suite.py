@@ -45,10 +45,12 @@ def test_suite_names_select_builtin_scenarios_by_prefix(tmp_path: Path) -> None:
     assert select(["rfc8867"]) == [i for i in ids if i.startswith("rfc8867-")]
     wired = select(["seeds-wired"])
     seeds = [i for i in ids if i.split("-")[0] in ("seed000", "seed001", "seed002", "seed003", "seed004")]
-    assert wired == [i for i in seeds if not i.startswith(("seed000-5.3.", "seed004-"))]
+    assert wired == [i for i in seeds if not i.startswith(("seed000-5.3.", "seed000-5.4.", "seed004-"))]
     assert "seed000-5.2.6" in wired and "seed001-staircase" in wired
     # The Wi-Fi experiments have suites of their own.
-    assert select(["seeds-wifi"]) == [i for i in seeds if i not in wired]
+    lte = select(["seeds-lte"])
+    assert lte == ["seed000-5.4.6", "seed000-5.4.7"]
+    assert select(["seeds-wifi"]) == [i for i in seeds if i not in wired and i not in lte]
     assert select(["seeds-wifi"])[-1] == "seed004-testbed" and "seed000-5.3.8" in select(["seeds-wifi"])
     assert select(["rfc8869-wifi"]) == [i for i in ids if i.startswith("rfc8869-3.")]
     # Explicit ids and files pass through; duplicates are dropped.
@@ -57,7 +59,8 @@ def test_suite_names_select_builtin_scenarios_by_prefix(tmp_path: Path) -> None:
     assert select(["seed001-staircase", "seeds-wired", f]) == ["seed001-staircase"] + [
         i for i in wired if i != "seed001-staircase"
     ] + [f]
-    with pytest.raises(UnknownSuite, match=r"suites: rfc8867, rfc8869-wifi, seeds-wired, seeds-wifi"):
+    suites = r"suites: rfc8867, rfc8869-wifi, seeds-wired, seeds-wifi, seeds-lte"
+    with pytest.raises(UnknownSuite, match=suites):
         select(["rfc9999"])
 
 
@@ -193,7 +196,7 @@ def test_cli_bad_suite_name_exits_2_with_one_line(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ") and "'rfc9999'" in lines[0]
-    assert "suites: rfc8867, rfc8869-wifi, seeds-wired, seeds-wifi" in lines[0]
+    assert "suites: rfc8867, rfc8869-wifi, seeds-wired, seeds-wifi, seeds-lte" in lines[0]
     assert "Traceback" not in result.output
     assert not any(tmp_path.iterdir())
 

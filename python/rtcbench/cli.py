@@ -228,9 +228,35 @@ def _wifi_table(nodes: list[dict[str, Any]]) -> Table:
     return w
 
 
+def _lte_table(buffers: list[dict[str, Any]]) -> Table:
+    """Every LTE UE's buffers, per direction, over the run (the summary's `lte`, docs/metrics.md)."""
+    t = Table(title="lte (per UE and direction, whole run)", title_justify="left")
+    cols = [
+        "buffer", "sched Mbps", "RB %", "HARQ retx", "HARQ fail", "queue drops", "delay p50 ms",
+        "delay p95 ms", "delay max ms", "CQI",
+    ]  # fmt: skip
+    for col in cols:
+        t.add_column(col, justify="left" if col == "buffer" else "right")
+    for b in buffers:
+        t.add_row(
+            escape(b["link"]),
+            _fmt(b["scheduled_bps"], 1e-6, 2),
+            _fmt(b["rb_share"], 100, 1),
+            _fmt(b["harq_retransmissions"]),
+            _fmt(b["harq_failures"]),
+            _fmt(b["queue_drops"]),
+            _fmt(b["queue_delay_ms_p50"], 1, 1),
+            _fmt(b["queue_delay_ms_p95"], 1, 1),
+            _fmt(b["queue_delay_ms_max"], 1, 1),
+            _fmt(b["cqi"], 1, 1),
+        )
+    return t
+
+
 def print_summary(results: list[RunResult]) -> None:
     """The terminal tables of a run: every media and competing flow over the time it runs, then the
-    video flow per phase of its bottleneck, and Jain's indexes with the flows they cover."""
+    video flow per phase of its bottleneck, every Wi-Fi node's MAC and every LTE UE's buffers (in a
+    run that has them), and Jain's indexes with the flows they cover."""
     for r in results:
         s = r.summary
         head = f"{s['scenario']}" + (f" [{s['variant']}]" if s["variant"] else "")
@@ -288,6 +314,8 @@ def print_summary(results: list[RunResult]) -> None:
             console.print(p)
         if s.get("wifi"):
             console.print(_wifi_table(s["wifi"]))
+        if s.get("lte"):
+            console.print(_lte_table(s["lte"]))
         for line in _fairness_lines(s):
             console.print(escape(line), highlight=False)
         where = f" → {r.path}" if r.path else ""

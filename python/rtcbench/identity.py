@@ -41,7 +41,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 6
+MODEL_REVISION = 7
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -54,7 +54,9 @@ change, traces and time series of every earlier built-in run are bit-identical);
 gains a Wi-Fi node's MAC columns (issue 16: null for links; every other column, every time series
 and summary of every earlier built-in run is bit-identical); 6: a BSS's wake-ups are ordered by
 when they were last scheduled (issue 16's speed work: seed 004's testbed changes, every other
-built-in run is bit-identical)."""
+built-in run is bit-identical); 7: the links table gains an LTE buffer's columns (issue 17:
+null for links and Wi-Fi nodes; every other column, every time series and summary of every
+earlier built-in run is bit-identical)."""
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is

@@ -166,6 +166,11 @@ _SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[s
             "congestion_level": pl.Float64(),
             "mac_capacity_bps": pl.Int64(),
             "extended_attempts": pl.Int64(),
+            # An LTE UE's buffer and scheduling since the last sample; null otherwise.
+            "rb_share": pl.Float64(),
+            "scheduled_bps": pl.Int64(),
+            "queue_delay_us": pl.Int64(),
+            "cqi": pl.Int64(),
         },
         {},
     ),
@@ -1726,6 +1731,46 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
     nodes = wifi_nodes(t)
     if nodes:
         out["wifi"] = nodes
+    buffers = lte_buffers(t)
+    if buffers:
+        out["lte"] = buffers
+    return out
+
+
+def lte_buffers(t: Tables) -> list[dict[str, Any]]:
+    """What the scheduler did for every LTE UE and direction over the run (the `lte` key of a
+    summary; none without a cell), from its buffer's rows of the links table (docs/traces.md):
+    `scheduled_bps` (mean of the new transport blocks' rate), `rb_share` (mean share of the
+    direction's PRBs), `harq_retransmissions`, `harq_failures`, `queue_drops` (full buffer or
+    PDCP discard), `queue_delay_ms_p50`/`_p95`/`_max` (the age of the buffer's oldest packet),
+    `queue_bytes_p95` and `cqi` (mean)."""
+    buffers = [lk for lk in t.meta.get("links", []) if lk.get("lte")]
+    if not buffers:
+        return []
+    rows = t.links.filter(pl.col("link").is_in([lk["name"] for lk in buffers]))
+    out = []
+    for lk in buffers:
+        r = rows.filter(pl.col("link") == lk["name"])
+        delay_ms = r["queue_delay_us"].cast(pl.Float64) / 1e3
+        p50, p95 = _quantiles(delay_ms, (0.5, 0.95))
+        out.append(
+            {
+                "link": lk["name"],
+                "cell": lk["lte"]["cell"],
+                "ue": lk["lte"]["ue"],
+                "direction": lk["lte"]["direction"],
+                "scheduled_bps": _mean(r["scheduled_bps"].cast(pl.Float64)),
+                "rb_share": _mean(r["rb_share"]),
+                "harq_retransmissions": int(r["mac_retries"].sum()),
+                "harq_failures": int(r["mac_drops"].sum()),
+                "queue_drops": int(r["queue_drops"].sum()),
+                "queue_delay_ms_p50": p50,
+                "queue_delay_ms_p95": p95,
+                "queue_delay_ms_max": _py(delay_ms.max()) if delay_ms.len() else None,
+                "queue_bytes_p95": _quantiles(r["queue_bytes"], (0.95,))[0],
+                "cqi": _mean(r["cqi"].cast(pl.Float64)),
+            }
+        )
     return out
 
 

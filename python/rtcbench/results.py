@@ -237,6 +237,10 @@ def piece_frames(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, pl.Data
             "congestion_level": _null_where(lk["congestion_level"], None),
             "mac_capacity_bps": _null_where(lk["mac_capacity_bps"], -1),
             "extended_attempts": _null_where(lk["extended_attempts"], -1),
+            "rb_share": _null_where(lk["rb_share"], None),
+            "scheduled_bps": _null_where(lk["scheduled_bps"], -1),
+            "queue_delay_us": _null_where(lk["queue_delay_us"], -1),
+            "cqi": _null_where(lk["cqi"], -1),
         }
     )
     fb = raw["feedback"]

@@ -272,6 +272,8 @@ def _summary(
         **{k: measured[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
         # Only a run with a Wi-Fi BSS has it (metrics.wifi_nodes).
         **({"wifi": measured["wifi"]} if "wifi" in measured else {}),
+        # Only a run with an LTE cell has it (metrics.lte_buffers).
+        **({"lte": measured["lte"]} if "lte" in measured else {}),
         "meta": meta,
     }
 

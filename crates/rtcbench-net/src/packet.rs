@@ -47,8 +47,12 @@ pub enum DropReason {
     /// dot11ShortRetryLimit in IEEE 802.11-2020).
     RetryLimit,
     /// It waited in a Wi-Fi MAC queue longer than the queue's lifetime limit (ns-3's
-    /// `WifiMacQueue::MaxDelay`, 802.11's MSDU lifetime).
+    /// `WifiMacQueue::MaxDelay`, 802.11's MSDU lifetime), or in an LTE RLC buffer longer than
+    /// PDCP's discard timer (TS 36.323 §5.4).
     Lifetime,
+    /// An LTE transport block carrying part of it failed its last HARQ transmission (TS 36.321
+    /// §5.3.2.2, §5.4.2.2; 4 transmissions in ns-3).
+    HarqFailure,
 }
 
 impl DropReason {
@@ -60,6 +64,7 @@ impl DropReason {
             Self::Overflow => "overflow",
             Self::RetryLimit => "retry_limit",
             Self::Lifetime => "lifetime",
+            Self::HarqFailure => "harq_failure",
         }
     }
 }

@@ -246,6 +246,10 @@ pub(crate) fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'p
                 ("congestion_level", l.congestion_level.into_pyarray(py).into_any()),
                 ("mac_capacity_bps", l.mac_capacity_bps.into_pyarray(py).into_any()),
                 ("extended_attempts", l.extended_attempts.into_pyarray(py).into_any()),
+                ("rb_share", l.rb_share.into_pyarray(py).into_any()),
+                ("scheduled_bps", l.scheduled_bps.into_pyarray(py).into_any()),
+                ("queue_delay_us", l.queue_delay_us.into_pyarray(py).into_any()),
+                ("cqi", l.cqi.into_pyarray(py).into_any()),
             ],
         )?,
     )?;

@@ -82,6 +82,20 @@ fn wifi(c: &mut Criterion) {
     g.finish();
 }
 
+/// An LTE run with `gcc`, against the budget of 500× real time or faster (issue 17): ten UEs of
+/// a 10-MHz cell, five calls up and five down, fading at 3 km/h
+/// (`benches/scenarios/lte-10-ues.toml`, 120 s).
+fn lte(c: &mut Criterion) {
+    let text = include_str!("../../../benches/scenarios/lte-10-ues.toml");
+    let scenario = load(text, "benches/scenarios/lte-10-ues.toml", &[]).expect("loads").remove(0);
+    let mut g = c.benchmark_group("lte");
+    g.throughput(Throughput::Elements(scenario.spec.duration.get().as_secs_f64() as u64));
+    g.bench_function("10-ues", |b| {
+        b.iter(|| black_box(simulate(&scenario, ControllerKind::Gcc, 1).expect("run").events));
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     // Few, short samples: each run takes tens of milliseconds and the whole suite should stay
@@ -90,6 +104,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(WallDuration::from_secs(1))
         .measurement_time(WallDuration::from_secs(3));
-    targets = scheduler, rfc8867_5_1, wifi
+    targets = scheduler, rfc8867_5_1, wifi, lte
 }
 criterion_main!(benches);

@@ -15,6 +15,7 @@
 
 pub mod call;
 pub mod cross;
+pub mod lte;
 pub mod packet;
 pub mod scenario;
 pub mod scheduler;

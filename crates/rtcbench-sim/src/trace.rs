@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use rtcbench_cc::{ControllerMetrics, Metric};
 use rtcbench_media::video::Frame;
-use rtcbench_units::{Bitrate, DataSize, Instant};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
 use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind};
 
@@ -37,8 +37,8 @@ impl PacketEvent {
 /// Codes of `packets.kind`, in [`PacketKind`] order.
 pub const KIND_NAMES: [&str; 8] = ["media", "padding", "rtcp", "tcp", "tcp_ack", "cbr", "rtx", "fec"];
 /// Codes of `packets.reason` (0 = null).
-pub const REASON_NAMES: [&str; 7] =
-    ["", "queue_full", "random_loss", "aqm", "overflow", "retry_limit", "lifetime"];
+pub const REASON_NAMES: [&str; 8] =
+    ["", "queue_full", "random_loss", "aqm", "overflow", "retry_limit", "lifetime", "harq_failure"];
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
 pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
@@ -109,6 +109,8 @@ impl PacketTable {
             // A Wi-Fi MAC's drops (rtcbench-net's radio::wifi).
             Some((_, DropReason::RetryLimit)) => 5,
             Some((_, DropReason::Lifetime)) => 6,
+            // An LTE cell's (rtcbench-net's radio::lte).
+            Some((_, DropReason::HarqFailure)) => 7,
         });
         self.ecn.push(p.ecn.bits());
     }
@@ -416,6 +418,13 @@ pub struct LinkTable {
     pub congestion_level: Vec<f64>,
     pub mac_capacity_bps: Vec<i64>,
     pub extended_attempts: Vec<i64>,
+    /// LTE buffers only (NaN or −1 otherwise): [`RadioSample`]. An LTE buffer also fills
+    /// `mac_retries` (HARQ retransmissions), `mac_drops` (transport blocks lost after their last
+    /// HARQ transmission), `queue_drops` and `phy_rate_bps` (the whole band at the UE's MCS).
+    pub rb_share: Vec<f64>,
+    pub scheduled_bps: Vec<i64>,
+    pub queue_delay_us: Vec<i64>,
+    pub cqi: Vec<i64>,
 }
 
 /// What a Wi-Fi node's MAC did since the previous sample (`docs/traces.md`, `links.parquet`).
@@ -449,6 +458,28 @@ pub struct Adaptation {
     pub extended_attempts: u64,
 }
 
+/// What the scheduler did for one direction of one LTE UE since the previous sample
+/// (`docs/traces.md`, `links.parquet`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RadioSample {
+    /// PRB·TTIs the UE was given over those the direction had; `None` at the first sample.
+    pub rb_share: Option<f64>,
+    /// The bytes of the new transport blocks it was given, as a rate; `None` at the first sample.
+    pub scheduled: Option<Bitrate>,
+    /// HARQ retransmissions sent.
+    pub retransmissions: u64,
+    /// Transport blocks given up after their last HARQ transmission.
+    pub failures: u64,
+    /// Packets refused by the full buffer or dropped by PDCP's discard timer.
+    pub queue_drops: u64,
+    /// How long the oldest packet in the buffer has waited; `None` when it is empty.
+    pub head_sojourn: Option<Duration>,
+    /// The CQI the scheduler uses (0: out of range).
+    pub cqi: u8,
+    /// The whole band's rate at the MCS of that CQI.
+    pub full_band_rate: Bitrate,
+}
+
 impl LinkTable {
     pub fn record(
         &mut self,
@@ -466,6 +497,7 @@ impl LinkTable {
         self.ampdu_mpdus.push(f64::NAN);
         self.phy_rate_bps.push(-1);
         self.push_adaptation(None);
+        self.push_radio(None);
     }
 
     /// A Wi-Fi node's row: its queues (no capacity, a limit in packets rather than bytes) and
@@ -479,6 +511,28 @@ impl LinkTable {
         self.ampdu_mpdus.push(mac.ampdu_mpdus.unwrap_or(f64::NAN));
         self.phy_rate_bps.push(mac.phy_rate.map_or(-1, |r| r.as_bps() as i64));
         self.push_adaptation(mac.adaptation);
+        self.push_radio(None);
+    }
+
+    /// An LTE UE's buffer in one direction: bytes waiting (no capacity, no fixed limit) and what
+    /// the scheduler gave it.
+    pub fn record_radio(&mut self, t: Instant, link: LinkId, queue: DataSize, r: RadioSample) {
+        self.push(t, link, None, queue, None);
+        self.airtime_share.push(f64::NAN);
+        self.mac_retries.push(r.retransmissions as i64);
+        self.mac_drops.push(r.failures as i64);
+        self.queue_drops.push(r.queue_drops as i64);
+        self.ampdu_mpdus.push(f64::NAN);
+        self.phy_rate_bps.push(r.full_band_rate.as_bps() as i64);
+        self.push_adaptation(None);
+        self.push_radio(Some(r));
+    }
+
+    fn push_radio(&mut self, r: Option<RadioSample>) {
+        self.rb_share.push(r.and_then(|r| r.rb_share).unwrap_or(f64::NAN));
+        self.scheduled_bps.push(r.and_then(|r| r.scheduled).map_or(-1, |b| b.as_bps() as i64));
+        self.queue_delay_us.push(r.map_or(-1, |r| r.head_sojourn.map_or(0, |d| d.as_micros())));
+        self.cqi.push(r.map_or(-1, |r| i64::from(r.cqi)));
     }
 
     fn push_adaptation(&mut self, a: Option<Adaptation>) {

@@ -20,12 +20,14 @@ use crate::call::{
     incoming, CallPlumbing, CallTrace, FeedbackMode, ForwarderPlumbing, Receiver, Sender, SfuTrace,
 };
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource, TSQ_PACING_TIME, TSQ_WIFI_PACING_TIME};
+use crate::lte::LteNet;
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
 use crate::scenario::calls::{run_calls, Role, RunCall};
 use crate::scenario::elements::{
     call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
     DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN, UDP_BACKGROUND_PACKET,
 };
+use crate::scenario::lte::LteDirection;
 use crate::scenario::{
     find_route, ControllerParams, Hop, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
 };
@@ -38,6 +40,7 @@ use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, Sender
 use crate::wifi::WifiNet;
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::Link;
+use rtcbench_net::radio::lte::Port as LtePort;
 use rtcbench_net::radio::wifi::Port;
 use rtcbench_net::rng::rng_for;
 use rtcbench_rtp::sfu::{DownlinkParts, Forwarder, ForwarderParts, Toward};
@@ -80,6 +83,19 @@ pub struct LinkMeta {
     /// `from` is the node, `to` the BSS, `delay_us` 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wifi: Option<WifiQueueMeta>,
+    /// Set for an LTE UE's buffers (`<cell>:<ue>:dl|ul`, after the BSSes' queues): `from` is
+    /// the node that holds it (the eNB or the UE), `to` the other end, `delay_us` 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lte: Option<LteBufferMeta>,
+}
+
+/// Which cell, UE and direction an LTE buffer entry of `meta.links` belongs to.
+#[derive(Clone, Debug, Serialize)]
+pub struct LteBufferMeta {
+    pub cell: String,
+    pub ue: String,
+    /// `downlink` (the eNB's buffer) or `uplink` (the UE's).
+    pub direction: &'static str,
 }
 
 /// Which BSS and node a Wi-Fi queue entry of `meta.links` belongs to.
@@ -285,6 +301,7 @@ pub struct CallSetup {
 enum Event {
     Link(LinkId),
     Bss(u16),
+    Cell(u16),
     Sender(u32),
     Receiver(u32),
     Forwarder(u32),
@@ -318,6 +335,7 @@ type Wake = Option<Instant>;
 enum RouteHop {
     Link(LinkId),
     Wifi { bss: u16, from: Port, to: Port },
+    Lte { cell: u16, from: LtePort, to: LtePort },
 }
 
 struct Route {
@@ -349,6 +367,7 @@ struct World {
     links: Vec<Link<Packet>>,
     link_wake: Vec<Option<Instant>>,
     wifi: WifiNet,
+    lte: LteNet,
     routes: Vec<Route>,
     senders: Vec<Sender>,
     /// Per sender, where its call's datagrams go (flows, routes).
@@ -657,6 +676,7 @@ fn build_world(
                 delay_us: link.config().delay.as_micros(),
                 capacity_trace: l.capacity_trace.as_ref().and_then(|t| t.format).map(|f| f.name()),
                 wifi: None,
+                lte: None,
             })
             .collect(),
         nodes: Vec::new(),
@@ -678,11 +698,33 @@ fn build_world(
                     node: member.to_string(),
                     role: if port == 0 { "ap" } else { "station" },
                 }),
+                lte: None,
             });
         }
     }
-    let wifi_nodes = spec.wifi.iter().flat_map(|w| w.members());
-    for n in spec.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).chain(wifi_nodes) {
+    let lte = LteNet::new(&spec.lte, seed, meta.links.len(), &origin)?;
+    for l in &spec.lte {
+        for (k, ue) in l.ues.iter().enumerate() {
+            for dir in LteDirection::BOTH {
+                let (from, to, direction) = match dir {
+                    LteDirection::Down => (l.enb.clone(), ue.node.clone(), "downlink"),
+                    LteDirection::Up => (ue.node.clone(), l.enb.clone(), "uplink"),
+                };
+                meta.links.push(LinkMeta {
+                    name: l.queue_name(k, dir),
+                    from,
+                    to,
+                    delay_us: 0,
+                    capacity_trace: None,
+                    wifi: None,
+                    lte: Some(LteBufferMeta { cell: l.name.clone(), ue: ue.node.clone(), direction }),
+                });
+            }
+        }
+    }
+    let radio_nodes =
+        spec.wifi.iter().flat_map(|w| w.members()).chain(spec.lte.iter().flat_map(|l| l.members()));
+    for n in spec.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).chain(radio_nodes) {
         if !meta.nodes.iter().any(|m| m == n) {
             meta.nodes.push(n.to_string());
         }
@@ -702,6 +744,7 @@ fn build_world(
                 vec![wifi.queue_id(bss, from), wifi.queue_id(bss, Port::AP)]
             }
             RouteHop::Wifi { bss, from, .. } => vec![wifi.queue_id(bss, from)],
+            RouteHop::Lte { cell, from, to } => vec![lte.queue_id(cell, from, to)],
         }
     };
     // The narrowest hop by its nominal rate: a link's lowest capacity, a BSS's PHY rate.
@@ -709,6 +752,7 @@ fn build_world(
         let rate = |hop: &&RouteHop| match **hop {
             RouteHop::Link(l) => links[l as usize].config().capacity.min_rate().unwrap_or(Bitrate::INFINITE),
             RouteHop::Wifi { bss, from, to } => wifi.nominal_rate(bss, from, to),
+            RouteHop::Lte { cell, from, to } => lte.nominal_rate(cell, from, to, Instant::ZERO),
         };
         let narrowest = path.iter().min_by_key(rate);
         narrowest.map(|hop| link_names[queues(hop)[0] as usize].clone()).unwrap_or_default()
@@ -718,12 +762,15 @@ fn build_world(
     };
     // Routes were checked when the scenario was loaded.
     let route_between = |from: &str, to: &str| -> Vec<RouteHop> {
-        let hops = find_route(&spec.links, &spec.wifi, from, to).expect("validated: a route");
+        let hops = find_route(&spec.links, &spec.wifi, &spec.lte, from, to).expect("validated: a route");
         hops.into_iter()
             .map(|hop| match hop {
                 Hop::Link(l) => RouteHop::Link(l as LinkId),
                 Hop::Wifi { bss, from, to } => {
                     RouteHop::Wifi { bss: bss as u16, from: Port(from), to: Port(to) }
+                }
+                Hop::Lte { cell, from, to } => {
+                    RouteHop::Lte { cell: cell as u16, from: LtePort(from), to: LtePort(to) }
                 }
             })
             .collect()
@@ -1009,11 +1056,16 @@ fn build_world(
     for _ in &wifi.bsses {
         sched.add_slot();
     }
+    // A cell wakes at every TTI with work: slot n_bss + c for cell c.
+    for _ in &lte.cells {
+        sched.add_slot();
+    }
     let w = World {
         sched,
         links,
         link_wake: vec![None; n_links],
         wifi,
+        lte,
         routes,
         senders: calls.senders,
         plumbings: calls.plumbings,
@@ -1330,6 +1382,18 @@ impl World {
                     }
                     self.wake(Event::Bss(b));
                 }
+                Event::Cell(c) => {
+                    self.lte.cells[c as usize].on_timeout(now);
+                    while let Some((port, pkt, reason)) = self.lte.cells[c as usize].poll_drop() {
+                        // Not `dropped`: the packet left its host when the cell took it.
+                        let at = self.cell_buffer(c, port, &pkt);
+                        self.trace.packet(now, PacketEvent::Dropped, &pkt, Some((at, reason)));
+                    }
+                    while let Some((_, _, pkt)) = self.lte.cells[c as usize].poll_output(now) {
+                        self.forward(now, pkt);
+                    }
+                    self.wake(Event::Cell(c));
+                }
                 Event::Sender(i) => {
                     if self.sender_wake[i as usize] == Some(now) {
                         self.sender_wake[i as usize] = None;
@@ -1406,6 +1470,7 @@ impl World {
                         );
                     }
                     self.wifi.sample(now, &mut self.trace.links);
+                    self.lte.sample(now, &mut self.trace.links);
                     if now < self.end {
                         self.sched.schedule(next.min(self.end), Event::Sample);
                     }
@@ -1423,6 +1488,12 @@ impl World {
             Event::Bss(b) => {
                 if let Some(t) = self.wifi.bsses[b as usize].poll_timeout() {
                     self.sched.schedule_in_slot(usize::from(b), t, ev);
+                }
+                return;
+            }
+            Event::Cell(c) => {
+                if let Some(t) = self.lte.cells[c as usize].poll_timeout() {
+                    self.sched.schedule_in_slot(self.wifi.bsses.len() + usize::from(c), t, ev);
                 }
                 return;
             }
@@ -1556,6 +1627,27 @@ impl World {
                 }
                 self.wake(Event::Bss(bss));
             }
+            RouteHop::Lte { cell, from, to } => {
+                let first = pkt.hop == 0;
+                let (flow, size) = (pkt.flow, pkt.size);
+                if let Err((pkt, reason)) = self.lte.cells[cell as usize].push(now, from, to, pkt) {
+                    self.dropped(now, self.lte.queue_id(cell, from, to), &pkt, reason);
+                } else if first {
+                    // A UE's host hands its packets to the modem at once (USB, no small-queue
+                    // pacing): they left the host.
+                    self.left_host(now, flow, size);
+                }
+                self.wake(Event::Cell(cell));
+            }
+        }
+    }
+
+    /// The buffer a packet dropped inside cell `c` was in: the one of the hop its route is at
+    /// (the eNB's for a downlink, the UE's for an uplink).
+    fn cell_buffer(&self, c: u16, ue: LtePort, pkt: &Packet) -> LinkId {
+        match self.routes[pkt.route as usize].hops[pkt.hop as usize] {
+            RouteHop::Lte { from, to, .. } => self.lte.queue_id(c, from, to),
+            _ => self.lte.queue_id(c, ue, LtePort::ENB),
         }
     }
 

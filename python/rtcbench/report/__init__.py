@@ -445,11 +445,11 @@ def build_report(
             note = (
                 "Not drawn over time: its case's figure shows the first seed (--run-figures all: every run)."
             )
-        wifi = tb.wifi_table(r, f"tbl-{rid}")
+        access = [tb.wifi_table(r, f"tbl-{rid}"), tb.lte_table(r, f"tbl-{rid}")]
         tables = [
             tb.flows_table(r, f"tbl-{rid}"),
             *tb.phase_tables(r, f"tbl-{rid}"),
-            *([wifi] if wifi is not None else []),
+            *(t for t in access if t is not None),
         ]
         blocks.append(
             RunBlock(

@@ -26,12 +26,14 @@ __all__ = [
     "case_table",
     "dataframe_table",
     "flows_table",
+    "lte_table",
     "phase_tables",
     "responsiveness_of",
     "run_values",
     "score_details",
     "score_matrix",
     "score_per_controller",
+    "wifi_table",
 ]
 
 
@@ -250,6 +252,50 @@ def wifi_table(run: Run, id_prefix: str) -> Table | None:
             "Airtime: the share of the run the node had a frame on air (its ACKs included). MAC drops: "
             "MPDUs given up at the retry limit or their lifetime; queue drops: packets its full queue "
             "refused. Extended attempts and CL: Chen et al. 2015's retry-limit adaptation (docs/wifi.md)."
+        ),
+    )
+
+
+def lte_table(run: Run, id_prefix: str) -> Table | None:
+    """What every LTE cell's scheduler did for each UE and direction over the run (`summary.lte`,
+    docs/metrics.md), or None for a run without a cell."""
+    buffers = run.summary.get("lte")
+    if not buffers:
+        return None
+    header = (
+        "cell", "UE", "direction", "scheduled Mbit/s", "RB share %", "HARQ retransmissions",
+        "HARQ failures", "queue drops", "queue delay p50 ms", "queue delay p95 ms",
+        "queue delay max ms", "CQI",
+    )  # fmt: skip
+    rows = tuple(
+        (
+            _text(b.get("cell")),
+            _text(b.get("ue")),
+            _text(b.get("direction")),
+            _mbps(b.get("scheduled_bps")),
+            _pct(b.get("rb_share")),
+            _num(b.get("harq_retransmissions"), 0),
+            _num(b.get("harq_failures"), 0),
+            _num(b.get("queue_drops"), 0),
+            _num(b.get("queue_delay_ms_p50"), 1),
+            _num(b.get("queue_delay_ms_p95"), 1),
+            _num(b.get("queue_delay_ms_max"), 1),
+            _num(b.get("cqi"), 1),
+        )
+        for b in buffers
+    )
+    return Table(
+        id=f"{id_prefix}--lte",
+        kind="lte",
+        caption="LTE: every UE's buffers over the run, per direction",
+        header=header,
+        rows=rows,
+        note=(
+            "Scheduled: the rate of new transport blocks the scheduler gave the buffer; RB share: its "
+            "share of the direction's PRBs. HARQ failures: transport blocks lost after their last "
+            "transmission (their packets dropped as harq_failure); queue drops: packets its full buffer "
+            "refused or PDCP discarded (queue_full, lifetime). Queue delay: the age of the buffer's "
+            "oldest packet, every 10 ms; CQI: the mean reported (docs/lte.md)."
         ),
     )
 

@@ -74,15 +74,18 @@ class TestbedUnavailable(TestbedError):
 
 
 def refuse_access_networks(variant: Variant) -> None:
-    """`TestbedError` (one line) for a scenario with an 802.11 BSS (`[[wifi]]`): the relay carries
-    packets over the scenario's links only; a BSS runs in simulation (docs/wifi.md)."""
-    bss = tomllib.loads(variant.toml).get("wifi", [])
-    if bss:
-        raise TestbedError(
-            f"{variant.scenario_id}: wifi.{bss[0].get('name', 0)} cannot be emulated: the relay carries "
-            "packets over the scenario's links only, and an 802.11 BSS runs in simulation; run it "
-            "without --mode"
-        )
+    """`TestbedError` (one line) for a scenario with an 802.11 BSS (`[[wifi]]`) or an LTE cell
+    (`[[lte]]`): the relay carries packets over the scenario's links only; a BSS or a cell runs
+    in simulation (docs/wifi.md, docs/lte.md)."""
+    spec = tomllib.loads(variant.toml)
+    for key, what in (("wifi", "an 802.11 BSS"), ("lte", "an LTE cell")):
+        media = spec.get(key, [])
+        if media:
+            raise TestbedError(
+                f"{variant.scenario_id}: {key}.{media[0].get('name', 0)} cannot be emulated: the relay "
+                f"carries packets over the scenario's links only, and {what} runs in simulation; run "
+                "it without --mode"
+            )
 
 
 def missing() -> str | None:

@@ -196,6 +196,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/seeds/000-5.3.8-wifi.toml"),
     ),
     (
+        "seed000-5.4.6",
+        "scenarios/seeds/000-5.4.6-4g.toml",
+        include_str!("../../../../scenarios/seeds/000-5.4.6-4g.toml"),
+    ),
+    (
+        "seed000-5.4.7",
+        "scenarios/seeds/000-5.4.7-4g.toml",
+        include_str!("../../../../scenarios/seeds/000-5.4.7-4g.toml"),
+    ),
+    (
         "seed004-testbed",
         "scenarios/seeds/004-4.1-testbed.toml",
         include_str!("../../../../scenarios/seeds/004-4.1-testbed.toml"),

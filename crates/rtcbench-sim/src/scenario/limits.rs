@@ -42,6 +42,10 @@ pub const MAX_SCHEDULE_STEPS: usize = 1_000_000;
 /// 24 at most), attempts per MPDU (802.11's default is 7; Chen et al. 2015 extends it by up to 7),
 /// and packets per MAC queue.
 pub const MAX_WIFI_STATIONS: usize = 128;
+/// UEs of one LTE cell.
+pub const MAX_LTE_UES: usize = 256;
+/// An LTE RLC buffer (per UE and direction).
+pub const MAX_LTE_BUFFER: DataSize = DataSize::bytes(1_000_000_000);
 pub const MAX_WIFI_RETRY_LIMIT: u32 = 64;
 pub const MAX_WIFI_QUEUE_PACKETS: u32 = 100_000;
 /// Short TCP flows: file sizes up to 10 GB, idle times up to a day, up to a million files a burst.

@@ -8,6 +8,7 @@ pub mod calls;
 pub mod elements;
 pub mod limits;
 mod locate;
+pub mod lte;
 mod param;
 pub mod schema;
 mod traces;
@@ -422,6 +423,46 @@ fn walk(
                 visit(format!("{p}.interferers.{k}.busy"), &mut i.busy)?;
             }
         }
+        for l in &mut spec.lte {
+            let p = format!("lte.{}", l.name);
+            if let Some(b) = &mut l.buffer {
+                visit(format!("{p}.buffer"), b)?;
+            }
+            if let Some(b) = &mut l.ue_buffer {
+                visit(format!("{p}.ue_buffer"), b)?;
+            }
+            if let Some(d) = &mut l.discard_timer {
+                visit(format!("{p}.discard_timer"), d)?;
+            }
+            for (k, u) in l.ues.iter_mut().enumerate() {
+                if let Some(at) = &mut u.position {
+                    visit(format!("{p}.ues.{k}.position"), at)?;
+                }
+            }
+            let positions = l.positions.iter_mut().map(|(name, r)| (format!("{p}.positions.{name}"), r));
+            let own = l.ues.iter_mut().enumerate().map(|(k, u)| (format!("{p}.ues.{k}"), &mut u.radio));
+            for (rp, r) in positions.chain(own) {
+                let cqis = [("cqi", &mut r.cqi), ("dl_cqi", &mut r.dl_cqi), ("ul_cqi", &mut r.ul_cqi)];
+                for (name, c) in cqis {
+                    if let Some(c) = c {
+                        visit(format!("{rp}.{name}"), c)?;
+                    }
+                }
+                let sinrs = [
+                    ("sinr_db", &mut r.sinr_db),
+                    ("dl_sinr_db", &mut r.dl_sinr_db),
+                    ("ul_sinr_db", &mut r.ul_sinr_db),
+                ];
+                for (name, v) in sinrs {
+                    if let Some(v) = v {
+                        visit(format!("{rp}.{name}"), v)?;
+                    }
+                }
+                if let Some(v) = &mut r.speed_kmh {
+                    visit(format!("{rp}.speed_kmh"), v)?;
+                }
+            }
+        }
         for (i, t) in spec.tcp.iter_mut().enumerate() {
             if let Some(cc) = &mut t.cc {
                 visit(format!("tcp.{i}.cc"), cc)?;
@@ -831,7 +872,7 @@ fn validate_conferences(
             if !is_node(node) {
                 return err(
                     format!("{p}.participants"),
-                    format!("node {node:?} is not a node: no link or BSS has it"),
+                    format!("node {node:?} is not a node: no link, BSS or cell has it"),
                 );
             }
             if c.participants[..k].contains(node) {
@@ -865,7 +906,10 @@ fn validate_conferences(
         }
         if let Some(sfu) = &c.sfu {
             if !is_node(sfu) {
-                return err(format!("{p}.sfu"), format!("node {sfu:?} is not a node: no link or BSS has it"));
+                return err(
+                    format!("{p}.sfu"),
+                    format!("node {sfu:?} is not a node: no link, BSS or cell has it"),
+                );
             }
             if c.participants.contains(sfu) {
                 return err(
@@ -884,7 +928,10 @@ fn validate_conferences(
                 );
             }
             if !is_node(via) {
-                return err(format!("{p}.via"), format!("node {via:?} is not a node: no link or BSS has it"));
+                return err(
+                    format!("{p}.via"),
+                    format!("node {via:?} is not a node: no link, BSS or cell has it"),
+                );
             }
             if c.participants.contains(via) {
                 return err(format!("{p}.via"), format!("the relay {via:?} must not be a participant"));
@@ -904,12 +951,21 @@ pub enum Hop {
     Link(usize),
     /// Index into the scenario's `wifi`, and the ports (0 the AP, i the i-th station).
     Wifi { bss: usize, from: u16, to: u16 },
+    /// Index into the scenario's `lte`, and the ports (0 the eNB, i the i-th UE): a UE's uplink
+    /// or its downlink. UE to UE is two hops, through the eNB's node.
+    Lte { cell: usize, from: u16, to: u16 },
 }
 
-/// The fewest-hop route from `from` to `to` over the scenario's links and BSSes, or `None` if
-/// there is none (or `from == to`). Ties go to links before BSSes, and to the earlier in the
-/// file, so the route is a function of the scenario alone.
-pub fn find_route(links: &[LinkSpec], wifi: &[WifiSpec], from: &str, to: &str) -> Option<Vec<Hop>> {
+/// The fewest-hop route from `from` to `to` over the scenario's links, BSSes and cells, or `None`
+/// if there is none (or `from == to`). Ties go to links before BSSes before cells, and to the
+/// earlier in the file, so the route is a function of the scenario alone.
+pub fn find_route(
+    links: &[LinkSpec],
+    wifi: &[WifiSpec],
+    lte: &[LteSpec],
+    from: &str,
+    to: &str,
+) -> Option<Vec<Hop>> {
     let mut prev: std::collections::BTreeMap<&str, Option<(Hop, &str)>> = [(from, None)].into();
     let mut frontier = vec![from];
     while !frontier.is_empty() && !prev.contains_key(to) {
@@ -927,7 +983,16 @@ pub fn find_route(links: &[LinkSpec], wifi: &[WifiSpec], from: &str, to: &str) -
                     (usize::from(p) != q).then_some((Hop::Wifi { bss: b, from: p, to: q as u16 }, member))
                 })
             });
-            for (hop, next_node) in by_link.chain(by_bss) {
+            // A UE reaches only its eNB, and the eNB each of its UEs.
+            let by_cell = lte.iter().enumerate().flat_map(|(c, l)| {
+                let port = l.port_of(node);
+                l.members().enumerate().filter_map(move |(q, member)| {
+                    let p = port?;
+                    let one_end_enb = (p == 0) != (q == 0);
+                    one_end_enb.then_some((Hop::Lte { cell: c, from: p, to: q as u16 }, member))
+                })
+            });
+            for (hop, next_node) in by_link.chain(by_bss).chain(by_cell) {
                 if !prev.contains_key(next_node) {
                     prev.insert(next_node, Some((hop, node)));
                     next.push(next_node);
@@ -951,13 +1016,13 @@ pub fn find_route(links: &[LinkSpec], wifi: &[WifiSpec], from: &str, to: &str) -
 /// Fewest-hop path over directed links (ties: links in file order), as link indices: the route
 /// [`find_route`] takes when there is no BSS.
 pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::packet::LinkId>> {
-    let route = find_route(links, &[], from, to)?;
+    let route = find_route(links, &[], &[], from, to)?;
     Some(
         route
             .into_iter()
             .map(|hop| match hop {
                 Hop::Link(i) => i as crate::packet::LinkId,
-                Hop::Wifi { .. } => unreachable!("no BSS was given"),
+                Hop::Wifi { .. } | Hop::Lte { .. } => unreachable!("no BSS or cell was given"),
             })
             .collect(),
     )
@@ -1172,7 +1237,10 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         return err("tcp".into(), format!("{tcp_flows} TCP flows in all; at most {MAX_TCP_FLOWS}"));
     }
     let link_nodes = s.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]);
-    let nodes: Vec<&str> = link_nodes.chain(s.wifi.iter().flat_map(|w| w.members())).collect();
+    let nodes: Vec<&str> = link_nodes
+        .chain(s.wifi.iter().flat_map(|w| w.members()))
+        .chain(s.lte.iter().flat_map(|l| l.members()))
+        .collect();
     let is_node = |node: &str| nodes.contains(&node);
     for (i, c) in s.calls.iter().enumerate() {
         let p = format!("calls.{i}");
@@ -1180,13 +1248,16 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             if !is_node(node) {
                 return err(
                     format!("{p}.{what}"),
-                    format!("node {node:?} is not a node: no link or BSS has it"),
+                    format!("node {node:?} is not a node: no link, BSS or cell has it"),
                 );
             }
         }
         if let Some(via) = &c.via {
             if !is_node(via) {
-                return err(format!("{p}.via"), format!("node {via:?} is not a node: no link or BSS has it"));
+                return err(
+                    format!("{p}.via"),
+                    format!("node {via:?} is not a node: no link, BSS or cell has it"),
+                );
             }
             if via == &c.from || via == &c.to {
                 return err(
@@ -1214,7 +1285,7 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
             if !nodes.contains(&node) {
                 return err(
                     format!("{p}.{what}"),
-                    format!("node {node:?} is not a node: no link or BSS has it"),
+                    format!("node {node:?} is not a node: no link, BSS or cell has it"),
                 );
             }
         }
@@ -1270,14 +1341,21 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         }
     }
     wifi::validate(s, origin)?;
-    let queue_names =
-        s.wifi.iter().flat_map(|w| (0..=w.stations.len() as u16).map(|port| w.queue_name(port)));
+    lte::validate(s, origin)?;
+    let cell_queues = s.lte.iter().flat_map(|l| {
+        (0..l.ues.len()).flat_map(move |k| lte::LteDirection::BOTH.map(|d| l.queue_name(k, d)))
+    });
+    let queue_names = s
+        .wifi
+        .iter()
+        .flat_map(|w| (0..=w.stations.len() as u16).map(|port| w.queue_name(port)))
+        .chain(cell_queues);
     for name in queue_names {
         if s.links.iter().any(|l| l.name == name) {
             return err(
                 format!("links.{name}"),
                 format!(
-                    "a link may not be named {name:?}: that names a Wi-Fi node's queues (`<bss>:<node>`)"
+                    "a link may not be named {name:?}: that names a Wi-Fi node's queues (`<bss>:<node>`) or a UE's buffer (`<cell>:<ue>:dl|ul`)"
                 ),
             );
         }
@@ -1293,7 +1371,7 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
     }
     use calls::Role;
     let route = |field: String, from: &str, to: &str, what: &str| {
-        if find_route(&s.links, &s.wifi, from, to).is_none() {
+        if find_route(&s.links, &s.wifi, &s.lte, from, to).is_none() {
             return err(field, format!("no links lead from {from:?} to {to:?} ({what})"));
         }
         Ok(())
@@ -2036,7 +2114,7 @@ call = { video = { max = "300kbps" } }
         let call = |via: &str| star(&format!("[[calls]]\nfrom = \"A\"\nto = \"B\"\nvia = \"{via}\"\n"));
         assert!(load(&call("T"), "x", &[]).is_ok());
         for (via, message) in [
-            ("Z", "not a node: no link or BSS has it"),
+            ("Z", "not a node: no link, BSS or cell has it"),
             ("A", "other than the call's ends"),
             ("B", "other than"),
         ] {

@@ -16,6 +16,7 @@ pub use rtcbench_net::link::capacity_trace::opennetlab::{
     Direction as TraceDirection, Unapplied as TraceUnapplied,
 };
 pub use rtcbench_net::link::capacity_trace::TraceFormat;
+pub use rtcbench_net::radio::lte::Bandwidth;
 
 impl<T: Serialize> Serialize for Param<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -65,6 +66,10 @@ pub struct ScenarioSpec {
     /// (`docs/wifi.md`); their nodes join the links' nodes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wifi: Vec<WifiSpec>,
+    /// LTE cells: each an eNB and its UEs, scheduled TTI by TTI (`docs/lte.md`); their nodes
+    /// join the links' nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lte: Vec<LteSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSpec>,
     /// Group calls, each expanded into calls (streams) after those of `calls`.
@@ -344,6 +349,122 @@ pub struct WifiSpec {
     /// BSS, busy for `busy` every `period` (Chen et al. 2015 §4.1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interferers: Vec<InterfererSpec>,
+}
+
+/// One LTE FDD cell (`docs/lte.md`, `docs/scenarios.md` "LTE"): an eNB and its UEs, each UE with
+/// its own buffers at the eNB (downlink) and in the UE (uplink), coupled only by the scheduler.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LteSpec {
+    /// Names the cell; its UEs' buffers appear in the links table as `<name>:<ue>:dl` and
+    /// `<name>:<ue>:ul`.
+    pub name: String,
+    /// The eNB's node (the core network and the Internet are links from and to it).
+    pub enb: String,
+    /// `1.4MHz`, `3MHz`, `5MHz` (default), `10MHz`, `15MHz` or `20MHz`, both directions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidth>,
+    /// Downlink layers: 1 (SISO, default) or 2 (2×2 MIMO, two codewords).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_layers: Option<u8>,
+    /// `pf` (proportional fair, default) or `rr` (round robin), downlink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<LteScheduler>,
+    /// The highest uplink MCS (20 for UEs without uplink 64-QAM; default 28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ul_max_mcs: Option<u8>,
+    /// PRBs at the band edges kept for the PUCCH (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ul_pucch_prb: Option<u16>,
+    /// The uplink's scheduling requests: SR period (1, 2, 5, 10, 20, 40 or 80 ms; default 10 ms),
+    /// or `ideal` (ns-3's: the eNB knows every UE's buffer at every TTI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ul_access: Option<LteUlAccess>,
+    /// How often a UE reports its channel quality (periodic wideband CQI, TS 36.213 §7.2.2):
+    /// 1 to 160 ms (default 5 ms; ns-3's ideal reports come every 1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cqi_period: Option<Duration>,
+    /// Block error probability of each HARQ transmission given the earlier failed (default
+    /// [0.1, 0.01, 0.001, 0.001]: the 10 % target, four transmissions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harq_bler: Option<Vec<f64>>,
+    /// The eNB's buffer of each UE (its downlink; default 5 MB), and the UE's own (its uplink)
+    /// unless `ue_buffer` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<Param<DataSize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ue_buffer: Option<Param<DataSize>>,
+    /// PDCP's discard timer: packets older are dropped when they would be sent (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard_timer: Option<Param<Duration>>,
+    /// eNB, UE and core processing added to every delivery (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_delay: Option<Duration>,
+    /// Named places a UE can be (`ues.N.position`), each with its channel quality.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub positions: BTreeMap<String, UeRadioSpec>,
+    pub ues: Vec<UeSpec>,
+}
+
+/// `lte.N.scheduler`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LteScheduler {
+    #[default]
+    Pf,
+    Rr,
+}
+
+/// `lte.N.ul_access`: `"ideal"`, or `{ sr_period = "10ms" }`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum LteUlAccess {
+    Named(LteUlAccessName),
+    Sr { sr_period: Duration },
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LteUlAccessName {
+    Ideal,
+}
+
+/// A UE of a cell: its node, and its channel, given here or by a `position`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UeSpec {
+    /// The UE's node (a node of no link: every packet it sends or receives crosses the cell).
+    pub node: String,
+    /// One of the cell's `positions` (then none of the channel fields here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Param<String>>,
+    #[serde(flatten)]
+    pub radio: UeRadioSpec,
+}
+
+/// A UE's channel quality, per direction or both at once: a fixed CQI (0-15), or a wideband
+/// SINR in dB (mapped to a CQI), optionally with Rayleigh fading at a speed.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UeRadioSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cqi: Option<Param<u8>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_cqi: Option<Param<u8>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ul_cqi: Option<Param<u8>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sinr_db: Option<Param<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_sinr_db: Option<Param<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ul_sinr_db: Option<Param<f64>>,
+    /// With a SINR: Rayleigh fading (Jakes Doppler spectrum) at this speed, km/h.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_kmh: Option<Param<f64>>,
+    /// The carrier frequency for the Doppler shift, GHz (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier_ghz: Option<f64>,
 }
 
 /// `wifi.N.interferers.M`: a periodic transmitter of another BSS.
