@@ -93,3 +93,64 @@ def test_000_5_4_7_tcp_alone_reaches_the_seeds_rates(simulate: Simulate) -> None
     r = _by_location(simulate("seed000-5.4.7"))["near"]
     assert _received_mbps(r, "tcp-down2", 70, 120) == pytest.approx(24.58, rel=0.2)
     assert _received_mbps(r, "tcp-up2", 70, 120) == pytest.approx(6.75, rel=0.2)
+
+
+# -------------------------------------------------------------------------------------------------
+# RFC 8869 §2.1-§2.2: one 10-MHz cell, twelve UEs at fixed mean SINRs with Rayleigh fading, eight
+# calls arriving two by two, web-like TCP. Calls alternate up (odd UEs) and down (even UEs).
+
+# The calls of UEs with a mean SINR of 7 dB or more (§2.1's SINRs by UE: docs/scenarios.md).
+GOOD_COVERAGE_2_1 = ("down1.video", "up2.video", "up4.video", "down3.video", "down4.video")
+
+
+def _video(r: RunResult, name: str) -> dict[str, float]:
+    return next(f for f in r.summary["flows"] if f["name"] == name)
+
+
+def test_8869_2_1_calls_with_coverage_hold_rate_and_low_delay_at_every_load(simulate: Simulate) -> None:
+    """§2.1: "the lowest possible end-to-end frame latency, network latency and PLR" at every
+    load, for RTTs of 40 and 150 ms and speeds of 3 and 30 km/h. Measured over the four
+    variants, for the calls of UEs at 7 dB or more: 0.59-1.48 Mbit/s, queuing delay p95 at most
+    55 ms, no loss."""
+    runs = simulate("rfc8869-2.1")
+    assert len(runs) == 4
+    for r in runs:
+        for name in GOOD_COVERAGE_2_1:
+            v = _video(r, name)
+            assert v["mean_send_rate_bps"] >= 0.5e6, (r.summary["variant"], name, v["mean_send_rate_bps"])
+            assert v["qdelay_p95_ms"] < 100 and v["loss_ratio"] < 0.01, (r.summary["variant"], name)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the cell-edge uplink call (U1, a mean SINR of -3 dB) cannot go below GoogCC's 150 "
+    "kbit/s floor plus audio, more than its share of the uplink: 0.17-0.21 Mbit/s behind a "
+    "queuing delay p95 of 0.6-3.0 s in its modem's buffer (seed 1; docs/scenarios.md, rfc8869-2.*)",
+)
+def test_8869_2_1_the_cell_edge_uplink_call_keeps_its_delay_low(simulate: Simulate) -> None:
+    """§2.1 expects low latency for every call, the cell edge included."""
+    for r in simulate("rfc8869-2.1"):
+        assert _video(r, "up1.video")["qdelay_p95_ms"] < 200, r.summary["variant"]
+
+
+def test_8869_2_2_with_bad_coverage_the_best_placed_call_still_holds(simulate: Simulate) -> None:
+    """§2.2: "bad radio coverage" (3GPP case 3), the same expectations as §2.1. Measured: the
+    call of the best-placed UE (8 dB, downlink) gets 1.05-1.17 Mbit/s with a queuing delay p95 of
+    36-39 ms; calls at 0 dB and below fall to GoogCC's floor (0.17-0.38 Mbit/s)."""
+    for r in simulate("rfc8869-2.2"):
+        v = _video(r, "down1.video")
+        assert v["mean_send_rate_bps"] >= 0.8e6 and v["qdelay_p95_ms"] < 100, r.summary["variant"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="at -6 dB (U1) the uplink cannot carry GoogCC's floor: the uplink call's queuing delay "
+    "p95 reaches 18 s in its modem's 5-MB buffer, and calls at 0 dB and below sit at 0.2-0.7 s "
+    "(seed 1; docs/scenarios.md, rfc8869-2.*)",
+)
+def test_8869_2_2_every_call_keeps_its_delay_low(simulate: Simulate) -> None:
+    """§2.2 expects low latency for every call."""
+    for r in simulate("rfc8869-2.2"):
+        for f in r.summary["flows"]:
+            if f["kind"] == "video":
+                assert f["qdelay_p95_ms"] < 200, (r.summary["variant"], f["name"])

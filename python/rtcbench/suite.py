@@ -49,13 +49,15 @@ SUITES: dict[str, tuple[str, ...]] = {
     "seeds-wired": ("seed000-5.2.", "seed001-", "seed002-", "seed003-"),
     "seeds-wifi": ("seed000-5.3.", "seed004-"),
     "seeds-lte": ("seed000-5.4.",),
+    "rfc8869-cellular": ("rfc8869-2.",),
     "traces": ("trace-",),
     "topologies": ("mesh-", "sfu-", "one-to-many-", "turn-"),
 }
 """Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
 experiments are seeds 000 §5.2 and 001-003, their Wi-Fi ones seed 000 §5.3 and seed 004, their
 4G ones seed 000 §5.4;
-`rfc8869-wifi` RFC 8869 §3's Wi-Fi cases; `traces` the scenarios over capacity traces;
+`rfc8869-wifi` RFC 8869 §3's Wi-Fi cases, `rfc8869-cellular` its §2 cellular ones; `traces`
+the scenarios over capacity traces;
 `topologies` the relayed call and the conferences)."""
 
 MAX_REPS = 10_000

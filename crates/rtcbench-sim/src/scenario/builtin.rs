@@ -210,6 +210,8 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/seeds/004-4.1-testbed.toml",
         include_str!("../../../../scenarios/seeds/004-4.1-testbed.toml"),
     ),
+    ("rfc8869-2.1", "scenarios/rfc8869/2.1.toml", include_str!("../../../../scenarios/rfc8869/2.1.toml")),
+    ("rfc8869-2.2", "scenarios/rfc8869/2.2.toml", include_str!("../../../../scenarios/rfc8869/2.2.toml")),
     (
         "rfc8869-3.1-i",
         "scenarios/rfc8869/3.1-i.toml",
