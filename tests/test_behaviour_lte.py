@@ -12,18 +12,11 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
-from rtcbench import metrics
+from flow_windows import metric
 from rtcbench.runner import RunResult
 
 SEC = 1_000_000
 Simulate = Callable[..., tuple[RunResult, ...]]
-
-
-def _metric(r: RunResult, flow: str, start_s: float, end_s: float, key: str = "mean_send_rate_bps") -> float:
-    """A flow's metric over [start, end)."""
-    (fid,) = [f["id"] for f in r.summary["meta"]["flows"] if f["name"] == flow]
-    m = metrics.flow_metrics(r.tables, r.timeseries, fid, round(start_s * SEC), round(end_s * SEC))
-    return float(m[key])
 
 
 def _received_mbps(r: RunResult, flow: str, start_s: float, end_s: float) -> float:
@@ -48,8 +41,8 @@ def test_000_5_4_6_the_cell_has_room_for_five_calls(simulate: Simulate) -> None:
     for location, r in _by_location(simulate("seed000-5.4.6")).items():
         for call in ("up.video", "down.video"):
             for a, b in ((10, 60), (70, 120), (130, 180)):
-                rate = _metric(r, call, a, b)
-                qd = _metric(r, call, a, b, "qdelay_mean_ms")
+                rate = metric(r, call, a, b)
+                qd = metric(r, call, a, b, "qdelay_mean_ms")
                 assert rate >= 2.3e6 and qd < 30, (location, call, a, rate, qd)
 
 
@@ -61,8 +54,8 @@ def test_000_5_4_7_tcp_on_the_other_ue_leaves_the_call_alone(simulate: Simulate)
     far."""
     for location, r in _by_location(simulate("seed000-5.4.7")).items():
         for call in ("up.video", "down.video"):
-            rate = _metric(r, call, 70, 120)
-            qd = _metric(r, call, 70, 120, "qdelay_mean_ms")
+            rate = metric(r, call, 70, 120)
+            qd = metric(r, call, 70, 120, "qdelay_mean_ms")
             assert rate >= 2.3e6 and qd < 30, (location, call, rate, qd)
         assert _received_mbps(r, "tcp-down2", 70, 120) > 5, location
 
@@ -75,9 +68,9 @@ def test_000_5_4_7_tcp_on_the_calls_own_ue_collapses_it(simulate: Simulate) -> N
     queuing delay 2.4 s near and 4.8 s far (the eNB's 5 MB drains at the slower far rate)."""
     for location, r in _by_location(simulate("seed000-5.4.7")).items():
         for call in ("up.video", "down.video"):
-            rate = _metric(r, call, 130, 180)
+            rate = metric(r, call, 130, 180)
             assert rate < 0.8e6, (location, call, rate)
-        qd = _metric(r, "down.video", 130, 180, "qdelay_mean_ms")
+        qd = metric(r, "down.video", 130, 180, "qdelay_mean_ms")
         assert qd > 1000, (location, qd)
 
 

@@ -16,19 +16,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from rtcbench import metrics, sweep
+from flow_windows import metric
+from rtcbench import sweep
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import resolve
 
 SEC = 1_000_000
 Simulate = Callable[..., tuple[RunResult, ...]]
-
-
-def _rate(r: RunResult, flow: str, start_s: float, end_s: float, key: str = "mean_send_rate_bps") -> float:
-    """A flow's metric over [start, end)."""
-    (fid,) = [f["id"] for f in r.summary["meta"]["flows"] if f["name"] == flow]
-    m = metrics.flow_metrics(r.tables, r.timeseries, fid, round(start_s * SEC), round(end_s * SEC))
-    return float(m[key])
 
 
 def _videos(r: RunResult, prefix: str) -> list[dict[str, object]]:
@@ -72,9 +66,9 @@ def test_8869_3_1_the_uplink_call_makes_room_for_cbr_and_takes_it_back(
     against 741 kbit/s (iii), 505 against 748 (iv): the call gives up about the CBR's rate; the
     downlink call, on the other wired direction, does not move."""
     r = _one(simulate(f"rfc8869-3.1-{case}"))
-    up_busy, up_free = _rate(r, "up.video", *busy), _rate(r, "up.video", *free)
+    up_busy, up_free = metric(r, "up.video", *busy), metric(r, "up.video", *free)
     assert 150e3 <= up_free - up_busy <= 400e3, (up_busy, up_free)
-    down_busy, down_free = _rate(r, "down.video", *busy), _rate(r, "down.video", *free)
+    down_busy, down_free = metric(r, "down.video", *busy), metric(r, "down.video", *free)
     assert down_busy == pytest.approx(down_free, rel=0.1)
 
 
@@ -132,8 +126,8 @@ def test_8869_3_2_d_downlinks_take_the_air_back_when_the_uplink_cbr_stops(simula
     CBR stops (0.59); the uplink calls hold about 1.46 Mbit/s throughout."""
     r = _one(simulate("rfc8869-3.2-d"))
     down = [str(v["name"]) for v in _videos(r, "down")]
-    busy = sum(_rate(r, f, 10, 60) for f in down) / len(down)
-    free = sum(_rate(r, f, 70, 120) for f in down) / len(down)
+    busy = sum(metric(r, f, 10, 60) for f in down) / len(down)
+    free = sum(metric(r, f, 70, 120) for f in down) / len(down)
     assert free >= 2 * busy, (busy, free)
 
 
@@ -146,8 +140,8 @@ def test_8869_3_2_f_the_calls_recover_within_tens_of_seconds_after_tcp(simulate:
     """(f): throughput falls when TCP arrives and recovers when it leaves, "within 10s of seconds"."""
     r = _one(simulate("rfc8869-3.2-f"))
     up = [str(v["name"]) for v in _videos(r, "up")]
-    before = sum(_rate(r, f, 10, 40) for f in up)
-    after = sum(_rate(r, f, 100, 120) for f in up)
+    before = sum(metric(r, f, 10, 40) for f in up)
+    after = sum(metric(r, f, 100, 120) for f in up)
     assert after >= 0.8 * before, (before, after)
 
 
@@ -264,8 +258,8 @@ def test_000_5_3_near_the_ap_a_call_is_as_on_a_wire(simulate: Simulate) -> None:
     ):
         r = _one(simulate(scenario, sets=sets))
         for a, b in ((10, 60), (60, 120), (120, 180)):
-            assert _rate(r, f"{call}.video", a, b) >= 2.2e6, (scenario, call, a)
-            assert _rate(r, f"{call}.video", a, b, "qdelay_p50_ms") < 10, (scenario, call, a)
+            assert metric(r, f"{call}.video", a, b) >= 2.2e6, (scenario, call, a)
+            assert metric(r, f"{call}.video", a, b, "qdelay_p50_ms") < 10, (scenario, call, a)
 
 
 def test_000_5_3_8_downlink_tcp_at_the_ap_collapses_the_downlink_call_not_the_uplink(
@@ -278,11 +272,11 @@ def test_000_5_3_8_downlink_tcp_at_the_ap_collapses_the_downlink_call_not_the_up
     the AP's shared FIFO, the uplink at 2.42 in 60-120 s. The AP's 1000 packets drain at
     about 100 Mbit/s here, so its queue is shorter than the thesis's."""
     r = _one(simulate("seed000-5.3.8", sets=("pc3=A", "pc4=A")))
-    down = [_rate(r, "down.video", a, b) for a, b in ((10, 60), (70, 120), (130, 180))]
-    up = [_rate(r, "up.video", a, b) for a, b in ((10, 60), (70, 120))]
+    down = [metric(r, "down.video", a, b) for a, b in ((10, 60), (70, 120), (130, 180))]
+    up = [metric(r, "up.video", a, b) for a, b in ((10, 60), (70, 120))]
     assert down[0] >= 2.2e6 and down[1] <= 0.35 * down[0] and down[2] <= 0.1 * down[0], down
     assert up[1] >= 0.9 * up[0], up
-    assert _rate(r, "down.video", 70, 120, "qdelay_p50_ms") >= 50
+    assert metric(r, "down.video", 70, 120, "qdelay_p50_ms") >= 50
     ap = next(n for n in r.summary["wifi"] if n["role"] == "ap")
     assert ap["queue_bytes_p95"] >= 500_000  # the shared FIFO holds the downloads' backlog
 
@@ -292,8 +286,8 @@ def test_000_5_3_8_behind_walls_the_queue_is_as_long_as_the_thesis_measured(simu
     Mbit/s with a mean delay of 382 and 622 ms. Measured: 0.32 and 0.18 Mbit/s, 351 and 437 ms
     (the AP drains its FIFO at the lower rate of location B)."""
     r = _one(simulate("seed000-5.3.8", sets=("pc3=B", "pc4=B")))
-    assert _rate(r, "down.video", 70, 120) <= 0.2 * _rate(r, "down.video", 10, 60)
-    assert _rate(r, "down.video", 70, 120, "qdelay_p50_ms") >= 250
+    assert metric(r, "down.video", 70, 120) <= 0.2 * metric(r, "down.video", 10, 60)
+    assert metric(r, "down.video", 70, 120, "qdelay_p50_ms") >= 250
 
 
 @pytest.mark.xfail(
@@ -305,7 +299,7 @@ def test_000_5_3_8_behind_walls_the_queue_is_as_long_as_the_thesis_measured(simu
 def test_000_5_3_8_the_uplink_call_holds_against_uploads_too(simulate: Simulate) -> None:
     """Table 6.7, scenario 1, section 3: the uplink call stayed at 2.50 Mbit/s with the uploads on."""
     r = _one(simulate("seed000-5.3.8", sets=("pc3=A", "pc4=A")))
-    assert _rate(r, "up.video", 130, 180) >= 2.0e6
+    assert metric(r, "up.video", 130, 180) >= 2.0e6
 
 
 @pytest.mark.xfail(
@@ -318,7 +312,7 @@ def test_000_5_3_5_behind_walls_competing_uplink_calls_squeeze_the_call(simulate
     """Table 6.4, scenario 2: the uplink call fell from 1.81 to 1.35 and 0.85 Mbit/s as two, then
     four competing uplink calls joined."""
     r = _one(simulate("seed000-5.3.5", sets=("location=B",)))
-    assert _rate(r, "up.video", 130, 180) <= 0.7 * _rate(r, "up.video", 10, 60)
+    assert metric(r, "up.video", 130, 180) <= 0.7 * metric(r, "up.video", 10, 60)
 
 
 SWEEP = Path(__file__).resolve().parent.parent / "examples" / "sweeps" / "seed004-thresholds.toml"

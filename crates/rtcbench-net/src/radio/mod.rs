@@ -4,3 +4,17 @@
 
 pub mod lte;
 pub mod wifi;
+
+use std::collections::VecDeque;
+
+use rtcbench_units::Instant;
+
+/// The front of a medium's output queue, ordered by the instant each packet reaches its port, if
+/// it is due by `now`: what a medium's `poll_output(now)` returns.
+fn pop_due<A, B>(queue: &mut VecDeque<(Instant, A, B)>, now: Instant) -> Option<(Instant, A, B)> {
+    if queue.front().is_some_and(|(t, _, _)| *t <= now) {
+        queue.pop_front()
+    } else {
+        None
+    }
+}

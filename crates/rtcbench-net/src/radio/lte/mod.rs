@@ -668,11 +668,7 @@ impl<P: NetPacket> Cell<P> {
 
     /// The next packet that reached its destination port by `now`, with the instant it did.
     pub fn poll_output(&mut self, now: Instant) -> Option<(Instant, Port, P)> {
-        if self.output.front().is_some_and(|(t, _, _)| *t <= now) {
-            self.output.pop_front()
-        } else {
-            None
-        }
+        super::pop_due(&mut self.output, now)
     }
 
     /// The next packet dropped inside the cell, with the port of the node that held it.
