@@ -60,19 +60,15 @@ impl LteNet {
     /// The link id of the buffer a packet from `from` to `to` waits in: the eNB's for a
     /// downlink, the UE's for an uplink.
     pub(crate) fn queue_id(&self, cell: u16, from: Port, to: Port) -> LinkId {
-        let (ue, dir) = if from == Port::ENB { (to, Direction::Downlink) } else { (from, Direction::Uplink) };
-        self.buffer_id(cell, ue, dir)
-    }
-
-    fn buffer_id(&self, cell: u16, ue: Port, dir: Direction) -> LinkId {
+        let (ue, dir) = ue_and_direction(from, to);
         buffer_id(self.first_queue[usize::from(cell)], ue, dir)
     }
 
-    /// The rate a UE would get with the whole band at its current MCS, in the hop's direction:
-    /// what a route crossing the cell can carry at most, to choose its bottleneck.
-    pub(crate) fn nominal_rate(&self, cell: u16, from: Port, to: Port, now: Instant) -> Bitrate {
-        let (ue, dir) = if from == Port::ENB { (to, Direction::Downlink) } else { (from, Direction::Uplink) };
-        self.cells[usize::from(cell)].link_state(now, ue, dir).band_rate
+    /// The rate a UE gets with the whole band at its MCS at the start of the run, in the hop's
+    /// direction: what a route crossing the cell can carry at most, to choose its bottleneck.
+    pub(crate) fn nominal_rate(&self, cell: u16, from: Port, to: Port) -> Bitrate {
+        let (ue, dir) = ue_and_direction(from, to);
+        self.cells[usize::from(cell)].link_state(Instant::ZERO, ue, dir).band_rate
     }
 
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
@@ -120,6 +116,15 @@ impl LteNet {
                 }
             }
         }
+    }
+}
+
+/// The UE a hop from `from` to `to` serves, and its direction: eNB → UE is the UE's downlink.
+fn ue_and_direction(from: Port, to: Port) -> (Port, Direction) {
+    if from == Port::ENB {
+        (to, Direction::Downlink)
+    } else {
+        (from, Direction::Uplink)
     }
 }
 

@@ -752,7 +752,7 @@ fn build_world(
         let rate = |hop: &&RouteHop| match **hop {
             RouteHop::Link(l) => links[l as usize].config().capacity.min_rate().unwrap_or(Bitrate::INFINITE),
             RouteHop::Wifi { bss, from, to } => wifi.nominal_rate(bss, from, to),
-            RouteHop::Lte { cell, from, to } => lte.nominal_rate(cell, from, to, Instant::ZERO),
+            RouteHop::Lte { cell, from, to } => lte.nominal_rate(cell, from, to),
         };
         let narrowest = path.iter().min_by_key(rate);
         narrowest.map(|hop| link_names[queues(hop)[0] as usize].clone()).unwrap_or_default()
@@ -1384,9 +1384,9 @@ impl World {
                 }
                 Event::Cell(c) => {
                     self.lte.cells[c as usize].on_timeout(now);
-                    while let Some((port, pkt, reason)) = self.lte.cells[c as usize].poll_drop() {
+                    while let Some((_, pkt, reason)) = self.lte.cells[c as usize].poll_drop() {
                         // Not `dropped`: the packet left its host when the cell took it.
-                        let at = self.cell_buffer(c, port, &pkt);
+                        let at = self.cell_buffer(c, &pkt);
                         self.trace.packet(now, PacketEvent::Dropped, &pkt, Some((at, reason)));
                     }
                     while let Some((_, _, pkt)) = self.lte.cells[c as usize].poll_output(now) {
@@ -1644,10 +1644,10 @@ impl World {
 
     /// The buffer a packet dropped inside cell `c` was in: the one of the hop its route is at
     /// (the eNB's for a downlink, the UE's for an uplink).
-    fn cell_buffer(&self, c: u16, ue: LtePort, pkt: &Packet) -> LinkId {
+    fn cell_buffer(&self, c: u16, pkt: &Packet) -> LinkId {
         match self.routes[pkt.route as usize].hops[pkt.hop as usize] {
             RouteHop::Lte { from, to, .. } => self.lte.queue_id(c, from, to),
-            _ => self.lte.queue_id(c, ue, LtePort::ENB),
+            hop => unreachable!("a packet dropped inside cell {c} is at a hop across it, not {hop:?}"),
         }
     }
 

@@ -130,16 +130,13 @@ pub fn cell_config(l: &LteSpec) -> CellConfig {
     cfg.ul_pucch_prb = l.ul_pucch_prb.unwrap_or(0);
     cfg.ul_access = match &l.ul_access {
         Some(LteUlAccess::Named(_)) => UlAccess::Ideal,
-        Some(LteUlAccess::Sr { sr_period }) => match UlAccess::scheduling_request() {
-            UlAccess::SchedulingRequest { sr_to_grant_ttis, sr_grant_prb, .. } => {
-                UlAccess::SchedulingRequest {
-                    period_ttis: sr_period.as_millis() as u32,
-                    sr_to_grant_ttis,
-                    sr_grant_prb,
-                }
+        Some(LteUlAccess::Sr { sr_period }) => {
+            let mut sr = UlAccess::scheduling_request();
+            if let UlAccess::SchedulingRequest { period_ttis, .. } = &mut sr {
+                *period_ttis = sr_period.as_millis() as u32;
             }
-            ideal => ideal,
-        },
+            sr
+        }
         None => UlAccess::scheduling_request(),
     };
     if let Some(bler) = &l.harq_bler {
