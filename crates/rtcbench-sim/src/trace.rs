@@ -481,6 +481,65 @@ pub struct RadioSample {
 }
 
 impl LinkTable {
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.t_us.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_us.is_empty()
+    }
+
+    /// Rows that fit before a column must grow.
+    pub fn capacity(&self) -> usize {
+        self.t_us.capacity()
+    }
+
+    /// Room for `rows` more rows in every column at once.
+    pub fn reserve_exact(&mut self, rows: usize) {
+        let Self {
+            t_us,
+            link,
+            capacity_bps,
+            queue_bytes,
+            queue_limit_bytes,
+            airtime_share,
+            mac_retries,
+            mac_drops,
+            queue_drops,
+            ampdu_mpdus,
+            phy_rate_bps,
+            congestion_level,
+            mac_capacity_bps,
+            extended_attempts,
+            rb_share,
+            scheduled_bps,
+            queue_delay_us,
+            cqi,
+        } = self;
+        link.reserve_exact(rows);
+        for c in [
+            t_us,
+            capacity_bps,
+            queue_bytes,
+            queue_limit_bytes,
+            mac_retries,
+            mac_drops,
+            queue_drops,
+            phy_rate_bps,
+            mac_capacity_bps,
+            extended_attempts,
+            scheduled_bps,
+            queue_delay_us,
+            cqi,
+        ] {
+            c.reserve_exact(rows);
+        }
+        for c in [airtime_share, ampdu_mpdus, congestion_level, rb_share] {
+            c.reserve_exact(rows);
+        }
+    }
+
     pub fn record(
         &mut self,
         t: Instant,
@@ -607,7 +666,7 @@ impl Trace {
         self.packets.len()
             + self.frames.len()
             + self.controller.len()
-            + self.links.t_us.len()
+            + self.links.len()
             + self.feedback.t_us.len()
     }
 

@@ -442,3 +442,41 @@ fn a_run_whose_thread_dies_says_so_instead_of_keeping_its_caller_waiting() {
     assert_eq!(messages.last(), Some(&"ended"), "{messages:?}");
     assert!(run.next(std::time::Duration::ZERO).is_none(), "nothing after the failure");
 }
+
+#[test]
+fn the_links_table_grows_once_rather_than_by_doubling() {
+    // Ten LTE buffers and two links, sampled every 10 ms for 20 s and never at a capacity change:
+    // room for the rows of every sample to come is made at once, so the columns end exactly full.
+    let text = r#"
+        id = "reserve"
+        duration = "20s"
+        [[links]]
+        name = "up"
+        from = "ENB"
+        to = "W"
+        capacity = "100Mbps"
+        delay = "10ms"
+        queue = { size = "100ms" }
+        [[links]]
+        name = "down"
+        from = "W"
+        to = "ENB"
+        capacity = "100Mbps"
+        delay = "10ms"
+        queue = { size = "100ms" }
+        [[lte]]
+        name = "cell"
+        enb = "ENB"
+        ues = [
+            { node = "U1", cqi = 9 }, { node = "U2", cqi = 9 }, { node = "U3", cqi = 9 },
+            { node = "U4", cqi = 9 }, { node = "U5", cqi = 9 },
+        ]
+        [[calls]]
+        from = "W"
+        to = "U1"
+    "#;
+    let s = load(text, "reserve.toml", &[]).unwrap_or_else(|e| panic!("{e}")).remove(0);
+    let links = simulate(&s, ControllerKind::Fixed, 1).expect("runs").trace.links;
+    assert_eq!(links.len(), 12 * 2001, "a row per link and buffer, every 10 ms from 0 to 20 s");
+    assert_eq!(links.capacity(), links.len());
+}
