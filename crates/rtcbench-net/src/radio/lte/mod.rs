@@ -288,18 +288,14 @@ struct Tb {
     due: Tti,
 }
 
-/// A HARQ process: free for new data from `free_from`, or holding a block to retransmit.
-#[derive(Clone, Copy, Debug)]
-struct Proc {
-    free_from: Tti,
-    retx: Option<Tb>,
-}
-
 /// One direction of one UE: buffer, HARQ entity, channel, counters.
 #[derive(Debug)]
 struct Link<P> {
     rlc: Rlc<P>,
-    procs: [Proc; HARQ_PROCESSES],
+    /// Per HARQ process, the TTI from which it is free for new data: [`Tti::MAX`] while it holds
+    /// a block to retransmit (in `retx`) or a grant for new data waits for its PUSCH.
+    free_from: [Tti; HARQ_PROCESSES],
+    retx: [Option<Tb>; HARQ_PROCESSES],
     /// Processes holding a retransmission.
     retx_pending: u8,
     channel: Channel,
@@ -310,7 +306,8 @@ impl<P> Link<P> {
     fn new(channel: Channel) -> Self {
         Self {
             rlc: Rlc::new(),
-            procs: [Proc { free_from: 0, retx: None }; HARQ_PROCESSES],
+            free_from: [0; HARQ_PROCESSES],
+            retx: [None; HARQ_PROCESSES],
             retx_pending: 0,
             channel,
             stats: DirStats::default(),
@@ -319,7 +316,7 @@ impl<P> Link<P> {
 
     /// A process free for new data at TTI `at`.
     fn free_process(&self, at: Tti) -> Option<usize> {
-        self.procs.iter().position(|p| p.retx.is_none() && p.free_from <= at)
+        self.free_from.iter().position(|&f| f <= at)
     }
 
     /// The process whose retransmission is due first, if one is due by `at`.
@@ -328,7 +325,7 @@ impl<P> Link<P> {
             return None;
         }
         (0..HARQ_PROCESSES)
-            .filter_map(|i| self.procs[i].retx.map(|tb| (tb.due, i)))
+            .filter_map(|i| self.retx[i].map(|tb| (tb.due, i)))
             .filter(|&(due, _)| due <= at)
             .min()
             .map(|(_, i)| i)
@@ -339,7 +336,7 @@ impl<P> Link<P> {
         if self.retx_pending == 0 {
             return None;
         }
-        self.procs.iter().filter_map(|p| p.retx.map(|tb| tb.due)).min()
+        self.retx.iter().filter_map(|r| r.map(|tb| tb.due)).min()
     }
 }
 
@@ -807,11 +804,11 @@ impl<P: NetPacket> Cell<P> {
             let due = self.ues[ue].dl.due_retx(k);
             self.blocked[ue] = due.is_some();
             let Some(p) = due else { continue };
-            let tb = self.ues[ue].dl.procs[p].retx.expect("a retransmission");
+            let tb = self.ues[ue].dl.retx[p].expect("a retransmission");
             if tb.units <= free {
                 free -= tb.units;
                 let link = &mut self.ues[ue].dl;
-                link.procs[p].retx = None;
+                link.retx[p] = None;
                 link.retx_pending -= 1;
                 self.transmit(k, ue, Direction::Downlink, p, tb);
             }
@@ -931,9 +928,9 @@ impl<P: NetPacket> Cell<P> {
     /// PUSCH of k.
     fn uplink(&mut self, k: Tti) {
         if let UlAccess::SchedulingRequest { period_ttis, sr_to_grant_ttis, .. } = self.cfg.ul_access {
-            let period = u64::from(period_ttis);
+            let phase = k % u64::from(period_ttis);
             for u in &mut self.ues {
-                if k % period == u.sr_offset && u.wants_sr() {
+                if u.sr_offset == phase && u.wants_sr() {
                     u.sr_grant_at = Some(k + u64::from(sr_to_grant_ttis));
                     u.ul.stats.scheduling_requests += 1;
                 }
@@ -961,11 +958,11 @@ impl<P: NetPacket> Cell<P> {
             self.blocked[ue] = due.is_some();
             let Some(p) = due else { continue };
             retx += 1;
-            let tb = self.ues[ue].ul.procs[p].retx.expect("a retransmission");
+            let tb = self.ues[ue].ul.retx[p].expect("a retransmission");
             if tb.units <= free {
                 free -= tb.units;
                 let u = &mut self.ues[ue];
-                u.ul.procs[p].retx = None;
+                u.ul.retx[p] = None;
                 u.ul.retx_pending -= 1;
                 u.grants.push_back(UlGrant { pusch, proc: p, prb: tb.units, bits: tb.bits, retx: Some(tb) });
             }
@@ -973,8 +970,7 @@ impl<P: NetPacket> Cell<P> {
         let mut cands = std::mem::take(&mut self.candidates);
         cands.clear();
         let report = self.report_tti(k);
-        for i in 0..n {
-            let ue = (self.ul_next + i) % n;
+        for ue in (self.ul_next..n).chain(0..self.ul_next) {
             let u = &self.ues[ue];
             if self.blocked[ue] || u.ul.free_process(pusch).is_none() {
                 continue;
@@ -1013,7 +1009,7 @@ impl<P: NetPacket> Cell<P> {
                 let cap = u64::from(bits / 8).saturating_sub(self.cfg.rlc.rlc_mac_header.as_bytes());
                 let u = &mut self.ues[c.ue];
                 let p = u.ul.free_process(pusch).expect("a free HARQ process");
-                u.ul.procs[p].free_from = Tti::MAX;
+                u.ul.free_from[p] = Tti::MAX;
                 u.inflight += cap;
                 u.known = u.known.saturating_sub(cap);
                 u.sr_grant_at = None;
@@ -1087,11 +1083,11 @@ impl<P: NetPacket> Cell<P> {
         }
         if failed && !last {
             tb.due = k + HARQ_RTT_TTIS;
-            link.procs[p] = Proc { free_from: Tti::MAX, retx: Some(tb) };
+            (link.free_from[p], link.retx[p]) = (Tti::MAX, Some(tb));
             link.retx_pending += 1;
             return;
         }
-        link.procs[p] = Proc { free_from: k + HARQ_RTT_TTIS, retx: None };
+        (link.free_from[p], link.retx[p]) = (k + HARQ_RTT_TTIS, None);
         if failed {
             link.stats.harq_failures += 1;
             let Link { rlc, stats, .. } = link;
