@@ -4,7 +4,7 @@
 //! batches while tracking the bytes in flight (libwebrtc's `TransportFeedbackAdapter`, which
 //! serves both formats the same way).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::rtcp::ccfb::{CcfbMetric, CcfbRepr};
@@ -30,6 +30,43 @@ struct SentRecord {
     in_flight: bool,
 }
 
+/// The packets of one SSRC in the send history: (unwrapped RTP sequence number, transport
+/// sequence number), in RTP order. Packets of a stream are sent in RTP order, so a new one goes
+/// at the back and the oldest leaves from the front; a number sent again (a retransmission on
+/// the media SSRC) takes the later transport sequence number.
+#[derive(Debug)]
+struct StreamLog {
+    ssrc: u32,
+    unwrapper: SeqUnwrapper<16>,
+    sent: VecDeque<(i64, i64)>,
+}
+
+impl StreamLog {
+    fn record(&mut self, rtp: i64, seq: i64) {
+        if self.sent.back().is_none_or(|&(last, _)| last < rtp) {
+            self.sent.push_back((rtp, seq));
+            return;
+        }
+        match self.sent.binary_search_by_key(&rtp, |&(r, _)| r) {
+            Ok(i) => self.sent[i].1 = seq,
+            Err(i) => self.sent.insert(i, (rtp, seq)),
+        }
+    }
+
+    fn forget(&mut self, rtp: i64) {
+        if self.sent.front().is_some_and(|&(first, _)| first == rtp) {
+            self.sent.pop_front();
+        } else if let Ok(i) = self.sent.binary_search_by_key(&rtp, |&(r, _)| r) {
+            self.sent.remove(i);
+        }
+    }
+
+    fn transport_seq(&self, rtp: i64) -> Option<i64> {
+        let i = self.sent.binary_search_by_key(&rtp, |&(r, _)| r).ok()?;
+        Some(self.sent[i].1)
+    }
+}
+
 /// Send history and feedback → [`PacketResult`]s.
 #[derive(Debug, Default)]
 pub struct TransportFeedbackAdapter {
@@ -39,10 +76,8 @@ pub struct TransportFeedbackAdapter {
     next_seq: i64,
     in_flight: DataSize,
     unwrapper: SeqUnwrapper<16>,
-    /// RTP sequence numbers per SSRC, unwrapped as sent.
-    rtp_unwrappers: BTreeMap<u32, SeqUnwrapper<16>>,
-    /// (SSRC, unwrapped RTP sequence number) → transport sequence number, for RFC 8888.
-    by_stream: BTreeMap<(u32, i64), i64>,
+    /// Per SSRC sent, the packets in the history by RTP sequence number, for RFC 8888.
+    streams: Vec<StreamLog>,
     /// Receiver clock → sender timeline, fixed by the first feedback (libwebrtc maps the first
     /// feedback's base time to its local arrival and advances by base-time deltas after that).
     offset: Option<Duration>,
@@ -73,8 +108,8 @@ impl TransportFeedbackAdapter {
             if r.in_flight {
                 self.in_flight -= r.size;
             }
-            if let Some(key) = r.stream {
-                self.by_stream.remove(&key);
+            if let Some((ssrc, rtp)) = r.stream {
+                self.stream(ssrc).forget(rtp);
             }
             self.first_seq += 1;
         }
@@ -84,9 +119,10 @@ impl TransportFeedbackAdapter {
         let seq = self.next_seq;
         self.next_seq += 1;
         let stream = stream.map(|(ssrc, rtp_seq)| {
-            let key = (ssrc, self.rtp_unwrappers.entry(ssrc).or_default().unwrap(rtp_seq));
-            self.by_stream.insert(key, seq);
-            key
+            let log = self.stream(ssrc);
+            let rtp = log.unwrapper.unwrap(rtp_seq);
+            log.record(rtp, seq);
+            (ssrc, rtp)
         });
         self.history.push_back(SentRecord {
             size,
@@ -99,6 +135,22 @@ impl TransportFeedbackAdapter {
         });
         self.in_flight += size;
         SentPacket { seq, size, sent_at: now, is_audio, probe, data_in_flight: self.in_flight }
+    }
+
+    /// The log of SSRC `ssrc`, new if it sent nothing before (a call has a few SSRCs).
+    fn stream(&mut self, ssrc: u32) -> &mut StreamLog {
+        let i = match self.streams.iter().position(|l| l.ssrc == ssrc) {
+            Some(i) => i,
+            None => {
+                self.streams.push(StreamLog {
+                    ssrc,
+                    unwrapper: SeqUnwrapper::default(),
+                    sent: VecDeque::new(),
+                });
+                self.streams.len() - 1
+            }
+        };
+        &mut self.streams[i]
     }
 
     /// The 16-bit sequence number to write into the packet's header extension.
@@ -158,9 +210,8 @@ impl TransportFeedbackAdapter {
         let offset = *self.offset.get_or_insert(now - fb.report_instant());
         let mut packets = Vec::new();
         for (ssrc, rtp_seq, arrival) in fb.arrivals() {
-            let Some(unwrapper) = self.rtp_unwrappers.get(&ssrc) else { continue };
-            let key = (ssrc, unwrapper.peek(rtp_seq));
-            let Some(&seq) = self.by_stream.get(&key) else { continue };
+            let Some(log) = self.streams.iter().find(|l| l.ssrc == ssrc) else { continue };
+            let Some(seq) = log.transport_seq(log.unwrapper.peek(rtp_seq)) else { continue };
             let ecn = match arrival.map(|(_, e)| e) {
                 Some(CcfbMetric::ECN_CE) => Ecn::Ce,
                 Some(CcfbMetric::ECN_ECT0) => Ecn::Ect0,
