@@ -1102,6 +1102,14 @@ fn build_world(
     Ok((w, meta, setups))
 }
 
+/// Hands an element the buffer its outbox was emptied from, so that its next packets need no
+/// allocation, unless it emitted more meanwhile (a packet sent may let TCP send again).
+fn give_back<T>(outbox: &mut Vec<T>, emptied: Vec<T>) {
+    if outbox.is_empty() {
+        *outbox = emptied;
+    }
+}
+
 /// A source's configured (start, stop) in seconds, for [`FlowMeta`]: from 0 and to `end` unless
 /// the scenario says otherwise (a stop after the end is the end).
 fn active_span(start: Option<Duration>, stop: Option<Duration>, end: Instant) -> (f64, f64) {
@@ -1543,24 +1551,30 @@ impl World {
 
     /// Sends what a cross-traffic element emitted and schedules its next wake-up.
     fn flush(&mut self, now: Instant, ev: Event) {
-        let out = match ev {
-            Event::TcpSource(i) => std::mem::take(&mut self.tcp_sources[i as usize].outbox),
-            Event::TcpSink(i) => std::mem::take(&mut self.tcp_sinks[i as usize].outbox),
-            Event::Cbr(i) => std::mem::take(&mut self.cbrs[i as usize].outbox),
-            _ => unreachable!("calls have their own outboxes"),
-        };
-        for p in out {
+        let mut out = std::mem::take(self.cross_outbox(ev));
+        for p in out.drain(..) {
             self.transmit(now, p);
         }
+        give_back(self.cross_outbox(ev), out);
         self.wake(ev);
     }
 
+    fn cross_outbox(&mut self, ev: Event) -> &mut Vec<Packet> {
+        match ev {
+            Event::TcpSource(i) => &mut self.tcp_sources[i as usize].outbox,
+            Event::TcpSink(i) => &mut self.tcp_sinks[i as usize].outbox,
+            Event::Cbr(i) => &mut self.cbrs[i as usize].outbox,
+            _ => unreachable!("calls have their own outboxes"),
+        }
+    }
+
     fn flush_sender(&mut self, now: Instant, i: u32) {
-        let out = std::mem::take(&mut self.senders[i as usize].outbox);
+        let mut out = std::mem::take(&mut self.senders[i as usize].outbox);
         let plumbing = self.plumbings[i as usize];
-        for o in out {
+        for o in out.drain(..) {
             self.transmit(now, plumbing.packet(now, o, true));
         }
+        give_back(&mut self.senders[i as usize].outbox, out);
         self.wake(Event::Sender(i));
     }
 
@@ -1571,11 +1585,12 @@ impl World {
                 Peer::Downlink(f, leg) => self.forwarders[f as usize].set_remote_metrics(leg, Some(m)),
             }
         }
-        let out = std::mem::take(&mut self.receivers[i as usize].outbox);
+        let mut out = std::mem::take(&mut self.receivers[i as usize].outbox);
         let plumbing = self.receiver_plumbings[i as usize];
-        for o in out {
+        for o in out.drain(..) {
             self.transmit(now, plumbing.packet(now, o, false));
         }
+        give_back(&mut self.receivers[i as usize].outbox, out);
         self.wake(Event::Receiver(i));
     }
 
@@ -1585,8 +1600,8 @@ impl World {
         if let Some(m) = self.forwarders[f as usize].uplink_estimator_metrics() {
             self.senders[self.forwarder_senders[f as usize] as usize].set_remote_metrics(Some(m));
         }
-        let out = std::mem::take(&mut self.forwarders[f as usize].outbox);
-        for (to, o) in out {
+        let mut out = std::mem::take(&mut self.forwarders[f as usize].outbox);
+        for (to, o) in out.drain(..) {
             let plumbing = &self.forwarder_plumbings[f as usize];
             let pkt = match to {
                 Toward::Publisher => plumbing.uplink.packet(now, o, false),
@@ -1594,6 +1609,7 @@ impl World {
             };
             self.transmit(now, pkt);
         }
+        give_back(&mut self.forwarders[f as usize].outbox, out);
         self.wake(Event::Forwarder(f));
     }
 
