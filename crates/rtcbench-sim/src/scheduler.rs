@@ -96,24 +96,39 @@ impl<E> Scheduler<E> {
 
     /// The next event and its time, advancing the clock.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        let e = match self.earliest_slot() {
-            Some(slot) if self.heap.peek().is_none_or(|Reverse(h)| self.slots[slot].as_ref() < Some(h)) => {
-                self.slots[slot].take().expect("an occupied slot")
-            }
-            _ => self.heap.pop()?.0,
-        };
-        self.now = e.at;
-        Some((e.at, e.event))
+        self.take_next(None)
     }
 
     /// The next event and its time if it is due at or before `limit`, advancing the clock; `None`
     /// (and the clock unchanged) otherwise. A run advanced in steps pops exactly the events a run
     /// to the last step's limit would.
     pub fn pop_due(&mut self, limit: Instant) -> Option<(Instant, E)> {
-        if self.peek_time()? > limit {
-            return None;
-        }
-        self.pop()
+        self.take_next(Some(limit))
+    }
+
+    /// The next event, from the heap or a slot (one look at each), unless it comes after `limit`.
+    fn take_next(&mut self, limit: Option<Instant>) -> Option<(Instant, E)> {
+        let late = |at: Instant| limit.is_some_and(|l| at > l);
+        let slot = self.earliest_slot();
+        let from_slot = match (slot.and_then(|i| self.slots[i].as_ref()), self.heap.peek()) {
+            (Some(s), Some(Reverse(h))) => s < h,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let e = if from_slot {
+            let i = slot.expect("an occupied slot");
+            if self.slots[i].as_ref().is_some_and(|e| late(e.at)) {
+                return None;
+            }
+            self.slots[i].take().expect("an occupied slot")
+        } else {
+            if late(self.heap.peek()?.0.at) {
+                return None;
+            }
+            self.heap.pop().expect("a pending event").0
+        };
+        self.now = e.at;
+        Some((e.at, e.event))
     }
 
     pub fn peek_time(&self) -> Option<Instant> {
