@@ -106,38 +106,24 @@ impl<E> Scheduler<E> {
         self.take_next(Some(limit))
     }
 
-    /// The next event, from the heap or a slot (one look at each), unless it comes after `limit`.
+    /// The next event, from the earliest slot or the heap (one look at each), unless it comes
+    /// after `limit`.
     fn take_next(&mut self, limit: Option<Instant>) -> Option<(Instant, E)> {
-        let late = |at: Instant| limit.is_some_and(|l| at > l);
-        let slot = self.earliest_slot();
-        let from_slot = match (slot.and_then(|i| self.slots[i].as_ref()), self.heap.peek()) {
-            (Some(s), Some(Reverse(h))) => s < h,
-            (Some(_), None) => true,
-            (None, _) => false,
+        let heap = self.heap.peek().map(|Reverse(h)| h);
+        let slot = self.earliest_slot().filter(|&i| heap.is_none_or(|h| self.slots[i].as_ref() < Some(h)));
+        let at = match slot {
+            Some(i) => self.slots[i].as_ref().expect("an occupied slot").at,
+            None => heap?.at,
         };
-        let e = if from_slot {
-            let i = slot.expect("an occupied slot");
-            if self.slots[i].as_ref().is_some_and(|e| late(e.at)) {
-                return None;
-            }
-            self.slots[i].take().expect("an occupied slot")
-        } else {
-            if late(self.heap.peek()?.0.at) {
-                return None;
-            }
-            self.heap.pop().expect("a pending event").0
+        if limit.is_some_and(|l| at > l) {
+            return None;
+        }
+        let e = match slot {
+            Some(i) => self.slots[i].take().expect("an occupied slot"),
+            None => self.heap.pop().expect("a pending event").0,
         };
         self.now = e.at;
         Some((e.at, e.event))
-    }
-
-    pub fn peek_time(&self) -> Option<Instant> {
-        let heap = self.heap.peek().map(|Reverse(e)| e.at);
-        let slot = self.earliest_slot().and_then(|s| self.slot_time(s));
-        match (heap, slot) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
     }
 
     /// Pending events, in the heap and the slots.
