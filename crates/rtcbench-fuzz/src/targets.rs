@@ -15,7 +15,7 @@ use rtcbench_rtp::{Ignore, Incoming};
 use rtcbench_sim::call::{FeedbackMode, KeyframeRequest, Receiver, StreamIds};
 use rtcbench_sim::link::capacity_trace::opennetlab::{Direction, Unapplied};
 use rtcbench_sim::link::capacity_trace::{csv, mahimahi, opennetlab};
-use rtcbench_sim::scenario;
+use rtcbench_scenario as scenario;
 use rtcbench_sim::traffic::tcp::wire::TcpRepr;
 use rtcbench_units::{DataSize, Duration, Instant};
 use rtcbench_wire::ip::{self, FiveTuple};

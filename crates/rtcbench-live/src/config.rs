@@ -1,18 +1,18 @@
 //! What the relay is told to do, as JSON from `rtcbench.testbed.relay`: the scenario's network
-//! as the simulator would build it (`rtcbench_sim::scenario::elements::NetworkPlan`, serialised)
+//! as the simulator would build it (`rtcbench_scenario::elements::NetworkPlan`, serialised)
 //! and the testbed's interfaces, one per scenario node.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use rtcbench_net::link::LinkConfig;
-use rtcbench_units::{Bitrate, DataSize, Duration};
+use rtcbench_scenario::elements::NetworkPlan;
+use rtcbench_units::Duration;
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelayConfig {
-    pub plan: Plan,
+    pub plan: NetworkPlan,
     pub interfaces: Vec<Interface>,
     /// Where the relay writes its report, drop log and captures (the run's folder, or a
     /// temporary one inside it).
@@ -47,40 +47,6 @@ pub const MAX_UDP_HEAD: usize = 64;
 
 fn default_spin() -> Duration {
     Duration::from_micros(50)
-}
-
-/// The scenario's network: links (their elements) and, per ordered pair of nodes, the chain of
-/// links a packet crosses.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Plan {
-    pub scenario: String,
-    pub seed: u64,
-    pub duration: Duration,
-    pub nodes: Vec<String>,
-    pub links: Vec<LinkConfig>,
-    pub routes: Vec<RoutePlan>,
-    /// UDP background traffic the relay generates (RFC 8867 §4.2).
-    #[serde(default)]
-    pub background: Vec<BackgroundPlan>,
-}
-
-/// Constant-bit-rate packets into one link, dropped at its far end.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BackgroundPlan {
-    pub link: usize,
-    /// (microseconds from the start, rate), the first at 0.
-    pub steps_us: Vec<(i64, Bitrate)>,
-    pub packet_size: DataSize,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoutePlan {
-    pub from: String,
-    pub to: String,
-    pub links: Vec<usize>,
 }
 
 /// A node's veth pair as the relay sees it: its end in the net namespace, and the host's address

@@ -26,7 +26,8 @@ use rtcbench_wire::ip::ipv4_udp_datagram;
 use rtcbench_wire::Ecn;
 use serde::Serialize;
 
-use crate::config::{Plan, RelayConfig};
+use crate::config::RelayConfig;
+use rtcbench_scenario::elements::{link_rng_path, NetworkPlan};
 
 /// A frame on its way: which route it follows and which link of it carries it now.
 #[derive(Debug)]
@@ -187,7 +188,7 @@ impl Relay {
     /// Builds the plan's links and maps its routes onto the interfaces. Errors name what in the
     /// configuration does not fit together.
     pub fn new(cfg: &RelayConfig) -> Result<Self, String> {
-        let plan: &Plan = &cfg.plan;
+        let plan: &NetworkPlan = &cfg.plan;
         let iface_of = |node: &str| {
             cfg.interfaces
                 .iter()
@@ -243,7 +244,7 @@ impl Relay {
             .links
             .iter()
             .map(|l| {
-                let rng = |what: &str| rng_for(plan.seed, &format!("link/{}/{what}", l.name));
+                let rng = |what: &str| rng_for(plan.seed, &link_rng_path(&l.name, what));
                 Link::new(l.clone(), rng("loss"), rng("jitter"), rng("queue"))
             })
             .collect();

@@ -1,12 +1,12 @@
-//! The relay reads the plan the simulator writes (`rtcbench_sim::scenario::elements::NetworkPlan`)
-//! with its own types, since it must not depend on the simulator: for every built-in scenario and
-//! variant, the simulator's JSON is a configuration the relay accepts, with the same links.
-//! (The simulator is a dev-dependency: this test may know it, the relay does not.)
+//! The relay is configured with the plan the simulator builds its links from
+//! (`rtcbench_scenario::elements::NetworkPlan`), as JSON from the Python testbed: for every
+//! built-in scenario and variant, the plan survives the trip through JSON unchanged and
+//! configures a relay with the same links.
 
 use rtcbench_live::config::RelayConfig;
 use rtcbench_live::relay::Relay;
-use rtcbench_sim::scenario::elements::NetworkPlan;
-use rtcbench_sim::scenario::{builtin, load};
+use rtcbench_scenario::elements::NetworkPlan;
+use rtcbench_scenario::{builtin, load};
 
 #[test]
 fn every_built_in_plan_configures_the_relay() {

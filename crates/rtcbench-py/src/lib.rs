@@ -17,8 +17,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::Scenario;
-use rtcbench_sim::scenario::{self, builtin};
+use rtcbench_scenario::Scenario;
+use rtcbench_scenario::{self as scenario, builtin};
 use rtcbench_sim::trace::{self, ColumnData, Trace};
 use rtcbench_sim::{CallSetup, ControllerChoice, RunOutput, UserController};
 
@@ -105,7 +105,7 @@ pub(crate) fn one_variant(resolved: &str, what: &str) -> PyResult<Scenario> {
 }
 
 /// The network an emulation relay realises for one resolved variant and seed, as JSON
-/// (`rtcbench_sim::scenario::elements::NetworkPlan`: every link's elements and the routes).
+/// (`rtcbench_scenario::elements::NetworkPlan`: every link's elements and the routes).
 #[pyfunction]
 fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
     let s = one_variant(resolved, "network_plan")?;

@@ -116,7 +116,7 @@ impl PyRun {
         let s = one_variant(resolved, "Run()")?;
         let (choice, failure, hold) = match factory {
             Some(factory) => {
-                let calls = rtcbench_sim::scenario::calls::count(&s.spec);
+                let calls = rtcbench_scenario::calls::count(&s.spec);
                 let (choice, failure) = user_controller(&factory, controller, calls)?;
                 let hold: Box<rtcbench_sim::streamed::Hold> =
                     Box::new(|work: &mut dyn FnMut()| Python::attach(|_| work()));

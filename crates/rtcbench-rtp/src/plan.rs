@@ -1,5 +1,5 @@
 //! Everything a call's two endpoints are built from, resolved from the scenario and the seed
-//! (`rtcbench_sim::scenario::elements::call_plan`): the simulator builds its endpoints from it,
+//! (`rtcbench_scenario::elements::call_plan`): the simulator builds its endpoints from it,
 //! and it serialises (JSON), so a live agent builds the very same sender and receiver. Only the
 //! controller is built by the owner ([`rtcbench_cc::factory::build`] with [`CallPlan::limits`]
 //! and [`CallPlan::options`], or a user's own), since a user-defined controller cannot travel

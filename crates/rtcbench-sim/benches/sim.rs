@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{RngExt, SeedableRng};
 use rtcbench_cc::ControllerKind;
 use rtcbench_sim::rng::SimRng;
-use rtcbench_sim::scenario::{builtin, load};
+use rtcbench_scenario::{builtin, load};
 use rtcbench_sim::scheduler::Scheduler;
 use rtcbench_sim::simulate;
 use rtcbench_units::Instant;

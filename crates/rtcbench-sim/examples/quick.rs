@@ -12,7 +12,7 @@
 //! prints rows of MS milliseconds between FROM and TO seconds instead of one row per second,
 //! with the forward link's capacity and largest queue in each row.
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::{builtin, load};
+use rtcbench_scenario::{builtin, load};
 use rtcbench_sim::simulate;
 use rtcbench_sim::trace::ColumnData;
 

@@ -17,7 +17,6 @@ pub mod call;
 pub mod cross;
 pub mod lte;
 pub mod packet;
-pub mod scenario;
 pub mod scheduler;
 pub mod streamed;
 pub mod trace;

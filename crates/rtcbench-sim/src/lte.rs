@@ -13,8 +13,8 @@ use rtcbench_net::rng::rng_for;
 use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{LinkId, Packet};
-use crate::scenario::lte::cell_config;
-use crate::scenario::{LteSpec, ScenarioError};
+use rtcbench_scenario::lte::cell_config;
+use rtcbench_scenario::{LteSpec, ScenarioError};
 use crate::trace::{LinkTable, RadioSample};
 
 /// The path of a cell's random stream for [`rtcbench_net::rng::rng_for`].

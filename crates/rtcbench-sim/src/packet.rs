@@ -5,12 +5,7 @@ pub use rtcbench_net::DropReason;
 use rtcbench_net::{FlowKey, NetPacket};
 use rtcbench_units::{DataSize, Instant};
 
-/// Index of a flow in the run (`meta.flows` in the trace).
-pub type FlowId = u32;
-/// Index of a link in the run.
-pub type LinkId = u16;
-/// Index of a route (the list of links from a sender to a receiver).
-pub type RouteId = u16;
+pub use rtcbench_scenario::{FlowId, LinkId, RouteId};
 
 /// What a packet carries, for tracing (`packets.kind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration as WallDuration;
 
-use crate::scenario::{Scenario, ScenarioError};
+use rtcbench_scenario::{Scenario, ScenarioError};
 use crate::trace::Trace;
 use crate::world::{CaptureWriter, ControllerChoice, Meta, RunOptions, Simulation};
 

@@ -13,8 +13,8 @@ use rtcbench_net::rng::rng_for;
 use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{LinkId, Packet};
-use crate::scenario::wifi::bss_config;
-use crate::scenario::{ScenarioError, WifiSpec};
+use rtcbench_scenario::wifi::bss_config;
+use rtcbench_scenario::{ScenarioError, WifiSpec};
 use crate::trace::{Adaptation, LinkTable, MacSample};
 
 /// The path of a BSS's random stream for [`rtcbench_net::rng::rng_for`].

@@ -22,13 +22,13 @@ use crate::call::{
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource, TSQ_PACING_TIME, TSQ_WIFI_PACING_TIME};
 use crate::lte::LteNet;
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
-use crate::scenario::calls::{run_calls, Role, RunCall};
-use crate::scenario::elements::{
+use rtcbench_scenario::calls::{run_calls, Role, RunCall};
+use rtcbench_scenario::elements::{
     call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
     DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN, UDP_BACKGROUND_PACKET,
 };
-use crate::scenario::lte::LteDirection;
-use crate::scenario::{
+use rtcbench_scenario::lte::LteDirection;
+use rtcbench_scenario::{
     find_route, ControllerParams, Hop, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
 };
 use crate::scheduler::Scheduler;

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::load;
+use rtcbench_scenario::load;
 use rtcbench_sim::{simulate, RunOutput};
 
 const RECEIVED: u8 = 1;

@@ -10,7 +10,7 @@
 //! feedback still runs, on the backward link.
 
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::load;
+use rtcbench_scenario::load;
 use rtcbench_sim::trace::PacketTable;
 use rtcbench_sim::{simulate, RunOutput};
 use rtcbench_units::{Bitrate, DataSize, Duration};

@@ -2,7 +2,7 @@
 //! models themselves are unit-tested in `traffic/` and `queue/`; this checks their plumbing).
 
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::load;
+use rtcbench_scenario::load;
 use rtcbench_sim::trace::{Column, ColumnData, PacketTable};
 use rtcbench_sim::{simulate, RunOutput};
 

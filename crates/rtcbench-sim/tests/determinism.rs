@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use rtcbench_cc::gcc::{GccConfig, GoogCc};
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::{builtin, load, Scenario};
+use rtcbench_scenario::{builtin, load, Scenario};
 use rtcbench_sim::trace::{ColumnData, Trace};
 use rtcbench_sim::{
     simulate, simulate_with, CallSetup, ControllerChoice, RunOptions, RunOutput, UserController, UserFeedback,

@@ -34,7 +34,7 @@
 //! what `client->target_rate()` returns upstream.
 
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::load;
+use rtcbench_scenario::load;
 use rtcbench_sim::{simulate, RunOutput};
 
 const TARGET_CAPACITY: &str = r#"

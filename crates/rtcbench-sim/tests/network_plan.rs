@@ -2,8 +2,8 @@
 //! must survive their trip through JSON unchanged, for every link of every built-in scenario.
 
 use rtcbench_net::link::LinkConfig;
-use rtcbench_sim::scenario::elements::NetworkPlan;
-use rtcbench_sim::scenario::{builtin, load};
+use rtcbench_scenario::elements::NetworkPlan;
+use rtcbench_scenario::{builtin, load};
 
 #[test]
 fn every_built_in_link_configuration_survives_json() {
@@ -37,7 +37,7 @@ fn a_route_is_the_fewest_hop_chain_in_both_directions() {
     let (text, origin) = builtin::find("rfc8867-5.1").expect("built in");
     let s = load(text, &origin, &[]).expect("loads").remove(0);
     let plan = NetworkPlan::new(&s, 1);
-    let names = |r: &rtcbench_sim::scenario::elements::RoutePlan| {
+    let names = |r: &rtcbench_scenario::elements::RoutePlan| {
         r.links.iter().map(|&l| plan.links[l].name.as_str()).collect::<Vec<_>>()
     };
     assert_eq!(plan.routes.len(), plan.nodes.len() * (plan.nodes.len() - 1));
@@ -50,8 +50,8 @@ fn a_route_is_the_fewest_hop_chain_in_both_directions() {
 #[test]
 fn every_built_in_call_plan_survives_json() {
     use rtcbench_rtp::CallPlan;
-    use rtcbench_sim::scenario::calls::run_calls;
-    use rtcbench_sim::scenario::elements::call_plan;
+    use rtcbench_scenario::calls::run_calls;
+    use rtcbench_scenario::elements::call_plan;
     use rtcbench_units::Instant;
     let mut calls = 0;
     for (id, _, _) in builtin::BUILTIN {

@@ -3,7 +3,7 @@
 //! feedback said.
 
 use rtcbench_cc::ControllerKind;
-use rtcbench_sim::scenario::{builtin, load, Scenario};
+use rtcbench_scenario::{builtin, load, Scenario};
 use rtcbench_sim::trace::{ColumnData, Trace};
 use rtcbench_sim::{simulate, simulate_with, RunOptions, RunOutput, Simulation};
 use rtcbench_units::{Bitrate, Duration, Instant};

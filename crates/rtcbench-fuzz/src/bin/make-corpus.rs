@@ -16,7 +16,7 @@ use std::path::Path;
 use rtcbench_cc::ControllerKind;
 use rtcbench_fuzz::runner::hash;
 use rtcbench_fuzz::targets::{SET_MARKER, TARGETS};
-use rtcbench_sim::scenario::{self, builtin};
+use rtcbench_scenario::{self as scenario, builtin};
 use rtcbench_sim::{simulate_with, Captured, CapturedTransport, RunOptions};
 use rtcbench_units::{DataSize, SeqNo};
 use rtcbench_wire::ip::ipv4_udp_datagram;

@@ -12,7 +12,7 @@ use rtcbench_net::rng::{derive_seed, rng_for};
 use rtcbench_rtp::call::{FecScheme, StreamIds};
 use rtcbench_rtp::plan::{AudioPlan, CallPlan, PausePlan, VideoPlan};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
     find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
@@ -132,7 +132,8 @@ pub fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) ->
 
 /// The network of a scenario as a relay realises it: every link's elements, and for each ordered
 /// pair of nodes that a chain of links joins, the fewest-hop chain (as the simulator routes).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NetworkPlan {
     pub scenario: String,
     pub seed: u64,
@@ -141,6 +142,7 @@ pub struct NetworkPlan {
     pub links: Vec<LinkConfig>,
     pub routes: Vec<RoutePlan>,
     /// The links whose capacity changes are made by UDP background traffic.
+    #[serde(default)]
     pub background: Vec<BackgroundPlan>,
 }
 
@@ -150,7 +152,8 @@ pub const UDP_BACKGROUND_PACKET: DataSize = DataSize::bytes(1200);
 /// RFC 8867 §4.2's UDP background traffic on one link: constant-bit-rate packets that take the
 /// physical rate less the capacity the scenario leaves to its flows, from the start to the end of
 /// the run; they cross that one link only.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BackgroundPlan {
     /// Index into [`NetworkPlan::links`].
     pub link: usize,
@@ -160,7 +163,8 @@ pub struct BackgroundPlan {
 }
 
 /// The links a packet from `from` to `to` crosses, in order (indices into [`NetworkPlan::links`]).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RoutePlan {
     pub from: String,
     pub to: String,

@@ -1,4 +1,4 @@
-//! Scenarios: loading a TOML file, applying `--set` overrides, expanding sets of values into
+//! rtcbench's one scenario loader. Scenarios: loading a TOML file, applying `--set` overrides, expanding sets of values into
 //! variants (RFC 8867 §3: "[x, y]" means one run per value) and validating each variant once,
 //! with errors that name the file, the field, the line when known, and what is allowed. Loading
 //! also reads the capacity traces the scenario names ([`traces`]).
@@ -22,6 +22,14 @@ use serde::de::DeserializeOwned;
 
 use rtcbench_net::link::capacity_trace::CapacityTrace;
 pub use schema::*;
+
+/// Index of a flow in a run (`meta.flows` in the trace).
+pub type FlowId = u32;
+/// Index of a link in a run: the scenario's links, then the BSSes' queues, then the cells'
+/// buffers (`meta.links`).
+pub type LinkId = u16;
+/// Index of a route (the hops from a sender to a receiver) in a run.
+pub type RouteId = u16;
 
 /// A scenario that cannot be used, described for a person.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +60,7 @@ impl fmt::Display for ScenarioError {
 }
 
 impl ScenarioError {
-    pub(crate) fn new(origin: &str, field: Option<String>, message: impl Into<String>) -> Self {
+    pub fn new(origin: &str, field: Option<String>, message: impl Into<String>) -> Self {
         Self { origin: origin.to_string(), field, line: None, message: message.into(), related: Vec::new() }
     }
 
@@ -1015,13 +1023,13 @@ pub fn find_route(
 
 /// Fewest-hop path over directed links (ties: links in file order), as link indices: the route
 /// [`find_route`] takes when there is no BSS.
-pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<crate::packet::LinkId>> {
+pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>> {
     let route = find_route(links, &[], &[], from, to)?;
     Some(
         route
             .into_iter()
             .map(|hop| match hop {
-                Hop::Link(i) => i as crate::packet::LinkId,
+                Hop::Link(i) => i as LinkId,
                 Hop::Wifi { .. } | Hop::Lte { .. } => unreachable!("no BSS or cell was given"),
             })
             .collect(),
