@@ -12,10 +12,10 @@ use std::sync::OnceLock;
 
 use rtcbench_net::{IpFrame, NetPacket};
 use rtcbench_rtp::{Ignore, Incoming};
+use rtcbench_scenario as scenario;
 use rtcbench_sim::call::{FeedbackMode, KeyframeRequest, Receiver, StreamIds};
 use rtcbench_sim::link::capacity_trace::opennetlab::{Direction, Unapplied};
 use rtcbench_sim::link::capacity_trace::{csv, mahimahi, opennetlab};
-use rtcbench_scenario as scenario;
 use rtcbench_sim::traffic::tcp::wire::TcpRepr;
 use rtcbench_units::{DataSize, Duration, Instant};
 use rtcbench_wire::ip::{self, FiveTuple};

@@ -113,6 +113,16 @@ fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
     serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The run's `meta` (nodes, links, calls, conferences, flows with their ids, paths and
+/// bottlenecks) of one resolved variant with `seed`, every call labelled `controller`, as JSON
+/// (`rtcbench_scenario::run::Meta`): what a simulated run of it writes, computed without running.
+#[pyfunction]
+fn run_meta(resolved: &str, controller: &str, seed: u64) -> PyResult<String> {
+    let s = one_variant(resolved, "run_meta")?;
+    let plan = scenario::run::RunPlan::new(&s, controller, seed).map_err(scenario_err)?;
+    serde_json::to_string(&plan.meta).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The calls of one resolved variant as live agents build their endpoints, as JSON: per call (in
 /// `meta.calls` order, `scenario::calls::run_calls`) its id, name, sending and receiving nodes,
 /// relay (`via`), `role` and `CallPlan` for `seed`. An SFU's forward leg has no sender of its
@@ -269,14 +279,22 @@ pub(crate) fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'p
             ],
         )?,
     )?;
+    out.set_item("codes", trace_codes(py)?)?;
+    Ok(out)
+}
+
+/// The names behind the trace's coded columns, by code: `packets.event`, `packets.kind`,
+/// `packets.ecn`, `packets.reason` and `feedback.kind` (as `feedback_kind`). Every producer of
+/// trace tables (the simulator, the emulation and browser testbeds) codes them with these.
+#[pyfunction]
+fn trace_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let codes = PyDict::new(py);
     codes.set_item("event", names(py, &trace::PacketEvent::NAMES)?)?;
     codes.set_item("kind", names(py, &trace::KIND_NAMES)?)?;
     codes.set_item("ecn", names(py, &trace::ECN_NAMES)?)?;
     codes.set_item("reason", names(py, &trace::REASON_NAMES)?)?;
     codes.set_item("feedback_kind", names(py, &trace::FEEDBACK_KIND_NAMES)?)?;
-    out.set_item("codes", codes)?;
-    Ok(out)
+    Ok(codes)
 }
 
 /// The Python controllers of a run, one per call from `factory(call, calls)`, as the simulator
@@ -322,6 +340,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(network_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(run_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_codes, m)?)?;
     m.add_function(wrap_pyfunction!(call_plans, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;

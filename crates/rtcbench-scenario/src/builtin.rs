@@ -59,11 +59,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/seeds/000-5.2.8.toml",
         include_str!("../../../scenarios/seeds/000-5.2.8.toml"),
     ),
-    (
-        "seed002-grid",
-        "scenarios/seeds/002-grid.toml",
-        include_str!("../../../scenarios/seeds/002-grid.toml"),
-    ),
+    ("seed002-grid", "scenarios/seeds/002-grid.toml", include_str!("../../../scenarios/seeds/002-grid.toml")),
     (
         "seed002-step-up",
         "scenarios/seeds/002-step-up.toml",
@@ -159,22 +155,14 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/traces/wifi-office.toml",
         include_str!("../../../scenarios/traces/wifi-office.toml"),
     ),
-    (
-        "mesh-3",
-        "scenarios/topologies/mesh-3.toml",
-        include_str!("../../../scenarios/topologies/mesh-3.toml"),
-    ),
+    ("mesh-3", "scenarios/topologies/mesh-3.toml", include_str!("../../../scenarios/topologies/mesh-3.toml")),
     ("sfu-4", "scenarios/topologies/sfu-4.toml", include_str!("../../../scenarios/topologies/sfu-4.toml")),
     (
         "one-to-many-3",
         "scenarios/topologies/one-to-many.toml",
         include_str!("../../../scenarios/topologies/one-to-many.toml"),
     ),
-    (
-        "turn-relay",
-        "scenarios/topologies/turn.toml",
-        include_str!("../../../scenarios/topologies/turn.toml"),
-    ),
+    ("turn-relay", "scenarios/topologies/turn.toml", include_str!("../../../scenarios/topologies/turn.toml")),
     (
         "seed000-5.3.5",
         "scenarios/seeds/000-5.3.5-wifi.toml",
@@ -212,11 +200,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     ("rfc8869-2.1", "scenarios/rfc8869/2.1.toml", include_str!("../../../scenarios/rfc8869/2.1.toml")),
     ("rfc8869-2.2", "scenarios/rfc8869/2.2.toml", include_str!("../../../scenarios/rfc8869/2.2.toml")),
-    (
-        "rfc8869-3.1-i",
-        "scenarios/rfc8869/3.1-i.toml",
-        include_str!("../../../scenarios/rfc8869/3.1-i.toml"),
-    ),
+    ("rfc8869-3.1-i", "scenarios/rfc8869/3.1-i.toml", include_str!("../../../scenarios/rfc8869/3.1-i.toml")),
     (
         "rfc8869-3.1-ii",
         "scenarios/rfc8869/3.1-ii.toml",
@@ -232,41 +216,13 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/rfc8869/3.1-iv.toml",
         include_str!("../../../scenarios/rfc8869/3.1-iv.toml"),
     ),
-    (
-        "rfc8869-3.1-v",
-        "scenarios/rfc8869/3.1-v.toml",
-        include_str!("../../../scenarios/rfc8869/3.1-v.toml"),
-    ),
-    (
-        "rfc8869-3.2-a",
-        "scenarios/rfc8869/3.2-a.toml",
-        include_str!("../../../scenarios/rfc8869/3.2-a.toml"),
-    ),
-    (
-        "rfc8869-3.2-b",
-        "scenarios/rfc8869/3.2-b.toml",
-        include_str!("../../../scenarios/rfc8869/3.2-b.toml"),
-    ),
-    (
-        "rfc8869-3.2-c",
-        "scenarios/rfc8869/3.2-c.toml",
-        include_str!("../../../scenarios/rfc8869/3.2-c.toml"),
-    ),
-    (
-        "rfc8869-3.2-d",
-        "scenarios/rfc8869/3.2-d.toml",
-        include_str!("../../../scenarios/rfc8869/3.2-d.toml"),
-    ),
-    (
-        "rfc8869-3.2-e",
-        "scenarios/rfc8869/3.2-e.toml",
-        include_str!("../../../scenarios/rfc8869/3.2-e.toml"),
-    ),
-    (
-        "rfc8869-3.2-f",
-        "scenarios/rfc8869/3.2-f.toml",
-        include_str!("../../../scenarios/rfc8869/3.2-f.toml"),
-    ),
+    ("rfc8869-3.1-v", "scenarios/rfc8869/3.1-v.toml", include_str!("../../../scenarios/rfc8869/3.1-v.toml")),
+    ("rfc8869-3.2-a", "scenarios/rfc8869/3.2-a.toml", include_str!("../../../scenarios/rfc8869/3.2-a.toml")),
+    ("rfc8869-3.2-b", "scenarios/rfc8869/3.2-b.toml", include_str!("../../../scenarios/rfc8869/3.2-b.toml")),
+    ("rfc8869-3.2-c", "scenarios/rfc8869/3.2-c.toml", include_str!("../../../scenarios/rfc8869/3.2-c.toml")),
+    ("rfc8869-3.2-d", "scenarios/rfc8869/3.2-d.toml", include_str!("../../../scenarios/rfc8869/3.2-d.toml")),
+    ("rfc8869-3.2-e", "scenarios/rfc8869/3.2-e.toml", include_str!("../../../scenarios/rfc8869/3.2-e.toml")),
+    ("rfc8869-3.2-f", "scenarios/rfc8869/3.2-f.toml", include_str!("../../../scenarios/rfc8869/3.2-f.toml")),
 ];
 
 /// The text of a built-in scenario and its origin for error messages.

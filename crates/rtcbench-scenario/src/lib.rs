@@ -10,6 +10,7 @@ pub mod limits;
 mod locate;
 pub mod lte;
 mod param;
+pub mod run;
 pub mod schema;
 mod traces;
 pub mod wifi;
@@ -21,6 +22,8 @@ use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::de::DeserializeOwned;
 
 use rtcbench_net::link::capacity_trace::CapacityTrace;
+use rtcbench_net::radio::lte::Port as LtePort;
+use rtcbench_net::radio::wifi::Port as WifiPort;
 pub use schema::*;
 
 /// Index of a flow in a run (`meta.flows` in the trace).
@@ -955,13 +958,13 @@ fn validate_conferences(
 /// the AP's queue: one hop, as the BSS relays it itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hop {
-    /// Index into the scenario's `links`.
-    Link(usize),
+    /// Index into the scenario's `links` (which are the run's first links).
+    Link(LinkId),
     /// Index into the scenario's `wifi`, and the ports (0 the AP, i the i-th station).
-    Wifi { bss: usize, from: u16, to: u16 },
+    Wifi { bss: u16, from: WifiPort, to: WifiPort },
     /// Index into the scenario's `lte`, and the ports (0 the eNB, i the i-th UE): a UE's uplink
     /// or its downlink. UE to UE is two hops, through the eNB's node.
-    Lte { cell: usize, from: u16, to: u16 },
+    Lte { cell: u16, from: LtePort, to: LtePort },
 }
 
 /// The fewest-hop route from `from` to `to` over the scenario's links, BSSes and cells, or `None`
@@ -983,12 +986,15 @@ pub fn find_route(
                 .iter()
                 .enumerate()
                 .filter(|(_, l)| l.from == node)
-                .map(|(i, l)| (Hop::Link(i), l.to.as_str()));
+                .map(|(i, l)| (Hop::Link(i as LinkId), l.to.as_str()));
             let by_bss = wifi.iter().enumerate().flat_map(|(b, w)| {
                 let port = w.port_of(node);
                 w.members().enumerate().filter_map(move |(q, member)| {
                     let p = port?;
-                    (usize::from(p) != q).then_some((Hop::Wifi { bss: b, from: p, to: q as u16 }, member))
+                    (usize::from(p) != q).then_some((
+                        Hop::Wifi { bss: b as u16, from: WifiPort(p), to: WifiPort(q as u16) },
+                        member,
+                    ))
                 })
             });
             // A UE reaches only its eNB, and the eNB each of its UEs.
@@ -997,7 +1003,10 @@ pub fn find_route(
                 l.members().enumerate().filter_map(move |(q, member)| {
                     let p = port?;
                     let one_end_enb = (p == 0) != (q == 0);
-                    one_end_enb.then_some((Hop::Lte { cell: c, from: p, to: q as u16 }, member))
+                    one_end_enb.then_some((
+                        Hop::Lte { cell: c as u16, from: LtePort(p), to: LtePort(q as u16) },
+                        member,
+                    ))
                 })
             });
             for (hop, next_node) in by_link.chain(by_bss).chain(by_cell) {
@@ -1029,7 +1038,7 @@ pub fn find_path(links: &[LinkSpec], from: &str, to: &str) -> Option<Vec<LinkId>
         route
             .into_iter()
             .map(|hop| match hop {
-                Hop::Link(i) => i as LinkId,
+                Hop::Link(i) => i,
                 Hop::Wifi { .. } | Hop::Lte { .. } => unreachable!("no BSS or cell was given"),
             })
             .collect(),

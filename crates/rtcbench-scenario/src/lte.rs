@@ -320,6 +320,7 @@ mod tests {
 
     use super::super::{find_route, load, Hop, ScenarioError};
     use super::*;
+    use rtcbench_net::radio::lte::Port as LtePort;
 
     /// A wired node W behind the eNB, two UEs (U1 at a position, U2 with its own fading
     /// channel) and a call from U1 to W.
@@ -374,11 +375,11 @@ to = "W"
     fn routes_reach_a_ue_through_its_enb_only() {
         let s = spec(CELL);
         let route = |from, to| find_route(&s.links, &s.wifi, &s.lte, from, to).unwrap();
-        let up1 = Hop::Lte { cell: 0, from: 1, to: 0 };
+        let up1 = Hop::Lte { cell: 0, from: LtePort(1), to: LtePort(0) };
         assert_eq!(route("U1", "W"), [up1, Hop::Link(0)]);
-        assert_eq!(route("W", "U2"), [Hop::Link(1), Hop::Lte { cell: 0, from: 0, to: 2 }]);
+        assert_eq!(route("W", "U2"), [Hop::Link(1), Hop::Lte { cell: 0, from: LtePort(0), to: LtePort(2) }]);
         // UE to UE: up to the eNB's node, then down.
-        assert_eq!(route("U1", "U2"), [up1, Hop::Lte { cell: 0, from: 0, to: 2 }]);
+        assert_eq!(route("U1", "U2"), [up1, Hop::Lte { cell: 0, from: LtePort(0), to: LtePort(2) }]);
         assert_eq!(find_route(&s.links, &s.wifi, &s.lte, "U1", "U1"), None);
     }
 

@@ -402,6 +402,7 @@ mod tests {
 
     use super::super::{find_route, load, Hop, ScenarioError};
     use super::*;
+    use rtcbench_net::radio::wifi::Port as WifiPort;
 
     /// A wired node W behind the AP, two stations (S1 at a position, S2 with its own link) and a
     /// call from S1 to W.
@@ -459,12 +460,15 @@ to = "W"
     fn routes_cross_the_bss_as_one_hop_between_ports() {
         let s = spec(HOME);
         let route = |from, to| find_route(&s.links, &s.wifi, &[], from, to).unwrap();
-        let up = Hop::Wifi { bss: 0, from: 1, to: 0 };
+        let up = Hop::Wifi { bss: 0, from: WifiPort(1), to: WifiPort(0) };
         assert_eq!(route("S1", "W"), [up, Hop::Link(0)]);
-        assert_eq!(route("W", "S2"), [Hop::Link(1), Hop::Wifi { bss: 0, from: 0, to: 2 }]);
+        assert_eq!(
+            route("W", "S2"),
+            [Hop::Link(1), Hop::Wifi { bss: 0, from: WifiPort(0), to: WifiPort(2) }]
+        );
         // Station to station: one hop, which the BSS relays through the AP's queue.
-        assert_eq!(route("S1", "S2"), [Hop::Wifi { bss: 0, from: 1, to: 2 }]);
-        assert_eq!(route("S2", "AP"), [Hop::Wifi { bss: 0, from: 2, to: 0 }]);
+        assert_eq!(route("S1", "S2"), [Hop::Wifi { bss: 0, from: WifiPort(1), to: WifiPort(2) }]);
+        assert_eq!(route("S2", "AP"), [Hop::Wifi { bss: 0, from: WifiPort(2), to: WifiPort(0) }]);
         assert_eq!(find_route(&s.links, &s.wifi, &[], "S1", "S1"), None);
     }
 

@@ -35,8 +35,9 @@ pub mod link {
     pub type Link = rtcbench_net::link::Link<crate::packet::Packet>;
 }
 
+pub use rtcbench_scenario::run::{CallMeta, FlowMeta, LinkMeta, Meta};
 pub use world::{
-    simulate, simulate_with, write_pcap, BuildController, CallMeta, CallSetup, CaptureWriter, Captured,
-    CapturedTransport, ControllerChoice, FlowMeta, LinkMeta, Meta, RunOptions, RunOutput, Simulation,
-    UserController, UserFeedback, LINK_SAMPLE_INTERVAL,
+    simulate, simulate_with, write_pcap, BuildController, CallSetup, CaptureWriter, Captured,
+    CapturedTransport, ControllerChoice, RunOptions, RunOutput, Simulation, UserController, UserFeedback,
+    LINK_SAMPLE_INTERVAL,
 };

@@ -13,14 +13,10 @@ use rtcbench_net::rng::rng_for;
 use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{LinkId, Packet};
-use rtcbench_scenario::lte::cell_config;
-use rtcbench_scenario::{LteSpec, ScenarioError};
 use crate::trace::{LinkTable, RadioSample};
-
-/// The path of a cell's random stream for [`rtcbench_net::rng::rng_for`].
-pub fn cell_rng_path(cell: &str) -> String {
-    format!("lte/{cell}")
-}
+use rtcbench_scenario::lte::cell_config;
+use rtcbench_scenario::run::{cell_rng_path, ue_and_direction};
+use rtcbench_scenario::{LteSpec, ScenarioError};
 
 /// The cells of a run and what the trace needs of them.
 pub(crate) struct LteNet {
@@ -62,13 +58,6 @@ impl LteNet {
     pub(crate) fn queue_id(&self, cell: u16, from: Port, to: Port) -> LinkId {
         let (ue, dir) = ue_and_direction(from, to);
         buffer_id(self.first_queue[usize::from(cell)], ue, dir)
-    }
-
-    /// The rate a UE gets with the whole band at its MCS at the start of the run, in the hop's
-    /// direction: what a route crossing the cell can carry at most, to choose its bottleneck.
-    pub(crate) fn nominal_rate(&self, cell: u16, from: Port, to: Port) -> Bitrate {
-        let (ue, dir) = ue_and_direction(from, to);
-        self.cells[usize::from(cell)].link_state(Instant::ZERO, ue, dir).band_rate
     }
 
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
@@ -116,15 +105,6 @@ impl LteNet {
                 }
             }
         }
-    }
-}
-
-/// The UE a hop from `from` to `to` serves, and its direction: eNB → UE is the UE's downlink.
-fn ue_and_direction(from: Port, to: Port) -> (Port, Direction) {
-    if from == Port::ENB {
-        (to, Direction::Downlink)
-    } else {
-        (from, Direction::Uplink)
     }
 }
 

@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration as WallDuration;
 
-use rtcbench_scenario::{Scenario, ScenarioError};
 use crate::trace::Trace;
-use crate::world::{CaptureWriter, ControllerChoice, Meta, RunOptions, Simulation};
+use crate::world::{CaptureWriter, ControllerChoice, RunOptions, Simulation};
+use crate::Meta;
+use rtcbench_scenario::{Scenario, ScenarioError};
 
 /// Runs `work` in whatever context the simulation needs (a Python controller: with the GIL held).
 pub type Hold = dyn FnMut(&mut dyn FnMut()) + Send;

@@ -10,17 +10,13 @@
 
 use rtcbench_net::radio::wifi::{Bss, NodeStats, Port};
 use rtcbench_net::rng::rng_for;
-use rtcbench_units::{Bitrate, Instant};
+use rtcbench_units::Instant;
 
 use crate::packet::{LinkId, Packet};
+use crate::trace::{Adaptation, LinkTable, MacSample};
+use rtcbench_scenario::run::bss_rng_path;
 use rtcbench_scenario::wifi::bss_config;
 use rtcbench_scenario::{ScenarioError, WifiSpec};
-use crate::trace::{Adaptation, LinkTable, MacSample};
-
-/// The path of a BSS's random stream for [`rtcbench_net::rng::rng_for`].
-pub fn bss_rng_path(bss: &str) -> String {
-    format!("wifi/{bss}")
-}
 
 /// The BSSes of a run and what the trace needs of them.
 pub(crate) struct WifiNet {
@@ -62,16 +58,9 @@ impl WifiNet {
         self.first_queue[usize::from(bss)] + port.0
     }
 
-    /// The PHY rate of data frames between the node at `from` and the one at `to` (the lower of
-    /// the two stations' for a packet relayed from one station to another): what a route
-    /// crossing the BSS can carry at most, to choose its bottleneck.
-    pub(crate) fn nominal_rate(&self, bss: u16, from: Port, to: Port) -> Bitrate {
-        let b = &self.bsses[usize::from(bss)];
-        let rate = |station: Port| b.phy_mode(station, Port::AP).rate();
-        match (from, to) {
-            (Port::AP, s) | (s, Port::AP) => rate(s),
-            (a, b) => rate(a).min(rate(b)),
-        }
+    /// How many transmit queues (link ids) the BSSes take: one per node.
+    pub(crate) fn queues(&self) -> usize {
+        self.bsses.iter().map(|b| b.stations() + 1).sum()
     }
 
     /// One row per node of every BSS in the links table: its queues and its MAC counters since

@@ -14,7 +14,6 @@ use rtcbench_cc::external::{ExternalRate, IntervalStats};
 use rtcbench_cc::factory::{self, USER_CCFB_INTERVAL};
 use rtcbench_cc::{AnyController, Controller, ControllerKind};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
-use serde::Serialize;
 
 use crate::call::{
     incoming, CallPlumbing, CallTrace, FeedbackMode, ForwarderPlumbing, Receiver, Sender, SfuTrace,
@@ -22,15 +21,6 @@ use crate::call::{
 use crate::cross::{CbrFlow, Plumbing, TcpSink, TcpSource, TSQ_PACING_TIME, TSQ_WIFI_PACING_TIME};
 use crate::lte::LteNet;
 use crate::packet::{flow_of, DropReason, FlowId, LinkId, Packet, PacketKind, RouteId};
-use rtcbench_scenario::calls::{run_calls, Role, RunCall};
-use rtcbench_scenario::elements::{
-    call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
-    DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN, UDP_BACKGROUND_PACKET,
-};
-use rtcbench_scenario::lte::LteDirection;
-use rtcbench_scenario::{
-    find_route, ControllerParams, Hop, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec,
-};
 use crate::scheduler::Scheduler;
 use crate::trace::{PacketEvent, Trace};
 use crate::traffic::cbr::CbrSource;
@@ -40,11 +30,16 @@ use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, Sender
 use crate::wifi::WifiNet;
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::Link;
-use rtcbench_net::radio::lte::Port as LtePort;
-use rtcbench_net::radio::wifi::Port;
 use rtcbench_net::rng::rng_for;
 use rtcbench_rtp::sfu::{DownlinkParts, Forwarder, ForwarderParts, Toward};
 use rtcbench_rtp::{CallPlan, StreamIds};
+use rtcbench_scenario::calls::{run_calls, Role, RunCall};
+use rtcbench_scenario::elements::{
+    call_plan, link_config, link_rng_path, scheduled_capacity, udp_background_rate, udp_background_steps,
+    UDP_BACKGROUND_PACKET,
+};
+use rtcbench_scenario::run::{Meta, RunPlan, TURN_CHANNEL_DATA};
+use rtcbench_scenario::{ControllerParams, Hop, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec};
 
 /// Link state is sampled this often (and at every capacity change).
 pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
@@ -53,126 +48,6 @@ pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 /// until written): a streamed run hands its rows out sooner (`streamed::StreamOptions`), a long
 /// run in memory grows by doubling beyond.
 const LINK_ROWS_RESERVED: usize = 1 << 20;
-
-/// Describes the run's links, calls and flows for the trace (`meta` in `summary.json`).
-#[derive(Clone, Debug, Serialize)]
-pub struct Meta {
-    pub scenario: String,
-    pub variant: String,
-    pub controller: String,
-    pub seed: u64,
-    pub duration_s: f64,
-    /// Node names; a capture gives node `i` the address 10.0.0.(i+1).
-    pub nodes: Vec<String>,
-    pub links: Vec<LinkMeta>,
-    /// Every call: `[[calls]]`, then the streams of each conference (`scenario::calls`).
-    pub calls: Vec<CallMeta>,
-    /// The scenario's conferences, as written.
-    pub conferences: Vec<ConferenceMeta>,
-    pub flows: Vec<FlowMeta>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct LinkMeta {
-    pub name: String,
-    pub from: String,
-    pub to: String,
-    /// Propagation delay (without jitter), so metrics can line receptions up with the capacity
-    /// that carried them.
-    pub delay_us: i64,
-    /// The format of the link's capacity trace, if it has one: its capacity then changes too
-    /// often for phases to mean anything, and metrics treat the run as one phase.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity_trace: Option<&'static str>,
-    /// Set for the transmit queues of a Wi-Fi node (`<bss>:<node>`, after the scenario's links):
-    /// `from` is the node, `to` the BSS, `delay_us` 0.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wifi: Option<WifiQueueMeta>,
-    /// Set for an LTE UE's buffers (`<cell>:<ue>:dl|ul`, after the BSSes' queues): `from` is
-    /// the node that holds it (the eNB or the UE), `to` the other end, `delay_us` 0.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lte: Option<LteBufferMeta>,
-}
-
-/// Which cell, UE and direction an LTE buffer entry of `meta.links` belongs to.
-#[derive(Clone, Debug, Serialize)]
-pub struct LteBufferMeta {
-    pub cell: String,
-    pub ue: String,
-    /// `downlink` (the eNB's buffer) or `uplink` (the UE's).
-    pub direction: &'static str,
-}
-
-/// Which BSS and node a Wi-Fi queue entry of `meta.links` belongs to.
-#[derive(Clone, Debug, Serialize)]
-pub struct WifiQueueMeta {
-    pub bss: String,
-    pub node: String,
-    /// `ap` or `station`.
-    pub role: &'static str,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct CallMeta {
-    pub id: u32,
-    pub name: String,
-    pub controller: String,
-    pub sender: String,
-    pub receiver: String,
-    /// When the call starts (s).
-    pub start_s: f64,
-    /// Its video encoder's minimum rate (bit/s), as resolved with the defaults; `None` without
-    /// video. The scorecard's starvation bound (RFC 8867 §5.6).
-    pub video_min_bps: Option<u64>,
-    /// Its video encoder's maximum rate (bit/s); `None` without video. What the call can use at
-    /// most, so the fair share metrics compare it with (docs/metrics.md).
-    pub video_max_bps: Option<u64>,
-    /// The conference the call is a stream of; `None` for a `[[calls]]` entry.
-    pub conference: Option<String>,
-    /// `p2p` for a `[[calls]]` entry, else the conference's: `mesh`, `one-to-many` or `sfu`.
-    pub topology: &'static str,
-    /// The TURN relay the call goes through, if any.
-    pub via: Option<String>,
-    /// `call` (a `[[calls]]` entry, a mesh or one-to-many stream), `publish` (a participant's
-    /// stream up to an SFU: `receiver` is the SFU node) or `forward` (an SFU's downlink to one
-    /// viewer: `sender` is the SFU node).
-    pub role: &'static str,
-    /// For a forward leg: the id of the publish call whose media it carries.
-    pub forwards: Option<u32>,
-    /// The SFU node of an SFU conference's calls.
-    pub sfu: Option<String>,
-}
-
-/// A `[[conferences]]` entry (`meta.conferences`); `None` where the topology has no such field.
-#[derive(Clone, Debug, Serialize)]
-pub struct ConferenceMeta {
-    pub name: String,
-    pub topology: &'static str,
-    pub participants: Vec<String>,
-    pub source: Option<String>,
-    pub sfu: Option<String>,
-    pub via: Option<String>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct FlowMeta {
-    pub id: FlowId,
-    pub name: String,
-    pub kind: &'static str,
-    /// The call a media or RTCP flow belongs to; `None` for cross traffic.
-    pub call: Option<u32>,
-    pub path: Vec<String>,
-    pub bottleneck: String,
-    /// When the flow's source starts and stops (s) as the scenario says: the span its rates are
-    /// averaged over (docs/metrics.md). A call's flows share the call's; the run's end if no stop.
-    pub start_s: f64,
-    pub stop_s: f64,
-    /// What drives a flow that is not a call's: `bulk` or `on-off` TCP (and its ACKs),
-    /// `constant` for CBR, `udp-background` for RFC 8867 §4.2's capacity mechanism. Metrics
-    /// tell elastic competitors (bulk TCP) from fixed-rate traffic by it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workload: Option<&'static str>,
-}
 
 /// What a run produces.
 pub struct RunOutput {
@@ -335,16 +210,8 @@ enum Endpoint {
 /// An element's pending wake-up.
 type Wake = Option<Instant>;
 
-/// One hop of a route, as the run's elements take it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RouteHop {
-    Link(LinkId),
-    Wifi { bss: u16, from: Port, to: Port },
-    Lte { cell: u16, from: LtePort, to: LtePort },
-}
-
 struct Route {
-    hops: Vec<RouteHop>,
+    hops: Vec<Hop>,
     dest: Endpoint,
     /// First and last node (indices into `Meta::nodes`), for captures.
     src_node: u16,
@@ -352,11 +219,6 @@ struct Route {
     /// Bytes the route adds to every packet on the wire: a TURN relay's ChannelData header.
     framing: DataSize,
 }
-
-/// TURN's ChannelData header (RFC 8656 §12.4: channel number and length, 4 bytes), which every
-/// packet of a relayed call carries on both legs (from the client to the relay and from the
-/// relay to the peer's client, with both peers relayed); over UDP it is not padded (§12.5).
-const TURN_CHANNEL_DATA: DataSize = DataSize::bytes(4);
 
 /// Whose controller traces a receiver's receive-side estimator.
 #[derive(Clone, Copy, Debug)]
@@ -650,6 +512,7 @@ fn build_world(
     let spec = &s.spec;
     let origin = format!("scenario {}", spec.id);
     let end = Instant::ZERO + *spec.duration.get();
+    let mut plan = RunPlan::new(s, controller.name(), seed)?;
     let mut links: Vec<Link<Packet>> = spec
         .links
         .iter()
@@ -664,123 +527,12 @@ fn build_world(
             )
         })
         .collect();
-
-    let mut meta = Meta {
-        scenario: spec.id.clone(),
-        variant: s.variant.clone(),
-        controller: controller.name().to_string(),
-        seed,
-        duration_s: end.as_secs_f64(),
-        links: links
-            .iter()
-            .zip(&spec.links)
-            .map(|(link, l)| LinkMeta {
-                name: l.name.clone(),
-                from: l.from.clone(),
-                to: l.to.clone(),
-                delay_us: link.config().delay.as_micros(),
-                capacity_trace: l.capacity_trace.as_ref().and_then(|t| t.format).map(|f| f.name()),
-                wifi: None,
-                lte: None,
-            })
-            .collect(),
-        nodes: Vec::new(),
-        calls: Vec::new(),
-        conferences: Vec::new(),
-        flows: Vec::new(),
-    };
     let wifi = WifiNet::new(&spec.wifi, seed, links.len(), &origin)?;
-    for w in &spec.wifi {
-        for (port, member) in w.members().enumerate() {
-            meta.links.push(LinkMeta {
-                name: w.queue_name(port as u16),
-                from: member.to_string(),
-                to: w.name.clone(),
-                delay_us: 0,
-                capacity_trace: None,
-                wifi: Some(WifiQueueMeta {
-                    bss: w.name.clone(),
-                    node: member.to_string(),
-                    role: if port == 0 { "ap" } else { "station" },
-                }),
-                lte: None,
-            });
-        }
-    }
-    let lte = LteNet::new(&spec.lte, seed, meta.links.len(), &origin)?;
-    for l in &spec.lte {
-        for (k, ue) in l.ues.iter().enumerate() {
-            for dir in LteDirection::BOTH {
-                let (from, to, direction) = match dir {
-                    LteDirection::Down => (l.enb.clone(), ue.node.clone(), "downlink"),
-                    LteDirection::Up => (ue.node.clone(), l.enb.clone(), "uplink"),
-                };
-                meta.links.push(LinkMeta {
-                    name: l.queue_name(k, dir),
-                    from,
-                    to,
-                    delay_us: 0,
-                    capacity_trace: None,
-                    wifi: None,
-                    lte: Some(LteBufferMeta { cell: l.name.clone(), ue: ue.node.clone(), direction }),
-                });
-            }
-        }
-    }
-    let radio_nodes =
-        spec.wifi.iter().flat_map(|w| w.members()).chain(spec.lte.iter().flat_map(|l| l.members()));
-    for n in spec.links.iter().flat_map(|l| [l.from.as_str(), l.to.as_str()]).chain(radio_nodes) {
-        if !meta.nodes.iter().any(|m| m == n) {
-            meta.nodes.push(n.to_string());
-        }
-    }
-    let node_names = meta.nodes.clone();
+    let lte = LteNet::new(&spec.lte, seed, links.len() + wifi.queues(), &origin)?;
     let node = |name: &str| {
-        node_names.iter().position(|n| n == name).expect("every endpoint node is on a link or in a BSS")
+        plan.meta.nodes.iter().position(|n| n == name).expect("every endpoint node is on a link or in a BSS")
             as u16
     };
-    let link_names: Vec<String> = meta.links.iter().map(|l| l.name.clone()).collect();
-    // The queues a hop's packets wait in: a link's, or the sending node's in a BSS (and the AP's
-    // too when it relays between two stations).
-    let queues = |hop: &RouteHop| -> Vec<LinkId> {
-        match *hop {
-            RouteHop::Link(l) => vec![l],
-            RouteHop::Wifi { bss, from, to } if from != Port::AP && to != Port::AP => {
-                vec![wifi.queue_id(bss, from), wifi.queue_id(bss, Port::AP)]
-            }
-            RouteHop::Wifi { bss, from, .. } => vec![wifi.queue_id(bss, from)],
-            RouteHop::Lte { cell, from, to } => vec![lte.queue_id(cell, from, to)],
-        }
-    };
-    // The narrowest hop by its nominal rate: a link's lowest capacity, a BSS's PHY rate.
-    let bottleneck = |path: &[RouteHop]| -> String {
-        let rate = |hop: &&RouteHop| match **hop {
-            RouteHop::Link(l) => links[l as usize].config().capacity.min_rate().unwrap_or(Bitrate::INFINITE),
-            RouteHop::Wifi { bss, from, to } => wifi.nominal_rate(bss, from, to),
-            RouteHop::Lte { cell, from, to } => lte.nominal_rate(cell, from, to),
-        };
-        let narrowest = path.iter().min_by_key(rate);
-        narrowest.map(|hop| link_names[queues(hop)[0] as usize].clone()).unwrap_or_default()
-    };
-    let names = |path: &[RouteHop]| {
-        path.iter().flat_map(&queues).map(|q| link_names[q as usize].clone()).collect::<Vec<_>>()
-    };
-    // Routes were checked when the scenario was loaded.
-    let route_between = |from: &str, to: &str| -> Vec<RouteHop> {
-        let hops = find_route(&spec.links, &spec.wifi, &spec.lte, from, to).expect("validated: a route");
-        hops.into_iter()
-            .map(|hop| match hop {
-                Hop::Link(l) => RouteHop::Link(l as LinkId),
-                Hop::Wifi { bss, from, to } => {
-                    RouteHop::Wifi { bss: bss as u16, from: Port(from), to: Port(to) }
-                }
-                Hop::Lte { cell, from, to } => {
-                    RouteHop::Lte { cell: cell as u16, from: LtePort(from), to: LtePort(to) }
-                }
-            })
-            .collect()
-    };
-
     let run = run_calls(spec);
     if let Some(call) = options.external.filter(|&c| c as usize >= run.len()) {
         return Err(ScenarioError::new(
@@ -802,36 +554,14 @@ fn build_world(
             ),
         ));
     }
-    meta.conferences = spec
-        .conferences
-        .iter()
-        .enumerate()
-        .map(|(i, c)| ConferenceMeta {
-            name: c.name_or_default(i),
-            topology: c.topology.name(),
-            participants: c.participants.clone(),
-            source: c.source.clone(),
-            sfu: c.sfu.clone(),
-            via: c.via.clone(),
-        })
-        .collect();
     let mut routes = Vec::new();
     let mut calls = Calls::default();
     let mut setups = Vec::new();
     for (i, rc) in run.iter().enumerate() {
         let call = i as u32;
         let c = &rc.spec;
-        // Routes were checked when the scenario was loaded; a relayed call goes to the relay and
-        // on from there.
-        let path = |from: &str, to: &str| match &c.via {
-            None => route_between(from, to),
-            Some(via) => {
-                let mut p = route_between(from, via);
-                p.extend(route_between(via, to));
-                p
-            }
-        };
-        let (fwd, bwd) = (path(&c.from, &c.to), path(&c.to, &c.from));
+        let r = &plan.calls[i];
+        let (fwd, bwd) = (&r.forward, &r.backward);
         let framing = if c.via.is_some() { TURN_CHANNEL_DATA } else { DataSize::ZERO };
         let (a, b) = (node(&c.from), node(&c.to));
         // Where each direction ends: the far endpoint of the element built below.
@@ -854,40 +584,12 @@ fn build_world(
         routes.push(Route { hops: fwd.clone(), dest: to_receiving, src_node: a, dst_node: b, framing });
         let backward_route = routes.len() as RouteId;
         routes.push(Route { hops: bwd.clone(), dest: to_sending, src_node: b, dst_node: a, framing });
-
-        let (start_s, stop_s) = active_span(c.start, c.stop, end);
-        let mut add_flow = |kind: &'static str, suffix: &str, path: &[RouteHop]| -> FlowId {
-            let id = meta.flows.len() as FlowId;
-            meta.flows.push(FlowMeta {
-                id,
-                name: format!("{}.{suffix}", rc.name),
-                kind,
-                call: Some(call),
-                path: names(path),
-                bottleneck: bottleneck(path),
-                start_s,
-                stop_s,
-                workload: None,
-            });
-            id
-        };
-        let (mut video_flow, mut audio_flow, mut rtcp_rx_flow, mut rtcp_tx_flow) = (None, None, 0, 0);
-        for (kind, suffix, forward) in c.flows() {
-            let id = add_flow(kind, suffix, if forward { &fwd } else { &bwd });
-            match suffix {
-                "video" => video_flow = Some(id),
-                "audio" => audio_flow = Some(id),
-                "rtcp-rx" => rtcp_rx_flow = id,
-                _ => rtcp_tx_flow = id,
-            }
-        }
-        let video_on = video_flow.is_some();
         let plumbing = CallPlumbing {
             call,
-            video_flow,
-            audio_flow,
-            rtcp_tx_flow,
-            rtcp_rx_flow,
+            video_flow: r.video,
+            audio_flow: r.audio,
+            rtcp_tx_flow: r.rtcp_tx,
+            rtcp_rx_flow: r.rtcp_rx,
             forward_route,
             backward_route,
         };
@@ -924,80 +626,36 @@ fn build_world(
                 setup
             }
         };
-        meta.calls.push(CallMeta {
-            id: call,
-            name: rc.name.clone(),
-            controller: if external { ExternalRate::NAME } else { controller.name() }.to_string(),
-            sender: c.from.clone(),
-            receiver: c.to.clone(),
-            start_s: c.start.unwrap_or(Duration::ZERO).as_secs_f64(),
-            video_min_bps: video_on.then(|| {
-                c.video.as_ref().and_then(|v| v.min.as_ref()).map_or(DEFAULT_VIDEO_MIN, |m| *m.get()).as_bps()
-            }),
-            video_max_bps: video_on.then(|| {
-                c.video.as_ref().and_then(|v| v.max.as_ref()).map_or(DEFAULT_VIDEO_MAX, |m| *m.get()).as_bps()
-            }),
-            conference: rc.conference.map(|k| meta.conferences[k].name.clone()),
-            topology: rc.topology(spec),
-            via: c.via.clone(),
-            role: rc.role.name(),
-            forwards: rc.forwards,
-            sfu: rc.sfu.clone(),
-        });
+        if external {
+            plan.meta.calls[i].controller = ExternalRate::NAME.to_string();
+        }
         setups.push(setup);
     }
 
-    let mut flow_meta = |name: String,
-                         (kind, workload): (&'static str, &'static str),
-                         path: &[RouteHop],
-                         (start_s, stop_s): (f64, f64)| {
-        let id = meta.flows.len() as FlowId;
-        meta.flows.push(FlowMeta {
-            id,
-            name,
-            kind,
-            call: None,
-            path: names(path),
-            bottleneck: bottleneck(path),
-            start_s,
-            stop_s,
-            workload: Some(workload),
-        });
-        id
-    };
-    let mut route_to = |path: Vec<RouteHop>, dest: Endpoint, (src_node, dst_node): (u16, u16)| -> RouteId {
+    let mut route_to = |path: Vec<Hop>, dest: Endpoint, (src_node, dst_node): (u16, u16)| -> RouteId {
         routes.push(Route { hops: path, dest, src_node, dst_node, framing: DataSize::ZERO });
         (routes.len() - 1) as RouteId
     };
-    let path_between = route_between;
 
     let mut tcp_sources = Vec::new();
     let mut tcp_sinks = Vec::new();
     let mut tsq_flows = Vec::new();
+    let mut tcp_routes = plan.tcp.iter();
     for (i, t) in spec.tcp.iter().enumerate() {
-        let fwd = path_between(&t.from, &t.to);
-        let bwd = path_between(&t.to, &t.from);
         let ends = (node(&t.from), node(&t.to));
-        let count = t.count.unwrap_or(1);
         let group = t.group_name(i);
-        for k in 0..count {
-            let name = t.flow_name(i, k);
+        for k in 0..t.count.unwrap_or(1) {
+            let r = tcp_routes.next().expect("the plan has every connection");
+            let (fwd, data, ack) = (&r.forward, r.data, r.ack);
             let index = tcp_sources.len() as u32;
-            let span = active_span(t.start, t.stop, end);
-            let workload = match t.workload {
-                None | Some(WorkloadSpec::Bulk) => "bulk",
-                Some(WorkloadSpec::Short { .. }) => "on-off",
-            };
-            let data = flow_meta(name.clone(), ("tcp", workload), &fwd, span);
-            let ack = flow_meta(format!("{name}.ack"), ("tcp_ack", workload), &bwd, span);
             let to_sink = route_to(fwd.clone(), Endpoint::TcpSink(index), ends);
-            let to_source = route_to(bwd.clone(), Endpoint::TcpSource(index), (ends.1, ends.0));
+            let to_source = route_to(r.backward.clone(), Endpoint::TcpSource(index), (ends.1, ends.0));
             let path = format!("tcp/{group}/{k}");
             let (mut source, sink) =
                 build_tcp(t, k, index, (to_sink, data), (to_source, ack), seed, &path, end);
             if t.small_queues.unwrap_or(false) {
                 // From a Wi-Fi station, mac80211's pacing shift lets a socket queue more.
-                let wifi = matches!(fwd[0], RouteHop::Wifi { .. });
+                let wifi = matches!(fwd[0], Hop::Wifi { .. });
                 source = source.with_small_queues(if wifi { TSQ_WIFI_PACING_TIME } else { TSQ_PACING_TIME });
             }
             if source.has_small_queues() {
@@ -1009,11 +667,9 @@ fn build_world(
     }
 
     let mut cbrs = Vec::new();
-    for (i, c) in spec.cbr.iter().enumerate() {
-        let fwd = path_between(&c.from, &c.to);
-        let name = c.name_or_default(i);
-        let flow = flow_meta(name, ("cbr", "constant"), &fwd, active_span(c.start, c.stop, end));
-        let route = route_to(fwd, Endpoint::Sink, (node(&c.from), node(&c.to)));
+    for (c, r) in spec.cbr.iter().zip(&plan.cbr) {
+        let flow = r.flow;
+        let route = route_to(r.hops.clone(), Endpoint::Sink, (node(&c.from), node(&c.to)));
         let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
         let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
         let size = c.packet_size.unwrap_or(DEFAULT_CBR_PACKET);
@@ -1021,22 +677,20 @@ fn build_world(
         cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
     }
     let mut available = vec![None; spec.links.len()];
-    for (k, l) in spec.links.iter().enumerate() {
-        let Some(physical) = udp_background_rate(l) else { continue };
-        let path = vec![RouteHop::Link(k as LinkId)];
-        let span = active_span(None, None, end);
-        let flow = flow_meta(format!("{}.udp-background", l.name), ("cbr", "udp-background"), &path, span);
-        let route = route_to(path, Endpoint::Sink, (node(&l.from), node(&l.to)));
+    for &(k, flow) in &plan.udp_background {
+        let l = &spec.links[usize::from(k)];
+        let physical = udp_background_rate(l).expect("planned: the link has UDP background traffic");
+        let route = route_to(vec![Hop::Link(k)], Endpoint::Sink, (node(&l.from), node(&l.to)));
         let source = CbrSource::scheduled(udp_background_steps(l, physical), UDP_BACKGROUND_PACKET, end);
         cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
-        available[k] = Some(scheduled_capacity(l));
+        available[usize::from(k)] = Some(scheduled_capacity(l));
     }
 
-    let mut small_queues = vec![None; meta.flows.len()];
+    let mut small_queues = vec![None; plan.meta.flows.len()];
     for (flow, source, first_hop) in tsq_flows {
         small_queues[flow as usize] = Some(source);
         // A link reports what it serialised; a BSS's deliveries count as sent (`Event::Bss`).
-        if let RouteHop::Link(host_link) = first_hop {
+        if let Hop::Link(host_link) = first_hop {
             links[host_link as usize].report_serialised();
         }
     }
@@ -1099,7 +753,7 @@ fn build_world(
         end,
         capture: options.capture.then(Vec::new),
     };
-    Ok((w, meta, setups))
+    Ok((w, plan.meta, setups))
 }
 
 /// Hands an element the buffer its outbox was emptied from, so that its next packets need no
@@ -1108,14 +762,6 @@ fn give_back<T>(outbox: &mut Vec<T>, emptied: Vec<T>) {
     if outbox.is_empty() {
         *outbox = emptied;
     }
-}
-
-/// A source's configured (start, stop) in seconds, for [`FlowMeta`]: from 0 and to `end` unless
-/// the scenario says otherwise (a stop after the end is the end).
-fn active_span(start: Option<Duration>, stop: Option<Duration>, end: Instant) -> (f64, f64) {
-    let end_s = (end - Instant::ZERO).as_secs_f64();
-    let start_s = start.unwrap_or(Duration::ZERO).as_secs_f64();
-    (start_s, stop.map_or(end_s, |s| s.as_secs_f64().min(end_s)))
 }
 
 /// Bytes on the wire of a CBR packet unless the scenario says otherwise (as the media packets).
@@ -1651,19 +1297,19 @@ impl World {
 
     fn enter_hop(&mut self, now: Instant, pkt: Packet) {
         match self.routes[pkt.route as usize].hops[pkt.hop as usize] {
-            RouteHop::Link(l) => {
+            Hop::Link(l) => {
                 if let Err((pkt, reason)) = self.links[l as usize].enqueue(now, pkt) {
                     self.dropped(now, l, &pkt, reason);
                 }
                 self.wake(Event::Link(l));
             }
-            RouteHop::Wifi { bss, from, to } => {
+            Hop::Wifi { bss, from, to } => {
                 if let Err((pkt, reason)) = self.wifi.bsses[bss as usize].push(now, from, to, pkt) {
                     self.dropped(now, self.wifi.queue_id(bss, from), &pkt, reason);
                 }
                 self.wake(Event::Bss(bss));
             }
-            RouteHop::Lte { cell, from, to } => {
+            Hop::Lte { cell, from, to } => {
                 let first = pkt.hop == 0;
                 let (flow, size) = (pkt.flow, pkt.size);
                 if let Err((pkt, reason)) = self.lte.cells[cell as usize].push(now, from, to, pkt) {
@@ -1682,7 +1328,7 @@ impl World {
     /// (the eNB's for a downlink, the UE's for an uplink).
     fn cell_buffer(&self, c: u16, pkt: &Packet) -> LinkId {
         match self.routes[pkt.route as usize].hops[pkt.hop as usize] {
-            RouteHop::Lte { from, to, .. } => self.lte.queue_id(c, from, to),
+            Hop::Lte { from, to, .. } => self.lte.queue_id(c, from, to),
             hop => unreachable!("a packet dropped inside cell {c} is at a hop across it, not {hop:?}"),
         }
     }

@@ -86,7 +86,7 @@ fn a_saturating_flow_gets_n_times_1504_bytes_per_second() {
         // From 1 s: the 20 ms delay and the first packets are behind.
         assert_within(received_rate(&out, SEC, 20 * SEC), expected, 0.01, &format!("{n} opportunities/s"));
         let forward = &out.meta.links[0];
-        assert_eq!(forward.capacity_trace, Some("mahimahi"));
+        assert_eq!(forward.capacity_trace, Some("mahimahi".to_string()));
     }
 }
 
@@ -137,7 +137,7 @@ fn csv_and_opennetlab_traces_set_the_rate_of_each_step() {
     let out = run_with_trace("csv", "steps.csv", csv, "5Mbps", "10s");
     assert_within(received_rate(&out, SEC, 5 * SEC), 1e6, 0.01, "CSV first step");
     assert_within(received_rate(&out, 6 * SEC, 10 * SEC), 2e6, 0.01, "CSV last step holds");
-    assert_eq!(out.meta.links[0].capacity_trace, Some("csv"));
+    assert_eq!(out.meta.links[0].capacity_trace, Some("csv".to_string()));
 
     // 2 s at 1 Mbit/s, 1 s at 3 Mbit/s, looping: the second round is the first shifted by 3 s.
     let json = r#"{"type": "video", "downlink": {}, "uplink": {"trace_pattern": [

@@ -52,7 +52,7 @@ from rtcbench.testbed.browser import (
     usage,
 )
 from rtcbench.testbed.browser_trace import Connection, Stream, browser_tables
-from rtcbench.testbed.emulate import END_MARGIN_S, relay_info, simulator_meta
+from rtcbench.testbed.emulate import END_MARGIN_S, planned_meta, relay_info
 from rtcbench.testbed.media import PlannedCall, call_plans
 from rtcbench.testbed.netns import Testbed, TestbedError, build, refuse_access_networks, require
 from rtcbench.testbed.trace import RELAY_PACKETS
@@ -523,7 +523,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
     require()
     if devtools.chromium() is None:
         raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")
-    meta = simulator_meta(variant, CONTROLLER, seed)
+    meta = planned_meta(variant, CONTROLLER, seed)
     duration_s = float(meta["duration_s"])
     conns = connections(variant, meta, seed)
     if not conns:

@@ -28,7 +28,7 @@ from rtcbench.testbed import cross, media, relay
 from rtcbench.testbed.netns import build, refuse_access_networks, require
 from rtcbench.testbed.trace import RELAY_PACKETS, emulated_tables
 
-__all__ = ["Emulated", "emulate", "relay_info", "simulator_meta"]
+__all__ = ["Emulated", "emulate", "planned_meta", "relay_info"]
 
 END_MARGIN_S = 5.0
 """How long past its end (and the receivers' grace) a run may take to wind down before it counts
@@ -44,22 +44,12 @@ class Emulated:
     info: dict[str, Any]
 
 
-def simulator_meta(variant: Variant, controller: str | UserController, seed: int) -> dict[str, Any]:
-    """The run's `meta` (nodes, links, calls, flows and their ids) as the simulator describes the
-    same scenario, controller and seed: an emulated run's tables use the same flow ids. For a
-    Python controller, the simulator's description with a built-in one, renamed: the flows and
-    their ids do not depend on the controller (and a simulation of a Python controller must not
-    start here, where nothing would drive it)."""
-    name = controller if isinstance(controller, str) else "fixed"
-    run = _core.Run(variant.toml, name, seed, factory=None, pcap=None, piece_rows=1, slice_events=1)
-    try:
-        meta: dict[str, Any] = json.loads(run.meta)
-    finally:
-        run.close()
-    if not isinstance(controller, str):
-        meta["controller"] = controller.name
-        for call in meta["calls"]:
-            call["controller"] = controller.name
+def planned_meta(variant: Variant, controller: str | UserController, seed: int) -> dict[str, Any]:
+    """The run's `meta` (nodes, links, calls, flows and their ids) as the scenario plans it
+    (`_core.run_meta`, what a simulated run of the same variant, controller and seed writes),
+    computed without running anything: an emulated or browser run's tables use the same flow ids."""
+    name = controller if isinstance(controller, str) else controller.name
+    meta: dict[str, Any] = json.loads(_core.run_meta(variant.toml, name, seed))
     return meta
 
 
@@ -122,7 +112,7 @@ def emulate(
     require()
     if isinstance(controller, UserController):
         media.python_controller(controller)  # refuses what cannot cross, before anything starts
-    meta = simulator_meta(variant, controller, seed)
+    meta = planned_meta(variant, controller, seed)
     duration_s = float(meta["duration_s"])
     calls = media.plan(variant, seed)
     flows = cross.plan(variant, seed)

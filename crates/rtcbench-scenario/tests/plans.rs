@@ -1,5 +1,7 @@
-//! An emulation relay is configured with the elements the simulator builds (`NetworkPlan`): they
-//! must survive their trip through JSON unchanged, for every link of every built-in scenario.
+//! The plans every driver builds from: the network (`NetworkPlan`, what an emulation relay is
+//! configured with), the calls (`CallPlan`, what live agents build their endpoints from) and the
+//! run (`RunPlan`, its `meta`). They must survive their trip through JSON unchanged, for every
+//! built-in scenario.
 
 use rtcbench_net::link::LinkConfig;
 use rtcbench_scenario::elements::NetworkPlan;
@@ -68,4 +70,37 @@ fn every_built_in_call_plan_survives_json() {
         }
     }
     assert!(calls >= 180, "{calls} calls");
+}
+
+/// A run's `meta` is planned from the scenario alone, the same for every driver: for every
+/// built-in variant it is consistent (flow ids are positions, every flow's bottleneck is on its
+/// path, every path names links of the run) and survives JSON both ways.
+#[test]
+fn every_built_in_run_is_planned_without_running() {
+    use rtcbench_scenario::run::{Meta, RunPlan};
+    let (mut runs, mut radio_flows) = (0, 0);
+    for (id, _, _) in builtin::BUILTIN {
+        let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
+        for s in load(text, &origin, &[]).unwrap_or_else(|e| panic!("{e}")) {
+            let plan = RunPlan::new(&s, "gcc", 3).unwrap_or_else(|e| panic!("{id}: {e}"));
+            let meta = &plan.meta;
+            let link_names: Vec<&str> = meta.links.iter().map(|l| l.name.as_str()).collect();
+            for (k, f) in meta.flows.iter().enumerate() {
+                assert_eq!(f.id as usize, k, "{id}: flow ids are positions");
+                assert!(!f.path.is_empty(), "{id}: {} has a path", f.name);
+                assert!(f.path.iter().all(|p| link_names.contains(&p.as_str())), "{id}: {:?}", f.path);
+                assert!(f.path.contains(&f.bottleneck), "{id}: {} bottleneck {}", f.name, f.bottleneck);
+                assert!(f.start_s <= f.stop_s && f.stop_s <= meta.duration_s);
+            }
+            radio_flows += meta.flows.iter().filter(|f| f.path.iter().any(|p| p.contains(':'))).count();
+            let planned_flows = plan.calls.len() * 2 + plan.tcp.len() * 2 + plan.cbr.len();
+            assert!(meta.flows.len() >= planned_flows, "{id}: every call, connection and source has flows");
+            assert_eq!(plan.calls.len(), meta.calls.len());
+            let back: Meta = serde_json::from_str(&serde_json::to_string(meta).expect("serialises"))
+                .unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(&back, meta, "{id}@{}", s.variant);
+            runs += 1;
+        }
+    }
+    assert!(runs >= 100 && radio_flows >= 20, "{runs} runs, {radio_flows} flows over a BSS or a cell");
 }
