@@ -183,15 +183,6 @@ fn probe(p: Option<ProbeInfo>) -> Value {
     p.map_or(Value::Null, |p| json!([p.cluster_id, p.min_probes, p.min_bytes.as_bytes()]))
 }
 
-fn ecn_name(e: Ecn) -> &'static str {
-    match e {
-        Ecn::NotEct => "not-ect",
-        Ecn::Ect1 => "ect1",
-        Ecn::Ect0 => "ect0",
-        Ecn::Ce => "ce",
-    }
-}
-
 fn report(r: &FeedbackReport) -> Value {
     let packets: Vec<Value> = r
         .packets
@@ -202,7 +193,7 @@ fn report(r: &FeedbackReport) -> Value {
                 p.size.as_bytes(),
                 p.sent_at.as_micros(),
                 p.arrival.map(Instant::as_micros),
-                ecn_name(p.ecn),
+                Ecn::name(p.ecn),
                 p.is_audio,
                 probe(p.probe)
             ])

@@ -19,7 +19,6 @@ use rtcbench_cc::{
     Controller, ControllerMetrics, Ecn, FeedbackReport, LossReport, Metric, PacketResult, ProbeInfo,
     SentPacket,
 };
-use rtcbench_sim::trace::ECN_NAMES;
 use rtcbench_sim::{CallSetup, UserFeedback};
 use rtcbench_units::{Bitrate, DataSize, Instant};
 
@@ -31,18 +30,9 @@ create_exception!(
      message names the controller, its call and the method, and `__cause__` holds what it raised."
 );
 
-fn ecn_name(ecn: Ecn) -> &'static str {
-    ECN_NAMES[match ecn {
-        Ecn::NotEct => 0,
-        Ecn::Ect1 => 1,
-        Ecn::Ect0 => 2,
-        Ecn::Ce => 3,
-    }]
-}
-
 fn ecn_from_name(name: &str) -> PyResult<&'static str> {
-    ECN_NAMES.iter().copied().find(|n| *n == name).ok_or_else(|| {
-        PyValueError::new_err(format!("unknown ECN codepoint {name:?} (allowed: {})", ECN_NAMES.join(", ")))
+    Ecn::from_name(name).map(Ecn::name).ok_or_else(|| {
+        PyValueError::new_err(format!("unknown ECN codepoint {name:?} (allowed: {})", Ecn::NAMES.join(", ")))
     })
 }
 
@@ -168,7 +158,7 @@ impl From<&PacketResult> for PyPacketResult {
             size: p.size.as_bytes(),
             sent_us: p.sent_at.as_micros(),
             arrival_us: p.arrival.map(Instant::as_micros),
-            ecn: ecn_name(p.ecn),
+            ecn: p.ecn.name(),
             is_audio: p.is_audio,
             probe: p.probe.map(PyProbeInfo::from),
         }

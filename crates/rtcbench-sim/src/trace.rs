@@ -40,7 +40,7 @@ pub const KIND_NAMES: [&str; 8] = ["media", "padding", "rtcp", "tcp", "tcp_ack",
 pub const REASON_NAMES: [&str; 8] =
     ["", "queue_full", "random_loss", "aqm", "overflow", "retry_limit", "lifetime", "harq_failure"];
 /// Names of `packets.ecn`, indexed by the two ECN bits (RFC 3168 §5).
-pub const ECN_NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
+pub const ECN_NAMES: [&str; 4] = rtcbench_wire::Ecn::NAMES;
 /// Codes of `feedback.kind`, in [`FeedbackKind`] order.
 pub const FEEDBACK_KIND_NAMES: [&str; 7] = ["twcc", "rr", "remb", "ccfb", "nack", "pli", "fir"];
 

@@ -54,6 +54,20 @@ impl Ecn {
             _ => Self::Ce,
         }
     }
+
+    /// The names rtcbench gives the codepoints everywhere (the trace's `packets.ecn`, a Python
+    /// controller's feedback, the live agents' messages), indexed by the two ECN bits.
+    pub const NAMES: [&'static str; 4] = ["not-ect", "ect1", "ect0", "ce"];
+
+    /// The codepoint's name ([`Ecn::NAMES`]).
+    pub fn name(self) -> &'static str {
+        Self::NAMES[usize::from(self.bits())]
+    }
+
+    /// The codepoint a name ([`Ecn::NAMES`]) stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES.iter().position(|n| *n == name).map(|bits| Self::from_bits(bits as u8))
+    }
 }
 
 /// IPv4's minimum header length (IHL 5).
@@ -216,6 +230,17 @@ fn check_len(packet: &[u8], needed: usize, what: &'static str) -> Result<(), Wir
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_codepoint_has_one_name_and_back() {
+        for bits in 0..4u8 {
+            let ecn = Ecn::from_bits(bits);
+            assert_eq!(Ecn::from_name(ecn.name()), Some(ecn));
+            assert_eq!(Ecn::NAMES[usize::from(ecn.bits())], ecn.name());
+        }
+        assert_eq!(Ecn::Ce.name(), "ce");
+        assert_eq!(Ecn::from_name("ECT(0)"), None);
+    }
 
     fn addr(last: u8, port: u16) -> SocketAddrV4 {
         SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, last), port)

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from rtcbench import _core
 from rtcbench.metrics import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.media import FIRST_PORT, PlannedCall
@@ -44,8 +45,9 @@ and probe padding, RED video and ULPFEC (with `fec` on, the default), each told 
 sender's log, which also gives each packet's payload type; FlexFEC (`fec = "flexfec"`) has its
 own SSRC and payload type, and belongs to the video flow."""
 _KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO, "fec": PT_RED}
-_ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
-_FEEDBACK_KIND = {0: "twcc", 1: "rr", 2: "remb", 3: "ccfb", 4: "nack", 5: "pli", 6: "fir"}
+_CODES = _core.trace_codes()
+_ECN = dict(enumerate(_CODES["ecn"]))
+_FEEDBACK_KIND = dict(enumerate(_CODES["feedback_kind"]))
 UDP, TCP = 17, 6
 
 _RELAY_SCHEMA = {
