@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.runner import RunResult
 
 SEEDS = [1, 2, 3, *(pytest.param(s, marks=pytest.mark.slow) for s in range(4, 11))]
@@ -28,7 +28,7 @@ MEDIA_MAX_BPS = 1_520_000  # RFC 8867 §4.3 video max + audio, rfc8867-5.1 only
 def _utilisation(r: RunResult, phase: dict[str, Any]) -> float:
     start, end = round(phase["start_s"] * 1e6), round(phase["end_s"] * 1e6)
     media = [f["id"] for f in r.summary["meta"]["flows"] if f["kind"] in ("video", "audio")]
-    stats = [metrics.flow_metrics(r.tables, r.timeseries, f, start, end, settle_us=SETTLE_US) for f in media]
+    stats = [analysis.flow_metrics(r.tables, r.timeseries, f, start, end, settle_us=SETTLE_US) for f in media]
     return float(sum(s["mean_recv_rate_bps"] for s in stats)) / phase["capacity_bps"]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.runner import RunResult
 
 SEEDS = (1, 2, 3)
@@ -39,7 +39,7 @@ def _call_utilisation(r: RunResult, phase: dict[str, Any]) -> float:
     """Receive rate of the call's media over the phase, after it settles, / capacity."""
     start, end = round(phase["start_s"] * 1e6), round(phase["end_s"] * 1e6)
     stats = [
-        metrics.flow_metrics(r.tables, r.timeseries, f, start, end, settle_us=SETTLE_US)
+        analysis.flow_metrics(r.tables, r.timeseries, f, start, end, settle_us=SETTLE_US)
         for f in _media_flows(r)
     ]
     return float(sum(s["mean_recv_rate_bps"] for s in stats)) / phase["capacity_bps"]
@@ -79,7 +79,7 @@ def test_queuing_delay_stays_low_outside_the_two_seconds_after_a_drop(
     simulate: Callable[..., tuple[RunResult, ...]], seed: int
 ) -> None:
     r = _run(simulate, seed)
-    d = metrics.packet_delays(r.tables).filter(pl.col("flow").is_in(_media_flows(r)))
+    d = analysis.packet_delays(r.tables).filter(pl.col("flow").is_in(_media_flows(r)))
     outside = d.filter(~pl.col("t_us").is_between(DROP_AT_US, DROP_AT_US + 2_000_000, closed="left"))
     p95 = outside["qdelay_ms"].quantile(0.95)
     assert p95 is not None and p95 < 150.0, f"p95 {p95:.1f} ms"
@@ -100,7 +100,7 @@ def test_queue_drains_within_five_seconds_of_the_drop(
     queuing delay must be back under 100 ms within 5 s. (Without the congestion-window pushback
     the queue stood for 4-20 s, in some runs the whole phase.)"""
     r = _run(simulate, seed)
-    d = metrics.packet_delays(r.tables).filter(pl.col("flow").is_in(_media_flows(r)))
+    d = analysis.packet_delays(r.tables).filter(pl.col("flow").is_in(_media_flows(r)))
     per_s = (
         d.filter(pl.col("t_us").is_between(DROP_AT_US, 80_000_000, closed="left"))
         .group_by((pl.col("t_us") // 1_000_000).alias("s"))

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from bands import controllers
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.runner import RunResult
 
 SEC = 1_000_000
-FAIR_BAND = metrics.FAIR_RATIO_BAND  # RFC 8868 §3 item 7: [1/3, 3]
+FAIR_BAND = analysis.FAIR_RATIO_BAND  # RFC 8868 §3 item 7: [1/3, 3]
 VIDEO_MIN_BPS = 150_000  # RFC 8867 §4.3
 VIDEO_MAX_BPS = 1_500_000
 
@@ -32,7 +32,7 @@ def _video(r: RunResult) -> list[dict[str, Any]]:
 
 def _rates(r: RunResult, start_s: float, end_s: float, settle_s: float = 5.0) -> dict[str, float]:
     """Mean receive rate of every video flow over [start + settle, end), by flow name."""
-    f = metrics.fairness(
+    f = analysis.fairness(
         r.tables,
         r.timeseries,
         start_us=round(start_s * SEC),

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.runner import RunResult
 
 SEEDS = [1, 2, 3, *(pytest.param(s, marks=pytest.mark.slow) for s in range(4, 11))]
@@ -32,7 +32,7 @@ def _section_metrics(r: RunResult) -> list[tuple[dict[str, Any], dict[str, Any]]
     out = []
     for p in r.summary["phases"]:
         start, end = round(p["start_s"] * 1e6), round(p["end_s"] * 1e6)
-        out.append((p, metrics.flow_metrics(r.tables, r.timeseries, flow, start, end)))
+        out.append((p, analysis.flow_metrics(r.tables, r.timeseries, flow, start, end)))
     return out
 
 

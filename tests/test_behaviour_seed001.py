@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.runner import RunResult
 
 CONTROLLERS = ("gcc", "gcc-draft", "nada", "scream")
@@ -64,7 +64,7 @@ def _reaction_s(r: RunResult, dip: dict[str, Any]) -> float | None:
     rate, because retransmissions of the drop's losses are the stack's answer to NACKs, not the
     controller's choice (bounded by `test_retransmissions_stay_a_small_share_and_repair_most_losses`)."""
     start, _ = _span(dip)
-    return metrics.time_to_reach(
+    return analysis.time_to_reach(
         r.timeseries,
         _video(r),
         start,
@@ -79,7 +79,7 @@ def _recovery_s(r: RunResult, restore: dict[str, Any]) -> float:
     """Seconds until the receive rate, over 1 s, reaches half the restored capacity (the whole
     phase if it never does)."""
     start, end = _span(restore)
-    t = metrics.time_to_reach(
+    t = analysis.time_to_reach(
         r.timeseries, _video(r), start, 0.5 * HIGH_BPS, column="recv_rate_bps", smooth_us=SMOOTH_US
     )
     return (end - start) / 1e6 if t is None else t
@@ -87,7 +87,7 @@ def _recovery_s(r: RunResult, restore: dict[str, Any]) -> float:
 
 def _utilisation(r: RunResult, p: dict[str, Any], settle_us: int = 0) -> float:
     start, end = _span(p)
-    m = metrics.flow_metrics(r.tables, r.timeseries, _video(r), start, end, settle_us=settle_us)
+    m = analysis.flow_metrics(r.tables, r.timeseries, _video(r), start, end, settle_us=settle_us)
     return float(m["mean_recv_rate_bps"]) / float(p["capacity_bps"])
 
 

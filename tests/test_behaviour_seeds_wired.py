@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bands import controllers as _controllers
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.runner import RunResult
 
 SEC = 1_000_000
@@ -37,7 +37,7 @@ def _rates(
     out = {}
     for f in r.summary["meta"]["flows"]:
         if f["kind"] in kinds:
-            m = metrics.flow_metrics(
+            m = analysis.flow_metrics(
                 r.tables, r.timeseries, f["id"], round(start_s * SEC), round(end_s * SEC)
             )
             out[f["name"]] = float(m["mean_recv_rate_bps"])
@@ -174,7 +174,7 @@ def test_002_grid_utilisation_is_slightly_above_eighty_percent(simulate: Simulat
     30 s)."""
     for r in simulate("seed002-grid", controller, 1):
         (f,) = [f for f in r.summary["meta"]["flows"] if f["kind"] == "video"]
-        m = metrics.flow_metrics(r.tables, r.timeseries, f["id"], 30 * SEC, 120 * SEC)
+        m = analysis.flow_metrics(r.tables, r.timeseries, f["id"], 30 * SEC, 120 * SEC)
         util = m["mean_recv_rate_bps"] / m["mean_capacity_bps"]
         assert 0.7 <= util <= 0.95, f"{r.summary['variant']}: {util:.2f}"
 
@@ -186,7 +186,7 @@ def test_002_step_up_reaches_the_two_megabit_cap(simulate: Simulate, controller:
     1.8 Mbit/s (1 s average) within 40 s of the step (goog_cc: 23 s)."""
     (r,) = simulate("seed002-step-up", controller, 1)
     (f,) = [f for f in r.summary["meta"]["flows"] if f["kind"] == "video"]
-    t = metrics.time_to_reach(r.timeseries, f["id"], 60 * SEC, 1.8e6, column="recv_rate_bps", smooth_us=SEC)
+    t = analysis.time_to_reach(r.timeseries, f["id"], 60 * SEC, 1.8e6, column="recv_rate_bps", smooth_us=SEC)
     assert t is not None and t <= 40, t
 
 

@@ -13,10 +13,11 @@ import polars as pl
 import pytest
 
 import rtcbench
+from rtcbench.analysis import flow_metrics, timeseries
 from rtcbench.identity import BROWSER, run_key
-from rtcbench.metrics import Tables, flow_metrics, timeseries
 from rtcbench.results import InputError
 from rtcbench.scenarios import other_codecs
+from rtcbench.tables import Tables
 from rtcbench.testbed import browse, sdp
 from rtcbench.testbed.browser import VideoSettings
 from rtcbench.testbed.browser_trace import parse_head, turn_allocations

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import rtcbench
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.suite import select
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def test_a_trace_beside_a_scenario_file_runs_from_any_directory(tmp_path: Path) 
     assert "capacity_trace" not in r.summary["meta"]["links"][1]
     # One phase over the run, at the mean rate of the opportunities in it: 2499 in [0, 10 s),
     # since the 2500th falls on 10 s itself.
-    assert metrics.phases(r.tables, "forward") == [metrics.Phase(0.0, 10.0, round(2499 * 1504 * 8 / 10))]
+    assert analysis.phases(r.tables, "forward") == [analysis.Phase(0.0, 10.0, round(2499 * 1504 * 8 / 10))]
     (cbr,) = [f for f in r.summary["flows"] if f["kind"] == "cbr"]
     assert cbr["mean_recv_rate_bps"] == pytest.approx(3_008_000, rel=0.02)
     # The results folder's scenario.toml names the trace absolutely: it reruns from elsewhere to
@@ -104,7 +104,7 @@ def test_a_trace_beside_a_scenario_file_runs_from_any_directory(tmp_path: Path) 
 
 def test_phases_of_a_trace_link_are_the_whole_run_at_its_mean_capacity() -> None:
     (r,) = rtcbench.run("trace-wifi-office", "fixed", figure=False)
-    (phase,) = metrics.phases(r.tables, "forward")
+    (phase,) = analysis.phases(r.tables, "forward")
     links = r.tables.links.filter(r.tables.links["link"] == "forward")
     t = links["t_us"].to_numpy()
     cap = links["capacity_bps"].to_numpy()

@@ -1,4 +1,5 @@
-"""Tests of rtcbench.metrics on synthetic trace tables with closed-form answers (no Rust core).
+"""Tests of rtcbench.analysis and rtcbench.tables on synthetic trace tables with closed-form answers
+(no Rust core).
 
 The main fixture is a 20 s run over a link of 1 Mbit/s that steps to 2 Mbit/s at 10 s, carrying a
 CBR "video" flow of 1250-byte packets every 10 ms (exactly 1 Mbit/s on the wire, 20 packets per
@@ -19,9 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtcbench.metrics import (
+from rtcbench.analysis import (
     Phase,
-    Tables,
     convergence_time,
     cross_traffic,
     fairness,
@@ -40,6 +40,7 @@ from rtcbench.metrics import (
     timeseries,
     traffic_summary,
 )
+from rtcbench.tables import Tables
 
 MS = 1_000
 S = 1_000_000

@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 
 import rtcbench
 from rtcbench import plots
+from rtcbench.analysis import timeseries
 from rtcbench.measure import figure_tables
-from rtcbench.metrics import Tables, timeseries
 from rtcbench.plots import (
     BoxPanel,
     RunColumn,
@@ -29,6 +29,7 @@ from rtcbench.plots import (
     repetitions_figure,
     run_figure,
 )
+from rtcbench.tables import Tables
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -11,6 +11,7 @@ gymnasium environment over any scenario (the ``gym`` extra, docs/env.md; not imp
 
 from rtcbench._core import ScenarioError
 from rtcbench._core import version as _core_version
+from rtcbench.analysis import summarize, timeseries
 from rtcbench.controller import (
     CallInfo,
     Controller,
@@ -22,10 +23,10 @@ from rtcbench.controller import (
     ProbeInfo,
     SentPacket,
 )
-from rtcbench.metrics import Tables, summarize, timeseries
 from rtcbench.results import load_tables, read_summary
 from rtcbench.runner import RunResult, UnknownController, controllers, run, run_variant
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve
+from rtcbench.tables import Tables
 
 __version__: str = _core_version()
 

@@ -30,8 +30,9 @@ import numpy.typing as npt
 import polars as pl
 
 from rtcbench import suite
-from rtcbench.metrics import VIDEO, bootstrap_means
+from rtcbench.analysis import bootstrap_means
 from rtcbench.results import SUMMARY, InputError, PathArg, read_summary, run_folders
+from rtcbench.tables import VIDEO
 
 __all__ = [
     "COLUMNS",

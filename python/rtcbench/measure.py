@@ -3,9 +3,9 @@ tables are in memory or in a run folder of any size.
 
 Every metric of a flow comes from that flow's own rows (and its call's controller and feedback
 rows, and the links table), so a run is measured a few flows at a time: a batch of flows is read
-with their rows only, measured (`metrics.timeseries`, `metrics.flow_summaries`), its time series
+with their rows only, measured (`analysis.timeseries`, `analysis.flow_summaries`), its time series
 appended to `timeseries.parquet`, and dropped before the next batch is read. The per-flow results
-are then put together (`metrics.assemble`): convergence and fairness from every flow's rates
+are then put together (`analysis.assemble`): convergence and fairness from every flow's rates
 per window, which are kept. Memory
 is bounded by a batch (about `BATCH_ROWS` packet rows, or one flow's rows if it has more), not by
 the run's duration; the numbers are those of measuring the whole run at once, bit for bit, since
@@ -21,8 +21,8 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench import metrics
-from rtcbench.metrics import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
+from rtcbench import analysis
+from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
 
 __all__ = ["BATCH_ROWS", "Measured", "figure_tables", "measure_folder", "measure_tables", "scatter_sample"]
 
@@ -44,7 +44,7 @@ _PACKET_COLUMNS = (
 categories: about 40 bytes a row."""
 _RATE_SCHEMA = {"flow": pl.Int32, "t_us": pl.Int64, "send_rate_bps": pl.Float64, "recv_rate_bps": pl.Float64}
 _RATE_COLUMNS = tuple(_RATE_SCHEMA)
-"""What `metrics.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
+"""What `analysis.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
 _FIGURE_TS_COLUMNS = (
     "t_us", "flow", "send_rate_bps", "recv_rate_bps", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps",
 )  # fmt: skip
@@ -52,7 +52,7 @@ _FIGURE_TS_COLUMNS = (
 
 @dataclass(frozen=True)
 class Measured:
-    """A run measured: the summary's metric keys (`metrics.summarize`), the time series if it was
+    """A run measured: the summary's metric keys (`analysis.summarize`), the time series if it was
     measured in memory (else it is in the folder's `timeseries.parquet` only), and what the run's
     figure needs beyond the links and controller tables: each media flow's sampled per-packet
     queuing delays (`scatter_sample`), if asked for."""
@@ -78,7 +78,7 @@ _DELAY_SCHEMA = {"flow": pl.Int32, "t_us": pl.Int64, "qdelay_ms": pl.Float64}
 def _delay_sample(t: Tables) -> pl.DataFrame:
     """Each media flow's per-packet queuing delays as the run figure samples them."""
     media = [int(f["id"]) for f in t.meta["flows"] if f.get("kind") in MEDIA_KINDS]
-    received = metrics.packet_delays(t).select("flow", "t_us", "qdelay_ms")
+    received = analysis.packet_delays(t).select("flow", "t_us", "qdelay_ms")
     samples = [scatter_sample(received.filter(pl.col("flow") == fid)) for fid in media]
     return pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA)
 
@@ -86,8 +86,8 @@ def _delay_sample(t: Tables) -> pl.DataFrame:
 def measure_tables(t: Tables, *, delays: bool = False) -> Measured:
     """Measures a run whose tables are in memory, all flows at once (`delays`: also sample the
     figure's per-packet delays)."""
-    ts = metrics.timeseries(t)
-    return Measured(metrics.summarize(t, ts), ts, _delay_sample(t) if delays else None)
+    ts = analysis.timeseries(t)
+    return Measured(analysis.summarize(t, ts), ts, _delay_sample(t) if delays else None)
 
 
 def _meta_for(meta: dict[str, Any], flows: list[int]) -> dict[str, Any]:
@@ -132,10 +132,10 @@ def measure_folder(
     flows = sorted(int(f["id"]) for f in meta["flows"])
     sizes = dict(scan("packets").group_by("flow").len().collect(engine="streaming").iter_rows())
     media = {int(f["id"]) for f in meta["flows"] if f.get("kind") in MEDIA_KINDS}
-    media_links = metrics.media_links(meta)
+    media_links = analysis.media_links(meta)
     call_of = {int(f["id"]): f.get("call") for f in meta["flows"]}
 
-    parts: dict[int, metrics.FlowSummary] = {}
+    parts: dict[int, analysis.FlowSummary] = {}
     rates: list[pl.DataFrame] = []
     samples: list[pl.DataFrame] = []
     writer = TraceWriter(folder)
@@ -153,9 +153,9 @@ def measure_folder(
                 meta=_meta_for(meta, batch),
             )
             t.derive_and_release_packets()
-            ts = metrics.timeseries(t)
+            ts = analysis.timeseries(t)
             writer.write("timeseries", ts)
-            parts.update(metrics.flow_summaries(t, ts, media_links))
+            parts.update(analysis.flow_summaries(t, ts, media_links))
             rates.append(ts.select(_RATE_COLUMNS))
             if delays and media.intersection(batch):
                 samples.append(_delay_sample(t))
@@ -168,7 +168,9 @@ def measure_folder(
         packets=pl.DataFrame(), frames=pl.DataFrame(), controller=pl.DataFrame(), links=links,
         feedback=pl.DataFrame(), meta=meta,
     )  # fmt: skip
-    summary = metrics.assemble(whole, parts, pl.concat(rates) if rates else pl.DataFrame(schema=_RATE_SCHEMA))
+    summary = analysis.assemble(
+        whole, parts, pl.concat(rates) if rates else pl.DataFrame(schema=_RATE_SCHEMA)
+    )
     if not delays:
         return Measured(summary, None, None)
     return Measured(summary, None, pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA))

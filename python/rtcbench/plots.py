@@ -34,8 +34,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
+from rtcbench.analysis import active_span_us
 from rtcbench.measure import scatter_sample
-from rtcbench.metrics import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables, active_span_us
+from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -197,7 +198,7 @@ class _Run:
         end_s = float(meta["duration_s"])
         window_s = float(starts[1]) / _US_PER_S if starts.len() > 1 else end_s
         # Each flow is drawn while its source runs: a call that stops at 99 s does not end on a
-        # drop to zero in its last windows (metrics.active_span_us).
+        # drop to zero in its last windows (analysis.active_span_us).
         duration_us = round(end_s * _US_PER_S)
         spans = {int(f["id"]): active_span_us(f, duration_us) for f in meta["flows"]}
         by_flow = {}

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from rtcbench.metrics import Tables
+from rtcbench.tables import Tables
 
 __all__ = [
     "BROWSER_TABLES",

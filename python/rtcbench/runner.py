@@ -32,7 +32,6 @@ from rtcbench.identity import (
     run_key,
 )
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
-from rtcbench.metrics import Tables
 from rtcbench.results import (
     BROWSER_TABLES,
     FILES_KEY,
@@ -52,6 +51,7 @@ from rtcbench.results import (
     write_parquet,
 )
 from rtcbench.scenarios import MODELLED_CODEC, Variant, other_codecs, resolve
+from rtcbench.tables import Tables
 from rtcbench.testbed import devtools
 
 __all__ = [
@@ -270,9 +270,9 @@ def _summary(
         "flows": measured["flows"],
         "phases": measured["phases"],
         **{k: measured[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
-        # Only a run with a Wi-Fi BSS has it (metrics.wifi_nodes).
+        # Only a run with a Wi-Fi BSS has it (analysis.wifi_nodes).
         **({"wifi": measured["wifi"]} if "wifi" in measured else {}),
-        # Only a run with an LTE cell has it (metrics.lte_buffers).
+        # Only a run with an LTE cell has it (analysis.lte_buffers).
         **({"lte": measured["lte"]} if "lte" in measured else {}),
         "meta": meta,
     }

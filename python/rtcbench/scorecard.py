@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from rtcbench import metrics
+from rtcbench import analysis
 from rtcbench.results import InputError, PathArg, read_summary, read_text, run_folders
 
 __all__ = [
@@ -279,7 +279,7 @@ def _reaction(view: RunView) -> tuple[float | None, str]:
         if not after["capacity_bps"] < 0.8 * before["capacity_bps"]:
             continue
         drops += 1
-        t = metrics.time_to_reach(
+        t = analysis.time_to_reach(
             view.timeseries,
             video[0]["id"],
             round(after["start_s"] * US),
@@ -308,7 +308,7 @@ def _call_start_s(view: RunView, flow: dict[str, Any]) -> float:
 
 def _startup(view: RunView) -> tuple[float | None, str]:
     """The slowest video flow's convergence to its fair share, counted from its own start
-    (`metrics.convergence_time`)."""
+    (`analysis.convergence_time`)."""
     video = _video(view)
     if not video:
         return None, "n/a: no video"

@@ -22,11 +22,12 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench import metrics, runner
+from rtcbench import runner
 from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
+from rtcbench.tables import VIDEO
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
 from rtcbench.workers import job as worker_job
 from rtcbench.workers import pool as workers_pool
@@ -408,7 +409,7 @@ class SuiteResult:
         run = [*by, "seed"]
         flows = self.flows.with_columns(_background=pl.col("workload").eq_missing("udp-background"))
         video = (
-            flows.filter(pl.col("kind") == metrics.VIDEO)
+            flows.filter(pl.col("kind") == VIDEO)
             .group_by(run, maintain_order=True)
             .agg(pl.col("utilization", "qdelay_p95_ms", "loss_ratio").mean())
         )

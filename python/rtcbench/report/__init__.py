@@ -40,7 +40,7 @@ import polars as pl
 
 from rtcbench import _core
 from rtcbench import scorecard as sc
-from rtcbench.metrics import mean_ci
+from rtcbench.analysis import mean_ci
 from rtcbench.plots import BoxPanel
 from rtcbench.report import tables as tb
 from rtcbench.report.figures import (

@@ -24,11 +24,12 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from rtcbench import plots, workers
+from rtcbench.analysis import packet_delays
 from rtcbench.measure import figure_tables
-from rtcbench.metrics import Tables, packet_delays
 from rtcbench.plots import BoxPanel, Rendered, RunColumn
 from rtcbench.report import cache
 from rtcbench.report.runs import Problem
+from rtcbench.tables import Tables
 
 __all__ = [
     "BoxTask",
@@ -45,7 +46,7 @@ RUN_FIGURE_TABLES = ("timeseries.parquet", "links.parquet", "controller.parquet"
 CDF_TABLE = "packets.parquet"
 
 _PACKET_COLUMNS = ("t_us", "event", "packet", "flow", "kind", "size", "payload", "sent_us")
-"""The required packet columns (docs/traces.md), all `metrics.Tables` needs to compute delays."""
+"""The required packet columns (docs/traces.md), all `tables.Tables` needs to compute delays."""
 
 PARALLEL_MIN_FIGURES = 12
 """Below this many figures they are drawn in this process: a worker takes about as long to start
@@ -145,7 +146,7 @@ def _time_figure(task: TimeTask, problems: list[Problem]) -> Figure | None:
 
 
 def _received_delays(run: CdfRun, problems: list[Problem]) -> npt.NDArray[np.float64]:
-    """Queuing delays (ms) of every packet the flows received, as `metrics.packet_delays` has them."""
+    """Queuing delays (ms) of every packet the flows received, as `analysis.packet_delays` has them."""
     file = run.path / CDF_TABLE
     try:
         packets = (

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rtcbench.metrics import MEDIA_KINDS, VIDEO
 from rtcbench.results import RUN_FILES, InputError, read_summary, run_folders
+from rtcbench.tables import MEDIA_KINDS, VIDEO
 
 __all__ = [
     "EXPECTED_FILES",

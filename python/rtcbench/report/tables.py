@@ -14,9 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.metrics import MEDIA_KINDS, VIDEO, mean_ci
+from rtcbench.analysis import mean_ci
 from rtcbench.plots import shown_flows
 from rtcbench.report.runs import Run, natural_key, video_flows
+from rtcbench.tables import MEDIA_KINDS, VIDEO
 
 __all__ = [
     "METRICS",

@@ -36,8 +36,8 @@ from typing import IO, Any
 
 import polars as pl
 
-from rtcbench.metrics import Tables
 from rtcbench.scenarios import MODELLED_CODEC, Variant
+from rtcbench.tables import Tables
 from rtcbench.testbed import cross, devtools, relay, sfu, turn
 from rtcbench.testbed.browser import (
     CONNECT_TIMEOUT_S,

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from rtcbench.metrics import Tables
+from rtcbench.tables import Tables
 from rtcbench.testbed.browser import AudioSettings, Usage, VideoSettings
 from rtcbench.testbed.sdp import describe
 from rtcbench.testbed.trace import FRAMES_SCHEMA, TraceError, packet_events, relay_links, relay_packets

@@ -22,8 +22,8 @@ from typing import Any
 
 from rtcbench import _core
 from rtcbench.controller import UserController
-from rtcbench.metrics import Tables
 from rtcbench.scenarios import Variant
+from rtcbench.tables import Tables
 from rtcbench.testbed import cross, media, relay
 from rtcbench.testbed.netns import build, refuse_access_networks, require
 from rtcbench.testbed.trace import RELAY_PACKETS, emulated_tables

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core
-from rtcbench.metrics import Tables
+from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.media import FIRST_PORT, PlannedCall
 

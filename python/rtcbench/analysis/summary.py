@@ -1,0 +1,202 @@
+"""The summary of a run (`docs/metrics.md`, "Run summary"): every flow over the time it runs and per
+phase of its bottleneck, convergence, fairness, feedback overhead, cross traffic and the radio
+access. `flow_summaries` and `assemble` let a long run be measured a few flows at a time
+(`rtcbench.measure`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from rtcbench.analysis.capacity import phases
+from rtcbench.analysis.convergence import _convergence_time, _reference_rates, _settling_time
+from rtcbench.analysis.flows import _clip, _flow, _flows, _is_media, active_span_us
+from rtcbench.analysis.per_flow import _flow_metrics
+from rtcbench.analysis.radio import lte_buffers, wifi_nodes
+from rtcbench.analysis.sharing import (
+    _cross_traffic_of,
+    _feedback_overhead,
+    _packet_counts,
+    cross_traffic,
+    fairness,
+    fairness_of_bottlenecks,
+    fairness_per_phase,
+    feedback_overhead,
+)
+from rtcbench.analysis.time_series import _Windows, timeseries
+from rtcbench.tables import _US_PER_S, CROSS_KINDS, VIDEO, Tables, _duration_us
+
+
+def _fairness(t: Tables, ts: pl.DataFrame) -> dict[str, Any]:
+    """The `fairness` key of a summary: `run` (the video flows, while all run), `phases` (per
+    phase of their bottleneck) and `bottlenecks` (all data flows per shared link)."""
+    return {
+        "run": {"covers": [VIDEO], **fairness(t, ts)},
+        "phases": fairness_per_phase(t, ts),
+        "bottlenecks": fairness_of_bottlenecks(t, ts),
+    }
+
+
+def traffic_summary(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
+    """The sharing part of a run summary: `fairness` (`_fairness`), `feedback_overhead` and
+    `cross_traffic`. `summarize` includes it."""
+    ts = timeseries(t) if ts is None else ts
+    return {
+        "fairness": _fairness(t, ts),
+        "feedback_overhead": feedback_overhead(t),
+        "cross_traffic": cross_traffic(t),
+    }
+
+
+def media_links(meta: dict[str, Any]) -> list[str]:
+    """The links that are the bottleneck of a media flow, in `meta.links` order (unknown names
+    after them, sorted): the links `summarize` gives phases for."""
+    flows: list[dict[str, Any]] = meta["flows"]
+    wanted = {str(f["bottleneck"]) for f in flows if _is_media(f) and f.get("bottleneck") is not None}
+    order = [str(lk.get("name")) for lk in meta.get("links", [])]
+    return [lk for lk in order if lk in wanted] + sorted(wanted - set(order))
+
+
+@dataclass(frozen=True)
+class FlowSummary:
+    """What a run summary says of one flow, computed from that flow's rows alone, so that the
+    flows of a long run can be measured a few at a time (`rtcbench.measure`) and put together by
+    `assemble`.
+
+    `run`: `flow_metrics` over the time its source runs (`active_span_us`; a media flow's
+    `settling_time_s` is measured from its start to the end of that phase); `phases`:
+    `flow_metrics` over each phase of its bottleneck (the part of it in that span), if that link
+    is in `media_links`;
+    `counts`: `_packet_counts` over the run (feedback overhead); `cross`: its `cross_traffic`
+    entry, for TCP and CBR flows."""
+
+    run: dict[str, Any]
+    phases: list[dict[str, Any]] | None
+    counts: dict[str, int]
+    cross: dict[str, Any] | None
+
+
+def flow_summaries(t: Tables, ts: pl.DataFrame, links: Sequence[str]) -> dict[int, FlowSummary]:
+    """`FlowSummary` of every flow of `t.meta["flows"]` (which may be some of a run's flows, with
+    their rows), given the run's time series of those flows and its `media_links`."""
+    windows = _Windows.of(ts)
+    dur = _duration_us(t)
+    out: dict[int, FlowSummary] = {}
+    for f in _flows(t):
+        fid = int(f["id"])
+        a, b = active_span_us(f, dur)
+        m = {
+            **_flow_metrics(t, windows, fid, a, b),
+            "active_start_s": a / _US_PER_S,
+            "active_end_s": b / _US_PER_S,
+        }
+        if _is_media(f):
+            first = next((ph for ph in phases(t, fid) if ph.end_us > a), None)
+            end = min(first.end_us, b) if first is not None else b
+            m["settling_time_s"] = _settling_time(windows, fid, a, end, "send_rate_bps")
+        per_phase = None
+        if f.get("bottleneck") is not None and str(f["bottleneck"]) in links:
+            per_phase = [
+                _flow_metrics(t, windows, fid, *_clip(ph.start_us, ph.end_us, a, b))
+                for ph in phases(t, str(f["bottleneck"]))
+            ]
+        out[fid] = FlowSummary(
+            run=m,
+            phases=per_phase,
+            counts=_packet_counts(t, [fid], 0, dur)[fid],
+            cross=_cross_traffic_of(t, f) if f.get("kind") in CROSS_KINDS else None,
+        )
+    return out
+
+
+def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict[str, Any]:
+    """The summary of a run from the `FlowSummary` of each of its flows. `t` gives `meta` and the
+    links table (its other tables may be empty); `ts` needs, of the time series, every flow's
+    `t_us`, `send_rate_bps` and `recv_rate_bps` (convergence and fairness compare flows)."""
+    flows = _flows(t)
+    windows = _Windows.of(ts)
+    dur = _duration_us(t)
+    out_phases: list[dict[str, Any]] = []
+    for link in media_links(t.meta):
+        members = [int(f["id"]) for f in flows if f.get("bottleneck") == link]
+        for i, ph in enumerate(phases(t, link)):
+            in_phase = [_phase_of(parts[fid], i) for fid in members]
+            refs = _reference_rates(t, windows, link, ph.start_us, ph.end_us, ph.capacity_bps)
+            for fid, m in zip(members, in_phase, strict=True):
+                if m["kind"] == VIDEO:
+                    s, e = _clip(ph.start_us, ph.end_us, *active_span_us(_flow(t, fid), dur))
+                    m["convergence_time_s"] = _convergence_time(
+                        windows, fid, s, e, refs.get(fid), "send_rate_bps"
+                    )
+            out_phases.append(
+                {
+                    "index": i,
+                    "link": link,
+                    "start_s": ph.start_s,
+                    "end_s": ph.end_s,
+                    "capacity_bps": ph.capacity_bps,
+                    "flows": in_phase,
+                }
+            )
+    for f in flows:
+        if f.get("kind") == VIDEO:
+            parts[int(f["id"])].run["convergence_time_s"] = _startup_convergence(t, windows, f)
+    counts = {fid: p.counts for fid, p in parts.items()}
+    out = {
+        "flows": [parts[int(f["id"])].run for f in flows],
+        "phases": out_phases,
+        "fairness": _fairness(t, ts),
+        "feedback_overhead": _feedback_overhead(t, counts, dur),
+        "cross_traffic": [parts[int(f["id"])].cross for f in flows if f.get("kind") in CROSS_KINDS],
+    }
+    nodes = wifi_nodes(t)
+    if nodes:
+        out["wifi"] = nodes
+    buffers = lte_buffers(t)
+    if buffers:
+        out["lte"] = buffers
+    return out
+
+
+def _startup_convergence(t: Tables, windows: _Windows, f: dict[str, Any]) -> float | None:
+    """A video flow's start-up convergence time: from its start until the next event on its
+    bottleneck (a capacity change, another flow starting or stopping there) or its stop, against
+    its reference rate in that interval (`convergence_time`)."""
+    dur = _duration_us(t)
+    a, b = active_span_us(f, dur)
+    link = f.get("bottleneck")
+    if link is None:
+        return None
+    link_phases = phases(t, str(link))
+    events = [ph.end_us for ph in link_phases]
+    for g in _flows(t):
+        if g.get("bottleneck") == link and g.get("call") != f.get("call"):
+            events += list(active_span_us(g, dur))
+    end = min([e for e in events if e > a] + [b])
+    capacity = next((ph.capacity_bps for ph in link_phases if ph.start_us <= a < ph.end_us), None)
+    refs = _reference_rates(t, windows, str(link), a, end, capacity)
+    return _convergence_time(windows, int(f["id"]), a, end, refs.get(int(f["id"])), "send_rate_bps")
+
+
+def _phase_of(part: FlowSummary, i: int) -> dict[str, Any]:
+    if part.phases is None:
+        raise ValueError(f"flow {part.run['id']} has no phase metrics")
+    return part.phases[i]
+
+
+def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
+    """The summary of a run: `{"flows": [...], "phases": [...], ...}`, JSON-safe, nothing rounded.
+
+    `flows` has one `flow_metrics` dict per flow over the time its source runs; a video flow's
+    `convergence_time_s` is its start-up convergence (`_startup_convergence`). `phases` lists, for
+    each link that is the bottleneck of a media flow, its constant-capacity phases (`index` counts
+    within the link) with the metrics of every flow bottlenecked there over that phase. The keys
+    of `traffic_summary` (fairness, feedback overhead, cross traffic) follow. Every flow is
+    measured from its own rows (`flow_summaries`), which is how a long run is measured a few flows
+    at a time.
+    """
+    ts = timeseries(t) if ts is None else ts
+    return assemble(t, flow_summaries(t, ts, media_links(t.meta)), ts)

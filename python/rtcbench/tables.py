@@ -1,0 +1,434 @@
+"""The trace tables of a run (`docs/traces.md`): their schema, and `Tables`, which holds them cast to it.
+
+Every mode (simulator, emulation, browser) records the same tables, and `rtcbench.analysis` is the one
+place that turns them into numbers. `Tables` also keeps what every metric derives from them (the
+received packets with their delays, the rows split by flow, the capacity of each bottleneck),
+computed on first use, once per run.
+
+Conventions: times in the tables are integer microseconds; sizes are IP-level bytes (IPv4 + UDP +
+RTP headers + payload, the `size` column).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+VIDEO = "video"
+AUDIO = "audio"
+MEDIA_KINDS = (VIDEO, AUDIO)
+"""Flow kinds that carry media: they have a call controller target and a convergence time."""
+
+RTCP = "rtcp"
+"""Flow kind of a call's RTCP packets (receiver feedback one way, sender reports the other)."""
+CROSS_KINDS = ("tcp", "cbr")
+"""Flow kinds of competing (non-call) traffic: TCP bulk or short flows and UDP constant bit rate."""
+
+RENDERED = "render_us"
+"""When a frame was shown (docs/media.md): frame rate, freezes and frame delay read it. A frames
+table written before playout was modelled has none, and renders a frame at `complete_us`."""
+
+_HEIGHT = {"height"}
+"""The frames column of the resolution ladder (docs/simulator.md)."""
+_US_PER_S = 1_000_000
+
+# The documented schemas (docs/traces.md). Columns in the second dict are nullable: a producer that
+# cannot fill them (e.g. a browser run has no `frame` per packet) may leave them out. Those in the
+# third are not read by any metric: they are cast when present, not added when missing (a run
+# measured from its files reads only the columns it needs, `rtcbench.measure`).
+_SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[str, pl.DataType]]] = {
+    "packets": (
+        {
+            "t_us": pl.Int64(),
+            "event": pl.String(),
+            "flow": pl.Int32(),
+            "kind": pl.String(),
+            "size": pl.Int32(),
+            "payload": pl.Int32(),
+            "sent_us": pl.Int64(),
+        },
+        {"seq": pl.Int32()},
+        {
+            "packet": pl.Int64(),
+            "frame": pl.Int64(),
+            "link": pl.String(),
+            "reason": pl.String(),
+        },
+    ),
+    "frames": (
+        {
+            "flow": pl.Int32(),
+            "frame": pl.Int64(),
+            "capture_us": pl.Int64(),
+            "size": pl.Int32(),
+            "keyframe": pl.Boolean(),
+            "packets": pl.Int32(),
+            "freeze": pl.Boolean(),
+        },
+        {"complete_us": pl.Int64(), "render_us": pl.Int64()},
+        {},
+    ),
+    "controller": (
+        {"t_us": pl.Int64(), "call": pl.Int32(), "target_bps": pl.Int64()},
+        {"pacing_bps": pl.Int64()},
+        {},
+    ),
+    "links": (
+        {"t_us": pl.Int64(), "link": pl.String(), "queue_bytes": pl.Int64()},
+        {
+            "capacity_bps": pl.Int64(),
+            "queue_limit_bytes": pl.Int64(),
+            # A Wi-Fi node's MAC since the last sample; null for a link (docs/traces.md).
+            "airtime_share": pl.Float64(),
+            "mac_retries": pl.Int64(),
+            "mac_drops": pl.Int64(),
+            "queue_drops": pl.Int64(),
+            "ampdu_mpdus": pl.Float64(),
+            "phy_rate_bps": pl.Int64(),
+            "congestion_level": pl.Float64(),
+            "mac_capacity_bps": pl.Int64(),
+            "extended_attempts": pl.Int64(),
+            # An LTE UE's buffer and scheduling since the last sample; null otherwise.
+            "rb_share": pl.Float64(),
+            "scheduled_bps": pl.Int64(),
+            "queue_delay_us": pl.Int64(),
+            "cqi": pl.Int64(),
+        },
+        {},
+    ),
+    "feedback": (
+        {"t_us": pl.Int64(), "call": pl.Int32(), "kind": pl.String(), "size": pl.Int32()},
+        {"rtt_us": pl.Int64(), "fraction_lost": pl.Float64(), "packets_reported": pl.Int32()},
+        {},
+    ),
+}
+
+
+def _conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Cast a table to its documented dtypes, so joins on `flow`/`call` never fail on Int32 vs Int64.
+
+    A table without columns (a run that produced no such events) becomes an empty table with the
+    schema; missing nullable columns are added as nulls; a missing required column is an error.
+    Text columns may also be categorical (a table read to be measured keeps its categories as
+    small integers).
+    """
+    required, nullable, optional = _SCHEMAS[name]
+    schema = {**required, **nullable}
+    if df.width == 0:
+        return pl.DataFrame(schema={**schema, **optional})
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} table lacks column(s) {missing}; docs/traces.md requires {list(required)}")
+    if name == "frames" and RENDERED not in df.columns and "complete_us" in df.columns:
+        # Written before playout was modelled: a frame was rendered when it completed.
+        df = df.with_columns(pl.col("complete_us").alias(RENDERED))
+    present = df.schema
+
+    def fits(c: str, dt: pl.DataType) -> bool:
+        have = present.get(c)
+        return have == dt or (dt == pl.String() and isinstance(have, pl.Categorical | pl.Enum))
+
+    fixes = [
+        pl.col(c).cast(dt) if c in present else pl.lit(None, dtype=dt).alias(c)
+        for c, dt in schema.items()
+        if not fits(c, dt)
+    ]
+    fixes += [pl.col(c).cast(dt) for c, dt in optional.items() if c in present and not fits(c, dt)]
+    return df.with_columns(fixes) if fixes else df
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The trace tables of one run (`docs/traces.md`) and its `meta` dict.
+
+    Columns are cast to the documented dtypes on construction; extra columns (the controller's own
+    state) are kept untouched. Frames derived from the tables (`received`, the rows split by flow,
+    the capacity of each bottleneck) are computed on first use and kept on the object: the tables
+    are immutable, and the time series, every summary interval and the plots all read them.
+    """
+
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    controller: pl.DataFrame
+    links: pl.DataFrame
+    feedback: pl.DataFrame
+    meta: dict[str, Any]
+    stats: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """A browser run's `getStats()` samples (docs/traces.md, `stats`); empty for other runs."""
+    usage: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """A browser run's CPU and memory samples (docs/traces.md, `usage`); empty for other runs."""
+
+    def __post_init__(self) -> None:
+        for name in _SCHEMAS:
+            object.__setattr__(self, name, _conform(name, getattr(self, name)))
+        if "duration_s" not in self.meta or "flows" not in self.meta:
+            raise ValueError("meta needs 'duration_s' and 'flows' (docs/traces.md, `meta`)")
+
+    @cached_property
+    def received(self) -> pl.DataFrame:
+        """Received packets with their delays, as `rtcbench.analysis.packet_delays` describes them."""
+        owd = pl.col("t_us") - pl.col("sent_us")
+        return (
+            self.packets.filter(pl.col("event") == "received")
+            .with_columns(owd_ms=owd.cast(pl.Float64) / 1000.0)
+            .with_columns(qdelay_ms=pl.col("owd_ms") - pl.col("owd_ms").min().over("flow"))
+        )
+
+    def derive_and_release_packets(self) -> None:
+        """Makes every frame the metrics derive from the packets table (`received`, the rows split
+        by flow), then lets the table go: what is measured from these tables is unchanged, and
+        a long run measured from its files (`rtcbench.measure`) holds about half the memory."""
+        self._by_flow  # noqa: B018 (computed for its side effect: the cache)
+        object.__setattr__(self, "packets", self.packets.clear())
+
+    @cached_property
+    def _by_flow(self) -> _FlowRows:
+        return _FlowRows.of(self)
+
+    @cached_property
+    def _counted(self) -> _Counted:
+        return _Counted.of(self)
+
+    def unobserved(self, metric: str) -> bool:
+        """True if the producer of these tables could not observe what `metric` needs
+        (`meta.unobserved`: a browser run cannot see frame timing, FEC inside RED, or which
+        packet a retransmission repairs)."""
+        return metric in self.meta.get("unobserved", ())
+
+    @cached_property
+    def _capacity(self) -> dict[str, pl.DataFrame]:
+        """`_link_segments` of every flow's bottleneck, the links the metrics read."""
+        links = {str(f["bottleneck"]) for f in self.meta["flows"] if f.get("bottleneck") is not None}
+        return {link: _link_segments(self, link) for link in sorted(links)}
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The rows of a frame ordered by an integer key column and, within a key, by a time column, so
+    that the rows of one key in an interval are a slice found by binary search instead of a filter
+    over the whole frame. The order is stable: rows recorded in time order keep their order, and so
+    their sums their rounding. Rows without a key or a time are dropped, as a filter would drop them.
+    """
+
+    rows: pl.DataFrame
+    keys: npt.NDArray[np.int64]
+    times: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, df: pl.DataFrame, key: str, time: str) -> _Parts:
+        if df.get_column(key).null_count() or df.get_column(time).null_count():
+            df = df.drop_nulls([key, time])
+        keys, times = (df.get_column(c).to_numpy().astype(np.int64) for c in (key, time))
+        step, tick = np.diff(keys), np.diff(times)
+        if not np.all((step > 0) | ((step == 0) & (tick >= 0))):
+            # Rows recorded in time order need only a (stable) sort by key.
+            by = [key] if df.get_column(time).is_sorted() else [key, time]
+            df = df.sort(by, maintain_order=True)
+            keys, times = (df.get_column(c).to_numpy().astype(np.int64) for c in (key, time))
+        return cls(df, keys, times)
+
+    def between(self, key: int, start_us: int, end_us: int) -> pl.DataFrame:
+        """The rows of `key` whose time is in [start_us, end_us)."""
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        first, end = lo + np.searchsorted(self.times[lo:hi], [start_us, end_us])
+        return self.rows.slice(int(first), max(0, int(end - first)))
+
+
+@dataclass(frozen=True)
+class _FlowRows:
+    """The rows `flow_metrics` reads, split once per run by flow (RTT samples by call) and sorted by
+    the time they count at, so that a summary's many (flow, interval) pairs each take a slice."""
+
+    sent: _Parts
+    dropped: _Parts
+    received: _Parts
+    frames: _Parts
+    captured: _Parts
+    rtt: _Parts
+    sent_media: _Parts
+    unrepaired: _Parts
+
+    @classmethod
+    def of(cls, t: Tables) -> _FlowRows:
+        pk = t.packets.select("flow", "event", "sent_us", "size", "kind")
+        return cls(
+            sent=_Parts.of(pk.filter(pl.col("event") == "sent").drop("event"), "flow", "sent_us"),
+            dropped=_Parts.of(
+                pk.filter(pl.col("event") == "dropped").select("flow", "sent_us"), "flow", "sent_us"
+            ),
+            received=_Parts.of(
+                t.received.select("flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms"), "flow", "t_us"
+            ),
+            frames=_Parts.of(
+                # `height` is absent from frames tables written before resolution was modelled.
+                t.frames.filter(pl.col(RENDERED).is_not_null())
+                .sort("flow", RENDERED, maintain_order=True)
+                .select(
+                    "flow",
+                    "capture_us",
+                    RENDERED,
+                    "freeze",
+                    *_HEIGHT.intersection(t.frames.columns),
+                    # The gap since the flow's previous rendered frame, which a freeze lasts.
+                    pl.col(RENDERED).diff().over("flow").alias("gap_us"),
+                ),
+                "flow",
+                RENDERED,
+            ),
+            captured=_Parts.of(
+                t.frames.select("flow", "capture_us", rendered=pl.col(RENDERED).is_not_null()),
+                "flow",
+                "capture_us",
+            ),
+            sent_media=_Parts.of(
+                t.packets.filter(
+                    (pl.col("event") == "sent") & pl.col("kind").is_in(["media", "rtx", "fec"])
+                ).select("flow", "sent_us", "kind", "size", "seq"),
+                "flow",
+                "sent_us",
+            ),
+            unrepaired=_Parts.of(_unrepaired(t.packets), "flow", "sent_us"),
+            rtt=_Parts.of(
+                t.feedback.filter(pl.col("rtt_us").is_not_null()).select(
+                    "call", "t_us", rtt_ms=pl.col("rtt_us").cast(pl.Float64) / 1000.0
+                ),
+                "call",
+                "t_us",
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """What a browser counted itself, per media flow and side (`stats` table, browser runs):
+    the cumulative counters of `getStats()` as functions of time. The metrics read them for a
+    video flow that has no rows in `frames` (a browser's frames are inside SRTP), and for RTT."""
+
+    rows: dict[tuple[int, str], pl.DataFrame]
+
+    @classmethod
+    def of(cls, t: Tables) -> _Counted:
+        if t.stats.height == 0:
+            return cls({})
+        return cls(
+            {
+                (int(flow), str(side)): part.sort("t_us", maintain_order=True)
+                for (flow, side), part in t.stats.partition_by(["flow", "side"], as_dict=True).items()
+            }
+        )
+
+    def has(self, flow: int, side: str = "receiver") -> bool:
+        return (flow, side) in self.rows
+
+    def at(
+        self, flow: int, side: str, column: str, times: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64] | None:
+        """Counter `column` at `times`: linear between samples, 0 before the first (a stream's
+        counters start at 0), the last value after the last; None without samples."""
+        rows = self.rows.get((flow, side))
+        if rows is None or column not in rows.columns:
+            return None
+        known = rows.select("t_us", column).drop_nulls()
+        if known.height == 0:
+            return None
+        xs = known.get_column("t_us").to_numpy().astype(np.float64)
+        ys = known.get_column(column).cast(pl.Float64).to_numpy()
+        values: npt.NDArray[np.float64] = np.interp(times.astype(np.float64), xs, ys, left=0.0)
+        return values
+
+    def delta(self, flow: int, side: str, column: str, start_us: int, end_us: int) -> float | None:
+        """How much counter `column` grew over [start_us, end_us)."""
+        v = self.at(flow, side, column, np.array([start_us, end_us], dtype=np.int64))
+        return None if v is None else float(v[1] - v[0])
+
+    def mean(self, flow: int, side: str, column: str, start_us: int, end_us: int) -> float | None:
+        """Mean of the samples of `column` taken in [start_us, end_us)."""
+        rows = self.rows.get((flow, side))
+        if rows is None or column not in rows.columns:
+            return None
+        return _mean(
+            rows.filter(pl.col("t_us").is_between(start_us, end_us - 1)).get_column(column).drop_nulls()
+        )
+
+
+REPAIR_HORIZON_US = 10_000_000
+"""A retransmission or an FEC recovery repairs the dropped packet with its sequence number sent at
+most this long before (sequence numbers wrap after 65536 packets, minutes of video)."""
+
+
+def _unrepaired(packets: pl.DataFrame) -> pl.DataFrame:
+    """Media packets dropped on the way that neither a retransmission (an `rtx` row carries the
+    sequence number it repairs) nor FEC (a `recovered` row) brought back: the loss left after
+    recovery."""
+    lost = (
+        packets.filter((pl.col("event") == "dropped") & (pl.col("kind") == "media"))
+        .select("flow", "seq", "sent_us")
+        .with_row_index("_lost")
+    )
+    repairs = packets.filter(
+        ((pl.col("event") == "received") & (pl.col("kind") == "rtx")) | (pl.col("event") == "recovered")
+    ).select("flow", "seq", repaired_us="t_us")
+    repaired = (
+        lost.join(repairs, on=["flow", "seq"], how="inner")
+        .filter(pl.col("repaired_us").is_between(pl.col("sent_us"), pl.col("sent_us") + REPAIR_HORIZON_US))
+        .select("_lost")
+        .unique()
+    )
+    return lost.join(repaired, on="_lost", how="anti").select("flow", "sent_us")
+
+
+def _duration_us(t: Tables) -> int:
+    return round(float(t.meta["duration_s"]) * _US_PER_S)
+
+
+def _link_segments(t: Tables, link: str) -> pl.DataFrame:
+    """Piecewise-constant capacity of a link: rows (t_us, capacity_bps) where each value holds until
+    the next row. Several samples at one instant keep the last one written (the state after a change
+    that coincides with a periodic sample); the first value also holds before the first sample.
+    Samples at or after the end of the run are ignored."""
+    seg = t.links.filter((pl.col("link") == link) & (pl.col("t_us") < _duration_us(t))).select(
+        "t_us", "capacity_bps"
+    )
+    if not seg.get_column("t_us").is_sorted():
+        seg = seg.sort("t_us", maintain_order=True)
+    return seg.filter(pl.col("t_us").ne_missing(pl.col("t_us").shift(-1)))
+
+
+# ------------------------------------------------------------------------------------------------
+# JSON-safe values of a column, for the tables' derived frames and the analysis
+
+
+def _py(x: object) -> float | int | None:
+    """A plain, JSON-safe Python number: numpy/polars scalars unwrapped, NaN and inf mapped to None."""
+    if x is None:
+        return None
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    raise TypeError(f"not a number: {x!r}")
+
+
+def _quantiles(s: pl.Series, qs: tuple[float, ...]) -> list[float | None]:
+    if s.len() == 0:
+        return [None] * len(qs)
+    return [_py(s.quantile(q, interpolation="linear")) for q in qs]
+
+
+def _mean(s: pl.Series) -> float | None:
+    """The mean of the non-null values; None if there are none."""
+    return _py(s.mean()) if s.len() else None
+
+
+def _std(s: pl.Series) -> float | None:
+    # Population std (ddof=0): it describes the observed windows, it does not estimate anything.
+    return _py(s.std(ddof=0)) if s.len() else None
