@@ -19,6 +19,7 @@ import pytest
 
 import rtcbench
 from rtcbench import cli as rtcbench_cli
+from rtcbench.cli import run as run_command
 from rtcbench.results import SUMMARY
 
 MINIMAL = """id = "minimal"
@@ -385,7 +386,7 @@ def test_environment_problems_keep_their_traceback_out_but_bugs_do_not(
     def broken(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(rtcbench_cli, "run", broken)
+    monkeypatch.setattr(run_command, "run", broken)
     (tmp_path / "s.toml").write_text(MINIMAL)
     with pytest.raises(ZeroDivisionError):
         main(["run", str(tmp_path / "s.toml")], capsys)

@@ -30,7 +30,8 @@ import typer
 
 import rtcbench
 from doc_blocks import run_python_blocks
-from rtcbench import cli, testbed
+from rtcbench import testbed
+from rtcbench.cli.errors import guarded
 from rtcbench.testbed import Testbed, Topology, _linux, netns
 from rtcbench.testbed.topology import IFNAMSIZ, MTU, PREFIX_PATTERN
 
@@ -525,7 +526,7 @@ def test_two_testbeds_at_once_do_not_collide() -> None:
 
 
 def test_the_command_line_says_what_is_missing_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    @cli.guarded("nothing was written")
+    @guarded("nothing was written")
     def emulate() -> None:
         raise testbed.TestbedUnavailable("emulation needs root (to create network namespaces and veth pairs)")
 

@@ -1,0 +1,98 @@
+"""How a command ends on an error: one line and status 2 for a user or environment error, the
+controller's traceback and status 1 for a failing Python controller, one line and status 130 for an
+interrupt; any other exception is a bug and keeps its traceback (`rtcbench.cli`)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Annotated, ParamSpec
+
+import typer
+from rich.markup import escape
+
+from rtcbench import _core
+from rtcbench.cli.render import err_console
+from rtcbench.controller import ControllerError
+from rtcbench.results import InputError
+from rtcbench.runner import TraceTooLarge, UnknownController
+from rtcbench.scenarios import ScenarioNotFound
+from rtcbench.testbed import TestbedError
+
+USER_ERRORS = (ScenarioNotFound, UnknownController, _core.ScenarioError, TraceTooLarge, TestbedError)
+
+_DEBUG = os.environ.get("RTCBENCH_DEBUG") == "1"
+"""Show the traceback of every error (`--debug`, or `RTCBENCH_DEBUG=1` in the environment)."""
+
+
+def debug_option(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of every error (also RTCBENCH_DEBUG=1).")
+    ] = False,
+) -> None:
+    # The app's callback (`rtcbench --debug COMMAND`), registered by `rtcbench.cli`.
+    global _DEBUG
+    _DEBUG = _DEBUG or debug
+
+
+def _fail(message: str, status: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(status)
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for an error of the operating system: the file(s) and what went wrong."""
+    what = e.strerror or str(e)
+    if e.filename is not None and e.filename2 is not None:
+        return f"{e.filename} → {e.filename2}: {what}"
+    if e.filename is not None:
+        return f"{e.filename}: {what}"
+    return what
+
+
+_P = ParamSpec("_P")
+
+
+def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, None]]:
+    """Makes a command answer an interrupt with `interrupted` (one line, status 130), a user or
+    environment error with one line (status 2), a failing Python controller with its traceback
+    and one line (status 1); other exceptions are bugs and keep their traceback. `interrupted` may
+    name the command's `{out}` option."""
+
+    def wrap(command: Callable[_P, None]) -> Callable[_P, None]:
+        @functools.wraps(command)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> None:
+            try:
+                command(*args, **kwargs)
+            except KeyboardInterrupt:
+                message = interrupted.format(out=kwargs.get("out") or "the results folder")
+                err_console.print(escape(f"interrupted: {message}"), highlight=False, soft_wrap=True)
+                raise typer.Exit(130) from None
+            except typer.Exit:
+                raise
+            except ControllerError as e:
+                if _DEBUG:
+                    raise
+                _controller_failed(e)
+            except (*USER_ERRORS, InputError) as e:
+                if _DEBUG:
+                    raise
+                _fail(str(e))
+            except OSError as e:
+                if _DEBUG:
+                    raise
+                _fail(os_error_message(e))
+
+        return run
+
+    return wrap
+
+
+def _controller_failed(e: ControllerError) -> None:
+    """A Python controller's exception: where it was raised in the controller's code, then one line."""
+    if e.__cause__ is not None:
+        sys.stderr.write("".join(traceback.format_exception(e.__cause__)))
+    _fail(str(e), status=1)

@@ -1,0 +1,37 @@
+"""What the options of several commands share: their help and the parsing of list options."""
+
+from __future__ import annotations
+
+from rtcbench.cli.errors import _fail
+
+CC_HELP = (
+    "Controllers, comma-separated: gcc, gcc-draft, nada, scream, fixed, or Python controller "
+    "classes as package.module:Class or path/to/file.py:Class."
+)
+
+LABELS_HELP = "Comma-separated or repeated"
+
+MODE_HELP = (
+    "simulate (rtcbench's simulator); emulate: real packets between Linux network namespaces, in "
+    "real time (needs root; docs/emulation.md); or browser: the calls between real Chromium peers "
+    "over such a network (needs root and Chromium, --cc gcc; docs/browser.md)."
+)
+
+
+def _controller_list(cc: str) -> list[str]:
+    """`--cc` as a list: comma-separated, each once, none empty; exit 2 otherwise."""
+    names = [c.strip() for c in cc.split(",")]
+    if not all(names):
+        _fail(f"--cc {cc!r}: an empty controller name (give names separated by commas)")
+    dupes = sorted({c for c in names if names.count(c) > 1})
+    if dupes:
+        _fail(f"--cc {cc!r}: names {', '.join(dupes)} more than once")
+    return names
+
+
+def _listed_option(values: list[str] | None) -> list[str] | None:
+    """A list option given comma-separated, repeated, or both (`--labels a,b`, `--labels a
+    --labels b`), as one list; None when not given."""
+    if not values:
+        return None
+    return [part.strip() for v in values for part in v.split(",")]

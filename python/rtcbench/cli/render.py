@@ -1,0 +1,492 @@
+"""What the commands print on the terminal: the tables of a run, a suite, a calibration, a
+scorecard and a comparison, and the progress bar of long commands (rich)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rtcbench.compare import BY_NAME, Comparison
+from rtcbench.runner import RunResult
+from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SuiteResult
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+# Wide enough for the summary tables when the output is not a terminal (CI logs, pipes).
+console = Console(width=None if sys.stdout.isatty() else 120)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+
+@contextmanager
+def _progress_bar(what: str = "runs") -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar of `what` done on stderr, removed when done; none unless stderr is a terminal
+    (rich would still write a stray newline to a file or pipe)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield progress
+
+
+def print_scenarios(rows: Iterable[tuple[str, str, str, str]]) -> None:
+    """The table of `rtcbench list`'s scenarios: id, number of variants, title and source."""
+    t = Table(title="Scenarios", title_justify="left")
+    for col in ("id", "variants", "title", "source"):
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+
+
+def print_controllers(rows: Iterable[tuple[str, str]]) -> None:
+    """The table of `rtcbench list`'s controllers: name and description."""
+    c = Table(title="Controllers", title_justify="left")
+    c.add_column("name")
+    c.add_column("description")
+    for name, desc in rows:
+        c.add_row(name, desc)
+    console.print(c)
+
+
+def _fmt(v: Any, scale: float = 1.0, digits: int = 0, suffix: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v * scale:.{digits}f}{suffix}"
+
+
+SHOWN_KINDS = ("video", "audio", "tcp", "cbr")
+"""The flows a run's table shows: media and every competing flow (TCP, CBR, the UDP background of
+RFC 8867 §4.2); RTCP and TCP ACKs are in the summary and the suite tables."""
+
+
+def _span(f: dict[str, Any], duration_s: float) -> str:
+    """A flow's active span, shown only when it is not the whole run."""
+    a, b = f.get("active_start_s"), f.get("active_end_s")
+    if a is None or b is None or (a == 0 and b >= duration_s):
+        return ""
+    return f"{a:g}-{b:g} s"
+
+
+def _fairness_lines(s: dict[str, Any]) -> list[str]:
+    """Jain's indexes of a run, each saying which flows it covers."""
+    lines = []
+    run = s["fairness"]["run"]
+    video = [f["name"] for f in run["flows"]]
+    if len(video) >= 2:
+        lines.append(f"Jain's index, video flows ({', '.join(video)}): {_fmt(run['jain_index'], 1, 3)}")
+    for b in s["fairness"].get("bottlenecks", []):
+        names = ", ".join(f["name"] for f in b["flows"])
+        lines.append(f"Jain's index, all data flows at {b['link']} ({names}): {_fmt(b['jain_index'], 1, 3)}")
+    return lines
+
+
+def _browsers(info: dict[str, Any]) -> str:
+    """`Chromium <version>` and each call's set-up time, for the line under a browser run."""
+    setups = [
+        f"{name} {setup['connected']:.2f} s"
+        for name, call in info["calls"].items()
+        if (setup := call.get("setup_s")) and setup.get("connected") is not None
+    ]
+    joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
+    return f"Chromium {info.get('chromium') or '(version unknown)'}{joined}"
+
+
+def _wifi_table(nodes: list[dict[str, Any]]) -> Table:
+    """Every Wi-Fi node's MAC over the run (the summary's `wifi`, docs/metrics.md)."""
+    w = Table(title="wifi (per node, whole run)", title_justify="left")
+    adapting = any("extended_attempts" in n for n in nodes)
+    cols = ["node", "airtime %", "PHY Mbps", "MPDUs/PPDU", "retries", "MAC drops", "queue drops"]
+    for col in [*cols, *(["extended", "CL p95"] if adapting else [])]:
+        w.add_column(col, justify="left" if col == "node" else "right")
+    for n in nodes:
+        row = [
+            escape(n["link"]),
+            _fmt(n["airtime_share"], 100, 1),
+            _fmt(n["phy_rate_bps"], 1e-6, 1),
+            _fmt(n["ampdu_mpdus"], 1, 1),
+            _fmt(n["mac_retries"]),
+            _fmt(n["mac_drops"]),
+            _fmt(n["queue_drops"]),
+        ]
+        if adapting:
+            row += [_fmt(n.get("extended_attempts")), _fmt(n.get("congestion_level_p95"), 1, 3)]
+        w.add_row(*row)
+    return w
+
+
+def _lte_table(buffers: list[dict[str, Any]]) -> Table:
+    """Every LTE UE's buffers, per direction, over the run (the summary's `lte`, docs/metrics.md)."""
+    t = Table(title="lte (per UE and direction, whole run)", title_justify="left")
+    cols = [
+        "buffer", "sched Mbps", "RB %", "HARQ retx", "HARQ fail", "queue drops", "delay p50 ms",
+        "delay p95 ms", "delay max ms", "CQI",
+    ]  # fmt: skip
+    for col in cols:
+        t.add_column(col, justify="left" if col == "buffer" else "right")
+    for b in buffers:
+        t.add_row(
+            escape(b["link"]),
+            _fmt(b["scheduled_bps"], 1e-6, 2),
+            _fmt(b["rb_share"], 100, 1),
+            _fmt(b["harq_retransmissions"]),
+            _fmt(b["harq_failures"]),
+            _fmt(b["queue_drops"]),
+            _fmt(b["queue_delay_ms_p50"], 1, 1),
+            _fmt(b["queue_delay_ms_p95"], 1, 1),
+            _fmt(b["queue_delay_ms_max"], 1, 1),
+            _fmt(b["cqi"], 1, 1),
+        )
+    return t
+
+
+def print_summary(results: list[RunResult]) -> None:
+    """The terminal tables of a run: every media and competing flow over the time it runs, then the
+    video flow per phase of its bottleneck, every Wi-Fi node's MAC and every LTE UE's buffers (in a
+    run that has them), and Jain's indexes with the flows they cover."""
+    for r in results:
+        s = r.summary
+        head = f"{s['scenario']}" + (f" [{s['variant']}]" if s["variant"] else "")
+        t = Table(title=escape(f"{head} · {s['controller']} · seed {s['seed']}"), title_justify="left")
+        cols = [
+            "flow", "send kbps", "goodput kbps", "util", "loss %", "qdelay p50 ms", "qdelay p95 ms",
+            "rtt ms", "fps", "freezes", "active",
+        ]  # fmt: skip
+        for col in cols:
+            t.add_column(col, justify="left" if col in ("flow", "active") else "right", overflow="fold")
+        flows = [f for f in s["flows"] if f["kind"] in SHOWN_KINDS]
+        spans = [_span(f, s["simulated_s"]) for f in flows]
+        # A competing flow's goodput is its received payload (`cross_traffic`); the per-flow
+        # goodput counts media payload only. The UDP background's "capacity" is what it leaves
+        # to the others (RFC 8867 §4.2), so a utilisation of it would mean nothing.
+        cross = {c["id"]: c for c in s.get("cross_traffic", [])}
+        for f, span in zip(flows, spans, strict=True):
+            c = cross.get(f["id"])
+            background = f.get("workload") == "udp-background"
+            t.add_row(
+                escape(f["name"]),
+                _fmt(f["mean_send_rate_bps"], 1e-3),
+                _fmt(c["goodput_bps"] if c is not None else f["mean_goodput_bps"], 1e-3),
+                _fmt(None if background else f["utilization"], 1, 2),
+                _fmt(f["loss_ratio"], 100, 2),
+                _fmt(f["qdelay_p50_ms"], 1, 1),
+                _fmt(f["qdelay_p95_ms"], 1, 1),
+                _fmt(f["rtt_mean_ms"], 1, 0),
+                _fmt(f["fps_mean"], 1, 1),
+                _fmt(f["freezes"]),
+                span,
+            )
+        if not any(spans):
+            t.columns.pop()
+        console.print(t)
+        p = Table(title="phases (video flow)", title_justify="left")
+        for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms",
+                    "convergence s"):  # fmt: skip
+            p.add_column(col, justify="right")
+        for ph in s["phases"]:
+            video = [f for f in ph["flows"] if f["kind"] == "video"]
+            if not video:
+                continue
+            f = video[0]
+            p.add_row(
+                f"{ph['start_s']:.0f}-{ph['end_s']:.0f} s",
+                _fmt(ph["capacity_bps"], 1e-3),
+                _fmt(f["mean_send_rate_bps"], 1e-3),
+                _fmt(f["utilization"], 1, 2),
+                _fmt(f["loss_ratio"], 100, 2),
+                _fmt(f["qdelay_p95_ms"], 1, 1),
+                _fmt(f["convergence_time_s"], 1, 1),
+            )
+        if p.row_count:
+            console.print(p)
+        if s.get("wifi"):
+            console.print(_wifi_table(s["wifi"]))
+        if s.get("lte"):
+            console.print(_lte_table(s["lte"]))
+        for line in _fairness_lines(s):
+            console.print(escape(line), highlight=False)
+        where = f" → {r.path}" if r.path else ""
+        if s.get("mode") in ("emulate", "browser"):
+            real = s["emulation"] if s["mode"] == "emulate" else s["browser"]
+            late = real["relay"]["lateness_us"]
+            what = "emulated" if s["mode"] == "emulate" else f"ran {_browsers(real)}"
+            console.print(
+                escape(
+                    f"{what} {s['simulated_s']:.0f} s in real time; relay timing error "
+                    f"p50 {late['p50']:.0f} µs, p99 {late['p99']:.0f} µs, max {late['max']:.0f} µs; "
+                    f"run with metrics and files {s['wall_s']:.2f} s{where}"
+                ),
+                highlight=False,
+            )
+            for w in real["warnings"]:
+                err_console.print(escape(f"warning: {w}"), highlight=False, soft_wrap=True)
+            if real.get("failure"):
+                err_console.print(
+                    f"[bold red]failed:[/] {escape(real['failure'])}", highlight=False, soft_wrap=True
+                )
+            continue
+        speed = s["simulated_s"] / s["sim_wall_s"] if s["sim_wall_s"] else float("inf")
+        console.print(
+            escape(
+                f"simulated {s['simulated_s']:.0f} s in {s['sim_wall_s'] * 1e3:.0f} ms "
+                f"({speed:,.0f}x real time); "
+                f"run with metrics and files {s['wall_s']:.2f} s{where}"
+            ),
+            highlight=False,
+        )
+
+
+def print_suite(result: SuiteResult) -> None:
+    """The terminal table of a suite: per scenario variant, controller and configuration, means
+    over repetitions of the video flows, the competing flows and both Jain's indexes."""
+    overview = result.overview()
+    # Two configurations of one variant (another --set) are told apart by their run key.
+    cases = overview.select("scenario", "variant", "controller").rows()
+    several = len(set(cases)) < len(cases)
+    # (heading, value of a row, shown only when some row has a value)
+    measures: list[tuple[str, Callable[[dict[str, Any]], float | None], int, float, bool]] = [
+        ("util", lambda r: r["utilization"], 2, 1, False),
+        ("p95", lambda r: r["qdelay_p95_ms"], 1, 1, False),
+        ("loss", lambda r: r["loss_ratio"], 2, 100, False),
+        ("tcp", lambda r: r["tcp_bps"], 0, 1e-3, True),
+        ("cbr", lambda r: r["cbr_bps"], 0, 1e-3, True),
+        ("bg", lambda r: r["background_bps"], 0, 1e-3, True),
+        ("jain v", lambda r: r["jain_index_video"], 3, 1, False),
+        ("jain all", lambda r: r["jain_index_all"], 3, 1, True),
+    ]
+    rows = list(overview.iter_rows(named=True))
+    shown = [m for m in measures if not m[4] or any(m[1](r) is not None for r in rows)]
+    t = Table(
+        title="suite: means over the repetitions",
+        title_justify="left",
+        caption="util, p95, loss: the video flows (utilisation, queuing-delay p95 ms, loss %); tcp, cbr, "
+        "bg: competing TCP, CBR and UDP-background kbit/s while they run; jain v: Jain's index of the "
+        "video flows; jain all: of every data flow on the least fair shared link",
+        caption_justify="left",
+    )
+    ids = ["scenario", "variant", "controller", *(["config"] if several else [])]
+    for col in ids:
+        # Ids wrap instead of being cut, so two rows never read the same on a narrow terminal.
+        t.add_column(col, justify="left", overflow="fold")
+    for col in ["runs", *(m[0] for m in shown)]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for row in rows:
+        cells = [
+            escape(row["scenario"]),
+            # A space after each comma lets a long variant wrap between its parameters.
+            escape((row["variant"] or "-").replace(",", ", ")),
+            escape(row["controller"]),
+            *([row["run_key"]] if several else []),
+            str(row["runs"]),
+            *(_fmt(value(row), scale, digits) for _, value, digits, scale, _ in shown),
+        ]
+        t.add_row(*cells)
+    console.print(t)
+    total = result.ran + result.skipped
+    speed = (
+        f"simulated {result.simulated_s:,.0f} s at {result.speed:,.0f} s per wall-clock second"
+        if result.speed is not None
+        else "nothing left to simulate"
+    )
+    console.print(
+        escape(
+            f"{total} runs ({result.ran} simulated, {result.skipped} already complete) in "
+            f"{result.wall_s:.1f} s; {speed}"
+        ),
+        highlight=False,
+    )
+    console.print(escape(f"tables: {result.out / FLOWS_TABLE}, {result.out / RUNS_TABLE}"), highlight=False)
+
+
+def print_calibration(table: pl.DataFrame) -> None:
+    """Each case's phases, browser against simulation, and how many agree (docs/calibration.md)."""
+    import polars as pl
+
+    from rtcbench import calibrate
+
+    t = Table(title="Chromium (browser) against the simulator (gcc), per phase of the video flow")
+    for heading in ("case", "phase", "capacity kbps", "rate kbps b / s", "diff", "qdelay p95 ms b / s",
+                    "loss % b / s", "agree"):  # fmt: skip
+        t.add_column(heading, justify="left" if heading == "case" else "right")
+    for (case, flow, _), rows in table.group_by(["case", "flow", "phase"], maintain_order=True):
+        by = {r["metric"]: r for r in rows.iter_rows(named=True)}
+        rate, q95, loss = by["send_rate_kbps"], by["qdelay_p95_ms"], by["loss"]
+        agree = all(r["agrees"] for r in by.values() if r["agrees"] is not None)
+
+        def pair(r: dict[str, Any], scale: float, digits: int) -> str:
+            return f"{_fmt(r['browser'], scale, digits)} / {_fmt(r['simulated'], scale, digits)}"
+
+        t.add_row(
+            f"{case} {flow}",
+            f"{rate['start_s']:.0f}-{rate['end_s']:.0f} s",
+            _fmt(rate["capacity_kbps"], 1, 0),
+            pair(rate, 1, 0),
+            "-" if rate["difference"] is None else f"{rate['difference'] * 100:+.0f} %",
+            pair(q95, 1, 1),
+            pair(loss, 100, 2),
+            "yes" if agree else "no",
+        )
+    console.print(t)
+    limited = table.filter(pl.col("cpu_limited") > 0.05).get_column("case").unique(maintain_order=True)
+    for case in limited:
+        err_console.print(
+            escape(
+                f"warning: {case}: the browser's encoder was held back by the CPU: rerun on a quiet machine"
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
+    rates = table.filter(pl.col("metric") == "send_rate_kbps")
+    within = int(rates.get_column("agrees").fill_null(False).sum())
+    console.print(
+        escape(
+            f"{within} of {rates.height} phases within {calibrate.RATE_TOLERANCE:.0%} on the sending rate; "
+            f"queuing delay within {calibrate.RATE_TOLERANCE:.0%} or {calibrate.DELAY_SLACK_MS:g} ms, loss "
+            f"within {calibrate.RATE_TOLERANCE:.0%} or {calibrate.LOSS_SLACK:.1%} in "
+            f"{int(table.get_column('agrees').fill_null(False).sum())} of {table.height} comparisons"
+        ),
+        highlight=False,
+    )
+
+
+SCORE_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
+
+
+def print_scorecard(table: pl.DataFrame, folders: list[Path]) -> None:
+    """The scorecard of one run (a row per criterion), or of several (the scenario × controller
+    matrix of checks passed, warned and failed, then each controller's share of passes)."""
+    from rtcbench import scorecard as sc
+
+    if len(folders) == 1:
+        t = Table(title=f"Scorecard: {folders[0]}", title_justify="left")
+        for col in ("criterion", "requirement", "verdict", "value", "pass", "warn", "note"):
+            t.add_column(col)
+        for row in table.iter_rows(named=True):
+            colour = SCORE_COLOURS[row["verdict"]]
+            value = "-" if row["value"] is None else f"{row['value']:.3g} {row['unit']}".strip()
+            t.add_row(
+                row["criterion"],
+                row["requirement"],
+                f"[{colour}]{row['verdict']}[/]",
+                value,
+                f"{row['pass_at']:g}",
+                f"{row['warn_at']:g}",
+                escape(row["note"]),
+            )
+        console.print(t)
+    else:
+        m = Table(title="Scorecard: checks passed / warned / failed", title_justify="left")
+        m.add_column("scenario")
+        cells = sc.matrix(table)
+        ccs = sorted(set(cells["controller"]))
+        for cc in ccs:
+            m.add_column(cc)
+        for scenario in sorted(set(cells["scenario"])):
+            cells_row: list[str] = [scenario]
+            for cc in ccs:
+                c = cells.filter((cells["scenario"] == scenario) & (cells["controller"] == cc))
+                if c.height == 0:
+                    cells_row.append("")
+                    continue
+                r = c.row(0, named=True)
+                cells_row.append(f"[{SCORE_COLOURS[r['worst']]}]{r['pass']}/{r['warn']}/{r['fail']}[/]")
+            m.add_row(*cells_row)
+        console.print(m)
+        a = Table(title="Per controller", title_justify="left")
+        for col in ("controller", "pass", "warn", "fail", "passed"):
+            a.add_column(col)
+        for r in sc.per_controller(table).iter_rows(named=True):
+            a.add_row(
+                r["controller"], str(r["pass"]), str(r["warn"]), str(r["fail"]), f"{r['pass_share']:.0%}"
+            )
+        console.print(a)
+
+
+VERDICT_STYLES = {
+    "regression": "bold red",
+    "improvement": "bold green",
+    "no change": "",
+    "insufficient data": "dim",
+    "too few repetitions": "dim",
+}
+
+
+def _case_of_row(r: dict[str, Any]) -> tuple[str, str, str]:
+    return r["scenario"], r["variant"], r["controller_a"]
+
+
+def print_comparison(result: Comparison) -> None:
+    """The terminal tables of a comparison: one per side compared with the baseline, a row per
+    case and metric (each case's name on its first row), regressions in red and improvements in
+    green, then the verdict counts."""
+    per_controller = result.mode == "folders"
+    for b in result.labels[1:]:
+        rows = result.table.filter(result.table.get_column("b") == b)
+        t = Table(
+            title=escape(f"{b} (B) compared with {result.baseline} (A)"),
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+            caption="↑/↓ higher/lower is better; 95 % CI: bootstrap interval of B − A over the "
+            "repetitions; runs: A/B",
+            caption_justify="left",
+        )
+        t.add_column("case", min_width=20, max_width=30, overflow="fold")
+        t.add_column("metric", no_wrap=True)
+        for col in (result.baseline, b, "B − A", "95 % CI", "runs"):
+            t.add_column(escape(col), justify="right")
+        t.add_column("verdict")
+        for _, grouped in itertools.groupby(rows.iter_rows(named=True), _case_of_row):
+            group = list(grouped)
+            first = group[0]
+            # The case's name down its first rows: scenario, each variant parameter, and the
+            # controller when folders are compared.
+            lines = [first["scenario"]]
+            if first["variant"]:
+                lines += first["variant"].split(",")
+            if per_controller:
+                lines.append(first["controller_a"])
+            if len(lines) > len(group):
+                lines[len(group) - 1 :] = [" ".join(lines[len(group) - 1 :])]
+            for i, r in enumerate(group):
+                m = BY_NAME[r["metric"]]
+                if r["ci_low"] is None:
+                    ci = "undefined" if r["diff"] is not None else "-"
+                else:
+                    ci = f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}"
+                diff = m.format(r["diff"], signed=True)
+                if r["rel_diff"] is not None:
+                    diff += f" ({100 * r['rel_diff']:+.0f} %)"
+                style = VERDICT_STYLES[r["verdict"]]
+                t.add_row(
+                    escape(lines[i]) if i < len(lines) else "",
+                    m.heading,
+                    m.format(r["mean_a"]),
+                    m.format(r["mean_b"]),
+                    f"[{style}]{diff}[/]" if style else diff,
+                    ci,
+                    f"{r['n_a']}/{r['n_b']}",
+                    f"[{style}]{r['verdict']}[/]" if style else r["verdict"],
+                    end_section=i + 1 == len(group),
+                )
+        console.print(t)
+        counts = ", ".join(f"{v}: {n}" for v, n in result.counts(b).items())
+        console.print(escape(f"{b} vs {result.baseline}: {counts}"), highlight=False)

@@ -1,0 +1,91 @@
+"""`rtcbench report`: one self-contained HTML report of runs and suites (docs/report.md)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+from rich.markup import escape
+
+from rtcbench.cli.errors import _fail, guarded
+from rtcbench.cli.options import LABELS_HELP, _listed_option
+from rtcbench.cli.render import _progress_bar, console, err_console
+
+
+@guarded("no report was written")
+def report_cmd(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run folders, suite folders (a suite's --out) or several suites.", show_default=False
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="The HTML file (default: DIR/report.html for one folder, report.html for several)."
+        ),
+    ] = None,
+    figures: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write every figure into this folder as <id>.png and <id>.svg (the page "
+            "embeds PNG only; SVG is drawn only with this option)."
+        ),
+    ] = None,
+    run_figures: Annotated[
+        str,
+        typer.Option(
+            help="Time figures: per case, each controller's first seed side by side (first); that "
+            "and every run's own (all); or none."
+        ),
+    ] = "first",
+    jobs: Annotated[
+        int | None, typer.Option(help="Processes drawing figures (default: one per CPU; 1: this process).")
+    ] = None,
+    labels: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--labels", help=f"{LABELS_HELP}: a name per folder, in order (default: the folders' names)."
+        ),
+    ] = None,
+) -> None:
+    """Write one self-contained HTML report (offline: nothing fetched) of the runs under DIRS:
+    scorecard, per-case CDFs and box plots over repetitions, per-run figures and phase tables,
+    and the commands and versions behind them (docs/report.md). Folders or files that cannot be
+    used are named on stderr and in the report's Problems section; the rest is still reported."""
+    from rtcbench.report import RunFigures, build_report
+
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if run_figures not in ("first", "all", "none"):
+        _fail(f"--run-figures must be first, all or none, got {run_figures!r}")
+    if jobs is not None and jobs < 1:
+        _fail(f"--jobs must be at least 1, got {jobs}")
+    label = _listed_option(labels)
+    if label is not None and len(label) != len(dirs):
+        _fail(f"{len(label)} --labels for {len(dirs)} folders: give one per folder, in order")
+    for d in dirs:
+        if not d.is_dir():
+            _fail(f"{d}: not a folder")
+    with _progress_bar("figures") as progress:
+        result = build_report(
+            dirs,
+            out,
+            figures=figures,
+            run_figures=cast(RunFigures, run_figures),  # checked above
+            jobs=jobs,
+            labels=label,
+            command=command,
+            progress=progress,
+        )
+    for p in result.problems:
+        err_console.print(f"[yellow]problem:[/] {escape(str(p))}", highlight=False, soft_wrap=True)
+    extra = f"; {len(result.figure_files)} figure files in {figures}" if figures is not None else ""
+    problems = f", {len(result.problems)} problems (see above)" if result.problems else ""
+    console.print(
+        escape(f"report: {result.path} ({result.runs} runs, {len(result.figures)} figures{problems}){extra}"),
+        highlight=False,
+    )

@@ -1,0 +1,105 @@
+"""`rtcbench list`, `rtcbench run` and `rtcbench table`: the built-in scenarios and controllers, and
+runs of scenarios."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rtcbench.cli.errors import _fail, guarded
+from rtcbench.cli.options import CC_HELP, MODE_HELP, _controller_list
+from rtcbench.cli.render import _fmt, print_controllers, print_scenarios, print_summary
+from rtcbench.runner import check_mode, controllers, run, run_variant
+from rtcbench.scenarios import builtin, resolve
+
+
+@guarded("nothing was written")
+def list_cmd() -> None:
+    """List the built-in scenarios and controllers."""
+    print_scenarios((s.id, str(len(resolve(s.id))), s.title, s.source) for s in builtin())
+    print_controllers(controllers())
+
+
+@guarded("no half-written run is left; finished variants are kept in {out}")
+def run_cmd(
+    scenario: Annotated[
+        str, typer.Argument(help="A built-in scenario id (see `rtcbench list`) or a TOML file.")
+    ],
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc",
+    seed: Annotated[
+        int,
+        typer.Option(help="Seed of every random draw (0 to 2**64 - 1); runs are a pure function of it."),
+    ] = 1,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a scenario field: path=value, e.g. links.forward.delay=80ms."),
+    ] = None,
+    figure: Annotated[bool, typer.Option(help="Render overview.png for each run.")] = True,
+    pcap: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the call's packets to this capture (one file per variant: NAME@VARIANT.pcap)."
+        ),
+    ] = None,
+    mode: Annotated[str, typer.Option(help=MODE_HELP)] = "simulate",
+) -> None:
+    """Run every variant of a scenario with each controller and write one results folder per variant
+    and controller."""
+    command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    names = _controller_list(cc)
+    check_mode(mode)
+    if pcap is not None and len(names) > 1:
+        _fail("--pcap takes one controller: the captures of several would have the same name")
+    for name in names:
+        results = run(
+            scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
+        )
+        print_summary(results)
+        if any((r.summary.get("browser") or {}).get("failure") for r in results):
+            raise typer.Exit(1)
+
+
+@guarded("nothing was written")
+def table_cmd(
+    scenarios: Annotated[
+        list[str] | None, typer.Argument(help="Scenario ids or files (default: every built-in scenario).")
+    ] = None,
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc,fixed",
+    seed: Annotated[int, typer.Option(help="Seed of every run (0 to 2**64 - 1).")] = 1,
+) -> None:
+    """Compare controllers on scenarios: one Markdown row per scenario variant, controller and flow.
+
+    Rows are the video flows and the competing TCP and CBR flows, each over the time it runs:
+    utilisation (receive rate / capacity, the flow's share of the bottleneck), queuing-delay p95,
+    loss and, for video, the start-up convergence time (docs/metrics.md).
+    """
+    names = _controller_list(cc)
+    ids = scenarios or [b.id for b in builtin()]
+    rows = [
+        "| scenario | variant | controller | flow | utilisation | qdelay p95 ms | loss % | convergence s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for scenario in ids:
+        for v in resolve(scenario):
+            for name in names:
+                r = run_variant(v, name, seed, None, figure=False)
+                for f in r.summary["flows"]:
+                    if f["kind"] not in ("video", "tcp", "cbr"):
+                        continue
+                    cells = [
+                        v.scenario_id,
+                        v.variant or "-",
+                        name,
+                        f["name"],
+                        _fmt(f["utilization"], 1, 2),
+                        _fmt(f["qdelay_p95_ms"], 1, 0),
+                        _fmt(f["loss_ratio"], 100, 2),
+                        _fmt(f["convergence_time_s"], 1, 1),
+                    ]
+                    rows.append("| " + " | ".join(cells) + " |")
+    print("\n".join(rows))

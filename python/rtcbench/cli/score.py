@@ -1,0 +1,45 @@
+"""`rtcbench score`: runs judged against the RFC 8836 requirements (docs/scorecard.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from rtcbench.cli.errors import _fail, guarded
+from rtcbench.cli.render import console, err_console, print_scorecard
+from rtcbench.results import run_folders, write_parquet_atomic
+
+
+@guarded("no scorecard was written")
+def score_cmd(
+    folder: Annotated[Path, typer.Argument(help="A run folder, or a folder of runs (a suite).")],
+    thresholds: Annotated[
+        Path | None, typer.Option(help="TOML file overriding criteria thresholds (docs/scorecard.md).")
+    ] = None,
+) -> None:
+    """Judge every run under FOLDER against the RFC 8836 requirements (docs/scorecard.md): the
+    test case × controller matrix and each controller's share of passes. The long table (one row
+    per run and criterion) is written to FOLDER/scorecard.parquet."""
+    from rtcbench import scorecard as sc
+
+    if not folder.is_dir():
+        _fail(f"{folder}: not a folder")
+    try:
+        criteria = sc.load_thresholds(thresholds) if thresholds is not None else sc.CRITERIA
+    except sc.ScorecardError as e:
+        _fail(str(e))
+    folders = run_folders(folder)
+    if not folders:
+        _fail(f"{folder}: no run folders (none holds a summary.json)")
+    problems: list[str] = []
+    table = sc.score_table(folders, criteria, problems)
+    for p in problems:
+        err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
+    if table.height == 0:
+        _fail(f"{folder}: no run could be scored")
+    write_parquet_atomic(table, folder / "scorecard.parquet")
+    print_scorecard(table, folders)
+    console.print(f"table: {folder / 'scorecard.parquet'}", highlight=False)
