@@ -1,11 +1,21 @@
-"""Finding scenarios: a built-in id (`rtcbench list`) or a path to a TOML file."""
+"""Finding scenarios: a built-in id (`rtcbench list`) or a path to a TOML file.
+
+The one place Python reads TOML: a variant's resolved scenario (`Variant.spec` and its
+accessors, parsed once) and the other TOML documents rtcbench accepts (`read_toml`: a sweep file,
+scorecard thresholds, a results folder's `scenario.toml`). Loading and checking a scenario is the
+Rust loader's (`_core.expand`); what Python reads here is the text that loader resolved.
+"""
 
 from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from rtcbench import _core
 from rtcbench.results import read_text
@@ -14,9 +24,11 @@ __all__ = [
     "MODELLED_CODEC",
     "BuiltinScenario",
     "ScenarioNotFound",
+    "Table",
     "Variant",
     "builtin",
     "other_codecs",
+    "read_toml",
     "resolve",
     "variant_fields",
 ]
@@ -38,16 +50,89 @@ class BuiltinScenario:
     source: str
 
 
+Table = Mapping[str, Any]
+"""A TOML table as `Variant.spec` gives it: read-only, its arrays tuples."""
+
+
+def _frozen(value: Any) -> Any:
+    """`value` (parsed TOML) with every table a read-only mapping and every array a tuple: one
+    parse is shared by every reader of a variant, so none may change it."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
 @dataclass(frozen=True)
 class Variant:
     """One runnable variant of a scenario: its name, folder slug, fully resolved TOML and
-    fingerprint (the SHA-256 of what it runs: `rtcbench.identity`)."""
+    fingerprint (the SHA-256 of what it runs: `rtcbench.identity`).
+
+    `spec` is the resolved TOML as data, parsed on first use; the accessors below give its arrays
+    of tables (empty when the scenario has none), for the testbed to read what the relay and
+    the agents are not given as plans (`_core.network_plan`, `_core.call_plans`)."""
 
     scenario_id: str
     variant: str
     slug: str
     toml: str
     fingerprint: str
+
+    @cached_property
+    def spec(self) -> Table:
+        """The resolved scenario, parsed once; read-only (tables are mappings, arrays tuples)."""
+        spec: Table = _frozen(tomllib.loads(self.toml))
+        return spec
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (to a worker) without the parsed `spec`, which pickle cannot copy (read-only
+        # mappings); the worker parses it again if it needs it.
+        return {k: v for k, v in self.__dict__.items() if k != "spec"}
+
+    def _tables(self, key: str) -> tuple[Table, ...]:
+        tables: tuple[Table, ...] = self.spec.get(key, ())
+        return tables
+
+    @property
+    def duration(self) -> str:
+        """`duration` as the loader resolved it (`"30s"`)."""
+        return str(self.spec["duration"])
+
+    @property
+    def links(self) -> tuple[Table, ...]:
+        """`[[links]]`."""
+        return self._tables("links")
+
+    @property
+    def calls(self) -> tuple[Table, ...]:
+        """`[[calls]]` (a conference's calls are in its `call` table: `conferences`)."""
+        return self._tables("calls")
+
+    @property
+    def conferences(self) -> tuple[Table, ...]:
+        """`[[conferences]]`."""
+        return self._tables("conferences")
+
+    @property
+    def tcp(self) -> tuple[Table, ...]:
+        """`[[tcp]]`: TCP cross traffic."""
+        return self._tables("tcp")
+
+    @property
+    def cbr(self) -> tuple[Table, ...]:
+        """`[[cbr]]`: constant-rate UDP cross traffic."""
+        return self._tables("cbr")
+
+    @property
+    def wifi(self) -> tuple[Table, ...]:
+        """`[[wifi]]`: 802.11 BSSs."""
+        return self._tables("wifi")
+
+    @property
+    def lte(self) -> tuple[Table, ...]:
+        """`[[lte]]`: LTE cells."""
+        return self._tables("lte")
 
 
 _FIELD_START = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_.-]*=)")
@@ -89,13 +174,26 @@ def resolve(scenario: str | Path, sets: tuple[str, ...] | list[str] = ()) -> lis
 def other_codecs(variant: Variant) -> list[tuple[str, str]]:
     """(field, codec) of every call of `variant` whose `video.codec` is not `MODELLED_CODEC`: a
     `[[calls]]` entry's, or a conference's `call` table's."""
-    spec = tomllib.loads(variant.toml)
-    places = [(f"calls.{i}", c) for i, c in enumerate(spec.get("calls", []))]
-    places += [
-        (f"conferences.{i}.call", c.get("call", {})) for i, c in enumerate(spec.get("conferences", []))
-    ]
+    places = [(f"calls.{i}", c) for i, c in enumerate(variant.calls)]
+    places += [(f"conferences.{i}.call", c.get("call", {})) for i, c in enumerate(variant.conferences)]
     return [
         (f"{where}.video.codec", codec)
         for where, call in places
         if (codec := (call.get("video") or {}).get("codec", MODELLED_CODEC)) != MODELLED_CODEC
     ]
+
+
+def read_toml(
+    path: Path, error: Callable[[str], Exception], *, strerror_only: bool = False
+) -> dict[str, Any]:
+    """A TOML document rtcbench reads besides a scenario to run: a sweep file, scorecard
+    thresholds, a results folder's `scenario.toml`. A file that cannot be read or is not TOML
+    raises `error("{path}: {reason}")`, the reason being the parser's message or the OSError's
+    (its `strerror` alone with `strerror_only`); text that is not UTF-8 raises `InputError`
+    (`results.read_text`)."""
+    try:
+        return tomllib.loads(read_text(path))
+    except OSError as e:
+        raise error(f"{path}: {(e.strerror or e) if strerror_only else e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{path}: {e}") from e

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +25,8 @@ from typing import Any, Literal
 import polars as pl
 
 from rtcbench import analysis
-from rtcbench.results import InputError, PathArg, read_summary, read_text, run_folders
+from rtcbench.results import InputError, PathArg, read_summary, run_folders
+from rtcbench.scenarios import read_toml
 
 __all__ = [
     "CRITERIA",
@@ -186,10 +186,7 @@ BY_ID = {c.id: c for c in CRITERIA}
 
 def load_thresholds(path: Path) -> tuple[Criterion, ...]:
     """The built-in criteria with the thresholds of a TOML file applied."""
-    try:
-        table = tomllib.loads(read_text(path))
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ScorecardError(f"{path}: {e}") from e
+    table = read_toml(path, ScorecardError)
     out = dict(BY_ID)
     for cid, fields in table.items():
         if cid not in BY_ID:
@@ -439,12 +436,7 @@ def read_run(folder: Path) -> RunView:
     """A run's results folder, as the criteria read it; `InputError` (a `ScorecardError` for a
     missing scenario or time series) naming what is wrong."""
     summary = read_summary(folder)
-    try:
-        scenario = tomllib.loads(read_text(folder / "scenario.toml"))
-    except OSError as e:
-        raise ScorecardError(f"{folder / 'scenario.toml'}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScorecardError(f"{folder / 'scenario.toml'}: {e}") from None
+    scenario = read_toml(folder / "scenario.toml", ScorecardError, strerror_only=True)
     ts_path = folder / "timeseries.parquet"
     try:
         ts = pl.read_parquet(ts_path) if ts_path.is_file() else None

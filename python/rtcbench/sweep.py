@@ -28,7 +28,6 @@ import itertools
 import json
 import re
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +37,8 @@ import polars as pl
 
 from rtcbench import runner
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
-from rtcbench.results import InputError, PathArg, read_text, write_parquet_atomic
-from rtcbench.scenarios import resolve
+from rtcbench.results import InputError, PathArg, write_parquet_atomic
+from rtcbench.scenarios import read_toml, resolve
 from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
 from rtcbench.workers import WAKE_S
 
@@ -126,10 +125,7 @@ def _scalar(path: Path, where: str, v: Any) -> Value:
 def load(path: PathArg) -> SweepSpec:
     """Reads and checks a sweep file (scenario ids, files and controllers are checked when run)."""
     path = Path(path)
-    try:
-        doc = tomllib.loads(read_text(path))
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise SweepError(f"{path}: {e}") from e
+    doc = read_toml(path, SweepError)
     for key in doc:
         if key not in _FIELDS:
             raise _fail(path, f"unknown field {key!r}; allowed: {', '.join(_FIELDS)}")

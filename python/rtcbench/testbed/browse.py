@@ -28,7 +28,6 @@ import contextlib
 import json
 import shutil
 import time
-import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import IO, Any
 
 import polars as pl
 
-from rtcbench.scenarios import MODELLED_CODEC, Variant
+from rtcbench.scenarios import MODELLED_CODEC, Table, Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, devtools, relay, sfu, turn
 from rtcbench.testbed.browser import (
@@ -106,9 +105,7 @@ def _bps(text: str) -> int:
     raise ValueError(f"not a rate: {text!r}")
 
 
-def _stream(
-    call: PlannedCall, spec: dict[str, Any], where: str, flows: dict[str, int], end_s: float
-) -> Stream:
+def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], end_s: float) -> Stream:
     """A scenario call as the browsers run it (`spec`: its settings as written, at `where`);
     `BrowserModeError` for what Chromium cannot do."""
     p = call.plan
@@ -183,13 +180,13 @@ def _flows_of(meta: dict[str, Any], index: int) -> dict[str, int]:
     return {f["name"].rsplit(".", 1)[1]: int(f["id"]) for f in meta["flows"] if f.get("call") == index}
 
 
-def _settings(spec: dict[str, Any], meta_call: dict[str, Any], index: int) -> tuple[dict[str, Any], str]:
+def _settings(variant: Variant, meta_call: dict[str, Any], index: int) -> tuple[Table, str]:
     """A call's settings as the scenario writes them, and where: its `[[calls]]` entry, or its
     conference's `call` table."""
     conference = meta_call.get("conference")
     if conference is None:
-        return spec["calls"][index], f"calls.{index}"
-    for k, c in enumerate(spec.get("conferences", [])):
+        return variant.calls[index], f"calls.{index}"
+    for k, c in enumerate(variant.conferences):
         if c.get("name", f"conf{k}") == conference:
             return c.get("call", {}), f"conferences.{k}.call"
     raise BrowserModeError(
@@ -206,7 +203,6 @@ def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Conne
     participant to the SFU (publish) and one from the SFU to each participant for each other
     participant's stream (forward), as Janus's VideoRoom makes them. Raises `BrowserModeError` for
     a call Chromium cannot make as the scenario says."""
-    spec = tomllib.loads(variant.toml)
     end_s = float(meta["duration_s"])
     meta_calls = {int(m["id"]): m for m in meta["calls"]}
     streams: dict[int, Stream] = {}
@@ -214,7 +210,7 @@ def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Conne
         if call.plan is None:
             continue  # an SFU's forward leg: it carries its publisher's stream (below)
         m = meta_calls[call.index]
-        settings, where = _settings(spec, m, call.index)
+        settings, where = _settings(variant, m, call.index)
         streams[call.index] = _stream(call, settings, where, _flows_of(meta, call.index), end_s)
     out: list[Connection] = []
     pairs: dict[tuple[str, frozenset[str]], Connection] = {}

@@ -26,13 +26,12 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtcbench.scenarios import Variant
+from rtcbench.scenarios import Table, Variant
 from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
 from rtcbench.testbed.topology import MTU
@@ -166,13 +165,12 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
     Raises `CrossTrafficError` for what the kernel cannot do as the simulator does:
     `small_queues = true`, or `delayed_ack` that differs between two `[[tcp]]` entries to the
     same node from the same node (the kernel turns delayed ACKs off per route)."""
-    doc = tomllib.loads(variant.toml)
     where = variant.scenario_id
-    end_s = _seconds(doc["duration"])
+    end_s = _seconds(variant.duration)
     flows: list[CrossFlow] = []
     delayed_ack: dict[tuple[str, str], tuple[bool, int]] = {}
     port = FIRST_SOURCE_PORT
-    for i, t in enumerate(doc.get("tcp", [])):
+    for i, t in enumerate(variant.tcp):
         field_ = f"tcp.{i}"
         if t.get("small_queues", False):
             raise CrossTrafficError(
@@ -218,7 +216,7 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
                 )
             )
             port += 1
-    for i, c in enumerate(doc.get("cbr", [])):
+    for i, c in enumerate(variant.cbr):
         start_s, stop_s = _span(c, end_s)
         flows.append(
             CbrFlow(
@@ -236,7 +234,7 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
     return flows
 
 
-def _span(entry: dict[str, Any], end_s: float) -> tuple[float, float]:
+def _span(entry: Table, end_s: float) -> tuple[float, float]:
     """(start, stop) in seconds, as the simulator's `active_span`: from 0 to the end unless the
     scenario says otherwise; a stop after the end is the end."""
     start_s = _seconds(entry["start"]) if "start" in entry else 0.0

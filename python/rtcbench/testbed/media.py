@@ -24,7 +24,6 @@ import select
 import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,16 +87,15 @@ def call_plans(variant: Variant, seed: int) -> list[PlannedCall]:
 
 def _refuse_relays(variant: Variant) -> None:
     """`MediaError` for the first call or conference that needs a relay or an SFU."""
-    doc = tomllib.loads(variant.toml)
     where = variant.scenario_id
     direct = "the media agents send to each other directly, with no TURN relay between them"
     instead = "run it simulated or with --mode browser"
-    for i, call in enumerate(doc.get("calls", [])):
+    for i, call in enumerate(variant.calls):
         if "via" in call:
             raise MediaError(
                 f"{where}: calls.{i}.via = {call['via']!r} cannot be emulated: {direct}; {instead}"
             )
-    for i, conf in enumerate(doc.get("conferences", [])):
+    for i, conf in enumerate(variant.conferences):
         if conf.get("topology") == "sfu":
             raise MediaError(
                 f'{where}: conferences.{i} (topology "sfu") cannot be emulated: the media agents have '

@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,9 +76,7 @@ def refuse_access_networks(variant: Variant) -> None:
     """`TestbedError` (one line) for a scenario with an 802.11 BSS (`[[wifi]]`) or an LTE cell
     (`[[lte]]`): the relay carries packets over the scenario's links only; a BSS or a cell runs
     in simulation (docs/wifi.md, docs/lte.md)."""
-    spec = tomllib.loads(variant.toml)
-    for key, what in (("wifi", "an 802.11 BSS"), ("lte", "an LTE cell")):
-        media = spec.get(key, [])
+    for key, media, what in (("wifi", variant.wifi, "an 802.11 BSS"), ("lte", variant.lte, "an LTE cell")):
         if media:
             raise TestbedError(
                 f"{variant.scenario_id}: {key}.{media[0].get('name', 0)} cannot be emulated: the relay "
@@ -187,7 +184,7 @@ def build(variant: Variant) -> Iterator[Testbed]:
     the block already raised, and leaves the run recorded so that a later `build` retries."""
     refuse_access_networks(variant)
     require()
-    nodes = scenario_nodes(variant.toml)
+    nodes = scenario_nodes(variant.links)
     if not 1 <= len(nodes) <= MAX_NODES:
         raise TestbedError(
             f"{variant.scenario_id}: an emulated network has 1 to {MAX_NODES} nodes, "

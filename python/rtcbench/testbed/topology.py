@@ -20,7 +20,7 @@ through the net namespace; the neighbour entries at both ends are permanent, so 
 from __future__ import annotations
 
 import re
-import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Interface
 from typing import Any
@@ -148,10 +148,9 @@ class Topology:
         }
 
 
-def scenario_nodes(scenario_toml: str) -> list[str]:
-    """The nodes of a resolved scenario (`Variant.toml`): every `from` and `to` of its `[[links]]`
+def scenario_nodes(links: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The nodes of a resolved scenario's `[[links]]` (`Variant.links`): every `from` and `to`
     (calls and cross traffic may only use nodes that links join), in order of first appearance."""
-    links = tomllib.loads(scenario_toml).get("links", [])
     nodes: dict[str, None] = {}
     for link in links:
         nodes.setdefault(str(link["from"]))
