@@ -1,6 +1,6 @@
 """Open a local HTML file in headless Chromium as a person would, and report what the page did.
 
-Chromium is driven over the DevTools protocol on a pipe (`rtcbench.testbed.devtools`), so the
+Chromium is driven over the DevTools protocol on a pipe (`rtcbench.browser.devtools`), so the
 tests need no WebSocket client or browser-automation package. The page is loaded with every host name
 unresolvable, and everything it asked the network for is recorded: a report that fetched anything
 would show up as a request (and fail), not pass silently because the machine happens to be online.
@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtcbench.testbed import devtools
+from rtcbench.browser import devtools
 
 _FLAGS = (*devtools.HEADLESS_FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND")
 

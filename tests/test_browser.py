@@ -29,7 +29,7 @@ import pytest
 
 import rtcbench
 from rtcbench import testbed
-from rtcbench.testbed import browser, devtools, sfu, turn
+from rtcbench.browser import chromium, devtools, sfu, turn
 
 MISSING = testbed.missing() or (None if devtools.chromium() else "chromium is not installed (make chromium)")
 NO_JANUS = None if sfu.janus() else "janus is not installed (make janus)"
@@ -82,7 +82,7 @@ def _video(samples: list[dict[str, Any]], kind: str) -> list[tuple[float, dict[s
 
 
 def _every_stream(
-    samples: browser.Samples, nodes: Sequence[str], key: Callable[[str], str]
+    samples: chromium.Samples, nodes: Sequence[str], key: Callable[[str], str]
 ) -> Iterator[tuple[str, str, float, float]]:
     """(viewer, sender, frames decoded per second, bytes received per second × 8) of every
     stream between `nodes`, over the second half of the samples; `key` names the viewer's
@@ -99,8 +99,8 @@ def _every_stream(
 
 
 def test_the_camera_clip_is_i420_and_repeatable(tmp_path: Path) -> None:
-    a = browser.noise_clip(tmp_path / "a.y4m", width=64, height=36, fps=10, seconds=0.5, seed=3)
-    b = browser.noise_clip(tmp_path / "b.y4m", width=64, height=36, fps=10, seconds=0.5, seed=3)
+    a = chromium.noise_clip(tmp_path / "a.y4m", width=64, height=36, fps=10, seconds=0.5, seed=3)
+    b = chromium.noise_clip(tmp_path / "b.y4m", width=64, height=36, fps=10, seconds=0.5, seed=3)
     data = a.read_bytes()
     assert data == b.read_bytes()
     header, rest = data.split(b"\n", 1)
@@ -112,7 +112,7 @@ def test_the_camera_clip_is_i420_and_repeatable(tmp_path: Path) -> None:
     assert all(np.abs(x - y).mean() > 5 for x, y in itertools.pairwise(lumas))
     assert set(frames[0][64 * 36 :]) == {128}
     with pytest.raises(ValueError, match="even"):
-        browser.noise_clip(tmp_path / "c.y4m", width=63, height=36, fps=10)
+        chromium.noise_clip(tmp_path / "c.y4m", width=63, height=36, fps=10)
 
 
 @needs_testbed

@@ -14,14 +14,15 @@ import pytest
 
 import rtcbench
 from rtcbench.analysis import flow_metrics, timeseries
+from rtcbench.browser import sdp
+from rtcbench.browser.chromium import VideoSettings
+from rtcbench.browser.run import BrowserModeError, connections
+from rtcbench.browser.trace import parse_head, turn_allocations
+from rtcbench.emulation.run import planned_meta
 from rtcbench.identity import BROWSER, run_key
 from rtcbench.results import InputError
 from rtcbench.scenarios import other_codecs
 from rtcbench.tables import Tables
-from rtcbench.testbed import browse, sdp
-from rtcbench.testbed.browser import VideoSettings
-from rtcbench.testbed.browser_trace import parse_head, turn_allocations
-from rtcbench.testbed.emulate import planned_meta
 
 # An offer as Chromium writes one (trimmed to what is read): BUNDLE of a video and an audio
 # section, VP8 with RTX, RED and ULPFEC, Opus; transport-wide sequence numbers as extension 3.
@@ -224,8 +225,8 @@ def test_what_chromium_cannot_do_is_refused_with_one_line(
     tmp_path: Path, call: str, field: str, words: str
 ) -> None:
     v = _variant(tmp_path, call)
-    with pytest.raises(browse.BrowserModeError) as refused:
-        browse.connections(v, planned_meta(v, "gcc", 1), 1)
+    with pytest.raises(BrowserModeError) as refused:
+        connections(v, planned_meta(v, "gcc", 1), 1)
     line = str(refused.value)
     assert "\n" not in line and line.startswith(field) and words in line and "--mode simulate" in line
 
@@ -238,7 +239,7 @@ def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path)
         'nack = false\nkeyframe_request = "fir"\npriority = 2.0\nstart = "1s"\nstop = "8s"\n'
         'pause = [{ from = "3s", to = "4s", audio = false }]',
     )
-    (c,) = browse.connections(v, planned_meta(v, "gcc", 1), 1)
+    (c,) = connections(v, planned_meta(v, "gcc", 1), 1)
     (s,) = c.streams
     assert (c.key, c.offerer, c.answerer, s.src, s.dst) == ("call0", "A", "B", "A", "B")
     assert s.video == VideoSettings(

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from rtcbench import calibrate, testbed
+from rtcbench.browser import devtools
 from rtcbench.results import InputError
-from rtcbench.testbed import devtools
 
 
 def _summary(phases: list[tuple[float, float, float, float]], cpu: float | None = None) -> dict[str, Any]:

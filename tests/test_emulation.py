@@ -304,7 +304,7 @@ def test_a_failing_python_controller_ends_the_run_with_one_line(tmp_path: Path) 
 
 def test_a_python_controller_instance_cannot_cross_into_the_agent(tmp_path: Path) -> None:
     from rtcbench.controller import user_controller
-    from rtcbench.testbed import media
+    from rtcbench.emulation import media
 
     class Local(rtcbench.Controller):
         def on_feedback(self, now_us: int, report: rtcbench.FeedbackReport) -> None:

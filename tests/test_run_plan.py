@@ -9,8 +9,8 @@ import json
 import pytest
 
 from rtcbench import _core
+from rtcbench.emulation.run import planned_meta
 from rtcbench.scenarios import resolve
-from rtcbench.testbed.emulate import planned_meta
 
 CASES = [
     "rfc8867-5.1",  # UDP background traffic on one variant

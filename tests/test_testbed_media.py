@@ -16,7 +16,8 @@ import pytest
 
 import rtcbench
 from rtcbench import testbed
-from rtcbench.testbed import media, relay
+from rtcbench.emulation import media
+from rtcbench.testbed import relay
 
 MISSING = testbed.missing()
 needs_root = pytest.mark.skipif(MISSING is not None, reason=f"builds network namespaces: {MISSING}")

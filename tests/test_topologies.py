@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import rtcbench
+from rtcbench.emulation import media
 from rtcbench.runner import RunResult
-from rtcbench.testbed import media
 
 Simulate = Callable[..., tuple[RunResult, ...]]
 

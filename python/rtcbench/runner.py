@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core
+from rtcbench.browser import devtools
 from rtcbench.controller import (
     ControllerLike,
     UnknownController,
@@ -52,7 +53,6 @@ from rtcbench.results import (
 )
 from rtcbench.scenarios import MODELLED_CODEC, Variant, other_codecs, resolve
 from rtcbench.tables import Tables
-from rtcbench.testbed import devtools
 
 __all__ = [
     "KEEP_ROWS",
@@ -460,21 +460,23 @@ def _testbed_variant(
     Chromium peers (docs/browser.md). The summary says what the testbed reported under the mode's
     name (`emulation` or `browser`)."""
     # Imported here: the testbed is Linux-only and a simulated run needs none of it.
-    from rtcbench.testbed import browse, emulate
+    from rtcbench.browser.run import CONTROLLER as CHROMIUM_CC
+    from rtcbench.browser.run import BrowserModeError, browse
+    from rtcbench.emulation.run import emulate
 
     started = time.perf_counter()
     info_key = "emulation" if mode == EMULATE else "browser"
-    if mode == BROWSER and controller_name(cc) != browse.CONTROLLER:
-        raise browse.BrowserModeError(
+    if mode == BROWSER and controller_name(cc) != CHROMIUM_CC:
+        raise BrowserModeError(
             "a browser run runs Chromium's own congestion control, libwebrtc's GoogCC: "
-            f"--cc {browse.CONTROLLER} (rtcbench's port of it), not {controller_name(cc)}"
+            f"--cc {CHROMIUM_CC} (rtcbench's port of it), not {controller_name(cc)}"
         )
 
     def testbed_run(work: Path) -> tuple[Tables, dict[str, Any]]:
         if mode == EMULATE:
-            em = emulate.emulate(variant, cc, seed, work, capture=pcap is not None)
+            em = emulate(variant, cc, seed, work, capture=pcap is not None)
             return em.tables, em.info
-        b = browse.browse(variant, seed, work, capture=pcap is not None)
+        b = browse(variant, seed, work, capture=pcap is not None)
         return b.tables, b.info
 
     if out is None:

@@ -1,5 +1,6 @@
-"""The emulated network: a scenario's topology built out of Linux network namespaces and veth
-pairs (docs/emulation.md).
+"""The emulated network that emulation and browser runs share (`rtcbench.emulation`,
+`rtcbench.browser`): a scenario's topology built out of Linux network namespaces and veth pairs
+(docs/emulation.md).
 
     >>> from rtcbench import resolve, testbed
     >>> with testbed.build(resolve("rfc8867-5.1")[0]) as bed:  # doctest: +SKIP
@@ -12,7 +13,9 @@ packets between the hosts through the scenario's links. Needs Linux, root and
 iproute2's `ip` (`missing()` says what is lacking).
 """
 
-from rtcbench.testbed import cross, media, relay
+from types import ModuleType
+
+from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import (
     Testbed,
     TestbedError,
@@ -39,3 +42,13 @@ __all__ = [
     "require",
     "scenario_nodes",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    # `testbed.media` was this package's until the media agents moved to `rtcbench.emulation`;
+    # imported on first use, as `rtcbench.emulation.media` imports this package.
+    if name == "media":
+        from rtcbench.emulation import media
+
+        return media
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

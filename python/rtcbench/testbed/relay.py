@@ -240,7 +240,7 @@ def start(
     """Starts the relay for `variant` in `bed`'s net namespace and waits until its sockets are
     open; it forwards nothing until `Relay.go`. Its files go to `out_dir`: with `capture`, the
     pcaps; with `trace`, the packet log and link samples an emulated or browser run's tables are
-    made from (`rtcbench.testbed.trace`), showing the first `udp_head` bytes of each UDP payload
+    made from (`rtcbench.emulation.trace`), showing the first `udp_head` bytes of each UDP payload
     (at most `MAX_UDP_HEAD`)."""
     exe = binary()
     out_dir.mkdir(parents=True, exist_ok=True)

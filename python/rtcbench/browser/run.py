@@ -17,7 +17,7 @@ equivalent for is refused before anything starts, with one line naming the field
 What is measured: the relay's packet log (every packet's arrival, departure or drop on the relay's
 clock, the first bytes of each UDP payload: the RTP header in the clear, SRTP encrypts payloads
 only), each page's `getStats()` every 500 ms, the CPU time and memory of each browser, the relay,
-Janus and coturn every 500 ms, and every call's set-up times. `rtcbench.testbed.browser_trace` makes the trace
+Janus and coturn every 500 ms, and every call's set-up times. `rtcbench.browser.trace` makes the trace
 tables of them. A call that does not connect, or a browser that dies, ends the run: its summary
 says why (`browser.failure`), with what was recorded until then.
 """
@@ -35,10 +35,8 @@ from typing import IO, Any
 
 import polars as pl
 
-from rtcbench.scenarios import MODELLED_CODEC, Table, Variant
-from rtcbench.tables import Tables
-from rtcbench.testbed import cross, devtools, relay, sfu, turn
-from rtcbench.testbed.browser import (
+from rtcbench.browser import devtools, sfu, turn
+from rtcbench.browser.chromium import (
     CONNECT_TIMEOUT_S,
     SAMPLE_INTERVAL_S,
     AudioSettings,
@@ -50,11 +48,14 @@ from rtcbench.testbed.browser import (
     noise_clip,
     usage,
 )
-from rtcbench.testbed.browser_trace import Connection, Stream, browser_tables
-from rtcbench.testbed.emulate import END_MARGIN_S, planned_meta, relay_info
-from rtcbench.testbed.media import PlannedCall, call_plans
+from rtcbench.browser.trace import Connection, Stream, browser_tables
+from rtcbench.emulation.media import PlannedCall, call_plans
+from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info
+from rtcbench.emulation.trace import RELAY_PACKETS
+from rtcbench.scenarios import MODELLED_CODEC, Table, Variant
+from rtcbench.tables import Tables
+from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import Testbed, TestbedError, build, refuse_access_networks, require
-from rtcbench.testbed.trace import RELAY_PACKETS
 
 __all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "connections"]
 
@@ -258,7 +259,7 @@ def _clip_for(streams: Sequence[Stream], folder: Path, seed: int) -> Path | None
 @dataclass(frozen=True)
 class _Conference:
     """An SFU conference as one step: every participant publishes, then views every other, in
-    the SFU's room `room` (`rtcbench.testbed.sfu.videoroom`)."""
+    the SFU's room `room` (`rtcbench.browser.sfu.videoroom`)."""
 
     sfu: str
     room: int

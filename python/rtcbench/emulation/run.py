@@ -8,7 +8,7 @@ The topology is built from the scenario (`netns.build`); the relay carries every
 the scenario's links; the media agents run the calls and the cross-traffic agents the kernel TCP
 and CBR flows; all start at one instant on CLOCK_MONOTONIC, the run's time zero, and the run
 lasts the scenario's duration (a 100 s case takes 100 s). Then the relay's packet log and the
-agents' logs become the trace tables (`rtcbench.testbed.trace`). Everything started is stopped
+agents' logs become the trace tables (`rtcbench.emulation.trace`). Everything started is stopped
 and removed with the topology, on success, error and Ctrl-C.
 """
 
@@ -22,11 +22,12 @@ from typing import Any
 
 from rtcbench import _core
 from rtcbench.controller import UserController
+from rtcbench.emulation import media
+from rtcbench.emulation.trace import RELAY_PACKETS, emulated_tables
 from rtcbench.scenarios import Variant
 from rtcbench.tables import Tables
-from rtcbench.testbed import cross, media, relay
+from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import build, refuse_access_networks, require
-from rtcbench.testbed.trace import RELAY_PACKETS, emulated_tables
 
 __all__ = ["Emulated", "emulate", "planned_meta", "relay_info"]
 

@@ -5,7 +5,7 @@ process (`crates/rtcbench-live`) running the simulator's own sans-IO sender or r
 
     with testbed.build(variant) as bed:
         r = testbed.relay.start(bed, variant, seed=1, out_dir=out / "relay")
-        calls = testbed.media.start(bed, variant, seed=1, controller="gcc", out_dir=out / "media")
+        calls = media.start(bed, variant, seed=1, controller="gcc", out_dir=out / "media")
         t0 = r.go()
         calls.go(t0)
         calls.wait()                  # every agent ends at the end of the run
@@ -13,7 +13,7 @@ process (`crates/rtcbench-live`) running the simulator's own sans-IO sender or r
         logs = calls.logs()           # per call and role, the agent's JSON Lines records
 
 A Python controller (a class) runs in a helper process beside each sender
-(`rtcbench.testbed._controller_agent`), fed the same inputs as in the simulator.
+(`rtcbench.emulation._controller_agent`), fed the same inputs as in the simulator.
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ def start(
     if isinstance(controller, UserController):
         helper_cfg = out_dir / "controller.json"
         helper_cfg.write_text(json.dumps(python_controller(controller)))
-        helper = [sys.executable, "-m", "rtcbench.testbed._controller_agent", str(helper_cfg)]
+        helper = [sys.executable, "-m", "rtcbench.emulation._controller_agent", str(helper_cfg)]
         feedback = getattr(controller.origin, "feedback", "twcc")
     if end_s is None:
         end_s = max((cross._seconds(c.plan["stop"]) for c in calls), default=0.0)

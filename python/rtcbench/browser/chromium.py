@@ -1,5 +1,5 @@
 """Real Chromium peers in a testbed's namespaces (docs/browser.md): one headless browser per
-participant, driven over the DevTools protocol (`rtcbench.testbed.devtools`), with a fake camera
+participant, driven over the DevTools protocol (`rtcbench.browser.devtools`), with a fake camera
 that plays a noise clip made at set-up, and calls signalled locally: the offer and answer go from
 page to page through this process, with every ICE candidate gathered first (no signalling server,
 no STUN: the peers reach each other's host addresses through the relay).
@@ -7,9 +7,9 @@ no STUN: the peers reach each other's host addresses through the relay).
     with testbed.build(variant) as bed:
         relay = testbed.relay.start(bed, variant, seed=1, out_dir=work / "relay")
         relay.go()
-        with browser.Peer.start(bed, "A", work / "A", clip) as a, browser.Peer.start(bed, "B", ...) as b:
-            call = browser.connect(a, b, VideoSettings(max_bitrate_bps=2_000_000))
-            samples = browser.sample([call], seconds=30)   # getStats() and CPU/memory, per peer
+        with chromium.Peer.start(bed, "A", work / "A", clip) as a, chromium.Peer.start(bed, "B", ...) as b:
+            call = chromium.connect(a, b, VideoSettings(max_bitrate_bps=2_000_000))
+            samples = chromium.sample([call], seconds=30)   # getStats() and CPU/memory, per peer
 
 Inside each page `getStats()` runs every 500 ms (`SAMPLE_INTERVAL_S`); the samples are collected
 as the call goes, so memory does not grow with its length. Each browser's CPU time and memory
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from rtcbench.testbed import devtools
+from rtcbench.browser import devtools
+from rtcbench.browser.sdp import edit_video
 from rtcbench.testbed.netns import Testbed, TestbedError
-from rtcbench.testbed.sdp import edit_video
 
 __all__ = [
     "SAMPLE_INTERVAL_S",
@@ -323,7 +323,7 @@ class VideoSettings:
     max_bitrate_bps: int | None = None
     """The encoding's `maxBitrate` (RTCRtpSender.setParameters); None: the browser's default."""
     min_bitrate_bps: int | None = None
-    """The bandwidth estimate's floor (`x-google-min-bitrate`, `rtcbench.testbed.sdp`); None:
+    """The bandwidth estimate's floor (`x-google-min-bitrate`, `rtcbench.browser.sdp`); None:
     Chromium's (30 kbit/s)."""
     start_bitrate_bps: int | None = None
     """Where the bandwidth estimate starts (`x-google-start-bitrate`); None: Chromium's
@@ -340,7 +340,7 @@ class VideoSettings:
 
     def edit(self, sdp: str) -> str:
         """A session description as it passes between the pages, with what this call asks of
-        Chromium where no API sets it (`rtcbench.testbed.sdp.edit_video`)."""
+        Chromium where no API sets it (`rtcbench.browser.sdp.edit_video`)."""
         bitrates = {
             k: round(v / 1000)
             for k, v in (

@@ -40,10 +40,10 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from rtcbench.browser.chromium import AudioSettings, Usage, VideoSettings
+from rtcbench.browser.sdp import describe
+from rtcbench.emulation.trace import FRAMES_SCHEMA, TraceError, packet_events, relay_links, relay_packets
 from rtcbench.tables import Tables
-from rtcbench.testbed.browser import AudioSettings, Usage, VideoSettings
-from rtcbench.testbed.sdp import describe
-from rtcbench.testbed.trace import FRAMES_SCHEMA, TraceError, packet_events, relay_links, relay_packets
 
 __all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
 

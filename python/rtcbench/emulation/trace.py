@@ -20,9 +20,9 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core
+from rtcbench.emulation.media import FIRST_PORT, PlannedCall
 from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
-from rtcbench.testbed.media import FIRST_PORT, PlannedCall
 
 __all__ = [
     "ENCODED_SCHEMA",

@@ -1,5 +1,5 @@
 """The SDP a browser call negotiates: what its payload types and header extensions mean, read so
-that the relay's packet log can be told apart into flows (`rtcbench.testbed.browser_trace`), and
+that the relay's packet log can be told apart into flows (`rtcbench.browser.trace`), and
 the few edits that carry a scenario's call settings into Chromium where no API does
 (docs/browser.md, "Scenario settings in a browser").
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtcbench.testbed.browser import AudioSettings, Peer, VideoSettings, limit_js, video_json
+from rtcbench.browser.chromium import AudioSettings, Peer, VideoSettings, limit_js, video_json
 from rtcbench.testbed.netns import Testbed, TestbedError, stop_processes
 
 __all__ = ["JANUS", "Janus", "SfuError", "Subscription", "janus", "videoroom"]

@@ -2,7 +2,7 @@
 child, in the sender's namespace) when the call's controller is Python, and driven over a pipe
 (docs/emulation.md, "Media").
 
-    python -m rtcbench.testbed._controller_agent CONFIG.json
+    python -m rtcbench.emulation._controller_agent CONFIG.json
 
 The configuration names the controller's class (its module, imported by name with the parent's
 import path, else from its file as `rtcbench.controller.load_controller` imports files; and its
