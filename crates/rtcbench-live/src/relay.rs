@@ -1,6 +1,7 @@
 //! The relay's core, without sockets or clock: frames arrive from a node at an instant, cross the
-//! links of their route (the same [`rtcbench_net`] elements the simulator runs, seeded as it
-//! seeds them), and leave for their destination node at the instant the last link delivers them.
+//! elements of their route (the same [`rtcbench_net`] elements the simulator runs, seeded as it
+//! seeds them, driven through the same [`Element`] trait), and leave for their destination node
+//! at the instant the last element delivers them.
 //! `bin/rtcbench-relay.rs` drives it from packet sockets and the monotonic clock; tests drive it
 //! with byte buffers.
 //!
@@ -20,7 +21,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use rtcbench_net::cbr::CbrSource;
 use rtcbench_net::link::Link;
 use rtcbench_net::rng::rng_for;
-use rtcbench_net::{DropReason, FlowKey, IpFrame, NetPacket};
+use rtcbench_net::{AnyElement, DropReason, Element, ElementHop, FlowKey, IpFrame, NetPacket};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use rtcbench_wire::ip::ipv4_udp_datagram;
 use rtcbench_wire::Ecn;
@@ -74,11 +75,12 @@ pub struct Departure {
     pub arrived: Instant,
 }
 
-/// A frame a link dropped.
+/// A frame an element dropped.
 #[derive(Debug)]
 pub struct Dropped {
     pub id: u64,
     pub at: Instant,
+    /// The queue that held it, numbered as the trace's links are (a link's is its index).
     pub link: usize,
     pub reason: DropReason,
     pub frame: IpFrame,
@@ -156,15 +158,21 @@ pub struct LinkSample {
 }
 
 /// Link state is sampled this often, and at every capacity change, as the simulator samples it
-/// (`rtcbench_sim::world::LINK_SAMPLE_INTERVAL`).
+/// (`rtcbench_sim::LINK_SAMPLE_INTERVAL`).
 pub const LINK_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
-/// The scenario's links between the testbed's interfaces.
+/// An element of the caller's own, in place of the plan's link of that name (the element trait
+/// is all it needs).
+pub type ElementOverride = (String, Box<dyn Element<InFlight> + Send>);
+
+/// The scenario's network between the testbed's interfaces.
 pub struct Relay {
-    links: Vec<Link<InFlight>>,
+    elements: Vec<AnyElement<InFlight>>,
+    /// Per element, the trace's link id of its first queue.
+    first_queue: Vec<usize>,
     background: Vec<Background>,
-    /// Per route id, its links in order.
-    routes: Vec<Vec<usize>>,
+    /// Per route id, its hops in order.
+    routes: Vec<Vec<ElementHop>>,
     /// (source interface, destination interface) → route id.
     route_of: HashMap<(usize, usize), u32>,
     /// Host address → its interface.
@@ -188,6 +196,12 @@ impl Relay {
     /// Builds the plan's links and maps its routes onto the interfaces. Errors name what in the
     /// configuration does not fit together.
     pub fn new(cfg: &RelayConfig) -> Result<Self, String> {
+        Self::with_elements(cfg, Vec::new())
+    }
+
+    /// [`Relay::new`], with elements of the caller's own in place of the plan's links of the same
+    /// names (each with one queue, as the link it stands for).
+    pub fn with_elements(cfg: &RelayConfig, mut replace: Vec<ElementOverride>) -> Result<Self, String> {
         let plan: &NetworkPlan = &cfg.plan;
         let iface_of = |node: &str| {
             cfg.interfaces
@@ -213,7 +227,7 @@ impl Relay {
                 ));
             }
             route_of.insert((iface_of(&r.from)?, iface_of(&r.to)?), routes.len() as u32);
-            routes.push(r.links.clone());
+            routes.push(r.links.iter().map(|&l| ElementHop::link(l as u32)).collect());
         }
         let mut background = Vec::new();
         for b in &plan.background {
@@ -238,21 +252,36 @@ impl Relay {
                 link: b.link,
                 steps,
             });
-            routes.push(vec![b.link]);
+            routes.push(vec![ElementHop::link(b.link as u32)]);
         }
-        let links = plan
-            .links
-            .iter()
-            .map(|l| {
-                let rng = |what: &str| rng_for(plan.seed, &link_rng_path(&l.name, what));
-                Link::new(l.clone(), rng("loss"), rng("jitter"), rng("queue"))
-            })
-            .collect();
+        let mut elements = Vec::with_capacity(plan.links.len());
+        for l in &plan.links {
+            if let Some(i) = replace.iter().position(|(name, _)| *name == l.name) {
+                let element = replace.swap_remove(i).1;
+                if element.queues() != 1 {
+                    return Err(format!("the element in place of link {} must have one queue", l.name));
+                }
+                elements.push(AnyElement::Other(element));
+                continue;
+            }
+            let rng = |what: &str| rng_for(plan.seed, &link_rng_path(&l.name, what));
+            elements.push(AnyElement::Link(Link::new(l.clone(), rng("loss"), rng("jitter"), rng("queue"))));
+        }
+        if let Some((name, _)) = replace.first() {
+            return Err(format!("no link named {name} to put an element in place of"));
+        }
+        let mut first_queue = Vec::with_capacity(elements.len());
+        let mut next = 0;
+        for e in &elements {
+            first_queue.push(next);
+            next += usize::from(e.queues());
+        }
         let counts =
             plan.links.iter().map(|l| LinkCounts { name: l.name.clone(), ..Default::default() }).collect();
         let hosts = cfg.interfaces.iter().enumerate().map(|(k, i)| (i.host_ip, k)).collect();
         Ok(Self {
-            links,
+            elements,
+            first_queue,
             background,
             routes,
             route_of,
@@ -316,11 +345,12 @@ impl Relay {
         (id, at)
     }
 
-    /// Processes every link event up to `t`, in time order, so a frame leaving one link enters
-    /// the next at the instant it left.
+    /// Processes every element's events up to `t`, in time order, so a frame leaving one element
+    /// enters the next at the instant it left.
     pub fn advance(&mut self, t: Instant) {
         loop {
-            let link = self.links.iter().enumerate().filter_map(|(k, l)| Some((l.poll_timeout()?, k))).min();
+            let link =
+                self.elements.iter().enumerate().filter_map(|(k, e)| Some((e.poll_timeout()?, k))).min();
             let source = self
                 .background
                 .iter()
@@ -359,7 +389,7 @@ impl Relay {
                 }
                 (Some((due, k)), _) if due <= t => {
                     self.now = self.now.max(due);
-                    self.links[k].on_timeout(due);
+                    self.elements[k].on_timeout(due);
                     self.drain(k, due);
                 }
                 _ => break,
@@ -368,10 +398,10 @@ impl Relay {
         self.now = self.now.max(t);
     }
 
-    /// The earliest instant a link or a background source has something to do.
+    /// The earliest instant an element or a background source has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let links = self.links.iter().filter_map(Link::poll_timeout);
-        links.chain(self.background.iter().filter_map(|b| b.source.poll_timeout())).min()
+        let elements = self.elements.iter().filter_map(|e| e.poll_timeout());
+        elements.chain(self.background.iter().filter_map(|b| b.source.poll_timeout())).min()
     }
 
     pub fn poll_departure(&mut self) -> Option<Departure> {
@@ -392,10 +422,23 @@ impl Relay {
     }
 
     /// Records every link's state at `t` and schedules the next sample: the interval on, or the
-    /// next capacity change if sooner, up to the end of the run (as the simulator samples).
+    /// next capacity change if sooner, up to the end of the run (as the simulator samples). An
+    /// element of the caller's own reports its queues' bytes.
     fn sample(&mut self, t: Instant) {
         let mut next = t + LINK_SAMPLE_INTERVAL;
-        for (k, link) in self.links.iter().enumerate() {
+        for (k, element) in self.elements.iter().enumerate() {
+            let Some(link) = element.as_link() else {
+                for q in 0..element.queues() {
+                    self.samples.push_back(LinkSample {
+                        at: t,
+                        link: self.first_queue[k] + usize::from(q),
+                        capacity: None,
+                        queue: element.queue_bytes(q),
+                        queue_limit: None,
+                    });
+                }
+                continue;
+            };
             let background = self.background.iter().find(|b| b.link == k);
             let mut capacity = link.capacity_at(t);
             if let Some(b) = background {
@@ -419,30 +462,35 @@ impl Relay {
     }
 
     fn enter(&mut self, at: Instant, pkt: InFlight) {
-        let k = self.routes[pkt.route as usize][pkt.hop as usize];
+        let hop = self.routes[pkt.route as usize][pkt.hop as usize];
+        let k = hop.element as usize;
         let c = &mut self.counts[k];
         c.packets_in += 1;
         c.bytes_in += pkt.size().as_bytes();
-        // The link may be due for work before this arrival (a frame from the previous link at
+        let element = &mut self.elements[k];
+        // The element may be due for work before this arrival (a frame from the previous one at
         // the same instant): the arrival finds it as it is by then.
-        if self.links[k].poll_timeout().is_some_and(|d| d <= at) {
-            self.links[k].on_timeout(at);
+        if element.poll_timeout().is_some_and(|d| d <= at) {
+            element.on_timeout(at);
         }
-        if let Err((pkt, reason)) = self.links[k].enqueue(at, pkt) {
-            self.drop_packet(at, k, pkt, reason);
+        if let Err((pkt, reason)) = element.push(at, hop.from, hop.to, pkt) {
+            let queue = self.elements[k].queue_of(hop.from, hop.to);
+            self.drop_packet(at, k, queue, pkt, reason);
         }
-        // A link with nothing to wait for (no capacity limit, no delay) delivers at once.
-        if self.links[k].poll_timeout().is_some_and(|d| d <= at) {
-            self.links[k].on_timeout(at);
+        // An element with nothing to wait for (a link without capacity limit or delay) delivers
+        // at once.
+        let element = &mut self.elements[k];
+        if element.poll_timeout().is_some_and(|d| d <= at) {
+            element.on_timeout(at);
         }
         self.drain(k, at);
     }
 
     fn drain(&mut self, k: usize, now: Instant) {
-        while let Some((pkt, reason)) = self.links[k].poll_drop() {
-            self.drop_packet(now, k, pkt, reason);
+        while let Some((queue, pkt, reason)) = self.elements[k].poll_drop() {
+            self.drop_packet(now, k, queue, pkt, reason);
         }
-        while let Some((at, mut pkt)) = self.links[k].poll_output(now) {
+        while let Some((at, _, mut pkt)) = self.elements[k].poll_output(now) {
             let c = &mut self.counts[k];
             c.packets_out += 1;
             c.bytes_out += pkt.size().as_bytes();
@@ -470,12 +518,13 @@ impl Relay {
         }
     }
 
-    fn drop_packet(&mut self, at: Instant, link: usize, pkt: InFlight, reason: DropReason) {
-        *self.counts[link].dropped.entry(reason.as_str()).or_default() += 1;
+    /// Element `k` dropped `pkt` from its queue `queue`.
+    fn drop_packet(&mut self, at: Instant, k: usize, queue: u16, pkt: InFlight, reason: DropReason) {
+        *self.counts[k].dropped.entry(reason.as_str()).or_default() += 1;
         self.dropped.push_back(Dropped {
             id: pkt.id,
             at,
-            link,
+            link: self.first_queue[k] + usize::from(queue),
             reason,
             frame: pkt.frame,
             arrived: pkt.arrived,

@@ -198,3 +198,31 @@ fn links_are_sampled_every_10_ms_and_at_each_capacity_change_as_the_simulator_sa
     assert_eq!(samples[2].queue.as_bytes(), 0);
     assert_eq!(samples[0].queue_limit.map(|l| l.as_bytes()), Some(3000));
 }
+
+#[path = "../../rtcbench-net/tests/toy/tap.rs"]
+mod tap;
+
+/// A new kind of element needs one trait impl and one line where the relay is built: the toy
+/// fixed-delay tap (`rtcbench-net/tests/toy/tap.rs`, the one the simulator's test runs) in
+/// place of link `ab` carries frames in exactly its delay, on a route of two elements.
+#[test]
+fn a_toy_element_in_place_of_a_link_carries_frames() {
+    let tap = Box::new(tap::FixedDelayTap::new(Duration::from_millis(37)));
+    let mut relay = Relay::with_elements(&config(), vec![("ab".to_string(), tap)]).expect("fits together");
+    relay.arrive(ms(100), 0, datagram(1, 2, 1250));
+    relay.arrive(ms(101), 0, datagram(1, 3, 1250));
+    relay.advance(ms(136));
+    assert!(relay.poll_departure().is_none(), "due at 137 ms, not before");
+    relay.advance(ms(200));
+    let first = relay.poll_departure().expect("delivered to B");
+    assert_eq!((first.due, first.to), (ms(137), 1));
+    // Then bc's 5 ms.
+    let second = relay.poll_departure().expect("delivered to C");
+    assert_eq!((second.due, second.to), (ms(143), 2));
+    assert!(relay.poll_dropped().is_none());
+    let err = Relay::with_elements(
+        &config(),
+        vec![("zz".to_string(), Box::new(tap::FixedDelayTap::new(Duration::ZERO)))],
+    );
+    assert!(err.err().is_some_and(|e| e.contains("no link named zz")));
+}

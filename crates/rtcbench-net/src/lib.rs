@@ -13,7 +13,10 @@
 //! # Driving an element
 //!
 //! Elements are sans-IO: they never read a clock. Time comes in as `now`, which must never go
-//! back. With a [`link::Link`]:
+//! back. Every kind implements one trait, [`Element`] (ports where packets enter and leave,
+//! queues where they wait); a driver holds them as [`AnyElement`] and moves packets from one to
+//! the next along [`ElementHop`]s, the same few calls whatever the kind. With a [`link::Link`]
+//! through its own methods (the trait's are the same with ports: `push(now, 0, 1, pkt)`):
 //!
 //! 1. an arriving packet: [`Link::enqueue(now, pkt)`](link::Link::enqueue), which may refuse it
 //!    with a [`DropReason`];
@@ -30,6 +33,7 @@
 //! the simulator's event heap wakes every element at its deadline, so it never needs to.
 
 pub mod cbr;
+pub mod element;
 pub mod frame;
 pub mod link;
 pub mod packet;
@@ -37,6 +41,7 @@ pub mod queue;
 pub mod radio;
 pub mod rng;
 
+pub use element::{AnyElement, Element, ElementHop, HostRelease};
 pub use frame::IpFrame;
 pub use packet::{DropReason, FlowKey, NetPacket};
 pub use rtcbench_wire::Ecn;

@@ -789,7 +789,7 @@ fn validate_call_settings(
                 within(origin, format!("{p}.video.{name}"), r, Bitrate::bps(1), MAX_RATE)?;
             }
         }
-        // RFC 8867 §4.3's defaults apply to what is not given (world.rs).
+        // RFC 8867 §4.3's defaults apply to what is not given (`elements::DEFAULT_VIDEO_MIN`, `_MAX`).
         let min = get(&v.min).unwrap_or(Bitrate::kbps(150));
         let max = get(&v.max).unwrap_or(Bitrate::kbps(1500));
         if min > max {

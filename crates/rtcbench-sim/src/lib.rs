@@ -38,6 +38,6 @@ pub mod link {
 pub use rtcbench_scenario::run::{CallMeta, FlowMeta, LinkMeta, Meta};
 pub use world::{
     simulate, simulate_with, write_pcap, BuildController, CallSetup, CaptureWriter, Captured,
-    CapturedTransport, ControllerChoice, RunOptions, RunOutput, Simulation, UserController, UserFeedback,
-    LINK_SAMPLE_INTERVAL,
+    CapturedTransport, ControllerChoice, ElementOverride, RunOptions, RunOutput, Simulation, UserController,
+    UserFeedback, LINK_SAMPLE_INTERVAL,
 };

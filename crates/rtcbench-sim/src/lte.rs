@@ -10,17 +10,19 @@
 
 use rtcbench_net::radio::lte::{Cell, DirStats, Direction, Port};
 use rtcbench_net::rng::rng_for;
+use rtcbench_net::AnyElement;
 use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{LinkId, Packet};
 use crate::trace::{LinkTable, RadioSample};
 use rtcbench_scenario::lte::cell_config;
-use rtcbench_scenario::run::{cell_rng_path, ue_and_direction};
+use rtcbench_scenario::run::cell_rng_path;
 use rtcbench_scenario::{LteSpec, ScenarioError};
 
-/// The cells of a run and what the trace needs of them.
+/// What the trace needs of a run's cells (the elements themselves are the world's).
 pub(crate) struct LteNet {
-    pub cells: Vec<Cell<Packet>>,
+    /// The world's element index of the first cell; the others follow it.
+    first_element: usize,
     /// Per cell, the link id of its first UE's downlink buffer; UE i (from 1) has
     /// `first_queue + 2 (i − 1)` downlink and the next id uplink.
     first_queue: Vec<LinkId>,
@@ -31,13 +33,15 @@ pub(crate) struct LteNet {
 }
 
 impl LteNet {
-    /// The cells of `lte`, their buffers numbered from `first_link` on.
+    /// The cells of `lte`, their buffers numbered from `first_link` on, to be the world's
+    /// elements from `first_element` on.
     pub(crate) fn new(
         lte: &[LteSpec],
         seed: u64,
         first_link: usize,
+        first_element: usize,
         origin: &str,
-    ) -> Result<Self, ScenarioError> {
+    ) -> Result<(Self, Vec<Cell<Packet>>), ScenarioError> {
         let mut cells = Vec::with_capacity(lte.len());
         let mut first_queue = Vec::with_capacity(lte.len());
         let mut next = first_link;
@@ -50,14 +54,7 @@ impl LteNet {
         }
         let last = cells.iter().map(|c| vec![[DirStats::default(); 2]; c.ues()]).collect();
         let last_ttis = vec![None; cells.len()];
-        Ok(Self { cells, first_queue, last_ttis, last })
-    }
-
-    /// The link id of the buffer a packet from `from` to `to` waits in: the eNB's for a
-    /// downlink, the UE's for an uplink.
-    pub(crate) fn queue_id(&self, cell: u16, from: Port, to: Port) -> LinkId {
-        let (ue, dir) = ue_and_direction(from, to);
-        buffer_id(self.first_queue[usize::from(cell)], ue, dir)
+        Ok((Self { first_element, first_queue, last_ttis, last }, cells))
     }
 
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
@@ -65,8 +62,14 @@ impl LteNet {
     /// sample.
     /// Rates and shares are over the TTIs the cell ran since the last sample, not the time
     /// elapsed, so that a TTI starting at a sample instant counts in exactly one sample.
-    pub(crate) fn sample(&mut self, now: Instant, links: &mut LinkTable) {
-        for (c, cell) in self.cells.iter_mut().enumerate() {
+    pub(crate) fn sample(
+        &mut self,
+        now: Instant,
+        elements: &mut [AnyElement<Packet>],
+        links: &mut LinkTable,
+    ) {
+        let cells = &mut elements[self.first_element..self.first_element + self.first_queue.len()];
+        for (c, cell) in cells.iter_mut().map(|e| e.as_cell_mut().expect("the cells' elements")).enumerate() {
             let first = self.first_queue[c];
             let done = cell.ttis_done(now);
             let ttis = self.last_ttis[c].replace(done).map(|before| done - before).filter(|&n| n > 0);

@@ -10,6 +10,7 @@
 
 use rtcbench_net::radio::wifi::{Bss, NodeStats, Port};
 use rtcbench_net::rng::rng_for;
+use rtcbench_net::AnyElement;
 use rtcbench_units::Instant;
 
 use crate::packet::{LinkId, Packet};
@@ -18,9 +19,10 @@ use rtcbench_scenario::run::bss_rng_path;
 use rtcbench_scenario::wifi::bss_config;
 use rtcbench_scenario::{ScenarioError, WifiSpec};
 
-/// The BSSes of a run and what the trace needs of them.
+/// What the trace needs of a run's BSSes (the elements themselves are the world's).
 pub(crate) struct WifiNet {
-    pub bsses: Vec<Bss<Packet>>,
+    /// The world's element index of the first BSS; the others follow it.
+    first_element: usize,
     /// Per BSS, the link id of its AP's queues; port p's are `first_queue + p`.
     first_queue: Vec<LinkId>,
     /// Per BSS and port, the counters at the last sample (and the extended attempts of a
@@ -31,13 +33,15 @@ pub(crate) struct WifiNet {
 }
 
 impl WifiNet {
-    /// The BSSes of `wifi`, their queues numbered from `first_link` on.
+    /// The BSSes of `wifi`, their queues numbered from `first_link` on, to be the world's
+    /// elements from `first_element` on.
     pub(crate) fn new(
         wifi: &[WifiSpec],
         seed: u64,
         first_link: usize,
+        first_element: usize,
         origin: &str,
-    ) -> Result<Self, ScenarioError> {
+    ) -> Result<(Self, Vec<Bss<Packet>>), ScenarioError> {
         let mut bsses = Vec::with_capacity(wifi.len());
         let mut first_queue = Vec::with_capacity(wifi.len());
         let mut next = first_link;
@@ -50,25 +54,21 @@ impl WifiNet {
         }
         let last = bsses.iter().map(|b| vec![NodeStats::default(); b.stations() + 1]).collect();
         let last_extended = bsses.iter().map(|b| vec![0; b.stations() + 1]).collect();
-        Ok(Self { bsses, first_queue, last, last_extended, last_sample: None })
+        Ok((Self { first_element, first_queue, last, last_extended, last_sample: None }, bsses))
     }
 
     /// The link id of the queues of the node at `port` of BSS `bss`.
-    pub(crate) fn queue_id(&self, bss: u16, port: Port) -> LinkId {
+    fn queue_id(&self, bss: u16, port: Port) -> LinkId {
         self.first_queue[usize::from(bss)] + port.0
-    }
-
-    /// How many transmit queues (link ids) the BSSes take: one per node.
-    pub(crate) fn queues(&self) -> usize {
-        self.bsses.iter().map(|b| b.stations() + 1).sum()
     }
 
     /// One row per node of every BSS in the links table: its queues and its MAC counters since
     /// the last sample.
-    pub(crate) fn sample(&mut self, now: Instant, links: &mut LinkTable) {
+    pub(crate) fn sample(&mut self, now: Instant, elements: &[AnyElement<Packet>], links: &mut LinkTable) {
         let span = self.last_sample.map(|t| now - t);
         self.last_sample = Some(now);
-        for (b, bss) in self.bsses.iter().enumerate() {
+        let bsses = &elements[self.first_element..self.first_element + self.first_queue.len()];
+        for (b, bss) in bsses.iter().map(|e| e.as_bss().expect("the BSSes' elements")).enumerate() {
             for p in 0..=bss.stations() {
                 let port = Port(p as u16);
                 let now_stats = bss.stats(port);

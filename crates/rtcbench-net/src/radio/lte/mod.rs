@@ -433,7 +433,8 @@ pub struct Cell<P> {
     next_tti: Option<Tti>,
     harq_rng: SimRng,
     output: VecDeque<(Instant, Port, P)>,
-    drops: VecDeque<(Port, P, DropReason)>,
+    /// Dropped packets, with the UE (index) and direction of the buffer that held them.
+    drops: VecDeque<(usize, Direction, P, DropReason)>,
     /// Reused per TTI.
     candidates: Vec<Candidate>,
     blocked: Vec<bool>,
@@ -670,7 +671,26 @@ impl<P: NetPacket> Cell<P> {
 
     /// The next packet dropped inside the cell, with the port of the node that held it.
     pub fn poll_drop(&mut self) -> Option<(Port, P, DropReason)> {
-        self.drops.pop_front()
+        self.drops.pop_front().map(|(ue, dir, pkt, reason)| (holder(ue, dir), pkt, reason))
+    }
+
+    /// The next packet dropped inside the cell, with the buffer that held it (as
+    /// [`Cell::buffer`] numbers them).
+    pub(crate) fn poll_drop_buffer(&mut self) -> Option<(u16, P, DropReason)> {
+        self.drops.pop_front().map(|(ue, dir, pkt, reason)| (buffer(ue, dir), pkt, reason))
+    }
+
+    /// How many buffers the cell has: a downlink one (at the eNB) and an uplink one (at the UE)
+    /// per UE.
+    pub fn buffers(&self) -> usize {
+        2 * self.ues.len()
+    }
+
+    /// The number of the buffer a packet from port `from` to port `to` waits in: UE i's (from
+    /// 1) downlink buffer is 2 (i − 1), its uplink buffer the next.
+    pub fn buffer(&self, from: Port, to: Port) -> u16 {
+        let (ue, dir) = if from == Port::ENB { (to, Direction::Downlink) } else { (from, Direction::Uplink) };
+        buffer(self.ue_index(ue), dir)
     }
 
     // ---- time ----
@@ -1049,13 +1069,12 @@ impl<P: NetPacket> Cell<P> {
     /// A new transport block for `ue`'s direction `dir` in TTI `k`: up to `cap` bytes from its
     /// buffer, PDCP discard on the way.
     fn fill(&mut self, k: Tti, ue: usize, dir: Direction, cap: u64) -> (u64, u64) {
-        let (now, timer, holder) =
-            (Instant::from_millis(k as i64), self.cfg.rlc.discard_timer, holder(ue, dir));
+        let (now, timer) = (Instant::from_millis(k as i64), self.cfg.rlc.discard_timer);
         let drops = &mut self.drops;
         let Link { rlc, stats, .. } = self.ues[ue].link_mut(dir);
         rlc.take(cap, now, timer, |pkt| {
             stats.discard_drops += 1;
-            drops.push_back((holder, pkt, DropReason::Lifetime));
+            drops.push_back((ue, dir, pkt, DropReason::Lifetime));
         })
     }
 
@@ -1074,7 +1093,6 @@ impl<P: NetPacket> Cell<P> {
             Direction::Downlink => tb.units * self.rbg_size,
             Direction::Uplink => tb.units,
         };
-        let holder = holder(ue, dir);
         let link = self.ues[ue].link_mut(dir);
         link.stats.rb_ttis += u64::from(prb);
         link.stats.ttis_scheduled += 1;
@@ -1094,7 +1112,7 @@ impl<P: NetPacket> Cell<P> {
             let drops = &mut self.drops;
             rlc.lose(tb.start, tb.end, |pkt| {
                 stats.harq_failure_drops += 1;
-                drops.push_back((holder, pkt, DropReason::HarqFailure));
+                drops.push_back((ue, dir, pkt, DropReason::HarqFailure));
             });
         }
         let at = Instant::from_millis(k as i64 + 1) + self.cfg.core_delay;
@@ -1119,6 +1137,11 @@ impl<P: NetPacket> Cell<P> {
 }
 
 /// The node that holds `ue`'s buffer of direction `dir`: the eNB, or the UE.
+/// The number of UE `ue`'s (index) buffer of direction `dir` ([`Cell::buffer`]).
+fn buffer(ue: usize, dir: Direction) -> u16 {
+    2 * ue as u16 + u16::from(dir == Direction::Uplink)
+}
+
 fn holder(ue: usize, dir: Direction) -> Port {
     match dir {
         Direction::Downlink => Port::ENB,

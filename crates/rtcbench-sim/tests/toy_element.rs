@@ -1,0 +1,84 @@
+//! A new kind of network element needs one trait impl and one line where the run is built: the
+//! toy fixed-delay tap (`rtcbench-net/tests/toy/tap.rs`) in place of a call's forward link
+//! carries the call, and its packets arrive exactly its delay after they were sent.
+
+#[path = "../../rtcbench-net/tests/toy/tap.rs"]
+mod tap;
+
+use rtcbench_cc::ControllerKind;
+use rtcbench_scenario::load;
+use rtcbench_sim::trace::PacketEvent;
+use rtcbench_sim::{RunOptions, Simulation};
+use rtcbench_units::Duration;
+use tap::FixedDelayTap;
+
+const SCENARIO: &str = r#"
+id = "toy-element"
+title = "A call over two links"
+source = "test"
+duration = "5s"
+
+[[links]]
+name = "forward"
+from = "A"
+to = "B"
+delay = "10ms"
+capacity = "2Mbps"
+queue = { size = "300ms" }
+
+[[links]]
+name = "backward"
+from = "B"
+to = "A"
+delay = "20ms"
+
+[[calls]]
+from = "A"
+to = "B"
+"#;
+
+#[test]
+fn a_toy_element_in_place_of_a_link_carries_the_call() {
+    let scenario = load(SCENARIO, "test", &[]).expect("a valid scenario").remove(0);
+    let tap = Box::new(FixedDelayTap::new(Duration::from_millis(37)));
+    let out = Simulation::with_elements(
+        &scenario,
+        ControllerKind::Fixed.into(),
+        1,
+        RunOptions::default(),
+        vec![("forward".to_string(), tap)],
+    )
+    .expect("the run builds")
+    .finish();
+    let p = &out.trace.packets;
+    let delays: Vec<i64> = (0..p.len())
+        .filter(|&i| p.event[i] == PacketEvent::Received as u8)
+        .map(|i| p.t_us[i] - p.sent_us[i])
+        .collect();
+    let through_tap = delays.iter().filter(|&&d| d == 37_000).count();
+    assert!(through_tap > 300, "{through_tap} packets crossed the tap in 5 s");
+    // Forward packets take the tap's 37 ms, RTCP back the backward link's 20 ms; nothing else.
+    assert!(delays.iter().all(|&d| d == 37_000 || d == 20_000), "delays: {delays:?}");
+    assert!(!p.event.contains(&(PacketEvent::Dropped as u8)), "the tap drops nothing");
+    // The links table samples the tap as link 0 (what it holds), the backward link as link 1.
+    let l = &out.trace.links;
+    let tap_rows: Vec<usize> = (0..l.t_us.len()).filter(|&i| l.link[i] == 0).collect();
+    assert_eq!(tap_rows.len(), (0..l.t_us.len()).filter(|&i| l.link[i] == 1).count());
+    assert!(tap_rows.iter().any(|&i| l.queue_bytes[i] > 0), "the tap holds packets on their way");
+}
+
+#[test]
+fn an_element_for_a_link_the_scenario_does_not_have_is_an_error() {
+    let scenario = load(SCENARIO, "test", &[]).expect("a valid scenario").remove(0);
+    let tap = Box::new(FixedDelayTap::new(Duration::from_millis(1)));
+    let err = Simulation::with_elements(
+        &scenario,
+        ControllerKind::Fixed.into(),
+        1,
+        RunOptions::default(),
+        vec![("sideways".to_string(), tap)],
+    )
+    .err()
+    .expect("no link named sideways");
+    assert!(err.to_string().contains("no link named \"sideways\""), "{err}");
+}
