@@ -1,7 +1,7 @@
 //! The rtcbench simulator: a deterministic discrete-event simulation of real-time media calls
 //! over impaired networks.
 //!
-//! [`scenario`] loads and validates scenario files; [`simulate`] runs one resolved variant with
+//! `rtcbench_scenario` loads and validates scenario files; [`simulate`] runs one resolved variant with
 //! one controller and seed and returns its [`trace::Trace`] and [`Meta`]; [`simulate_with`] also
 //! takes a [`UserController`] (built per call from outside the workspace, as rtcbench-py does for
 //! Python classes) and [`RunOptions`]; a [`Simulation`] is the same run advanced in steps by its

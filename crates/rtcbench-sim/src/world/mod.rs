@@ -217,11 +217,11 @@ pub fn simulate_with(
 /// [`Simulation::finish`] runs to the end and returns what [`simulate_with`] would.
 ///
 /// ```
-/// # use rtcbench_sim::{scenario, Simulation, RunOptions};
+/// # use rtcbench_sim::{Simulation, RunOptions};
 /// # use rtcbench_cc::ControllerKind;
 /// # use rtcbench_units::{Bitrate, Duration};
-/// let (text, origin) = scenario::builtin::find("rfc8867-5.1").unwrap();
-/// let variant = scenario::load(text, &origin, &[]).unwrap().remove(0);
+/// let (text, origin) = rtcbench_scenario::builtin::find("rfc8867-5.1").unwrap();
+/// let variant = rtcbench_scenario::load(text, &origin, &[]).unwrap().remove(0);
 /// let options = RunOptions { external: Some(0), ..RunOptions::default() };
 /// let mut sim = Simulation::new(&variant, ControllerKind::Gcc.into(), 1, options).unwrap();
 /// while !sim.is_done() {
