@@ -19,8 +19,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rtcbench_units::{Bitrate, DataSize, Duration};
-use serde::de::DeserializeOwned;
 
+use param::{Segment, Shape};
 use rtcbench_net::link::capacity_trace::CapacityTrace;
 use rtcbench_net::radio::lte::Port as LtePort;
 use rtcbench_net::radio::wifi::Port as WifiPort;
@@ -240,9 +240,7 @@ fn set_in_table(
 /// An error names the line of the field it is about, or the `--set` that gave the field its value.
 pub fn load(text: &str, origin: &str, sets: &[String]) -> Result<Vec<Scenario>, ScenarioError> {
     let edited = apply_overrides(text, origin, sets)?;
-    parse(&edited, origin)
-        .and_then(|spec| expand(spec, origin))
-        .map_err(|e| place(e, origin, text, &edited, sets))
+    expand(&edited, origin).map_err(|e| place(e, origin, text, &edited, sets))
 }
 
 /// Points an error about the scenario text from `origin` at what caused it: the `--set` that set
@@ -267,257 +265,81 @@ fn place(mut e: ScenarioError, origin: &str, text: &str, edited: &str, sets: &[S
     e
 }
 
-/// What a parameter holds before expansion.
-enum Shape<'a> {
-    One,
-    Many(&'a [String]),
-    Var(&'a str),
-}
-
-/// Type-erased access to a `Param<T>` during expansion.
-trait Slot {
-    fn shape(&self) -> Shape<'_>;
-    fn choose(&mut self, index: usize);
-    fn assign(&mut self, value: &toml::Value) -> Result<(), String>;
-}
-
-impl<T: DeserializeOwned + Clone> Slot for Param<T> {
-    fn shape(&self) -> Shape<'_> {
-        match self {
-            Self::One(_) => Shape::One,
-            Self::Many(_, labels) => Shape::Many(labels),
-            Self::Var(name) => Shape::Var(name),
+/// A field's path as errors write it, as `validate` does: an element of `links`, `wifi` or `lte`
+/// by its `name` (their names are required and unique), a schedule's step as `schedule[k]`, any
+/// other list element by its index (`links.fwd.schedule[0].capacity`, `calls.0.video.max`,
+/// `wifi.wlan.stations.1.per`).
+fn field_path(tree: &toml::Table, path: &[Segment]) -> String {
+    let mut out = String::new();
+    let mut parent = "";
+    for (depth, seg) in path.iter().enumerate() {
+        match seg {
+            Segment::Key(k) => {
+                if depth > 0 {
+                    out.push('.');
+                }
+                out.push_str(k);
+                parent = k;
+            }
+            Segment::Index(i) if parent == "schedule" => out.push_str(&format!("[{i}]")),
+            Segment::Index(i) => {
+                let by_name = depth == 1 && ["links", "wifi", "lte"].contains(&parent);
+                let element = by_name.then(|| param::at(tree, &path[..=depth])).flatten();
+                match element.and_then(|e| e.get("name")).and_then(toml::Value::as_str) {
+                    Some(name) => out.push_str(&format!(".{name}")),
+                    None => out.push_str(&format!(".{i}")),
+                }
+            }
         }
     }
-    fn choose(&mut self, index: usize) {
-        if let Self::Many(values, _) = self {
-            *self = Self::One(values[index].clone());
-        }
-    }
-    fn assign(&mut self, value: &toml::Value) -> Result<(), String> {
-        let v = T::deserialize(value.clone()).map_err(|e| e.message().trim().to_string())?;
-        *self = Self::One(v);
-        Ok(())
-    }
+    out
 }
 
-/// Calls `f` on every parameter of the scenario, in file order, with its field path.
-fn walk(
-    spec: &mut ScenarioSpec,
-    f: &mut dyn FnMut(&str, &mut dyn Slot) -> Result<(), String>,
-) -> Result<(), ScenarioError> {
-    let mut visit = |path: String, slot: &mut dyn Slot| -> Result<(), (String, String)> {
-        f(&path, slot).map_err(|m| (path, m))
-    };
-    let mut go = || -> Result<(), (String, String)> {
-        visit("duration".into(), &mut spec.duration)?;
-        for l in &mut spec.links {
-            let p = format!("links.{}", l.name);
-            if let Some(d) = &mut l.delay {
-                visit(format!("{p}.delay"), d)?;
-            }
-            if let Some(c) = &mut l.capacity {
-                visit(format!("{p}.capacity"), c)?;
-            }
-            if let Some(c) = &mut l.reference_capacity {
-                visit(format!("{p}.reference_capacity"), c)?;
-            }
-            for (k, step) in l.schedule.iter_mut().flatten().enumerate() {
-                if let Some(c) = &mut step.capacity {
-                    visit(format!("{p}.schedule[{k}].capacity"), c)?;
-                }
-            }
-            if let Some(t) = &mut l.capacity_trace {
-                visit(format!("{p}.capacity_trace.file"), &mut t.file)?;
-            }
-            if let Some(q) = &mut l.queue {
-                visit(format!("{p}.queue.size"), &mut q.size)?;
-                if let Some(k) = &mut q.kind {
-                    visit(format!("{p}.queue.kind"), k)?;
-                }
-            }
-            if let Some(m) = &mut l.mechanism {
-                visit(format!("{p}.mechanism"), m)?;
-            }
-            if let Some(c) = &mut l.physical_capacity {
-                visit(format!("{p}.physical_capacity"), c)?;
-            }
-            if let Some(j) = &mut l.jitter {
-                visit(format!("{p}.jitter.std"), &mut j.std)?;
-                if let Some(n) = &mut j.n_std {
-                    visit(format!("{p}.jitter.n_std"), n)?;
-                }
-            }
-            match &mut l.loss {
-                Some(LossSpec::Bernoulli { rate }) => visit(format!("{p}.loss.rate"), rate)?,
-                Some(LossSpec::GilbertElliott { p: gp, r, loss_good, loss_bad }) => {
-                    visit(format!("{p}.loss.p"), gp)?;
-                    visit(format!("{p}.loss.r"), r)?;
-                    if let Some(g) = loss_good {
-                        visit(format!("{p}.loss.loss_good"), g)?;
-                    }
-                    if let Some(b) = loss_bad {
-                        visit(format!("{p}.loss.loss_bad"), b)?;
-                    }
-                }
-                None => {}
-            }
-        }
-        let mut call = |p: String, c: &mut CallSpec| -> Result<(), (String, String)> {
-            if let Some(f) = &mut c.fec {
-                visit(format!("{p}.fec"), f)?;
-            }
-            if let Some(v) = &mut c.video {
-                for (name, slot) in [("min", &mut v.min), ("max", &mut v.max), ("start", &mut v.start)] {
-                    if let Some(s) = slot {
-                        visit(format!("{p}.video.{name}"), s)?;
-                    }
-                }
-            }
-            Ok(())
-        };
-        for (i, c) in spec.calls.iter_mut().enumerate() {
-            call(format!("calls.{i}"), c)?;
-        }
-        for (i, c) in spec.conferences.iter_mut().enumerate() {
-            call(format!("conferences.{i}.call"), &mut c.call.0)?;
-        }
-        for w in &mut spec.wifi {
-            let p = format!("wifi.{}", w.name);
-            if let Some(r) = &mut w.retry_limit {
-                visit(format!("{p}.retry_limit"), r)?;
-            }
-            if let Some(n) = w.ap_queue.as_mut().and_then(|q| q.packets.as_mut()) {
-                visit(format!("{p}.ap_queue.packets"), n)?;
-            }
-            if let Some(n) = w.station_queue.as_mut().and_then(|q| q.packets.as_mut()) {
-                visit(format!("{p}.station_queue.packets"), n)?;
-            }
-            if let Some(m) = w.phy.as_mut().and_then(|phy| phy.mcs.as_mut()) {
-                visit(format!("{p}.phy.mcs"), m)?;
-            }
-            for (name, at) in &mut w.positions {
-                let ap = format!("{p}.positions.{name}");
-                if let Some(m) = at.phy.as_mut().and_then(|phy| phy.mcs.as_mut()) {
-                    visit(format!("{ap}.phy.mcs"), m)?;
-                }
-                if let Some(per) = &mut at.per {
-                    visit(format!("{ap}.per"), per)?;
-                }
-                if let Some(snr) = &mut at.snr_db {
-                    visit(format!("{ap}.snr_db"), snr)?;
-                }
-            }
-            for (k, st) in w.stations.iter_mut().enumerate() {
-                let sp = format!("{p}.stations.{k}");
-                if let Some(at) = &mut st.position {
-                    visit(format!("{sp}.position"), at)?;
-                }
-                if let Some(m) = st.phy.as_mut().and_then(|phy| phy.mcs.as_mut()) {
-                    visit(format!("{sp}.phy.mcs"), m)?;
-                }
-                if let Some(per) = &mut st.per {
-                    visit(format!("{sp}.per"), per)?;
-                }
-                if let Some(snr) = &mut st.snr_db {
-                    visit(format!("{sp}.snr_db"), snr)?;
-                }
-                if let Some(r) = &mut st.retry_adaptation {
-                    let rp = format!("{sp}.retry_adaptation");
-                    visit(format!("{rp}.extension"), &mut r.extension)?;
-                    visit(format!("{rp}.cl_threshold"), &mut r.cl_threshold)?;
-                    visit(format!("{rp}.buffer_threshold"), &mut r.buffer_threshold)?;
-                }
-            }
-            for (k, i) in w.interferers.iter_mut().enumerate() {
-                visit(format!("{p}.interferers.{k}.period"), &mut i.period)?;
-                visit(format!("{p}.interferers.{k}.busy"), &mut i.busy)?;
-            }
-        }
-        for l in &mut spec.lte {
-            let p = format!("lte.{}", l.name);
-            if let Some(b) = &mut l.buffer {
-                visit(format!("{p}.buffer"), b)?;
-            }
-            if let Some(b) = &mut l.ue_buffer {
-                visit(format!("{p}.ue_buffer"), b)?;
-            }
-            if let Some(d) = &mut l.discard_timer {
-                visit(format!("{p}.discard_timer"), d)?;
-            }
-            for (k, u) in l.ues.iter_mut().enumerate() {
-                if let Some(at) = &mut u.position {
-                    visit(format!("{p}.ues.{k}.position"), at)?;
-                }
-            }
-            let positions = l.positions.iter_mut().map(|(name, r)| (format!("{p}.positions.{name}"), r));
-            let own = l.ues.iter_mut().enumerate().map(|(k, u)| (format!("{p}.ues.{k}"), &mut u.radio));
-            for (rp, r) in positions.chain(own) {
-                let cqis = [("cqi", &mut r.cqi), ("dl_cqi", &mut r.dl_cqi), ("ul_cqi", &mut r.ul_cqi)];
-                for (name, c) in cqis {
-                    if let Some(c) = c {
-                        visit(format!("{rp}.{name}"), c)?;
-                    }
-                }
-                let sinrs = [
-                    ("sinr_db", &mut r.sinr_db),
-                    ("dl_sinr_db", &mut r.dl_sinr_db),
-                    ("ul_sinr_db", &mut r.ul_sinr_db),
-                ];
-                for (name, v) in sinrs {
-                    if let Some(v) = v {
-                        visit(format!("{rp}.{name}"), v)?;
-                    }
-                }
-                if let Some(v) = &mut r.speed_kmh {
-                    visit(format!("{rp}.speed_kmh"), v)?;
-                }
-            }
-        }
-        for (i, t) in spec.tcp.iter_mut().enumerate() {
-            if let Some(cc) = &mut t.cc {
-                visit(format!("tcp.{i}.cc"), cc)?;
-            }
-        }
-        for (i, c) in spec.cbr.iter_mut().enumerate() {
-            visit(format!("cbr.{i}.rate"), &mut c.rate)?;
-        }
-        Ok(())
-    };
-    // The caller knows the file; it fills in `origin`.
-    go().map_err(|(path, message)| ScenarioError::new("", Some(path), message))
-}
-
-/// Expands sets of values into one resolved, validated scenario per combination. Named sets
-/// (`[variants]`) come first in name order, then anonymous sets in schema order; the last varies
+/// Reads scenario text and expands its sets of values into one resolved, validated scenario per
+/// combination. Named sets (`[variants]`) come first in name order, then anonymous sets in schema
+/// order (the order in which the structs of [`schema`] declare their fields); the last varies
 /// fastest.
-pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, ScenarioError> {
-    let with_origin = |mut e: ScenarioError| {
-        e.origin = origin.to_string();
-        e
+///
+/// Expansion works on the file's TOML tree: each variant is the tree with every set replaced by
+/// one of its values, read into a [`ScenarioSpec`] in which every parameter is one value. The
+/// types alone say which fields take a set ([`Param`], see `param.rs`), so a new `Param` field
+/// varies with no other change.
+pub fn expand(text: &str, origin: &str) -> Result<Vec<Scenario>, ScenarioError> {
+    let spec = parse(text, origin)?;
+    let tree: toml::Table = toml::from_str(text).expect("the text parsed as a scenario above");
+    let err = |path: &[Segment], message: String| {
+        ScenarioError::new(origin, Some(field_path(&tree, path)), message)
     };
     // Discover the axes.
     let named: Vec<(String, Vec<toml::Value>)> = spec.variants.clone().into_iter().collect();
-    let mut anonymous: Vec<(String, Vec<String>)> = Vec::new();
+    let sets = param::find_sets(&spec);
+    let mut anonymous: Vec<(String, &[String])> = Vec::new();
+    // For each set: its axis, named (index in `named`) or anonymous (index in `anonymous`).
+    let mut axes: Vec<Axis> = Vec::with_capacity(sets.len());
     let mut used: Vec<bool> = vec![false; named.len()];
-    let mut probe = spec.clone();
-    walk(&mut probe, &mut |path, slot| {
-        match slot.shape() {
-            Shape::One => {}
-            Shape::Many(labels) => anonymous.push((path.to_string(), labels.to_vec())),
+    for set in &sets {
+        match &set.shape {
+            Shape::Many(labels) => {
+                let short = match set.path.last() {
+                    Some(Segment::Key(k)) => k.clone(),
+                    _ => field_path(&tree, &set.path),
+                };
+                anonymous.push((short, labels));
+                axes.push(Axis::Anonymous(anonymous.len() - 1));
+            }
             Shape::Var(name) => {
                 let Some(k) = named.iter().position(|(n, _)| n == name) else {
                     let known: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
-                    return Err(format!(
-                        "\"${name}\" is not a set declared in [variants] (declared: {known:?})"
+                    return Err(err(
+                        &set.path,
+                        format!("\"${name}\" is not a set declared in [variants] (declared: {known:?})"),
                     ));
                 };
                 used[k] = true;
+                axes.push(Axis::Named(k));
             }
         }
-        Ok(())
-    })
-    .map_err(with_origin)?;
+    }
     if let Some(k) = used.iter().position(|u| !u) {
         return Err(ScenarioError::new(
             origin,
@@ -554,7 +376,6 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
                 ),
             )
         })?;
-    let short = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
     let mut out = Vec::with_capacity(total);
     let mut traces = traces::TraceCache::default();
     for combo in 0..total {
@@ -565,21 +386,26 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
             *d = rest % size;
             rest /= size;
         }
-        let mut spec = spec.clone();
-        let mut anon_k = 0;
-        walk(&mut spec, &mut |_, slot| match slot.shape() {
-            Shape::One => Ok(()),
-            Shape::Many(_) => {
-                slot.choose(idx[named.len() + anon_k]);
-                anon_k += 1;
-                Ok(())
-            }
-            Shape::Var(name) => {
-                let k = named.iter().position(|(n, _)| n == name).expect("checked above");
-                slot.assign(&named[k].1[idx[k]])
-            }
-        })
-        .map_err(with_origin)?;
+        let mut variant_tree = tree.clone();
+        for (set, axis) in sets.iter().zip(&axes) {
+            let value = match *axis {
+                Axis::Named(k) => {
+                    let value = named[k].1[idx[k]].clone();
+                    (set.check)(&value).map_err(|m| err(&set.path, m))?;
+                    value
+                }
+                Axis::Anonymous(k) => {
+                    let values = param::at(&tree, &set.path).and_then(toml::Value::as_array);
+                    values.expect("a set is a list")[idx[named.len() + k]].clone()
+                }
+            };
+            *param::at_mut(&mut variant_tree, &set.path).expect("the set is in the tree") = value;
+        }
+        let mut spec: ScenarioSpec = param::read_resolved(toml::Value::Table(variant_tree)).map_err(|e| {
+            // Not expected: every value was read or checked as its field's type above.
+            let path = e.path().to_string();
+            ScenarioError::new(origin, Some(path), e.into_inner().message().trim())
+        })?;
         let mut parts: Vec<String> = named
             .iter()
             .enumerate()
@@ -589,7 +415,7 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
             anonymous
                 .iter()
                 .enumerate()
-                .map(|(k, (path, labels))| format!("{}={}", short(path), labels[idx[named.len() + k]])),
+                .map(|(k, (short, labels))| format!("{short}={}", labels[idx[named.len() + k]])),
         );
         let variant = parts.join(",");
         spec.variants.clear();
@@ -604,6 +430,14 @@ pub fn expand(spec: ScenarioSpec, origin: &str) -> Result<Vec<Scenario>, Scenari
         out.push(Scenario { spec, variant, capacity_traces, fingerprint });
     }
     Ok(out)
+}
+
+/// Which axis of the variants' grid a set is.
+enum Axis {
+    /// `[variants]`'s `k`-th set.
+    Named(usize),
+    /// The `k`-th anonymous set.
+    Anonymous(usize),
 }
 
 /// SHA-256 of `bytes`, as 64 lowercase hex digits.
@@ -1589,6 +1423,59 @@ to = "B"
         assert_eq!(v.len(), 6);
         assert_eq!(v[0].variant, "delay=10ms,capacity=1Mbps");
         assert_eq!(v[5].variant, "delay=30ms,capacity=2Mbps");
+    }
+
+    #[test]
+    fn a_list_where_the_schema_takes_a_list_is_a_value_not_a_set() {
+        // A schedule, a call's pauses, a conference's participants, a trace's ignored fields: lists
+        // the fields' types take whole. Only the `Param` fields among them make variants.
+        let text = MINIMAL
+            .replace(
+                "capacity = \"1Mbps\"",
+                "schedule = [{ at = \"0s\", capacity = [\"1Mbps\", \"3Mbps\"] }, { at = \"5s\", ratio = 0.5 }]\n\
+                 reference_capacity = \"2Mbps\"",
+            )
+            .replace("[[calls]]\nfrom", "[[calls]]\npause = [{ from = \"4s\", to = \"6s\" }]\nfrom");
+        let v = load(&text, "x", &[]).unwrap();
+        assert_eq!(
+            v.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(),
+            ["capacity=1Mbps", "capacity=3Mbps"]
+        );
+        for (s, rate) in v.iter().zip([1, 3]) {
+            let steps = s.spec.links[0].schedule.as_ref().unwrap();
+            assert_eq!(steps.len(), 2);
+            assert_eq!(*steps[0].capacity.as_ref().unwrap().get(), Bitrate::kbps(rate * 1000));
+            assert_eq!(steps[1].ratio, Some(0.5));
+            assert_eq!(s.spec.calls[0].pause.len(), 1);
+        }
+        // A list of lists at a list field is a wrong value, not a set of lists.
+        let nested = star(&MESH.replace(
+            "participants = [\"A\", \"B\", \"C\"]",
+            "participants = [[\"A\", \"B\"], [\"B\", \"C\"]]",
+        ));
+        let e = load(&nested, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("conferences[0].participants[0]"), "{e}");
+    }
+
+    #[test]
+    fn a_value_put_in_place_of_a_set_is_read_as_a_value() {
+        // A trace file named "$x" in a set is a file name, not a reference to a set `x`.
+        let text = MINIMAL.replace(
+            "capacity = \"1Mbps\"",
+            "capacity_trace = { file = [\"$x\", \"y.csv\"], format = \"csv\" }",
+        );
+        let e = load(&text, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("links.fwd.capacity_trace.file"), "{e}");
+        assert!(e.message.contains("cannot read the trace \"$x\""), "{e}");
+        // A named set's value that is a list is a wrong value for the field, not a set within a set.
+        let text = format!(
+            "{}[variants]\nd = [[\"1ms\", \"2ms\"]]\n",
+            MINIMAL.replace("capacity = \"1Mbps\"", "delay = \"$d\"")
+        );
+        let e = load(&text, "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("links.fwd.delay"), "{e}");
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.message.starts_with("invalid type: sequence, expected a duration"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! One set of structs serves both the file as written (fields may hold sets of values, see
 //! [`Param`]) and the resolved scenario of one variant, in which every `Param` is a single value
-//! (`Param::One`). Only [`super::expand`] builds the latter.
+//! (`Param::One`). Only [`super::expand`] builds the latter, from the file's TOML tree.
 
 use std::collections::BTreeMap;
 
@@ -17,16 +17,6 @@ pub use rtcbench_net::link::capacity_trace::opennetlab::{
 };
 pub use rtcbench_net::link::capacity_trace::TraceFormat;
 pub use rtcbench_net::radio::lte::Bandwidth;
-
-impl<T: Serialize> Serialize for Param<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::One(v) => v.serialize(s),
-            Self::Many(vs, _) => vs.serialize(s),
-            Self::Var(name) => s.serialize_str(&format!("${name}")),
-        }
-    }
-}
 
 impl<T> Param<T> {
     /// The value of a resolved parameter.
