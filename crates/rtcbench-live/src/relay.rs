@@ -490,7 +490,7 @@ impl Relay {
         while let Some((queue, pkt, reason)) = self.elements[k].poll_drop() {
             self.drop_packet(now, k, queue, pkt, reason);
         }
-        while let Some((at, _, mut pkt)) = self.elements[k].poll_output(now) {
+        while let Some((at, mut pkt)) = self.elements[k].poll_output(now) {
             let c = &mut self.counts[k];
             c.packets_out += 1;
             c.bytes_out += pkt.size().as_bytes();

@@ -77,10 +77,10 @@ pub trait Element<P: NetPacket> {
     /// Does the work due by `now`, each piece at its own instant.
     fn on_timeout(&mut self, now: Instant);
 
-    /// The next packet at its destination port by `now`: the instant it got there, the port and
-    /// the packet.
+    /// The next packet at its destination port by `now`, with the instant it got there. (The
+    /// port is the one it was pushed for: a driver knows it from the packet's route.)
     #[must_use]
-    fn poll_output(&mut self, now: Instant) -> Option<(Instant, u16, P)>;
+    fn poll_output(&mut self, now: Instant) -> Option<(Instant, P)>;
 
     /// The next packet dropped after it was accepted, with the queue that held it.
     #[must_use]
@@ -122,8 +122,8 @@ impl<P: NetPacket> Element<P> for Link<P> {
         Self::on_timeout(self, now)
     }
     #[inline]
-    fn poll_output(&mut self, now: Instant) -> Option<(Instant, u16, P)> {
-        Self::poll_output(self, now).map(|(t, pkt)| (t, LINK_OUT, pkt))
+    fn poll_output(&mut self, now: Instant) -> Option<(Instant, P)> {
+        Self::poll_output(self, now)
     }
     #[inline]
     fn poll_drop(&mut self) -> Option<(u16, P, DropReason)> {
@@ -158,8 +158,8 @@ impl<P: NetPacket> Element<P> for wifi::Bss<P> {
         Self::on_timeout(self, now)
     }
     #[inline]
-    fn poll_output(&mut self, now: Instant) -> Option<(Instant, u16, P)> {
-        Self::poll_output(self, now).map(|(t, port, pkt)| (t, port.0, pkt))
+    fn poll_output(&mut self, now: Instant) -> Option<(Instant, P)> {
+        Self::poll_output(self, now).map(|(t, _, pkt)| (t, pkt))
     }
     #[inline]
     fn poll_drop(&mut self) -> Option<(u16, P, DropReason)> {
@@ -196,8 +196,8 @@ impl<P: NetPacket> Element<P> for lte::Cell<P> {
         Self::on_timeout(self, now)
     }
     #[inline]
-    fn poll_output(&mut self, now: Instant) -> Option<(Instant, u16, P)> {
-        Self::poll_output(self, now).map(|(t, port, pkt)| (t, port.0, pkt))
+    fn poll_output(&mut self, now: Instant) -> Option<(Instant, P)> {
+        Self::poll_output(self, now).map(|(t, _, pkt)| (t, pkt))
     }
     #[inline]
     fn poll_drop(&mut self) -> Option<(u16, P, DropReason)> {
@@ -328,7 +328,7 @@ impl<P: NetPacket> Element<P> for AnyElement<P> {
         each_mut!(self, e => Element::on_timeout(e, now))
     }
     #[inline]
-    fn poll_output(&mut self, now: Instant) -> Option<(Instant, u16, P)> {
+    fn poll_output(&mut self, now: Instant) -> Option<(Instant, P)> {
         each_mut!(self, e => Element::poll_output(e, now))
     }
     #[inline]

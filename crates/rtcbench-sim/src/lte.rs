@@ -10,7 +10,6 @@
 
 use rtcbench_net::radio::lte::{Cell, DirStats, Direction, Port};
 use rtcbench_net::rng::rng_for;
-use rtcbench_net::AnyElement;
 use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{LinkId, Packet};
@@ -21,8 +20,6 @@ use rtcbench_scenario::{LteSpec, ScenarioError};
 
 /// What the trace needs of a run's cells (the elements themselves are the world's).
 pub(crate) struct LteNet {
-    /// The world's element index of the first cell; the others follow it.
-    first_element: usize,
     /// Per cell, the link id of its first UE's downlink buffer; UE i (from 1) has
     /// `first_queue + 2 (i − 1)` downlink and the next id uplink.
     first_queue: Vec<LinkId>,
@@ -33,13 +30,11 @@ pub(crate) struct LteNet {
 }
 
 impl LteNet {
-    /// The cells of `lte`, their buffers numbered from `first_link` on, to be the world's
-    /// elements from `first_element` on.
+    /// The cells of `lte`, their buffers numbered from `first_link` on.
     pub(crate) fn new(
         lte: &[LteSpec],
         seed: u64,
         first_link: usize,
-        first_element: usize,
         origin: &str,
     ) -> Result<(Self, Vec<Cell<Packet>>), ScenarioError> {
         let mut cells = Vec::with_capacity(lte.len());
@@ -54,7 +49,7 @@ impl LteNet {
         }
         let last = cells.iter().map(|c| vec![[DirStats::default(); 2]; c.ues()]).collect();
         let last_ttis = vec![None; cells.len()];
-        Ok((Self { first_element, first_queue, last_ttis, last }, cells))
+        Ok((Self { first_queue, last_ttis, last }, cells))
     }
 
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
@@ -62,14 +57,8 @@ impl LteNet {
     /// sample.
     /// Rates and shares are over the TTIs the cell ran since the last sample, not the time
     /// elapsed, so that a TTI starting at a sample instant counts in exactly one sample.
-    pub(crate) fn sample(
-        &mut self,
-        now: Instant,
-        elements: &mut [AnyElement<Packet>],
-        links: &mut LinkTable,
-    ) {
-        let cells = &mut elements[self.first_element..self.first_element + self.first_queue.len()];
-        for (c, cell) in cells.iter_mut().map(|e| e.as_cell_mut().expect("the cells' elements")).enumerate() {
+    pub(crate) fn sample(&mut self, now: Instant, cells: &mut [Cell<Packet>], links: &mut LinkTable) {
+        for (c, cell) in cells.iter_mut().enumerate() {
             let first = self.first_queue[c];
             let done = cell.ttis_done(now);
             let ttis = self.last_ttis[c].replace(done).map(|before| done - before).filter(|&n| n > 0);

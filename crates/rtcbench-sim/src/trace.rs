@@ -540,6 +540,7 @@ impl LinkTable {
         }
     }
 
+    #[inline(always)]
     pub fn record(
         &mut self,
         t: Instant,
@@ -587,6 +588,7 @@ impl LinkTable {
         self.push_radio(Some(r));
     }
 
+    #[inline(always)]
     fn push_radio(&mut self, r: Option<RadioSample>) {
         self.rb_share.push(r.and_then(|r| r.rb_share).unwrap_or(f64::NAN));
         self.scheduled_bps.push(r.and_then(|r| r.scheduled).map_or(-1, |b| b.as_bps() as i64));
@@ -594,12 +596,14 @@ impl LinkTable {
         self.cqi.push(r.map_or(-1, |r| i64::from(r.cqi)));
     }
 
+    #[inline(always)]
     fn push_adaptation(&mut self, a: Option<Adaptation>) {
         self.congestion_level.push(a.map_or(f64::NAN, |a| a.congestion_level));
         self.mac_capacity_bps.push(a.map_or(-1, |a| a.mac_capacity.as_bps() as i64));
         self.extended_attempts.push(a.map_or(-1, |a| a.extended_attempts as i64));
     }
 
+    #[inline(always)]
     fn push(
         &mut self,
         t: Instant,

@@ -10,7 +10,6 @@
 
 use rtcbench_net::radio::wifi::{Bss, NodeStats, Port};
 use rtcbench_net::rng::rng_for;
-use rtcbench_net::AnyElement;
 use rtcbench_units::Instant;
 
 use crate::packet::{LinkId, Packet};
@@ -21,8 +20,6 @@ use rtcbench_scenario::{ScenarioError, WifiSpec};
 
 /// What the trace needs of a run's BSSes (the elements themselves are the world's).
 pub(crate) struct WifiNet {
-    /// The world's element index of the first BSS; the others follow it.
-    first_element: usize,
     /// Per BSS, the link id of its AP's queues; port p's are `first_queue + p`.
     first_queue: Vec<LinkId>,
     /// Per BSS and port, the counters at the last sample (and the extended attempts of a
@@ -33,13 +30,11 @@ pub(crate) struct WifiNet {
 }
 
 impl WifiNet {
-    /// The BSSes of `wifi`, their queues numbered from `first_link` on, to be the world's
-    /// elements from `first_element` on.
+    /// The BSSes of `wifi`, their queues numbered from `first_link` on.
     pub(crate) fn new(
         wifi: &[WifiSpec],
         seed: u64,
         first_link: usize,
-        first_element: usize,
         origin: &str,
     ) -> Result<(Self, Vec<Bss<Packet>>), ScenarioError> {
         let mut bsses = Vec::with_capacity(wifi.len());
@@ -54,7 +49,7 @@ impl WifiNet {
         }
         let last = bsses.iter().map(|b| vec![NodeStats::default(); b.stations() + 1]).collect();
         let last_extended = bsses.iter().map(|b| vec![0; b.stations() + 1]).collect();
-        Ok((Self { first_element, first_queue, last, last_extended, last_sample: None }, bsses))
+        Ok((Self { first_queue, last, last_extended, last_sample: None }, bsses))
     }
 
     /// The link id of the queues of the node at `port` of BSS `bss`.
@@ -64,11 +59,10 @@ impl WifiNet {
 
     /// One row per node of every BSS in the links table: its queues and its MAC counters since
     /// the last sample.
-    pub(crate) fn sample(&mut self, now: Instant, elements: &[AnyElement<Packet>], links: &mut LinkTable) {
+    pub(crate) fn sample(&mut self, now: Instant, bsses: &[Bss<Packet>], links: &mut LinkTable) {
         let span = self.last_sample.map(|t| now - t);
         self.last_sample = Some(now);
-        let bsses = &elements[self.first_element..self.first_element + self.first_queue.len()];
-        for (b, bss) in bsses.iter().map(|e| e.as_bss().expect("the BSSes' elements")).enumerate() {
+        for (b, bss) in bsses.iter().enumerate() {
             for p in 0..=bss.stations() {
                 let port = Port(p as u16);
                 let now_stats = bss.stats(port);

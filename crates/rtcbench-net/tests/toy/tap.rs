@@ -12,7 +12,7 @@ use rtcbench_units::{DataSize, Duration, Instant};
 pub(crate) struct FixedDelayTap<P> {
     delay: Duration,
     /// Packets on their way, with the instant each comes out, in that order.
-    in_flight: VecDeque<(Instant, u16, P)>,
+    in_flight: VecDeque<(Instant, P)>,
 }
 
 impl<P> FixedDelayTap<P> {
@@ -22,16 +22,16 @@ impl<P> FixedDelayTap<P> {
 }
 
 impl<P: NetPacket> Element<P> for FixedDelayTap<P> {
-    fn push(&mut self, now: Instant, _from: u16, to: u16, pkt: P) -> Result<(), (P, DropReason)> {
-        self.in_flight.push_back((now + self.delay, to, pkt));
+    fn push(&mut self, now: Instant, _from: u16, _to: u16, pkt: P) -> Result<(), (P, DropReason)> {
+        self.in_flight.push_back((now + self.delay, pkt));
         Ok(())
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.in_flight.front().map(|(t, _, _)| *t)
+        self.in_flight.front().map(|(t, _)| *t)
     }
     fn on_timeout(&mut self, _now: Instant) {}
-    fn poll_output(&mut self, now: Instant) -> Option<(Instant, u16, P)> {
-        if self.in_flight.front().is_some_and(|(t, _, _)| *t <= now) {
+    fn poll_output(&mut self, now: Instant) -> Option<(Instant, P)> {
+        if self.in_flight.front().is_some_and(|(t, _)| *t <= now) {
             self.in_flight.pop_front()
         } else {
             None
@@ -48,6 +48,6 @@ impl<P: NetPacket> Element<P> for FixedDelayTap<P> {
     }
     /// What it holds: the packets on their way.
     fn queue_bytes(&self, _queue: u16) -> DataSize {
-        self.in_flight.iter().map(|(_, _, p)| p.size()).fold(DataSize::ZERO, |a, b| a + b)
+        self.in_flight.iter().map(|(_, p)| p.size()).fold(DataSize::ZERO, |a, b| a + b)
     }
 }

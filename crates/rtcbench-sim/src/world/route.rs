@@ -6,6 +6,7 @@ use rtcbench_net::{Element, ElementHop, HostRelease};
 use rtcbench_units::{DataSize, Instant};
 
 use super::capture::{Captured, CapturedTransport};
+use super::network::{on_element, Network};
 use super::{Event, World};
 use crate::call::{incoming, CallTrace, SfuTrace};
 use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind};
@@ -88,16 +89,31 @@ impl World {
     /// leave the host at once (`HostRelease::Accepted`).
     fn enter_hop(&mut self, now: Instant, pkt: Packet) {
         let step = self.routes[pkt.route as usize].hops[pkt.hop as usize];
+        on_element!(self, step.element, |i, element| self.enter(now, step, i, element, pkt))
+    }
+
+    /// [`World::enter_hop`] into `step`'s element, which is `element(net, i)`.
+    fn enter<E: Element<Packet> + ?Sized>(
+        &mut self,
+        now: Instant,
+        step: ElementHop,
+        i: u32,
+        element: fn(&mut Network, u32) -> &mut E,
+        pkt: Packet,
+    ) {
         let (first, flow, size) = (pkt.hop == 0, pkt.flow, pkt.size);
-        let element = &mut self.net.elements[step.element as usize];
-        match element.push(now, step.from, step.to, pkt) {
-            Err((pkt, reason)) => self.dropped(now, self.net.queue_id(step), &pkt, reason),
-            Ok(()) if first && element.host_release() == HostRelease::Accepted => {
+        match element(&mut self.net, i).push(now, step.from, step.to, pkt) {
+            Err((pkt, reason)) => {
+                let queue = element(&mut self.net, i).queue_of(step.from, step.to);
+                let at = self.net.beside[step.element as usize].first_queue + queue;
+                self.dropped(now, at, &pkt, reason)
+            }
+            Ok(()) if first && self.net.beside[step.element as usize].release == HostRelease::Accepted => {
                 self.left_host(now, flow, size)
             }
             Ok(()) => {}
         }
-        self.wake(Event::Element(step.element));
+        self.wake_element(step.element, i, element);
     }
 
     /// A packet dropped at `l`; at its route's first hop, it left its host.

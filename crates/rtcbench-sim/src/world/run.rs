@@ -4,10 +4,10 @@
 use rtcbench_net::{Element, HostRelease};
 use rtcbench_units::Instant;
 
-use super::network::Drive;
+use super::network::{on_element, Beside, Drive, Network};
 use super::{Event, World, LINK_SAMPLE_INTERVAL};
 use crate::call::{CallTrace, SfuTrace};
-use crate::packet::flow_of;
+use crate::packet::{flow_of, Packet};
 use crate::trace::PacketEvent;
 
 /// The most links-table rows reserved at once (some 150 MB of columns at most, never touched
@@ -39,14 +39,7 @@ impl World {
             let Some((now, ev)) = self.sched.pop_due(limit) else { break };
             events += 1;
             match ev {
-                Event::Element(e) => {
-                    if let Drive::Heap(pending) = &mut self.net.drive[e as usize] {
-                        if *pending == Some(now) {
-                            *pending = None;
-                        }
-                    }
-                    self.element_work(now, e);
-                }
+                Event::Element(e) => self.element_work(now, e),
                 Event::Sender(i) => {
                     if self.sender_wake[i as usize] == Some(now) {
                         self.sender_wake[i as usize] = None;
@@ -118,14 +111,29 @@ impl World {
 
     /// Element `e` does what is due by `now`; what it serialised, dropped and delivered moves on.
     fn element_work(&mut self, now: Instant, e: u32) {
-        let element = &mut self.net.elements[e as usize];
-        element.on_timeout(now);
-        while let Some((key, size)) = self.net.elements[e as usize].poll_serialised() {
+        on_element!(self, e, |i, element| self.work(now, e, i, element))
+    }
+
+    /// [`World::element_work`] for element `e`, which is `element(net, i)`.
+    fn work<E: Element<Packet> + ?Sized>(
+        &mut self,
+        now: Instant,
+        e: u32,
+        i: u32,
+        element: fn(&mut Network, u32) -> &mut E,
+    ) {
+        let beside = &mut self.net.beside[e as usize];
+        if let Drive::Heap(pending) = &mut beside.drive {
+            if *pending == Some(now) {
+                *pending = None;
+            }
+        }
+        let Beside { release, first_queue, .. } = *beside;
+        element(&mut self.net, i).on_timeout(now);
+        while let Some((key, size)) = element(&mut self.net, i).poll_serialised() {
             self.left_host(now, flow_of(key), size);
         }
-        let release = self.net.elements[e as usize].host_release();
-        let first_queue = self.net.first_queue[e as usize];
-        while let Some((queue, pkt, reason)) = self.net.elements[e as usize].poll_drop() {
+        while let Some((queue, pkt, reason)) = Element::poll_drop(element(&mut self.net, i)) {
             if release == HostRelease::Accepted {
                 // The packet left its host when the element took it.
                 self.trace.packet(now, PacketEvent::Dropped, &pkt, Some((first_queue + queue, reason)));
@@ -133,7 +141,7 @@ impl World {
                 self.dropped(now, first_queue + queue, &pkt, reason);
             }
         }
-        while let Some((_, _, pkt)) = self.net.elements[e as usize].poll_output(now) {
+        while let Some((_, pkt)) = Element::poll_output(element(&mut self.net, i), now) {
             // A station's packet left its host when the AP acknowledged it (a driver frees it on
             // TX completion): TCP Small Queues may send more.
             if pkt.hop == 0 && release == HostRelease::Delivered {
@@ -141,7 +149,31 @@ impl World {
             }
             self.forward(now, pkt);
         }
-        self.wake(Event::Element(e));
+        self.wake_element(e, i, element);
+    }
+
+    /// Schedules element `e`'s (`element(net, i)`) next wake-up: in its slot, or in the heap if
+    /// earlier than the one pending there.
+    pub(super) fn wake_element<E: Element<Packet> + ?Sized>(
+        &mut self,
+        e: u32,
+        i: u32,
+        element: fn(&mut Network, u32) -> &mut E,
+    ) {
+        let t = element(&mut self.net, i).poll_timeout();
+        match &mut self.net.beside[e as usize].drive {
+            Drive::Slot(slot) => {
+                if let Some(t) = t {
+                    self.sched.schedule_in_slot(*slot, t, Event::Element(e));
+                }
+            }
+            Drive::Heap(pending) => {
+                if let Some(t) = t.filter(|&t| pending.is_none_or(|w| t < w)) {
+                    *pending = Some(t);
+                    self.sched.schedule(t, Event::Element(e));
+                }
+            }
+        }
     }
 
     /// Makes room in the links table, when the next sample of `rows` rows would not fit, for the
@@ -161,18 +193,7 @@ impl World {
     /// wake-up (one superseded by an earlier) still fires and finds nothing due.
     pub(super) fn wake(&mut self, ev: Event) {
         let (t, slot) = match ev {
-            Event::Element(e) => {
-                let t = self.net.elements[e as usize].poll_timeout();
-                match &mut self.net.drive[e as usize] {
-                    Drive::Slot(slot) => {
-                        if let Some(t) = t {
-                            self.sched.schedule_in_slot(*slot, t, ev);
-                        }
-                        return;
-                    }
-                    Drive::Heap(pending) => (t, pending),
-                }
-            }
+            Event::Element(e) => return on_element!(self, e, |i, element| self.wake_element(e, i, element)),
             Event::Sender(i) => {
                 (Some(self.senders[i as usize].poll_timeout()), &mut self.sender_wake[i as usize])
             }
