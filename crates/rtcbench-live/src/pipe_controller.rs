@@ -1,5 +1,5 @@
 //! A Python controller for an emulated call: the media agent's [`Controller`], whose decisions come
-//! from a child process (`python -m rtcbench.testbed._controller_agent`) that runs the user's
+//! from a child process (`python -m rtcbench.emulation._controller_agent`) that runs the user's
 //! `rtcbench.Controller` subclass, over a pipe of JSON lines (the protocol is in that module's
 //! docs). The simulator runs the same class in-process (`rtcbench-py`); both feed it the same
 //! inputs, `on_packet_sent` (if overridden), `on_feedback` and `on_timeout`, and ask its getters

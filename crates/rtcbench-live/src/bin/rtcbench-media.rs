@@ -72,7 +72,7 @@ struct Config {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PythonController {
-    /// The helper's command line (`python -m rtcbench.testbed._controller_agent CONFIG`).
+    /// The helper's command line (`python -m rtcbench.emulation._controller_agent CONFIG`).
     argv: Vec<String>,
     /// Where the helper's standard error goes; its last line is the agent's message if it fails.
     stderr: PathBuf,
