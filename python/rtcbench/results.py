@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from rtcbench.tables import Tables
+from rtcbench.tables import SCHEMA, Tables
 
 __all__ = [
     "BROWSER_TABLES",
@@ -179,89 +179,41 @@ def concat_pieces(pieces: list[dict[str, pl.DataFrame]], meta: dict[str, Any]) -
 
 def piece_frames(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, pl.DataFrame]:
     """The typed tables (docs/traces.md schemas) of a piece of a run's trace as the core hands it
-    out (`_core.Run.piece`: numpy arrays, integer codes for categories, -1/NaN for nulls)."""
+    out (`_core.Run.piece`: numpy arrays, integer codes for categories, -1/NaN for nulls), each
+    column decoded as the core's schema says (`rtcbench.tables.SCHEMA`)."""
     codes = raw["codes"]
     link_names = [link["name"] for link in meta["links"]]
-    link_names_or_null = [*link_names, ""]
 
-    p = raw["packets"]
-    link_codes = np.where(p["link"] < 0, len(link_names), p["link"])
-    packets = pl.DataFrame(
+    def column(values: np.ndarray[Any, Any], dtype: str, encoding: str) -> Any:
+        if encoding == "plain":
+            return values
+        if encoding == "sentinel":
+            return _null_where(values, None if dtype == "float64" else -1)
+        if encoding == "link":
+            # -1 (no link) becomes the empty name: null.
+            return _decode(np.where(values < 0, len(link_names), values), [*link_names, ""])
+        return _decode(values, codes[encoding])
+
+    tables = {}
+    for name, columns in SCHEMA.items():
+        t = raw[name]
+        tables[name] = {c: column(t[c], dtype, encoding) for c, dtype, _, encoding in columns}
+    # A controller's own columns follow the ones every controller has: a rate or a size is
+    # -1 when null, any other number NaN.
+    own = {c: v for c, v in raw["controller"].items() if c not in tables["controller"]}
+    tables["controller"].update(
         {
-            "t_us": p["t_us"],
-            "event": _decode(p["event"], codes["event"]),
-            "packet": p["packet"],
-            "flow": p["flow"],
-            "kind": _decode(p["kind"], codes["kind"]),
-            "size": p["size"],
-            "payload": p["payload"],
-            "sent_us": p["sent_us"],
-            "seq": _null_where(p["seq"], -1),
-            "frame": _null_where(p["frame"], -1),
-            "link": _decode(link_codes, link_names_or_null),
-            "reason": _decode(p["reason"], codes["reason"]),
-            "ecn": _decode(p["ecn"], codes["ecn"]),
-        }
-    )
-    f = raw["frames"]
-    frames = pl.DataFrame(
-        {**f, "complete_us": _null_where(f["complete_us"], -1), "render_us": _null_where(f["render_us"], -1)}
-    )
-    c = raw["controller"]
-    controller = pl.DataFrame(
-        {
-            name: (
+            c: (
                 _null_where(v, -1)
-                if name.endswith(("_bps", "_bytes"))
+                if c.endswith(("_bps", "_bytes"))
                 else _null_where(v, None)
                 if isinstance(v, np.ndarray) and v.dtype.kind == "f"
                 else v
             )
-            for name, v in c.items()
+            for c, v in own.items()
         }
     )
-    lk = raw["links"]
-    links = pl.DataFrame(
-        {
-            "t_us": lk["t_us"],
-            "link": _decode(lk["link"], link_names),
-            "capacity_bps": _null_where(lk["capacity_bps"], -1),
-            "queue_bytes": lk["queue_bytes"],
-            "queue_limit_bytes": _null_where(lk["queue_limit_bytes"], -1),
-            "airtime_share": _null_where(lk["airtime_share"], None),
-            "mac_retries": _null_where(lk["mac_retries"], -1),
-            "mac_drops": _null_where(lk["mac_drops"], -1),
-            "queue_drops": _null_where(lk["queue_drops"], -1),
-            "ampdu_mpdus": _null_where(lk["ampdu_mpdus"], None),
-            "phy_rate_bps": _null_where(lk["phy_rate_bps"], -1),
-            "congestion_level": _null_where(lk["congestion_level"], None),
-            "mac_capacity_bps": _null_where(lk["mac_capacity_bps"], -1),
-            "extended_attempts": _null_where(lk["extended_attempts"], -1),
-            "rb_share": _null_where(lk["rb_share"], None),
-            "scheduled_bps": _null_where(lk["scheduled_bps"], -1),
-            "queue_delay_us": _null_where(lk["queue_delay_us"], -1),
-            "cqi": _null_where(lk["cqi"], -1),
-        }
-    )
-    fb = raw["feedback"]
-    feedback = pl.DataFrame(
-        {
-            "t_us": fb["t_us"],
-            "call": fb["call"],
-            "kind": _decode(fb["kind"], codes["feedback_kind"]),
-            "size": fb["size"],
-            "rtt_us": _null_where(fb["rtt_us"], -1),
-            "fraction_lost": _null_where(fb["fraction_lost"], None),
-            "packets_reported": _null_where(fb["packets_reported"], -1),
-        }
-    )
-    return {
-        "packets": packets,
-        "frames": frames,
-        "controller": controller,
-        "links": links,
-        "feedback": feedback,
-    }
+    return {name: pl.DataFrame(columns) for name, columns in tables.items()}
 
 
 _COMPRESSION = {"compression": "zstd", "compression_level": 1}

@@ -20,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from rtcbench import _core
+
 VIDEO = "video"
 AUDIO = "audio"
 MEDIA_KINDS = (VIDEO, AUDIO)
@@ -38,76 +40,42 @@ _HEIGHT = {"height"}
 """The frames column of the resolution ladder (docs/simulator.md)."""
 _US_PER_S = 1_000_000
 
-# The documented schemas (docs/traces.md). Columns in the second dict are nullable: a producer that
-# cannot fill them (e.g. a browser run has no `frame` per packet) may leave them out. Those in the
-# third are not read by any metric: they are cast when present, not added when missing (a run
-# measured from its files reads only the columns it needs, `rtcbench.measure`).
-_SCHEMAS: dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[str, pl.DataType]]] = {
-    "packets": (
-        {
-            "t_us": pl.Int64(),
-            "event": pl.String(),
-            "flow": pl.Int32(),
-            "kind": pl.String(),
-            "size": pl.Int32(),
-            "payload": pl.Int32(),
-            "sent_us": pl.Int64(),
-        },
-        {"seq": pl.Int32()},
-        {
-            "packet": pl.Int64(),
-            "frame": pl.Int64(),
-            "link": pl.String(),
-            "reason": pl.String(),
-        },
-    ),
-    "frames": (
-        {
-            "flow": pl.Int32(),
-            "frame": pl.Int64(),
-            "capture_us": pl.Int64(),
-            "size": pl.Int32(),
-            "keyframe": pl.Boolean(),
-            "packets": pl.Int32(),
-            "freeze": pl.Boolean(),
-        },
-        {"complete_us": pl.Int64(), "render_us": pl.Int64()},
-        {},
-    ),
-    "controller": (
-        {"t_us": pl.Int64(), "call": pl.Int32(), "target_bps": pl.Int64()},
-        {"pacing_bps": pl.Int64()},
-        {},
-    ),
-    "links": (
-        {"t_us": pl.Int64(), "link": pl.String(), "queue_bytes": pl.Int64()},
-        {
-            "capacity_bps": pl.Int64(),
-            "queue_limit_bytes": pl.Int64(),
-            # A Wi-Fi node's MAC since the last sample; null for a link (docs/traces.md).
-            "airtime_share": pl.Float64(),
-            "mac_retries": pl.Int64(),
-            "mac_drops": pl.Int64(),
-            "queue_drops": pl.Int64(),
-            "ampdu_mpdus": pl.Float64(),
-            "phy_rate_bps": pl.Int64(),
-            "congestion_level": pl.Float64(),
-            "mac_capacity_bps": pl.Int64(),
-            "extended_attempts": pl.Int64(),
-            # An LTE UE's buffer and scheduling since the last sample; null otherwise.
-            "rb_share": pl.Float64(),
-            "scheduled_bps": pl.Int64(),
-            "queue_delay_us": pl.Int64(),
-            "cqi": pl.Int64(),
-        },
-        {},
-    ),
-    "feedback": (
-        {"t_us": pl.Int64(), "call": pl.Int32(), "kind": pl.String(), "size": pl.Int32()},
-        {"rtt_us": pl.Int64(), "fraction_lost": pl.Float64(), "packets_reported": pl.Int32()},
-        {},
-    ),
+_DTYPES: dict[str, pl.DataType] = {
+    "bool": pl.Boolean(),
+    "int32": pl.Int32(),
+    "int64": pl.Int64(),
+    "float64": pl.Float64(),
+    "text": pl.String(),
 }
+
+SCHEMA: dict[str, list[tuple[str, str, str, str]]] = _core.trace_schema()
+"""The trace tables' columns as the core defines them (`rtcbench_sim::trace::schema`, the one
+definition): per table, in order, `(name, type, presence, encoding)`."""
+
+
+def _schemas() -> dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType], dict[str, pl.DataType]]]:
+    """Per table, its required, nullable and optional columns with their dtypes (docs/traces.md).
+    Nullable ones may be left out by a producer that cannot fill them (e.g. a browser run has no
+    `frame` per packet) and are added as nulls; optional ones are read by no metric: cast when
+    present, not added when missing (a run measured from its files reads only the columns it
+    needs, `rtcbench.measure`). The simulator's extra columns are left as they are."""
+    out = {}
+    for table, columns in SCHEMA.items():
+        groups: dict[str, dict[str, pl.DataType]] = {"required": {}, "nullable": {}, "optional": {}}
+        for name, dtype, presence, _ in columns:
+            if presence in groups:
+                groups[presence][name] = _DTYPES[dtype]
+        out[table] = (groups["required"], groups["nullable"], groups["optional"])
+    return out
+
+
+_SCHEMAS = _schemas()
+
+
+def dtypes(table: str) -> dict[str, pl.DataType]:
+    """Every column of `table` the schema names, with its dtype, in order (a producer that builds
+    the table itself types it with this)."""
+    return {name: _DTYPES[dtype] for name, dtype, _, _ in SCHEMA[table]}
 
 
 def _conform(name: str, df: pl.DataFrame) -> pl.DataFrame:

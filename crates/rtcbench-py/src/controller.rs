@@ -356,8 +356,6 @@ impl PyCallInfo {
     }
 }
 
-/// Columns every controller table has; a metric may not take their names.
-const RESERVED_COLUMNS: [&str; 4] = ["t_us", "call", "target_bps", "pacing_bps"];
 
 /// How a metric's name types it, as the built-in controllers' metrics are typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -697,7 +695,9 @@ impl PyController {
             for key in dict.keys() {
                 let key: String =
                     key.extract().map_err(|_| bad_value(&self.label, "metrics", now, value, expected))?;
-                if RESERVED_COLUMNS.contains(&key.as_str()) || key.is_empty() {
+                // The columns every controller table has (`trace::schema::CONTROLLER`).
+                let reserved = rtcbench_sim::trace::schema::CONTROLLER.iter().any(|c| c.name == key);
+                if reserved || key.is_empty() {
                     return Err(ControllerError::new_err(format!(
                         "{}: metrics() names a metric '{key}', which the controller table already has (or is \
                          empty); choose another name",

@@ -171,116 +171,61 @@ pub(crate) fn output_dict(py: Python<'_>, out: RunOutput, wall_s: f64) -> PyResu
     Ok(d)
 }
 
+/// A column's values as a numpy array.
+fn array(py: Python<'_>, values: trace::schema::Values) -> Bound<'_, PyAny> {
+    use trace::schema::Values;
+    match values {
+        Values::Bool(v) => v.into_pyarray(py).into_any(),
+        Values::U8(v) => v.into_pyarray(py).into_any(),
+        Values::I16(v) => v.into_pyarray(py).into_any(),
+        Values::I32(v) => v.into_pyarray(py).into_any(),
+        Values::I64(v) => v.into_pyarray(py).into_any(),
+        Values::F64(v) => v.into_pyarray(py).into_any(),
+    }
+}
+
+/// A table as `{column: array}`, named as `trace::schema` names it.
+fn table<'py>(py: Python<'py>, cols: Vec<(&str, trace::schema::Values)>) -> PyResult<Bound<'py, PyDict>> {
+    columns(py, cols.into_iter().map(|(name, v)| (name, array(py, v))).collect())
+}
+
 pub(crate) fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    let p = t.packets;
-    out.set_item(
-        "packets",
-        columns(
-            py,
-            vec![
-                ("t_us", p.t_us.into_pyarray(py).into_any()),
-                ("event", p.event.into_pyarray(py).into_any()),
-                ("packet", p.packet.into_pyarray(py).into_any()),
-                ("flow", p.flow.into_pyarray(py).into_any()),
-                ("kind", p.kind.into_pyarray(py).into_any()),
-                ("size", p.size.into_pyarray(py).into_any()),
-                ("payload", p.payload.into_pyarray(py).into_any()),
-                ("sent_us", p.sent_us.into_pyarray(py).into_any()),
-                ("seq", p.seq.into_pyarray(py).into_any()),
-                ("frame", p.frame.into_pyarray(py).into_any()),
-                ("link", p.link.into_pyarray(py).into_any()),
-                ("reason", p.reason.into_pyarray(py).into_any()),
-                ("ecn", p.ecn.into_pyarray(py).into_any()),
-            ],
-        )?,
-    )?;
-    let f = t.frames;
-    out.set_item(
-        "frames",
-        columns(
-            py,
-            vec![
-                ("flow", f.flow.into_pyarray(py).into_any()),
-                ("frame", f.frame.into_pyarray(py).into_any()),
-                ("capture_us", f.capture_us.into_pyarray(py).into_any()),
-                ("size", f.size.into_pyarray(py).into_any()),
-                ("keyframe", f.keyframe.into_pyarray(py).into_any()),
-                ("width", f.width.into_pyarray(py).into_any()),
-                ("height", f.height.into_pyarray(py).into_any()),
-                ("packets", f.packets.into_pyarray(py).into_any()),
-                ("complete_us", f.complete_us.into_pyarray(py).into_any()),
-                ("render_us", f.render_us.into_pyarray(py).into_any()),
-                ("freeze", f.freeze.into_pyarray(py).into_any()),
-            ],
-        )?,
-    )?;
-    let c = t.controller;
-    let mut cols = vec![
-        ("t_us", c.t_us.into_pyarray(py).into_any()),
-        ("call", c.call.into_pyarray(py).into_any()),
-        ("target_bps", c.target_bps.into_pyarray(py).into_any()),
-        ("pacing_bps", c.pacing_bps.into_pyarray(py).into_any()),
-    ];
-    let extra: Vec<(String, Bound<'py, PyAny>)> = c
-        .columns
-        .into_iter()
-        .map(|col| {
-            let v = match col.data {
-                ColumnData::Int(v) => v.into_pyarray(py).into_any(),
-                ColumnData::Float(v) => v.into_pyarray(py).into_any(),
-                ColumnData::Text(v) => PyList::new(py, v)?.into_any(),
-            };
-            Ok((col.name, v))
-        })
-        .collect::<PyResult<_>>()?;
-    cols.extend(extra.iter().map(|(n, v)| (n.as_str(), v.clone())));
-    out.set_item("controller", columns(py, cols)?)?;
-    let l = t.links;
-    out.set_item(
-        "links",
-        columns(
-            py,
-            vec![
-                ("t_us", l.t_us.into_pyarray(py).into_any()),
-                ("link", l.link.into_pyarray(py).into_any()),
-                ("capacity_bps", l.capacity_bps.into_pyarray(py).into_any()),
-                ("queue_bytes", l.queue_bytes.into_pyarray(py).into_any()),
-                ("queue_limit_bytes", l.queue_limit_bytes.into_pyarray(py).into_any()),
-                ("airtime_share", l.airtime_share.into_pyarray(py).into_any()),
-                ("mac_retries", l.mac_retries.into_pyarray(py).into_any()),
-                ("mac_drops", l.mac_drops.into_pyarray(py).into_any()),
-                ("queue_drops", l.queue_drops.into_pyarray(py).into_any()),
-                ("ampdu_mpdus", l.ampdu_mpdus.into_pyarray(py).into_any()),
-                ("phy_rate_bps", l.phy_rate_bps.into_pyarray(py).into_any()),
-                ("congestion_level", l.congestion_level.into_pyarray(py).into_any()),
-                ("mac_capacity_bps", l.mac_capacity_bps.into_pyarray(py).into_any()),
-                ("extended_attempts", l.extended_attempts.into_pyarray(py).into_any()),
-                ("rb_share", l.rb_share.into_pyarray(py).into_any()),
-                ("scheduled_bps", l.scheduled_bps.into_pyarray(py).into_any()),
-                ("queue_delay_us", l.queue_delay_us.into_pyarray(py).into_any()),
-                ("cqi", l.cqi.into_pyarray(py).into_any()),
-            ],
-        )?,
-    )?;
-    let fb = t.feedback;
-    out.set_item(
-        "feedback",
-        columns(
-            py,
-            vec![
-                ("t_us", fb.t_us.into_pyarray(py).into_any()),
-                ("call", fb.call.into_pyarray(py).into_any()),
-                ("kind", fb.kind.into_pyarray(py).into_any()),
-                ("size", fb.size.into_pyarray(py).into_any()),
-                ("rtt_us", fb.rtt_us.into_pyarray(py).into_any()),
-                ("fraction_lost", fb.fraction_lost.into_pyarray(py).into_any()),
-                ("packets_reported", fb.packets_reported.into_pyarray(py).into_any()),
-            ],
-        )?,
-    )?;
+    out.set_item("packets", table(py, t.packets.into_columns())?)?;
+    out.set_item("frames", table(py, t.frames.into_columns())?)?;
+    let (fixed, own) = t.controller.into_columns();
+    let controller = table(py, fixed)?;
+    for col in own {
+        let v = match col.data {
+            ColumnData::Int(v) => v.into_pyarray(py).into_any(),
+            ColumnData::Float(v) => v.into_pyarray(py).into_any(),
+            ColumnData::Text(v) => PyList::new(py, v)?.into_any(),
+        };
+        controller.set_item(col.name, v)?;
+    }
+    out.set_item("controller", controller)?;
+    out.set_item("links", table(py, t.links.into_columns())?)?;
+    out.set_item("feedback", table(py, t.feedback.into_columns())?)?;
     out.set_item("codes", trace_codes(py)?)?;
     Ok(out)
+}
+
+/// The trace tables' columns (`rtcbench_sim::trace::schema`): per table, in order, each
+/// column's `(name, type, presence, encoding)`: type `bool`, `int32`, `int64`, `float64` or
+/// `text`; presence `required`, `nullable`, `optional` or `extra`; encoding `plain`,
+/// `sentinel` (-1 or NaN is null), `link` (a link id) or the name of its list of codes
+/// (`trace_codes`).
+#[pyfunction]
+fn trace_schema(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, columns) in trace::schema::TABLES {
+        let rows: Vec<(&str, &str, &str, &str)> = columns
+            .iter()
+            .map(|c| (c.name, c.ty.name(), c.presence.name(), c.encoding.name()))
+            .collect();
+        d.set_item(name, rows)?;
+    }
+    Ok(d)
 }
 
 /// The names behind the trace's coded columns, by code: `packets.event`, `packets.kind`,
@@ -342,6 +287,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network_plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_meta, m)?)?;
     m.add_function(wrap_pyfunction!(trace_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_schema, m)?)?;
     m.add_function(wrap_pyfunction!(call_plans, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;

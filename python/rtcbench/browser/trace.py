@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from rtcbench import tables
 from rtcbench.browser.chromium import AudioSettings, Usage, VideoSettings
 from rtcbench.browser.sdp import describe
 from rtcbench.emulation.trace import FRAMES_SCHEMA, TraceError, packet_events, relay_links, relay_packets
@@ -623,15 +624,7 @@ def _controller(conns: Sequence[Connection], stats: pl.DataFrame) -> pl.DataFram
     ).sort("t_us", "call", maintain_order=True)
 
 
-_FEEDBACK_SCHEMA = {
-    "t_us": pl.Int64,
-    "call": pl.Int32,
-    "kind": pl.String,
-    "size": pl.Int32,
-    "rtt_us": pl.Int64,
-    "fraction_lost": pl.Float64,
-    "packets_reported": pl.Int32,
-}
+_FEEDBACK_SCHEMA = tables.dtypes("feedback")
 
 
 def _feedback(conns: Sequence[Connection], packets: pl.DataFrame, kinds: pl.DataFrame) -> pl.DataFrame:

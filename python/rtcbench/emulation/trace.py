@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench import _core
+from rtcbench import _core, tables
 from rtcbench.emulation.media import FIRST_PORT, PlannedCall
 from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
@@ -80,19 +80,11 @@ _OPTIONAL_PACKET_COLUMNS = {"transport_seq": pl.Int32}
 """Columns of the packets table only some producers fill (docs/traces.md)."""
 
 
-ENCODED_SCHEMA = {
-    "flow": pl.Int32,
-    "frame": pl.Int64,
-    "capture_us": pl.Int64,
-    "size": pl.Int32,
-    "keyframe": pl.Boolean,
-    "width": pl.Int32,
-    "height": pl.Int32,
-    "packets": pl.Int32,
-}
-"""The frames table's columns of a frame as its sender encoded it (docs/traces.md); the receiver's
-`complete_us`, `render_us` and `freeze` follow."""
-FRAMES_SCHEMA = {**ENCODED_SCHEMA, "complete_us": pl.Int64, "render_us": pl.Int64, "freeze": pl.Boolean}
+FRAMES_SCHEMA = tables.dtypes("frames")
+"""The frames table's columns (docs/traces.md, the core's schema)."""
+ENCODED_SCHEMA = {c: t for c, t in FRAMES_SCHEMA.items() if c not in ("complete_us", "render_us", "freeze")}
+"""Its columns of a frame as its sender encoded it; the receiver's `complete_us`, `render_us` and
+`freeze` follow."""
 
 
 class TraceError(ValueError):

@@ -9,6 +9,10 @@
 //! is completed when the frame is; a frame row is handed out once nothing can change it any more
 //! (see [`FrameTable::take_final`]), so the rows taken in pieces are the rows one take at the end
 //! would give, in the same order.
+//!
+//! The columns' names, types and encodings are defined once, in [`schema`].
+
+pub mod schema;
 
 use std::collections::VecDeque;
 
