@@ -102,9 +102,11 @@ pub trait Element<P: NetPacket> {
     /// Bytes waiting in queue `queue`.
     fn queue_bytes(&self, queue: u16) -> DataSize;
 
-    /// When a packet pushed by its sending host stops taking room there.
+    /// When a packet pushed by its sending host stops taking room there. By default at once
+    /// ([`HostRelease::Accepted`]): an element that reports no serialisation
+    /// ([`Element::poll_serialised`]) would otherwise hold a small-queues sender back for ever.
     fn host_release(&self) -> HostRelease {
-        HostRelease::Serialised
+        HostRelease::Accepted
     }
 }
 
@@ -141,6 +143,9 @@ impl<P: NetPacket> Element<P> for Link<P> {
     }
     fn queue_bytes(&self, _queue: u16) -> DataSize {
         Self::queue_bytes(self)
+    }
+    fn host_release(&self) -> HostRelease {
+        HostRelease::Serialised
     }
 }
 

@@ -356,7 +356,6 @@ impl PyCallInfo {
     }
 }
 
-
 /// How a metric's name types it, as the built-in controllers' metrics are typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MetricKind {

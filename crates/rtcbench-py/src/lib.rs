@@ -219,10 +219,8 @@ pub(crate) fn trace_to_dict<'py>(py: Python<'py>, t: Trace) -> PyResult<Bound<'p
 fn trace_schema(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     for (name, columns) in trace::schema::TABLES {
-        let rows: Vec<(&str, &str, &str, &str)> = columns
-            .iter()
-            .map(|c| (c.name, c.ty.name(), c.presence.name(), c.encoding.name()))
-            .collect();
+        let rows: Vec<(&str, &str, &str, &str)> =
+            columns.iter().map(|c| (c.name, c.ty.name(), c.presence.name(), c.encoding.name())).collect();
         d.set_item(name, rows)?;
     }
     Ok(d)

@@ -82,3 +82,29 @@ fn an_element_for_a_link_the_scenario_does_not_have_is_an_error() {
     .expect("no link named sideways");
     assert!(err.to_string().contains("no link named \"sideways\""), "{err}");
 }
+
+/// An element that reports no serialisation releases a host's packets when it takes them: a TCP
+/// flow under TCP Small Queues keeps sending over the tap instead of waiting for ever.
+#[test]
+fn a_small_queues_tcp_flow_is_not_held_back_by_an_element_of_ones_own() {
+    let text = format!("{SCENARIO}\n[[tcp]]\nfrom = \"A\"\nto = \"B\"\nsmall_queues = true\n");
+    let sets = ["duration=1s".to_string()];
+    let scenario = load(&text, "test", &sets).expect("a valid scenario").remove(0);
+    let tap = Box::new(FixedDelayTap::new(Duration::from_millis(37)));
+    let out = Simulation::with_elements(
+        &scenario,
+        ControllerKind::Fixed.into(),
+        1,
+        RunOptions::default(),
+        vec![("forward".to_string(), tap)],
+    )
+    .expect("the run builds")
+    .finish();
+    let p = &out.trace.packets;
+    let tcp = 3; // `packets.kind` code of a TCP data segment (trace::KIND_NAMES)
+    let received =
+        (0..p.len()).filter(|&i| p.event[i] == PacketEvent::Received as u8 && p.kind[i] == tcp).count();
+    // An unlimited 37 ms path: slow start sends hundreds of segments in a second (an
+    // element holding the host's packets for ever let 2 through).
+    assert!(received > 200, "{received} TCP segments arrived");
+}
