@@ -281,10 +281,16 @@ def test_a_browser_that_dies_ends_the_run_with_its_reason(tmp_path: Path) -> Non
                     cmdline = (entry / "cmdline").read_bytes()
                 except OSError:
                     continue
-                if b"--remote-debugging-pipe" in cmdline and b"peers/A/profile" in cmdline:
+                # The browser itself, not one of its children (zygote, renderer: `--type=`),
+                # which carry its flags but lead no process group.
+                browser = b"--remote-debugging-pipe" in cmdline and b"peers/A/profile" in cmdline
+                if browser and b"--type=" not in cmdline:
                     time.sleep(8.0)
-                    os.killpg(int(entry.name), signal.SIGKILL)
-                    return
+                    try:
+                        os.killpg(int(entry.name), signal.SIGKILL)
+                        return
+                    except ProcessLookupError:
+                        continue  # it was gone already: look again
             time.sleep(0.2)
 
     killer = threading.Thread(target=kill_sender)
