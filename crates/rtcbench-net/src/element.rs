@@ -245,36 +245,6 @@ impl<P> AnyElement<P> {
             _ => None,
         }
     }
-
-    pub fn as_link_mut(&mut self) -> Option<&mut Link<P>> {
-        match self {
-            Self::Link(l) => Some(l),
-            _ => None,
-        }
-    }
-
-    /// The BSS, if this element is one.
-    pub fn as_bss(&self) -> Option<&wifi::Bss<P>> {
-        match self {
-            Self::Bss(b) => Some(b),
-            _ => None,
-        }
-    }
-
-    /// The cell, if this element is one.
-    pub fn as_cell(&self) -> Option<&lte::Cell<P>> {
-        match self {
-            Self::Cell(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    pub fn as_cell_mut(&mut self) -> Option<&mut lte::Cell<P>> {
-        match self {
-            Self::Cell(c) => Some(c),
-            _ => None,
-        }
-    }
 }
 
 /// Calls `$call` with `$x` bound to whichever element `$e` (a `&mut AnyElement`) holds.

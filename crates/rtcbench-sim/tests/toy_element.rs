@@ -6,9 +6,9 @@
 mod tap;
 
 use rtcbench_cc::ControllerKind;
-use rtcbench_scenario::load;
+use rtcbench_scenario::{load, ScenarioError};
 use rtcbench_sim::trace::PacketEvent;
-use rtcbench_sim::{RunOptions, Simulation};
+use rtcbench_sim::{RunOptions, RunOutput, Simulation};
 use rtcbench_units::Duration;
 use tap::FixedDelayTap;
 
@@ -37,19 +37,24 @@ from = "A"
 to = "B"
 "#;
 
-#[test]
-fn a_toy_element_in_place_of_a_link_carries_the_call() {
-    let scenario = load(SCENARIO, "test", &[]).expect("a valid scenario").remove(0);
+/// `text` (with `sets`) run with `fixed`, a 37 ms tap in place of link `link`.
+fn run_over_tap(text: &str, sets: &[String], link: &str) -> Result<RunOutput, ScenarioError> {
+    let scenario = load(text, "test", sets).expect("a valid scenario").remove(0);
     let tap = Box::new(FixedDelayTap::new(Duration::from_millis(37)));
-    let out = Simulation::with_elements(
+    let options = RunOptions::default();
+    let sim = Simulation::with_elements(
         &scenario,
         ControllerKind::Fixed.into(),
         1,
-        RunOptions::default(),
-        vec![("forward".to_string(), tap)],
-    )
-    .expect("the run builds")
-    .finish();
+        options,
+        vec![(link.into(), tap)],
+    )?;
+    Ok(sim.finish())
+}
+
+#[test]
+fn a_toy_element_in_place_of_a_link_carries_the_call() {
+    let out = run_over_tap(SCENARIO, &[], "forward").expect("the run builds");
     let p = &out.trace.packets;
     let delays: Vec<i64> = (0..p.len())
         .filter(|&i| p.event[i] == PacketEvent::Received as u8)
@@ -69,17 +74,7 @@ fn a_toy_element_in_place_of_a_link_carries_the_call() {
 
 #[test]
 fn an_element_for_a_link_the_scenario_does_not_have_is_an_error() {
-    let scenario = load(SCENARIO, "test", &[]).expect("a valid scenario").remove(0);
-    let tap = Box::new(FixedDelayTap::new(Duration::from_millis(1)));
-    let err = Simulation::with_elements(
-        &scenario,
-        ControllerKind::Fixed.into(),
-        1,
-        RunOptions::default(),
-        vec![("sideways".to_string(), tap)],
-    )
-    .err()
-    .expect("no link named sideways");
+    let err = run_over_tap(SCENARIO, &[], "sideways").err().expect("no link named sideways");
     assert!(err.to_string().contains("no link named \"sideways\""), "{err}");
 }
 
@@ -88,18 +83,7 @@ fn an_element_for_a_link_the_scenario_does_not_have_is_an_error() {
 #[test]
 fn a_small_queues_tcp_flow_is_not_held_back_by_an_element_of_ones_own() {
     let text = format!("{SCENARIO}\n[[tcp]]\nfrom = \"A\"\nto = \"B\"\nsmall_queues = true\n");
-    let sets = ["duration=1s".to_string()];
-    let scenario = load(&text, "test", &sets).expect("a valid scenario").remove(0);
-    let tap = Box::new(FixedDelayTap::new(Duration::from_millis(37)));
-    let out = Simulation::with_elements(
-        &scenario,
-        ControllerKind::Fixed.into(),
-        1,
-        RunOptions::default(),
-        vec![("forward".to_string(), tap)],
-    )
-    .expect("the run builds")
-    .finish();
+    let out = run_over_tap(&text, &["duration=1s".to_string()], "forward").expect("the run builds");
     let p = &out.trace.packets;
     let tcp = 3; // `packets.kind` code of a TCP data segment (trace::KIND_NAMES)
     let received =
