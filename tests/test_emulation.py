@@ -14,6 +14,7 @@ Without root: the one-line refusals (no testbed, a Python controller).
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -266,6 +267,12 @@ class Broken(PyFixed):
     def on_feedback(self, now_us, report):
         if now_us > 2_000_000:
             raise ZeroDivisionError("on purpose")
+
+
+class Negative(PyFixed):
+    def on_feedback(self, now_us, report):
+        if now_us > 2_000_000:
+            self.rate = -5.0
 """
 
 
@@ -289,17 +296,35 @@ def test_a_python_controller_runs_in_the_agent_as_in_the_simulator(tmp_path: Pat
 
 
 @needs_root
-def test_a_failing_python_controller_ends_the_run_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("Broken", r"on_feedback\(now_us=\d+\) raised ZeroDivisionError: on purpose"),
+        (
+            "Negative",
+            r"target_rate\(\) at now_us=\d+ returned -5.0; expected a finite number of bit/s, at least 1",
+        ),
+    ],
+)
+def test_a_failing_python_controller_ends_the_run_with_the_simulators_line(
+    tmp_path: Path, name: str, words: str
+) -> None:
+    # The same checks and words as in the simulator (`rtcbench_cc::user`), after the same label.
     scenario = _scenario(tmp_path, "fixed", FIXED.format(video="480kbps").replace('"20s"', '"5s"'))
-    (tmp_path / "mine.py").write_text(PY_CONTROLLERS)
+    # A module name of its own: the simulated run below imports it into this process.
+    module = f"failing_{name.lower()}"
+    (tmp_path / f"{module}.py").write_text(PY_CONTROLLERS)
     before = _namespaces()
-    broken = f"{tmp_path / 'mine.py'}:Broken"
-    done = _cli("run", str(scenario), "--cc", broken, "--mode", "emulate", "--out", str(tmp_path / "out"))
+    spec = f"{tmp_path / module}.py:{name}"
+    done = _cli("run", str(scenario), "--cc", spec, "--mode", "emulate", "--out", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
-    assert "mine:Broken: on_feedback raised ZeroDivisionError: on purpose" in done.stderr
+    line = rf"controller {module}:{name} \(call 0\): {words}"
+    assert re.search(line, done.stderr), done.stderr
     assert not list((tmp_path / "out").rglob("summary.json"))
     assert _namespaces() == before
+    with pytest.raises(rtcbench.ControllerError, match=line):
+        rtcbench.run(scenario, spec, 1, tmp_path / "sim", figure=False)
 
 
 def test_a_python_controller_instance_cannot_cross_into_the_agent(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ pub mod gcc_draft;
 pub mod nada;
 pub mod scream;
 pub mod twcc;
+pub mod user;
 
 pub use controller::{AnyController, Controller, ControllerKind, ControllerMetrics, Metric};
 pub use feedback::{Ecn, FeedbackReport, LossReport, PacketResult, ProbeCluster, ProbeInfo, SentPacket};

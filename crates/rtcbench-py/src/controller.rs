@@ -14,13 +14,12 @@ use std::sync::{Arc, OnceLock};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyString, PyTuple};
 use rtcbench_cc::{
-    Controller, ControllerMetrics, Ecn, FeedbackReport, LossReport, Metric, PacketResult, ProbeInfo,
-    SentPacket,
+    user, Controller, ControllerMetrics, Ecn, FeedbackReport, LossReport, PacketResult, ProbeInfo, SentPacket,
 };
 use rtcbench_sim::{CallSetup, UserFeedback};
-use rtcbench_units::{Bitrate, DataSize, Instant};
+use rtcbench_units::{Bitrate, Instant};
 
 create_exception!(
     rtcbench,
@@ -356,38 +355,6 @@ impl PyCallInfo {
     }
 }
 
-/// How a metric's name types it, as the built-in controllers' metrics are typed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum MetricKind {
-    /// `*_bps`: an Int64 column of bit/s.
-    Rate,
-    /// `*_bytes`: an Int64 column of bytes.
-    Size,
-    /// Anything else (`*_ms` included): a Float64 column.
-    Real,
-}
-
-/// One metric as the first `metrics()` call named it.
-struct MetricSlot {
-    key: String,
-    /// The name without the unit suffix the trace adds back.
-    name: &'static str,
-    kind: MetricKind,
-}
-
-impl MetricSlot {
-    fn new(key: String) -> Self {
-        let (name, kind) = if let Some(n) = key.strip_suffix("_bps") {
-            (n, MetricKind::Rate)
-        } else if let Some(n) = key.strip_suffix("_bytes") {
-            (n, MetricKind::Size)
-        } else {
-            (key.as_str(), MetricKind::Real)
-        };
-        Self { name: ControllerMetrics::intern(name), kind, key }
-    }
-}
-
 /// The methods of one controller object, bound once; `None` where the subclass keeps the base
 /// class's default, which is then not called at all (a no-op, or `None`).
 pub(crate) struct Methods {
@@ -488,8 +455,8 @@ struct State {
     target: Answer<Bitrate>,
     pacing: Answer<Option<Bitrate>>,
     timeout: Answer<Option<Instant>>,
-    /// The metrics' names and types, fixed by the first `metrics()` call.
-    layout: Option<Vec<MetricSlot>>,
+    /// The checker of `metrics()`, which fixes the names and types at its first call.
+    layout: user::Metrics,
     metrics: ControllerMetrics,
 }
 
@@ -506,35 +473,29 @@ pub(crate) struct PyController {
     failure: Arc<OnceLock<PyErr>>,
 }
 
-/// The message of a value a method returned that the simulator cannot use.
-fn bad_value(label: &str, method: &str, now: Instant, value: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    let shown = value.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
-    ControllerError::new_err(format!(
-        "{label}: {method}() at now_us={} returned {shown}; expected {expected}",
-        now.as_micros()
-    ))
+/// A returned object as the shared checks see it (`rtcbench_cc::user`).
+fn value(v: &Bound<'_, PyAny>) -> user::Value {
+    use user::Value;
+    if v.is_none() {
+        Value::None
+    } else if let Ok(x) = v.cast::<PyFloat>() {
+        Value::Float(x.value())
+    } else if let Ok(b) = v.cast::<PyBool>() {
+        Value::Bool(b.is_true())
+    } else if let Ok(s) = v.cast::<PyString>() {
+        Value::Str(s.to_string_lossy().into_owned())
+    } else if let Ok(i) = v.extract::<i64>() {
+        Value::Int(i)
+    } else if let Ok(x) = v.extract::<f64>() {
+        Value::Float(x)
+    } else {
+        Value::Other
+    }
 }
 
-/// A rate in bit/s as a method returned it.
-fn rate(
-    label: &str,
-    method: &str,
-    now: Instant,
-    value: &Bound<'_, PyAny>,
-    optional: bool,
-) -> PyResult<Option<Bitrate>> {
-    let expected = if optional {
-        "None or a finite number of bit/s, at least 1"
-    } else {
-        "a finite number of bit/s, at least 1"
-    };
-    if optional && value.is_none() {
-        return Ok(None);
-    }
-    match value.extract::<f64>() {
-        Ok(bps) if bps.is_finite() && bps >= 1.0 => Ok(Some(Bitrate::from_bps_f64(bps))),
-        _ => Err(bad_value(label, method, now, value, expected)),
-    }
+/// `repr(v)`, for a message.
+fn repr(v: &Bound<'_, PyAny>) -> String {
+    v.repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
 }
 
 impl PyController {
@@ -549,7 +510,7 @@ impl PyController {
                 target: Answer::new(setup.start_rate),
                 pacing: Answer::new(None),
                 timeout: Answer::new(None),
-                layout: None,
+                layout: user::Metrics::new(rtcbench_sim::trace::schema::CONTROLLER.map(|c| c.name)),
                 metrics: ControllerMetrics::new(),
             }),
             failure,
@@ -615,23 +576,27 @@ impl PyController {
         self.state.borrow().now
     }
 
+    /// A value the shared checks refused, as this run's error.
+    fn refused(&self, bad: user::BadAnswer) -> PyErr {
+        ControllerError::new_err(format!("{}: {bad}", self.label))
+    }
+
     fn ask_target(&self) -> Option<Bitrate> {
-        let now = self.now();
-        Python::attach(|py| {
-            let value = self.methods.target_rate.call0(py);
-            let value = self.check(py, value, "target_rate", now)?;
-            let r = rate(&self.label, "target_rate", now, value.bind(py), false);
-            self.check(py, r, "target_rate", now).flatten()
-        })
+        self.ask_rate(&self.methods.target_rate, "target_rate", false).flatten()
     }
 
     fn ask_pacing(&self, method: &Py<PyAny>) -> Option<Option<Bitrate>> {
+        self.ask_rate(method, "pacing_rate", true)
+    }
+
+    fn ask_rate(&self, method: &Py<PyAny>, name: &'static str, optional: bool) -> Option<Option<Bitrate>> {
         let now = self.now();
         Python::attach(|py| {
-            let value = method.call0(py);
-            let value = self.check(py, value, "pacing_rate", now)?;
-            let r = rate(&self.label, "pacing_rate", now, value.bind(py), true);
-            self.check(py, r, "pacing_rate", now)
+            let answer = method.call0(py);
+            let answer = self.check(py, answer, name, now)?;
+            let answer = answer.bind(py);
+            let r = user::rate(name, now, &value(answer), optional, || repr(answer));
+            self.check(py, r.map_err(|bad| self.refused(bad)), name, now)
         })
     }
 
@@ -641,35 +606,11 @@ impl PyController {
             (s.now, s.timed_out)
         };
         Python::attach(|py| {
-            let value = method.call0(py);
-            let value = self.check(py, value, "next_timeout_us", now)?;
-            let value = value.bind(py);
-            if value.is_none() {
-                return Some(None);
-            }
-            let t = match value.extract::<i64>() {
-                Ok(t) => Instant::from_micros(t),
-                Err(_) => {
-                    let e = bad_value(
-                        &self.label,
-                        "next_timeout_us",
-                        now,
-                        value,
-                        "None or an int of microseconds",
-                    );
-                    return self.check(py, Err(e), "next_timeout_us", now);
-                }
-            };
-            // A deadline in the past, or again at the instant it just fired, would stop the clock.
-            if t < now || timed_out.is_some_and(|fired| t <= fired) {
-                let expected = match timed_out {
-                    Some(fired) if fired == now => format!("None or a time after now_us={}", now.as_micros()),
-                    _ => format!("None or a time no earlier than now_us={}", now.as_micros()),
-                };
-                let e = bad_value(&self.label, "next_timeout_us", now, value, &expected);
-                return self.check(py, Err(e), "next_timeout_us", now);
-            }
-            Some(Some(t))
+            let answer = method.call0(py);
+            let answer = self.check(py, answer, "next_timeout_us", now)?;
+            let answer = answer.bind(py);
+            let r = user::timeout(now, timed_out, &value(answer), || repr(answer));
+            self.check(py, r.map_err(|bad| self.refused(bad)), "next_timeout_us", now)
         })
     }
 
@@ -677,79 +618,14 @@ impl PyController {
     fn ask_metrics(&self, method: &Py<PyAny>) -> Option<ControllerMetrics> {
         let now = self.now();
         Python::attach(|py| {
-            let value = method.call0(py);
-            let value = self.check(py, value, "metrics", now)?;
-            let r = self.typed_metrics(value.bind(py), now);
-            self.check(py, r, "metrics", now)
+            let answer = method.call0(py);
+            let answer = self.check(py, answer, "metrics", now)?;
+            let answer = answer.bind(py);
+            let entries: Option<Vec<(user::Value, user::Value)>> =
+                answer.cast::<PyDict>().ok().map(|d| d.iter().map(|(k, v)| (value(&k), value(&v))).collect());
+            let r = self.state.borrow_mut().layout.check(now, entries.as_deref(), || repr(answer));
+            self.check(py, r.map_err(|bad| self.refused(bad)), "metrics", now)
         })
-    }
-
-    fn typed_metrics(&self, value: &Bound<'_, PyAny>, now: Instant) -> PyResult<ControllerMetrics> {
-        let expected = "a dict of str to float or None";
-        let dict =
-            value.cast::<PyDict>().map_err(|_| bad_value(&self.label, "metrics", now, value, expected))?;
-        let mut state = self.state.borrow_mut();
-        if state.layout.is_none() {
-            let mut slots = Vec::with_capacity(dict.len());
-            for key in dict.keys() {
-                let key: String =
-                    key.extract().map_err(|_| bad_value(&self.label, "metrics", now, value, expected))?;
-                // The columns every controller table has (`trace::schema::CONTROLLER`).
-                let reserved = rtcbench_sim::trace::schema::CONTROLLER.iter().any(|c| c.name == key);
-                if reserved || key.is_empty() {
-                    return Err(ControllerError::new_err(format!(
-                        "{}: metrics() names a metric '{key}', which the controller table already has (or is \
-                         empty); choose another name",
-                        self.label
-                    )));
-                }
-                slots.push(MetricSlot::new(key));
-            }
-            state.layout = Some(slots);
-        }
-        let layout = state.layout.as_ref().expect("set above");
-        let same_keys = dict.len() == layout.len()
-            && dict
-                .keys()
-                .iter()
-                .zip(layout)
-                .all(|(k, slot)| k.extract::<&str>().is_ok_and(|k| k == slot.key));
-        if !same_keys {
-            let first = PyList::new(value.py(), layout.iter().map(|s| s.key.as_str()))?;
-            return Err(ControllerError::new_err(format!(
-                "{}: metrics() at now_us={} returned the keys {}, but its first call returned {}; the \
-                 names and their order must not change during a run",
-                self.label,
-                now.as_micros(),
-                dict.keys().repr()?,
-                first.repr()?
-            )));
-        }
-        let mut m = ControllerMetrics::new();
-        for ((_, v), slot) in dict.iter().zip(layout) {
-            let number = if v.is_none() { Ok(None) } else { v.extract::<f64>().map(Some) };
-            let metric = match (slot.kind, number) {
-                (MetricKind::Real, Ok(x)) => Some(Metric::Real(x)),
-                (MetricKind::Rate, Ok(x)) if x.is_none_or(|x| x.is_finite() && x >= 0.0) => {
-                    Some(Metric::Rate(x.map(Bitrate::from_bps_f64)))
-                }
-                (MetricKind::Size, Ok(x)) if x.is_none_or(|x| x.is_finite() && x >= 0.0) => {
-                    Some(Metric::Size(x.map(|b| DataSize::bytes(b.round() as u64))))
-                }
-                _ => None,
-            };
-            let Some(metric) = metric else {
-                let what = match slot.kind {
-                    MetricKind::Real => "a float or None",
-                    MetricKind::Rate => "a finite rate of bit/s, at least 0, or None",
-                    MetricKind::Size => "a finite size of bytes, at least 0, or None",
-                };
-                let expected = format!("'{}' to be {what}", slot.key);
-                return Err(bad_value(&self.label, "metrics", now, value, &expected));
-            };
-            m = m.with(slot.name, metric);
-        }
-        Ok(m)
     }
 }
 

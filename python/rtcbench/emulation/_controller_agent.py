@@ -14,18 +14,22 @@ qualified name). Then one JSON object per line on stdin, one answer per line on 
   from the call's plan), then ``{"m": "sent", "now": us, "p": [seq, size, sent_us, is_audio,
   data_in_flight, probe]}``,
   ``{"m": "feedback", "now": us, "r": {...}}``, ``{"m": "timeout", "now": us}``: the controller's
-  input, answered with ``{"target": bps, "pacing": bps | null, "timeout": us | null}``;
-- ``{"m": "metrics"}``: answered with ``{"metrics": [[name, value], ...]}``.
+  input, answered with ``{"target": T, "pacing": P, "timeout": D}``, what `target_rate`,
+  `pacing_rate` and `next_timeout_us` returned (null for a method the class does not override);
+- ``{"m": "metrics"}``: answered with ``{"metrics": [[name, value], ...] | null, "r": repr}``,
+  null if `metrics()` did not return a dict.
 
-A controller that raises, or answers what a run cannot use, ends the helper with one line on
-stderr naming the method, and status 1: the agent reports it.
+Values go as this helper finds them (`_wire`): the media agent checks them with the simulator's
+own checks (`rtcbench_cc::user`), so a controller is held to the same rules, with the same
+messages, in both modes. A controller that raises ends the helper with one line on stderr naming
+the method, and status 1: the agent reports it after the controller's label.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import math
+import operator
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,10 +38,6 @@ from rtcbench import _core
 from rtcbench.controller import Controller, _load_file
 
 OPTIONAL = ("on_packet_sent", "on_timeout", "next_timeout_us", "pacing_rate", "metrics")
-
-
-class Failed(Exception):
-    """The controller failed; the message is the line the agent reports."""
 
 
 def _overrides(cls: type[Controller]) -> list[str]:
@@ -67,33 +67,43 @@ def _report(r: dict[str, Any]) -> _core.FeedbackReport:
     )
 
 
-def _rate(value: object, method: str, optional: bool) -> float | None:
-    if value is None and optional:
+def _wire(v: object) -> object:
+    """A returned value as `rtcbench_cc::user::Value` reads it, typed in the order the simulator
+    types a Python object (`rtcbench-py`): None, a float, a bool, a str, an int of 64 bits (or
+    anything with `__index__`), any other real number (`__float__`), anything else; all but None
+    and a plain int carry their `repr` for messages."""
+    if v is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 1:
-        raise Failed(f"{method}() returned {value!r}: a rate is a finite number of bit/s, at least 1")
-    return float(value)
+    shown = repr(v)
+    if isinstance(v, float):
+        return {"f": repr(float(v)), "r": shown}
+    if isinstance(v, bool):
+        return {"b": v, "r": shown}
+    if isinstance(v, str):
+        return {"s": str(v), "r": shown}
+    try:
+        i = operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    else:
+        if -(2**63) <= i < 2**63:
+            return i if type(v) is int else {"i": i, "r": shown}
+    to_float = getattr(type(v), "__float__", None)
+    if to_float is None and not isinstance(v, int):
+        return {"r": shown}
+    try:
+        return {"f": repr(float(v)), "r": shown}  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return {"r": shown}
 
 
-def _answers(c: Controller, overrides: list[str]) -> dict[str, Any]:
-    target = _rate(c.target_rate(), "target_rate", False)
-    pacing = _rate(c.pacing_rate(), "pacing_rate", True) if "pacing_rate" in overrides else None
-    timeout = c.next_timeout_us() if "next_timeout_us" in overrides else None
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
-        raise Failed(f"next_timeout_us() returned {timeout!r}: an integer of microseconds, or None")
-    return {"target": target, "pacing": pacing, "timeout": timeout}
+GETTERS = (("target", "target_rate"), ("pacing", "pacing_rate"), ("timeout", "next_timeout_us"))
 
 
-def _metrics(c: Controller) -> list[list[Any]]:
+def _metrics(c: Controller) -> dict[str, object]:
     m = c.metrics()
-    if not isinstance(m, dict):
-        raise Failed(f"metrics() returned {type(m).__name__}: a dict of str to float or None")
-    out = []
-    for k, v in m.items():
-        if not isinstance(k, str) or not (v is None or isinstance(v, int | float)) or isinstance(v, bool):
-            raise Failed(f"metrics() has {k!r}: {v!r}: names are str and values float or None")
-        out.append([k, None if v is None or not math.isfinite(v) else float(v)])
-    return out
+    pairs = [[_wire(k), _wire(v)] for k, v in m.items()] if isinstance(m, dict) else None
+    return {"metrics": pairs, "r": repr(m)}
 
 
 def controller_class(config: dict[str, Any]) -> type[Controller]:
@@ -114,21 +124,20 @@ def controller_class(config: dict[str, Any]) -> type[Controller]:
 
 
 def serve(config: dict[str, Any]) -> None:
-    label = f"{config['module']}:{config['qualname']}"
     cls = controller_class(config)
     overrides = _overrides(cls)
     controller = cls()
     out = sys.stdout
     out.write(json.dumps({"overrides": overrides, "feedback": getattr(cls, "feedback", "twcc")}) + "\n")
     out.flush()
-    method = "on_start"
+    method, now = "on_start", 0
     try:
         for line in sys.stdin:
             msg = json.loads(line)
             kind = msg["m"]
             if kind == "metrics":
                 method = "metrics"
-                out.write(json.dumps({"metrics": _metrics(controller)}) + "\n")
+                out.write(json.dumps(_metrics(controller)) + "\n")
                 out.flush()
                 continue
             now = msg["now"]
@@ -153,13 +162,15 @@ def serve(config: dict[str, Any]) -> None:
             else:
                 method = "on_timeout"
                 controller.on_timeout(now)
-            method = "target_rate"
-            out.write(json.dumps(_answers(controller, overrides)) + "\n")
+            answers: dict[str, object] = {}
+            for key, method in GETTERS:
+                asked = key == "target" or method in overrides
+                answers[key] = _wire(getattr(controller, method)()) if asked else None
+            out.write(json.dumps(answers) + "\n")
             out.flush()
-    except Failed as e:
-        raise SystemExit(f"{label}: {e}") from None
     except Exception as e:
-        raise SystemExit(f"{label}: {method} raised {type(e).__name__}: {e}") from None
+        # As the simulator words it (`rtcbench-py`); the agent puts the controller's label first.
+        raise SystemExit(f"{method}(now_us={now}) raised {type(e).__qualname__}: {e}") from None
 
 
 def main() -> None:

@@ -226,6 +226,7 @@ def start(
         helper_cfg.write_text(json.dumps(python_controller(controller)))
         helper = [sys.executable, "-m", "rtcbench.emulation._controller_agent", str(helper_cfg)]
         feedback = getattr(controller.origin, "feedback", "twcc")
+    name = controller if isinstance(controller, str) else controller.name
     if end_s is None:
         end_s = max((cross._seconds(c.plan["stop"]) for c in calls), default=0.0)
     topo = bed.topology
@@ -237,7 +238,7 @@ def start(
                 port = FIRST_PORT + 2 * c.index
                 cfg: dict[str, Any] = {
                     "role": role,
-                    "controller": controller if isinstance(controller, str) else controller.name,
+                    "controller": name,
                     "plan": c.plan,
                     "local": f"{topo.host(node).address.ip}:{port}",
                     "peer": f"{topo.host(peer).address.ip}:{port}",
@@ -248,6 +249,8 @@ def start(
                     cfg["python"] = {
                         "argv": helper,
                         "stderr": str(out_dir / f"controller-call{c.index}.stderr"),
+                        "label": f"controller {name} (call {c.index})",
+                        "reserved": [name for name, *_ in _core.trace_schema()["controller"]],
                     }
                 elif helper is not None:
                     cfg["user_feedback"] = feedback

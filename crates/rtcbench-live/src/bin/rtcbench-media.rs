@@ -63,19 +63,10 @@ struct Config {
     /// A Python controller (`controller` is then its name): the sender runs it as a child
     /// process (`rtcbench_live::pipe_controller`).
     #[serde(default)]
-    python: Option<PythonController>,
+    python: Option<pipe_controller::Helper>,
     /// The receiver of a Python controller: the feedback the controller asks for.
     #[serde(default)]
     user_feedback: Option<UserFeedback>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PythonController {
-    /// The helper's command line (`python -m rtcbench.emulation._controller_agent CONFIG`).
-    argv: Vec<String>,
-    /// Where the helper's standard error goes; its last line is the agent's message if it fails.
-    stderr: PathBuf,
 }
 
 fn main() -> ExitCode {
@@ -226,11 +217,6 @@ fn log_estimator(log: &mut Log, at: Instant, m: &ControllerMetrics) {
 
 /// What to say when the Python controller failed: the last line it wrote on stderr (its own
 /// message), else what the agent saw.
-fn helper_message(stderr: &Path, seen: &str) -> String {
-    let text = fs::read_to_string(stderr).unwrap_or_default();
-    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or(seen).to_string()
-}
-
 fn kind_name(kind: OutKind) -> &'static str {
     match kind {
         OutKind::Video => "video",
@@ -262,11 +248,8 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     let controller_failure: pipe_controller::Failure = Rc::default();
     let mut endpoint = match (cfg.role, kind, &cfg.python) {
         (Role::Sender, _, Some(python)) => {
-            let stderr = fs::File::create(&python.stderr)
-                .map_err(io_context(format!("creating {}", python.stderr.display())))?;
             let (controller, _) =
-                PipeController::spawn(&python.argv, stderr, plan, controller_failure.clone())
-                    .map_err(|why| Failure::Config(helper_message(&python.stderr, &why)))?;
+                PipeController::spawn(python, plan, controller_failure.clone()).map_err(Failure::Config)?;
             Endpoint::Sender(Box::new(plan.sender(AnyController::User(Box::new(controller)))))
         }
         (Role::Sender, Some(kind), None) => {
@@ -427,10 +410,10 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             break;
         }
     }
-    if let (Some(why), Some(python)) = (controller_failure.borrow().as_ref(), &cfg.python) {
+    if let Some(why) = controller_failure.borrow().as_ref() {
         // The log so far is kept: it shows what the call did until the controller failed.
         let _ = write_atomically(&cfg.log, &log.lines);
-        return Err(Failure::Config(helper_message(&python.stderr, why)));
+        return Err(Failure::Config(why.clone()));
     }
     log.line(
         &json!({"event": "end", "t_us": us(now()), "sent": sent_frames, "peer_unreachable": unreachable}),
