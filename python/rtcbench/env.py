@@ -231,7 +231,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         # Built once here so that a scenario the simulator cannot run, or a call it does not have,
         # fails now, and so that the call's rate limits are known.
         check_codecs(self.variant)
-        probe = _core.Simulation(self.variant.toml, controller, 0, external_call=call)
+        probe = _core.Simulation(self.variant.core, controller, 0, external_call=call)
         info = probe.call_info
         self.start_rate_bps = float(info.start_rate_bps)
         low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
@@ -272,7 +272,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         super().reset(seed=seed)
         run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
         self.seed_used = run_seed
-        self._sim = _core.Simulation(self.variant.toml, self.controller, run_seed, external_call=self.call)
+        self._sim = _core.Simulation(self.variant.core, self.controller, run_seed, external_call=self.call)
         self._trace_whole = True
         self._obs[:] = 0.0
         self._last_delays = [0.0, 0.0, 0.0, 0.0]

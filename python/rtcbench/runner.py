@@ -290,7 +290,7 @@ def _pieces(core_run: Any, meta: dict[str, Any]) -> Iterator[dict[str, pl.DataFr
 def _start(variant: Variant, cc: str | UserController, seed: int, pcap: Path | None, piece_rows: int) -> Any:
     name = controller_name(cc)
     return _core.Run(
-        variant.toml,
+        variant.core,
         name,
         seed,
         factory=None if isinstance(cc, str) else cc.make,

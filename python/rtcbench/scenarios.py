@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -69,15 +69,19 @@ class Variant:
     """One runnable variant of a scenario: its name, folder slug, fully resolved TOML and
     fingerprint (the SHA-256 of what it runs: `rtcbench.identity`).
 
-    `spec` is the resolved TOML as data, parsed on first use; the accessors below give its arrays
-    of tables (empty when the scenario has none), for the testbed to read what the relay and
-    the agents are not given as plans (`_core.network_plan`, `_core.call_plans`)."""
+    `core` is the variant as the Rust loader loaded and checked it: running it, planning its
+    network and calls, or computing its `meta` takes it as it is (`_core.Run(variant.core, ...)`),
+    with no second parse. `spec` is the resolved TOML as data, parsed on first use; the accessors
+    below give its arrays of tables (empty when the scenario has none), for the testbed to read
+    what the relay and the agents are not given as plans (`_core.network_plan`,
+    `_core.call_plans`)."""
 
     scenario_id: str
     variant: str
     slug: str
     toml: str
     fingerprint: str
+    core: _core.Resolved = field(compare=False, repr=False)
 
     @cached_property
     def spec(self) -> Table:

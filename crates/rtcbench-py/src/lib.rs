@@ -66,8 +66,8 @@ fn controllers() -> Vec<(&'static str, &'static str)> {
 }
 
 /// One variant as Python's `scenarios.Variant` takes it: (scenario id, variant, slug, resolved
-/// TOML, fingerprint: the SHA-256 of what the variant runs).
-type VariantRow = (String, String, String, String, String);
+/// TOML, fingerprint: the SHA-256 of what the variant runs, and the loaded variant itself).
+type VariantRow = (String, String, String, String, String, PyResolved);
 
 /// Expands scenario text into its variants.
 #[pyfunction]
@@ -78,9 +78,53 @@ fn expand(text: &str, origin: &str, sets: Vec<String>) -> PyResult<Vec<VariantRo
         .into_iter()
         .map(|s| {
             let (slug, toml) = (s.variant_slug(), s.to_toml());
-            (s.spec.id, s.variant, slug, toml, s.fingerprint)
+            let row = (s.spec.id.clone(), s.variant.clone(), slug, toml.clone(), s.fingerprint.clone());
+            (row.0, row.1, row.2, row.3, row.4, PyResolved { scenario: Arc::new(s), toml })
         })
         .collect())
+}
+
+/// One variant as the loader resolved and checked it (`Variant.core`): what runs it, plans its
+/// network and calls, or computes its `meta` takes it as it is, with no second parse. Pickled as
+/// its resolved TOML (a worker process loads it again).
+#[pyclass(frozen, module = "rtcbench._core", name = "Resolved")]
+#[derive(Clone)]
+pub(crate) struct PyResolved {
+    scenario: Arc<Scenario>,
+    toml: String,
+}
+
+#[pymethods]
+impl PyResolved {
+    /// Loads the one variant a resolved scenario (TOML from `expand`) describes.
+    #[new]
+    fn new(toml: &str) -> PyResult<Self> {
+        let mut variants = scenario::load(toml, "resolved scenario", &[]).map_err(scenario_err)?;
+        if variants.len() != 1 {
+            return Err(PyValueError::new_err("a resolved scenario has one variant; use expand() first"));
+        }
+        Ok(Self { scenario: Arc::new(variants.remove(0)), toml: toml.to_string() })
+    }
+
+    /// The resolved TOML.
+    #[getter]
+    fn toml(&self) -> &str {
+        &self.toml
+    }
+
+    /// The SHA-256 of what the variant runs.
+    #[getter]
+    fn fingerprint(&self) -> &str {
+        &self.scenario.fingerprint
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        Ok((slf.get_type().into_any(), (slf.get().toml.clone(),)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Resolved({} {:?})", self.scenario.spec.id, self.scenario.variant)
+    }
 }
 
 fn columns<'py>(py: Python<'py>, cols: Vec<(&str, Bound<'py, PyAny>)>) -> PyResult<Bound<'py, PyDict>> {
@@ -95,19 +139,22 @@ fn names<'py>(py: Python<'py>, codes: &[&str]) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, codes)
 }
 
-/// The one variant a resolved scenario (TOML from `expand`) describes.
-pub(crate) fn one_variant(resolved: &str, what: &str) -> PyResult<Scenario> {
-    let mut variants = scenario::load(resolved, "resolved scenario", &[]).map_err(scenario_err)?;
-    if variants.len() != 1 {
-        return Err(PyValueError::new_err(format!("{what} takes one resolved variant; use expand() first")));
+/// The one variant `resolved` is: a [`PyResolved`] (`Variant.core`, loaded once by `expand`), or
+/// resolved TOML, loaded here.
+pub(crate) fn one_variant(resolved: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Scenario>> {
+    if let Ok(r) = resolved.cast::<PyResolved>() {
+        return Ok(r.get().scenario.clone());
     }
-    Ok(variants.remove(0))
+    let toml: &str = resolved.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!("{what} takes a Resolved variant or its TOML"))
+    })?;
+    Ok(PyResolved::new(toml)?.scenario)
 }
 
 /// The network an emulation relay realises for one resolved variant and seed, as JSON
 /// (`rtcbench_scenario::elements::NetworkPlan`: every link's elements and the routes).
 #[pyfunction]
-fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
+fn network_plan(resolved: &Bound<'_, PyAny>, seed: u64) -> PyResult<String> {
     let s = one_variant(resolved, "network_plan")?;
     let plan = scenario::elements::NetworkPlan::new(&s, seed);
     serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -117,10 +164,37 @@ fn network_plan(resolved: &str, seed: u64) -> PyResult<String> {
 /// bottlenecks) of one resolved variant with `seed`, every call labelled `controller`, as JSON
 /// (`rtcbench_scenario::run::Meta`): what a simulated run of it writes, computed without running.
 #[pyfunction]
-fn run_meta(resolved: &str, controller: &str, seed: u64) -> PyResult<String> {
+fn run_meta(resolved: &Bound<'_, PyAny>, controller: &str, seed: u64) -> PyResult<String> {
     let s = one_variant(resolved, "run_meta")?;
     let plan = scenario::run::RunPlan::new(&s, controller, seed).map_err(scenario_err)?;
     serde_json::to_string(&plan.meta).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A duration as a scenario writes it (`"50ms"`), in seconds: the loader's own parser, for the
+/// text of a resolved variant or a plan (`ValueError` naming the units otherwise).
+#[pyfunction]
+fn duration_s(text: &str) -> PyResult<f64> {
+    text.parse::<rtcbench_units::Duration>()
+        .map(rtcbench_units::Duration::as_secs_f64)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A rate as a scenario writes it (`"2Mbps"`), in bit/s: the loader's own parser.
+#[pyfunction]
+fn rate_bps(text: &str) -> PyResult<u64> {
+    text.parse::<rtcbench_units::Bitrate>()
+        .map(rtcbench_units::Bitrate::as_bps)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The cross traffic of one resolved variant as JSON (`rtcbench_scenario::cross::CrossPlan`):
+/// every TCP connection and CBR flow as the simulator builds it, for the testbed's agents.
+#[pyfunction]
+fn cross_plan(resolved: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = one_variant(resolved, "cross_plan")?;
+    let end = rtcbench_units::Instant::ZERO + *s.spec.duration.get();
+    let plan = scenario::cross::CrossPlan::new(&s.spec, end);
+    serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The calls of one resolved variant as live agents build their endpoints, as JSON: per call (in
@@ -128,7 +202,7 @@ fn run_meta(resolved: &str, controller: &str, seed: u64) -> PyResult<String> {
 /// relay (`via`), `role` and `CallPlan` for `seed`. An SFU's forward leg has no sender of its
 /// own and no plan (`null`): the forwarding element builds it.
 #[pyfunction]
-fn call_plans(resolved: &str, seed: u64) -> PyResult<String> {
+fn call_plans(resolved: &Bound<'_, PyAny>, seed: u64) -> PyResult<String> {
     use scenario::calls::{run_calls, Role};
     let s = one_variant(resolved, "call_plans")?;
     let end = rtcbench_units::Instant::ZERO + *s.spec.duration.get();
@@ -280,6 +354,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<controller::PyCallInfo>()?;
     m.add_class::<simulation::PySimulation>()?;
     m.add_class::<run::PyRun>()?;
+    m.add_class::<PyResolved>()?;
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(network_plan, m)?)?;
@@ -287,6 +362,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_codes, m)?)?;
     m.add_function(wrap_pyfunction!(trace_schema, m)?)?;
     m.add_function(wrap_pyfunction!(call_plans, m)?)?;
+    m.add_function(wrap_pyfunction!(cross_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(duration_s, m)?)?;
+    m.add_function(wrap_pyfunction!(rate_bps, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;

@@ -105,7 +105,7 @@ impl PyRun {
     #[pyo3(signature = (resolved, controller, seed, *, factory = None, pcap = None, piece_rows = 1 << 20, slice_events = 100_000))]
     fn new(
         py: Python<'_>,
-        resolved: &str,
+        resolved: &Bound<'_, PyAny>,
         controller: &str,
         seed: u64,
         factory: Option<Bound<'_, PyAny>>,

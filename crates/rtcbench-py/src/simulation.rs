@@ -94,7 +94,7 @@ fn finished() -> PyErr {
 impl PySimulation {
     #[new]
     #[pyo3(signature = (resolved, controller, seed, *, external_call = 0))]
-    fn new(resolved: &str, controller: &str, seed: u64, external_call: u32) -> PyResult<Self> {
+    fn new(resolved: &Bound<'_, PyAny>, controller: &str, seed: u64, external_call: u32) -> PyResult<Self> {
         let s = one_variant(resolved, "Simulation()")?;
         let kind = builtin_kind(controller)?;
         let options = RunOptions { external: Some(external_call), ..RunOptions::default() };

@@ -5,6 +5,7 @@
 
 pub mod builtin;
 pub mod calls;
+pub mod cross;
 pub mod elements;
 pub mod limits;
 mod locate;

@@ -13,6 +13,7 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::calls::run_calls;
+use crate::cross::CrossPlan;
 use crate::elements::{link_config, udp_background_rate, DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN};
 use crate::lte::{cell_config, LteDirection};
 use crate::wifi::bss_config;
@@ -150,6 +151,8 @@ pub struct RunPlan {
     pub cbr: Vec<FlowRoute>,
     /// Per link whose capacity RFC 8867 §4.2's UDP background traffic makes: (link, flow).
     pub udp_background: Vec<(LinkId, FlowId)>,
+    /// The cross traffic's connections and flows, in the order of `tcp` and `cbr`.
+    pub cross: CrossPlan,
 }
 
 /// The two directions of a call and its flows' ids.
@@ -519,6 +522,7 @@ impl RunPlan {
             conferences,
             flows,
         };
-        Ok(Self { meta, calls: call_routes, tcp, cbr, udp_background })
+        let cross = CrossPlan::new(spec, end);
+        Ok(Self { meta, calls: call_routes, tcp, cbr, udp_background, cross })
     }
 }

@@ -86,15 +86,16 @@ pub struct StreamedRun {
 }
 
 impl StreamedRun {
-    /// Starts the run (`scenario` with `controller` and `seed`). `capture` in `run` is set from
-    /// `stream.pcap`.
+    /// Starts the run (`scenario` with `controller` and `seed`; shared, so that a caller that keeps
+    /// a loaded variant need not copy it). `capture` in `run` is set from `stream.pcap`.
     pub fn start(
-        scenario: Scenario,
+        scenario: impl Into<Arc<Scenario>>,
         controller: ControllerChoice,
         seed: u64,
         run: RunOptions,
         stream: StreamOptions,
     ) -> std::io::Result<Self> {
+        let scenario = scenario.into();
         let (tx, rx) = sync_channel(1);
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();

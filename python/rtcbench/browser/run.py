@@ -35,6 +35,7 @@ from typing import IO, Any
 
 import polars as pl
 
+from rtcbench import _core
 from rtcbench.browser import devtools, sfu, turn
 from rtcbench.browser.chromium import (
     CONNECT_TIMEOUT_S,
@@ -51,11 +52,11 @@ from rtcbench.browser.chromium import (
 from rtcbench.browser.trace import Connection, Stream, browser_tables
 from rtcbench.emulation.media import PlannedCall, call_plans
 from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info
-from rtcbench.emulation.trace import RELAY_PACKETS
 from rtcbench.scenarios import MODELLED_CODEC, Table, Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import Testbed, TestbedError, build, refuse_access_networks, require
+from rtcbench.testbed.relay_log import RELAY_PACKETS
 
 __all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "connections"]
 
@@ -88,22 +89,6 @@ class Browsed:
 
     tables: Tables
     info: dict[str, Any]
-
-
-def _seconds(text: str) -> float:
-    """A resolved duration as the core writes it (`"120s"`, `"20ms"`, `"1500us"`)."""
-    for suffix, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * scale
-    raise ValueError(f"not a duration: {text!r}")
-
-
-def _bps(text: str) -> int:
-    """A resolved rate as the core writes it (`"2Mbps"`, `"300kbps"`, `"20000bps"`)."""
-    for suffix, scale in (("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3), ("bps", 1.0)):
-        if text.endswith(suffix):
-            return round(float(text[: -len(suffix)]) * scale)
-    raise ValueError(f"not a rate: {text!r}")
 
 
 def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], end_s: float) -> Stream:
@@ -143,9 +128,9 @@ def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], e
             width=width,
             height=height,
             fps=round(fps),
-            max_bitrate_bps=_bps(v["max_rate"]),
-            min_bitrate_bps=_bps(v["min_rate"]),
-            start_bitrate_bps=_bps(v["start_rate"]),
+            max_bitrate_bps=_core.rate_bps(v["max_rate"]),
+            min_bitrate_bps=_core.rate_bps(v["min_rate"]),
+            start_bitrate_bps=_core.rate_bps(v["start_rate"]),
             fec=p["fec"] is not None,
             nack=bool(p["nack"]),
             keyframe_request=str(p["keyframe_request"]),
@@ -156,11 +141,12 @@ def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], e
         a = p["audio"]
         if a.get("packet_interval") not in (None, _AUDIO_PACKET_INTERVAL):
             raise refuse("audio.packet_interval", f"Chromium sends Opus in {_AUDIO_PACKET_INTERVAL} packets")
-        audio = AudioSettings(max_bitrate_bps=_bps(a["rate"]) if a.get("rate") else None)
+        audio = AudioSettings(max_bitrate_bps=_core.rate_bps(a["rate"]) if a.get("rate") else None)
     if video is None and audio is None:
         raise refuse("video", "a browser call sends video, audio or both")
     pauses = [
-        (_seconds(x["from"]), _seconds(x["to"]), bool(x.get("audio", True))) for x in p.get("pauses", [])
+        (_core.duration_s(x["from"]), _core.duration_s(x["to"]), bool(x.get("audio", True)))
+        for x in p.get("pauses", [])
     ]
     return Stream(
         index=call.index,
@@ -169,8 +155,8 @@ def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], e
         dst=call.dst,
         video=video,
         audio=audio,
-        start_s=_seconds(p["start"]),
-        stop_s=min(_seconds(p["stop"]), end_s),
+        start_s=_core.duration_s(p["start"]),
+        stop_s=min(_core.duration_s(p["stop"]), end_s),
         pauses=pauses,
         flows=flows,
     )

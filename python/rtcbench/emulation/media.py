@@ -31,7 +31,7 @@ from typing import Any
 from rtcbench import _core
 from rtcbench.controller import Controller, UserController
 from rtcbench.scenarios import Variant
-from rtcbench.testbed import binaries, cross
+from rtcbench.testbed import binaries
 from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
 
@@ -81,7 +81,7 @@ def plan(variant: Variant, seed: int) -> list[PlannedCall]:
 def call_plans(variant: Variant, seed: int) -> list[PlannedCall]:
     """Every call of the scenario for `seed` as the simulator builds it, with its `meta.calls` id:
     `[[calls]]` entries and every conference's calls, an SFU's forward legs among them (pure)."""
-    calls = json.loads(_core.call_plans(variant.toml, seed))
+    calls = json.loads(_core.call_plans(variant.core, seed))
     return [PlannedCall(int(c["id"]), c["name"], c["from"], c["to"], c["plan"]) for c in calls]
 
 
@@ -228,7 +228,7 @@ def start(
         feedback = getattr(controller.origin, "feedback", "twcc")
     name = controller if isinstance(controller, str) else controller.name
     if end_s is None:
-        end_s = max((cross._seconds(c.plan["stop"]) for c in calls), default=0.0)
+        end_s = max((_core.duration_s(c.plan["stop"]) for c in calls), default=0.0)
     topo = bed.topology
     media = MediaCalls()
     try:

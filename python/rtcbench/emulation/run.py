@@ -23,11 +23,12 @@ from typing import Any
 from rtcbench import _core
 from rtcbench.controller import UserController
 from rtcbench.emulation import media
-from rtcbench.emulation.trace import RELAY_PACKETS, emulated_tables
+from rtcbench.emulation.trace import emulated_tables
 from rtcbench.scenarios import Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import build, refuse_access_networks, require
+from rtcbench.testbed.relay_log import RELAY_PACKETS
 
 __all__ = ["Emulated", "emulate", "planned_meta", "relay_info"]
 
@@ -50,7 +51,7 @@ def planned_meta(variant: Variant, controller: str | UserController, seed: int) 
     (`_core.run_meta`, what a simulated run of the same variant, controller and seed writes),
     computed without running anything: an emulated or browser run's tables use the same flow ids."""
     name = controller if isinstance(controller, str) else controller.name
-    meta: dict[str, Any] = json.loads(_core.run_meta(variant.toml, name, seed))
+    meta: dict[str, Any] = json.loads(_core.run_meta(variant.core, name, seed))
     return meta
 
 

@@ -8,9 +8,10 @@ resolved scenario's `[[tcp]]` and `[[cbr]]` entries (docs/emulation.md, "Cross t
         traffic.wait()
     logs = cross.read_logs(out)                         # per flow: start, stop, bytes delivered
 
-`plan` reads the scenario as the simulator does (`crates/rtcbench-sim/src/world.rs`): the same
-flow names, counts, start and stop times, ports and on/off parameters; what the kernel cannot do
-as the simulator does is refused there, in one line naming the field (`CrossTrafficError`).
+`plan` takes the cross traffic as the simulator builds it, from the core
+(`crates/rtcbench-scenario/src/cross.rs`): the same flow names, counts, start and stop times,
+ports and on/off parameters; what the kernel cannot do as the simulator does is refused there,
+in one line naming the field (`CrossTrafficError`).
 `start` runs one agent per node and role (`_cross_agent.py`: a source where flows start, a sink
 where they end) through `Testbed.popen`, so they are stopped with the testbed whatever ends it.
 Why our own agent and not iperf3: docs/adr/0002-cross-traffic-agents.md.
@@ -19,7 +20,6 @@ Why our own agent and not iperf3: docs/adr/0002-cross-traffic-agents.md.
 from __future__ import annotations
 
 import json
-import re
 import select
 import shutil
 import signal
@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtcbench.scenarios import Table, Variant
+from rtcbench import _core
+from rtcbench.scenarios import Variant
 from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
 from rtcbench.testbed.topology import MTU
@@ -156,117 +157,78 @@ CrossFlow = TcpFlow | CbrFlow
 
 
 def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
-    """The cross traffic of a resolved scenario, as the simulator builds it: every `[[tcp]]`
-    entry's `count` flows (named `TcpSpec::flow_name`: the entry's `name`, or `tcp<i>`, with
-    `.<k>` when `count` > 1), then every `[[cbr]]` flow (`name` or `cbr<i>`), each active from
-    `start` (default 0) to `stop` (default, and at most, the end of the run). `seed` keys the
-    on/off draws (the same distributions as the simulator's, not the same draws).
+    """The cross traffic of a resolved scenario as the simulator builds it
+    (`rtcbench_scenario::cross::CrossPlan`, from `_core.cross_plan`): every `[[tcp]]` entry's
+    `count` connections, named, timed and configured as in the simulator, then every `[[cbr]]`
+    flow; a stop after the end of the run is the end. `seed` keys the on/off draws (the same
+    distributions as the simulator's, not the same draws). CBR flows take the source ports after
+    the TCP connections'.
 
     Raises `CrossTrafficError` for what the kernel cannot do as the simulator does:
     `small_queues = true`, or `delayed_ack` that differs between two `[[tcp]]` entries to the
     same node from the same node (the kernel turns delayed ACKs off per route)."""
     where = variant.scenario_id
-    end_s = _seconds(variant.duration)
+    cross = json.loads(_core.cross_plan(variant.core))
+    end_s = _core.duration_s(variant.duration)
     flows: list[CrossFlow] = []
     delayed_ack: dict[tuple[str, str], tuple[bool, int]] = {}
-    port = FIRST_SOURCE_PORT
-    for i, t in enumerate(variant.tcp):
-        field_ = f"tcp.{i}"
-        if t.get("small_queues", False):
+    for t in cross["tcp"]:
+        field_ = f"tcp.{t['entry']}"
+        if t["small_queues"]:
             raise CrossTrafficError(
                 f"{where}: {field_}.small_queues = true cannot be emulated: the kernel's TCP Small "
                 "Queues act on the sending host's own queue, and the emulated links are in the relay"
             )
-        ends = (str(t["from"]), str(t["to"]))
-        delack = bool(t.get("delayed_ack", True))
+        ends = (t["from"], t["to"])
+        delack = t["delayed_ack"]
         if ends in delayed_ack and delayed_ack[ends][0] != delack:
             raise CrossTrafficError(
                 f"{where}: {field_}.delayed_ack = {str(delack).lower()} differs from "
                 f"tcp.{delayed_ack[ends][1]} from {ends[0]} to {ends[1]}: the kernel turns delayed "
                 "ACKs off per route (quickack), for every connection between two hosts"
             )
-        delayed_ack.setdefault(ends, (delack, i))
-        count = int(t.get("count", 1))
-        group = str(t.get("name", f"tcp{i}"))
-        start_s, stop_s = _span(t, end_s)
-        cc = KERNEL_CC[str(t.get("cc", "cubic"))]
-        workload = t.get("workload", {"kind": "bulk"})
-        for k in range(count):
-            on_off = None
-            if workload["kind"] == "short":
-                on_off = OnOff(
-                    size_min_bytes=_bytes(workload["size_min"]),
-                    size_max_bytes=_bytes(workload["size_max"]),
-                    files=int(workload.get("files", 1)),
-                    idle_mean_s=_seconds(workload["idle_mean"]),
-                    initially_on=k < int(workload.get("initially_on", 0)),
-                )
-            flows.append(
-                TcpFlow(
-                    name=group if count == 1 else f"{group}.{k}",
-                    src=ends[0],
-                    dst=ends[1],
-                    start_s=start_s,
-                    stop_s=stop_s,
-                    cc=cc,
-                    delayed_ack=delack,
-                    on_off=on_off,
-                    src_port=port,
-                    rng_key=f"{seed}/tcp/{group}/{k}/workload",
-                )
+        delayed_ack.setdefault(ends, (delack, t["entry"]))
+        o = t["on_off"]
+        on_off = None
+        if o is not None:
+            on_off = OnOff(
+                size_min_bytes=o["size_min_bytes"],
+                size_max_bytes=o["size_max_bytes"],
+                files=o["files"],
+                idle_mean_s=o["idle_mean_us"] / 1e6,
+                initially_on=o["initially_on"],
             )
-            port += 1
-    for i, c in enumerate(variant.cbr):
-        start_s, stop_s = _span(c, end_s)
+        flows.append(
+            TcpFlow(
+                name=t["name"],
+                src=t["from"],
+                dst=t["to"],
+                start_s=t["start_us"] / 1e6,
+                stop_s=min(t["stop_us"] / 1e6, end_s),
+                cc=KERNEL_CC[t["cc"]],
+                delayed_ack=delack,
+                on_off=on_off,
+                src_port=t["src_port"],
+                dst_port=t["dst_port"],
+                rng_key=f"{seed}/{t['rng_path']}/workload",
+            )
+        )
+    port = FIRST_SOURCE_PORT + len(flows)
+    for c in cross["cbr"]:
         flows.append(
             CbrFlow(
-                name=str(c.get("name", f"cbr{i}")),
-                src=str(c["from"]),
-                dst=str(c["to"]),
-                start_s=start_s,
-                stop_s=stop_s,
-                rate_bps=_bps(c["rate"]),
-                packet_size_bytes=_bytes(c["packet_size"]) if "packet_size" in c else DEFAULT_CBR_PACKET,
+                name=c["name"],
+                src=c["from"],
+                dst=c["to"],
+                start_s=c["start_us"] / 1e6,
+                stop_s=min(c["stop_us"] / 1e6, end_s),
+                rate_bps=c["rate_bps"],
+                packet_size_bytes=c["packet_size_bytes"],
                 src_port=port,
             )
         )
         port += 1
     return flows
-
-
-def _span(entry: Table, end_s: float) -> tuple[float, float]:
-    """(start, stop) in seconds, as the simulator's `active_span`: from 0 to the end unless the
-    scenario says otherwise; a stop after the end is the end."""
-    start_s = _seconds(entry["start"]) if "start" in entry else 0.0
-    stop_s = min(_seconds(entry["stop"]), end_s) if "stop" in entry else end_s
-    return start_s, stop_s
-
-
-# Quantities as a resolved scenario writes them (`crates/rtcbench-units/src/parse.rs`).
-_QUANTITY = re.compile(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?)\s*(\S+)\s*")
-_SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
-_BPS = {"bps": 1, "bit/s": 1, "kbps": 1e3, "Kbps": 1e3, "kbit/s": 1e3, "Mbps": 1e6, "mbps": 1e6}
-_BPS |= {"Mbit/s": 1e6, "Gbps": 1e9, "gbps": 1e9, "Gbit/s": 1e9}
-_BYTES = {"B": 1, "bytes": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1 << 20}
-
-
-def _quantity(text: str, units: dict[str, float]) -> float:
-    m = _QUANTITY.fullmatch(str(text))
-    if m is None or m.group(2) not in units:
-        raise ValueError(f"cannot read {text!r} (units: {', '.join(units)})")
-    return float(m.group(1).replace("_", "")) * units[m.group(2)]
-
-
-def _seconds(text: str) -> float:
-    return round(_quantity(text, _SECONDS) * 1e6) / 1e6
-
-
-def _bps(text: str) -> int:
-    return round(_quantity(text, _BPS))
-
-
-def _bytes(text: str) -> int:
-    return round(_quantity(text, _BYTES))
 
 
 # -- congestion controls -----------------------------------------------------------------------

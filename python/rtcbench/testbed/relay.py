@@ -207,7 +207,7 @@ def config(
 ) -> dict[str, Any]:
     """The relay's configuration: the simulator's plan of the scenario's network for `seed`, and
     the testbed's interfaces."""
-    plan = json.loads(_core.network_plan(variant.toml, seed))
+    plan = json.loads(_core.network_plan(variant.core, seed))
     interfaces = [
         {
             "node": h.node,

@@ -9,11 +9,12 @@ use rtcbench_net::rng::rng_for;
 use rtcbench_rtp::sfu::{DownlinkParts, Forwarder, ForwarderParts};
 use rtcbench_rtp::{CallPlan, StreamIds};
 use rtcbench_scenario::calls::{run_calls, Role, RunCall};
+use rtcbench_scenario::cross::TcpFlowPlan;
 use rtcbench_scenario::elements::{
     call_plan, scheduled_capacity, udp_background_rate, udp_background_steps, UDP_BACKGROUND_PACKET,
 };
 use rtcbench_scenario::run::{Meta, RunPlan, TURN_CHANNEL_DATA};
-use rtcbench_scenario::{ControllerParams, Hop, Scenario, ScenarioError, TcpCc, TcpSpec, WorkloadSpec};
+use rtcbench_scenario::{ControllerParams, Hop, Scenario, ScenarioError, TcpCc};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
 use super::network::{ElementOverride, Network};
@@ -175,40 +176,30 @@ pub(super) fn build_world(
     let mut tcp_sources = Vec::new();
     let mut tcp_sinks = Vec::new();
     let mut tsq_flows = Vec::new();
-    let mut tcp_routes = plan.tcp.iter();
-    for (i, t) in spec.tcp.iter().enumerate() {
+    for (t, r) in plan.cross.tcp.iter().zip(&plan.tcp) {
         let ends = (node(&t.from), node(&t.to));
-        let group = t.group_name(i);
-        for k in 0..t.count.unwrap_or(1) {
-            let r = tcp_routes.next().expect("the plan has every connection");
-            let (fwd, data, ack) = (&r.forward, r.data, r.ack);
-            let index = tcp_sources.len() as u32;
-            let to_sink = route_to(fwd, Endpoint::TcpSink(index), ends);
-            let to_source = route_to(&r.backward, Endpoint::TcpSource(index), (ends.1, ends.0));
-            let path = format!("tcp/{group}/{k}");
-            let (mut source, sink) =
-                build_tcp(t, k, index, (to_sink, data), (to_source, ack), seed, &path, end);
-            if t.small_queues.unwrap_or(false) {
-                // From a Wi-Fi station, mac80211's pacing shift lets a socket queue more.
-                let wifi = matches!(fwd[0], Hop::Wifi { .. });
-                source = source.with_small_queues(if wifi { TSQ_WIFI_PACING_TIME } else { TSQ_PACING_TIME });
-            }
-            if source.has_small_queues() {
-                tsq_flows.push((data, index, fwd[0]));
-            }
-            tcp_sources.push(source);
-            tcp_sinks.push(sink);
+        let (fwd, data, ack) = (&r.forward, r.data, r.ack);
+        let index = tcp_sources.len() as u32;
+        let to_sink = route_to(fwd, Endpoint::TcpSink(index), ends);
+        let to_source = route_to(&r.backward, Endpoint::TcpSource(index), (ends.1, ends.0));
+        let (mut source, sink) = build_tcp(t, (to_sink, data), (to_source, ack), seed);
+        if t.small_queues {
+            // From a Wi-Fi station, mac80211's pacing shift lets a socket queue more.
+            let wifi = matches!(fwd[0], Hop::Wifi { .. });
+            source = source.with_small_queues(if wifi { TSQ_WIFI_PACING_TIME } else { TSQ_PACING_TIME });
         }
+        if source.has_small_queues() {
+            tsq_flows.push((data, index, fwd[0]));
+        }
+        tcp_sources.push(source);
+        tcp_sinks.push(sink);
     }
 
     let mut cbrs = Vec::new();
-    for (c, r) in spec.cbr.iter().zip(&plan.cbr) {
+    for (c, r) in plan.cross.cbr.iter().zip(&plan.cbr) {
         let flow = r.flow;
         let route = route_to(&r.hops, Endpoint::Sink, (node(&c.from), node(&c.to)));
-        let start = Instant::ZERO + c.start.unwrap_or(Duration::ZERO);
-        let stop = c.stop.map_or(end, |s| Instant::ZERO + s);
-        let size = c.packet_size.unwrap_or(DEFAULT_CBR_PACKET);
-        let source = CbrSource::constant(*c.rate.get(), size, start, stop);
+        let source = CbrSource::constant(c.rate(), c.packet_size(), c.start(), c.stop());
         cbrs.push(CbrFlow::new(source, Plumbing { flow, route }));
     }
     let mut background_links = Vec::new();
@@ -284,55 +275,39 @@ pub(super) fn build_world(
     Ok((w, plan.meta, setups))
 }
 
-/// Bytes on the wire of a CBR packet unless the scenario says otherwise (as the media packets).
-const DEFAULT_CBR_PACKET: DataSize = DataSize::bytes(1200);
-/// TCP ports: sources count up from the first ephemeral port (RFC 6335 §6), sinks listen on
-/// iperf's port.
-const TCP_SOURCE_PORT: u16 = 49152;
-const TCP_SINK_PORT: u16 = 5201;
-
-/// The `k`-th flow of a `[[tcp]]` entry: its source (sender and application) and sink.
-#[allow(clippy::too_many_arguments)]
+/// One TCP connection of the cross traffic (`scenario::cross`): its source (sender and
+/// application) and sink.
 fn build_tcp(
-    t: &TcpSpec,
-    k: u32,
-    index: u32,
+    t: &TcpFlowPlan,
     (to_sink, data_flow): (RouteId, FlowId),
     (to_source, ack_flow): (RouteId, FlowId),
     seed: u64,
-    path: &str,
-    end: Instant,
 ) -> (TcpSource, TcpSink) {
-    let cc = match t.cc.as_ref().map_or(TcpCc::default(), |c| *c.get()) {
+    let cc = match t.cc {
         TcpCc::Newreno => CongestionControl::NewReno,
         TcpCc::Cubic => CongestionControl::Cubic,
     };
-    let mut ids = rng_for(seed, &format!("{path}/ids"));
+    let mut ids = rng_for(seed, &format!("{}/ids", t.rng_path));
     let mut cfg = SenderConfig::new(cc);
-    cfg.src_port = TCP_SOURCE_PORT.wrapping_add(index as u16);
-    cfg.dst_port = TCP_SINK_PORT;
+    cfg.src_port = t.src_port;
+    cfg.dst_port = t.dst_port;
     cfg.iss = ids.random();
-    let app = match &t.workload {
-        None | Some(WorkloadSpec::Bulk) => None,
-        Some(WorkloadSpec::Short { size_min, size_max, idle_mean, files, initially_on }) => {
-            cfg.application = Application::Writes;
-            let on_off = OnOffConfig {
-                size_min: *size_min,
-                size_max: *size_max,
-                files: files.unwrap_or(1),
-                idle_mean: *idle_mean,
-            };
-            let on = k < initially_on.unwrap_or(0);
-            Some((on_off, on))
-        }
-    };
+    let app = t.on_off.map(|o| {
+        cfg.application = Application::Writes;
+        let on_off = OnOffConfig {
+            size_min: DataSize::bytes(o.size_min_bytes),
+            size_max: DataSize::bytes(o.size_max_bytes),
+            files: o.files,
+            idle_mean: Duration::from_micros(o.idle_mean_us),
+        };
+        (on_off, o.initially_on)
+    });
     let mut rx = ReceiverConfig::for_sender(&cfg);
-    if !t.delayed_ack.unwrap_or(true) {
+    if !t.delayed_ack {
         rx.delayed_ack = None;
     }
-    let start = Instant::ZERO + t.start.unwrap_or(Duration::ZERO);
-    let stop = t.stop.map_or(end, |s| Instant::ZERO + s);
-    let app = app.map(|(c, on)| OnOff::new(c, on, start, rng_for(seed, &format!("{path}/workload"))));
+    let (start, stop) = (t.start(), t.stop());
+    let app = app.map(|(c, on)| OnOff::new(c, on, start, rng_for(seed, &format!("{}/workload", t.rng_path))));
     let source =
         TcpSource::new(TcpSender::new(cfg), app, start, stop, Plumbing { flow: data_flow, route: to_sink });
     let sink = TcpSink::new(rx, Plumbing { flow: ack_flow, route: to_source });
