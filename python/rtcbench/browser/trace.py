@@ -43,8 +43,9 @@ import polars as pl
 from rtcbench import tables
 from rtcbench.browser.chromium import AudioSettings, Usage, VideoSettings
 from rtcbench.browser.sdp import describe
-from rtcbench.emulation.trace import FRAMES_SCHEMA, TraceError, packet_events, relay_links, relay_packets
+from rtcbench.emulation.trace import FRAMES_SCHEMA
 from rtcbench.tables import Tables
+from rtcbench.testbed.relay_log import TraceError, packet_events, relay_links, relay_packets
 
 __all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
 

@@ -23,21 +23,18 @@ from rtcbench import _core, tables
 from rtcbench.emulation.media import FIRST_PORT, PlannedCall
 from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
+from rtcbench.testbed.relay_log import (
+    TraceError,
+    packet_events,
+    relay_links,
+    relay_packets,
+)
 
 __all__ = [
     "ENCODED_SCHEMA",
     "FRAMES_SCHEMA",
-    "RELAY_LINKS",
-    "RELAY_PACKETS",
-    "TraceError",
     "emulated_tables",
-    "packet_events",
-    "relay_links",
-    "relay_packets",
 ]
-
-RELAY_PACKETS = "relay-packets.csv"
-RELAY_LINKS = "relay-links.csv"
 
 PT_VIDEO, PT_RTX, PT_AUDIO, PT_RED, PT_RTX_RED, PT_FLEXFEC = 96, 97, 111, 116, 117, 35
 """The RTP payload types of a call's streams (`rtcbench_rtp::call`); RTX carries retransmissions
@@ -46,49 +43,14 @@ sender's log, which also gives each packet's payload type; FlexFEC (`fec = "flex
 own SSRC and payload type, and belongs to the video flow."""
 _KIND_PT = {"video": PT_VIDEO, "padding": PT_RTX, "rtx": PT_RTX, "audio": PT_AUDIO, "fec": PT_RED}
 _CODES = _core.trace_codes()
-_ECN = dict(enumerate(_CODES["ecn"]))
 _FEEDBACK_KIND = dict(enumerate(_CODES["feedback_kind"]))
 UDP, TCP = 17, 6
-
-_RELAY_SCHEMA = {
-    "id": pl.Int64,
-    "event": pl.String,
-    "t_us": pl.Int64,
-    "iface": pl.Int32,
-    "link": pl.String,
-    "reason": pl.String,
-    "size": pl.Int32,
-    "ecn": pl.Int32,
-    "protocol": pl.Int32,
-    "src": pl.String,
-    "src_port": pl.Int32,
-    "dst": pl.String,
-    "dst_port": pl.Int32,
-    "payload": pl.Int32,
-    "head": pl.String,
-}
-_LINKS_SCHEMA = {
-    "t_us": pl.Int64,
-    "link": pl.String,
-    "capacity_bps": pl.Int64,
-    "queue_bytes": pl.Int64,
-    "queue_limit_bytes": pl.Int64,
-}
-
-
-_OPTIONAL_PACKET_COLUMNS = {"transport_seq": pl.Int32}
-"""Columns of the packets table only some producers fill (docs/traces.md)."""
-
 
 FRAMES_SCHEMA = tables.dtypes("frames")
 """The frames table's columns (docs/traces.md, the core's schema)."""
 ENCODED_SCHEMA = {c: t for c, t in FRAMES_SCHEMA.items() if c not in ("complete_us", "render_us", "freeze")}
 """Its columns of a frame as its sender encoded it; the receiver's `complete_us`, `render_us` and
 `freeze` follow."""
-
-
-class TraceError(ValueError):
-    """The records of an emulated run do not fit together (one line)."""
 
 
 def _flow_ids(meta: Mapping[str, Any]) -> dict[str, int]:
@@ -156,23 +118,6 @@ def _flow_rules(
         "kind": pl.String,
     }
     return pl.DataFrame(rows, schema=schema)
-
-
-def _relay_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
-    """One of the relay's trace files (`trace=True`), typed."""
-    if not path.is_file():
-        raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
-    return pl.read_csv(path, schema=schema)
-
-
-def relay_packets(relay_dir: Path) -> pl.DataFrame:
-    """The relay's packet log (`relay-packets.csv`), typed."""
-    return _relay_csv(relay_dir / RELAY_PACKETS, _RELAY_SCHEMA)
-
-
-def relay_links(relay_dir: Path, end_us: int) -> pl.DataFrame:
-    """The links table (docs/traces.md): the relay's link samples up to `end_us`."""
-    return _relay_csv(relay_dir / RELAY_LINKS, _LINKS_SCHEMA).filter(pl.col("t_us") <= end_us)
 
 
 def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame:
@@ -267,64 +212,6 @@ def _packets(
         "id", "t_us", "flow", "kind", "size", "payload", "seq", "frame", ecn_in="ecn", sent_us="t_us"
     )
     return packet_events(relay, sent, background, end_us)
-
-
-def packet_events(
-    relay: pl.DataFrame, sent: pl.DataFrame, background: Mapping[str, int], end_us: int
-) -> pl.DataFrame:
-    """The packets table (docs/traces.md) of a relay's log: `sent` holds one row per packet the
-    hosts sent, as it reached the relay (`id`, `t_us`, `flow`, `kind`, `size`, `payload`, `seq`,
-    `frame`, `ecn_in`, `sent_us`, and any optional column of the table, such as
-    `transport_seq`); its departures and drops follow from the log, with the UDP background
-    packets the relay made itself (`background`: flow id by link name). Rows after `end_us` are
-    left out."""
-    bg_in = relay.filter(pl.col("event") == "bg_in").select(
-        "id",
-        "t_us",
-        flow=pl.col("link").replace_strict(background, return_dtype=pl.Int32),
-        kind=pl.lit("cbr"),
-        size="size",
-        payload=pl.col("size") - 28,
-        seq=pl.lit(None, pl.Int32),
-        frame=pl.lit(None, pl.Int64),
-        ecn_in=pl.lit(0, pl.Int32),
-        sent_us="t_us",
-    )
-    origin = pl.concat([sent, bg_in], how="diagonal_relaxed")
-    later = relay.filter(pl.col("event").is_in(["out", "drop", "bg_out"])).select(
-        "id", "event", "t_us", "link", "reason", "ecn"
-    )
-    later = later.join(origin.drop("t_us", "ecn_in"), on="id", how="inner")
-    first = origin.select(
-        pl.exclude("ecn_in"),
-        event=pl.lit("sent"),
-        link=pl.lit(None, pl.String),
-        reason=pl.lit(None, pl.String),
-        ecn="ecn_in",
-    )
-    later = later.with_columns(
-        event=pl.col("event").replace_strict({"out": "received", "bg_out": "received", "drop": "dropped"}),
-        link=pl.when(pl.col("event") == "drop").then(pl.col("link")),
-        ecn=pl.col("ecn").fill_null(0),
-    )
-    rows = pl.concat([first, later], how="diagonal_relaxed").filter(pl.col("t_us") <= end_us)
-    rows = rows.sort("t_us", "id")
-    optional = [pl.col(c).cast(dt) for c, dt in _OPTIONAL_PACKET_COLUMNS.items() if c in rows.columns]
-    return rows.select(
-        pl.col("t_us").cast(pl.Int64),
-        pl.col("event").cast(pl.String),
-        packet=pl.col("id").cast(pl.Int64),
-        flow=pl.col("flow").cast(pl.Int32),
-        kind=pl.col("kind").cast(pl.String),
-        size=pl.col("size").cast(pl.Int32),
-        payload=pl.col("payload").cast(pl.Int32),
-        sent_us=pl.col("sent_us").cast(pl.Int64),
-        seq=pl.col("seq").cast(pl.Int32),
-        frame=pl.col("frame").cast(pl.Int64),
-        link=pl.col("link").cast(pl.String),
-        reason=pl.col("reason").cast(pl.String),
-        ecn=pl.col("ecn").replace_strict(_ECN, return_dtype=pl.String),
-    ).hstack(rows.select(optional).get_columns())
 
 
 def _recovered(
@@ -443,7 +330,7 @@ def _controller(
         for r in records
         if r["event"] == "controller" and r["t_us"] <= end_us
     ]
-    fixed = {"t_us": pl.Int64, "call": pl.Int32, "target_bps": pl.Int64, "pacing_bps": pl.Int64}
+    fixed = tables.dtypes("controller")
     table = _typed_rows(rows, fixed).sort("t_us", "call", maintain_order=True)
     estimates = [
         {"t_us": r["t_us"], "call": k, **dict(r["state"])}
