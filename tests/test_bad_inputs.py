@@ -152,6 +152,12 @@ CASES: list[Case] = [
     ("audio-interval-zero", {"s.toml": MINIMAL + 'audio = { packet_interval = "0ms" }\n'}, run(), 2,
      ["calls.0.audio.packet_interval:", "out of range (allowed: 1 ms"]),
     ("audio-rate-huge", {"s.toml": MINIMAL + 'audio = { rate = "100Mbps" }\n'}, run(), 2, ["calls.0.audio.rate:"]),
+    # 10 Mbit/s a second apart sent 1.25 MB "packets" (issue "Hardening II").
+    ("audio-over-a-datagram", {"s.toml": MINIMAL + 'audio = { rate = "10Mbps", packet_interval = "1s" }\n'}, run(), 2,
+     ["s.toml:23: calls.0.audio.rate:", "1250000 bytes a packet", "at most 1200"]),
+    # 9 MiB of comment: refused before it is read or parsed (loading takes ~47x the text).
+    ("scenario-too-large", {"s.toml": MINIMAL + "#" + "x" * (9 << 20) + "\n"}, run(), 2,
+     ["s.toml: 9437495 bytes; a scenario is at most 8 MiB"]),
     ("twcc-zero", {"s.toml": MINIMAL + 'feedback = { twcc_interval = "0ms" }\n'}, run(), 2,
      ["calls.0.feedback.twcc_interval:", "out of range"]),
     ("report-zero", {"s.toml": MINIMAL + 'feedback = { report_interval = "0us" }\n'}, run(), 2,

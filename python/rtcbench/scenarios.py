@@ -171,6 +171,10 @@ def resolve(scenario: str | Path, sets: tuple[str, ...] | list[str] = ()) -> lis
             raise ScenarioNotFound(
                 f"no built-in scenario or file named {str(scenario)!r} (built-in: {known})"
             )
+        size = path.stat().st_size
+        if size > _core.MAX_SCENARIO_BYTES:
+            # Refused before it is read: loading takes memory in proportion to the text.
+            raise _core.ScenarioError(f"{path}: {_core.scenario_too_large(size)}")
         text, origin = read_text(path), str(path)
     return [Variant(*row) for row in _core.expand(text, origin, list(sets))]
 

@@ -170,6 +170,12 @@ fn run_meta(resolved: &Bound<'_, PyAny>, controller: &str, seed: u64) -> PyResul
     serde_json::to_string(&plan.meta).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Why a scenario file of `size` bytes is refused before it is read (over `MAX_SCENARIO_BYTES`).
+#[pyfunction]
+fn scenario_too_large(size: usize) -> String {
+    scenario::too_large(size)
+}
+
 /// A duration as a scenario writes it (`"50ms"`), in seconds: the loader's own parser, for the
 /// text of a resolved variant or a plan (`ValueError` naming the units otherwise).
 #[pyfunction]
@@ -364,6 +370,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(call_plans, m)?)?;
     m.add_function(wrap_pyfunction!(cross_plan, m)?)?;
     m.add_function(wrap_pyfunction!(duration_s, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_too_large, m)?)?;
+    m.add("MAX_SCENARIO_BYTES", scenario::limits::MAX_SCENARIO_BYTES)?;
     m.add_function(wrap_pyfunction!(rate_bps, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_text, m)?)?;

@@ -136,9 +136,13 @@ pub fn parse(text: &str, origin: &str) -> Result<ScenarioSpec, ScenarioError> {
 /// (`calls.0.video.max`). The value is read as TOML (numbers, lists, inline tables) or, failing
 /// that, taken as a string (`--set duration=30s`). A bare name of a variant parameter pins it to
 /// one value (`--set delay=50ms` is `variants.delay = ["50ms"]`).
-pub fn apply_overrides(text: &str, origin: &str, sets: &[String]) -> Result<String, ScenarioError> {
+pub fn apply_overrides<'a>(
+    text: &'a str,
+    origin: &str,
+    sets: &[String],
+) -> Result<std::borrow::Cow<'a, str>, ScenarioError> {
     if sets.is_empty() {
-        return Ok(text.to_string());
+        return Ok(text.into());
     }
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| ScenarioError {
         origin: origin.into(),
@@ -174,7 +178,7 @@ pub fn apply_overrides(text: &str, origin: &str, sets: &[String]) -> Result<Stri
         };
         set_in(doc.as_item_mut(), &segments, &value).map_err(err)?;
     }
-    Ok(doc.to_string())
+    Ok(doc.to_string().into())
 }
 
 fn set_in(item: &mut toml_edit::Item, segs: &[&str], value: &toml_edit::Value) -> Result<(), String> {
@@ -240,8 +244,23 @@ fn set_in_table(
 ///
 /// An error names the line of the field it is about, or the `--set` that gave the field its value.
 pub fn load(text: &str, origin: &str, sets: &[String]) -> Result<Vec<Scenario>, ScenarioError> {
+    if text.len() > limits::MAX_SCENARIO_BYTES {
+        return Err(ScenarioError::new(origin, None, too_large(text.len())));
+    }
     let edited = apply_overrides(text, origin, sets)?;
+    if edited.len() > limits::MAX_SCENARIO_BYTES {
+        return Err(ScenarioError::new(origin, Some("--set".into()), too_large(edited.len())));
+    }
     expand(&edited, origin).map_err(|e| place(e, origin, text, &edited, sets))
+}
+
+/// Why a scenario text of `bytes` is refused.
+pub fn too_large(bytes: usize) -> String {
+    format!(
+        "{bytes} bytes; a scenario is at most {} MiB (for a long or fine capacity variation, give the link \
+         a capacity trace file: docs/scenarios.md)",
+        limits::MAX_SCENARIO_BYTES >> 20
+    )
 }
 
 /// Points an error about the scenario text from `origin` at what caused it: the `--set` that set
@@ -307,9 +326,9 @@ fn field_path(tree: &toml::Table, path: &[Segment]) -> String {
 /// varies with no other change.
 pub fn expand(text: &str, origin: &str) -> Result<Vec<Scenario>, ScenarioError> {
     let spec = parse(text, origin)?;
-    let tree: toml::Table = toml::from_str(text).expect("the text parsed as a scenario above");
-    let err = |path: &[Segment], message: String| {
-        ScenarioError::new(origin, Some(field_path(&tree, path)), message)
+    let mut tree: toml::Table = toml::from_str(text).expect("the text parsed as a scenario above");
+    let err = |tree: &toml::Table, path: &[Segment], message: String| {
+        ScenarioError::new(origin, Some(field_path(tree, path)), message)
     };
     // Discover the axes.
     let named: Vec<(String, Vec<toml::Value>)> = spec.variants.clone().into_iter().collect();
@@ -332,6 +351,7 @@ pub fn expand(text: &str, origin: &str) -> Result<Vec<Scenario>, ScenarioError> 
                 let Some(k) = named.iter().position(|(n, _)| n == name) else {
                     let known: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
                     return Err(err(
+                        &tree,
                         &set.path,
                         format!("\"${name}\" is not a set declared in [variants] (declared: {known:?})"),
                     ));
@@ -387,12 +407,14 @@ pub fn expand(text: &str, origin: &str) -> Result<Vec<Scenario>, ScenarioError> 
             *d = rest % size;
             rest /= size;
         }
-        let mut variant_tree = tree.clone();
+        // A file without sets is its one variant: its tree is not copied (a long schedule is
+        // most of a large file).
+        let mut variant_tree = if sets.is_empty() { std::mem::take(&mut tree) } else { tree.clone() };
         for (set, axis) in sets.iter().zip(&axes) {
             let value = match *axis {
                 Axis::Named(k) => {
                     let value = named[k].1[idx[k]].clone();
-                    (set.check)(&value).map_err(|m| err(&set.path, m))?;
+                    (set.check)(&value).map_err(|m| err(&tree, &set.path, m))?;
                     value
                 }
                 Axis::Anonymous(k) => {
@@ -650,6 +672,23 @@ fn validate_call_settings(
         }
         if let Some(t) = a.packet_interval {
             within(origin, format!("{p}.audio.packet_interval"), t, MIN_AUDIO_INTERVAL, MAX_AUDIO_INTERVAL)?;
+        }
+        // One packet a codec frame (`rtcbench_media::audio`): it must fit in a datagram.
+        let rate = a.rate.unwrap_or(elements::DEFAULT_AUDIO_RATE);
+        let interval = a.packet_interval.unwrap_or(elements::DEFAULT_AUDIO_INTERVAL);
+        let bytes = (rate.as_bps() as f64 * interval.as_secs_f64() / 8.0).ceil() as u64;
+        let most = rtcbench_media::packetizer::DEFAULT_MAX_PAYLOAD.as_bytes();
+        if bytes > most {
+            let field = if a.rate.is_some() { "rate" } else { "packet_interval" };
+            return Err(ScenarioError::new(
+                origin,
+                Some(format!("{p}.audio.{field}")),
+                format!(
+                    "{rate} for {interval} is {bytes} bytes a packet; an audio packet carries at most {most} \
+                     (one packet a frame, within the MTU): lower the rate or the packet interval"
+                ),
+            )
+            .about(&format!("{p}.audio.packet_interval")));
         }
     }
     if let Some(f) = &c.feedback {
@@ -1477,6 +1516,35 @@ to = "B"
         assert_eq!(e.field.as_deref(), Some("links.fwd.delay"), "{e}");
         assert_eq!(e.line, Some(8), "{e}");
         assert!(e.message.starts_with("invalid type: sequence, expected a duration"), "{e}");
+    }
+
+    #[test]
+    fn an_audio_packet_must_fit_in_a_datagram() {
+        let call = "[[calls]]\nfrom = \"A\"\nto = \"B\"\n";
+        let with = |audio: &str| MINIMAL.replace(call, &format!("{call}audio = {{ {audio} }}\n"));
+        // 10 Mbit/s a second apart was accepted, and sent 1.25 MB "packets".
+        let e = load(&with("rate = \"10Mbps\", packet_interval = \"1s\""), "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("calls.0.audio.rate"));
+        assert_eq!(e.line, Some(17));
+        assert!(e.message.contains("1250000 bytes a packet") && e.message.contains("at most 1200"), "{e}");
+        // The default interval (20 ms) counts too; 480 kbit/s at 20 ms is 1200 bytes, the most.
+        assert!(load(&with("rate = \"480kbps\""), "my.toml", &[]).is_ok());
+        assert!(load(&with("rate = \"481kbps\""), "my.toml", &[]).is_err());
+        // The default rate (20 kbit/s) a second apart is 2500 bytes: the interval is named.
+        let e = load(&with("packet_interval = \"1s\""), "my.toml", &[]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("calls.0.audio.packet_interval"));
+    }
+
+    #[test]
+    fn a_scenario_text_over_the_bound_is_refused_before_it_is_parsed() {
+        let big = format!("{MINIMAL}# {}\n", "x".repeat(limits::MAX_SCENARIO_BYTES));
+        let e = load(&big, "big.toml", &[]).unwrap_err();
+        assert_eq!((e.origin.as_str(), e.field.as_deref(), e.line), ("big.toml", None, None));
+        assert!(e.message.contains("a scenario is at most 8 MiB"), "{e}");
+        // A `--set` cannot make it larger than the bound either.
+        let sets = [format!("title={}", "y".repeat(limits::MAX_SCENARIO_BYTES))];
+        let e = load(MINIMAL, "my.toml", &sets).unwrap_err();
+        assert!(e.message.contains("a scenario is at most 8 MiB"), "{e}");
     }
 
     #[test]

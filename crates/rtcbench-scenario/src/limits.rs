@@ -56,6 +56,11 @@ pub const MAX_FILES: u32 = 1_000_000;
 /// cases have at most 8; a sweep file, not a scenario, is the tool for large grids. Checked
 /// before any variant is built, so 20 sets of 10 values are an error, not 10^20 allocations.
 pub const MAX_VARIANTS: usize = 10_000;
+/// Largest scenario text (a file, or a resolved variant). Loading takes memory in proportion to
+/// the text (its TOML tree and the typed scenario; docs/limits.md gives the measured ratio), so
+/// the bound keeps a run's start within a fixed budget; a longer capacity variation belongs in a
+/// capacity trace file, which loads compactly.
+pub const MAX_SCENARIO_BYTES: usize = 8 * 1024 * 1024;
 /// Longest scenario id: it names a results folder.
 pub const MAX_ID_LEN: usize = 100;
 
