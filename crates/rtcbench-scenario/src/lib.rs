@@ -673,11 +673,12 @@ fn validate_call_settings(
         if let Some(t) = a.packet_interval {
             within(origin, format!("{p}.audio.packet_interval"), t, MIN_AUDIO_INTERVAL, MAX_AUDIO_INTERVAL)?;
         }
-        // One packet a codec frame (`rtcbench_media::audio`): it must fit in a datagram.
+        // One packet a codec frame (`rtcbench_media::audio`): with its headers it must fit in
+        // the MTU, as Opus's largest packets do.
         let rate = a.rate.unwrap_or(elements::DEFAULT_AUDIO_RATE);
         let interval = a.packet_interval.unwrap_or(elements::DEFAULT_AUDIO_INTERVAL);
         let bytes = (rate.as_bps() as f64 * interval.as_secs_f64() / 8.0).ceil() as u64;
-        let most = rtcbench_media::packetizer::DEFAULT_MAX_PAYLOAD.as_bytes();
+        let most = limits::MAX_AUDIO_PAYLOAD.as_bytes();
         if bytes > most {
             let field = if a.rate.is_some() { "rate" } else { "packet_interval" };
             return Err(ScenarioError::new(
@@ -685,7 +686,7 @@ fn validate_call_settings(
                 Some(format!("{p}.audio.{field}")),
                 format!(
                     "{rate} for {interval} is {bytes} bytes a packet; an audio packet carries at most {most} \
-                     (one packet a frame, within the MTU): lower the rate or the packet interval"
+                     (one packet a frame, within a 1500-byte MTU): lower the rate or the packet interval"
                 ),
             )
             .about(&format!("{p}.audio.packet_interval")));
@@ -1526,10 +1527,10 @@ to = "B"
         let e = load(&with("rate = \"10Mbps\", packet_interval = \"1s\""), "my.toml", &[]).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("calls.0.audio.rate"));
         assert_eq!(e.line, Some(17));
-        assert!(e.message.contains("1250000 bytes a packet") && e.message.contains("at most 1200"), "{e}");
-        // The default interval (20 ms) counts too; 480 kbit/s at 20 ms is 1200 bytes, the most.
-        assert!(load(&with("rate = \"480kbps\""), "my.toml", &[]).is_ok());
-        assert!(load(&with("rate = \"481kbps\""), "my.toml", &[]).is_err());
+        assert!(e.message.contains("1250000 bytes a packet") && e.message.contains("at most 1448"), "{e}");
+        // The default interval (20 ms) counts too; 579.2 kbit/s at 20 ms is 1448 bytes, the most.
+        assert!(load(&with("rate = \"579200bps\""), "my.toml", &[]).is_ok());
+        assert!(load(&with("rate = \"579201bps\""), "my.toml", &[]).is_err());
         // The default rate (20 kbit/s) a second apart is 2500 bytes: the interval is named.
         let e = load(&with("packet_interval = \"1s\""), "my.toml", &[]).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("calls.0.audio.packet_interval"));

@@ -32,6 +32,9 @@ pub const MIN_AUDIO_INTERVAL: Duration = Duration::from_millis(1);
 pub const MAX_AUDIO_INTERVAL: Duration = Duration::from_secs(1);
 /// Highest audio rate: 10 Mbit/s (multichannel studio audio is below 2 Mbit/s).
 pub const MAX_AUDIO_RATE: Bitrate = Bitrate::mbps(10);
+/// Most payload bytes of one audio packet (rate × `packet_interval`): a 1500-byte MTU less IPv4
+/// and UDP (28 bytes) and RTP with the header extensions the sender adds (24 bytes).
+pub const MAX_AUDIO_PAYLOAD: DataSize = DataSize::bytes(1500 - 28 - 24);
 /// How many elements a scenario may have.
 pub const MAX_LINKS: usize = 1_000;
 pub const MAX_CALLS: usize = 500;
