@@ -24,6 +24,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ from rtcbench.tables import SCHEMA, Tables
 __all__ = [
     "BROWSER_TABLES",
     "FILES_KEY",
+    "MAX_SUMMARY_BYTES",
+    "MAX_TEXT_BYTES",
     "SUMMARY",
     "SUMMARY_KEYS",
     "TABLES",
@@ -51,8 +54,10 @@ __all__ = [
     "file_records",
     "load_tables",
     "piece_frames",
+    "read_file",
     "read_summary",
     "read_text",
+    "regular_file",
     "remove_stale",
     "remove_stale_runs",
     "run_dir",
@@ -74,10 +79,60 @@ class InputError(ValueError):
     wrong kind); the message names it and says what is wrong, in one line."""
 
 
-def read_text(path: Path) -> str:
-    """A UTF-8 text file given by the user; `InputError` naming it if it is not UTF-8 (an OSError,
-    e.g. a missing file, names the file itself)."""
-    data = path.read_bytes()
+MAX_TEXT_BYTES = 64 << 20
+"""The largest TOML file read (a scenario, a sweep, thresholds, a results folder's
+`scenario.toml`): 64 MiB, room for a schedule of `limits.MAX_SCHEDULE_STEPS` steps written out."""
+MAX_SUMMARY_BYTES = 64 << 20
+"""The largest `summary.json` read: 64 MiB (one of a run of 500 calls is a few MB)."""
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, for errors."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def read_file(path: Path, limit: int) -> bytes:
+    """The bytes of a file a user or a results folder names: a regular file of at most `limit`
+    bytes, or `InputError` naming it and saying what it is. A FIFO would block, a device
+    (`/dev/zero`) never ends and says it holds 0 bytes, so neither is read: the kind is checked
+    before opening (opening a device may act on it) and again on the open file, opened without
+    blocking in case it was replaced meanwhile; the read stops past `limit`, so a file that grows
+    while it is read cannot exceed it. An OSError (a missing or unreadable file) names the file
+    itself."""
+
+    def regular(st: os.stat_result) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > limit:
+            raise InputError(f"{path}: {st.st_size} bytes; at most {limit} are read")
+
+    regular(os.stat(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        regular(os.fstat(fd))
+        data = bytearray()
+        while len(data) <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - len(data)))
+            if not chunk:
+                return bytes(data)
+            data += chunk
+    finally:
+        os.close(fd)
+    raise InputError(f"{path}: grew past {limit} bytes while it was read; at most {limit} are read")
+
+
+def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
+    """A UTF-8 text file given by the user (`read_file`); `InputError` naming it if it is not
+    UTF-8, not a regular file or larger than `limit` (an OSError, e.g. a missing file, names the
+    file itself)."""
+    data = read_file(path, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -297,15 +352,26 @@ def write_tables(t: Tables, folder: Path) -> None:
         write_parquet(getattr(t, name), folder / f"{name}.parquet")
 
 
+def regular_file(path: Path) -> Path:
+    """`path`, if it is a regular file (or a link to one); `InputError` naming it and saying what
+    it is otherwise, before anything opens it. For a results folder's Parquet tables, which may
+    be gigabytes: a Parquet reader reads within the size the file has (its footer gives the
+    offsets), so only a FIFO or a device, which have no size, could make it block or never end."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: not a regular file ({_kind(mode)})")
+    return path
+
+
 def load_tables(folder: PathArg) -> Tables:
     """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
     folder = Path(folder)
     summary = read_summary(folder, required=("meta",), verify=False)
     # One chunk per column, as tables made in memory have (float sums follow the chunks).
-    frames = {name: pl.read_parquet(folder / f"{name}.parquet").rechunk() for name in TABLES}
+    frames = {name: pl.read_parquet(regular_file(folder / f"{name}.parquet")).rechunk() for name in TABLES}
     for name in BROWSER_TABLES:
         if (folder / f"{name}.parquet").is_file():
-            frames[name] = pl.read_parquet(folder / f"{name}.parquet").rechunk()
+            frames[name] = pl.read_parquet(regular_file(folder / f"{name}.parquet")).rechunk()
     return Tables(meta=summary["meta"], **frames)
 
 
@@ -361,17 +427,20 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
 def read_summary(
     folder: PathArg, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
 ) -> dict[str, Any]:
-    """A run's summary, checked: readable JSON holding the `required` keys and, with `verify`,
-    every file it recorded unchanged (`verify_files`). `InputError` naming the folder or file
-    otherwise, so a reader of many runs can name a broken one and go on."""
+    """A run's summary, checked: a regular file of at most `MAX_SUMMARY_BYTES` (`read_file`),
+    JSON holding the `required` keys and, with `verify`, every file it recorded unchanged
+    (`verify_files`). `InputError` naming the folder or file otherwise, so a reader of many runs
+    can name a broken one and go on."""
     folder = Path(folder)
     path = folder / SUMMARY
     try:
-        summary = json.loads(path.read_bytes().decode("utf-8"))
+        data = read_file(path, MAX_SUMMARY_BYTES)
     except FileNotFoundError:
         raise InputError(f"{folder}: no {SUMMARY} (an interrupted or incomplete run)") from None
     except OSError as e:
         raise InputError(f"{path}: {e.strerror or e}") from None
+    try:
+        summary = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"{path}: not a complete summary ({e})") from None
     if not isinstance(summary, dict):
