@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -410,6 +411,8 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
     if not isinstance(recorded, dict):
         return f"{SUMMARY}'s {FILES_KEY!r} is not a table of files"
     for name, rec in sorted(recorded.items()):
+        if name in (".", "..", SUMMARY) or "/" in name or "\0" in name:
+            return f"{SUMMARY}'s {FILES_KEY!r} names {name!r}, not a file of the run folder"
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
@@ -424,13 +427,139 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
     return None
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _parse_summary(data: bytes, path: Path) -> dict[str, Any]:
+    """The JSON object of a summary, or `InputError`. rtcbench writes neither NaN nor Infinity
+    (`allow_nan=False`), so they are refused too. Nesting deeper than the parser's recursion limit
+    (about a thousand) ends in a `RecursionError`, quickly: the size is bounded before."""
+    try:
+        summary = json.loads(data.decode("utf-8"), parse_constant=_not_json)
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError, NaN, an integer of 4300 digits
+        raise InputError(f"{path}: not a complete summary ({e})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a complete summary (nested too deep)") from None
+    if not isinstance(summary, dict):
+        raise InputError(f"{path}: not a complete summary (not a JSON object)")
+    return summary
+
+
+# A shape: `int`, `float` (any finite number; `int` is an integer), `str`, `bool`, `None` (null),
+# `object` (anything), or a tuple of those (any of them); `[shape]` is a list of that shape; a
+# dict is an object with those keys (`key?` may be missing, `*` is the shape of every other key;
+# without `*` other keys may hold anything).
+_NUMBER = (float, None)
+_FLOW = {"id": int, "name": str, "kind": str, "workload?": (str, None), "*": _NUMBER}
+_SHARES = {
+    "covers?": [str], "flows": [{"id": int, "name?": str, "share_ratio": _NUMBER, "*": _NUMBER}],
+    "jain_index": _NUMBER, "min_share_ratio": _NUMBER, "max_share_ratio": _NUMBER,
+    "within_band": (bool, None), "link?": str, "*": _NUMBER,
+}  # fmt: skip
+_SUMMARY_SHAPE: dict[str, Any] = {
+    "scenario?": str, "variant?": str, "controller?": str, "seed?": int, "mode?": str,
+    "identity?": {"key": str, "scenario_sha256": str},
+    "provenance?": {"*": (str, bool, None)},
+    "simulated_s?": _NUMBER, "wall_s?": _NUMBER, "sim_wall_s?": _NUMBER, "events?": (int, None),
+    "flows?": [_FLOW],
+    "phases?": [{"index": int, "link": str, "start_s": float, "end_s": float, "capacity_bps": _NUMBER,
+                 "flows": [_FLOW]}],
+    "fairness?": {"run": _SHARES, "phases?": [_SHARES], "bottlenecks?": [_SHARES]},
+    "feedback_overhead?": {
+        "rate_bps": _NUMBER, "share_of_media": _NUMBER,
+        "calls": [{"call?": (int, None), "direction": str, "flows?": [int], "rate_bps": _NUMBER,
+                   "*": _NUMBER}],
+    },
+    "cross_traffic?": [{"id": int, "name?": str, "kind?": str, "workload?": (str, None),
+                        "bottleneck?": (str, None), "phases?": [{"*": _NUMBER}], "*": _NUMBER}],
+    "wifi?": [{"link?": (str, None), "bss?": object, "node?": object, "role?": (str, None), "*": _NUMBER}],
+    "lte?": [{"link?": (str, None), "cell?": object, "ue?": object, "direction?": (str, None), "*": _NUMBER}],
+    "meta?": {"duration_s": float, "flows": [{"id": int, "kind": str, "name": str}],
+              "links?": [{"name": str}]},
+    FILES_KEY + "?": {"*": {"bytes": int, "sha256": str}},
+}  # fmt: skip
+"""What the readers of a summary (suite tables, scorecard, comparison, report) take for granted of
+the keys it has, in the notation above: read once by `read_summary`, so that none of them meets
+a list where it wants a number. Which keys a summary must have is the reader's `required`."""
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", None: "null"}
+
+
+def _what(value: Any) -> str:
+    """What a JSON value is, for errors (never the value itself)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def _fits(value: Any, shape: Any) -> bool:
+    if shape is object:
+        return True
+    if shape is None:
+        return value is None
+    if shape is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if shape is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, shape)
+
+
+def _shape_error(value: Any, shape: Any, where: str = "") -> str | None:
+    """Where `value` (parsed JSON) differs from `shape` (`_SUMMARY_SHAPE`'s notation) and how,
+    first difference only, or None. Only the shape is walked, so a value nested far deeper than
+    it costs nothing."""
+    at = where or "the summary"
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{at} is {_what(value)}, not an object"
+        for key, inner in shape.items():
+            name = key.removesuffix("?")
+            if key == "*" or (name not in value and key.endswith("?")):
+                continue
+            if name not in value:
+                return f"{at} has no {name!r}"
+            if (problem := _shape_error(value[name], inner, f"{where}.{name}".lstrip("."))) is not None:
+                return problem
+        if "*" in shape:
+            listed = {key.removesuffix("?") for key in shape}
+            for name, inner_value in value.items():
+                if name not in listed:
+                    problem = _shape_error(inner_value, shape["*"], f"{where}.{name}".lstrip("."))
+                    if problem is not None:
+                        return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{at} is {_what(value)}, not a list"
+        for i, item in enumerate(value):
+            if (problem := _shape_error(item, shape[0], f"{where}[{i}]")) is not None:
+                return problem
+        return None
+    allowed = shape if isinstance(shape, tuple) else (shape,)
+    if any(_fits(value, s) for s in allowed):
+        return None
+    if isinstance(value, float) and any(s is float for s in allowed):
+        return f"{at} is not a finite number"
+    return f"{at} is {_what(value)}, not {' or '.join(_TYPE_NAMES[s] for s in allowed)}"
+
+
 def read_summary(
     folder: PathArg, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
 ) -> dict[str, Any]:
     """A run's summary, checked: a regular file of at most `MAX_SUMMARY_BYTES` (`read_file`),
-    JSON holding the `required` keys and, with `verify`, every file it recorded unchanged
-    (`verify_files`). `InputError` naming the folder or file otherwise, so a reader of many runs
-    can name a broken one and go on."""
+    JSON holding the `required` keys, every key it has of the shape its readers take for granted
+    (`_SUMMARY_SHAPE`) and, with `verify`, every file it recorded unchanged (`verify_files`).
+    `InputError` naming the folder or file otherwise, so a reader of many runs can name a broken
+    one and go on, and a suite runs it again."""
     folder = Path(folder)
     path = folder / SUMMARY
     try:
@@ -439,15 +568,12 @@ def read_summary(
         raise InputError(f"{folder}: no {SUMMARY} (an interrupted or incomplete run)") from None
     except OSError as e:
         raise InputError(f"{path}: {e.strerror or e}") from None
-    try:
-        summary = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a complete summary ({e})") from None
-    if not isinstance(summary, dict):
-        raise InputError(f"{path}: not a complete summary (not a JSON object)")
+    summary = _parse_summary(data, path)
     lacking = [k for k in required if k not in summary]
     if lacking:
         raise InputError(f"{path}: lacks {', '.join(lacking)} (incomplete, or written by an older rtcbench)")
+    if (problem := _shape_error(summary, _SUMMARY_SHAPE)) is not None:
+        raise InputError(f"{path}: malformed ({problem})")
     if verify and (problem := verify_files(folder, summary)) is not None:
         raise InputError(f"{folder}: {problem}")
     return summary
