@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import analysis
+from rtcbench.results import regular_file
 from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
 
 __all__ = ["BATCH_ROWS", "Measured", "figure_tables", "measure_folder", "measure_tables", "scatter_sample"]
@@ -182,7 +183,7 @@ def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFr
     media and competing (TCP, CBR, UDP background) flows."""
     shown = [int(f["id"]) for f in meta["flows"] if f.get("kind") in (*MEDIA_KINDS, *CROSS_KINDS)]
     ts = (
-        pl.scan_parquet(folder / "timeseries.parquet")
+        pl.scan_parquet(regular_file(folder / "timeseries.parquet"))
         .select(_FIGURE_TS_COLUMNS)
         .filter(pl.col("flow").is_in(shown))
         .collect()
@@ -190,11 +191,13 @@ def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFr
     video = [int(f["id"]) for f in meta["flows"] if f.get("kind") == VIDEO]
     t = Tables(
         packets=pl.DataFrame(),
-        frames=pl.scan_parquet(folder / "frames.parquet").filter(pl.col("flow").is_in(video)).collect(),
-        controller=pl.scan_parquet(folder / "controller.parquet")
+        frames=pl.scan_parquet(regular_file(folder / "frames.parquet"))
+        .filter(pl.col("flow").is_in(video))
+        .collect(),
+        controller=pl.scan_parquet(regular_file(folder / "controller.parquet"))
         .select("t_us", "call", "target_bps")
         .collect(),
-        links=pl.read_parquet(folder / "links.parquet"),
+        links=pl.read_parquet(regular_file(folder / "links.parquet")),
         feedback=pl.DataFrame(),
         meta=meta,
     )

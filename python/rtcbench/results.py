@@ -19,11 +19,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +41,8 @@ from rtcbench.tables import SCHEMA, Tables
 __all__ = [
     "BROWSER_TABLES",
     "FILES_KEY",
+    "MAX_SUMMARY_BYTES",
+    "MAX_TEXT_BYTES",
     "SUMMARY",
     "SUMMARY_KEYS",
     "TABLES",
@@ -51,8 +55,10 @@ __all__ = [
     "file_records",
     "load_tables",
     "piece_frames",
+    "read_file",
     "read_summary",
     "read_text",
+    "regular_file",
     "remove_stale",
     "remove_stale_runs",
     "run_dir",
@@ -74,10 +80,60 @@ class InputError(ValueError):
     wrong kind); the message names it and says what is wrong, in one line."""
 
 
-def read_text(path: Path) -> str:
-    """A UTF-8 text file given by the user; `InputError` naming it if it is not UTF-8 (an OSError,
-    e.g. a missing file, names the file itself)."""
-    data = path.read_bytes()
+MAX_TEXT_BYTES = 64 << 20
+"""The largest TOML file read (a scenario, a sweep, thresholds, a results folder's
+`scenario.toml`): 64 MiB, room for a schedule of `limits.MAX_SCHEDULE_STEPS` steps written out."""
+MAX_SUMMARY_BYTES = 64 << 20
+"""The largest `summary.json` read: 64 MiB (one of a run of 500 calls is a few MB)."""
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, for errors."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def read_file(path: Path, limit: int) -> bytes:
+    """The bytes of a file a user or a results folder names: a regular file of at most `limit`
+    bytes, or `InputError` naming it and saying what it is. A FIFO would block, a device
+    (`/dev/zero`) never ends and says it holds 0 bytes, so neither is read: the kind is checked
+    before opening (opening a device may act on it) and again on the open file, opened without
+    blocking in case it was replaced meanwhile; the read stops past `limit`, so a file that grows
+    while it is read cannot exceed it. An OSError (a missing or unreadable file) names the file
+    itself."""
+
+    def regular(st: os.stat_result) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > limit:
+            raise InputError(f"{path}: {st.st_size} bytes; at most {limit} are read")
+
+    regular(os.stat(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        regular(os.fstat(fd))
+        data = bytearray()
+        while len(data) <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - len(data)))
+            if not chunk:
+                return bytes(data)
+            data += chunk
+    finally:
+        os.close(fd)
+    raise InputError(f"{path}: grew past {limit} bytes while it was read; at most {limit} are read")
+
+
+def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
+    """A UTF-8 text file given by the user (`read_file`); `InputError` naming it if it is not
+    UTF-8, not a regular file or larger than `limit` (an OSError, e.g. a missing file, names the
+    file itself)."""
+    data = read_file(path, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -297,15 +353,26 @@ def write_tables(t: Tables, folder: Path) -> None:
         write_parquet(getattr(t, name), folder / f"{name}.parquet")
 
 
+def regular_file(path: Path) -> Path:
+    """`path`, if it is a regular file (or a link to one); `InputError` naming it and saying what
+    it is otherwise, before anything opens it. For a results folder's Parquet tables, which may
+    be gigabytes: a Parquet reader reads within the size the file has (its footer gives the
+    offsets), so only a FIFO or a device, which have no size, could make it block or never end."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: not a regular file ({_kind(mode)})")
+    return path
+
+
 def load_tables(folder: PathArg) -> Tables:
     """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
     folder = Path(folder)
     summary = read_summary(folder, required=("meta",), verify=False)
     # One chunk per column, as tables made in memory have (float sums follow the chunks).
-    frames = {name: pl.read_parquet(folder / f"{name}.parquet").rechunk() for name in TABLES}
+    frames = {name: pl.read_parquet(regular_file(folder / f"{name}.parquet")).rechunk() for name in TABLES}
     for name in BROWSER_TABLES:
         if (folder / f"{name}.parquet").is_file():
-            frames[name] = pl.read_parquet(folder / f"{name}.parquet").rechunk()
+            frames[name] = pl.read_parquet(regular_file(folder / f"{name}.parquet")).rechunk()
     return Tables(meta=summary["meta"], **frames)
 
 
@@ -344,6 +411,8 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
     if not isinstance(recorded, dict):
         return f"{SUMMARY}'s {FILES_KEY!r} is not a table of files"
     for name, rec in sorted(recorded.items()):
+        if name in (".", "..", SUMMARY) or "/" in name or "\0" in name:
+            return f"{SUMMARY}'s {FILES_KEY!r} names {name!r}, not a file of the run folder"
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
@@ -358,27 +427,153 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
     return None
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _parse_summary(data: bytes, path: Path) -> dict[str, Any]:
+    """The JSON object of a summary, or `InputError`. rtcbench writes neither NaN nor Infinity
+    (`allow_nan=False`), so they are refused too. Nesting deeper than the parser's recursion limit
+    (about a thousand) ends in a `RecursionError`, quickly: the size is bounded before."""
+    try:
+        summary = json.loads(data.decode("utf-8"), parse_constant=_not_json)
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError, NaN, an integer of 4300 digits
+        raise InputError(f"{path}: not a complete summary ({e})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a complete summary (nested too deep)") from None
+    if not isinstance(summary, dict):
+        raise InputError(f"{path}: not a complete summary (not a JSON object)")
+    return summary
+
+
+# A shape: `int`, `float` (any finite number; `int` is an integer), `str`, `bool`, `None` (null),
+# `object` (anything), or a tuple of those (any of them); `[shape]` is a list of that shape; a
+# dict is an object with those keys (`key?` may be missing, `*` is the shape of every other key;
+# without `*` other keys may hold anything).
+_NUMBER = (float, None)
+_FLOW = {"id": int, "name": str, "kind": str, "workload?": (str, None), "*": _NUMBER}
+_SHARES = {
+    "covers?": [str], "flows": [{"id": int, "name?": str, "share_ratio": _NUMBER, "*": _NUMBER}],
+    "jain_index": _NUMBER, "min_share_ratio": _NUMBER, "max_share_ratio": _NUMBER,
+    "within_band": (bool, None), "link?": str, "*": _NUMBER,
+}  # fmt: skip
+_SUMMARY_SHAPE: dict[str, Any] = {
+    "scenario?": str, "variant?": str, "controller?": str, "seed?": int, "mode?": str,
+    "identity?": {"key": str, "scenario_sha256": str},
+    "provenance?": {"*": (str, bool, None)},
+    "simulated_s?": _NUMBER, "wall_s?": _NUMBER, "sim_wall_s?": _NUMBER, "events?": (int, None),
+    "flows?": [_FLOW],
+    "phases?": [{"index": int, "link": str, "start_s": float, "end_s": float, "capacity_bps": _NUMBER,
+                 "flows": [_FLOW]}],
+    "fairness?": {"run": _SHARES, "phases?": [_SHARES], "bottlenecks?": [_SHARES]},
+    "feedback_overhead?": {
+        "rate_bps": _NUMBER, "share_of_media": _NUMBER,
+        "calls": [{"call?": (int, None), "direction": str, "flows?": [int], "rate_bps": _NUMBER,
+                   "*": _NUMBER}],
+    },
+    "cross_traffic?": [{"id": int, "name?": str, "kind?": str, "workload?": (str, None),
+                        "bottleneck?": (str, None), "phases?": [{"*": _NUMBER}], "*": _NUMBER}],
+    "wifi?": [{"link?": (str, None), "bss?": object, "node?": object, "role?": (str, None), "*": _NUMBER}],
+    "lte?": [{"link?": (str, None), "cell?": object, "ue?": object, "direction?": (str, None), "*": _NUMBER}],
+    "meta?": {"duration_s": float, "flows": [{"id": int, "kind": str, "name": str}],
+              "links?": [{"name": str}]},
+    FILES_KEY + "?": {"*": {"bytes": int, "sha256": str}},
+}  # fmt: skip
+"""What the readers of a summary (suite tables, scorecard, comparison, report) take for granted of
+the keys it has, in the notation above: read once by `read_summary`, so that none of them meets
+a list where it wants a number. Which keys a summary must have is the reader's `required`."""
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", None: "null"}
+
+
+def _what(value: Any) -> str:
+    """What a JSON value is, for errors (never the value itself)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def _fits(value: Any, shape: Any) -> bool:
+    if shape is object:
+        return True
+    if shape is None:
+        return value is None
+    if shape is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if shape is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, shape)
+
+
+def _shape_error(value: Any, shape: Any, where: str = "") -> str | None:
+    """Where `value` (parsed JSON) differs from `shape` (`_SUMMARY_SHAPE`'s notation) and how,
+    first difference only, or None. Only the shape is walked, so a value nested far deeper than
+    it costs nothing."""
+    at = where or "the summary"
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{at} is {_what(value)}, not an object"
+        for key, inner in shape.items():
+            name = key.removesuffix("?")
+            if key == "*" or (name not in value and key.endswith("?")):
+                continue
+            if name not in value:
+                return f"{at} has no {name!r}"
+            if (problem := _shape_error(value[name], inner, f"{where}.{name}".lstrip("."))) is not None:
+                return problem
+        if "*" in shape:
+            listed = {key.removesuffix("?") for key in shape}
+            for name, inner_value in value.items():
+                if name not in listed:
+                    problem = _shape_error(inner_value, shape["*"], f"{where}.{name}".lstrip("."))
+                    if problem is not None:
+                        return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{at} is {_what(value)}, not a list"
+        for i, item in enumerate(value):
+            if (problem := _shape_error(item, shape[0], f"{where}[{i}]")) is not None:
+                return problem
+        return None
+    allowed = shape if isinstance(shape, tuple) else (shape,)
+    if any(_fits(value, s) for s in allowed):
+        return None
+    if isinstance(value, float) and any(s is float for s in allowed):
+        return f"{at} is not a finite number"
+    return f"{at} is {_what(value)}, not {' or '.join(_TYPE_NAMES[s] for s in allowed)}"
+
+
 def read_summary(
     folder: PathArg, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
 ) -> dict[str, Any]:
-    """A run's summary, checked: readable JSON holding the `required` keys and, with `verify`,
-    every file it recorded unchanged (`verify_files`). `InputError` naming the folder or file
-    otherwise, so a reader of many runs can name a broken one and go on."""
+    """A run's summary, checked: a regular file of at most `MAX_SUMMARY_BYTES` (`read_file`),
+    JSON holding the `required` keys, every key it has of the shape its readers take for granted
+    (`_SUMMARY_SHAPE`) and, with `verify`, every file it recorded unchanged (`verify_files`).
+    `InputError` naming the folder or file otherwise, so a reader of many runs can name a broken
+    one and go on, and a suite runs it again."""
     folder = Path(folder)
     path = folder / SUMMARY
     try:
-        summary = json.loads(path.read_bytes().decode("utf-8"))
+        data = read_file(path, MAX_SUMMARY_BYTES)
     except FileNotFoundError:
         raise InputError(f"{folder}: no {SUMMARY} (an interrupted or incomplete run)") from None
     except OSError as e:
         raise InputError(f"{path}: {e.strerror or e}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a complete summary ({e})") from None
-    if not isinstance(summary, dict):
-        raise InputError(f"{path}: not a complete summary (not a JSON object)")
+    summary = _parse_summary(data, path)
     lacking = [k for k in required if k not in summary]
     if lacking:
         raise InputError(f"{path}: lacks {', '.join(lacking)} (incomplete, or written by an older rtcbench)")
+    if (problem := _shape_error(summary, _SUMMARY_SHAPE)) is not None:
+        raise InputError(f"{path}: malformed ({problem})")
     if verify and (problem := verify_files(folder, summary)) is not None:
         raise InputError(f"{folder}: {problem}")
     return summary

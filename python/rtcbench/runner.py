@@ -46,6 +46,7 @@ from rtcbench.results import (
     file_records,
     load_tables,
     piece_frames,
+    regular_file,
     remove_stale_runs,
     run_dir,
     tables_from_core,
@@ -188,7 +189,7 @@ class RunResult:
         """Per flow and 200 ms window: rates, delays, loss (docs/metrics.md)."""
         if self._timeseries is None:
             assert self.path is not None  # checked by the constructor
-            self._timeseries = pl.read_parquet(self.path / "timeseries.parquet")
+            self._timeseries = pl.read_parquet(regular_file(self.path / "timeseries.parquet"))
         return self._timeseries
 
     def __repr__(self) -> str:

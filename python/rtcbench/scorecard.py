@@ -25,7 +25,7 @@ from typing import Any, Literal
 import polars as pl
 
 from rtcbench import analysis
-from rtcbench.results import InputError, PathArg, read_summary, run_folders
+from rtcbench.results import InputError, PathArg, read_summary, regular_file, run_folders
 from rtcbench.scenarios import read_toml
 
 __all__ = [
@@ -439,7 +439,7 @@ def read_run(folder: Path) -> RunView:
     scenario = read_toml(folder / "scenario.toml", ScorecardError, strerror_only=True)
     ts_path = folder / "timeseries.parquet"
     try:
-        ts = pl.read_parquet(ts_path) if ts_path.is_file() else None
+        ts = pl.read_parquet(regular_file(ts_path)) if ts_path.is_file() else None
     except (OSError, pl.exceptions.PolarsError) as e:
         raise ScorecardError(f"{ts_path}: unreadable ({type(e).__name__})") from None
     return RunView(summary, scenario, ts)

@@ -66,18 +66,65 @@ impl Location {
                 let known: Vec<&str> = builtin::TRACES.iter().map(|(p, _)| *p).collect();
                 format!("no built-in trace {path:?} (built-in traces: {})", known.join(", "))
             }),
-            Self::File(path) => {
-                let fail = |e: String| {
-                    let resolved = self.resolved();
-                    format!("cannot read the trace {:?} ({resolved}): {e}", path.display().to_string())
-                };
-                let size = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?.len();
-                if size > MAX_FILE_BYTES {
-                    return Err(fail(format!("{size} bytes; a trace file is at most {MAX_FILE_BYTES}")));
-                }
-                std::fs::read_to_string(path).map(Into::into).map_err(|e| fail(e.to_string()))
-            }
+            Self::File(path) => read_file(path, MAX_FILE_BYTES).map(Into::into).map_err(|e| {
+                let resolved = self.resolved();
+                format!("cannot read the trace {:?} ({resolved}): {e}", path.display().to_string())
+            }),
         }
+    }
+}
+
+/// The text of a trace file of at most `limit` bytes. Only a regular file is opened: a FIFO
+/// would block the load, and a device (`/dev/zero`) never ends and claims a size of 0. The kind
+/// is checked before opening (opening some devices acts on them), and again on the open file
+/// (opened without blocking, in case it was replaced meanwhile); the read stops at `limit`, so a
+/// file that grows while it is read cannot exceed it either.
+fn read_file(path: &Path, limit: u64) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let regular = |meta: std::fs::Metadata| -> Result<u64, String> {
+        if !meta.is_file() {
+            return Err(format!("not a regular file ({})", kind(meta.file_type())));
+        }
+        if meta.len() > limit {
+            return Err(format!("{} bytes; a trace file is at most {limit}", meta.len()));
+        }
+        Ok(meta.len())
+    };
+    regular(std::fs::metadata(path).map_err(|e| e.to_string())?)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let size = regular(file.metadata().map_err(|e| e.to_string())?)?;
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("grew past {limit} bytes while it was read; a trace file is at most {limit}"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        format!("not UTF-8 text (byte {:#04x} at offset {at})", e.as_bytes()[at])
+    })
+}
+
+/// What a file that is not a regular file is, for errors.
+fn kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
     }
 }
 
@@ -209,5 +256,30 @@ mod tests {
         );
         // Resolved: absolute, so a results folder's scenario.toml finds it from anywhere.
         assert!(Path::new(&Location::of("x.csv", "exp/my.toml").resolved()).is_absolute());
+    }
+
+    #[test]
+    fn only_a_regular_file_within_the_limit_is_read() {
+        let dir = std::env::temp_dir().join(format!("rtcbench-traces-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("t.up");
+        std::fs::write(&file, "1\n2\n").unwrap();
+        assert_eq!(read_file(&file, 4).unwrap(), "1\n2\n");
+        let e = read_file(&file, 3).unwrap_err();
+        assert!(e.contains("4 bytes; a trace file is at most 3"), "{e}");
+        // A FIFO would block the load, /dev/zero would never end (and says it holds 0 bytes):
+        // neither is opened. A symbolic link is followed to what it names.
+        let fifo = dir.join("fifo.up");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let zero = dir.join("zero.up");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        for (path, kind) in [(&fifo, "a FIFO"), (&zero, "a character device"), (&dir, "a folder")] {
+            let e = read_file(path, MAX_FILE_BYTES).unwrap_err();
+            assert_eq!(e, format!("not a regular file ({kind})"));
+        }
+        std::fs::write(&file, b"1\n\xff\n").unwrap();
+        assert_eq!(read_file(&file, 10).unwrap_err(), "not UTF-8 text (byte 0xff at offset 2)");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

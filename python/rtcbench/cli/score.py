@@ -36,10 +36,12 @@ def score_cmd(
         _fail(f"{folder}: no run folders (none holds a summary.json)")
     problems: list[str] = []
     table = sc.score_table(folders, criteria, problems)
+    if table.height == 0:
+        # One line, naming the first problem, as `rtcbench compare` says it.
+        skipped = f" ({len(problems)} run folder(s) skipped, the first: {problems[0]})" if problems else ""
+        _fail(f"{folder}: no run could be scored{skipped}")
     for p in problems:
         err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
-    if table.height == 0:
-        _fail(f"{folder}: no run could be scored")
     write_parquet_atomic(table, folder / "scorecard.parquet")
     print_scorecard(table, folders)
     console.print(f"table: {folder / 'scorecard.parquet'}", highlight=False)

@@ -29,6 +29,7 @@ from rtcbench.measure import figure_tables
 from rtcbench.plots import BoxPanel, Rendered, RunColumn
 from rtcbench.report import cache
 from rtcbench.report.runs import Problem
+from rtcbench.results import regular_file
 from rtcbench.tables import Tables
 
 __all__ = [
@@ -127,7 +128,7 @@ FigureTask = TimeTask | CdfTask | BoxTask
 
 def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | None:
     try:
-        return pl.read_parquet(path, **kwargs)
+        return pl.read_parquet(regular_file(path), **kwargs)
     except Exception as e:  # polars raises several kinds for a truncated or foreign file
         problems.append(Problem(str(path), f"unreadable ({type(e).__name__}: {e})"))
         return None
@@ -150,7 +151,7 @@ def _received_delays(run: CdfRun, problems: list[Problem]) -> npt.NDArray[np.flo
     file = run.path / CDF_TABLE
     try:
         packets = (
-            pl.scan_parquet(file)
+            pl.scan_parquet(regular_file(file))
             .select(_PACKET_COLUMNS)
             .filter((pl.col("event") == "received") & pl.col("flow").is_in(list(run.flows)))
             .collect()

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rtcbench.results import RUN_FILES, InputError, read_summary, run_folders
+from rtcbench.results import (
+    MAX_SUMMARY_BYTES,
+    RUN_FILES,
+    SUMMARY,
+    InputError,
+    read_file,
+    read_summary,
+    run_folders,
+)
 from rtcbench.tables import MEDIA_KINDS, VIDEO
 
 __all__ = [
@@ -181,8 +189,8 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
                     Problem(str(folder), f"missing {', '.join(missing)}; what needs it is left out")
                 )
             try:
-                digest = hashlib.sha256((folder / "summary.json").read_bytes()).hexdigest()
-            except OSError as e:
+                digest = hashlib.sha256(read_file(folder / SUMMARY, MAX_SUMMARY_BYTES)).hexdigest()
+            except (OSError, InputError) as e:
                 problems.append(Problem(str(folder), f"summary.json unreadable ({e}); the run is left out"))
                 continue
             runs.append(Run(folder, source, summary, missing, digest))

@@ -42,7 +42,18 @@ pub fn parse(text: &str) -> Result<RateTrace, TraceError> {
         names.iter().enumerate().find_map(|(k, n)| known.iter().find(|c| c.0 == *n).map(|c| (k, c.1, c.0)))
     };
     let (Some(time), Some(rate), 2) = (column(&TIME_COLUMNS), column(&RATE_COLUMNS), names.len()) else {
-        return Err(TraceError::at_line(header_line, format!("{HEADER_HELP}; found {header:?}")));
+        // What the line lacks, not the line: a file without the header is not a trace and shows
+        // nothing of itself (`super::quoted`).
+        let lacks = match (column(&TIME_COLUMNS), column(&RATE_COLUMNS)) {
+            (Some(_), Some(_)) => format!("it has {} columns", names.len()),
+            (None, Some(_)) => "it has no time column".into(),
+            (Some(_), None) => "it has no rate column".into(),
+            (None, None) => "it has neither column".into(),
+        };
+        return Err(TraceError::at_line(
+            header_line,
+            format!("{HEADER_HELP}; this line is not such a header ({lacks})"),
+        ));
     };
     let unit = |name: &str| name.split('_').nth(1).unwrap_or_default().to_string();
     let (time_unit, rate_unit) = (unit(time.2), unit(rate.2));
@@ -53,12 +64,21 @@ pub fn parse(text: &str) -> Result<RateTrace, TraceError> {
         if cells.len() != 2 {
             return Err(TraceError::at_line(
                 line,
-                format!("expected 2 values ({} and {}), found {}: {row:?}", time.2, rate.2, cells.len()),
+                format!(
+                    "expected 2 values ({} and {}), found {}: {}",
+                    time.2,
+                    rate.2,
+                    cells.len(),
+                    super::quoted(row)
+                ),
             ));
         }
         let number = |k: usize, name: &str| -> Result<f64, TraceError> {
             cells[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
-                TraceError::at_line(line, format!("cannot read {:?} as a number for {name}", cells[k]))
+                TraceError::at_line(
+                    line,
+                    format!("cannot read {} as a number for {name}", super::quoted(cells[k])),
+                )
             })
         };
         let t = number(time.0, time.2)?;
@@ -165,7 +185,13 @@ mod tests {
 
         let e = err("time,rate\n0,1\n");
         assert_eq!(e.line, Some(1));
-        assert!(e.message.contains("rate_kbps") && e.message.contains("\"time,rate\""), "{e}");
+        assert!(e.message.contains("rate_kbps") && e.message.contains("neither column"), "{e}");
+        // A file without the header is not a trace: none of it is shown.
+        let e = err("# comment\nroot:x:0:0:root:/root:/bin/bash\n");
+        assert_eq!(e.line, Some(2));
+        assert!(!e.message.contains("root"), "{e}");
+        let e = err("time_s,capacity\n0,1\n");
+        assert!(e.message.contains("no rate column") && !e.message.contains("capacity"), "{e}");
         let e = err("time_s,rate_kbps,loss\n0,1,0\n");
         assert_eq!(e.line, Some(1), "{e}");
 

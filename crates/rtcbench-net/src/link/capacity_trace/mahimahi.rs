@@ -42,10 +42,13 @@ pub fn parse(text: &str) -> Result<DeliveryOpportunities, TraceError> {
             .flatten()
             .filter(|&ms| ms <= MAX_MS)
             .ok_or_else(|| {
+                // The first line is not quoted: a file that does not start with a timestamp is
+                // not a trace, and shows nothing of itself (`super::quoted`).
+                let what = if line == 1 { "the first line".into() } else { super::quoted(field) };
                 TraceError::at_line(
                     line,
                     format!(
-                        "cannot read {field:?} as a timestamp: expected a whole number of milliseconds \
+                        "cannot read {what} as a timestamp: expected a whole number of milliseconds \
                          from 0 to {MAX_MS}"
                     ),
                 )
@@ -127,6 +130,14 @@ mod tests {
             assert_eq!(e.line, Some(2), "{bad}");
             assert!(e.message.contains("whole number of milliseconds"), "{bad}: {e}");
         }
+
+        // A file that does not start with a timestamp is not a trace: none of it is shown.
+        let e = err("root:x:0:0:root:/root:/bin/bash\n");
+        assert_eq!(e.line, Some(1));
+        assert!(e.message.contains("the first line") && !e.message.contains("root"), "{e}");
+        // A trace's own mistakes are quoted, cut short.
+        let e = err(&format!("1\n{}\n", "x".repeat(1000)));
+        assert!(e.message.contains(&format!("\"{}\"...", "x".repeat(40))) && e.message.len() < 200, "{e}");
 
         let e = err("0\n0\n");
         assert_eq!(e.line, Some(2));

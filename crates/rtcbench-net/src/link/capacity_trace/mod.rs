@@ -70,6 +70,26 @@ impl TraceFormat {
     }
 }
 
+/// The most characters of a trace's text an error quotes: enough to find the mistake.
+const QUOTE_CHARS: usize = 40;
+
+/// `text` quoted for an error message, cut to [`QUOTE_CHARS`] characters. Errors quote a file's
+/// text only once it has shown itself a trace (a first mahimahi timestamp, a CSV header, an
+/// OpenNetLab `trace_pattern`): a file named as a trace by mistake, or on purpose (`/etc/shadow`
+/// read by a run as root), is never echoed.
+pub(crate) fn quoted(text: &str) -> String {
+    let (head, more) = cut(text);
+    format!("{head:?}{more}")
+}
+
+/// The first [`QUOTE_CHARS`] characters of `text`, and "..." if that is not all of it.
+pub(crate) fn cut(text: &str) -> (&str, &'static str) {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        None => (text, ""),
+        Some((end, _)) => (&text[..end], "..."),
+    }
+}
+
 /// What is wrong with a trace file: the line (1-based) or the field (a JSON path) and the
 /// message. The file is named by whoever read it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

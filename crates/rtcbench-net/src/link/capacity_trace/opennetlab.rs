@@ -151,7 +151,12 @@ pub fn parse(text: &str, direction: Direction, ignore: &[Unapplied]) -> Result<R
             match seg.get(key) {
                 None => Ok(None),
                 Some(v) => v.as_f64().filter(|x| x.is_finite()).map(Some).ok_or_else(|| {
-                    TraceError::at_field(format!("{path}.{key}"), format!("must be a number, found {v}"))
+                    let text = v.to_string();
+                    let (head, more) = super::cut(&text);
+                    TraceError::at_field(
+                        format!("{path}.{key}"),
+                        format!("must be a number, found {head}{more}"),
+                    )
                 }),
             }
         };
