@@ -202,6 +202,7 @@ CASES: list[Case] = [
     ("set-bad-value", {"s.toml": MINIMAL}, run("--set", "links.forward.delay=fast"), 2,
      ["--set links.forward.delay=fast:", "fast"]),
     ("set-duration-zero", {"s.toml": MINIMAL}, run("--set", "duration=0s"), 2, ["--set duration=0s: duration: must be positive"]),
+    ("set-newline", {"s.toml": MINIMAL}, run("--set", "duration=1s\nx"), 2, ["--set duration=1s\\nx: duration:"]),
     # --- options -----------------------------------------------------------------------------------
     ("seed-negative", {"s.toml": MINIMAL}, run("--seed", "-1"), 2, ["--seed must be an integer from 0 to 2**64 - 1"]),
     ("seed-float", {"s.toml": MINIMAL}, run("--seed", "1e20"), 2, ["'--seed'", "(see rtcbench run --help)"]),
@@ -235,6 +236,10 @@ CASES: list[Case] = [
      ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"], 2, ["unknown field 'grids'"]),
     ("sweep-bad-point", {"w.toml": 'scenarios = ["rfc8867-5.1"]\n[grid]\n"links.forward.delay" = ["fast"]\n'},
      ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"], 2, ["w.toml: rfc8867-5.1", "fast"]),
+    ("sweep-toml-syntax", {"w.toml": 'scenarios = ["rfc8867-5.1"]\n[grid\n'}, ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"],
+     2, ["w.toml:2: Expected ']' at the end of a table declaration (column 6)"]),
+    ("sweep-toml-open-array", {"w.toml": 'scenarios = ["rfc8867-5.1"]\nseeds = [1, 2\n'},
+     ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"], 2, ["w.toml:2: Unclosed array (at the end of the file)"]),
     # --- reading results ---------------------------------------------------------------------------
     ("score-not-a-folder", {}, ["score", "{tmp}/nothing"], 2, ["{tmp}/nothing: not a folder"]),
     ("score-empty", {"empty/x": "x"}, ["score", "{tmp}/empty"], 2, ["no run folders"]),

@@ -23,7 +23,7 @@ from rich.markup import escape
 
 from rtcbench.cli.calibrate import calibrate_cmd
 from rtcbench.cli.compare import compare_cmd
-from rtcbench.cli.errors import debug_option
+from rtcbench.cli.errors import debug_option, one_line
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
@@ -70,7 +70,9 @@ def main() -> None:
             sys.exit(status)
         ctx = getattr(e, "ctx", None)
         where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
-        err_console.print(f"[bold red]error:[/] {escape(message)}{where}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold red]error:[/] {escape(one_line(message))}{where}", highlight=False, soft_wrap=True
+        )
         sys.exit(status)
     except typer.Abort:
         err_console.print("aborted", highlight=False)
