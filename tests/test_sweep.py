@@ -217,3 +217,14 @@ def test_runs_are_bounded_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(sw.SweepError, match="more than 3 runs once the scenarios' variants are counted"):
         sw.run_sweep(small, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_prints_names_and_paths_as_they_are(tmp_path: Path) -> None:
+    # Neither rich markup nor emoji codes in a user's path: both used to be rendered.
+    spec = _spec(tmp_path, SPEC.replace('["20ms", "80ms"]', '["20ms"]').replace("count = 2", "count = 1"))
+    out = tmp_path / "[red]a[/red]:x:"
+    done = cli("sweep", str(spec), "--jobs", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"index: {out / sw.RUNS_TABLE}, {out / sw.FLOWS_TABLE}" in done.stdout, done.stdout
+    unknown = cli("run", ":x:[bold]", "--out", str(tmp_path / "o"))
+    assert unknown.returncode == 2 and "named ':x:[bold]'" in unknown.stderr, unknown.stderr

@@ -42,4 +42,4 @@ def score_cmd(
         _fail(f"{folder}: no run could be scored")
     write_parquet_atomic(table, folder / "scorecard.parquet")
     print_scorecard(table, folders)
-    console.print(f"table: {folder / 'scorecard.parquet'}", highlight=False)
+    console.print(escape(f"table: {folder / 'scorecard.parquet'}"), highlight=False)

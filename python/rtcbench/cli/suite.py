@@ -79,13 +79,17 @@ def sweep_cmd(
     except sw.SweepError as e:
         _fail(str(e))
     folder = out if out is not None else Path("results") / spec.stem
-    console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False)
+    console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False, soft_wrap=True)
     with _progress_bar() as progress:
         result = sw.run_sweep(
             parsed, folder, jobs, ray_address=ray, progress=progress, command=command, mode=mode
         )
     console.print(
-        f"{result.ran + result.skipped} runs ({result.ran} {mode}d, {result.skipped} already complete) "
-        f"in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, {result.out / sw.FLOWS_TABLE}",
+        escape(
+            f"{result.ran + result.skipped} runs ({result.ran} {mode}d, {result.skipped} already "
+            f"complete) in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, "
+            f"{result.out / sw.FLOWS_TABLE}"
+        ),
         highlight=False,
+        soft_wrap=True,
     )
