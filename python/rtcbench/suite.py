@@ -11,7 +11,6 @@ Usage and columns: `docs/suite.md`.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -28,7 +27,7 @@ from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
 from rtcbench.tables import VIDEO
-from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
+from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping, worker_count
 from rtcbench.workers import job as worker_job
 from rtcbench.workers import pool as workers_pool
 
@@ -179,13 +178,6 @@ def _execute(job: _Job) -> dict[str, Any]:
         job.variant, job.controller, job.seed, job.out, figure=False, command=job.command, mode=job.mode
     )
     return r.summary
-
-
-def _cpus() -> int:
-    """CPUs this process may run on (a container or `taskset` may allow fewer than the machine has)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def _ready() -> None:
@@ -451,8 +443,9 @@ def execute_plan(
     executor: Executor | None = None,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Every job's summary, in plan order, and the indices of the jobs simulated now: a job whose
-    folder is complete is read back; the others run on `jobs` local worker processes (default one
-    per CPU; this process alone with 1), or through `executor`."""
+    folder is complete is read back; the others run on `jobs` local worker processes (default, and
+    at most, one per CPU: `workers.worker_count`; this process alone with 1), or through
+    `executor`."""
     summaries: list[dict[str, Any] | None] = [None] * len(plan)
     done = 0
 
@@ -473,7 +466,7 @@ def execute_plan(
     if executor is not None and todo:
         executor([plan[i] for i in todo], lambda k, summary: finished(todo[k], summary))
     else:
-        workers = min(jobs or _cpus(), len(todo))
+        workers = min(worker_count(jobs), len(todo))
         if workers <= 1:
             for i in todo:
                 finished(i, _execute(plan[i]))
@@ -499,8 +492,8 @@ def run_suite(
     mode: str = SIMULATE,
 ) -> SuiteResult:
     """Runs every variant of the selected scenarios with every controller, `reps` times (repetition
-    r uses seed `seed + r`), `jobs` runs at a time (default: one per CPU) in as many worker
-    processes, or in this process with `jobs=1`. Writes every run's folder and then
+    r uses seed `seed + r`), `jobs` runs at a time (default, and at most, one per CPU) in as many
+    worker processes, or in this process with `jobs=1`. Writes every run's folder and then
     `<out>/suite.parquet` and `<out>/suite-runs.parquet`.
 
     `names_or_scenarios` holds suite names (`SUITES`), built-in scenario ids or scenario files;

@@ -35,6 +35,7 @@ __all__ = [
     "INTERRUPTED",
     "STOP_GRACE_S",
     "WAKE_S",
+    "cpus",
     "init_worker",
     "interrupt_on_sigterm",
     "interrupts_held",
@@ -44,6 +45,7 @@ __all__ = [
     "spawning",
     "stop",
     "stopping",
+    "worker_count",
 ]
 
 STOP_GRACE_S = 0.8
@@ -164,6 +166,20 @@ def single_threaded_polars() -> Iterator[None]:
             del os.environ["POLARS_MAX_THREADS"]
         else:
             os.environ["POLARS_MAX_THREADS"] = saved
+
+
+def cpus() -> int:
+    """CPUs this process may run on (a container or `taskset` may allow fewer than the machine has)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def worker_count(jobs: int | None) -> int:
+    """How many worker processes `jobs` asks for (None: one per CPU), never more than `cpus()`:
+    runs and figures keep a core busy each, so more workers only compete for the cores, and each
+    holds its own copy of polars and rtcbench (16 workers on 2 cores took 4 GB and ran slower)."""
+    return min(jobs or cpus(), cpus())
 
 
 def pool(workers: int) -> ProcessPoolExecutor:
