@@ -416,3 +416,28 @@ def test_a_full_disk_is_one_line(
     assert not [p for p in (tmp_path / "out").rglob("*") if p.name.startswith(".")], (
         "no temporary folder left"
     )
+
+
+@pytest.mark.parametrize("command", ["suite", "sweep"])
+def test_a_full_disk_leaves_no_folder_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import errno
+
+    from rtcbench import results
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(results.TraceWriter, "write_piece", full)
+    (tmp_path / "s.toml").write_text(MINIMAL)
+    (tmp_path / "w.toml").write_text('scenarios = ["s.toml"]\ncontrollers = ["gcc", "fixed"]\n')
+    what = (
+        [str(tmp_path / "s.toml"), "--cc", "gcc,fixed"] if command == "suite" else [str(tmp_path / "w.toml")]
+    )
+    out = tmp_path / "new" / "out"
+    code, _, err = main([command, *what, "--jobs", "1", "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "No space left on device" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "w.toml"], (
+        "folders made for the runs are removed"
+    )

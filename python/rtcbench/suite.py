@@ -10,10 +10,11 @@ Usage and columns: `docs/suite.md`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,15 @@ import polars as pl
 from rtcbench import runner
 from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
-from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
+from rtcbench.results import (
+    FILES_KEY,
+    InputError,
+    PathArg,
+    make_parents,
+    read_summary,
+    remove_unfinished,
+    write_parquet_atomic,
+)
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
 from rtcbench.tables import VIDEO
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping, worker_count
@@ -436,6 +445,20 @@ Executor = Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]
 process as each finishes."""
 
 
+@contextlib.contextmanager
+def batch_folder(out: Path, plan: list[_Job]) -> Iterator[None]:
+    """Makes `out` for the runs of `plan`. If the block fails (a full disk) or is interrupted,
+    removes what it leaves without a finished run, `out` included if it made it and nothing was
+    finished: its workers' temporary folders and the empty folders on the way to the runs
+    (`results.remove_unfinished`)."""
+    created = make_parents(out)
+    try:
+        yield
+    except BaseException:
+        remove_unfinished((job.path for job in plan), out, created)
+        raise
+
+
 def execute_plan(
     plan: list[_Job],
     jobs: int | None = None,
@@ -527,20 +550,19 @@ def run_suite(
         for c in dict.fromkeys(controllers)
         for r in range(reps)
     ]
-    out.mkdir(parents=True, exist_ok=True)
-
-    complete, todo = execute_plan(plan, jobs, progress)
-    simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
-    flow_rows: list[dict[str, Any]] = []
-    run_rows: list[dict[str, Any]] = []
-    for job, summary in zip(plan, complete, strict=True):
-        rel = job.path.relative_to(out).as_posix()
-        flows_of_run, run_row = rows_of_run(summary, rel)
-        flow_rows += flows_of_run
-        run_rows.append(run_row)
-    flows, runs = tables_of_rows(flow_rows, run_rows)
-    write_parquet_atomic(flows, out / FLOWS_TABLE)
-    write_parquet_atomic(runs, out / RUNS_TABLE)
+    with batch_folder(out, plan):
+        complete, todo = execute_plan(plan, jobs, progress)
+        simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
+        flow_rows: list[dict[str, Any]] = []
+        run_rows: list[dict[str, Any]] = []
+        for job, summary in zip(plan, complete, strict=True):
+            rel = job.path.relative_to(out).as_posix()
+            flows_of_run, run_row = rows_of_run(summary, rel)
+            flow_rows += flows_of_run
+            run_rows.append(run_row)
+        flows, runs = tables_of_rows(flow_rows, run_rows)
+        write_parquet_atomic(flows, out / FLOWS_TABLE)
+        write_parquet_atomic(runs, out / RUNS_TABLE)
     return SuiteResult(
         flows=flows,
         runs=runs,

@@ -41,7 +41,7 @@ from rtcbench import runner
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
 from rtcbench.scenarios import read_toml, resolve
-from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
+from rtcbench.suite import _execute, _Job, batch_folder, execute_plan, rows_of_run, tables_of_rows
 from rtcbench.workers import WAKE_S
 
 __all__ = [
@@ -334,25 +334,24 @@ def run_sweep(
     out = Path(out)
     runner.check_mode(mode)
     plan, owners = _plan(spec, out, command, mode)
-    out.mkdir(parents=True, exist_ok=True)
     if mode in REAL_TIME_MODES:
         jobs = 1
     executor = ray_executor(ray_address, mode) if ray_address is not None else None
-    summaries, todo = execute_plan(plan, jobs, progress, executor)
-
-    swept = spec.swept
-    run_rows: list[dict[str, Any]] = []
-    flow_rows: list[dict[str, Any]] = []
-    for job, point, summary in zip(plan, owners, summaries, strict=True):
-        rel = job.path.relative_to(out).as_posix()
-        params = {field: None for field in swept} | dict(point.values)
-        key = {"point": point.slug, **params}
-        flows_of_run, run_row = rows_of_run(summary, rel)
-        run_rows.append({**key, **run_row, **_video_means(summary)})
-        flow_rows += [{**key, **row} for row in flows_of_run]
-    flows, runs = tables_of_rows(flow_rows, run_rows)
-    write_parquet_atomic(runs, out / RUNS_TABLE)
-    write_parquet_atomic(flows, out / FLOWS_TABLE)
+    with batch_folder(out, plan):
+        summaries, todo = execute_plan(plan, jobs, progress, executor)
+        swept = spec.swept
+        run_rows: list[dict[str, Any]] = []
+        flow_rows: list[dict[str, Any]] = []
+        for job, point, summary in zip(plan, owners, summaries, strict=True):
+            rel = job.path.relative_to(out).as_posix()
+            params = {field: None for field in swept} | dict(point.values)
+            key = {"point": point.slug, **params}
+            flows_of_run, run_row = rows_of_run(summary, rel)
+            run_rows.append({**key, **run_row, **_video_means(summary)})
+            flow_rows += [{**key, **row} for row in flows_of_run]
+        flows, runs = tables_of_rows(flow_rows, run_rows)
+        write_parquet_atomic(runs, out / RUNS_TABLE)
+        write_parquet_atomic(flows, out / FLOWS_TABLE)
     return SweepResult(
         runs=runs,
         flows=flows,
