@@ -429,8 +429,8 @@ OWNER = """
 import json, sys, time, rtcbench
 from rtcbench import testbed
 from rtcbench.testbed import netns
-from rtcbench.workers import interrupt_on_sigterm
-interrupt_on_sigterm()
+from rtcbench.workers import interrupt_on_signals
+interrupt_on_signals()
 try:
     with testbed.build(rtcbench.resolve("rfc8867-5.1")[0]) as bed:
         sleeper = bed.popen("A", ["sleep", "1000"])

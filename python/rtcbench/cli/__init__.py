@@ -4,8 +4,9 @@ User mistakes (unknown scenario or controller, malformed TOML, a bad value) and 
 environment (a folder that cannot be written, a full disk, a file that is not UTF-8, a corrupt
 result) end with exit status 2 and one line on stderr that says what is wrong and what is allowed;
 no traceback. A Python controller that fails (`--cc module:Class`) ends with exit status 1: its
-traceback, then one line naming the controller and the method. Ctrl-C or SIGTERM stops any command
-within a second, removes what it was writing, and ends with status 130 and one line. Anything else
+traceback, then one line naming the controller and the method. Ctrl-C, SIGINT or SIGTERM stops any
+command within a second, even one started in the background (which inherits SIGINT ignored),
+removes what it was writing, and ends with status 130 and one line. Anything else
 is a bug and shows its traceback; `--debug` (or `RTCBENCH_DEBUG=1`) shows the traceback of every
 error.
 
@@ -29,7 +30,7 @@ from rtcbench.cli.report import report_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
 from rtcbench.cli.score import score_cmd
 from rtcbench.cli.suite import suite_cmd, sweep_cmd
-from rtcbench.workers import interrupt_on_sigterm
+from rtcbench.workers import interrupt_on_signals
 
 __all__ = ["app", "main"]
 
@@ -56,7 +57,7 @@ app.command("report")(report_cmd)
 
 
 def main() -> None:
-    interrupt_on_sigterm()
+    interrupt_on_signals()
     try:
         code = app(standalone_mode=False, prog_name="rtcbench")
     except typer.TyperException as e:

@@ -4,7 +4,7 @@ pairs, running processes in it, and removing all of it whatever happens to the r
 Hygiene, in layers:
 
 - `build` is a context manager: on leaving it, normally, by an exception or by Ctrl-C (SIGTERM
-  too where `rtcbench.workers.interrupt_on_sigterm` is in force, as in the command line), the
+  too where `rtcbench.workers.interrupt_on_signals` is in force, as in the command line), the
   processes started with `Testbed.popen` get SIGTERM, then SIGKILL after `STOP_GRACE_S`;
   anything else still in the run's namespaces is killed; the namespaces are deleted, and their
   veths with them. Interrupts are held back meanwhile, so a second Ctrl-C cannot cut it short.
