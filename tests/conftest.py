@@ -4,12 +4,20 @@
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Callable
 
 import pytest
 
 import rtcbench
 from rtcbench.runner import RunResult
+
+# The tests do not depend on how pytest was started: `make test > log 2>&1 &` starts it with SIGINT
+# ignored, and then neither the tests that interrupt this process nor the commands it starts (which
+# would inherit SIGINT ignored) could be interrupted. The command line restores SIGINT itself
+# (`workers.interrupt_on_signals`), and tests/test_interrupts.py checks that with SIGINT ignored.
+if not callable(signal.getsignal(signal.SIGINT)):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @functools.cache

@@ -208,6 +208,7 @@ CASES: list[Case] = [
     ("set-bad-value", {"s.toml": MINIMAL}, run("--set", "links.forward.delay=fast"), 2,
      ["--set links.forward.delay=fast:", "fast"]),
     ("set-duration-zero", {"s.toml": MINIMAL}, run("--set", "duration=0s"), 2, ["--set duration=0s: duration: must be positive"]),
+    ("set-newline", {"s.toml": MINIMAL}, run("--set", "duration=1s\nx"), 2, ["--set duration=1s\\nx: duration:"]),
     # --- options -----------------------------------------------------------------------------------
     ("seed-negative", {"s.toml": MINIMAL}, run("--seed", "-1"), 2, ["--seed must be an integer from 0 to 2**64 - 1"]),
     ("seed-float", {"s.toml": MINIMAL}, run("--seed", "1e20"), 2, ["'--seed'", "(see rtcbench run --help)"]),
@@ -241,6 +242,10 @@ CASES: list[Case] = [
      ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"], 2, ["unknown field 'grids'"]),
     ("sweep-bad-point", {"w.toml": 'scenarios = ["rfc8867-5.1"]\n[grid]\n"links.forward.delay" = ["fast"]\n'},
      ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"], 2, ["w.toml: rfc8867-5.1", "fast"]),
+    ("sweep-toml-syntax", {"w.toml": 'scenarios = ["rfc8867-5.1"]\n[grid\n'}, ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"],
+     2, ["w.toml:2: Expected ']' at the end of a table declaration (column 6)"]),
+    ("sweep-toml-open-array", {"w.toml": 'scenarios = ["rfc8867-5.1"]\nseeds = [1, 2\n'},
+     ["sweep", "{tmp}/w.toml", "--out", "{tmp}/o"], 2, ["w.toml:2: Unclosed array (at the end of the file)"]),
     # --- reading results ---------------------------------------------------------------------------
     ("score-not-a-folder", {}, ["score", "{tmp}/nothing"], 2, ["{tmp}/nothing: not a folder"]),
     ("score-empty", {"empty/x": "x"}, ["score", "{tmp}/empty"], 2, ["no run folders"]),
@@ -416,4 +421,29 @@ def test_a_full_disk_is_one_line(
     assert code == 2 and err.strip().count("\n") == 0 and "No space left on device" in err, err
     assert not [p for p in (tmp_path / "out").rglob("*") if p.name.startswith(".")], (
         "no temporary folder left"
+    )
+
+
+@pytest.mark.parametrize("command", ["suite", "sweep"])
+def test_a_full_disk_leaves_no_folder_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import errno
+
+    from rtcbench import results
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(results.TraceWriter, "write_piece", full)
+    (tmp_path / "s.toml").write_text(MINIMAL)
+    (tmp_path / "w.toml").write_text('scenarios = ["s.toml"]\ncontrollers = ["gcc", "fixed"]\n')
+    what = (
+        [str(tmp_path / "s.toml"), "--cc", "gcc,fixed"] if command == "suite" else [str(tmp_path / "w.toml")]
+    )
+    out = tmp_path / "new" / "out"
+    code, _, err = main([command, *what, "--jobs", "1", "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "No space left on device" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "w.toml"], (
+        "folders made for the runs are removed"
     )

@@ -5,6 +5,7 @@ records the key, the fingerprint and the provenance (version, commit, command)."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -244,3 +245,26 @@ def test_one_option_has_one_spelling_in_every_command() -> None:
     distinct = {"figure": {"--figure", "--figures"}}
     assert {s: o for s, o in spellings.items() if len(o) > 1 and distinct.get(s) != o} == {}
     assert "--labels" in spellings["label"]
+
+
+def test_the_commit_is_read_without_writing_to_the_checkout(tmp_path: Path) -> None:
+    # `git status` refreshes a stale index and writes it back under .git/index.lock: a write in the
+    # user's checkout, outside --out, that fails a `git commit` made meanwhile.
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("a\n")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "a")
+    index = tmp_path / ".git" / "index"
+    # Same content, newer time: the index's record of the file is stale, and a refresh rewrites it.
+    os.utime(tmp_path / "a.txt", (index.stat().st_mtime + 10, index.stat().st_mtime + 10))
+    before = index.stat()
+    assert identity._git_state(tmp_path) == (git("rev-parse", "HEAD"), False)
+    after = index.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "the index was rewritten"

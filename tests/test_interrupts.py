@@ -1,7 +1,9 @@
 """Every long command stops when asked: Ctrl-C (SIGINT) or SIGTERM ends `run`, `suite`, `sweep`
 and `report` within a second, with status 130 and one line, and leaves no partial result, no
-temporary folder and no worker process; workers die with their parent even when it is killed;
-a later run removes the temporary folders of a killed one; results follow the umask.
+temporary folder and no worker process, whether the signal reaches the command alone (`kill`) or
+its whole process group (Ctrl-C in a terminal), and even when the command was started in the
+background with SIGINT ignored (`cmd &` in a script); workers die with their parent even when it
+is killed; a later run removes the temporary folders of a killed one; results follow the umask.
 
 These tests start real processes and signal them, as a user or a batch system would.
 """
@@ -88,10 +90,14 @@ def wait_until(condition: object, timeout: float) -> bool:
     return bool(condition())  # type: ignore[operator]
 
 
-def stop(p: subprocess.Popen[str], sig: int) -> tuple[int, float, str]:
-    """Signals `p`, waits for it; (status, seconds it took, stderr)."""
+def stop(p: subprocess.Popen[str], sig: int, *, group: bool = False) -> tuple[int, float, str]:
+    """Signals `p` (with `group`, its process group, as Ctrl-C in a terminal does), waits for it;
+    (status, seconds it took, stderr)."""
     t0 = time.monotonic()
-    p.send_signal(sig)
+    if group:
+        os.killpg(p.pid, sig)
+    else:
+        p.send_signal(sig)
     try:
         code = p.wait(timeout=15)
     except subprocess.TimeoutExpired:
@@ -150,6 +156,61 @@ def test_a_suite_stops_its_workers_with_it(tmp_path: Path, sig: int) -> None:
     assert code == 130, err
     assert took < STOP_WITHIN_S + 0.5, f"stopped in {took:.2f} s"
     assert "interrupted: finished runs are kept" in err and "Traceback" not in err, err
+    assert wait_until(lambda: not any(alive(w) for w in workers), 2), "workers left running"
+    assert_clean(out)
+
+
+def _ignoring_sigint() -> None:
+    # What a shell does to a command it starts in the background (`cmd &`) when job control is off,
+    # as in a script, a CI wrapper or `make test > log 2>&1 &`.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("command", ["run", "suite"])
+def test_a_command_started_in_the_background_stops_on_sigint(tmp_path: Path, command: str) -> None:
+    out = tmp_path / "out"
+    args = (
+        ["run", "seed001-sudden-reduction", *LONG, "--out", str(out)]
+        if command == "run"
+        else _suite_args(out)
+    )
+    p = start(args, preexec_fn=_ignoring_sigint)
+    if command == "run":
+        wait_for_simulation(p, out)
+    else:
+        assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    code, took, err = stop(p, signal.SIGINT)
+    assert code == 130, err
+    assert took < STOP_WITHIN_S + (0 if command == "run" else 0.5), f"stopped in {took:.2f} s"
+    assert len(err.strip().splitlines()) == 1 and err.startswith("interrupted: "), err
+    assert_clean(out)
+
+
+@pytest.mark.parametrize("command", ["suite", "sweep"])
+def test_ctrl_c_in_a_terminal_stops_every_process_quietly_and_leaves_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    # Ctrl-C signals the whole process group, workers included, and the parent passes the
+    # interrupt on too: a worker interrupted twice used to cut its clean-up short, leaving its
+    # temporary folder and printing a traceback.
+    out = tmp_path / "out"
+    if command == "suite":
+        args = _suite_args(out)
+    else:
+        spec = tmp_path / "sweep.toml"
+        spec.write_text(
+            'scenarios = ["rfc8867-5.1"]\ncontrollers = ["gcc"]\n[[points]]\nduration = "86400s"\n'
+        )
+        args = ["sweep", str(spec), "--jobs", "2", "--out", str(out)]
+    p = start(args, start_new_session=True)
+    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    workers = children(p.pid)
+    assert len(workers) >= 2, "two workers are running"
+    time.sleep(0.3)
+    code, took, err = stop(p, signal.SIGINT, group=True)
+    assert code == 130, err
+    assert took < STOP_WITHIN_S + 0.5, f"stopped in {took:.2f} s"
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "Exception" not in err, err
     assert wait_until(lambda: not any(alive(w) for w in workers), 2), "workers left running"
     assert_clean(out)
 

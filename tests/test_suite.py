@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 import rtcbench
-from rtcbench import runner
+from rtcbench import runner, suite
 from rtcbench.cli import app
 from rtcbench.suite import (
     FLOWS_TABLE,
@@ -236,3 +237,26 @@ def test_resume_runs_again_a_run_whose_files_changed(tmp_path: Path) -> None:
     assert again.runs.drop(clock).equals(first.runs.drop(clock)), "and gives the same numbers"
     third = run_suite(SCENARIOS[:1], CONTROLLERS, reps=2, jobs=1, out=tmp_path, sets=SHORT)
     assert (third.ran, third.skipped) == (0, 4)
+
+
+def test_jobs_above_the_cpus_run_one_worker_per_cpu_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 16 workers on 2 cores took 4 GB and ran slower than 2.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    pools: list[int] = []
+
+    def in_this_process(jobs: list[_Job], workers: int, on_done: Any, **kwargs: Any) -> None:
+        pools.append(workers)
+        for i, job in enumerate(jobs):
+            on_done(i, suite._execute(job))
+
+    monkeypatch.setattr(suite, "_run_parallel", in_this_process)
+    args = ["suite", SCENARIOS[0], "--cc", "gcc,fixed", "--reps", "4", "--jobs", "16", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, "--set", "duration=2s"])
+    assert result.exit_code == 0, result.output
+    assert pools == [2]
+    assert result.stderr.strip().splitlines() == [
+        "warning: --jobs 16: this process may use 2 CPU(s); running 2 at a time (more would only compete "
+        "for the cores and memory)"
+    ]

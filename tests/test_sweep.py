@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,3 +161,70 @@ def test_the_cli_reports_a_bad_field_value_in_one_line_before_running(tmp_path: 
     assert len(out.stderr.strip().splitlines()) == 1
     assert "sweep.toml" in out.stderr and "links.forward.delay" in out.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _grid(*sizes: int, extra: str = "") -> str:
+    """A sweep file of one scenario whose grid has axes of these sizes."""
+    axes = [f"f{k} = [{', '.join(map(str, range(n)))}]" for k, n in enumerate(sizes)]
+    return f'scenarios = ["rfc8867-5.1"]\n{extra}[grid]\n' + "\n".join(axes) + "\n"
+
+
+LOAD_WITHIN_S = 0.5
+
+
+@pytest.mark.parametrize("sizes", [(100, 1000), (100_000, 100_000)], ids=["1e5", "1e10"])
+def test_a_sweep_of_too_many_points_is_refused_at_once(tmp_path: Path, sizes: tuple[int, int]) -> None:
+    spec = _spec(tmp_path, _grid(*sizes))
+    started = time.perf_counter()
+    with pytest.raises(sw.SweepError) as e:
+        sw.load(spec)
+    assert time.perf_counter() - started < LOAD_WITHIN_S
+    points = sizes[0] * sizes[1]
+    assert f"{points:,} points (1 listed × {sizes[0]:,} × {sizes[1]:,}); a sweep has at most 10,000" in str(
+        e.value
+    )
+
+
+def test_the_cli_refuses_a_sweep_too_large_in_one_line(tmp_path: Path) -> None:
+    out = cli("sweep", str(_spec(tmp_path, _grid(100, 1000))), "--out", str(tmp_path / "out"))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "100,000 points" in out.stderr, out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_largest_sweep_loads_in_well_under_a_second(tmp_path: Path) -> None:
+    # Points were kept unique by a search of the list made so far: 10^4 points took 6 s.
+    spec = _spec(tmp_path, _grid(100, 100))
+    started = time.perf_counter()
+    loaded = sw.load(spec)
+    assert time.perf_counter() - started < LOAD_WITHIN_S
+    assert len(loaded.points) == sw.MAX_POINTS == 10_000
+    # A long list of seeds was checked for repeats the same way.
+    many_seeds = _spec(tmp_path, _grid(1, extra=f"seeds = [{', '.join(map(str, range(10_000)))}]\n"))
+    started = time.perf_counter()
+    assert len(sw.load(many_seeds).seeds) == 10_000
+    assert time.perf_counter() - started < LOAD_WITHIN_S
+
+
+def test_runs_are_bounded_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 11 points × 10,000 seeds.
+    spec = _spec(tmp_path, _grid(11, extra="seeds = { count = 10000 }\n"))
+    with pytest.raises(sw.SweepError, match=r"110,000 runs \(11 points × 10,000 .*at most 100,000"):
+        sw.load(spec)
+    # The scenarios' own variants count: rfc8867-5.1 has four.
+    monkeypatch.setattr(sw, "MAX_RUNS", 3)
+    small = sw.load(_spec(tmp_path, 'scenarios = ["rfc8867-5.1"]\n'))
+    with pytest.raises(sw.SweepError, match="more than 3 runs once the scenarios' variants are counted"):
+        sw.run_sweep(small, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_prints_names_and_paths_as_they_are(tmp_path: Path) -> None:
+    # Neither rich markup nor emoji codes in a user's path: both used to be rendered.
+    spec = _spec(tmp_path, SPEC.replace('["20ms", "80ms"]', '["20ms"]').replace("count = 2", "count = 1"))
+    out = tmp_path / "[red]a[/red]:x:"
+    done = cli("sweep", str(spec), "--jobs", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"index: {out / sw.RUNS_TABLE}, {out / sw.FLOWS_TABLE}" in done.stdout, done.stdout
+    unknown = cli("run", ":x:[bold]", "--out", str(tmp_path / "o"))
+    assert unknown.returncode == 2 and "named ':x:[bold]'" in unknown.stderr, unknown.stderr

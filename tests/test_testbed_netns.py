@@ -429,8 +429,8 @@ OWNER = """
 import json, sys, time, rtcbench
 from rtcbench import testbed
 from rtcbench.testbed import netns
-from rtcbench.workers import interrupt_on_sigterm
-interrupt_on_sigterm()
+from rtcbench.workers import interrupt_on_signals
+interrupt_on_signals()
 try:
     with testbed.build(rtcbench.resolve("rfc8867-5.1")[0]) as bed:
         sleeper = bed.popen("A", ["sleep", "1000"])
@@ -485,13 +485,14 @@ def test_an_interrupted_owner_removes_everything_itself(sig: int) -> None:
 
 @needs_root
 def test_after_sigkill_children_die_and_the_next_build_removes_the_rest() -> None:
-    # The state lock keeps any other build on the machine from sweeping while we look.
+    # The state lock keeps the killed run's watchdog and any other build on the machine from
+    # sweeping while we look.
     with owner() as (p, seen), netns._locked():
         inodes = seen.inodes
         p.kill()
         p.wait()
         # Its children die with it (PR_SET_PDEATHSIG); its namespaces, its record and the
-        # grandchild are left to the next run.
+        # grandchild are left to its watchdog or the next run, whichever takes the lock first.
         assert wait_until(lambda: not any(alive(c) for c in seen.children), 2), (
             "children outlived their parent"
         )
@@ -502,6 +503,39 @@ def test_after_sigkill_children_die_and_the_next_build_removes_the_rest() -> Non
         assert bed.topology.prefix != seen.prefix
         assert not alive(seen.grandchild)
         assert_gone(seen.prefix, inodes)
+
+
+WATCHDOG_WITHIN_S = 10.0
+"""The watchdog imports rtcbench once its owner is gone, then removes: seconds on a loaded host."""
+
+
+@needs_root
+def test_after_sigkill_the_watchdog_removes_everything_with_no_other_run() -> None:
+    with owner() as (p, seen):
+        inodes = seen.inodes
+        p.kill()
+        p.wait()
+        record = netns.STATE_DIR / f"{seen.prefix}.json"
+        assert wait_until(lambda: not record.exists(), WATCHDOG_WITHIN_S), "the namespaces stayed"
+    assert not alive(seen.grandchild)
+    assert_gone(seen.prefix, inodes)
+
+
+@needs_root
+def test_a_testbed_removed_by_its_owner_lets_its_watchdog_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def spy() -> tuple[subprocess.Popen[bytes], int]:
+        watchdog = real()
+        started.append(watchdog[0])
+        return watchdog
+
+    real = netns._start_watchdog
+    monkeypatch.setattr(netns, "_start_watchdog", spy)
+    with testbed.build(variant(TWO_NODES)):
+        (watchdog,) = started
+        assert watchdog.poll() is None, "the watchdog runs while the testbed does"
+    assert watchdog.poll() == 0, "the watchdog exits with the testbed"
 
 
 @needs_root

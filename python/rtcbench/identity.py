@@ -159,14 +159,24 @@ def run_key(
 def _git() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the git checkout this package runs from, or (None, None) when it is not
     run from a checkout (an installed wheel) or git is missing. Asked once per process."""
-    root = Path(__file__).resolve().parents[2]
+    return _git_state(Path(__file__).resolve().parents[2])
+
+
+def _git_state(root: Path) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the git checkout at `root`, read without writing to it: `git status`
+    would otherwise refresh the checkout's index under `.git/index.lock`, a write outside `--out`
+    that fails a `git commit` the user runs meanwhile (`--no-optional-locks`)."""
     if not (root / ".git").exists():
         return None, None
 
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5, check=False
+                ["git", "--no-optional-locks", "-C", str(root), *args],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
             )
         except (OSError, subprocess.SubprocessError):
             return None

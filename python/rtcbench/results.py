@@ -27,7 +27,7 @@ import signal
 import socket
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ __all__ = [
     "controller_folder",
     "file_records",
     "load_tables",
+    "make_parents",
     "piece_frames",
     "read_file",
     "read_summary",
@@ -61,6 +62,7 @@ __all__ = [
     "regular_file",
     "remove_stale",
     "remove_stale_runs",
+    "remove_unfinished",
     "run_dir",
     "run_folders",
     "tables_from_core",
@@ -642,7 +644,27 @@ def remove_stale_runs(controller_folder: Path) -> list[Path]:
     return removed
 
 
-def _make_parents(folder: Path) -> list[Path]:
+def remove_unfinished(runs: Iterable[Path], root: Path, created: Sequence[Path]) -> None:
+    """After a batch of runs under `root` stopped on an error (a full disk) or an interrupt:
+    removes what it leaves that holds no finished run. That is the temporary folders of its runs
+    whose process is gone (a worker killed before its clean-up ended: `remove_stale`), then every
+    folder between a run and `root` left empty, then `created` (`root` and the parents made for
+    it: `make_parents`) if empty. Finished runs, and anything else in `root`, stay."""
+    runs = list(runs)
+    between: set[Path] = set()
+    for run in runs:
+        for folder in run.parents:
+            if folder == root:
+                break
+            between.add(folder)
+    for key in {run.parent for run in runs}:
+        remove_stale(key)
+    for folder in [*sorted(between, key=lambda p: len(p.parts), reverse=True), *created]:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def make_parents(folder: Path) -> list[Path]:
     """Creates `folder` and its missing parents; returns those it created, deepest first."""
     created: list[Path] = []
     for p in [folder, *folder.parents]:
@@ -663,7 +685,7 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     0700), so colleagues on a shared machine can read results. Temporary folders of runs that
     were killed (SIGKILL, a power cut) are removed by the next run of the same folder.
     """
-    created = _make_parents(final.parent)
+    created = make_parents(final.parent)
     remove_stale(final.parent, final.name)
     prefix = f".{final.name}.{_HOST}.{os.getpid()}."
     tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=final.parent))

@@ -198,10 +198,30 @@ def read_toml(
     thresholds, a results folder's `scenario.toml`. A file that cannot be read or is not TOML
     raises `error("{path}: {reason}")`, the reason being the parser's message or the OSError's
     (its `strerror` alone with `strerror_only`); text that is not UTF-8 raises `InputError`
-    (`results.read_text`)."""
+    (`results.read_text`). A syntax error names its line, as the scenario loader does:
+    `{path}:{line}: {reason}`."""
     try:
-        return tomllib.loads(read_text(path))
+        text = read_text(path)
     except OSError as e:
         raise error(f"{path}: {(e.strerror or e) if strerror_only else e}") from e
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise error(f"{path}: {e}") from e
+        raise error(_toml_syntax_error(path, text, e)) from e
+
+
+_TOML_PLACE = re.compile(r" \(at (?:line (\d+), column (\d+)|end of document)\)$")
+"""Where tomllib (Python 3.11 to 3.13) says the error is: at the end of its message."""
+
+
+def _toml_syntax_error(path: Path, text: str, e: tomllib.TOMLDecodeError) -> str:
+    """`{path}:{line}: {reason} (column {n})`; an error at the end of the text (an array or a
+    string left open) is on its last line."""
+    message = str(e)
+    place = _TOML_PLACE.search(message)
+    if place is None:
+        return f"{path}: {message}"
+    reason = message[: place.start()]
+    if place[1] is not None:
+        return f"{path}:{place[1]}: {reason} (column {place[2]})"
+    return f"{path}:{max(1, len(text.splitlines()))}: {reason} (at the end of the file)"

@@ -10,11 +10,11 @@ Usage and columns: `docs/suite.md`.
 
 from __future__ import annotations
 
+import contextlib
 import math
-import os
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +25,18 @@ import polars as pl
 from rtcbench import runner
 from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
-from rtcbench.results import FILES_KEY, InputError, PathArg, read_summary, write_parquet_atomic
+from rtcbench.results import (
+    FILES_KEY,
+    InputError,
+    PathArg,
+    make_parents,
+    read_summary,
+    remove_unfinished,
+    write_parquet_atomic,
+)
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
 from rtcbench.tables import VIDEO
-from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping
+from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping, worker_count
 from rtcbench.workers import job as worker_job
 from rtcbench.workers import pool as workers_pool
 
@@ -179,13 +187,6 @@ def _execute(job: _Job) -> dict[str, Any]:
         job.variant, job.controller, job.seed, job.out, figure=False, command=job.command, mode=job.mode
     )
     return r.summary
-
-
-def _cpus() -> int:
-    """CPUs this process may run on (a container or `taskset` may allow fewer than the machine has)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def _ready() -> None:
@@ -444,6 +445,20 @@ Executor = Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]
 process as each finishes."""
 
 
+@contextlib.contextmanager
+def batch_folder(out: Path, plan: list[_Job]) -> Iterator[None]:
+    """Makes `out` for the runs of `plan`. If the block fails (a full disk) or is interrupted,
+    removes what it leaves without a finished run, `out` included if it made it and nothing was
+    finished: its workers' temporary folders and the empty folders on the way to the runs
+    (`results.remove_unfinished`)."""
+    created = make_parents(out)
+    try:
+        yield
+    except BaseException:
+        remove_unfinished((job.path for job in plan), out, created)
+        raise
+
+
 def execute_plan(
     plan: list[_Job],
     jobs: int | None = None,
@@ -451,8 +466,9 @@ def execute_plan(
     executor: Executor | None = None,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Every job's summary, in plan order, and the indices of the jobs simulated now: a job whose
-    folder is complete is read back; the others run on `jobs` local worker processes (default one
-    per CPU; this process alone with 1), or through `executor`."""
+    folder is complete is read back; the others run on `jobs` local worker processes (default, and
+    at most, one per CPU: `workers.worker_count`; this process alone with 1), or through
+    `executor`."""
     summaries: list[dict[str, Any] | None] = [None] * len(plan)
     done = 0
 
@@ -473,7 +489,7 @@ def execute_plan(
     if executor is not None and todo:
         executor([plan[i] for i in todo], lambda k, summary: finished(todo[k], summary))
     else:
-        workers = min(jobs or _cpus(), len(todo))
+        workers = min(worker_count(jobs), len(todo))
         if workers <= 1:
             for i in todo:
                 finished(i, _execute(plan[i]))
@@ -499,8 +515,8 @@ def run_suite(
     mode: str = SIMULATE,
 ) -> SuiteResult:
     """Runs every variant of the selected scenarios with every controller, `reps` times (repetition
-    r uses seed `seed + r`), `jobs` runs at a time (default: one per CPU) in as many worker
-    processes, or in this process with `jobs=1`. Writes every run's folder and then
+    r uses seed `seed + r`), `jobs` runs at a time (default, and at most, one per CPU) in as many
+    worker processes, or in this process with `jobs=1`. Writes every run's folder and then
     `<out>/suite.parquet` and `<out>/suite-runs.parquet`.
 
     `names_or_scenarios` holds suite names (`SUITES`), built-in scenario ids or scenario files;
@@ -534,20 +550,19 @@ def run_suite(
         for c in dict.fromkeys(controllers)
         for r in range(reps)
     ]
-    out.mkdir(parents=True, exist_ok=True)
-
-    complete, todo = execute_plan(plan, jobs, progress)
-    simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
-    flow_rows: list[dict[str, Any]] = []
-    run_rows: list[dict[str, Any]] = []
-    for job, summary in zip(plan, complete, strict=True):
-        rel = job.path.relative_to(out).as_posix()
-        flows_of_run, run_row = rows_of_run(summary, rel)
-        flow_rows += flows_of_run
-        run_rows.append(run_row)
-    flows, runs = tables_of_rows(flow_rows, run_rows)
-    write_parquet_atomic(flows, out / FLOWS_TABLE)
-    write_parquet_atomic(runs, out / RUNS_TABLE)
+    with batch_folder(out, plan):
+        complete, todo = execute_plan(plan, jobs, progress)
+        simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
+        flow_rows: list[dict[str, Any]] = []
+        run_rows: list[dict[str, Any]] = []
+        for job, summary in zip(plan, complete, strict=True):
+            rel = job.path.relative_to(out).as_posix()
+            flows_of_run, run_row = rows_of_run(summary, rel)
+            flow_rows += flows_of_run
+            run_rows.append(run_row)
+        flows, runs = tables_of_rows(flow_rows, run_rows)
+        write_parquet_atomic(flows, out / FLOWS_TABLE)
+        write_parquet_atomic(runs, out / RUNS_TABLE)
     return SuiteResult(
         flows=flows,
         runs=runs,

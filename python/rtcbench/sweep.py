@@ -26,8 +26,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +41,7 @@ from rtcbench import runner
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
 from rtcbench.scenarios import read_toml, resolve
-from rtcbench.suite import _execute, _Job, execute_plan, rows_of_run, tables_of_rows
+from rtcbench.suite import _execute, _Job, batch_folder, execute_plan, rows_of_run, tables_of_rows
 from rtcbench.workers import WAKE_S
 
 __all__ = [
@@ -55,6 +57,14 @@ __all__ = [
 
 MAX_SEEDS = 10_000
 """Most seeds a sweep lists (as `rtcbench suite --reps`)."""
+
+MAX_POINTS = 10_000
+"""Most points a sweep file gives (its listed points times the grid's combinations). Planning
+resolves every point's scenarios, about a millisecond each: 10,000 points take seconds."""
+
+MAX_RUNS = 100_000
+"""Most runs a sweep file describes: points × scenarios × controllers × seeds (a scenario's own
+variants multiply them again). 100,000 runs of a minute are days of simulation on two cores."""
 
 RUNS_TABLE = "sweep.parquet"
 FLOWS_TABLE = "sweep-flows.parquet"
@@ -141,7 +151,7 @@ def load(path: PathArg) -> SweepSpec:
     ccs = doc.get("controllers", ["gcc"])
     if not isinstance(ccs, list) or not ccs or not all(isinstance(c, str) for c in ccs):
         raise _fail(path, "controllers: a non-empty list of controller names")
-    twice = sorted({c for c in ccs if ccs.count(c) > 1})
+    twice = sorted(c for c, n in Counter(ccs).items() if n > 1)
     if twice:
         raise _fail(
             path,
@@ -160,18 +170,36 @@ def load(path: PathArg) -> SweepSpec:
     listed = doc.get("points", [{}])
     if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed) or not listed:
         raise _fail(path, "points: an array of tables ([[points]]), each field = value")
+    _check_size(path, len(listed), [len(axis) for axis in axes], len(scenarios) * len(ccs) * len(seeds))
 
-    points: list[SweepPoint] = []
+    gridded = {field for field, _ in (axis[0] for axis in axes)}
+    points: dict[SweepPoint, None] = {}  # in order, each once
     for i, p in enumerate(listed):
-        base = [(field, _scalar(path, f"points.{i}.{field}", v)) for field, v in _dotted(p, _is_leaf)]
+        base = tuple((field, _scalar(path, f"points.{i}.{field}", v)) for field, v in _dotted(p, _is_leaf))
+        clash = {f for f, _ in base} & gridded
+        if clash:
+            raise _fail(path, f"points.{i} and grid both set {', '.join(sorted(clash))}")
         for combo in itertools.product(*axes):
-            clash = {f for f, _ in base} & {f for f, _ in combo}
-            if clash:
-                raise _fail(path, f"points.{i} and grid both set {', '.join(sorted(clash))}")
-            point = SweepPoint(tuple(base) + combo)
-            if point not in points:
-                points.append(point)
+            points.setdefault(SweepPoint(base + combo))
     return SweepSpec(path, tuple(scenarios), tuple(ccs), seeds, tuple(points))
+
+
+def _check_size(path: Path, listed: int, axes: list[int], runs_per_point: int) -> None:
+    """Refuses, before expanding anything, a sweep of more than `MAX_POINTS` points or `MAX_RUNS`
+    runs."""
+    points = listed * math.prod(axes)
+    how = " × ".join([f"{listed:,} listed", *(f"{n:,}" for n in axes)])
+    if points > MAX_POINTS:
+        raise _fail(
+            path,
+            f"{points:,} points ({how}); a sweep has at most {MAX_POINTS:,}: split it into several files",
+        )
+    if points * runs_per_point > MAX_RUNS:
+        raise _fail(
+            path,
+            f"{points * runs_per_point:,} runs ({points:,} points × {runs_per_point:,} scenario, controller "
+            f"and seed combinations); a sweep has at most {MAX_RUNS:,}: split it into several files",
+        )
 
 
 def _is_leaf(v: Any) -> bool:
@@ -191,7 +219,7 @@ def _dotted(table: dict[str, Any], leaf: Callable[[Any], bool], prefix: str = ""
 def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
     seeds: tuple[int, ...] | None = None
     if isinstance(raw, list) and raw and all(isinstance(s, int) and not isinstance(s, bool) for s in raw):
-        twice = sorted({s for s in raw if raw.count(s) > 1})
+        twice = sorted(s for s, n in Counter(raw).items() if n > 1)
         if twice:
             raise _fail(path, f"seeds: {', '.join(map(str, twice))} listed twice")
         seeds = tuple(raw)
@@ -225,7 +253,8 @@ def _plan(
     spec: SweepSpec, out: Path, command: str | None, mode: str = SIMULATE
 ) -> tuple[list[_Job], list[SweepPoint]]:
     """Every run of the sweep and the point each belongs to. Raises the scenario's or controller's
-    own error, prefixed with the sweep file and the point, before anything runs."""
+    own error, prefixed with the sweep file and the point, before anything runs, and `SweepError`
+    as soon as the scenarios' variants make more than `MAX_RUNS` runs."""
     resolved = {c: runner.resolve_controller(c) for c in spec.controllers}
     jobs: list[_Job] = []
     owners: list[SweepPoint] = []
@@ -237,6 +266,11 @@ def _plan(
             except (LookupError, ValueError) as e:
                 where = ", ".join(point.sets) or "no overrides"
                 raise SweepError(f"{spec.path}: {scenario} with {where}: {e}") from e
+            if len(jobs) + len(variants) * len(spec.controllers) * len(spec.seeds) > MAX_RUNS:
+                raise SweepError(
+                    f"{spec.path}: more than {MAX_RUNS:,} runs once the scenarios' variants are counted "
+                    f"({scenario} has {len(variants)}); a sweep has at most {MAX_RUNS:,}: split it"
+                )
             for v in variants:
                 for c in spec.controllers:
                     for seed in spec.seeds:
@@ -300,25 +334,24 @@ def run_sweep(
     out = Path(out)
     runner.check_mode(mode)
     plan, owners = _plan(spec, out, command, mode)
-    out.mkdir(parents=True, exist_ok=True)
     if mode in REAL_TIME_MODES:
         jobs = 1
     executor = ray_executor(ray_address, mode) if ray_address is not None else None
-    summaries, todo = execute_plan(plan, jobs, progress, executor)
-
-    swept = spec.swept
-    run_rows: list[dict[str, Any]] = []
-    flow_rows: list[dict[str, Any]] = []
-    for job, point, summary in zip(plan, owners, summaries, strict=True):
-        rel = job.path.relative_to(out).as_posix()
-        params = {field: None for field in swept} | dict(point.values)
-        key = {"point": point.slug, **params}
-        flows_of_run, run_row = rows_of_run(summary, rel)
-        run_rows.append({**key, **run_row, **_video_means(summary)})
-        flow_rows += [{**key, **row} for row in flows_of_run]
-    flows, runs = tables_of_rows(flow_rows, run_rows)
-    write_parquet_atomic(runs, out / RUNS_TABLE)
-    write_parquet_atomic(flows, out / FLOWS_TABLE)
+    with batch_folder(out, plan):
+        summaries, todo = execute_plan(plan, jobs, progress, executor)
+        swept = spec.swept
+        run_rows: list[dict[str, Any]] = []
+        flow_rows: list[dict[str, Any]] = []
+        for job, point, summary in zip(plan, owners, summaries, strict=True):
+            rel = job.path.relative_to(out).as_posix()
+            params = {field: None for field in swept} | dict(point.values)
+            key = {"point": point.slug, **params}
+            flows_of_run, run_row = rows_of_run(summary, rel)
+            run_rows.append({**key, **run_row, **_video_means(summary)})
+            flow_rows += [{**key, **row} for row in flows_of_run]
+        flows, runs = tables_of_rows(flow_rows, run_rows)
+        write_parquet_atomic(runs, out / RUNS_TABLE)
+        write_parquet_atomic(flows, out / FLOWS_TABLE)
     return SweepResult(
         runs=runs,
         flows=flows,

@@ -5,8 +5,8 @@ machine clean, whatever happens to the command that started them:
 
 - an interrupt reaches every worker: Ctrl-C in a terminal signals the whole process group, and a
   SIGINT or SIGTERM sent to the parent alone is passed on by `stop`. A worker interrupted in a
-  job lets the job clean up (a run removes its temporary folder) and exits with status 130; an idle
-  worker exits at once. Neither prints a traceback;
+  job lets the job clean up (a run removes its temporary folder), deaf to further interrupts, and
+  exits with status 130; an idle worker exits at once. Neither prints a traceback;
 - a worker dies with its parent, even one killed with SIGKILL: Linux sends it SIGTERM when the
   parent goes (`prctl(PR_SET_PDEATHSIG)`), and a worker whose parent died before that request
   took effect exits at once;
@@ -35,8 +35,9 @@ __all__ = [
     "INTERRUPTED",
     "STOP_GRACE_S",
     "WAKE_S",
+    "cpus",
     "init_worker",
-    "interrupt_on_sigterm",
+    "interrupt_on_signals",
     "interrupts_held",
     "job",
     "pool",
@@ -44,6 +45,7 @@ __all__ = [
     "spawning",
     "stop",
     "stopping",
+    "worker_count",
 ]
 
 STOP_GRACE_S = 0.8
@@ -73,16 +75,33 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def interrupt_on_sigterm() -> None:
-    """Makes SIGTERM interrupt this process as Ctrl-C does (KeyboardInterrupt), so what a command
-    was writing is cleaned up the same way."""
+def interrupt_on_signals() -> None:
+    """Makes SIGINT and SIGTERM interrupt this process as Ctrl-C does (KeyboardInterrupt), so what
+    a command was writing is cleaned up the same way. SIGINT too, because a process started in
+    the background (`cmd &` or `nohup cmd &` in a script, some CI wrappers) inherits it ignored,
+    and Python then leaves it ignored: `kill -INT` would do nothing. A handler already set
+    (Python's own, as usual) is kept."""
+    if not callable(signal.getsignal(signal.SIGINT)):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
 def _worker_interrupt(signum: int, frame: FrameType | None) -> None:
-    if _in_job:
-        raise KeyboardInterrupt
-    os._exit(INTERRUPTED)
+    if not _in_job:
+        os._exit(INTERRUPTED)
+    # One interrupt is enough: Ctrl-C signals the whole process group and the parent passes it on
+    # too (`stop`), and a second KeyboardInterrupt raised inside the job's clean-up would cut it
+    # short (a temporary folder left behind, "Exception ignored" and a traceback from a generator
+    # closed half-way). The parent kills a worker whose clean-up outlasts `STOP_GRACE_S`.
+    # A handler that does nothing, not SIG_IGN: a signal that arrived meanwhile would then raise
+    # "Signal 15 ignored due to race condition" when Python takes it.
+    for sig in _SIGNALS:
+        signal.signal(sig, _ignore)
+    raise KeyboardInterrupt
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    pass
 
 
 def _die_with_parent(parent: int) -> None:
@@ -164,6 +183,20 @@ def single_threaded_polars() -> Iterator[None]:
             del os.environ["POLARS_MAX_THREADS"]
         else:
             os.environ["POLARS_MAX_THREADS"] = saved
+
+
+def cpus() -> int:
+    """CPUs this process may run on (a container or `taskset` may allow fewer than the machine has)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def worker_count(jobs: int | None) -> int:
+    """How many worker processes `jobs` asks for (None: one per CPU), never more than `cpus()`:
+    runs and figures keep a core busy each, so more workers only compete for the cores, and each
+    holds its own copy of polars and rtcbench (16 workers on 2 cores took 4 GB and ran slower)."""
+    return min(jobs or cpus(), cpus())
 
 
 def pool(workers: int) -> ProcessPoolExecutor:

@@ -4,8 +4,9 @@ User mistakes (unknown scenario or controller, malformed TOML, a bad value) and 
 environment (a folder that cannot be written, a full disk, a file that is not UTF-8, a corrupt
 result) end with exit status 2 and one line on stderr that says what is wrong and what is allowed;
 no traceback. A Python controller that fails (`--cc module:Class`) ends with exit status 1: its
-traceback, then one line naming the controller and the method. Ctrl-C or SIGTERM stops any command
-within a second, removes what it was writing, and ends with status 130 and one line. Anything else
+traceback, then one line naming the controller and the method. Ctrl-C, SIGINT or SIGTERM stops any
+command within a second, even one started in the background (which inherits SIGINT ignored),
+removes what it was writing, and ends with status 130 and one line. Anything else
 is a bug and shows its traceback; `--debug` (or `RTCBENCH_DEBUG=1`) shows the traceback of every
 error.
 
@@ -23,13 +24,13 @@ from rich.markup import escape
 
 from rtcbench.cli.calibrate import calibrate_cmd
 from rtcbench.cli.compare import compare_cmd
-from rtcbench.cli.errors import debug_option
+from rtcbench.cli.errors import debug_option, one_line
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
 from rtcbench.cli.score import score_cmd
 from rtcbench.cli.suite import suite_cmd, sweep_cmd
-from rtcbench.workers import interrupt_on_sigterm
+from rtcbench.workers import interrupt_on_signals
 
 __all__ = ["app", "main"]
 
@@ -56,7 +57,7 @@ app.command("report")(report_cmd)
 
 
 def main() -> None:
-    interrupt_on_sigterm()
+    interrupt_on_signals()
     try:
         code = app(standalone_mode=False, prog_name="rtcbench")
     except typer.TyperException as e:
@@ -70,7 +71,9 @@ def main() -> None:
             sys.exit(status)
         ctx = getattr(e, "ctx", None)
         where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
-        err_console.print(f"[bold red]error:[/] {escape(message)}{where}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold red]error:[/] {escape(one_line(message))}{where}", highlight=False, soft_wrap=True
+        )
         sys.exit(status)
     except typer.Abort:
         err_console.print("aborted", highlight=False)

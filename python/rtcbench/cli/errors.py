@@ -38,8 +38,14 @@ def debug_option(
     _DEBUG = _DEBUG or debug
 
 
+def one_line(message: str) -> str:
+    """`message` as one line: a line break that user text brought in (a `--set` value, a file
+    name) is shown as `\\n`, as the scenario loader shows one inside a value."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _fail(message: str, status: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(one_line(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(status)
 
 
@@ -69,7 +75,9 @@ def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, Non
                 command(*args, **kwargs)
             except KeyboardInterrupt:
                 message = interrupted.format(out=kwargs.get("out") or "the results folder")
-                err_console.print(escape(f"interrupted: {message}"), highlight=False, soft_wrap=True)
+                err_console.print(
+                    escape(one_line(f"interrupted: {message}")), highlight=False, soft_wrap=True
+                )
                 raise typer.Exit(130) from None
             except typer.Exit:
                 raise

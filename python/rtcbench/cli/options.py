@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from rtcbench.cli.errors import _fail
+from rtcbench.cli.render import err_console
+from rtcbench.workers import cpus
 
 CC_HELP = (
     "Controllers, comma-separated: gcc, gcc-draft, nada, scream, fixed, or Python controller "
@@ -16,6 +20,27 @@ MODE_HELP = (
     "real time (needs root; docs/emulation.md); or browser: the calls between real Chromium peers "
     "over such a network (needs root and Chromium, --cc gcc; docs/browser.md)."
 )
+
+
+JOBS_HELP = "default, and at most: one per CPU"
+
+
+def check_jobs(jobs: int | None) -> None:
+    """`--jobs`: at least 1 (exit 2 otherwise); above the CPUs this process may use, one line of
+    warning, and the command runs one worker per CPU (`workers.worker_count`)."""
+    if jobs is None:
+        return
+    if jobs < 1:
+        _fail(f"--jobs must be at least 1, got {jobs}")
+    if jobs > cpus():
+        err_console.print(
+            escape(
+                f"warning: --jobs {jobs}: this process may use {cpus()} CPU(s); running {cpus()} "
+                "at a time (more would only compete for the cores and memory)"
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _controller_list(cc: str) -> list[str]:

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-# Wide enough for the summary tables when the output is not a terminal (CI logs, pipes).
-console = Console(width=None if sys.stdout.isatty() else 120)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+# Wide enough for the summary tables when the output is not a terminal (CI logs, pipes). No emoji
+# codes: a name or a message holding `:x:` is printed as it is. Markup is rich's, for our own
+# styles: text from the user (names, paths, messages) goes through `escape`.
+console = Console(width=None if sys.stdout.isatty() else 120, emoji=False)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200, emoji=False)
 
 
 @contextmanager
@@ -375,7 +377,7 @@ def print_scorecard(table: pl.DataFrame, folders: list[Path]) -> None:
     from rtcbench import scorecard as sc
 
     if len(folders) == 1:
-        t = Table(title=f"Scorecard: {folders[0]}", title_justify="left")
+        t = Table(title=escape(f"Scorecard: {folders[0]}"), title_justify="left")
         for col in ("criterion", "requirement", "verdict", "value", "pass", "warn", "note"):
             t.add_column(col)
         for row in table.iter_rows(named=True):
@@ -397,9 +399,9 @@ def print_scorecard(table: pl.DataFrame, folders: list[Path]) -> None:
         cells = sc.matrix(table)
         ccs = sorted(set(cells["controller"]))
         for cc in ccs:
-            m.add_column(cc)
+            m.add_column(escape(cc))
         for scenario in sorted(set(cells["scenario"])):
-            cells_row: list[str] = [scenario]
+            cells_row: list[str] = [escape(scenario)]
             for cc in ccs:
                 c = cells.filter((cells["scenario"] == scenario) & (cells["controller"] == cc))
                 if c.height == 0:
@@ -414,7 +416,11 @@ def print_scorecard(table: pl.DataFrame, folders: list[Path]) -> None:
             a.add_column(col)
         for r in sc.per_controller(table).iter_rows(named=True):
             a.add_row(
-                r["controller"], str(r["pass"]), str(r["warn"]), str(r["fail"]), f"{r['pass_share']:.0%}"
+                escape(r["controller"]),
+                str(r["pass"]),
+                str(r["warn"]),
+                str(r["fail"]),
+                f"{r['pass_share']:.0%}",
             )
         console.print(a)
 

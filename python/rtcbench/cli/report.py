@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import LABELS_HELP, _listed_option
+from rtcbench.cli.options import JOBS_HELP, LABELS_HELP, _listed_option, check_jobs
 from rtcbench.cli.render import _progress_bar, console, err_console
 
 
@@ -44,7 +44,7 @@ def report_cmd(
         ),
     ] = "first",
     jobs: Annotated[
-        int | None, typer.Option(help="Processes drawing figures (default: one per CPU; 1: this process).")
+        int | None, typer.Option(help=f"Processes drawing figures ({JOBS_HELP}; 1: this process).")
     ] = None,
     labels: Annotated[
         list[str] | None,
@@ -62,8 +62,7 @@ def report_cmd(
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if run_figures not in ("first", "all", "none"):
         _fail(f"--run-figures must be first, all or none, got {run_figures!r}")
-    if jobs is not None and jobs < 1:
-        _fail(f"--jobs must be at least 1, got {jobs}")
+    check_jobs(jobs)
     label = _listed_option(labels)
     if label is not None and len(label) != len(dirs):
         _fail(f"{len(label)} --labels for {len(dirs)} folders: give one per folder, in order")

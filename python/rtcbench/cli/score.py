@@ -44,4 +44,4 @@ def score_cmd(
         err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
     write_parquet_atomic(table, folder / "scorecard.parquet")
     print_scorecard(table, folders)
-    console.print(f"table: {folder / 'scorecard.parquet'}", highlight=False)
+    console.print(escape(f"table: {folder / 'scorecard.parquet'}"), highlight=False)

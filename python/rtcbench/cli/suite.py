@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import CC_HELP, MODE_HELP, _controller_list
+from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
 from rtcbench.cli.render import _progress_bar, console, print_suite
 from rtcbench.suite import SUITES, run_suite
 
@@ -28,7 +28,7 @@ def suite_cmd(
     cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc",
     reps: Annotated[int, typer.Option(help="Repetitions; repetition r runs with seed SEED + r.")] = 1,
     jobs: Annotated[
-        int | None, typer.Option(help="Worker processes (default: one per CPU; 1 runs in this process).")
+        int | None, typer.Option(help=f"Worker processes ({JOBS_HELP}; 1 runs in this process).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the first repetition (0 to 2**64 - 1).")] = 1,
     out: Annotated[Path, typer.Option(help="Results folder (runs and suite tables).")] = Path("results"),
@@ -43,6 +43,7 @@ def suite_cmd(
     Runs already complete in <out> are read back, not run again."""
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names_cc = _controller_list(cc)
+    check_jobs(jobs)
     with _progress_bar() as progress:
         result = run_suite(
             names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command, mode=mode
@@ -56,7 +57,7 @@ def sweep_cmd(
     out: Annotated[Path | None, typer.Option(help="Results folder (default: results/<file name>).")] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(help="Local worker processes (default: one per CPU; 1 runs in this process)."),
+        typer.Option(help=f"Local worker processes ({JOBS_HELP}; 1 runs in this process)."),
     ] = None,
     ray: Annotated[
         str | None,
@@ -72,20 +73,23 @@ def sweep_cmd(
     from rtcbench import sweep as sw
 
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if jobs is not None and jobs < 1:
-        _fail(f"--jobs must be at least 1, got {jobs}")
+    check_jobs(jobs)
     try:
         parsed = sw.load(spec)
     except sw.SweepError as e:
         _fail(str(e))
     folder = out if out is not None else Path("results") / spec.stem
-    console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False)
+    console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False, soft_wrap=True)
     with _progress_bar() as progress:
         result = sw.run_sweep(
             parsed, folder, jobs, ray_address=ray, progress=progress, command=command, mode=mode
         )
     console.print(
-        f"{result.ran + result.skipped} runs ({result.ran} {mode}d, {result.skipped} already complete) "
-        f"in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, {result.out / sw.FLOWS_TABLE}",
+        escape(
+            f"{result.ran + result.skipped} runs ({result.ran} {mode}d, {result.skipped} already "
+            f"complete) in {result.wall_s:.1f} s\nindex: {result.out / sw.RUNS_TABLE}, "
+            f"{result.out / sw.FLOWS_TABLE}"
+        ),
         highlight=False,
+        soft_wrap=True,
     )

@@ -66,7 +66,7 @@ from rtcbench.report.runs import (
     video_flows,
 )
 from rtcbench.results import InputError
-from rtcbench.suite import _cpus
+from rtcbench.workers import worker_count
 
 __all__ = ["Problem", "ReportResult", "RunFigures", "build_report"]
 
@@ -397,7 +397,7 @@ def build_report(
     cached there when drawn (`rtcbench.report.cache`; a folder that cannot be written is left
     alone). Folders and files that cannot be used are in `ReportResult.problems` (and in the
     page); the report is still written, unless no run at all can be read (`NoRuns`). `jobs`
-    processes draw the figures (default: one per CPU). `labels` name the folders (default: their
+    processes draw the figures (default, and at most, one per CPU). `labels` name the folders (default: their
     names). `command` is the command line shown as the report's own (default: this process's).
     """
     if not dirs:
@@ -464,9 +464,7 @@ def build_report(
             )
         )
 
-    rendered = draw_all(
-        tasks, jobs if jobs is not None else _cpus(), problems, progress, svg=figures is not None
-    )
+    rendered = draw_all(tasks, worker_count(jobs), problems, progress, svg=figures is not None)
     figure_blocks = {
         fig_id: FigureBlock(
             id=fig_id, kind=captions[fig_id][0], caption=captions[fig_id][1], png_uri=_png_uri(img.png)

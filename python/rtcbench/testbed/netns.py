@@ -4,7 +4,7 @@ pairs, running processes in it, and removing all of it whatever happens to the r
 Hygiene, in layers:
 
 - `build` is a context manager: on leaving it, normally, by an exception or by Ctrl-C (SIGTERM
-  too where `rtcbench.workers.interrupt_on_sigterm` is in force, as in the command line), the
+  too where `rtcbench.workers.interrupt_on_signals` is in force, as in the command line), the
   processes started with `Testbed.popen` get SIGTERM, then SIGKILL after `STOP_GRACE_S`;
   anything else still in the run's namespaces is killed; the namespaces are deleted, and their
   veths with them. Interrupts are held back meanwhile, so a second Ctrl-C cannot cut it short.
@@ -14,6 +14,10 @@ Hygiene, in layers:
   creates anything, and forgets it only once everything is gone. Each `build` starts by removing
   what runs whose owner is gone left behind (`remove_stale`): their processes (a grandchild the
   death signal does not reach too) and namespaces.
+- A watchdog process, in a session of its own, waits on a pipe that only the owner holds open:
+  when the owner dies, even by SIGKILL, the pipe ends with nothing said, and once the owner is
+  gone the watchdog removes what the run left as the next `build` would (`_WATCHDOG`). When the
+  owner has removed the testbed itself, it says so on the pipe and the watchdog exits at once.
 """
 
 from __future__ import annotations
@@ -58,6 +62,31 @@ namespaces themselves: both are gone after a reboot."""
 
 KILL_WAIT_S = 2.0
 """How long the removal of a run waits for the processes it killed in its namespaces to exit."""
+
+OWNER_EXIT_S = 5.0
+"""How long the watchdog waits, once its pipe has ended, for the owner to be gone: a dying process
+closes its files before it exits."""
+
+WATCHDOG_EXIT_S = 1.0
+"""How long the owner waits for its watchdog to exit once it has removed the testbed itself."""
+
+_WATCHDOG = """
+import os, signal, sys, time
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # held by the owner
+package_parent, pid, start, owner_exit_s = sys.argv[1:]
+said = b""
+while chunk := os.read(0, 4096):  # until the owner closes its end, or dies
+    said += chunk
+if not said:  # the owner died before it removed its testbed
+    sys.path.insert(0, package_parent)
+    from rtcbench.testbed import _linux, netns
+    deadline = time.monotonic() + float(owner_exit_s)
+    while _linux.start_time(int(pid)) == int(start) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    netns.remove_stale()
+"""
+"""The watchdog, as `python -P -c` runs it: it imports nothing of rtcbench until it has something
+to remove, so starting it costs a bare interpreter's start-up, not the package's imports."""
 
 
 class TestbedError(RuntimeError):
@@ -192,11 +221,14 @@ def build(variant: Variant) -> Iterator[Testbed]:
         )
     topology: Topology | None = None
     bed: Testbed | None = None
+    watchdog: tuple[subprocess.Popen[bytes], int] | None = None
     try:
-        # Held: once recorded, the run is sure to be removed by this block or by a later run.
+        # Held: once recorded, the run is sure to be removed by this block, its watchdog or a
+        # later run.
         with interrupts_held(), _locked():
             _remove_stale()
             topology = _claim(nodes, f"{variant.scenario_id} {variant.variant}".strip())
+            watchdog = _start_watchdog()
         bed = Testbed(topology)
         _create(topology)
         yield bed
@@ -204,12 +236,48 @@ def build(variant: Variant) -> Iterator[Testbed]:
         if topology is not None:
             with interrupts_held():
                 _teardown(topology, bed.processes if bed else [])
+                _release(watchdog)
         raise
     assert topology is not None and bed is not None
     with interrupts_held():
         problems = _teardown(topology, bed.processes)
+        _release(watchdog)
     if problems:
         raise TestbedError(f"could not remove testbed {topology.prefix}: {'; '.join(problems)}")
+
+
+def _start_watchdog() -> tuple[subprocess.Popen[bytes], int]:
+    """Starts a watchdog of this process's run (`_WATCHDOG`); the watchdog and the write end of
+    its pipe, which only this process holds (not inheritable)."""
+    pid = os.getpid()
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-P", "-c", _WATCHDOG, str(Path(__file__).resolve().parents[2]), str(pid),
+             str(_linux.start_time(pid)), str(OWNER_EXIT_S)],
+            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # neither Ctrl-C nor a kill of the run's process group reaches it
+        )  # fmt: skip
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return process, write_end
+
+
+def _release(watchdog: tuple[subprocess.Popen[bytes], int] | None) -> None:
+    """Tells the watchdog that this process has removed what it could (the run stays recorded if
+    not, for a later run to retry), and waits for it to exit."""
+    if watchdog is None:
+        return
+    process, write_end = watchdog
+    try:
+        os.write(write_end, b"done")
+    finally:
+        os.close(write_end)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(WATCHDOG_EXIT_S)
 
 
 def remove_stale() -> list[str]:
