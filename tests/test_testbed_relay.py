@@ -169,7 +169,12 @@ def test_a_frame_takes_the_links_delay_and_serialisation_and_no_less(tmp_path: P
     rtts = [float(x) for x in done.stdout.split()]
     # 2 × 50 ms, and 1250 bytes at 2 Mbit/s (5 ms) on the way out; the way back has no limit.
     assert len(rtts) == 10 and min(rtts) >= 105.0, rtts
-    assert statistics.median(rtts) < 106.0, rtts
+    # What the echo takes beyond 105 ms is the relay waking late for each frame (here 80 µs at the
+    # median, under 300 µs at most) and the hosts' Python sockets and veths: a median of
+    # 105.5-105.7 ms on an idle machine, at this code and at 82620cb alike, and 106.07 ms in CI
+    # under memory reclaim (the full tier holds ~20 GB), which failed the 106 ms bound this had.
+    # 107 ms still catches a relay that holds a frame for a scheduling tick.
+    assert statistics.median(rtts) < 107.0, rtts
     assert report.links["ab"].packets_out == report.links["ba"].packets_out == 10
     assert report.scheduling == "fifo" and report.departures == 20
 
