@@ -227,6 +227,8 @@ def start(
         helper = [sys.executable, "-m", "rtcbench.emulation._controller_agent", str(helper_cfg)]
         feedback = getattr(controller.origin, "feedback", "twcc")
     name = controller if isinstance(controller, str) else controller.name
+    # The controller table's own columns, which no metric of a Python controller may take.
+    reserved = [column for column, *_ in _core.trace_schema()["controller"]]
     if end_s is None:
         end_s = max((_core.duration_s(c.plan["stop"]) for c in calls), default=0.0)
     topo = bed.topology
@@ -250,7 +252,7 @@ def start(
                         "argv": helper,
                         "stderr": str(out_dir / f"controller-call{c.index}.stderr"),
                         "label": f"controller {name} (call {c.index})",
-                        "reserved": [name for name, *_ in _core.trace_schema()["controller"]],
+                        "reserved": reserved,
                     }
                 elif helper is not None:
                     cfg["user_feedback"] = feedback
