@@ -114,6 +114,8 @@ CASES = [
     ("rfc8867-5.6", ("queue=1000ms", "tcp_cc=cubic"), "scream"),  # a starved sender, deep queue
     ("rfc8867-6.3", (), "gcc"),  # several bottlenecks and calls
     ("trace-lte-drive", (), "gcc-draft"),  # a capacity trace
+    ("rfc8869-2.2", (), "gcc"),  # an LTE cell: its buffers' rows of the links table
+    ("rfc8869-3.2-c", (), "gcc"),  # a Wi-Fi BSS: its nodes' rows of the links table
 ]
 
 
@@ -130,6 +132,23 @@ def test_a_run_written_in_pieces_and_measured_by_batches_is_the_run_in_memory(
         assert packets.metadata.num_row_groups > 3, "the trace was written in pieces"
         assert run_hashes(a) == run_hashes(b)
         assert json.loads((b.path / "summary.json").read_text())["flows"] == a.summary["flows"]
+
+
+def test_a_flow_longer_than_a_batch_is_measured_a_span_of_time_at_a_time(
+    tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spans: dict[int, int] = {}
+    real = measure._LongFlows.measure
+
+    def counting(self: measure._LongFlows, fid: int, *args: Any, **kwargs: Any) -> Any:
+        spans[fid] = len(self.spans[fid])
+        return real(self, fid, *args, **kwargs)
+
+    monkeypatch.setattr(measure._LongFlows, "measure", counting)
+    in_memory = rtcbench.run("rfc8867-5.6", "gcc", 3, sets=("queue=1000ms",))[0]
+    written = rtcbench.run("rfc8867-5.6", "gcc", 3, out=tmp_path, sets=("queue=1000ms",), figure=False)[0]
+    assert len(spans) >= 2 and max(spans.values()) >= 3, spans
+    assert run_hashes(in_memory) == run_hashes(written)
 
 
 def test_a_long_run_draws_its_figure_from_its_files(tmp_path: Path, small_pieces: None) -> None:

@@ -2,28 +2,43 @@
 tables are in memory or in a run folder of any size.
 
 Every metric of a flow comes from that flow's own rows (and its call's controller and feedback
-rows, and the links table), so a run is measured a few flows at a time: a batch of flows is read
-with their rows only, measured (`analysis.timeseries`, `analysis.flow_summaries`), its time series
-appended to `timeseries.parquet`, and dropped before the next batch is read. The per-flow results
-are then put together (`analysis.assemble`): convergence and fairness from every flow's rates
-per window, which are kept. Memory
-is bounded by a batch (about `BATCH_ROWS` packet rows, or one flow's rows if it has more), not by
-the run's duration; the numbers are those of measuring the whole run at once, bit for bit, since
-each flow sees the same rows in the same order.
+rows, and its bottleneck's capacity), so a run is measured a few flows at a time: a batch of
+flows is read with their rows only, measured (`analysis.timeseries`, `analysis.flow_summaries`),
+its time series appended to `timeseries.parquet`, and dropped before the next batch is read. A
+flow with more rows than a batch (a fast TCP flow of a long run) is read a span of time at a time
+(`_LongFlows`): each span's time series is complete in itself (a window's rows are all in one
+span), and its summary adds up the integer counts of each span and keeps only its delays whole,
+8 bytes a received packet, for their exact quantiles (`tables._LongFlowRows`). The per-flow
+results are then put together (`analysis.assemble`): convergence and fairness from every flow's
+rates per window, which are kept. Memory is bounded by a batch (about `BATCH_ROWS` packet rows),
+not by the run's duration, but for those delays; the numbers are those of measuring the whole run
+at once, bit for bit, since each flow sees the same rows in the same order
+(tests/test_streaming.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from rtcbench import analysis
 from rtcbench.results import regular_file
-from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
+from rtcbench.tables import (
+    CROSS_KINDS,
+    MEDIA_KINDS,
+    VIDEO,
+    Tables,
+    _duration_us,
+    _LongFlowRows,
+    _Parts,
+    _unrepaired,
+)  # fmt: skip
 
 __all__ = ["BATCH_ROWS", "Measured", "figure_tables", "measure_folder", "measure_tables", "scatter_sample"]
 
@@ -114,12 +129,14 @@ def _batches(sizes: dict[int, int], order: list[int], budget: int) -> Iterator[l
 
 
 def measure_folder(
-    folder: Path, meta: dict[str, Any], *, batch_rows: int = BATCH_ROWS, delays: bool = False
+    folder: Path, meta: dict[str, Any], *, batch_rows: int | None = None, delays: bool = False
 ) -> Measured:
     """Measures the run whose trace tables are in `folder` and writes its `timeseries.parquet`
-    there, reading at most about `batch_rows` packet rows at a time (`delays`: also sample the
-    figure's per-packet delays)."""
+    there, reading at most about `batch_rows` packet rows at a time (`BATCH_ROWS` if not given;
+    `delays`: also sample the figure's per-packet delays)."""
     from rtcbench.results import TraceWriter
+
+    batch_rows = BATCH_ROWS if batch_rows is None else batch_rows
 
     def scan(name: str) -> pl.LazyFrame:
         return pl.scan_parquet(folder / f"{name}.parquet")
@@ -129,7 +146,8 @@ def measure_folder(
         # (one per row group read) adds in another order and may round differently.
         return query.collect().rechunk()
 
-    links = read(scan("links"))
+    capacity = _capacity_samples(scan("links"), meta)
+    links = capacity.filter(~pl.col("link").is_in(_radio_links(meta)))
     flows = sorted(int(f["id"]) for f in meta["flows"])
     sizes = dict(scan("packets").group_by("flow").len().collect(engine="streaming").iter_rows())
     media = {int(f["id"]) for f in meta["flows"] if f.get("kind") in MEDIA_KINDS}
@@ -139,9 +157,22 @@ def measure_folder(
     parts: dict[int, analysis.FlowSummary] = {}
     rates: list[pl.DataFrame] = []
     samples: list[pl.DataFrame] = []
+    long = _LongFlows.plan(scan("packets"), [f for f in flows if sizes.get(f, 0) > batch_rows], batch_rows)
     writer = TraceWriter(folder)
     try:
         for batch in _batches(sizes, flows, batch_rows):
+            if batch[0] in long.spans:
+                (fid,) = batch
+                flow_meta = _meta_for(meta, batch)
+                measured = long.measure(
+                    fid, scan, read, capacity, flow_meta, media_links, delays and fid in media
+                )
+                for ts in measured.timeseries:
+                    writer.write("timeseries", ts)
+                    rates.append(ts.select(_RATE_COLUMNS))
+                parts.update(measured.summary)
+                samples.extend(measured.delays)
+                continue
             calls = sorted({int(c) for c in (call_of[f] for f in batch) if c is not None})
             in_batch = pl.col("flow").is_in(batch)
             of_calls = pl.col("call").is_in(calls)
@@ -149,7 +180,7 @@ def measure_folder(
                 packets=read(scan("packets").select(_PACKET_COLUMNS).filter(in_batch)),
                 frames=read(scan("frames").filter(in_batch)),
                 controller=read(scan("controller").select("t_us", "call", "target_bps").filter(of_calls)),
-                links=links,
+                links=capacity,
                 feedback=read(scan("feedback").filter(of_calls)),
                 meta=_meta_for(meta, batch),
             )
@@ -165,6 +196,10 @@ def measure_folder(
     except BaseException:
         writer.abort()
         raise
+    if _radio_links(meta):
+        # The MAC and scheduler statistics of every radio link, over the run (`analysis.radio`).
+        radio = read(scan("links").filter(pl.col("link").is_in(_radio_links(meta))))
+        links = pl.concat([links, radio], how="diagonal_relaxed")
     whole = Tables(
         packets=pl.DataFrame(), frames=pl.DataFrame(), controller=pl.DataFrame(), links=links,
         feedback=pl.DataFrame(), meta=meta,
@@ -175,6 +210,194 @@ def measure_folder(
     if not delays:
         return Measured(summary, None, None)
     return Measured(summary, None, pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA))
+
+
+def _radio_links(meta: dict[str, Any]) -> list[str]:
+    """The links of a run's Wi-Fi nodes and LTE UEs (their rows carry the radio statistics)."""
+    return [str(lk["name"]) for lk in meta.get("links", []) if lk.get("wifi") or lk.get("lte")]
+
+
+def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any]) -> pl.DataFrame:
+    """The links table as the capacity metrics read it (`tables._link_segments`: the utilisation,
+    the phases, the reference rates), of the flows' bottlenecks only: the samples before the end
+    of the run, the last of each instant, and of consecutive samples with one capacity only the
+    first. A capacity is piecewise constant, so these give the same integrals and phases, exactly,
+    in a handful of rows where the table has one every few milliseconds per link."""
+    names = sorted({str(f["bottleneck"]) for f in meta["flows"] if f.get("bottleneck") is not None})
+    dur = round(float(meta["duration_s"]) * 1_000_000)
+    rows = (
+        # `queue_bytes` too, which the schema requires (no metric reads it but the radio ones).
+        links.select("t_us", "link", "queue_bytes", "capacity_bps")
+        .filter(pl.col("link").is_in(names) & (pl.col("t_us") < dur))
+        .collect()
+    )
+    kept = []
+    for name in names:
+        seg = rows.filter(pl.col("link") == name)
+        if not seg.get_column("t_us").is_sorted():
+            seg = seg.sort("t_us", maintain_order=True)
+        cap = pl.col("capacity_bps")
+        first = pl.int_range(pl.len()) == 0
+        kept.append(
+            seg.filter(pl.col("t_us").ne_missing(pl.col("t_us").shift(-1))).filter(
+                first | cap.ne_missing(cap.shift(1))
+            )
+        )
+    return pl.concat(kept) if kept else rows
+
+
+_KEY_TIME = (
+    pl.when(pl.col("event").is_in(["sent", "dropped"]))
+    .then(pl.coalesce("sent_us", "t_us"))
+    .otherwise(pl.col("t_us"))
+)
+"""The time a packets row counts at: its send time for a packet sent or dropped (loss is counted
+by send time), else when it happened. The metrics of a span of time read the rows whose time is in it."""
+_NEVER = np.iinfo(np.int64).max // 4
+"""A time later than any row's, and its negative earlier."""
+
+
+@dataclass(frozen=True)
+class _LongMeasured:
+    """A long flow measured (`_LongFlows.measure`): its time series a span at a time, its
+    `FlowSummary`, and its figure's delay dots if asked for."""
+
+    timeseries: list[pl.DataFrame]
+    summary: dict[int, analysis.FlowSummary]
+    delays: list[pl.DataFrame]
+
+
+@dataclass(frozen=True)
+class _LongFlows:
+    """The flows of a run with more packet rows than a batch, and how each is read: in spans of
+    whole time-series windows of at most about a batch of rows each (a window with more is a
+    span of its own), with what needs the whole flow found first, in one pass over the file: the
+    least one-way delay (queuing delay is measured from it), how many packets it received (the
+    figure samples them evenly), and how far a row's time (`_KEY_TIME`) and its `t_us` lie apart,
+    so that a span is read from the row groups that can hold it only."""
+
+    spans: dict[int, list[tuple[int, int]]]
+    floor_ms: dict[int, float]
+    received: dict[int, int]
+    reach_us: dict[int, tuple[int, int]]
+
+    @classmethod
+    def plan(cls, packets: pl.LazyFrame, flows: list[int], budget: int) -> _LongFlows:
+        if not flows:
+            return cls({}, {}, {}, {})
+        rows = packets.filter(pl.col("flow").is_in(flows))
+        window = analysis.DEFAULT_WINDOW_US
+        per_window = (
+            rows.group_by("flow", (_KEY_TIME // window).alias("_w"))
+            .len()
+            .sort("flow", "_w")
+            .collect(engine="streaming")
+        )
+        received = pl.col("event") == "received"
+        whole = (
+            rows.group_by("flow")
+            .agg(
+                floor=((pl.col("t_us") - pl.col("sent_us")).cast(pl.Float64) / 1000.0).filter(received).min(),
+                received=received.sum(),
+                early=(_KEY_TIME - pl.col("t_us")).max(),
+                late=(pl.col("t_us") - _KEY_TIME).max(),
+            )
+            .collect(engine="streaming")
+        )
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for fid in flows:
+            counts = per_window.filter(pl.col("flow") == fid)
+            cuts, rows_in = [], 0
+            for w, n in counts.select("_w", "len").iter_rows():
+                if rows_in and rows_in + n > budget:
+                    cuts.append(int(w) * window)
+                    rows_in = 0
+                rows_in += n
+            edges = [-_NEVER, *cuts, _NEVER]
+            spans[fid] = list(itertools.pairwise(edges))
+        floor, got, reach = {}, {}, {}
+        columns = ("flow", "floor", "received", "early", "late")
+        for fid, low, n, early, late in whole.select(columns).iter_rows():
+            if low is not None:
+                floor[int(fid)] = float(low)
+            got[int(fid)] = int(n)
+            reach[int(fid)] = (max(0, int(early or 0)), max(0, int(late or 0)))
+        return cls(spans, floor, got, reach)
+
+    def measure(
+        self,
+        fid: int,
+        scan: Callable[[str], pl.LazyFrame],
+        read: Callable[[pl.LazyFrame], pl.DataFrame],
+        links: pl.DataFrame,
+        meta: dict[str, Any],
+        media_links: list[str],
+        delays: bool,
+    ) -> _LongMeasured:
+        """Measures flow `fid` a span at a time (`meta`: of this flow only; `media_links`: the
+        run's, `analysis.media_links`)."""
+        (f,) = meta["flows"]
+        call = f.get("call")
+        of_call = pl.col("call") == (int(call) if call is not None else -1)
+        in_flow = pl.col("flow") == fid
+        frames = read(scan("frames").filter(in_flow))
+        controller = read(scan("controller").select("t_us", "call", "target_bps").filter(of_call))
+        feedback = read(scan("feedback").filter(of_call))
+        floor = {fid: self.floor_ms[fid]} if fid in self.floor_ms else {}
+
+        def tables(packets: pl.DataFrame) -> Tables:
+            return Tables(
+                packets=packets, frames=frames, controller=controller, links=links, feedback=feedback,
+                meta=meta, owd_floor_ms=floor,
+            )  # fmt: skip
+
+        # The rows a flow has few of, whole: its lost originals and what repaired them (a repair
+        # comes up to `REPAIR_HORIZON_US` after the loss, maybe in a later span).
+        repairs = read(
+            scan("packets")
+            .filter(in_flow)
+            .filter(
+                ((pl.col("event") == "dropped") & (pl.col("kind") == "media"))
+                | ((pl.col("event") == "received") & (pl.col("kind") == "rtx"))
+                | (pl.col("event") == "recovered")
+            )
+            .select("t_us", "event", "flow", "kind", "sent_us", "seq")
+        )
+        unrepaired = _Parts.of(_unrepaired(repairs), "flow", "sent_us")
+        whole = tables(pl.DataFrame())
+        dur = _duration_us(whole)
+        a, b = analysis.active_span_us(f, dur)
+        cuts = [0, dur, a, b, *(x for ph in analysis.phases(whole, fid) for x in (ph.start_us, ph.end_us))]
+        rows = _LongFlowRows(fid, cuts, self.floor_ms.get(fid), whole._by_flow, unrepaired)
+
+        series: list[pl.DataFrame] = []
+        dots: list[pl.DataFrame] = []
+        step = max(1, -(-self.received.get(fid, 0) // MAX_SCATTER))
+        seen = 0
+        early, late = self.reach_us.get(fid, (0, 0))
+        for lo, hi in self.spans[fid]:
+            t = tables(
+                read(
+                    scan("packets")
+                    .select(_PACKET_COLUMNS)
+                    .filter(pl.col("t_us").is_between(lo - early, hi + late, closed="left"))
+                    .filter(in_flow & _KEY_TIME.is_between(lo, hi, closed="left"))
+                )
+            )
+            if delays:
+                rx = analysis.packet_delays(t).select("flow", "t_us", "qdelay_ms")
+                at = np.arange(seen, seen + rx.height)
+                dots.append(rx.filter(pl.Series(at % step == 0)))
+                seen += rx.height
+            t.derive_and_release_packets()
+            rows.add(t._by_flow)
+            ts = analysis.timeseries(t)
+            series.append(ts.filter(pl.col("t_us").is_between(lo, hi, closed="left")))
+            del t, ts
+        whole.__dict__["_by_flow"] = rows
+        ts = pl.concat(series, rechunk=True)
+        summary = analysis.flow_summaries(whole, ts, media_links)
+        return _LongMeasured(series, summary, dots)
 
 
 def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFrame]:
@@ -197,7 +420,7 @@ def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFr
         controller=pl.scan_parquet(regular_file(folder / "controller.parquet"))
         .select("t_us", "call", "target_bps")
         .collect(),
-        links=pl.read_parquet(regular_file(folder / "links.parquet")),
+        links=_capacity_samples(pl.scan_parquet(regular_file(folder / "links.parquet")), meta),
         feedback=pl.DataFrame(),
         meta=meta,
     )

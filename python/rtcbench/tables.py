@@ -131,6 +131,11 @@ class Tables:
     """A browser run's `getStats()` samples (docs/traces.md, `stats`); empty for other runs."""
     usage: pl.DataFrame = field(default_factory=pl.DataFrame)
     """A browser run's CPU and memory samples (docs/traces.md, `usage`); empty for other runs."""
+    owd_floor_ms: dict[int, float] = field(default_factory=dict)
+    """Per flow, the least one-way delay it had over the whole run, where these tables hold only
+    part of its rows (a long flow measured a span of time at a time, `rtcbench.measure`): its
+    queuing delays are measured from it. A flow not named here is measured from the least delay
+    in its own rows."""
 
     def __post_init__(self) -> None:
         for name in _SCHEMAS:
@@ -142,10 +147,14 @@ class Tables:
     def received(self) -> pl.DataFrame:
         """Received packets with their delays, as `rtcbench.analysis.packet_delays` describes them."""
         owd = pl.col("t_us") - pl.col("sent_us")
+        floor = pl.col("owd_ms").min().over("flow")
+        if self.owd_floor_ms:
+            known = pl.col("flow").replace_strict(self.owd_floor_ms, default=None, return_dtype=pl.Float64)
+            floor = pl.coalesce(known, floor)
         return (
             self.packets.filter(pl.col("event") == "received")
             .with_columns(owd_ms=owd.cast(pl.Float64) / 1000.0)
-            .with_columns(qdelay_ms=pl.col("owd_ms") - pl.col("owd_ms").min().over("flow"))
+            .with_columns(qdelay_ms=pl.col("owd_ms") - floor)
         )
 
     def derive_and_release_packets(self) -> None:
@@ -270,6 +279,169 @@ class _FlowRows:
                 "t_us",
             ),
         )
+
+    def packet_stats(self, flow: int, start_us: int, end_us: int) -> PacketStats:
+        """What the metrics count of `flow`'s packets over [start_us, end_us)."""
+        sent = self.sent.between(flow, start_us, end_us)
+        rx = self.received.between(flow, start_us, end_us)
+        media = self.sent_media.between(flow, start_us, end_us)
+        originals = media.filter(pl.col("kind") == "media")
+
+        def total(df: pl.DataFrame, column: str = "size") -> int:
+            return int(df.get_column(column).cast(pl.Int64).sum())
+
+        return PacketStats(
+            sent=sent.height,
+            sent_bytes=total(sent),
+            dropped=self.dropped.between(flow, start_us, end_us).height,
+            received=rx.height,
+            received_bytes=total(rx),
+            payload_received=total(rx, "payload"),
+            owd_ms=rx.get_column("owd_ms"),
+            qdelay_ms=rx.get_column("qdelay_ms"),
+            originals=originals.height,
+            original_bytes=total(originals),
+            unnumbered_originals=originals.get_column("seq").null_count(),
+            rtx_bytes=total(media.filter(pl.col("kind") == "rtx")),
+            fec_bytes=total(media.filter(pl.col("kind") == "fec")),
+            unrepaired=self.unrepaired.between(flow, start_us, end_us).height,
+        )
+
+
+_SPAN_TOTALS = (
+    "sent", "sent_bytes", "dropped", "received", "received_bytes", "payload_received",
+    "originals", "original_bytes", "unnumbered_originals", "rtx_bytes", "fec_bytes",
+)  # fmt: skip
+"""The integer fields of `PacketStats`, as `_LongFlowRows` adds them up, in this order."""
+
+
+def _positions(part: _Parts, flow: int, cuts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Where each of `cuts` falls among `flow`'s rows of `part` (the first row at or after it)."""
+    lo, hi = np.searchsorted(part.keys, [flow, flow + 1])
+    return np.asarray(lo + np.searchsorted(part.times[lo:hi], cuts), dtype=np.int64)
+
+
+def _span_sums(
+    part: _Parts,
+    flow: int,
+    cuts: npt.NDArray[np.int64],
+    column: str | None = None,
+    where: pl.Expr | None = None,
+) -> npt.NDArray[np.int64]:
+    """Per span between consecutive `cuts`: how many of `flow`'s rows of `part` (matching
+    `where`) fall in it, or the sum of their `column` (nulls count 0, as a polars sum)."""
+    at = _positions(part, flow, cuts)
+    if column is None and where is None:
+        return np.diff(at)
+    values = pl.lit(1, dtype=pl.Int64) if column is None else pl.col(column).cast(pl.Int64).fill_null(0)
+    if where is not None:
+        values = pl.when(where).then(values).otherwise(0)
+    v = part.rows.select(values.alias("v")).get_column("v").to_numpy()
+    total = np.concatenate(([0], np.cumsum(v, dtype=np.int64)))
+    return np.asarray(np.diff(total[at]), dtype=np.int64)
+
+
+class _LongFlowRows:
+    """What `flow_metrics` reads of one flow whose rows are too many to hold at once, gathered
+    from its rows a span of time at a time (`rtcbench.measure`), in memory that does not grow
+    with its length but for its delays: the integer counts of `PacketStats` per span between
+    the cut points its summary asks about (`cuts`: where its phases and active span begin and
+    end), added up; its received packets' one-way delays (8 bytes a packet, for exact
+    quantiles), in arrival order; the rows it has few of (frames, RTT samples, originals never
+    repaired) whole. `packet_stats` answers for intervals between cut points only, with what
+    `_FlowRows.packet_stats` answers from all the rows, bit for bit."""
+
+    def __init__(
+        self, flow: int, cuts: list[int], floor_ms: float | None, few: _FlowRows, unrepaired: _Parts
+    ) -> None:
+        self.flow = flow
+        self.cuts = np.array(sorted(set(cuts)), dtype=np.int64)
+        self.floor_ms = floor_ms
+        self.frames, self.captured, self.rtt = few.frames, few.captured, few.rtt
+        self.unrepaired = unrepaired
+        self._totals = np.zeros((len(self.cuts) - 1, len(_SPAN_TOTALS)), dtype=np.int64)
+        self._before = np.zeros(len(self.cuts), dtype=np.int64)
+        self._delays: list[pl.Series] = []
+        self._owd: pl.Series | None = None
+
+    def add(self, rows: _FlowRows) -> None:
+        """Adds a span of time of the flow's rows (`_FlowRows.of` the tables holding it; spans
+        are added in time order, each holding every row whose time is in it)."""
+        f, cuts = self.flow, self.cuts
+        media = pl.col("kind") == "media"
+        columns = [
+            _span_sums(rows.sent, f, cuts),
+            _span_sums(rows.sent, f, cuts, "size"),
+            _span_sums(rows.dropped, f, cuts),
+            _span_sums(rows.received, f, cuts),
+            _span_sums(rows.received, f, cuts, "size"),
+            _span_sums(rows.received, f, cuts, "payload"),
+            _span_sums(rows.sent_media, f, cuts, where=media),
+            _span_sums(rows.sent_media, f, cuts, "size", media),
+            _span_sums(rows.sent_media, f, cuts, where=media & pl.col("seq").is_null()),
+            _span_sums(rows.sent_media, f, cuts, "size", pl.col("kind") == "rtx"),
+            _span_sums(rows.sent_media, f, cuts, "size", pl.col("kind") == "fec"),
+        ]
+        self._totals += np.stack(columns, axis=1)
+        lo, hi = np.searchsorted(rows.received.keys, [f, f + 1])
+        self._before += _positions(rows.received, f, cuts) - lo
+        self._delays.append(rows.received.rows.slice(int(lo), int(hi - lo)).get_column("owd_ms"))
+        self._owd = None
+
+    def _span(self, start_us: int, end_us: int) -> tuple[int, int]:
+        n = len(self.cuts)
+        i, j = np.searchsorted(self.cuts, [start_us, end_us])
+        if not (i < n and j < n and self.cuts[i] == start_us and self.cuts[j] == end_us):
+            raise ValueError(
+                f"flow {self.flow} was measured in spans cut at {self.cuts.tolist()} µs; "
+                f"[{start_us}, {end_us}) is not between two of them"
+            )
+        return int(i), int(j)
+
+    def packet_stats(self, flow: int, start_us: int, end_us: int) -> PacketStats:
+        if flow != self.flow:
+            raise KeyError(f"these rows are flow {self.flow}'s, not flow {flow}'s")
+        i, j = self._span(start_us, end_us)
+        if self._owd is None:
+            # One chunk, as the in-memory rows are: a float sum follows the chunks.
+            empty = pl.Series("owd_ms", [], dtype=pl.Float64)
+            self._owd = pl.concat(self._delays, rechunk=True) if self._delays else empty
+            self._delays = [self._owd]
+        totals = dict(zip(_SPAN_TOTALS, (int(x) for x in self._totals[i:j].sum(axis=0)), strict=True))
+        owd = self._owd.slice(int(self._before[i]), int(self._before[j] - self._before[i]))
+        floor = self.floor_ms if self.floor_ms is not None else float("nan")
+        return PacketStats(
+            **totals,
+            owd_ms=owd,
+            qdelay_ms=owd - floor,
+            unrepaired=self.unrepaired.between(flow, start_us, end_us).height,
+        )
+
+
+@dataclass(frozen=True)
+class PacketStats:
+    """What the metrics count of one flow's packets over an interval: packets and bytes sent and
+    dropped (by send time), received (by arrival time) with their delays in arrival order, and of
+    the media packets sent, the originals, retransmissions and FEC, and the originals dropped and
+    never repaired (`_unrepaired`). Every count is an integer, so the statistics of a long flow
+    can be added up over spans of time (`rtcbench.measure`); only the delays are kept whole, for
+    their exact quantiles."""
+
+    sent: int
+    sent_bytes: int
+    dropped: int
+    received: int
+    received_bytes: int
+    payload_received: int
+    owd_ms: pl.Series
+    qdelay_ms: pl.Series
+    originals: int
+    original_bytes: int
+    unnumbered_originals: int
+    """Originals without a sequence number (a producer that cannot see them): no repair metric."""
+    rtx_bytes: int
+    fec_bytes: int
+    unrepaired: int
 
 
 @dataclass(frozen=True)

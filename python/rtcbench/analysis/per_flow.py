@@ -67,13 +67,11 @@ def _flow_metrics(
         else None
     )
 
-    sent = rows.sent.between(flow, s, e)
-    n_sent = sent.height
-    n_dropped = rows.dropped.between(flow, s, e).height
-    rx = rows.received.between(flow, s, e)
-    qd = rx.get_column("qdelay_ms")
+    pk = rows.packet_stats(flow, s, e)
+    n_sent, n_dropped = pk.sent, pk.dropped
+    qd = pk.qdelay_ms
     q25, q50, q90, q95 = _quantiles(qd, (0.25, 0.50, 0.90, 0.95))
-    (owd50,) = _quantiles(rx.get_column("owd_ms"), (0.5,))
+    (owd50,) = _quantiles(pk.owd_ms, (0.5,))
 
     rtt: float | None = None
     if call is not None:
@@ -129,17 +127,12 @@ def _flow_metrics(
             nacks = int((fb.get_column("kind") == "nack").sum())
             # Keyframe requests: PLIs, or FIRs with `keyframe_request = "fir"`.
             plis = int(fb.get_column("kind").is_in(["pli", "fir"]).sum())
-        out = rows.sent_media.between(flow, s, e)
-        originals = out.filter(pl.col("kind") == "media")
-        if originals.height and originals.get_column("seq").null_count() == 0:
-            media_bytes = int(originals.get_column("size").cast(pl.Int64).sum())
-            rtx_bytes = int(out.filter(pl.col("kind") == "rtx").get_column("size").cast(pl.Int64).sum())
-            fec_bytes = int(out.filter(pl.col("kind") == "fec").get_column("size").cast(pl.Int64).sum())
-            rtx_overhead = rtx_bytes / media_bytes
+        if pk.originals and pk.unnumbered_originals == 0:
+            rtx_overhead = pk.rtx_bytes / pk.original_bytes
             if not t.unobserved("residual_loss"):
-                residual_loss = rows.unrepaired.between(flow, s, e).height / originals.height
+                residual_loss = pk.unrepaired / pk.originals
             if not t.unobserved("fec_overhead"):
-                fec_overhead = fec_bytes / media_bytes
+                fec_overhead = pk.fec_bytes / pk.original_bytes
 
     return {
         "id": int(f["id"]),
@@ -158,10 +151,10 @@ def _flow_metrics(
         "mean_capacity_bps": None if rtcp else mean_cap,
         "utilization": utilization,
         "packets_sent": n_sent,
-        "packets_received": rx.height,
+        "packets_received": pk.received,
         "packets_dropped": n_dropped,
-        "bytes_sent": int(sent.get_column("size").cast(pl.Int64).sum()),
-        "bytes_received": int(rx.get_column("size").cast(pl.Int64).sum()),
+        "bytes_sent": pk.sent_bytes,
+        "bytes_received": pk.received_bytes,
         "loss_ratio": n_dropped / n_sent if n_sent else None,
         "max_window_loss_ratio": _py(w.get_column("loss_ratio").max()) if w.height else None,
         "qdelay_mean_ms": _mean(qd),

@@ -191,18 +191,16 @@ def _packet_counts(t: Tables, flows: Sequence[int], start_us: int, end_us: int) 
     """Per flow over [start_us, end_us): packets and bytes sent and dropped (by send time, as
     `flow_metrics` counts them) and received (by arrival time), plus the payload received. Flows
     without packets get zeros."""
-    rows = t._by_flow
     out: dict[int, dict[str, int]] = {}
     for fid in flows:
-        sent = rows.sent.between(fid, start_us, end_us)
-        rx = rows.received.between(fid, start_us, end_us)
+        pk = t._by_flow.packet_stats(fid, start_us, end_us)
         out[int(fid)] = {
-            "packets_sent": sent.height,
-            "packets_received": rx.height,
-            "packets_dropped": rows.dropped.between(fid, start_us, end_us).height,
-            "bytes_sent": int(sent.get_column("size").cast(pl.Int64).sum()),
-            "bytes_received": int(rx.get_column("size").cast(pl.Int64).sum()),
-            "payload_received": int(rx.get_column("payload").cast(pl.Int64).sum()),
+            "packets_sent": pk.sent,
+            "packets_received": pk.received,
+            "packets_dropped": pk.dropped,
+            "bytes_sent": pk.sent_bytes,
+            "bytes_received": pk.received_bytes,
+            "payload_received": pk.payload_received,
         }
     return out
 
