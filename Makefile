@@ -79,7 +79,7 @@ fmt:
 # Criterion benchmarks of the simulator, the CLI end to end, a Python controller against gcc, the
 # learning environment's steps per second (goal: 1000x real time), then the whole RFC 8867 suite
 # with four controllers (budget: under 20 s on 2 cores); prints simulated s per wall s. Then the
-# memory of a one-hour run of 16 calls and 4 CUBIC flows (budget: peak under 1 GiB, RSS flat
+# memory of a two-hour run of 16 calls and 4 CUBIC flows (budget: peak under 1 GiB, RSS flat
 # while it runs). Then the emulation relay's timing error at 5,000 packets/s (goal: p99 under
 # 200 µs; needs root, skipped without). Last, instruction counts (valgrind) against
 # benches/instructions.json: the host-independent regression check.

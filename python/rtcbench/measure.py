@@ -343,12 +343,15 @@ class _LongFlows:
         frames = read(scan("frames").filter(in_flow))
         controller = read(scan("controller").select("t_us", "call", "target_bps").filter(of_call))
         feedback = read(scan("feedback").filter(of_call))
-        floor = {fid: self.floor_ms[fid]} if fid in self.floor_ms else {}
+        floor = pl.DataFrame(
+            {"flow": [fid], "owd_ms": [self.floor_ms.get(fid)]},
+            schema={"flow": pl.Int32, "owd_ms": pl.Float64},
+        ).drop_nulls()
 
         def tables(packets: pl.DataFrame) -> Tables:
             return Tables(
                 packets=packets, frames=frames, controller=controller, links=links, feedback=feedback,
-                meta=meta, owd_floor_ms=floor,
+                meta=meta, owd_floor=floor,
             )  # fmt: skip
 
         # The rows a flow has few of, whole: its lost originals and what repaired them (a repair

@@ -131,11 +131,11 @@ class Tables:
     """A browser run's `getStats()` samples (docs/traces.md, `stats`); empty for other runs."""
     usage: pl.DataFrame = field(default_factory=pl.DataFrame)
     """A browser run's CPU and memory samples (docs/traces.md, `usage`); empty for other runs."""
-    owd_floor_ms: dict[int, float] = field(default_factory=dict)
-    """Per flow, the least one-way delay it had over the whole run, where these tables hold only
-    part of its rows (a long flow measured a span of time at a time, `rtcbench.measure`): its
-    queuing delays are measured from it. A flow not named here is measured from the least delay
-    in its own rows."""
+    owd_floor: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Columns `flow` and `owd_ms`: per flow, the least one-way delay it had over the whole run,
+    where these tables hold only part of its rows (a long flow measured a span of time at a time,
+    `rtcbench.measure`); its queuing delays are measured from it. A flow not listed is measured
+    from the least delay in its own rows."""
 
     def __post_init__(self) -> None:
         for name in _SCHEMAS:
@@ -148,8 +148,10 @@ class Tables:
         """Received packets with their delays, as `rtcbench.analysis.packet_delays` describes them."""
         owd = pl.col("t_us") - pl.col("sent_us")
         floor = pl.col("owd_ms").min().over("flow")
-        if self.owd_floor_ms:
-            known = pl.col("flow").replace_strict(self.owd_floor_ms, default=None, return_dtype=pl.Float64)
+        if self.owd_floor.height:
+            known = pl.col("flow").replace_strict(
+                self.owd_floor.get_column("flow"), self.owd_floor.get_column("owd_ms"), default=None
+            )
             floor = pl.coalesce(known, floor)
         return (
             self.packets.filter(pl.col("event") == "received")

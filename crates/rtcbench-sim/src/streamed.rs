@@ -234,6 +234,7 @@ fn drive(
             return;
         }
     };
+    sim.hand_over_every(piece_rows);
     if tx.send(Message::Started(Box::new(sim.meta().clone()))).is_err() {
         return;
     }

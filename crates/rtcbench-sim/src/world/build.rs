@@ -268,6 +268,7 @@ pub(super) fn build_world(
         cbrs,
         cbr_wake: vec![None; n_cbr],
         trace: Trace::default(),
+        link_rows_reserved: super::run::LINK_ROWS_RESERVED,
         next_packet_id: 0,
         end,
         capture: options.capture.then(Vec::new),

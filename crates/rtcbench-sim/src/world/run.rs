@@ -11,9 +11,9 @@ use crate::packet::{flow_of, Packet};
 use crate::trace::PacketEvent;
 
 /// The most links-table rows reserved at once (some 150 MB of columns at most, never touched
-/// until written): a streamed run hands its rows out sooner (`streamed::StreamOptions`), a long
-/// run in memory grows by doubling beyond.
-const LINK_ROWS_RESERVED: usize = 1 << 20;
+/// until written), for a run kept in memory; a long one grows by doubling beyond. A streamed run
+/// reserves at most a piece's rows ([`super::Simulation::hand_over_every`]).
+pub(super) const LINK_ROWS_RESERVED: usize = 1 << 20;
 
 impl World {
     /// Schedules every element's first wake-up and the first link sample.
@@ -177,7 +177,7 @@ impl World {
     }
 
     /// Makes room in the links table, when the next sample of `rows` rows would not fit, for the
-    /// samples left until the end of the run (at most [`LINK_ROWS_RESERVED`] rows) in one
+    /// samples left until the end of the run (at most `link_rows_reserved` rows) in one
     /// allocation: grown by doubling instead, its columns would be copied and their pages
     /// touched twice over (a tenth of an LTE run's time, `make bench`).
     fn reserve_link_rows(&mut self, now: Instant, rows: usize) {
@@ -186,7 +186,7 @@ impl World {
         if samples_left == 0 || links.capacity() - links.len() >= rows {
             return;
         }
-        links.reserve_exact(rows.saturating_mul(samples_left).min(LINK_ROWS_RESERVED));
+        links.reserve_exact(rows.saturating_mul(samples_left).min(self.link_rows_reserved));
     }
 
     /// Schedules an element's next wake-up if it is earlier than the one pending. A stale
