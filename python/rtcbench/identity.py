@@ -41,7 +41,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 7
+MODEL_REVISION = 8
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -56,7 +56,10 @@ and summary of every earlier built-in run is bit-identical); 6: a BSS's wake-ups
 when they were last scheduled (issue 16's speed work: seed 004's testbed changes, every other
 built-in run is bit-identical); 7: the links table gains an LTE buffer's columns (issue 17:
 null for links and Wi-Fi nodes; every other column, every time series and summary of every
-earlier built-in run is bit-identical)."""
+earlier built-in run is bit-identical); 8: the links table gains a Wi-Fi node's `delivered_bps`,
+and a flow through a Wi-Fi node or an LTE buffer has the capacity its radio hop could have given
+it (issue 32: null for links; the time series and summaries of the Wi-Fi and LTE runs change in
+`capacity_bps` and `utilization` only)."""
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is

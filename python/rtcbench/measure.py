@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from rtcbench import analysis
+from rtcbench.analysis.capacity import radio_hop_keys, radio_window_capacity
 from rtcbench.results import regular_file
 from rtcbench.tables import (
     CROSS_KINDS,
@@ -148,6 +149,10 @@ def measure_folder(
 
     capacity = _capacity_samples(scan("links"), meta)
     links = capacity.filter(~pl.col("link").is_in(_radio_links(meta)))
+    # The radio hops' capacity per window, from the radio links' rows, which no batch holds.
+    window = analysis.DEFAULT_WINDOW_US
+    hops = radio_hop_keys(meta, meta["flows"])
+    radio = radio_window_capacity(scan("links"), meta, hops, window).with_columns(window_us=pl.lit(window))
     flows = sorted(int(f["id"]) for f in meta["flows"])
     sizes = dict(scan("packets").group_by("flow").len().collect(engine="streaming").iter_rows())
     media = {int(f["id"]) for f in meta["flows"] if f.get("kind") in MEDIA_KINDS}
@@ -165,7 +170,7 @@ def measure_folder(
                 (fid,) = batch
                 flow_meta = _meta_for(meta, batch)
                 measured = long.measure(
-                    fid, scan, read, capacity, flow_meta, media_links, delays and fid in media
+                    fid, scan, read, capacity, radio, flow_meta, media_links, delays and fid in media
                 )
                 for ts in measured.timeseries:
                     writer.write("timeseries", ts)
@@ -183,6 +188,7 @@ def measure_folder(
                 links=capacity,
                 feedback=read(scan("feedback").filter(of_calls)),
                 meta=_meta_for(meta, batch),
+                radio_capacity=radio,
             )
             t.derive_and_release_packets()
             ts = analysis.timeseries(t)
@@ -330,6 +336,7 @@ class _LongFlows:
         scan: Callable[[str], pl.LazyFrame],
         read: Callable[[pl.LazyFrame], pl.DataFrame],
         links: pl.DataFrame,
+        radio: pl.DataFrame,
         meta: dict[str, Any],
         media_links: list[str],
         delays: bool,
@@ -351,7 +358,7 @@ class _LongFlows:
         def tables(packets: pl.DataFrame) -> Tables:
             return Tables(
                 packets=packets, frames=frames, controller=controller, links=links, feedback=feedback,
-                meta=meta, owd_floor=floor,
+                meta=meta, owd_floor=floor, radio_capacity=radio,
             )  # fmt: skip
 
         # The rows a flow has few of, whole: its lost originals and what repaired them (a repair

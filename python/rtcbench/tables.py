@@ -131,6 +131,10 @@ class Tables:
     """A browser run's `getStats()` samples (docs/traces.md, `stats`); empty for other runs."""
     usage: pl.DataFrame = field(default_factory=pl.DataFrame)
     """A browser run's CPU and memory samples (docs/traces.md, `usage`); empty for other runs."""
+    radio_capacity: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """The capacity of the flows' radio hops per window (`analysis.capacity.radio_window_capacity`,
+    with a `window_us` column), where it was computed from a links table these tables do not hold
+    (a run measured from its files reads it once); empty, it is computed from `links`."""
     owd_floor: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Columns `flow` and `owd_ms`: per flow, the least one-way delay it had over the whole run,
     where these tables hold only part of its rows (a long flow measured a span of time at a time,

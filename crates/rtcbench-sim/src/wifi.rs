@@ -10,7 +10,7 @@
 
 use rtcbench_net::radio::wifi::{Bss, NodeStats, Port};
 use rtcbench_net::rng::rng_for;
-use rtcbench_units::Instant;
+use rtcbench_units::{Bitrate, Instant};
 
 use crate::packet::{LinkId, Packet};
 use crate::trace::{Adaptation, LinkTable, MacSample};
@@ -79,6 +79,10 @@ impl WifiNet {
                     ampdu_mpdus: (ppdus > 0)
                         .then(|| (now_stats.mpdus_sent - before.mpdus_sent) as f64 / ppdus as f64),
                     phy_rate: (port != Port::AP).then(|| bss.phy_mode(port, Port::AP).rate()),
+                    delivered: span.filter(|d| !d.is_zero()).map(|d| {
+                        let bits = (now_stats.acked_bytes - before.acked_bytes).as_bits();
+                        Bitrate::from_bps_f64(bits as f64 / d.as_secs_f64())
+                    }),
                     adaptation: bss.adaptation(port).map(|a| {
                         let before = std::mem::replace(&mut self.last_extended[b][p], a.extended_attempts);
                         Adaptation {

@@ -128,3 +128,137 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
     times[0] = 0
     bounds = [*times, dur]
     return [Phase(bounds[i] / _US_PER_S, bounds[i + 1] / _US_PER_S, caps[i]) for i in range(len(caps))]
+
+
+# ------------------------------------------------------------------------------------------------
+# The capacity of a radio hop: what a shared medium could have carried for one node
+
+
+def radio_links(meta: dict[str, Any]) -> dict[str, str]:
+    """Every Wi-Fi node's and LTE buffer's link, with the medium it shares: `wifi:<bss>` (every
+    node of a BSS shares its airtime) or `lte:<cell>:<direction>` (every UE of a cell shares the
+    PRBs of a direction)."""
+    out = {}
+    for lk in meta.get("links", []):
+        if lk.get("wifi"):
+            out[str(lk["name"])] = f"wifi:{lk['wifi']['bss']}"
+        elif lk.get("lte"):
+            out[str(lk["name"])] = f"lte:{lk['lte']['cell']}:{lk['lte']['direction']}"
+    return out
+
+
+def radio_hops(meta: dict[str, Any], flow: dict[str, Any]) -> list[str]:
+    """The links of a flow's path that are a radio hop (`radio_links`), in path order."""
+    radio = radio_links(meta)
+    return [str(p) for p in flow.get("path", []) if str(p) in radio]
+
+
+def _delay_after_us(meta: dict[str, Any], flow: dict[str, Any], link: str) -> int:
+    """Propagation delay from `link` (its own included) to the flow's receiver."""
+    delays = {str(lk["name"]): int(lk.get("delay_us", 0)) for lk in meta.get("links", [])}
+    path = [str(p) for p in flow.get("path", [])]
+    return sum(delays.get(name, 0) for name in path[path.index(link) :]) if link in path else 0
+
+
+def radio_hop_keys(meta: dict[str, Any], flows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """The (radio link, delay after it) pairs of `flows`' paths: the hop capacities their time
+    series need (`radio_window_capacity`)."""
+    return sorted({(hop, _delay_after_us(meta, f, hop)) for f in flows for hop in radio_hops(meta, f)})
+
+
+_PPB = 1_000_000_000
+"""Parts per billion: the unit shares of the medium are added in (`radio_window_capacity`)."""
+_RADIO_SCHEMA = {"link": pl.String, "shift_us": pl.Int64, "_w": pl.Int64, "capacity_bps": pl.Float64}
+
+
+def radio_window_capacity(
+    links: pl.LazyFrame, meta: dict[str, Any], hops: list[tuple[str, int]], window_us: int
+) -> pl.DataFrame:
+    """Per radio hop (`radio_hop_keys`: a link and the propagation delay after it) and window of
+    `window_us`, the capacity the hop could have given its node: the rate the node carries while
+    it has the medium, over all of the medium the other nodes left unused (`docs/metrics.md`,
+    "Utilisation"). Columns `link`, `shift_us`, `_w`, `capacity_bps`; a window without a value
+    (a Wi-Fi node that sent nothing, an LTE UE out of range) has no row.
+
+    - Wi-Fi node: its delivered bits over its airtime (`delivered_bps / airtime_share`), times
+      1 minus the airtime share of the BSS's other nodes (at least its own share: collisions
+      count twice), their means over the window.
+    - LTE buffer: the rate of the whole band at its CQI's MCS (`phy_rate_bps`), times 1 minus the
+      PRB share of the other UEs of its cell in that direction, per sample, then the mean.
+
+    A sample covers the time since the previous one (10 ms) and counts in the window of its last
+    instant; like a link's capacity (`_window_capacity`), it is lined up with the receptions by the
+    propagation delay after the hop."""
+    if not hops:
+        return pl.DataFrame(schema=_RADIO_SCHEMA)
+    radio = radio_links(meta)
+    media = sorted({radio[link] for link, _ in hops})
+    members = [link for link, medium in radio.items() if medium in media]
+    medium = pl.col("link").replace_strict(radio, default=None, return_dtype=pl.String)
+    # Shares in parts per billion, and rates in whole bit/s, so that every sum below is of
+    # integers: exact in any order, whether the rows come from memory or stream from a file.
+    share = (pl.coalesce("airtime_share", "rb_share") * _PPB).round().cast(pl.Int64)
+    rows = (
+        links.filter(pl.col("link").is_in(members))
+        .select("t_us", "link", "delivered_bps", "phy_rate_bps", _medium=medium, _share=share)
+        .filter(pl.col("_share").is_not_null())
+    )
+    totals = rows.group_by("_medium", "t_us").agg(_total=pl.col("_share").sum())
+    keys = pl.LazyFrame(
+        {"link": [h for h, _ in hops], "shift_us": [s for _, s in hops]},
+        schema={"link": pl.String, "shift_us": pl.Int64},
+    )
+    others = (pl.col("_total") - pl.col("_share")).clip(0, _PPB)
+    lte_sample = (pl.col("phy_rate_bps").cast(pl.Float64) * (_PPB - pl.col("_others")) / _PPB).round()
+    per_sample = (
+        rows.join(totals, on=["_medium", "t_us"], how="left")
+        .join(keys, on="link", how="inner")
+        .with_columns(
+            _w=(pl.col("t_us") - 1 + pl.col("shift_us")) // window_us,
+            _others=others,
+            _lte=pl.col("_medium").str.starts_with("lte:"),
+        )
+        .with_columns(_lte_bps=pl.when(pl.col("_lte")).then(lte_sample.cast(pl.Int64)))
+    )
+    own = pl.col("_share").sum().cast(pl.Float64)
+    n = pl.len().cast(pl.Int64)
+    # Collisions and hidden stations put two nodes on air at once, so the shares can add up to
+    # more than 1: a node could have had at least the airtime it used.
+    free = pl.max_horizontal(n * _PPB - pl.col("_others").sum(), pl.col("_share").sum())
+    wifi = pl.col("delivered_bps").sum().cast(pl.Float64) * free.cast(pl.Float64) / (own * n)
+    out = (
+        per_sample.group_by("link", "shift_us", "_w")
+        .agg(
+            capacity_bps=pl.when(pl.col("_lte").first())
+            .then(pl.col("_lte_bps").sum().cast(pl.Float64) / n)
+            .when(pl.col("_share").sum() > 0)
+            .then(wifi)
+        )
+        .filter(pl.col("capacity_bps").is_not_null())
+        .sort("link", "shift_us", "_w")
+        .collect(engine="streaming")
+    )
+    return out.cast(_RADIO_SCHEMA)  # type: ignore[arg-type]
+
+
+def _hop_windows(radio: pl.DataFrame, hop: tuple[str, int], n_windows: int) -> npt.NDArray[np.float64]:
+    """One hop's capacity per window of `radio_window_capacity`; NaN where it has none."""
+    out = np.full(n_windows, np.nan)
+    rows = radio.filter((pl.col("link") == hop[0]) & (pl.col("shift_us") == hop[1]))
+    w = rows.get_column("_w").to_numpy()
+    inside = (w >= 0) & (w < n_windows)
+    out[w[inside]] = rows.get_column("capacity_bps").to_numpy()[inside]
+    return out
+
+
+def path_capacity(
+    wired: npt.NDArray[np.float64], radio: pl.DataFrame, hops: list[tuple[str, int]], n_windows: int
+) -> npt.NDArray[np.float64]:
+    """A flow's capacity per window: its wired bottleneck's (`wired`, NaN = unlimited), or, if its
+    path has radio hops, the least of theirs and the wired one; NaN where a radio hop's is unknown."""
+    if not hops:
+        return wired
+    hop_caps = np.vstack([_hop_windows(radio, hop, n_windows) for hop in hops])
+    least = hop_caps.min(axis=0)  # NaN where any hop is unknown
+    out: npt.NDArray[np.float64] = np.where(np.isnan(wired), least, np.minimum(least, wired))
+    return out

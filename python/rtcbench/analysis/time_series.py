@@ -9,7 +9,13 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from rtcbench.analysis.capacity import _downstream_delay_us, _window_capacity
+from rtcbench.analysis.capacity import (
+    _downstream_delay_us,
+    _window_capacity,
+    path_capacity,
+    radio_hop_keys,
+    radio_window_capacity,
+)
 from rtcbench.analysis.flows import _counted_frames, _flows, _frames_seen, _is_media
 from rtcbench.tables import RENDERED, VIDEO, Tables, _duration_us, _Parts
 
@@ -45,6 +51,15 @@ def _counted_window_frames(
     ).with_columns(pl.col("frame_delay_ms").fill_nan(None))
 
 
+def _radio_capacity(t: Tables, window_us: int) -> pl.DataFrame:
+    """`radio_window_capacity` of the flows' radio hops: as given with the tables, if it was
+    computed for this window, else from their links table."""
+    given = t.radio_capacity
+    if given.height and given.get_column("window_us").first() == window_us:
+        return given.drop("window_us")
+    return radio_window_capacity(t.links.lazy(), t.meta, radio_hop_keys(t.meta, _flows(t)), window_us)
+
+
 def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     """One row per flow and window [t_us, t_us + W) over [0, duration): rates, delays, loss, frames.
 
@@ -75,6 +90,12 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     known = sorted({p for p in paths if p is not None})
     capacity = {p: _window_capacity(t, p[0], starts, ends, dur, p[1]) for p in known}
     unlimited = np.full(n_windows, np.nan)
+    radio = _radio_capacity(t, window_us)
+    wired = [unlimited if p is None else capacity[p] for p in paths]
+    flow_capacity = [
+        path_capacity(cap, radio, radio_hop_keys(t.meta, [f]), n_windows)
+        for f, cap in zip(flows, wired, strict=True)
+    ]
     calls = [int(f["call"]) if _is_media(f) and f.get("call") is not None else None for f in flows]
     ids = pl.Series([int(f["id"]) for f in flows], dtype=pl.Int32)
     grid = pl.DataFrame(
@@ -93,9 +114,7 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
                 n_windows,
             ),
             "_call": pl.Series(calls, dtype=pl.Int32).gather(np.repeat(np.arange(len(flows)), n_windows)),
-            "capacity_bps": np.concatenate(
-                [unlimited if p is None else capacity[p] for p in paths] or [np.empty(0)]
-            ),
+            "capacity_bps": np.concatenate(flow_capacity or [np.empty(0)]),
         },
         schema_overrides={"_w": pl.Int64, "capacity_bps": pl.Float64},
     ).with_columns(

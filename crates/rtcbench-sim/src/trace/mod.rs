@@ -418,6 +418,7 @@ pub struct LinkTable {
     pub queue_drops: Vec<i64>,
     pub ampdu_mpdus: Vec<f64>,
     pub phy_rate_bps: Vec<i64>,
+    pub delivered_bps: Vec<i64>,
     /// Stations that run Chen et al. 2015's retry-limit adaptation only: [`Adaptation`].
     pub congestion_level: Vec<f64>,
     pub mac_capacity_bps: Vec<i64>,
@@ -447,6 +448,9 @@ pub struct MacSample {
     pub ampdu_mpdus: Option<f64>,
     /// The PHY rate of a station's data frames; `None` for the AP (a rate per station).
     pub phy_rate: Option<Bitrate>,
+    /// The MSDUs the MAC delivered (acknowledged) since the last sample, as a rate; `None` at
+    /// the first sample. Over `airtime_share`, the rate the node carries while it has the medium.
+    pub delivered: Option<Bitrate>,
     /// The station's retry-limit adaptation, if it runs one.
     pub adaptation: Option<Adaptation>,
 }
@@ -513,6 +517,7 @@ impl LinkTable {
             queue_drops,
             ampdu_mpdus,
             phy_rate_bps,
+            delivered_bps,
             congestion_level,
             mac_capacity_bps,
             extended_attempts,
@@ -531,6 +536,7 @@ impl LinkTable {
             mac_drops,
             queue_drops,
             phy_rate_bps,
+            delivered_bps,
             mac_capacity_bps,
             extended_attempts,
             scheduled_bps,
@@ -560,6 +566,7 @@ impl LinkTable {
         self.queue_drops.push(-1);
         self.ampdu_mpdus.push(f64::NAN);
         self.phy_rate_bps.push(-1);
+        self.delivered_bps.push(-1);
         self.push_adaptation(None);
         self.push_radio(None);
     }
@@ -574,6 +581,7 @@ impl LinkTable {
         self.queue_drops.push(mac.queue_drops as i64);
         self.ampdu_mpdus.push(mac.ampdu_mpdus.unwrap_or(f64::NAN));
         self.phy_rate_bps.push(mac.phy_rate.map_or(-1, |r| r.as_bps() as i64));
+        self.delivered_bps.push(mac.delivered.map_or(-1, |r| r.as_bps() as i64));
         self.push_adaptation(mac.adaptation);
         self.push_radio(None);
     }
@@ -588,6 +596,7 @@ impl LinkTable {
         self.queue_drops.push(r.queue_drops as i64);
         self.ampdu_mpdus.push(f64::NAN);
         self.phy_rate_bps.push(r.full_band_rate.as_bps() as i64);
+        self.delivered_bps.push(-1);
         self.push_adaptation(None);
         self.push_radio(Some(r));
     }

@@ -136,7 +136,7 @@ pub const CONTROLLER: [Column; 4] = [
 ];
 
 /// `links.parquet`: every link's (and Wi-Fi node's, and LTE buffer's) state over time.
-pub const LINKS: [Column; 18] = [
+pub const LINKS: [Column; 19] = [
     col("t_us", Int64, Required, Plain),
     col("link", Text, Required, Link),
     col("capacity_bps", Int64, Nullable, Sentinel),
@@ -148,6 +148,7 @@ pub const LINKS: [Column; 18] = [
     col("queue_drops", Int64, Nullable, Sentinel),
     col("ampdu_mpdus", Float64, Nullable, Sentinel),
     col("phy_rate_bps", Int64, Nullable, Sentinel),
+    col("delivered_bps", Int64, Nullable, Sentinel),
     col("congestion_level", Float64, Nullable, Sentinel),
     col("mac_capacity_bps", Int64, Nullable, Sentinel),
     col("extended_attempts", Int64, Nullable, Sentinel),
@@ -283,6 +284,7 @@ impl super::LinkTable {
             I64(self.queue_drops),
             F64(self.ampdu_mpdus),
             I64(self.phy_rate_bps),
+            I64(self.delivered_bps),
             F64(self.congestion_level),
             I64(self.mac_capacity_bps),
             I64(self.extended_attempts),
