@@ -177,7 +177,10 @@ def test_fixed_is_worse_utilisation_than_gcc_in_one_folder(suite: Path) -> None:
     assert row(table, "rfc8867-5.1", "qdelay_p95_ms")["verdict"] == "improvement"
     # Each metric where it applies: Jain's index with several video flows (§5.4), TCP with TCP (§5.6).
     metrics = {s: set(table.filter(pl.col("scenario") == s)["metric"]) for s in SCENARIOS}
-    every = {"utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "convergence_time_s"}
+    every = {
+        "utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "mean_goodput_bps", "freezes",
+        "fps_mean", "frame_delay_p95_ms", "convergence_time_s",
+    }  # fmt: skip
     assert metrics["rfc8867-5.1"] == every | {"feedback_bps"}
     assert metrics["rfc8867-5.4"] == every | {"feedback_bps", "jain_index_video", "jain_index_all"}
     # Against CUBIC neither reaches its fair share (half the link): no convergence time to compare.

@@ -111,7 +111,8 @@ METRICS: tuple[Metric, ...] = (
         "",
         1.0,
         3,
-        "video flows' receive rate / bottleneck capacity (`utilization`), mean over the run's video flows",
+        "video flows' receive rate / the capacity of their path (`utilization`), mean over the run's "
+        "video flows",
     ),
     Metric(
         "qdelay_p50_ms",
@@ -139,6 +140,44 @@ METRICS: tuple[Metric, ...] = (
         100.0,
         2,
         "video packets dropped / sent, mean over the run's video flows",
+    ),
+    Metric(
+        "mean_goodput_bps",
+        "goodput",
+        "higher",
+        "kbit/s",
+        1e-3,
+        0,
+        "video flows' media payload received per second (`mean_goodput_bps`), mean over the run's "
+        "video flows",
+    ),
+    Metric(
+        "freezes",
+        "freezes",
+        "lower",
+        "",
+        1.0,
+        1,
+        "video flows' freezes (WebRTC's freeze test, `docs/metrics.md`), mean over the run's video flows",
+    ),
+    Metric(
+        "fps_mean",
+        "frame rate",
+        "higher",
+        "fps",
+        1.0,
+        1,
+        "video flows' frames shown per second, mean over the run's video flows",
+    ),
+    Metric(
+        "frame_delay_p95_ms",
+        "frame delay p95",
+        "lower",
+        "ms",
+        1.0,
+        0,
+        "video flows' 95th-percentile capture-to-display delay of the frames shown, mean over the run's "
+        "video flows",
     ),
     Metric(
         "convergence_time_s",
@@ -222,7 +261,10 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     where the run has TCP flows. Null means "does not apply" or "not measured".
     """
     by = ["path"]
-    per_flow = ("utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "convergence_time_s")
+    per_flow = (
+        "utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "mean_goodput_bps", "freezes",
+        "fps_mean", "frame_delay_p95_ms", "convergence_time_s",
+    )  # fmt: skip
     # A summary from an older rtcbench may lack a metric: it is then not measured, not an error.
     flows = flows.with_columns(pl.lit(None, pl.Float64).alias(c) for c in per_flow if c not in flows.columns)
     video = flows.filter(pl.col("kind") == VIDEO).group_by(by).agg(pl.col(*per_flow).mean())

@@ -400,9 +400,9 @@ class SuiteResult:
 
     def overview(self) -> pl.DataFrame:
         """Per scenario variant, controller and configuration (`run_key`), means over the
-        repetitions (`runs` counts them): of the video flows' utilisation, queuing-delay p95 and
-        loss ratio (averaged over the video flows of a run first); of the competing TCP and CBR
-        flows' throughput while they run (summed over the flows of a run), with the UDP
+        repetitions (`runs` counts them): of the video flows' utilisation, queuing-delay p95, loss
+        ratio, goodput and freezes (averaged over the video flows of a run first); of the
+        competing TCP and CBR flows' throughput while they run (summed over the flows of a run), with the UDP
         background of RFC 8867 §4.2 apart; and of the runs' Jain's indexes, over the video flows
         (`jain_index_video`) and over all data flows of the least fair shared link
         (`jain_index_all`)."""
@@ -412,7 +412,7 @@ class SuiteResult:
         video = (
             flows.filter(pl.col("kind") == VIDEO)
             .group_by(run, maintain_order=True)
-            .agg(pl.col("utilization", "qdelay_p95_ms", "loss_ratio").mean())
+            .agg(pl.col("utilization", "qdelay_p95_ms", "loss_ratio", "mean_goodput_bps", "freezes").mean())
         )
 
         def throughput(kind: str, background: bool = False) -> pl.DataFrame:
@@ -432,6 +432,8 @@ class SuiteResult:
             utilization=pl.col("utilization").mean(),
             qdelay_p95_ms=pl.col("qdelay_p95_ms").mean(),
             loss_ratio=pl.col("loss_ratio").mean(),
+            goodput_bps=pl.col("mean_goodput_bps").mean(),
+            freezes=pl.col("freezes").mean(),
             tcp_bps=pl.col("tcp_bps").mean(),
             cbr_bps=pl.col("cbr_bps").mean(),
             background_bps=pl.col("background_bps").mean(),

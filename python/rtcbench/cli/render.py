@@ -267,6 +267,8 @@ def print_suite(result: SuiteResult) -> None:
         ("util", lambda r: r["utilization"], 2, 1, False),
         ("p95", lambda r: r["qdelay_p95_ms"], 1, 1, False),
         ("loss", lambda r: r["loss_ratio"], 2, 100, False),
+        ("good", lambda r: r["goodput_bps"], 0, 1e-3, False),
+        ("frz", lambda r: r["freezes"], 1, 1, True),
         ("tcp", lambda r: r["tcp_bps"], 0, 1e-3, True),
         ("cbr", lambda r: r["cbr_bps"], 0, 1e-3, True),
         ("bg", lambda r: r["background_bps"], 0, 1e-3, True),
@@ -278,7 +280,8 @@ def print_suite(result: SuiteResult) -> None:
     t = Table(
         title="suite: means over the repetitions",
         title_justify="left",
-        caption="util, p95, loss: the video flows (utilisation, queuing-delay p95 ms, loss %); tcp, cbr, "
+        caption="util, p95, loss, good, frz: the video flows (utilisation of their path, queuing-delay "
+        "p95 ms, loss %, goodput kbit/s, freezes); tcp, cbr, "
         "bg: competing TCP, CBR and UDP-background kbit/s while they run; jain v: Jain's index of the "
         "video flows; jain all: of every data flow on the least fair shared link",
         caption_justify="left",

@@ -104,8 +104,10 @@ _TARGET_ROW: tuple[str, Callable[[dict[str, Any]], Cell]] = (
 )
 """For video only: the call's target drives its video, while its audio sends at the codec's rate."""
 _VIDEO_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Cell]], ...] = (
+    ("goodput - mean (Mbit/s)", lambda f: _mbps(f.get("mean_goodput_bps"))),
     ("frame rate (frame/s)", lambda f: _num(f.get("fps_mean"), 1)),
     ("freezes", lambda f: _num(f.get("freezes"), 0)),
+    ("frame delay - 95th (ms)", lambda f: _num(f.get("frame_delay_p95_ms"), 0)),
 )
 _CROSS_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Cell]], ...] = (
     ("rate - mean (Mbit/s)", lambda f: _mbps(f.get("mean_recv_rate_bps"))),
@@ -180,8 +182,8 @@ def phase_tables(run: Run, id_prefix: str) -> list[Table]:
 def flows_table(run: Run, id_prefix: str) -> Table:
     """The whole run per flow, as `rtcbench run` prints it, with competing traffic."""
     header = (
-        "flow", "kind", "send Mbit/s", "receive Mbit/s", "utilisation %", "loss %", "qdelay p50 ms",
-        "qdelay p95 ms", "rtt ms", "convergence s", "fps", "freezes",
+        "flow", "kind", "send Mbit/s", "receive Mbit/s", "goodput Mbit/s", "utilisation %", "loss %",
+        "qdelay p50 ms", "qdelay p95 ms", "rtt ms", "convergence s", "fps", "freezes", "frame delay p95 ms",
     )  # fmt: skip
     shown = {int(f["id"]) for f in shown_flows(run.summary["meta"]["flows"])}
     rows = []
@@ -194,6 +196,7 @@ def flows_table(run: Run, id_prefix: str) -> Table:
                 _text(f.get("kind")),
                 _mbps(f.get("mean_send_rate_bps")),
                 _mbps(f.get("mean_recv_rate_bps")),
+                _mbps(f.get("mean_goodput_bps") if f.get("kind") in MEDIA_KINDS else None),
                 _pct(f.get("utilization")),
                 _num(f.get("loss_ratio"), 2, 100.0),
                 _num(f.get("qdelay_p50_ms"), 1),
@@ -202,6 +205,7 @@ def flows_table(run: Run, id_prefix: str) -> Table:
                 _num(f.get("convergence_time_s"), 1),
                 _num(f.get("fps_mean"), 1),
                 _num(f.get("freezes"), 0),
+                _num(f.get("frame_delay_p95_ms"), 0),
             )
         )
     return Table(
