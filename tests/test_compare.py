@@ -139,6 +139,9 @@ def invoke(*args: str | Path) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+BY_NAME_UTIL = cmp.BY_NAME["utilization"]
+
+
 def row(table: pl.DataFrame, scenario: str, metric: str, **where: str) -> dict[str, object]:
     rows = table.filter(pl.col("scenario") == scenario, pl.col("metric") == metric)
     for column, value in where.items():
@@ -196,6 +199,26 @@ def test_fixed_is_worse_utilisation_than_gcc_in_one_folder(suite: Path) -> None:
     assert jain["mean_b"] > 0.95 and jain["mean_a"] < jain["mean_b"] and jain["verdict"] == "improvement"
     better = {m.name: m.better for m in cmp.METRICS}
     assert all(better[m] == b for m, b in table.select("metric", "better").iter_rows())
+
+
+def test_each_case_is_said_in_one_sentence_with_its_intervals(suite: Path) -> None:
+    """`in_short`: goodput, freezes, delay and utilisation of each case in words, the change and
+    its interval where there is a verdict, "no clear difference" where the runs do not tell."""
+    comparison = comparison3([suite], baseline="gcc")
+    sentences = comparison.in_short("fixed")
+    assert len(sentences) == len(set(comparison.table["scenario"] + comparison.table["variant"]))
+    (one,) = [x for x in sentences if x.startswith("rfc8867-5.1")]
+    assert "fixed against gcc: " in one and one.endswith(".")
+    # fixed stays near its start rate: less goodput and utilisation, each with its interval.
+    util = row(comparison.table, "rfc8867-5.1", "utilization")
+    low, high = (BY_NAME_UTIL.format(util[k], signed=True) for k in ("ci_low", "ci_high"))
+    assert f"less utilisation ({low} … {high}, worse)" in one
+    assert "less goodput (" in one and "kbit/s, worse)" in one
+    # No clause for a metric the case has no row for, and each clause in the order of HEADLINE.
+    positions = [one.find(m.title) for m in map(cmp.BY_NAME.get, cmp.HEADLINE) if m and m.title in one]
+    assert positions == sorted(positions)
+    code, stdout, _ = invoke(suite, "--baseline", "gcc")
+    assert code == 0 and one in " ".join(stdout.split())
 
 
 def test_the_baseline_is_the_first_label_and_the_frame_is_deterministic(suite: Path) -> None:

@@ -450,6 +450,50 @@ class Comparison:
         rows = self.table.filter(pl.col("b") == b)
         return {v: int((rows.get_column("verdict") == v).sum()) for v in VERDICTS}
 
+    def in_short(self, b: str) -> list[str]:
+        """One sentence per case of the comparison of `b` with the baseline: what the call got
+        from each side (`HEADLINE`: goodput, freezes, queuing delay, utilisation), the change with
+        its interval where the repetitions support a verdict, and "no clear difference" where they
+        do not tell the sides apart (docs/compare.md, "In short")."""
+        rows = self.table.filter((pl.col("b") == b) & pl.col("metric").is_in(HEADLINE))
+        order = {m: i for i, m in enumerate(HEADLINE)}
+        out = []
+        for key, group in rows.group_by(["scenario", "variant", "controller_a"], maintain_order=True):
+            scenario, variant, controller = (str(k) if k is not None else "" for k in key)
+            first = group.row(0, named=True)
+            case = _case(scenario, variant, controller if self.mode == "folders" else None)
+            ranked = sorted(group.iter_rows(named=True), key=lambda r: order[r["metric"]])
+            clauses = [_clause(BY_NAME[r["metric"]], r) for r in ranked]
+            out.append(f"{case}: {first['b']} against {first['a']}: {'; '.join(clauses)}.")
+        return out
+
+
+HEADLINE = ("mean_goodput_bps", "freezes", "qdelay_p95_ms", "utilization")
+"""What `Comparison.in_short` says of each case: what the call got, and at what delay."""
+
+_FEWER = {"freezes"}
+"""Metrics that count things: "fewer", not "less"."""
+
+
+def _clause(m: Metric, r: dict[str, Any]) -> str:
+    """One metric of one case, in words: the change and its interval if the verdict says there is
+    one, else why not."""
+    verdict = r["verdict"]
+    if verdict in ("improvement", "regression"):
+        more = r["diff"] > 0
+        word = "more" if more else ("fewer" if m.name in _FEWER else "less")
+        ci = f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}"
+        size = f"{abs(100 * r['rel_diff']):.0f} % " if r["rel_diff"] is not None else ""
+        unit = f" {m.unit}" if m.unit else ""
+        return f"{size}{word} {m.title} ({ci}{unit}, {'better' if verdict == 'improvement' else 'worse'})"
+    if verdict == "no change":
+        return f"no clear difference in {m.title}"
+    if verdict == "too few repetitions":
+        return (
+            f"{m.title} {m.format(r['mean_a'])} against {m.format(r['mean_b'])}, too few repetitions to judge"
+        )
+    return f"{m.title} not measured on both sides"
+
 
 def _listed(values: Sequence[str] | None, what: str) -> list[str] | None:
     """A list option, stripped and checked: nothing empty, nothing twice; None if not given."""

@@ -497,5 +497,7 @@ def print_comparison(result: Comparison) -> None:
                     end_section=i + 1 == len(group),
                 )
         console.print(t)
+        for sentence in result.in_short(b):
+            console.print(escape(sentence), highlight=False)
         counts = ", ".join(f"{v}: {n}" for v, n in result.counts(b).items())
         console.print(escape(f"{b} vs {result.baseline}: {counts}"), highlight=False)
