@@ -261,8 +261,9 @@ BOX_CAPTION = (
     "Box plots over repetitions (Sjölund and Kevo 2022 §5.2): one dot per run; box from the first "
     "to the third quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and its 95 % bootstrap "
     "confidence interval (a controller with one run has its dot only). Utilisation = receive rate / "
-    "capacity of the video flows; latency = their queuing-delay p95; responsiveness = the "
-    "scorecard's {kind}; loss = dropped / sent."
+    "capacity of the video flows' path; latency = their queuing-delay p95; responsiveness = the "
+    "scorecard's {kind}; loss = dropped / sent; goodput = media payload received; freezes = of the "
+    "video shown (means over the run's video flows)."
 )
 CDF_CAPTION = (
     "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video packet "

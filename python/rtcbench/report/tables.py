@@ -324,9 +324,11 @@ METRICS = (
     RepetitionMetric("qdelay_p95_ms", "latency: queuing delay p95", "ms", 1),
     RepetitionMetric("responsiveness_s", "responsiveness", "s", 1),
     RepetitionMetric("loss_pct", "loss", "%", 2),
+    RepetitionMetric("goodput_kbps", "goodput", "kbit/s", 0),
+    RepetitionMetric("freezes", "freezes", "count", 1),
 )
-"""The four box plots of Sjölund and Kevo 2022 §5.2: link utilisation, latency, responsiveness,
-packet loss."""
+"""The four box plots of Sjölund and Kevo 2022 §5.2 (link utilisation, latency, responsiveness,
+packet loss), then what the picture got: goodput and freezes."""
 
 REACTION = "reaction to capacity drops"
 STARTUP = "start-up convergence"
@@ -345,8 +347,9 @@ def _mean(values: list[float]) -> float | None:
 
 
 def run_values(run: Run, scores: Mapping[str, float | None], responsiveness: str) -> dict[str, float | None]:
-    """One run's values of `METRICS`: the video flows' mean utilisation, queuing-delay p95 and loss
-    (averaged over the run's video flows, as `SuiteResult.overview` does) and its responsiveness."""
+    """One run's values of `METRICS`: the video flows' mean utilisation, queuing-delay p95, loss,
+    goodput and freezes (averaged over the run's video flows, as `SuiteResult.overview` does) and
+    its responsiveness."""
     video = video_flows(run.summary)
 
     def of(key: str, scale: float = 1.0) -> float | None:
@@ -357,6 +360,8 @@ def run_values(run: Run, scores: Mapping[str, float | None], responsiveness: str
         "utilization": of("utilization"),
         "qdelay_p95_ms": of("qdelay_p95_ms"),
         "loss_pct": of("loss_ratio", 100.0),
+        "goodput_kbps": of("mean_goodput_bps", 1e-3),
+        "freezes": of("freezes"),
         "responsiveness_s": scores.get("reaction" if responsiveness == REACTION else "startup"),
     }
 
