@@ -21,6 +21,18 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
     return subprocess.run([*RTCBENCH, *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
+def test_version_and_help_by_either_name_on_every_command() -> None:
+    from rtcbench.identity import MODEL_REVISION
+
+    out = cli("--version")
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout == f"rtcbench {rtcbench.__version__} (model revision {MODEL_REVISION})\n"
+    for command in ("", "list", "run", "suite", "sweep", "calibrate", "score", "compare", "report", "table"):
+        short, long = (cli(*command.split(), flag) for flag in ("-h", "--help"))
+        assert short.returncode == 0 and "Usage: rtcbench" in short.stdout, (command, short.stderr)
+        assert short.stdout == long.stdout
+
+
 def test_list_names_every_builtin_scenario_and_controller() -> None:
     out = cli("list")
     assert out.returncode == 0, out.stderr

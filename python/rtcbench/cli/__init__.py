@@ -38,6 +38,8 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    # `-h` as well as `--help`, on every subcommand (click hands the names down).
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     help="rtcbench: congestion control for real-time media, simulated far faster than real time.",
 )

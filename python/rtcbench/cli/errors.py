@@ -28,12 +28,31 @@ _DEBUG = os.environ.get("RTCBENCH_DEBUG") == "1"
 """Show the traceback of every error (`--debug`, or `RTCBENCH_DEBUG=1` in the environment)."""
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        import rtcbench
+        from rtcbench.identity import MODEL_REVISION
+
+        typer.echo(f"rtcbench {rtcbench.__version__} (model revision {MODEL_REVISION})")
+        raise typer.Exit()
+
+
 def debug_option(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show the traceback of every error (also RTCBENCH_DEBUG=1).")
     ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print rtcbench's version and model revision (part of every run key) and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
 ) -> None:
-    # The app's callback (`rtcbench --debug COMMAND`), registered by `rtcbench.cli`.
+    # The app's callback (`rtcbench --debug COMMAND`, `rtcbench --version`), registered by
+    # `rtcbench.cli`.
     global _DEBUG
     _DEBUG = _DEBUG or debug
 
