@@ -33,6 +33,24 @@ def test_version_and_help_by_either_name_on_every_command() -> None:
         assert short.stdout == long.stdout
 
 
+def test_list_filters_by_text_suite_and_network() -> None:
+    def ids(*args: str) -> list[str]:
+        out = cli("list", *args)
+        assert out.returncode == 0, out.stderr
+        return [line.split("│")[1].strip() for line in out.stdout.splitlines() if line.startswith("│ ") and
+                line.split("│")[1].strip() and line.split("│")[2].strip().isdigit()]  # fmt: skip
+
+    assert ids("--network", "lte") == ["seed000-5.4.6", "seed000-5.4.7", "rfc8869-2.1", "rfc8869-2.2"]
+    assert set(ids("--network", "trace")) == {"trace-lte-drive", "trace-lte-walk", "trace-wifi-office"}
+    assert ids("TCP", "--suite", "rfc8867") == ["rfc8867-5.6", "rfc8867-5.7", "rfc8867-5.7-burst30"]
+    wifi = ids("--network", "wifi")
+    assert "seed004-testbed" in wifi and all(
+        i.startswith(("seed000-5.3.", "seed004", "rfc8869-3.")) for i in wifi
+    )
+    bad = cli("list", "--network", "satellite")
+    assert bad.returncode == 2 and "allowed: wired, wifi, lte, trace" in bad.stderr
+
+
 def test_list_names_every_builtin_scenario_and_controller() -> None:
     out = cli("list")
     assert out.returncode == 0, out.stderr

@@ -48,10 +48,11 @@ def _progress_bar(what: str = "runs") -> Iterator[Callable[[int, int], None] | N
         yield progress
 
 
-def print_scenarios(rows: Iterable[tuple[str, str, str, str]]) -> None:
-    """The table of `rtcbench list`'s scenarios: id, number of variants, title and source."""
+def print_scenarios(rows: Iterable[tuple[str, str, str, str, str]]) -> None:
+    """The table of `rtcbench list`'s scenarios: id, number of variants, networks, title and
+    source."""
     t = Table(title="Scenarios", title_justify="left")
-    for col in ("id", "variants", "title", "source"):
+    for col in ("id", "variants", "network", "title", "source"):
         t.add_column(col)
     for row in rows:
         t.add_row(*row)

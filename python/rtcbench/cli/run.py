@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,12 +16,50 @@ from rtcbench.cli.options import CC_HELP, MODE_HELP, _controller_list
 from rtcbench.cli.render import _fmt, print_controllers, print_scenarios, print_summary
 from rtcbench.runner import check_mode, controllers, run, run_variant
 from rtcbench.scenarios import builtin, resolve
+from rtcbench.suite import SUITES, select
+
+NETWORKS = ("wired", "wifi", "lte", "trace")
+"""What `rtcbench list --network` tells scenarios apart by: a Wi-Fi BSS, an LTE cell, a link
+driven by a capacity trace, or none of the radios (wired, with or without a trace)."""
+
+
+def _networks(spec: Mapping[str, Any]) -> list[str]:
+    """The networks of a scenario (its first variant's), in `NETWORKS` order."""
+    traced = any(link.get("capacity_trace") for link in spec.get("links", ()))
+    radio = [n for n in ("wifi", "lte") if spec.get(n)]
+    return [n for n in NETWORKS if n in radio or (n == "wired" and not radio) or (n == "trace" and traced)]
 
 
 @guarded("nothing was written")
-def list_cmd() -> None:
-    """List the built-in scenarios and controllers."""
-    print_scenarios((s.id, str(len(resolve(s.id))), s.title, s.source) for s in builtin())
+def list_cmd(
+    text: Annotated[
+        str | None, typer.Argument(help="Only the scenarios whose id, title or source holds this text.")
+    ] = None,
+    suite: Annotated[
+        str | None, typer.Option(help=f"Only the scenarios of a suite: {', '.join(SUITES)}.")
+    ] = None,
+    network: Annotated[
+        str | None, typer.Option(help=f"Only the scenarios over a network: {', '.join(NETWORKS)}.")
+    ] = None,
+) -> None:
+    """List the built-in scenarios (those matching every filter given) and the controllers."""
+    if suite is not None and suite not in SUITES:
+        _fail(f"--suite {suite!r}: no such suite (allowed: {', '.join(SUITES)})")
+    if network is not None and network not in NETWORKS:
+        _fail(f"--network {network!r}: no such network (allowed: {', '.join(NETWORKS)})")
+    in_suite = set(select([suite])) if suite is not None else None
+    rows = []
+    for s in builtin():
+        if in_suite is not None and s.id not in in_suite:
+            continue
+        if text is not None and not any(text.casefold() in x.casefold() for x in (s.id, s.title, s.source)):
+            continue
+        variants = resolve(s.id)
+        networks = _networks(variants[0].spec)
+        if network is not None and network not in networks:
+            continue
+        rows.append((s.id, str(len(variants)), ", ".join(networks), s.title, s.source))
+    print_scenarios(rows)
     print_controllers(controllers())
 
 
