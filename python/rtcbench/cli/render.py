@@ -293,6 +293,7 @@ def print_suite(result: SuiteResult) -> None:
         t.add_column(col, justify="left", overflow="fold")
     for col in ["runs", *(m[0] for m in shown)]:
         t.add_column(col, justify="right", no_wrap=True)
+    table_rows: list[list[str]] = []
     for row in rows:
         cells = [
             escape(row["scenario"]),
@@ -304,7 +305,33 @@ def print_suite(result: SuiteResult) -> None:
             *(_fmt(value(row), scale, digits) for _, value, digits, scale, _ in shown),
         ]
         t.add_row(*cells)
-    console.print(t)
+        table_rows.append(cells)
+    id_cells = [list(column) for column in zip(*(r[: len(ids)] for r in table_rows), strict=True)]
+    value_cells = [list(column) for column in zip(*(r[len(ids) :] for r in table_rows), strict=True)]
+    value_headers = ["runs", *(m[0] for m in shown)]
+    needed = _table_width(
+        [(h, cells, True) for h, cells in zip(ids, id_cells or [[] for _ in ids], strict=True)]
+        + [
+            (h, cells, False)
+            for h, cells in zip(value_headers, value_cells or [[] for _ in value_headers], strict=True)
+        ]
+    )
+    if needed <= console.width:
+        console.print(t)
+    else:
+        # Too narrow for one row per case (an 80-column terminal): a block per case, its ids on
+        # a line, then each measure with its value, wrapped between measures only.
+        console.print(t.title, highlight=False)
+        for row in rows:
+            names = [row["scenario"], (row["variant"] or "-").replace(",", ", "), row["controller"]]
+            runs = f"{row['runs']} run{'s' if row['runs'] != 1 else ''}"
+            head = " · ".join([*names, *([row["run_key"]] if several else []), runs])
+            pairs = [
+                f"{name}\u00a0{_fmt(value(row), scale, digits)}" for name, value, digits, scale, _ in shown
+            ]
+            console.print(escape(head), highlight=False)
+            console.print("   " + escape("   ".join(pairs)), highlight=False)
+        console.print(str(t.caption), highlight=False)
     total = result.ran + result.skipped
     speed = (
         f"simulated {result.simulated_s:,.0f} s at {result.speed:,.0f} s per wall-clock second"
@@ -438,6 +465,72 @@ VERDICT_STYLES = {
 }
 
 
+def _table_width(columns: list[tuple[str, Iterable[str], bool]]) -> int:
+    """The width a rich table with a heavy box needs to show `columns` (header, cells, foldable)
+    without cutting any: a foldable column as wide as its longest word (it folds between words),
+    the others as wide as their longest cell; each with its padding and border."""
+
+    def width(header: str, cells: Iterable[str], foldable: bool) -> int:
+        texts = [header, *cells]
+        if foldable:
+            return max(len(word) for text in texts for word in (text.split() or [""]))
+        return max(len(text) for text in texts)
+
+    return 1 + sum(width(*c) + 3 for c in columns)
+
+
+SHORT_VERDICTS = {
+    "regression": "regression",
+    "improvement": "improvement",
+    "no change": "no change",
+    "insufficient data": "no data",
+    "too few repetitions": "too few reps",
+}
+"""Verdicts as an 80-column comparison shows them."""
+
+
+def _print_comparison_narrow(result: Comparison, b: str, rows: pl.DataFrame) -> None:
+    """`print_comparison`'s table for a narrow terminal: the case's name and run counts on a line
+    of their own above its metrics, the change without its relative size (the sentence after the
+    tables has it), verdicts shortened."""
+    console.print(escape(f"{b} (B) compared with {result.baseline} (A)"), highlight=False)
+    for _, grouped in itertools.groupby(rows.iter_rows(named=True), _case_of_row):
+        group = list(grouped)
+        first = group[0]
+        name = first["scenario"] + (f" [{first['variant']}]" if first["variant"] else "")
+        if result.mode == "folders":
+            name += f" · {first['controller_a']}"
+        counts = sorted({f"{r['n_a']}/{r['n_b']}" for r in group})
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+        t.add_column("metric", no_wrap=True)
+        for col in (result.baseline, b, "B − A", "95 % CI"):
+            t.add_column(escape(col), justify="right", no_wrap=True)
+        t.add_column("verdict", no_wrap=True)
+        for r in group:
+            m = BY_NAME[r["metric"]]
+            ci = (
+                "-"
+                if r["ci_low"] is None
+                else (f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}")
+            )
+            style = VERDICT_STYLES[r["verdict"]]
+            verdict = SHORT_VERDICTS[r["verdict"]]
+            t.add_row(
+                m.heading,
+                m.format(r["mean_a"]),
+                m.format(r["mean_b"]),
+                m.format(r["diff"], signed=True),
+                ci,
+                f"[{style}]{verdict}[/]" if style else verdict,
+            )
+        console.print(escape(f"{name} (runs A/B: {', '.join(counts)})"), highlight=False)
+        console.print(t)
+    console.print(
+        "↑/↓ higher/lower is better; 95 % CI: bootstrap interval of B − A over the repetitions",
+        highlight=False,
+    )
+
+
 def _case_of_row(r: dict[str, Any]) -> tuple[str, str, str]:
     return r["scenario"], r["variant"], r["controller_a"]
 
@@ -464,6 +557,8 @@ def print_comparison(result: Comparison) -> None:
         for col in (result.baseline, b, "B − A", "95 % CI", "runs"):
             t.add_column(escape(col), justify="right")
         t.add_column("verdict")
+        value_headers = ["metric", result.baseline, b, "B − A", "95 % CI", "runs", "verdict"]
+        value_rows: list[tuple[str, ...]] = []
         for _, grouped in itertools.groupby(rows.iter_rows(named=True), _case_of_row):
             group = list(grouped)
             first = group[0]
@@ -486,6 +581,12 @@ def print_comparison(result: Comparison) -> None:
                 if r["rel_diff"] is not None:
                     diff += f" ({100 * r['rel_diff']:+.0f} %)"
                 style = VERDICT_STYLES[r["verdict"]]
+                value_rows.append(
+                    (
+                        m.heading, m.format(r["mean_a"]), m.format(r["mean_b"]), diff, ci,
+                        f"{r['n_a']}/{r['n_b']}", r["verdict"],
+                    )
+                )  # fmt: skip
                 t.add_row(
                     escape(lines[i]) if i < len(lines) else "",
                     m.heading,
@@ -497,7 +598,14 @@ def print_comparison(result: Comparison) -> None:
                     f"[{style}]{r['verdict']}[/]" if style else r["verdict"],
                     end_section=i + 1 == len(group),
                 )
-        console.print(t)
+        # The case column folds down to 20 characters; the others keep their width.
+        fixed = [
+            (h, cells, False) for h, cells in zip(value_headers, zip(*value_rows, strict=True), strict=True)
+        ]
+        if _table_width([("case", ["x" * 20], False), *fixed]) <= console.width:
+            console.print(t)
+        else:
+            _print_comparison_narrow(result, b, rows)
         for sentence in result.in_short(b):
             console.print(escape(sentence), highlight=False)
         counts = ", ".join(f"{v}: {n}" for v, n in result.counts(b).items())
