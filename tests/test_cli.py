@@ -51,6 +51,25 @@ def test_list_filters_by_text_suite_and_network() -> None:
     assert bad.returncode == 2 and "allowed: wired, wifi, lte, trace" in bad.stderr
 
 
+def test_run_keeps_an_index_of_every_run_in_its_folder(tmp_path: Path) -> None:
+    """Run folders are named by a 12-hex key: `runs.parquet` says what each one ran, over every
+    `rtcbench run` into the folder, and `rtcbench.load_runs` reads the same from any folder."""
+    for cc in ("gcc", "fixed"):
+        out = cli(
+            "run", "rfc8867-5.1", "--cc", cc, "--set", "duration=3s", "--out", str(tmp_path), "--no-figure"
+        )
+        assert out.returncode == 0, out.stderr
+        assert f"index: {tmp_path / 'runs.parquet'}" in " ".join(out.stdout.split())
+    index = pl.read_parquet(tmp_path / "runs.parquet")
+    assert index.height == 8 and set(index["controller"]) == {"gcc", "fixed"}
+    for row in index.iter_rows(named=True):
+        summary = json.loads((tmp_path / row["path"] / "summary.json").read_text())
+        assert (summary["scenario"], summary["variant"], summary["controller"]) == (
+            row["scenario"], row["variant"], row["controller"],
+        )  # fmt: skip
+    assert rtcbench.load_runs(tmp_path).equals(index)
+
+
 def test_list_names_every_builtin_scenario_and_controller() -> None:
     out = cli("list")
     assert out.returncode == 0, out.stderr

@@ -12,6 +12,7 @@ gymnasium environment over any scenario (the ``gym`` extra, docs/env.md; not imp
 from rtcbench._core import ScenarioError
 from rtcbench._core import version as _core_version
 from rtcbench.analysis import summarize, timeseries
+from rtcbench.compare import load_runs
 from rtcbench.controller import (
     CallInfo,
     Controller,
@@ -48,6 +49,7 @@ __all__ = [
     "Variant",
     "builtin",
     "controllers",
+    "load_runs",
     "load_tables",
     "read_summary",
     "resolve",

@@ -39,6 +39,7 @@ __all__ = [
     "CONFIDENCE",
     "METRICS",
     "MIN_REPS",
+    "RUNS_INDEX",
     "VERDICTS",
     "CompareError",
     "Comparison",
@@ -49,6 +50,7 @@ __all__ = [
     "comparison",
     "judge",
     "load",
+    "load_runs",
     "run_values",
 ]
 
@@ -360,6 +362,19 @@ def load(folder: PathArg) -> ResultSet:
     )
     values = run_values(flows, runs).join(digests, on="path", how="left", maintain_order="left")
     return ResultSet(folder, values, tuple(problems))
+
+
+RUNS_INDEX = "runs.parquet"
+"""The index `rtcbench run` keeps of every run in its `--out` folder (`load_runs`)."""
+
+
+def load_runs(folder: PathArg) -> pl.DataFrame:
+    """One row per complete run under `folder` (any folder of runs: `rtcbench run`'s `--out`, a
+    suite's, or one run's folder): its scenario, variant, controller and seed, its `path` relative
+    to `folder`, the values `compare` compares (`METRICS`, means over the run's video flows) and
+    `scenario_sha`, the fingerprint of the configuration it ran. Folders that are not complete runs
+    are left out (`load` names them). Raises CompareError if `folder` holds no complete run."""
+    return load(folder).runs
 
 
 def bootstrap_ci(

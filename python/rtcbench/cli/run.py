@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
 from rtcbench.cli.options import CC_HELP, MODE_HELP, _controller_list
-from rtcbench.cli.render import _fmt, print_controllers, print_scenarios, print_summary
+from rtcbench.cli.render import _fmt, console, print_controllers, print_scenarios, print_summary
+from rtcbench.compare import RUNS_INDEX, load_runs
+from rtcbench.results import write_parquet_atomic
 from rtcbench.runner import check_mode, controllers, run, run_variant
 from rtcbench.scenarios import builtin, resolve
 from rtcbench.suite import SUITES, select
@@ -99,8 +102,16 @@ def run_cmd(
             scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
         )
         print_summary(results)
+        _write_index(out)
         if any((r.summary.get("browser") or {}).get("failure") for r in results):
             raise typer.Exit(1)
+
+
+def _write_index(out: Path) -> None:
+    """`out/runs.parquet`: every complete run under `out` (`rtcbench.load_runs`), so that folders
+    named by a 12-hex key can be found by what ran; written afresh after each controller's runs."""
+    write_parquet_atomic(load_runs(out), out / RUNS_INDEX)
+    console.print(escape(f"index: {out / RUNS_INDEX}"), highlight=False)
 
 
 @guarded("nothing was written")
