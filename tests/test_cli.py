@@ -70,6 +70,22 @@ def test_run_keeps_an_index_of_every_run_in_its_folder(tmp_path: Path) -> None:
     assert rtcbench.load_runs(tmp_path).equals(index)
 
 
+def test_run_quiet_prints_the_folders_and_json_the_summaries(tmp_path: Path) -> None:
+    quiet = cli("run", "rfc8867-5.1", "--set", "duration=3s", "--out", str(tmp_path), "--no-figure", "-q")
+    assert quiet.returncode == 0, quiet.stderr
+    folders = quiet.stdout.splitlines()
+    assert len(folders) == 4 and all((Path(f) / "summary.json").is_file() for f in folders)
+    as_json = cli(
+        "run", "rfc8867-5.1", "--set", "duration=3s", "--out", str(tmp_path), "--no-figure", "--json"
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    summaries = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [s["path"] for s in summaries] == folders
+    assert summaries[0] == {"path": folders[0], **json.loads((Path(folders[0]) / "summary.json").read_text())}
+    both = cli("run", "rfc8867-5.1", "--out", str(tmp_path), "-q", "--json")
+    assert both.returncode == 2 and "--quiet and --json" in both.stderr
+
+
 def test_list_names_every_builtin_scenario_and_controller() -> None:
     out = cli("list")
     assert out.returncode == 0, out.stderr

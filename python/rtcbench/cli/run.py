@@ -3,6 +3,8 @@ runs of scenarios."""
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -89,6 +91,13 @@ def run_cmd(
         ),
     ] = None,
     mode: Annotated[str, typer.Option(help=MODE_HELP)] = "simulate",
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only each run's results folder, one a line.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print each run's summary.json, with its folder as `path`, one a line."),
+    ] = False,
 ) -> None:
     """Run every variant of a scenario with each controller and write one results folder per variant
     and controller."""
@@ -97,12 +106,27 @@ def run_cmd(
     check_mode(mode)
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
+    if quiet and as_json:
+        _fail("--quiet and --json: choose one")
     for name in names:
         results = run(
             scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
         )
-        print_summary(results)
-        _write_index(out)
+        if quiet or as_json:
+            write_parquet_atomic(load_runs(out), out / RUNS_INDEX)
+            lines = [
+                json.dumps({"path": str(r.path), **r.summary}) if as_json else str(r.path) for r in results
+            ]
+            try:
+                sys.stdout.write("".join(line + "\n" for line in lines))
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # A reader that stopped early (`| head`): what it did not read is in the folder.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise typer.Exit(0) from None
+        else:
+            print_summary(results)
+            _write_index(out)
         if any((r.summary.get("browser") or {}).get("failure") for r in results):
             raise typer.Exit(1)
 
