@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import io
 import os
 import re
@@ -254,6 +255,20 @@ def test_the_report_names_every_command_and_version(suite: Path, report: tuple[P
     # And the commit of this checkout they were made from (summary.json's provenance).
     made = re.escape(rtcbench.__version__) + r" at [0-9a-f]{12}( \(uncommitted changes\))? \(8 runs\)"
     assert re.search(made, text), "version and commit of the runs"
+
+
+def test_each_case_says_what_the_call_got_from_each_controller(report: tuple[Path, Path, str]) -> None:
+    """A report of two controllers says per case, head to head, goodput, freezes, delay and
+    utilisation of the second against the first (`compare.Comparison.in_short`); two repetitions
+    are too few for a verdict, so the means are given without one."""
+    text = html.unescape(report[0].read_text(encoding="utf-8"))
+    for scenario, variant in (
+        ("rfc8867-5.1", "delay=50ms,mechanism=link-rate"),
+        ("rfc8867-5.6", "queue=300ms,tcp_cc=cubic"),
+    ):
+        start = text.index(f"{scenario} [{variant}]: nada against gcc: goodput ")
+        sentence = text[start : text.index("</p>", start)]
+        assert "too few repetitions to judge" in sentence and "utilisation" in sentence, sentence
 
 
 def test_the_html_references_nothing_remote(report: tuple[Path, Path, str]) -> None:

@@ -470,6 +470,10 @@ class Comparison:
         from each side (`HEADLINE`: goodput, freezes, queuing delay, utilisation), the change with
         its interval where the repetitions support a verdict, and "no clear difference" where they
         do not tell the sides apart (docs/compare.md, "In short")."""
+        return [sentence for _, sentence in self.in_short_cases(b)]
+
+    def in_short_cases(self, b: str) -> list[tuple[tuple[str, str, str], str]]:
+        """`in_short` with each sentence's case: (scenario, variant, controller of side A)."""
         rows = self.table.filter((pl.col("b") == b) & pl.col("metric").is_in(HEADLINE))
         order = {m: i for i, m in enumerate(HEADLINE)}
         out = []
@@ -479,7 +483,8 @@ class Comparison:
             case = _case(scenario, variant, controller if self.mode == "folders" else None)
             ranked = sorted(group.iter_rows(named=True), key=lambda r: order[r["metric"]])
             clauses = [_clause(BY_NAME[r["metric"]], r) for r in ranked]
-            out.append(f"{case}: {first['b']} against {first['a']}: {'; '.join(clauses)}.")
+            sentence = f"{case}: {first['b']} against {first['a']}: {'; '.join(clauses)}."
+            out.append(((scenario, variant, controller), sentence))
         return out
 
 

@@ -150,6 +150,27 @@ def _versions() -> list[tuple[str, str]]:
     return out
 
 
+def _head_to_head(
+    folder: Path, labels: Sequence[str], cases: Sequence[CaseBlock], problems: list[Problem]
+) -> None:
+    """Adds to each case's notes a sentence per controller against the first
+    (`compare.Comparison.in_short`): goodput, freezes, queuing delay and utilisation, with the
+    change and its interval where the repetitions support a verdict."""
+    from rtcbench import compare
+
+    try:
+        result = compare.comparison([folder], list(labels), metrics=list(compare.HEADLINE))
+    except compare.CompareError as e:
+        problems.append(Problem("head-to-head", f"{e}; the cases have no sentence"))
+        return
+    said: dict[tuple[str, str], list[str]] = {}
+    for b in result.labels[1:]:
+        for (scenario, variant, _), sentence in result.in_short_cases(b):
+            said.setdefault((scenario, variant), []).append(sentence)
+    for case in cases:
+        case.notes.extend(said.get((case.scenario, case.variant), []))
+
+
 def _comparison(dirs: Sequence[Path], labels: Sequence[str], problems: list[Problem]) -> pl.DataFrame | None:
     """The comparison section's table from `rtcbench.compare.compare`, if that module exists and
     several folders are given; None otherwise. An error inside it becomes a Problem (the rest of
@@ -424,6 +445,8 @@ def build_report(
     cases, tasks, captions, in_case_figure = _cases(
         runs, series, series_labels, by_run, run_figures != "none"
     )
+    if not several and len(series_labels) > 1:
+        _head_to_head(dirs[0], series_labels, cases, problems)
 
     run_ids = _run_ids(runs, several)
     blocks: list[RunBlock] = []
