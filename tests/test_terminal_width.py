@@ -67,8 +67,8 @@ def test_the_suite_table_reads_at_80_columns(suite_output: tuple[Path, str]) -> 
     for head in heads:
         values = lines[lines.index(head) + 1]
         for name in ("util", "p95", "loss", "good"):
-            assert re.search(rf"\b{name}\u00a0(-|[0-9.]+)\b", values), (name, values)
-    assert "tcp\u00a0" in text and "jain\u00a0all\u00a0" in text.replace("jain all", "jain\u00a0all")
+            assert re.search(rf"(^|   ){name} (-|[0-9.]+)(   |$)", values.strip()), (name, values)
+    assert re.search(r"   tcp [0-9]+", text) and re.search(r"   jain all (-|[0-9.]+)", text), text
 
 
 def test_the_comparison_reads_at_80_columns(suite_output: tuple[Path, str]) -> None:
@@ -85,5 +85,21 @@ def test_the_comparison_reads_at_80_columns(suite_output: tuple[Path, str]) -> N
     verdicts = ("regression", "improvement", "no change", "no data", "too few reps")
     assert rows and all(line.rstrip().endswith(verdicts) for line in rows), text
     # The case's name and run counts above its metrics, and a sentence per case after them.
-    assert re.search(r"^rfc8867-5.1 \[delay=50ms,mechanism=link-rate\] \(runs A/B: [0-9/, ]*2/2\)$", text, re.M)
+    assert re.search(
+        r"^rfc8867-5.1 \[delay=50ms,mechanism=link-rate\] \(runs A/B: [0-9/, ]*2/2\)$", text, re.M
+    )
     assert " ".join(text.split()).count("nada against gcc:") == 8
+
+
+def test_a_run_reads_at_80_columns(tmp_path: Path) -> None:
+    text = in_terminal("run", "rfc8867-5.6", "--set", "duration=10s", "--set", "queue=300ms", "--set",
+                       "tcp_cc=cubic", "--out", str(tmp_path), "--no-figure")  # fmt: skip
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80, text
+    # Each flow's name whole on a line of its own, and its measures beside their values.
+    at = lines.index("S1.video (5-10 s)")
+    assert re.search(r"^   send [0-9]+ kbps · goodput [0-9]+ kbps · util [0-9.]+ · ", lines[at + 1]), text
+    # A measure is never split from its value or its unit across lines.
+    ends = ("send", "goodput", "util", "loss", "qdelay p50", "p95", "rtt", "fps", "freezes")
+    assert not any(line.rstrip().endswith(ends) or line.startswith("ms") for line in lines), text
+    assert any(line.startswith("S_tcp") for line in lines), text

@@ -160,6 +160,26 @@ def _lte_table(buffers: list[dict[str, Any]]) -> Table:
     return t
 
 
+def _print_pairs(pairs: list[str], sep: str, indent: str = "   ") -> None:
+    """`pairs` (a measure and its value each) on indented lines as wide as the terminal, broken
+    between pairs only, never inside one."""
+    line = ""
+    for pair in pairs:
+        if line and len(indent) + len(line) + len(sep) + len(pair) > console.width:
+            console.print(indent + escape(line), highlight=False, soft_wrap=True)
+            line = ""
+        line = f"{line}{sep}{pair}" if line else pair
+    if line:
+        console.print(indent + escape(line), highlight=False, soft_wrap=True)
+
+
+_FLOW_MEASURES = (
+    "send {} kbps", "goodput {} kbps", "util {}", "loss {} %", "qdelay p50 {} ms", "p95 {} ms",
+    "rtt {} ms", "fps {}", "freezes {}",
+)  # fmt: skip
+"""`print_summary`'s per-flow columns as an 80-column terminal shows them, beside their values."""
+
+
 def print_summary(results: list[RunResult]) -> None:
     """The terminal tables of a run: every media and competing flow over the time it runs, then the
     video flow per phase of its bottleneck, every Wi-Fi node's MAC and every LTE UE's buffers (in a
@@ -180,25 +200,45 @@ def print_summary(results: list[RunResult]) -> None:
         # goodput counts media payload only. The UDP background's "capacity" is what it leaves
         # to the others (RFC 8867 §4.2), so a utilisation of it would mean nothing.
         cross = {c["id"]: c for c in s.get("cross_traffic", [])}
+        rows: list[list[str]] = []
         for f, span in zip(flows, spans, strict=True):
             c = cross.get(f["id"])
             background = f.get("workload") == "udp-background"
-            t.add_row(
-                escape(f["name"]),
-                _fmt(f["mean_send_rate_bps"], 1e-3),
-                _fmt(c["goodput_bps"] if c is not None else f["mean_goodput_bps"], 1e-3),
-                _fmt(None if background else f["utilization"], 1, 2),
-                _fmt(f["loss_ratio"], 100, 2),
-                _fmt(f["qdelay_p50_ms"], 1, 1),
-                _fmt(f["qdelay_p95_ms"], 1, 1),
-                _fmt(f["rtt_mean_ms"], 1, 0),
-                _fmt(f["fps_mean"], 1, 1),
-                _fmt(f["freezes"]),
-                span,
+            rows.append(
+                [
+                    f["name"],
+                    _fmt(f["mean_send_rate_bps"], 1e-3),
+                    _fmt(c["goodput_bps"] if c is not None else f["mean_goodput_bps"], 1e-3),
+                    _fmt(None if background else f["utilization"], 1, 2),
+                    _fmt(f["loss_ratio"], 100, 2),
+                    _fmt(f["qdelay_p50_ms"], 1, 1),
+                    _fmt(f["qdelay_p95_ms"], 1, 1),
+                    _fmt(f["rtt_mean_ms"], 1, 0),
+                    _fmt(f["fps_mean"], 1, 1),
+                    _fmt(f["freezes"]),
+                    span,
+                ]
             )
+            t.add_row(escape(f["name"]), *rows[-1][1:])
         if not any(spans):
             t.columns.pop()
-        console.print(t)
+            cols.pop()
+            rows = [row[:-1] for row in rows]
+        # Headers fold between words; the cells do not.
+        needed = 1 + sum(
+            max([*map(len, h.split()), *(len(row[i]) for row in rows)]) + 3 for i, h in enumerate(cols)
+        )
+        if needed <= console.width:
+            console.print(t)
+        else:
+            # Too narrow for a row per flow (an 80-column terminal): a block per flow, its name and
+            # span on a line, then each measure beside its value, wrapped between measures only.
+            console.print(t.title, highlight=False)
+            for row in rows:
+                span = f" ({row[-1]})" if any(spans) and row[-1] else ""
+                console.print(escape(row[0] + span), highlight=False)
+                values = row[1 : len(_FLOW_MEASURES) + 1]
+                _print_pairs([m.replace("{}", v) for m, v in zip(_FLOW_MEASURES, values, strict=True)], " · ")
         p = Table(title="phases (video flow)", title_justify="left")
         for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms",
                     "convergence s"):  # fmt: skip
@@ -326,11 +366,9 @@ def print_suite(result: SuiteResult) -> None:
             names = [row["scenario"], (row["variant"] or "-").replace(",", ", "), row["controller"]]
             runs = f"{row['runs']} run{'s' if row['runs'] != 1 else ''}"
             head = " · ".join([*names, *([row["run_key"]] if several else []), runs])
-            pairs = [
-                f"{name}\u00a0{_fmt(value(row), scale, digits)}" for name, value, digits, scale, _ in shown
-            ]
+            pairs = [f"{name} {_fmt(value(row), scale, digits)}" for name, value, digits, scale, _ in shown]
             console.print(escape(head), highlight=False)
-            console.print("   " + escape("   ".join(pairs)), highlight=False)
+            _print_pairs(pairs, "   ")
         console.print(str(t.caption), highlight=False)
     total = result.ran + result.skipped
     speed = (
