@@ -170,15 +170,18 @@ def _grid(*sizes: int, extra: str = "") -> str:
 
 
 LOAD_WITHIN_S = 0.5
+"""CPU seconds of this process (`time.process_time`), not wall time: the bound tells a linear
+load from the quadratic one (6 s for 10^4 points) and must not fail because other processes hold
+the cores (it did on wall time, 1e10 case, beside a CI run on this 2-core machine)."""
 
 
 @pytest.mark.parametrize("sizes", [(100, 1000), (100_000, 100_000)], ids=["1e5", "1e10"])
 def test_a_sweep_of_too_many_points_is_refused_at_once(tmp_path: Path, sizes: tuple[int, int]) -> None:
     spec = _spec(tmp_path, _grid(*sizes))
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(sw.SweepError) as e:
         sw.load(spec)
-    assert time.perf_counter() - started < LOAD_WITHIN_S
+    assert time.process_time() - started < LOAD_WITHIN_S
     points = sizes[0] * sizes[1]
     assert f"{points:,} points (1 listed × {sizes[0]:,} × {sizes[1]:,}); a sweep has at most 10,000" in str(
         e.value
@@ -195,15 +198,15 @@ def test_the_cli_refuses_a_sweep_too_large_in_one_line(tmp_path: Path) -> None:
 def test_the_largest_sweep_loads_in_well_under_a_second(tmp_path: Path) -> None:
     # Points were kept unique by a search of the list made so far: 10^4 points took 6 s.
     spec = _spec(tmp_path, _grid(100, 100))
-    started = time.perf_counter()
+    started = time.process_time()
     loaded = sw.load(spec)
-    assert time.perf_counter() - started < LOAD_WITHIN_S
+    assert time.process_time() - started < LOAD_WITHIN_S
     assert len(loaded.points) == sw.MAX_POINTS == 10_000
     # A long list of seeds was checked for repeats the same way.
     many_seeds = _spec(tmp_path, _grid(1, extra=f"seeds = [{', '.join(map(str, range(10_000)))}]\n"))
-    started = time.perf_counter()
+    started = time.process_time()
     assert len(sw.load(many_seeds).seeds) == 10_000
-    assert time.perf_counter() - started < LOAD_WITHIN_S
+    assert time.process_time() - started < LOAD_WITHIN_S
 
 
 def test_runs_are_bounded_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,15 +20,16 @@ import pytest
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def in_terminal(*args: str, columns: int = 80) -> str:
-    """What `rtcbench ARGS` prints on a terminal `columns` wide (stdout; stderr is a pipe, so no
-    progress bar), without its colours; fails on a non-zero exit status."""
+def in_terminal(*args: str, columns: int = 80, stderr_too: bool = False) -> str:
+    """What `rtcbench ARGS` prints on a terminal `columns` wide (stdout, and with `stderr_too`
+    stderr, where the progress bar goes: else stderr is a pipe, so there is none), without its
+    colours; fails on a non-zero exit status."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "rtcbench.cli", *args],
-        stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=env,
+        stdin=subprocess.DEVNULL, stdout=slave, stderr=slave if stderr_too else subprocess.PIPE, env=env,
     )  # fmt: skip
     os.close(slave)
     chunks = []
@@ -42,7 +43,7 @@ def in_terminal(*args: str, columns: int = 80) -> str:
         chunks.append(chunk)
     os.close(master)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 0, stderr.decode()
+    assert proc.returncode == 0, (stderr or b"").decode()
     return ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n")
 
 
@@ -103,3 +104,16 @@ def test_a_run_reads_at_80_columns(tmp_path: Path) -> None:
     ends = ("send", "goodput", "util", "loss", "qdelay p50", "p95", "rtt", "fps", "freezes")
     assert not any(line.rstrip().endswith(ends) or line.startswith("ms") for line in lines), text
     assert any(line.startswith("S_tcp") for line in lines), text
+
+
+def test_a_suite_shows_its_progress_with_an_eta_and_the_last_case(tmp_path: Path) -> None:
+    text = in_terminal(
+        "suite", "rfc8867-5.6", "--cc", "gcc", "--reps", "2", "--jobs", "1", "--out", str(tmp_path),
+        columns=120, stderr_too=True,
+    )  # fmt: skip
+    frames = re.split(r"[\r\n]", text)
+    drawn = [
+        f for f in frames if re.search(r"^runs [0-9]+/8 .* ETA [-0-9:]+ rfc8867-5.6 \S+ gcc seed [12]", f)
+    ]
+    assert drawn, text
+    assert any(f.startswith("runs 8/8 ") for f in drawn), drawn

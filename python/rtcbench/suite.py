@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench import runner
+from rtcbench import _core, runner
 from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import (
@@ -461,10 +461,26 @@ def batch_folder(out: Path, plan: list[_Job]) -> Iterator[None]:
         raise
 
 
+class RunProgress:
+    """A progress line's view of a suite or sweep, told after each run (`execute_plan`): runs
+    done of all, the work done of all (a run's work is its simulated duration, so a long case
+    weighs what it costs), and the case that finished last. Subclassed by the command line's
+    progress bar; a plain `progress(done, total)` callable gets the counts only."""
+
+    def update(self, done: int, total: int, work_done: float, work_total: float, last: str) -> None:
+        raise NotImplementedError
+
+
+def _work(job: _Job) -> float:
+    """A job's share of a plan's work: its simulated seconds (at least 1)."""
+    duration = job.variant.spec.get("duration")
+    return max(1.0, _core.duration_s(str(duration))) if duration is not None else 1.0
+
+
 def execute_plan(
     plan: list[_Job],
     jobs: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | RunProgress | None = None,
     executor: Executor | None = None,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Every job's summary, in plan order, and the indices of the jobs simulated now: a job whose
@@ -473,12 +489,19 @@ def execute_plan(
     `executor`."""
     summaries: list[dict[str, Any] | None] = [None] * len(plan)
     done = 0
+    work = [_work(job) for job in plan]
+    work_done = 0.0
 
     def finished(i: int, summary: dict[str, Any]) -> None:
-        nonlocal done
+        nonlocal done, work_done
         summaries[i] = summary
         done += 1
-        if progress is not None:
+        work_done += work[i]
+        if isinstance(progress, RunProgress):
+            job = plan[i]
+            case = " ".join(p for p in (job.variant.scenario_id, job.variant.variant, job.controller) if p)
+            progress.update(done, len(plan), work_done, sum(work), f"{case} seed {job.seed}")
+        elif progress is not None:
             progress(done, len(plan))
 
     todo: list[int] = []
@@ -512,7 +535,7 @@ def run_suite(
     sets: Sequence[str] = (),
     seed: int = 1,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | RunProgress | None = None,
     command: str | None = None,
     mode: str = SIMULATE,
 ) -> SuiteResult:

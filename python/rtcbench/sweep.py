@@ -41,7 +41,15 @@ from rtcbench import runner
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
 from rtcbench.scenarios import read_toml, resolve
-from rtcbench.suite import _execute, _Job, batch_folder, execute_plan, rows_of_run, tables_of_rows
+from rtcbench.suite import (
+    RunProgress,
+    _execute,
+    _Job,
+    batch_folder,
+    execute_plan,
+    rows_of_run,
+    tables_of_rows,
+)
 from rtcbench.workers import WAKE_S
 
 __all__ = [
@@ -322,7 +330,7 @@ def run_sweep(
     jobs: int | None = None,
     *,
     ray_address: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | RunProgress | None = None,
     command: str | None = None,
     mode: str = SIMULATE,
 ) -> SweepResult:

@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING, Any
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from rtcbench.compare import BY_NAME, Comparison
 from rtcbench.runner import RunResult
-from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, SuiteResult
+from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, RunProgress, SuiteResult
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,6 +53,33 @@ def _progress_bar(what: str = "runs") -> Iterator[Callable[[int, int], None] | N
             bar.update(task, completed=done, total=total)
 
         yield progress
+
+
+class _RunsBar(RunProgress):
+    """A suite's or sweep's progress line: runs done of all, the time left estimated from the work
+    done (each run weighs its simulated duration), and the case that finished last."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.task = bar.add_task("runs", total=None, runs="", last="")
+
+    def update(self, done: int, total: int, work_done: float, work_total: float, last: str) -> None:
+        self.bar.update(self.task, completed=work_done, total=work_total, runs=f"{done}/{total}", last=last)
+
+
+@contextmanager
+def _runs_bar() -> Iterator[RunProgress | None]:
+    """`_progress_bar` for the runs of a suite or sweep, with an ETA weighted by each run's
+    simulated duration and the last case finished."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("runs {task.fields[runs]}"), BarColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+        TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
+    )  # fmt: skip
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        yield _RunsBar(bar)
 
 
 def print_scenarios(rows: Iterable[tuple[str, str, str, str, str]]) -> None:

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
 from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
-from rtcbench.cli.render import _progress_bar, console, print_suite
+from rtcbench.cli.render import _runs_bar, console, print_suite
 from rtcbench.suite import SUITES, run_suite
 
 
@@ -44,7 +44,7 @@ def suite_cmd(
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names_cc = _controller_list(cc)
     check_jobs(jobs)
-    with _progress_bar() as progress:
+    with _runs_bar() as progress:
         result = run_suite(
             names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command, mode=mode
         )
@@ -80,7 +80,7 @@ def sweep_cmd(
         _fail(str(e))
     folder = out if out is not None else Path("results") / spec.stem
     console.print(escape(f"sweep {spec}: {sw.describe(parsed)} → {folder}"), highlight=False, soft_wrap=True)
-    with _progress_bar() as progress:
+    with _runs_bar() as progress:
         result = sw.run_sweep(
             parsed, folder, jobs, ray_address=ray, progress=progress, command=command, mode=mode
         )
