@@ -86,6 +86,20 @@ def test_run_quiet_prints_the_folders_and_json_the_summaries(tmp_path: Path) -> 
     assert both.returncode == 2 and "--quiet and --json" in both.stderr
 
 
+def test_the_phase_table_of_several_calls_names_each_flow_and_link(tmp_path: Path) -> None:
+    """RFC 8867 §6.3: three calls over two bottlenecks. The phase table has a row per video flow
+    and phase, each naming its flow and link (it showed the first flow of each phase, unnamed)."""
+    out = cli("run", "rfc8867-6.3", "--set", "duration=10s", "--out", str(tmp_path), "--no-figure")
+    assert out.returncode == 0, out.stderr
+    table = out.stdout[out.stdout.index("phases (video flows)") :]
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")]
+    assert sorted((r[1], r[2]) for r in rows) == [
+        ("A-B", "S2.video"),
+        ("C-D", "S1.video"),
+        ("C-D", "S3.video"),
+    ]
+
+
 def test_list_names_every_builtin_scenario_and_controller() -> None:
     out = cli("list")
     assert out.returncode == 0, out.stderr

@@ -273,17 +273,22 @@ def print_summary(results: list[RunResult]) -> None:
                 console.print(escape(row[0] + span), highlight=False)
                 values = row[1 : len(_FLOW_MEASURES) + 1]
                 _print_pairs([m.replace("{}", v) for m, v in zip(_FLOW_MEASURES, values, strict=True)], " · ")
-        p = Table(title="phases (video flow)", title_justify="left")
-        for col in ("phase", "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms",
-                    "convergence s"):  # fmt: skip
-            p.add_column(col, justify="right")
-        for ph in s["phases"]:
-            video = [f for f in ph["flows"] if f["kind"] == "video"]
-            if not video:
-                continue
-            f = video[0]
+        # Every video flow of every phase; with several flows or links, each row names them.
+        in_phases = [(ph, f) for ph in s["phases"] for f in ph["flows"] if f["kind"] == "video"]
+        several_flows = len({f["id"] for _, f in in_phases}) > 1
+        several_links = len({ph["link"] for ph, _ in in_phases}) > 1
+        p = Table(title=f"phases (video flow{'s' if several_flows else ''})", title_justify="left")
+        names = [
+            "phase", *(["link"] if several_links else []), *(["flow"] if several_flows else []),
+            "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms", "convergence s",
+        ]  # fmt: skip
+        for col in names:
+            p.add_column(col, justify="left" if col in ("link", "flow") else "right")
+        for ph, f in in_phases:
             p.add_row(
                 f"{ph['start_s']:.0f}-{ph['end_s']:.0f} s",
+                *([escape(str(ph["link"]))] if several_links else []),
+                *([escape(str(f["name"]))] if several_flows else []),
                 _fmt(ph["capacity_bps"], 1e-3),
                 _fmt(f["mean_send_rate_bps"], 1e-3),
                 _fmt(f["utilization"], 1, 2),
