@@ -297,7 +297,7 @@ def test_rtcbench_run_prints_the_lte_buffers_after_the_phases(
     p, run = near_cli
     out = p.stdout
     assert "lte (per UE and direction, whole run)" in out
-    assert out.index("phases (video flow)") < out.index("lte (per UE and direction")
+    assert out.index("phases (video flow") < out.index("lte (per UE and direction")
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines()]
     lte = {r[0]: r for r in rows if r and r[0].startswith("cell:")}
     assert set(lte) == set(BUFFERS)
