@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from rtcbench import analysis
-from rtcbench.analysis.capacity import radio_hop_keys, radio_window_capacity
+from rtcbench.analysis.capacity import radio_hop_keys, radio_links, radio_window_capacity
 from rtcbench.results import regular_file
 from rtcbench.tables import (
     CROSS_KINDS,
@@ -148,7 +148,8 @@ def measure_folder(
         return query.collect().rechunk()
 
     capacity = _capacity_samples(scan("links"), meta)
-    links = capacity.filter(~pl.col("link").is_in(_radio_links(meta)))
+    radio_names = list(radio_links(meta))
+    links = capacity.filter(~pl.col("link").is_in(radio_names))
     # The radio hops' capacity per window, from the radio links' rows, which no batch holds.
     window = analysis.DEFAULT_WINDOW_US
     hops = radio_hop_keys(meta, meta["flows"])
@@ -202,10 +203,10 @@ def measure_folder(
     except BaseException:
         writer.abort()
         raise
-    if _radio_links(meta):
+    if radio_names:
         # The MAC and scheduler statistics of every radio link, over the run (`analysis.radio`).
-        radio = read(scan("links").filter(pl.col("link").is_in(_radio_links(meta))))
-        links = pl.concat([links, radio], how="diagonal_relaxed")
+        radio_rows = read(scan("links").filter(pl.col("link").is_in(radio_names)))
+        links = pl.concat([links, radio_rows], how="diagonal_relaxed")
     whole = Tables(
         packets=pl.DataFrame(), frames=pl.DataFrame(), controller=pl.DataFrame(), links=links,
         feedback=pl.DataFrame(), meta=meta,
@@ -216,11 +217,6 @@ def measure_folder(
     if not delays:
         return Measured(summary, None, None)
     return Measured(summary, None, pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA))
-
-
-def _radio_links(meta: dict[str, Any]) -> list[str]:
-    """The links of a run's Wi-Fi nodes and LTE UEs (their rows carry the radio statistics)."""
-    return [str(lk["name"]) for lk in meta.get("links", []) if lk.get("wifi") or lk.get("lte")]
 
 
 def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any]) -> pl.DataFrame:

@@ -40,12 +40,8 @@ def _capacity_of(t: Tables, link: str) -> pl.DataFrame:
 def _downstream_delay_us(t: Tables, flow: dict[str, Any]) -> int:
     """Propagation delay from the flow's bottleneck to its receiver (the bottleneck's own delay and
     every link after it): a packet received at x left the bottleneck queue at about x minus this."""
-    delays = {str(link["name"]): int(link.get("delay_us", 0)) for link in t.meta.get("links", [])}
-    path = [str(p) for p in flow.get("path", [])]
     bottleneck = flow.get("bottleneck")
-    if bottleneck not in path:
-        return 0
-    return sum(delays.get(name, 0) for name in path[path.index(str(bottleneck)) :])
+    return _delay_after_us(t.meta, flow, str(bottleneck)) if bottleneck is not None else 0
 
 
 def _window_capacity(

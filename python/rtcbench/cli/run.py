@@ -113,7 +113,7 @@ def run_cmd(
             scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
         )
         if quiet or as_json:
-            write_parquet_atomic(load_runs(out), out / RUNS_INDEX)
+            _write_index(out, say=False)
             lines = [
                 json.dumps({"path": str(r.path), **r.summary}) if as_json else str(r.path) for r in results
             ]
@@ -131,11 +131,13 @@ def run_cmd(
             raise typer.Exit(1)
 
 
-def _write_index(out: Path) -> None:
+def _write_index(out: Path, *, say: bool = True) -> None:
     """`out/runs.parquet`: every complete run under `out` (`rtcbench.load_runs`), so that folders
-    named by a 12-hex key can be found by what ran; written afresh after each controller's runs."""
+    named by a 12-hex key can be found by what ran; written afresh after each controller's runs
+    (`say`: and where, on the terminal)."""
     write_parquet_atomic(load_runs(out), out / RUNS_INDEX)
-    console.print(escape(f"index: {out / RUNS_INDEX}"), highlight=False)
+    if say:
+        console.print(escape(f"index: {out / RUNS_INDEX}"), highlight=False)
 
 
 @guarded("nothing was written")
