@@ -90,6 +90,16 @@ def wait_until(condition: object, timeout: float) -> bool:
     return bool(condition())  # type: ignore[operator]
 
 
+def catches(pid: int, sig: int) -> bool:
+    """Whether process `pid` has a handler for `sig` (SigCgt in /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(mask >> (sig - 1) & 1)
+
+
 def stop(p: subprocess.Popen[str], sig: int, *, group: bool = False) -> tuple[int, float, str]:
     """Signals `p` (with `group`, its process group, as Ctrl-C in a terminal does), waits for it;
     (status, seconds it took, stderr)."""
@@ -242,6 +252,26 @@ def test_an_interrupt_while_workers_start_is_clean(tmp_path: Path) -> None:
     assert code == 130 and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert took < STOP_WITHIN_S + 0.5
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.1, 0.25])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_while_the_command_loads_is_clean(
+    tmp_path: Path, after_s: float, sig: signal.Signals
+) -> None:
+    # The first half second imports polars, matplotlib and the core: an interrupt there ends the
+    # process at once, with one line, nothing written (cli.main), as one later does.
+    # From the moment it catches SIGTERM (which Python itself leaves alone): before that, the
+    # interpreter is still starting and the signal's default action is all there is.
+    out = tmp_path / "out"
+    p = start(["run", "rfc8867-5.1", "--cc", "gcc", *LONG, "--out", str(out)])
+    assert wait_until(lambda: catches(p.pid, signal.SIGTERM) or p.poll() is not None, 30)
+    time.sleep(after_s)
+    code, took, err = stop(p, sig)
+    assert code == 130 and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert took < STOP_WITHIN_S + 0.5
+    assert not out.exists() or not any(out.rglob("*.tmp")), "nothing half-made"
 
 
 def test_an_interrupt_another_thread_receives_waits_for_the_held_block() -> None:

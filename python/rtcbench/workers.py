@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import multiprocessing
 import os
 import signal
@@ -105,10 +104,9 @@ def _ignore(signum: int, frame: FrameType | None) -> None:
 
 
 def _die_with_parent(parent: int) -> None:
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is not None:
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(libc_name, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    # glibc by its soname (`ctypes.util.find_library` would spawn `ldconfig -p`).
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:
         # The parent died before the request took effect: nobody will collect this worker's work.
         os._exit(INTERRUPTED)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import fcntl
 import json
@@ -622,7 +621,7 @@ def _on_stop(signum: int, frame: Any) -> None:
 
 def _precise_timers() -> None:
     """Timer slack 1 µs (PR_SET_TIMERSLACK): the default 50 µs would delay every CBR packet."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 
 

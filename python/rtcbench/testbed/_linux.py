@@ -10,7 +10,6 @@ machine, no process per interface, and names features exactly as `ethtool -k` pr
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import fcntl
 import os
 import signal
@@ -43,7 +42,8 @@ _ETH_SS_FEATURES = 4
 _ETH_GSTRING_LEN = 32
 _IFREQ_SIZE = 40
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# By its soname: `ctypes.util.find_library` would run `ldconfig -p` in a subprocess at import.
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
 _T = TypeVar("_T")
 
 

@@ -1,0 +1,70 @@
+"""The Typer app of the `rtcbench` command line and how it ends (`run_app`); the commands are in
+modules by subject (`run`, `suite`, `calibrate`, `score`, `compare`, `report`), what they print in
+`render`, how they end on an error in `errors`. `rtcbench.cli.main` loads this module."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.markup import escape
+
+from rtcbench.cli.calibrate import calibrate_cmd
+from rtcbench.cli.compare import compare_cmd
+from rtcbench.cli.errors import debug_option, one_line
+from rtcbench.cli.render import err_console
+from rtcbench.cli.report import report_cmd
+from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
+from rtcbench.cli.score import score_cmd
+from rtcbench.cli.suite import suite_cmd, sweep_cmd
+from rtcbench.workers import interrupt_on_signals
+
+__all__ = ["app", "run_app"]
+
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    # `-h` as well as `--help`, on every subcommand (click hands the names down).
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    help="rtcbench: congestion control for real-time media, simulated far faster than real time.",
+)
+
+
+app.callback()(debug_option)
+# In the order `rtcbench --help` lists them.
+app.command("list")(list_cmd)
+app.command("run")(run_cmd)
+app.command("table")(table_cmd)
+app.command("suite")(suite_cmd)
+app.command("sweep")(sweep_cmd)
+app.command("calibrate")(calibrate_cmd)
+app.command("score")(score_cmd)
+app.command("compare")(compare_cmd)
+app.command("report")(report_cmd)
+
+
+def run_app() -> None:
+    interrupt_on_signals()
+    try:
+        code = app(standalone_mode=False, prog_name="rtcbench")
+    except typer.TyperException as e:
+        # A mistake on the command line (unknown option, a value of the wrong type): one line and
+        # where to look, instead of click's box; `rtcbench` alone shows the help.
+        format_message = getattr(e, "format_message", None)
+        message = str(format_message()) if callable(format_message) else str(e)
+        status = int(getattr(e, "exit_code", 2))
+        if type(e).__name__ == "NoArgsIsHelpError":
+            sys.stderr.write(message + "\n")
+            sys.exit(status)
+        ctx = getattr(e, "ctx", None)
+        where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+        err_console.print(
+            f"[bold red]error:[/] {escape(one_line(message))}{where}", highlight=False, soft_wrap=True
+        )
+        sys.exit(status)
+    except typer.Abort:
+        err_console.print("aborted", highlight=False)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
