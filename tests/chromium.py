@@ -13,6 +13,7 @@ failed to load) and the URL of every request.
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -44,10 +45,17 @@ class PageLoad:
 
 
 def open_page(
-    path: Path, *, screenshot: bool = False, width: int = 1280, height: int = 900, timeout_s: float = 90.0
+    path: Path,
+    *,
+    screenshot: bool = False,
+    element: str | None = None,
+    width: int = 1280,
+    height: int = 900,
+    timeout_s: float = 90.0,
 ) -> PageLoad:
     """Loads `path` in a fresh headless Chromium and returns what the page did; with `screenshot`,
-    a PNG of the whole page at `width` CSS pixels."""
+    a PNG of the whole page at `width` CSS pixels, or with `element` (a CSS selector) of that
+    element alone, as laid out in the page."""
     profile = tempfile.mkdtemp(prefix="rtcbench-chromium-")
     page = PageLoad()
     browser = devtools.launch([*_FLAGS, f"--user-data-dir={profile}", "about:blank"])
@@ -71,9 +79,21 @@ def open_page(
         )
         page.dom = str(result["result"]["value"])
         if screenshot:
-            shot = pipe.send(
-                "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session
-            )
+            capture: dict[str, object] = {"format": "png", "captureBeyondViewport": True}
+            if element is not None:
+                box = pipe.send(
+                    "Runtime.evaluate",
+                    {
+                        "expression": f"(() => {{ const r = document.querySelector({json.dumps(element)})"
+                        ".getBoundingClientRect();"
+                        " return [r.x + scrollX, r.y + scrollY, r.width, r.height]; })()",
+                        "returnByValue": True,
+                    },
+                    session=session,
+                )["result"]["value"]
+                x, y, w, h = (float(v) for v in box)
+                capture["clip"] = {"x": x, "y": y, "width": w, "height": h, "scale": 1}
+            shot = pipe.send("Page.captureScreenshot", capture, session=session)
             page.screenshot = base64.b64decode(shot["data"])
         for event in pipe.events:
             params = event.get("params", {})

@@ -212,8 +212,9 @@ def test_each_case_is_said_in_one_sentence_with_its_intervals(suite: Path) -> No
     # fixed stays near its start rate: less goodput and utilisation, each with its interval.
     util = row(comparison.table, "rfc8867-5.1", "utilization")
     low, high = (BY_NAME_UTIL.format(util[k], signed=True) for k in ("ci_low", "ci_high"))
-    assert f"less utilisation ({low} … {high}, worse)" in one
-    assert "less goodput (" in one and "kbit/s, worse)" in one
+    assert f"less utilisation ({low} … {high}, worse, large effect)" in one
+    assert util["effect"] == -1.0, "every run of fixed below every run of gcc"
+    assert "less goodput (" in one and "kbit/s, worse, large effect)" in one
     # No clause for a metric the case has no row for, and each clause in the order of HEADLINE.
     positions = [one.find(m.title) for m in map(cmp.BY_NAME.get, cmp.HEADLINE) if m and m.title in one]
     assert positions == sorted(positions)
@@ -416,3 +417,18 @@ def test_a_folder_with_only_runs_of_another_kind_has_nothing_in_common(suite: Pa
     relabel(suite, other, "fixed", "nada")
     code, _, stderr = invoke(suite, other)
     assert code == 2 and "have no case in common" in stderr
+
+
+def test_cliffs_delta_counts_the_pairs_where_one_side_is_above() -> None:
+    from rtcbench.compare import cliffs_delta, effect_word
+
+    assert cliffs_delta([1, 2, 3], [4, 5]) == 1.0
+    assert cliffs_delta([4, 5], [1, 2, 3]) == -1.0
+    # Nine pairs, counted by hand and by the definition.
+    a, b = [1, 2, 3], [2, 3, 0]
+    above = sum(y > x for x in a for y in b)
+    below = sum(y < x for x in a for y in b)
+    assert cliffs_delta(a, b) == pytest.approx((above - below) / 9)
+    assert cliffs_delta([], [1]) is None
+    assert cliffs_delta([2.0, 2.0], [2.0]) == 0.0
+    assert [effect_word(d) for d in (0.1, -0.2, 0.4, -0.9)] == ["negligible", "small", "medium", "large"]

@@ -20,7 +20,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import types
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -29,13 +28,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 from PIL import Image
+from tests.test_compare import _suite as compared_suite
 from typer.testing import CliRunner
 
 import rtcbench
+from rtcbench import compare as cmp
 from rtcbench.cli import app
-from rtcbench.plots import Rendered
+from rtcbench.plots import PALETTE, Rendered
 from rtcbench.report import Problem, build_report, figures
 from rtcbench.report.cache import CACHE_DIR
+from rtcbench.report.comparison import MATRIX_METRICS
 from rtcbench.report.runs import natural_key
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -184,9 +186,10 @@ def report(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
 
 
 def expected_figures(root: Path) -> set[str]:
-    """From the folder layout alone: per case, the controllers' first seeds over time, the CDF and
-    the box plots over repetitions."""
-    return {f"{kind}--{case}" for case in case_folders(root) for kind in ("time", "cdf", "box")}
+    """From the folder layout alone: per case, the controllers' first seeds over time, goodput
+    against delay, the CDF and the box plots over repetitions."""
+    kinds = ("time", "tradeoff", "cdf", "box")
+    return {f"{kind}--{case}" for case in case_folders(root) for kind in kinds}
 
 
 def expected_tables(root: Path) -> set[str]:
@@ -217,7 +220,8 @@ def test_the_report_opens_offline_in_chromium_with_every_figure_and_table(
     assert set(dom.figures) == expected_figures(suite)
     assert expected_tables(suite) <= set(dom.tables)
     assert {"provenance", "scorecard", "cases", "runs"} <= dom.sections
-    assert "problems" not in dom.sections and "comparison" not in dom.sections
+    # Two controllers: the comparison section is there.
+    assert "problems" not in dom.sections and "comparison" in dom.sections
     # The download links take their image's data once the script ran; no SVG in the page.
     assert set(dom.links) == set(dom.figures)
     for fig, links in dom.links.items():
@@ -577,56 +581,110 @@ def test_bad_arguments_end_with_one_line_and_status_2(suite: Path, tmp_path: Pat
         assert ("Traceback" not in r.stderr and r.exception is None) or isinstance(r.exception, SystemExit)
 
 
-def _fake_compare(calls: list[tuple[list[Path], list[str] | None]]) -> types.ModuleType:
-    module = types.ModuleType("rtcbench.compare")
-
-    def compare(dirs: list[Path], labels: list[str] | None = None) -> pl.DataFrame:
-        calls.append((list(dirs), None if labels is None else list(labels)))
-        return pl.DataFrame({"metric": ["qdelay_p95_ms", "utilization"], "delta": [-12.5, 0.031]})
-
-    module.compare = compare  # type: ignore[attr-defined]
-    return module
-
-
-def test_the_comparison_section_comes_from_rtcbench_compare(
-    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_several_folders_are_compared_folder_by_folder(suite: Path, tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     one_case = suite / case_folders(suite)[0]
     for dst in (a, b):
         shutil.copytree(one_case, dst / one_case.name)
-    # With rtcbench.compare, several folders get the comparison section: its table has a row per
-    # metric of the case (here identical copies, so every verdict is "no change" or too few runs).
+    # Identical copies: a matrix per controller's cell, with no verdict either way (two repetitions
+    # are too few; and the values are equal).
     real = build_report([a, b], tmp_path / "real.html", run_figures="none", jobs=1)
     text = real.path.read_text(encoding="utf-8")
     page = Page(text)
     assert "comparison" in page.sections and real.problems == ()
-    assert page.tables["tbl-comparison"] == "comparison" and "utilization" in text
-    assert "regression" not in text.split('id="tbl-comparison"')[1].split("</table>")[0]
+    assert page.tables["tbl-cmp--b"] == "comparison-matrix"
+    matrix = text.split('id="tbl-cmp--b"')[1].split("</table>")[0]
+    assert "v-pass" not in matrix and "v-fail" not in matrix and "+0 %" in matrix
+    for cc in CONTROLLERS:
+        assert f" · {cc}" in matrix
     # Several folders: series are labelled by folder.
     assert "a/gcc" in text
-    # Without the module (an install without it) the section is left out, silently.
-    monkeypatch.setitem(sys.modules, "rtcbench.compare", None)
-    plain = build_report([a, b], tmp_path / "plain.html", run_figures="none", jobs=1)
-    assert "comparison" not in Page(plain.path.read_text(encoding="utf-8")).sections and plain.problems == ()
-
-    calls: list[tuple[list[Path], list[str] | None]] = []
-    monkeypatch.setitem(sys.modules, "rtcbench.compare", _fake_compare(calls))
-    with_it = build_report([a, b], tmp_path / "with.html", run_figures="none", jobs=1)
-    assert calls == [([a, b], ["a", "b"])]
-    page = Page(with_it.path.read_text(encoding="utf-8"))
-    assert "comparison" in page.sections and page.tables["tbl-comparison"] == "comparison"
-    assert "-12.5" in with_it.path.read_text(encoding="utf-8")
-    # One folder: no comparison.
-    single = build_report([a], tmp_path / "single.html", run_figures="none", jobs=1)
+    # One folder of one controller: nothing to compare, no section, no problem.
+    lone = tmp_path / "lone"
+    for run in sorted(one_case.glob("gcc/*/seed-*")):
+        shutil.copytree(run, lone / run.relative_to(suite))
+    single = build_report([lone], tmp_path / "single.html", run_figures="none", jobs=1)
     assert "comparison" not in Page(single.path.read_text(encoding="utf-8")).sections
+    assert single.problems == ()
+    # Folders with no case in common: the section is left out, and the report says why.
+    other = tmp_path / "other"
+    last = suite / case_folders(suite)[-1]
+    shutil.copytree(last, other / last.name)
+    apart = build_report([a, other], tmp_path / "apart.html", run_figures="none", jobs=1)
+    assert [p.where for p in apart.problems] == ["comparison"]
+    assert "no case in common" in apart.problems[0].what
+    assert "comparison" not in Page(apart.path.read_text(encoding="utf-8")).sections
 
-    def broken(dirs: list[Path], labels: list[str] | None = None) -> pl.DataFrame:
-        raise RuntimeError("no baseline")
 
-    failing = types.ModuleType("rtcbench.compare")
-    failing.compare = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rtcbench.compare", failing)
-    failed = build_report([a, b], tmp_path / "failed.html", run_figures="none", jobs=1)
-    assert [p.where for p in failed.problems] == ["rtcbench.compare"]
-    assert "no baseline" in failed.problems[0].what
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """test_compare's suite: three cases, gcc and fixed, three repetitions each."""
+    return compared_suite(str(tmp_path_factory.mktemp("compared")))
+
+
+def _cell(matrix: str, case: str, column: int) -> tuple[str, str]:
+    """The text and class of a matrix cell: the row whose first cell starts with `case`."""
+    row = next(r for r in matrix.split("<tr>")[1:] if re.match(rf"<td[^>]*>{re.escape(case)}", r))
+    cells = re.findall(r"<td([^>]*)>([^<]*)</td>", row)
+    attrs, text = cells[column]
+    found = re.search(r'class="([^"]*)"', attrs)
+    return html.unescape(text), found.group(1) if found else ""
+
+
+def test_the_comparison_says_who_is_better_per_case_and_metric(compared: Path, tmp_path: Path) -> None:
+    """With enough repetitions (here 3, `--min-reps 3`), each cell of the matrix names the better
+    side and by how much, green where B (fixed) is better, red where A (gcc) is, with the numbers
+    of `rtcbench compare`; each case has its sentence and its goodput-against-delay figure."""
+    result = build_report(
+        [compared], tmp_path / "r.html", run_figures="none", jobs=1, min_reps=3, baseline="gcc"
+    )
+    text = result.path.read_text(encoding="utf-8")
+    page = Page(text)
+    assert result.problems == () and "comparison" in page.sections
+    assert page.tables["tbl-cmp--fixed"] == "comparison-matrix"
+    matrix = text.split('id="tbl-cmp--fixed"')[1].split("</table>")[0]
+    table = cmp.compare([compared], ["gcc", "fixed"], min_reps=3)
+    case = "rfc8867-5.1 [delay=50ms,mechanism=link-rate]"
+    columns = ["case", *MATRIX_METRICS]
+    for metric, winner, cls in (("mean_goodput_bps", "gcc", "v-fail"), ("qdelay_p95_ms", "fixed", "v-pass")):
+        (row,) = table.filter(pl.col("scenario") == "rfc8867-5.1", pl.col("metric") == metric).iter_rows(
+            named=True
+        )
+        cell = _cell(matrix, case, columns.index(metric))
+        assert cell == (f"{winner} {100 * abs(row['rel_diff']):.0f} %", cls), (metric, cell)
+    # Each case: its sentence (with the effect size) and its figure, linked from the section.
+    assert html.unescape(text).count(f"{case}: fixed against gcc: ") == 2  # section and case notes
+    assert "large effect" in text
+    assert {f"tradeoff--{c}" for c in case_folders(compared)} <= set(result.figures)
+    # compare's default, 5 repetitions, gives no verdict: no cell is coloured either way.
+    default = build_report([compared], tmp_path / "d.html", run_figures="none", jobs=1, baseline="gcc")
+    plain = default.path.read_text(encoding="utf-8").split('id="tbl-cmp--fixed"')[1].split("</table>")[0]
+    assert "v-pass" not in plain and "v-fail" not in plain
+
+
+def test_a_screenshot_of_the_comparison_shows_the_verdicts(compared: Path, tmp_path: Path) -> None:
+    """Debian's headless Chromium lays the section out: the matrix's green and red cells are there
+    to see, and the case's goodput-against-delay figure is drawn."""
+    result = build_report(
+        [compared], tmp_path / "r.html", run_figures="none", jobs=1, min_reps=3, baseline="gcc"
+    )
+    assert chromium.available(), "chromium is not installed: run scripts/install-chromium.sh (make chromium)"
+    page = chromium.open_page(result.path, screenshot=True, element="#comparison")
+    assert page.errors == [], page.errors
+    assert page.screenshot is not None
+    shot = Image.open(io.BytesIO(page.screenshot)).convert("RGB")
+    assert shot.width > 800 and shot.height > 300, shot.size
+    colours = {rgb for _, rgb in shot.getcolors(maxcolors=1 << 20) or []}
+    assert (0xD7, 0xF0, 0xDC) in colours, "a green cell (--pass)"
+    assert (0xF8, 0xD3, 0xD0) in colours, "a red cell (--fail)"
+    figure = chromium.open_page(
+        result.path, screenshot=True, element='[data-figure^="tradeoff--rfc8867-5.1"] img'
+    )
+    assert figure.screenshot is not None
+    drawn = Image.open(io.BytesIO(figure.screenshot)).convert("RGB")
+    assert drawn.width > 400
+    counts = drawn.getcolors(maxcolors=1 << 20) or []
+    for colour in PALETTE[:2]:  # each controller's runs and mean, in its colour
+        rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+        near = sum(n for n, c in counts if sum(abs(x - y) for x, y in zip(c, rgb, strict=True)) <= 40)
+        assert near > 30, (colour, near)

@@ -37,6 +37,7 @@ from rtcbench.tables import VIDEO
 __all__ = [
     "COLUMNS",
     "CONFIDENCE",
+    "EFFECT_SIZES",
     "METRICS",
     "MIN_REPS",
     "RUNS_INDEX",
@@ -46,8 +47,10 @@ __all__ = [
     "Metric",
     "ResultSet",
     "bootstrap_ci",
+    "cliffs_delta",
     "compare",
     "comparison",
+    "effect_word",
     "judge",
     "load",
     "load_runs",
@@ -103,6 +106,12 @@ class Metric:
         if value is None or not math.isfinite(value):
             return "-"
         return f"{value * self.scale:{'+' if signed else ''}.{self.digits}f}"
+
+    def interval(self, row: dict[str, Any]) -> str | None:
+        """A row's interval of B − A in the display unit ("-12.0 … -3.4"), None without one."""
+        if row["ci_low"] is None:
+            return None
+        return f"{self.format(row['ci_low'], signed=True)} … {self.format(row['ci_high'], signed=True)}"
 
 
 METRICS: tuple[Metric, ...] = (
@@ -245,6 +254,7 @@ COLUMNS: dict[str, pl.DataType] = {
     "rel_diff": pl.Float64(),
     "ci_low": pl.Float64(),
     "ci_high": pl.Float64(),
+    "effect": pl.Float64(),
     "verdict": pl.String(),
     "controller_a": pl.String(),
     "controller_b": pl.String(),
@@ -401,6 +411,28 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+def cliffs_delta(a: npt.ArrayLike, b: npt.ArrayLike) -> float | None:
+    """Cliff's δ of B against A: over every pair of a run of A and a run of B, the share where
+    B's value is larger minus the share where it is smaller (Cliff 1993). −1 … 1: 1 when every run
+    of B is above every run of A, 0 when the two sides interleave evenly. Unlike a difference of
+    means it needs no assumption of the values' distribution and is not moved by one outlying
+    seed. None when a side has no value."""
+    xa = np.asarray(a, dtype=np.float64)
+    xb = np.asarray(b, dtype=np.float64)
+    if xa.size == 0 or xb.size == 0:
+        return None
+    return float(np.sign(xb[:, None] - xa[None, :]).mean())
+
+
+EFFECT_SIZES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"))
+"""Upper bounds of |δ| for each magnitude word; above the last, "large" (Romano et al. 2006)."""
+
+
+def effect_word(delta: float) -> str:
+    """The conventional magnitude of a Cliff's δ: negligible, small, medium or large."""
+    return next((word for bound, word in EFFECT_SIZES if abs(delta) < bound), "large")
+
+
 def judge(
     better: Better,
     mean_a: float | None,
@@ -459,6 +491,12 @@ class Comparison:
     baseline: str
     problems: tuple[str, ...]
     notes: tuple[str, ...]
+    runs: tuple[tuple[str, pl.DataFrame], ...] = ()
+    """Each side's label and its runs, one row per run with a column per metric (`load_runs`)."""
+
+    def side_runs(self, label: str) -> pl.DataFrame:
+        """The runs of the side `label` (`runs`)."""
+        return dict(self.runs)[label]
 
     def counts(self, b: str) -> dict[Verdict, int]:
         """How many rows of the comparison of `b` with the baseline got each verdict."""
@@ -502,10 +540,12 @@ def _clause(m: Metric, r: dict[str, Any]) -> str:
     if verdict in ("improvement", "regression"):
         more = r["diff"] > 0
         word = "more" if more else ("fewer" if m.name in _FEWER else "less")
-        ci = f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}"
+        ci = m.interval(r)
         size = f"{abs(100 * r['rel_diff']):.0f} % " if r["rel_diff"] is not None else ""
         unit = f" {m.unit}" if m.unit else ""
-        return f"{size}{word} {m.title} ({ci}{unit}, {'better' if verdict == 'improvement' else 'worse'})"
+        judged = "better" if verdict == "improvement" else "worse"
+        effect = f", {effect_word(r['effect'])} effect" if r.get("effect") is not None else ""
+        return f"{size}{word} {m.title} ({ci}{unit}, {judged}{effect})"
     if verdict == "no change":
         return f"no clear difference in {m.title}"
     if verdict == "too few repetitions":
@@ -705,7 +745,15 @@ def comparison(
         )
     table = pl.DataFrame(rows, schema=COLUMNS)
     problems = tuple(p for rs in sets for p in rs.problems)
-    return Comparison(table, mode, tuple(s.label for s in sides), base.label, problems, tuple(notes))
+    return Comparison(
+        table,
+        mode,
+        tuple(s.label for s in sides),
+        base.label,
+        problems,
+        tuple(notes),
+        tuple((s.label, s.runs) for s in sides),
+    )
 
 
 def _row(
@@ -748,6 +796,7 @@ def _row(
         "rel_diff": rel,
         "ci_low": ci[0] if ci else None,
         "ci_high": ci[1] if ci else None,
+        "effect": cliffs_delta(xa, xb),
         "verdict": judge(
             m.better, mean_a, mean_b, ci, tolerance, n_a=int(xa.size), n_b=int(xb.size), min_reps=min_reps
         ),

@@ -31,6 +31,7 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Ellipse
 from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
@@ -47,6 +48,7 @@ __all__ = [
     "BoxPanel",
     "Rendered",
     "RunColumn",
+    "TradeoffSeries",
     "is_background",
     "plot_run",
     "qdelay_cdf_figure",
@@ -54,6 +56,7 @@ __all__ = [
     "repetitions_figure",
     "run_figure",
     "shown_flows",
+    "tradeoff_figure",
 ]
 
 STYLE: dict[RcKeyType, Any] = {
@@ -625,6 +628,86 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
             ax.set_ylabel(panel.ylabel)
             ax.grid(axis="x", visible=False)
         fig.suptitle(title)
+    return fig
+
+
+@dataclass(frozen=True)
+class TradeoffSeries:
+    """One label of `tradeoff_figure`: per run, its delay (ms) and its throughput (bit/s)."""
+
+    label: str
+    delay_ms: Sequence[float]
+    rate_bps: Sequence[float]
+
+
+def _sigma_ellipse(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> Ellipse | None:
+    """The 1-σ ellipse of the points (x, y): centred on their mean, its axes along the covariance
+    matrix's eigenvectors, half-lengths the square roots of its eigenvalues. None for fewer than
+    two points."""
+    if x.size < 2:
+        return None
+    cov = np.cov(np.vstack([x, y]))
+    values, vectors = np.linalg.eigh(cov)
+    values = np.clip(values, 0.0, None)
+    angle = float(np.degrees(np.arctan2(vectors[1, 1], vectors[0, 1])))
+    return Ellipse(
+        (float(x.mean()), float(y.mean())),
+        width=2 * float(np.sqrt(values[1])),
+        height=2 * float(np.sqrt(values[0])),
+        angle=angle,
+    )
+
+
+def tradeoff_figure(series: Sequence[TradeoffSeries], title: str, *, delay_label: str) -> Figure:
+    """Throughput against delay, one colour per label, as Pantheon (Yan et al. 2018) and De Cicco
+    et al. 2013 draw schemes: every run a small dot, the label's mean a large marker, and the 1-σ
+    ellipse of its runs (their spread in both at once). The delay axis runs from high to low, so
+    better is up and to the right."""
+    labels = [s.label for s in series]
+    colors = _series_colors(labels)
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(6.4, 4.4))
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
+        fig.subplots_adjust(left=0.11, right=0.98, top=0.9, bottom=0.12)
+        drawn = 0
+        for s in series:
+            x = np.asarray(s.delay_ms, dtype=np.float64)
+            y = np.asarray(s.rate_bps, dtype=np.float64) * 1e-6
+            keep = np.isfinite(x) & np.isfinite(y)
+            x, y = x[keep], y[keep]
+            color = colors[s.label]
+            if x.size == 0:
+                ax.plot([], [], "o", color=color, label=f"{s.label}: not measured")
+                continue
+            drawn += 1
+            ax.plot(x, y, "o", ms=3.5, color=color, alpha=0.45, markeredgewidth=0)
+            ellipse = _sigma_ellipse(x, y)
+            if ellipse is not None:
+                ellipse.set(facecolor=color, alpha=0.15, edgecolor=color, linewidth=1.0)
+                ax.add_patch(ellipse)
+            ax.plot(
+                float(x.mean()), float(y.mean()), "o", ms=8, color=color, markeredgecolor="#000000",
+                markeredgewidth=0.8, label=f"{s.label} ({x.size} run{'s' if x.size != 1 else ''})",
+            )  # fmt: skip
+        ax.set_xlabel(delay_label)
+        ax.set_ylabel("video goodput (Mbit/s)")
+        ax.set_title(title)
+        if drawn:
+            ax.margins(0.15)
+            ax.autoscale_view()
+            low, high = ax.get_xlim()
+            ax.set_xlim(high, max(low, 0.0))
+            ax.set_ylim(bottom=max(0.0, ax.get_ylim()[0]))
+            arrow = {"arrowstyle": "->", "color": "#555555"}
+            ax.annotate(
+                "better", xy=(0.97, 0.96), xytext=(0.86, 0.86), xycoords="axes fraction",
+                ha="center", va="center", color="#555555", arrowprops=arrow,
+            )  # fmt: skip
+        else:
+            ax.text(0.5, 0.5, "n/a", transform=ax.transAxes, ha="center", va="center", color="#777777")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="lower left")
     return fig
 
 

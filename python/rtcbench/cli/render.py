@@ -585,11 +585,7 @@ def _print_comparison_narrow(result: Comparison, b: str, rows: pl.DataFrame) -> 
         t.add_column("verdict", no_wrap=True)
         for r in group:
             m = BY_NAME[r["metric"]]
-            ci = (
-                "-"
-                if r["ci_low"] is None
-                else (f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}")
-            )
+            ci = m.interval(r) or "-"
             style = VERDICT_STYLES[r["verdict"]]
             verdict = SHORT_VERDICTS[r["verdict"]]
             t.add_row(
@@ -650,10 +646,7 @@ def print_comparison(result: Comparison) -> None:
                 lines[len(group) - 1 :] = [" ".join(lines[len(group) - 1 :])]
             for i, r in enumerate(group):
                 m = BY_NAME[r["metric"]]
-                if r["ci_low"] is None:
-                    ci = "undefined" if r["diff"] is not None else "-"
-                else:
-                    ci = f"{m.format(r['ci_low'], signed=True)} … {m.format(r['ci_high'], signed=True)}"
+                ci = m.interval(r) or ("undefined" if r["diff"] is not None else "-")
                 diff = m.format(r["diff"], signed=True)
                 if r["rel_diff"] is not None:
                     diff += f" ({100 * r['rel_diff']:+.0f} %)"

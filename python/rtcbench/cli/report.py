@@ -13,6 +13,7 @@ from rich.markup import escape
 from rtcbench.cli.errors import _fail, guarded
 from rtcbench.cli.options import JOBS_HELP, LABELS_HELP, _listed_option, check_jobs
 from rtcbench.cli.render import _progress_bar, console, err_console
+from rtcbench.compare import MIN_REPS
 
 
 @guarded("no report was written")
@@ -52,9 +53,22 @@ def report_cmd(
             "--labels", help=f"{LABELS_HELP}: a name per folder, in order (default: the folders' names)."
         ),
     ] = None,
+    min_reps: Annotated[
+        int,
+        typer.Option(help="Repetitions each side of a case needs for a verdict in the comparison (≥ 2)."),
+    ] = MIN_REPS,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="The side the comparison measures the others against: a controller (one folder) or "
+            "a folder's label (several; default: the first)."
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML report (offline: nothing fetched) of the runs under DIRS:
-    scorecard, per-case CDFs and box plots over repetitions, per-run figures and phase tables,
+    scorecard, with several controllers or folders a comparison (who is better per case and
+    metric, as `rtcbench compare`), per-case figures of goodput against delay, CDFs and box plots
+    over repetitions, per-run figures and phase tables,
     and the commands and versions behind them (docs/report.md). Folders or files that cannot be
     used are named on stderr and in the report's Problems section; the rest is still reported."""
     from rtcbench.report import RunFigures, build_report
@@ -63,6 +77,8 @@ def report_cmd(
     if run_figures not in ("first", "all", "none"):
         _fail(f"--run-figures must be first, all or none, got {run_figures!r}")
     check_jobs(jobs)
+    if min_reps < 2:
+        _fail(f"--min-reps must be at least 2 (an interval needs two runs), got {min_reps}")
     label = _listed_option(labels)
     if label is not None and len(label) != len(dirs):
         _fail(f"{len(label)} --labels for {len(dirs)} folders: give one per folder, in order")
@@ -77,6 +93,8 @@ def report_cmd(
             run_figures=cast(RunFigures, run_figures),  # checked above
             jobs=jobs,
             labels=label,
+            min_reps=min_reps,
+            baseline=baseline,
             command=command,
             progress=progress,
         )

@@ -24,7 +24,7 @@ those folders and the options, apart from the provenance lines (versions, comman
 from __future__ import annotations
 
 import base64
-import importlib
+import math
 import os
 import platform
 import shlex
@@ -41,8 +41,10 @@ import polars as pl
 from rtcbench import _core
 from rtcbench import scorecard as sc
 from rtcbench.analysis import mean_ci
-from rtcbench.plots import BoxPanel
+from rtcbench.compare import MIN_REPS
+from rtcbench.plots import BoxPanel, TradeoffSeries
 from rtcbench.report import tables as tb
+from rtcbench.report.comparison import comparison_section
 from rtcbench.report.figures import (
     CDF_TABLE,
     RUN_FIGURE_TABLES,
@@ -52,6 +54,7 @@ from rtcbench.report.figures import (
     FigureTask,
     TimeColumn,
     TimeTask,
+    TradeoffTask,
     draw_all,
     write_figures,
 )
@@ -59,6 +62,7 @@ from rtcbench.report.runs import (
     Problem,
     Run,
     Source,
+    case_id,
     find_runs,
     natural_key,
     slug,
@@ -150,51 +154,6 @@ def _versions() -> list[tuple[str, str]]:
     return out
 
 
-def _head_to_head(
-    folder: Path, labels: Sequence[str], cases: Sequence[CaseBlock], problems: list[Problem]
-) -> None:
-    """Adds to each case's notes a sentence per controller against the first
-    (`compare.Comparison.in_short`): goodput, freezes, queuing delay and utilisation, with the
-    change and its interval where the repetitions support a verdict."""
-    from rtcbench import compare
-
-    try:
-        result = compare.comparison([folder], list(labels), metrics=list(compare.HEADLINE))
-    except compare.CompareError as e:
-        problems.append(Problem("head-to-head", f"{e}; the cases have no sentence"))
-        return
-    said: dict[tuple[str, str], list[str]] = {}
-    for b in result.labels[1:]:
-        for (scenario, variant, _), sentence in result.in_short_cases(b):
-            said.setdefault((scenario, variant), []).append(sentence)
-    for case in cases:
-        case.notes.extend(said.get((case.scenario, case.variant), []))
-
-
-def _comparison(dirs: Sequence[Path], labels: Sequence[str], problems: list[Problem]) -> pl.DataFrame | None:
-    """The comparison section's table from `rtcbench.compare.compare`, if that module exists and
-    several folders are given; None otherwise. An error inside it becomes a Problem (the rest of
-    the report still stands); only the module's absence is silent."""
-    if len(dirs) < 2:
-        return None
-    try:
-        module = importlib.import_module("rtcbench.compare")
-    except ModuleNotFoundError as e:
-        if e.name == "rtcbench.compare":
-            return None
-        problems.append(Problem("rtcbench.compare", f"cannot be imported ({e})"))
-        return None
-    try:
-        df = module.compare(list(dirs), list(labels))
-    except Exception as e:  # another module's failure must not cost the whole report
-        problems.append(Problem("rtcbench.compare", f"failed ({type(e).__name__}: {e}); section left out"))
-        return None
-    if not isinstance(df, pl.DataFrame):
-        problems.append(Problem("rtcbench.compare", f"returned {type(df).__name__}, not a polars DataFrame"))
-        return None
-    return df
-
-
 def _scores(
     runs: Sequence[Run], series: Mapping[Path, str], problems: list[Problem]
 ) -> tuple[pl.DataFrame, dict[Path, dict[str, float | None]]]:
@@ -217,15 +176,11 @@ def _scores(
     return scores, by_run
 
 
-def _case_id(scenario: str, variant: str) -> str:
-    return slug(scenario) + (f"@{slug(variant)}" if variant else "")
-
-
 def _run_ids(runs: Sequence[Run], several: bool) -> dict[Path, str]:
     ids: dict[Path, str] = {}
     taken: set[str] = set()
     for run in runs:
-        base = f"{_case_id(run.scenario, run.variant)}--{slug(run.controller)}--seed-{run.seed}"
+        base = f"{case_id(run.scenario, run.variant)}--{slug(run.controller)}--seed-{run.seed}"
         if several:
             base = f"{slug(run.source.label)}--{base}"
         rid, n = base, 1
@@ -286,11 +241,22 @@ BOX_CAPTION = (
     "scorecard's {kind}; loss = dropped / sent; goodput = media payload received; freezes = of the "
     "video shown (means over the run's video flows)."
 )
+TRADEOFF_CAPTION = (
+    "Video goodput against queuing delay, as Pantheon (Yan et al. 2018) and De Cicco et al. 2013 "
+    "draw schemes: one small dot per run, a large marker at each controller's mean and the 1-σ "
+    "ellipse of its runs. The delay axis runs from high to low: up and to the right is better. "
+    "Each run's values are means over its video flows (goodput = media payload received; delay = "
+    "the queuing-delay p95)."
+)
 CDF_CAPTION = (
     "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video packet "
     "received, pooled over the repetitions of each controller, as De Cicco et al. 2013 slides plot "
     "the CDF of RTT - RTTmin."
 )
+
+
+def _or_nan(value: float | None, scale: float = 1.0) -> float:
+    return math.nan if value is None else value * scale
 
 
 def _cases(
@@ -311,7 +277,7 @@ def _cases(
     for run in runs:  # in report order: cases and variants in natural order
         by_case.setdefault(run.case, []).append(run)
     for (scenario, variant), members in by_case.items():
-        cid = _case_id(scenario, variant)
+        cid = case_id(scenario, variant)
         home = members[0].path
         present = [label for label in labels if any(series[r.path] == label for r in members)]
         kind = tb.responsiveness_of(scores.get(r.path, {}) for r in members)
@@ -348,6 +314,17 @@ def _cases(
                     f"Not over time: {', '.join(lacking)} (no run with {', '.join(RUN_FIGURE_TABLES)}; "
                     "see Problems)."
                 )
+        tradeoff_id = f"tradeoff--{cid}"
+        tradeoff = tuple(
+            TradeoffSeries(
+                label,
+                tuple(_or_nan(v["qdelay_p95_ms"]) for v in vals),
+                tuple(_or_nan(v["goodput_kbps"], 1e3) for v in vals),
+            )
+            for label, vals in values.items()
+        )
+        tasks.append(TradeoffTask(tradeoff_id, f"{heading}: goodput against delay", tradeoff, home))
+        captions[tradeoff_id] = ("tradeoff", TRADEOFF_CAPTION)
         cdf_series = []
         pooled = 0
         for label in present:
@@ -408,6 +385,8 @@ def build_report(
     run_figures: RunFigures = "first",
     jobs: int | None = None,
     labels: Sequence[str] | None = None,
+    min_reps: int = MIN_REPS,
+    baseline: str | None = None,
     command: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReportResult:
@@ -419,8 +398,11 @@ def build_report(
     cached there when drawn (`rtcbench.report.cache`; a folder that cannot be written is left
     alone). Folders and files that cannot be used are in `ReportResult.problems` (and in the
     page); the report is still written, unless no run at all can be read (`NoRuns`). `jobs`
-    processes draw the figures (default, and at most, one per CPU). `labels` name the folders (default: their
-    names). `command` is the command line shown as the report's own (default: this process's).
+    processes draw the figures (default, and at most, one per CPU). `labels` name the folders
+    (default: their names). `min_reps` is the repetitions each side of a case needs for a verdict
+    in the comparison section (`rtcbench.compare.comparison`), `baseline` the side it measures the
+    others against (default: the first controller, or the first folder). `command` is the command line shown
+    as the report's own (default: this process's).
     """
     if not dirs:
         raise ValueError("no folder given")
@@ -445,14 +427,28 @@ def build_report(
     cases, tasks, captions, in_case_figure = _cases(
         runs, series, series_labels, by_run, run_figures != "none"
     )
-    if not several and len(series_labels) > 1:
-        _head_to_head(dirs[0], series_labels, cases, problems)
+    comparison = (
+        comparison_section(
+            dirs,
+            names if several else series_labels,
+            several=several,
+            min_reps=min_reps,
+            baseline=baseline,
+            problems=problems,
+        )
+        if several or len(series_labels) > 1
+        else None
+    )
+    if comparison is not None:
+        # Each case says, head to head, what the call got from each side (its sentences).
+        for case in cases:
+            case.notes.extend(comparison.sentences(case.id))
 
     run_ids = _run_ids(runs, several)
     blocks: list[RunBlock] = []
     for r in runs:
         rid = run_ids[r.path]
-        case_id = _case_id(r.scenario, r.variant)
+        cid = case_id(r.scenario, r.variant)
         lacking = [name for name in RUN_FIGURE_TABLES if not r.has(name)]
         note = ""
         if run_figures == "all" and not lacking:
@@ -462,7 +458,7 @@ def build_report(
         elif lacking:
             note = f"Not drawn over time: missing {', '.join(lacking)}."
         elif r.path in in_case_figure:
-            note = f"Drawn over time in its case's figure (time--{case_id})."
+            note = f"Drawn over time in its case's figure (time--{cid})."
         elif run_figures == "none":
             note = "Not drawn over time (--run-figures none)."
         else:
@@ -498,7 +494,7 @@ def build_report(
     for case in cases:
         case.figures = [
             figure_blocks[f]
-            for f in (f"time--{case.id}", f"cdf--{case.id}", f"box--{case.id}")
+            for f in (f"time--{case.id}", f"tradeoff--{case.id}", f"cdf--{case.id}", f"box--{case.id}")
             if f in figure_blocks
         ]
     for block in blocks:
@@ -515,13 +511,6 @@ def build_report(
             tb.score_per_controller("tbl-score-controllers", scores, series_labels),
             tb.score_details("tbl-score-details", scores),
         ]
-    comparison = _comparison(dirs, names, problems)
-    comparison_table = (
-        tb.dataframe_table("tbl-comparison", "comparison", "rtcbench.compare", comparison)
-        if comparison is not None
-        else None
-    )
-
     provenance = _provenance(sources, runs, command)
     problem_table = tb.Table(
         id="tbl-problems",
@@ -538,7 +527,7 @@ def build_report(
         problems=problem_table if problems else None,
         provenance=provenance,
         score_tables=score_tables,
-        comparison=comparison_table,
+        comparison=comparison,
         cases=cases,
         blocks=blocks,
         figures_drawn=len(figure_blocks),
@@ -548,8 +537,8 @@ def build_report(
 
     table_ids = [t.id for t in score_tables] + [c.table.id for c in cases]
     table_ids += [t.id for b in blocks for t in b.tables] + [t.id for t in provenance]
-    if comparison_table is not None:
-        table_ids.append(comparison_table.id)
+    if comparison is not None:
+        table_ids += [t.id for t in comparison.tables]
     if problems:
         table_ids.append(problem_table.id)
     return ReportResult(

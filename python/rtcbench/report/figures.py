@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from rtcbench import plots, workers
 from rtcbench.analysis import packet_delays
 from rtcbench.measure import figure_tables
-from rtcbench.plots import BoxPanel, Rendered, RunColumn
+from rtcbench.plots import BoxPanel, Rendered, RunColumn, TradeoffSeries
 from rtcbench.report import cache
 from rtcbench.report.runs import Problem
 from rtcbench.results import regular_file
@@ -37,6 +37,7 @@ __all__ = [
     "CdfTask",
     "FigureTask",
     "TimeTask",
+    "TradeoffTask",
     "draw",
     "draw_all",
     "write_figures",
@@ -123,7 +124,25 @@ class BoxTask:
         return cache.figure_key("box", [self.title, list(self.labels), panels])
 
 
-FigureTask = TimeTask | CdfTask | BoxTask
+@dataclass(frozen=True)
+class TradeoffTask:
+    """`plots.tradeoff_figure` of one case: each label's runs as (queuing delay p95 in ms, video
+    goodput in bit/s), taken from the summaries."""
+
+    id: str
+    title: str
+    series: tuple[TradeoffSeries, ...]
+    home: Path
+
+    def key(self) -> str:
+        series = [[s.label, list(s.delay_ms), list(s.rate_bps)] for s in self.series]
+        return cache.figure_key("tradeoff", [self.title, series])
+
+
+TRADEOFF_DELAY = "queuing delay p95 of the video (ms)"
+"""The delay the trade-off figure's x axis shows: each run's mean over its video flows."""
+
+FigureTask = TimeTask | CdfTask | BoxTask | TradeoffTask
 
 
 def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | None:
@@ -182,6 +201,8 @@ def draw(task: FigureTask, svg: bool = False) -> tuple[str, Rendered | None, lis
         fig = _time_figure(task, problems)
     elif isinstance(task, CdfTask):
         fig = _cdf_figure(task, problems)
+    elif isinstance(task, TradeoffTask):
+        fig = plots.tradeoff_figure(task.series, task.title, delay_label=TRADEOFF_DELAY)
     else:
         fig = plots.repetitions_figure(task.panels, task.labels, task.title)
     return task.id, (plots.render(fig, svg=svg) if fig is not None else None), problems

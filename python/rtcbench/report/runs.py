@@ -31,6 +31,7 @@ __all__ = [
     "Problem",
     "Run",
     "Source",
+    "case_id",
     "find_runs",
     "natural_key",
     "slug",
@@ -136,6 +137,11 @@ def slug(text: str) -> str:
 
 
 _NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+def case_id(scenario: str, variant: str) -> str:
+    """A case's id in the report (`case--<id>`, and its figures' `<kind>--<id>`)."""
+    return slug(scenario) + (f"@{slug(variant)}" if variant else "")
 
 
 def natural_key(text: str) -> tuple[tuple[int, float, str], ...]:
