@@ -120,7 +120,7 @@ def test_the_run_figure_draws_from_the_time_series() -> None:
     empty = pl.DataFrame()
     bare = Tables(empty, t.frames, t.controller, t.links, empty, t.meta)
     fig = run_figure([RunColumn("", bare, timeseries(t))], "report figure")
-    assert "(d) video frames" in " ".join(text.get_text() for text in fig.texts)
+    assert "(d) frames completed" in " ".join(text.get_text() for text in fig.texts)
     assert_rendered(fig)
 
 

@@ -64,6 +64,7 @@ _RATE_COLUMNS = tuple(_RATE_SCHEMA)
 """What `analysis.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
 _FIGURE_TS_COLUMNS = (
     "t_us", "flow", "send_rate_bps", "recv_rate_bps", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps",
+    "capacity_bps",
 )  # fmt: skip
 
 

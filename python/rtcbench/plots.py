@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import matplotlib as mpl
 import numpy as np
@@ -36,6 +36,7 @@ from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
 from rtcbench.analysis import active_span_us
+from rtcbench.analysis.capacity import radio_hops
 from rtcbench.measure import scatter_sample
 from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
 
@@ -45,7 +46,9 @@ if TYPE_CHECKING:
 __all__ = [
     "PALETTE",
     "STYLE",
+    "STYLES",
     "BoxPanel",
+    "FigureStyle",
     "Rendered",
     "RunColumn",
     "TradeoffSeries",
@@ -68,7 +71,7 @@ STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.titlesize": 9,
     "axes.labelsize": 9,
-    "legend.fontsize": 7.5,
+    "legend.fontsize": 8.5,
     "legend.framealpha": 0.85,
     "axes.grid": True,
     "grid.alpha": 0.3,
@@ -81,6 +84,22 @@ STYLE: dict[RcKeyType, Any] = {
     "axes.titlepad": 3.0,
 }
 """rcParams every rtcbench figure is drawn with."""
+
+FigureStyle = Literal["screen", "paper"]
+STYLES: dict[str, dict[RcKeyType, Any]] = {
+    "screen": STYLE,
+    "paper": {
+        **STYLE,
+        # Serif to sit with a paper's text; 300 dpi for a raster copy (vector output ignores it).
+        "font.family": "serif",
+        "font.serif": ["DejaVu Serif"],
+        "mathtext.fontset": "dejavuserif",
+        "figure.dpi": 300,
+        "savefig.dpi": 300,
+        "lines.linewidth": 1.0,
+    },
+}
+"""rcParams per figure style: "screen" for pages and terminals, "paper" for print."""
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 """Colours of media flows, in `meta.flows` order (colour-blind-safe first pairs)."""
@@ -170,11 +189,17 @@ _HEIGHT_MAX_PX = 800
 """Top of the encoded-height axis: the ladder's largest rung is 720p."""
 
 # Layout in inches, with fixed margins: constrained or tight layout draws a figure twice.
-_PANEL_IN = {"rates": 2.1, "delay": 1.3, "loss": 0.85, "frames": 1.0}
+_PANEL_IN = {"rates": 2.1, "calls": 1.3, "delay": 1.3, "loss": 0.85, "frames": 1.0}
+CALLS_PANEL_BELOW = 0.25
+"""Panel (a′), the calls on their own scale, is drawn when their largest rate is below this share
+of panel (a)'s scale: beside 100 Mbit/s of TCP a 1 Mbit/s call is a line at zero."""
 _ROW_TITLE_IN, _COLUMN_TITLE_IN, _GROUP_GAP_IN = 0.26, 0.22, 0.25
-_LEFT_IN, _RIGHT_IN, _TWIN_IN, _COLUMN_GAP_IN = 0.62, 0.15, 0.55, 0.22
-_SUPTITLE_IN, _LEGEND_LINE_IN, _BOTTOM_IN = 0.36, 0.165, 0.5
-_ONE_RUN_WIDTH_IN, _RUNS_WIDTH_IN, _LEGEND_ENTRY_IN = 10.0, 13.2, 2.2
+_LEFT_IN, _RIGHT_IN, _TWIN_IN, _COLUMN_GAP_IN = 0.62, 0.15, 0.62, 0.22
+_SUPTITLE_IN, _LEGEND_LINE_IN, _BOTTOM_IN = 0.36, 0.185, 0.5
+_ONE_RUN_WIDTH_IN, _RUNS_WIDTH_IN, _LEGEND_ENTRY_IN = 10.0, 13.2, 2.45
+_PAPER_WIDTH_IN = 7.16
+"""The paper style's width: a two-column page's full text width (IEEE), so the figure goes in at
+its size and its 9 pt text stays 9 pt."""
 _GRID: dict[str, Any] = {"color": "#b0b0b0", "linewidth": 0.6, "alpha": 0.5}
 _FRAME: dict[str, Any] = {"color": "#000000", "linewidth": 0.8, "clip_on": False}
 
@@ -229,15 +254,39 @@ class _Run:
 
 def _rates_panel(ax: Axes, run: _Run) -> None:
     """(a) capacity, each call's target, each media flow's sending (solid) and receive (dotted)
-    rate, and the competing traffic: TCP and CBR summed per kind, each link's UDP background."""
+    rate, and the competing traffic: TCP and CBR summed per kind, each link's UDP background.
+    A link's capacity where it has one; a video flow whose path crosses a radio hop has its path
+    capacity instead (what the BSS's airtime or the cell's PRBs could have given it,
+    docs/metrics.md), thin and in its colour."""
     t, flows, colors = run.column.tables, run.flows, run.colors
     links = list(dict.fromkeys(str(f["bottleneck"]) for f in flows if f.get("bottleneck") is not None))
     for i, link in enumerate(links):
         lk = t.links.filter(pl.col("link") == link).sort("t_us") if t.links.height else t.links
-        if lk.height:
-            x, y = run.steps(lk.get_column("t_us"), _values(lk.get_column("capacity_bps"), 1e-6))
+        capacity = _values(lk.get_column("capacity_bps"), 1e-6) if lk.height else np.empty(0)
+        # A radio hop's row has no capacity of its own: no line, and no legend entry for one.
+        if np.isfinite(capacity).any():
+            x, y = run.steps(lk.get_column("t_us"), capacity)
             style = CAPACITY_STYLES[i % len(CAPACITY_STYLES)]
             ax.step(x, y, where="post", color=CAPACITY_COLOR, ls=style, lw=1.5, label=f"capacity ({link})")
+    for f in flows:
+        if f.get("kind") == VIDEO and radio_hops(t.meta, f):
+            w = run.series(int(f["id"]))
+            ax.plot(
+                run.mid(w), _values(w.get_column("capacity_bps"), 1e-6), color=colors[int(f["id"])],
+                lw=0.6, alpha=0.55, ls="-.", label=f"{f['name']} path capacity (radio)",
+            )  # fmt: skip
+    _call_lines(ax, run)
+    _competing_lines(ax, run)
+
+
+def _calls_panel(ax: Axes, run: _Run) -> None:
+    """(a′) the calls alone, on their own scale: drawn when they are small beside the rest of (a)."""
+    _call_lines(ax, run)
+
+
+def _call_lines(ax: Axes, run: _Run) -> None:
+    """Each call's target (dashed), each media flow's sending (solid) and receive (dotted) rate."""
+    t, flows, colors = run.column.tables, run.flows, run.colors
     calls = {int(c["id"]): str(c.get("name", c["id"])) for c in t.meta.get("calls", [])}
     for call in dict.fromkeys(int(f["call"]) for f in flows if f.get("call") is not None):
         ctrl = (
@@ -262,6 +311,26 @@ def _rates_panel(ax: Axes, run: _Run) -> None:
         ax.plot(
             x, _values(w.get_column("recv_rate_bps"), 1e-6), color=colors[fid], lw=lw * 0.8, alpha=0.6, ls=":"
         )
+
+
+def _media_peak(run: _Run) -> float:
+    """The largest rate `_call_lines` draws (Mbit/s): the media flows' and the calls' targets."""
+    t = run.column.tables
+    peaks = [0.0]
+    for f in run.flows:
+        w = run.series(int(f["id"]))
+        for col in ("send_rate_bps", "recv_rate_bps"):
+            v = _values(w.get_column(col), 1e-6) if w.height else np.empty(0)
+            peaks += [float(np.nanmax(v))] if np.isfinite(v).any() else []
+    if t.controller.height:
+        v = _values(t.controller.get_column("target_bps"), 1e-6)
+        peaks += [float(np.nanmax(v))] if np.isfinite(v).any() else []
+    return max(peaks)
+
+
+def _competing_lines(ax: Axes, run: _Run) -> None:
+    """The competing traffic: TCP and CBR received, summed per kind; each link's UDP background."""
+    t = run.column.tables
     competing = [f for f in t.meta["flows"] if f.get("kind") in CROSS_KINDS]
     groups: list[tuple[str, str, str, list[int]]] = []
     for kind in CROSS_KINDS:
@@ -347,6 +416,7 @@ _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
         "(a) rates, {window} windows: solid sent, dotted received, dashed the call's target",
         _rates_panel,
     ),
+    "calls": ("Mbit/s", "(a′) the calls alone, on their own scale", _calls_panel),
     "delay": (
         "queuing delay (ms)",
         "(b) queuing delay (owd - min owd): window mean; dashed: video window p95",
@@ -355,8 +425,7 @@ _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
     "loss": ("loss (%)", "(c) packets dropped / sent, by send time", _loss_panel),
     "frames": (
         "frame/s",
-        "(d) video frames completed at the receiver, {smooth} mean; ticks: freezes; dashed (right "
-        "axis): encoded height",
+        "(d) frames completed at the receiver, {smooth} mean; ticks: freezes; dashed, right: encoded height",
         None,  # drawn with its second axis
     ),
 }
@@ -386,7 +455,7 @@ def _small_multiples(ax: Axes, runs: Sequence[_Run], span_s: float, xticks: Sequ
     ax.hlines([bottom] * len(starts), starts, [s + span_s for s in starts], **_FRAME)
 
 
-def run_figure(columns: Sequence[RunColumn], title: str) -> Figure:
+def run_figure(columns: Sequence[RunColumn], title: str, *, style: FigureStyle = "screen") -> Figure:
     """The time figure of runs, side by side, each panel on one scale across them so controllers
     compare at a glance, from the time series, links, controller and frames tables (no packets:
     a suite's packet tables are most of its bytes). As Guerrero Viveros 2019 Fig. 6.2 and
@@ -397,17 +466,20 @@ def run_figure(columns: Sequence[RunColumn], title: str) -> Figure:
     are named as in the scenario ("S1 target", "S1.video sent").
 
     `rtcbench run`'s overview.png is this figure of one run (`plot_run`); the report's time
-    figure of a case is this figure of each controller's first seed."""
+    figure of a case is this figure of each controller's first seed. `style` "paper" draws it
+    for print (`STYLES`): as wide as a page's text, serif, for 300 dpi or vector output."""
     if not columns:
         raise ValueError("no run to draw")
     runs = [_Run.of(c) for c in columns]
     video = any(f.get("kind") == VIDEO for r in runs for f in r.flows)
-    panels = ["rates", "delay", "loss", *(["frames"] if video else [])]
+    panels = ["rates", "calls", "delay", "loss", *(["frames"] if video else [])]
     # As few rows as COLUMNS_PER_ROW allows, filled evenly (six runs: two rows of three).
     per_row = -(-len(runs) // -(-len(runs) // COLUMNS_PER_ROW))
     groups = [runs[i : i + per_row] for i in range(0, len(runs), per_row)]
     titled = any(c.label for c in columns)
     width = _ONE_RUN_WIDTH_IN if per_row == 1 else _RUNS_WIDTH_IN
+    if style == "paper":
+        width = _PAPER_WIDTH_IN
     axes_w = width - _LEFT_IN - (_TWIN_IN if video else _RIGHT_IN)
     col_w = (axes_w - _COLUMN_GAP_IN * (per_row - 1)) / per_row
     span_s = max(r.end_s for r in runs)
@@ -418,16 +490,15 @@ def run_figure(columns: Sequence[RunColumn], title: str) -> Figure:
     xticks = [
         float(x) for x in MaxNLocator(6 if per_row == 1 else 4).tick_values(0.0, span_s) if 0 <= x <= span_s
     ]
-    group_h = (_COLUMN_TITLE_IN if titled else 0.0) + sum(_PANEL_IN[p] + _ROW_TITLE_IN for p in panels)
     window = f"{runs[0].window_s * 1000:.0f} ms"
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(STYLES[style]):
         fig = Figure(figsize=(width, 1.0))
         FigureCanvasAgg(fig)
         rows: list[tuple[list[_Run], dict[str, Axes]]] = []
         for group in groups:
             axes: dict[str, Axes] = {}
             for p in panels:
-                ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharey=rows[0][1][p] if rows else None)
+                ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharey=rows[0][1][p] if rows else None, label=p)
                 draw = _ROWS[p][2]
                 for run in group:
                     if draw is not None:
@@ -443,6 +514,16 @@ def run_figure(columns: Sequence[RunColumn], title: str) -> Figure:
                 height.grid(False)
                 axes["height"] = height
             rows.append((group, axes))
+        # (a′) only where the calls would be a line at zero in (a).
+        rates_peak = max(
+            (float(axes["rates"].dataLim.y1) for _, axes in rows if axes["rates"].has_data()), default=0
+        )
+        media_peak = max(_media_peak(r) for r in runs)
+        if not (np.isfinite(rates_peak) and 0 < media_peak < CALLS_PANEL_BELOW * rates_peak):
+            panels.remove("calls")
+            for _, axes in rows:
+                axes.pop("calls").remove()
+        group_h = (_COLUMN_TITLE_IN if titled else 0.0) + sum(_PANEL_IN[p] + _ROW_TITLE_IN for p in panels)
         handles: dict[str, Any] = {}
         for _, axes in rows:
             for h, label in zip(*axes["rates"].get_legend_handles_labels(), strict=True):
@@ -718,6 +799,7 @@ class Rendered:
 
     png: bytes
     svg: bytes | None = None
+    pdf: bytes | None = None
 
 
 _PATH_DATA = re.compile(rb' d="([^"]*)"')
@@ -746,23 +828,36 @@ steps of anti-aliased text and lines; 128 keeps those smooth and the file a sixt
 256."""
 
 
-def render(fig: Figure, *, svg: bool = False) -> Rendered:
-    """The figure as PNG and, with `svg`, SVG, without the metadata (date, software version) that
-    would make the same figure give other bytes on another day.
+def render(fig: Figure, *, svg: bool = False, pdf: bool = False, palette: bool = True) -> Rendered:
+    """The figure as PNG and, with `svg` and `pdf`, SVG and PDF, without the metadata (date,
+    software version) that would make the same figure give other bytes on another day.
 
-    The PNG is a palette image (`PNG_COLORS`): about a third of the full-colour file, and a
-    report embeds one per figure. The SVG is the one for print, with its path coordinates to
-    0.1 pt (`_compact_svg`); it takes as long again to write, so it is made only on request.
+    The PNG has the figure's dpi. With `palette` it is a palette image (`PNG_COLORS`): about a
+    third of the full-colour file, and a report embeds one per figure; without, full colour, for
+    print. The SVG and PDF are vector, for print; the SVG's path coordinates are kept to 0.1 pt
+    (`_compact_svg`). Each takes as long again to write, so they are made only on request.
     """
     with mpl.rc_context(EXPORT_STYLE):
         raw = io.BytesIO()
         fig.savefig(raw, format="rgba", dpi="figure")
         rgba = Image.frombytes("RGBA", fig.canvas.get_width_height(), raw.getvalue())
         png = io.BytesIO()
-        palette = rgba.convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.FASTOCTREE)
-        palette.save(png, format="PNG")
-        if not svg:
-            return Rendered(png.getvalue())
-        text = io.BytesIO()
-        fig.savefig(text, format="svg", metadata={"Date": None, "Creator": None})
-    return Rendered(png.getvalue(), _compact_svg(text.getvalue()))
+        rgb = rgba.convert("RGB")
+        if palette:
+            rgb.quantize(colors=PNG_COLORS, method=Image.Quantize.FASTOCTREE).save(png, format="PNG")
+        else:
+            # With its resolution, so that a document places it at its size in inches.
+            rgb.save(png, format="PNG", dpi=(round(fig.dpi), round(fig.dpi)))
+        vector = None
+        if svg:
+            text = io.BytesIO()
+            fig.savefig(text, format="svg", metadata={"Date": None, "Creator": None})
+            vector = _compact_svg(text.getvalue())
+        printable = None
+        if pdf:
+            document = io.BytesIO()
+            fig.savefig(
+                document, format="pdf", metadata={"CreationDate": None, "Creator": None, "Producer": None}
+            )
+            printable = document.getvalue()
+    return Rendered(png.getvalue(), vector, printable)

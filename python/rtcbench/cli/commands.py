@@ -12,6 +12,7 @@ from rich.markup import escape
 from rtcbench.cli.calibrate import calibrate_cmd
 from rtcbench.cli.compare import compare_cmd
 from rtcbench.cli.errors import debug_option, one_line
+from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
@@ -43,6 +44,7 @@ app.command("calibrate")(calibrate_cmd)
 app.command("score")(score_cmd)
 app.command("compare")(compare_cmd)
 app.command("report")(report_cmd)
+app.command("figure")(figure_cmd)
 
 
 def run_app() -> None:

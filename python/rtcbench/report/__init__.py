@@ -65,7 +65,7 @@ from rtcbench.report.runs import (
     case_id,
     find_runs,
     natural_key,
-    slug,
+    runs_ids,
     source_labels,
     video_flows,
 )
@@ -176,22 +176,6 @@ def _scores(
     return scores, by_run
 
 
-def _run_ids(runs: Sequence[Run], several: bool) -> dict[Path, str]:
-    ids: dict[Path, str] = {}
-    taken: set[str] = set()
-    for run in runs:
-        base = f"{case_id(run.scenario, run.variant)}--{slug(run.controller)}--seed-{run.seed}"
-        if several:
-            base = f"{slug(run.source.label)}--{base}"
-        rid, n = base, 1
-        while rid in taken:
-            n += 1
-            rid = f"{base}-{n}"
-        taken.add(rid)
-        ids[run.path] = rid
-    return ids
-
-
 def _headline(run: Run) -> str:
     video = video_flows(run.summary)
     if not video:
@@ -228,7 +212,9 @@ def _first_seeds(members: Sequence[Run], series: Mapping[Path, str], labels: Seq
 TIME_CAPTION = (
     "Over time, {who} side by side, each panel on one scale: (a) bottleneck capacity, each call's "
     "target (dashed), each media flow's sending (solid) and receive (dotted) rate in 200 ms windows, "
-    "and the competing TCP, CBR and UDP background traffic; (b) queuing delay, window mean and, "
+    "the competing TCP, CBR and UDP background traffic and, for a path over Wi-Fi or LTE, what its "
+    "radio hop could have given the video (dash-dot); (a′) where the calls are small beside the "
+    "rest, the calls alone on their own scale; (b) queuing delay, window mean and, "
     "dashed, the video's window p95; (c) loss by send time; (d) with video, frames completed at "
     "the receiver per second (1 s mean), freezes, and the encoded height (right axis). As "
     "Guerrero Viveros 2019 Fig. 6.2 and Sjölund and Kevo 2022 Fig. 5.1."
@@ -444,7 +430,7 @@ def build_report(
         for case in cases:
             case.notes.extend(comparison.sentences(case.id))
 
-    run_ids = _run_ids(runs, several)
+    run_ids = runs_ids(runs, several)
     blocks: list[RunBlock] = []
     for r in runs:
         rid = run_ids[r.path]

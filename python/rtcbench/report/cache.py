@@ -36,7 +36,7 @@ from rtcbench.plots import Rendered
 __all__ = ["CACHE_DIR", "FIGURE_VERSION", "figure_key", "load", "store"]
 
 CACHE_DIR = ".report-figures"
-FIGURE_VERSION = "2"
+FIGURE_VERSION = "3"
 """Raise when the drawing code changes what a figure shows: every cached figure is drawn again."""
 
 

@@ -26,9 +26,9 @@ from matplotlib.figure import Figure
 from rtcbench import plots, workers
 from rtcbench.analysis import packet_delays
 from rtcbench.measure import figure_tables
-from rtcbench.plots import BoxPanel, Rendered, RunColumn, TradeoffSeries
+from rtcbench.plots import BoxPanel, FigureStyle, Rendered, RunColumn, TradeoffSeries
 from rtcbench.report import cache
-from rtcbench.report.runs import Problem
+from rtcbench.report.runs import Problem, Run, Source, find_runs, runs_ids, source_labels
 from rtcbench.results import regular_file
 from rtcbench.tables import Tables
 
@@ -40,6 +40,7 @@ __all__ = [
     "TradeoffTask",
     "draw",
     "draw_all",
+    "draw_runs",
     "write_figures",
 ]
 
@@ -286,19 +287,60 @@ def draw_all(
     return out
 
 
+def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
+    """`folder/name` written under a temporary name, then renamed: never seen half-written, and an
+    interrupt leaves no temporary file."""
+    final = folder / name
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final
+
+
 def write_figures(figures: dict[str, Rendered], folder: Path) -> list[Path]:
-    """Writes each figure as `<id>.png`, and `<id>.svg` where it has one, into `folder` (each file
-    atomically: a temporary name, then a rename)."""
+    """Writes each figure as `<id>.png`, and `<id>.svg` and `<id>.pdf` where it has them, into
+    `folder` (each file atomically: a temporary name, then a rename)."""
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for fig_id in sorted(figures):
         rendered = figures[fig_id]
-        for ext, data in (("png", rendered.png), ("svg", rendered.svg)):
-            if data is None:
-                continue
-            final = folder / f"{fig_id}.{ext}"
-            tmp = folder / f".{fig_id}.{ext}.{os.getpid()}.tmp"
-            tmp.write_bytes(data)
-            os.replace(tmp, final)
-            written.append(final)
+        for ext, data in (("png", rendered.png), ("svg", rendered.svg), ("pdf", rendered.pdf)):
+            if data is not None:
+                written.append(_write_atomic(folder, f"{fig_id}.{ext}", data))
     return written
+
+
+def draw_runs(
+    dirs: Sequence[Path], out: Path, *, style: FigureStyle = "paper", formats: Sequence[str] = ("pdf", "png")
+) -> tuple[list[Path], list[str]]:
+    """Draws `plots.run_figure` of every run under `dirs` in `style` and writes it into `out` as
+    `<run id>.<format>` for each of `formats` (png, svg, pdf; ids as the report's runs,
+    `runs_ids`). The files written, and what could not be drawn, in one line each. The paper
+    style's PNG is full colour at 300 dpi; the screen style's a palette image at 90 dpi, as
+    `rtcbench run` writes overview.png."""
+    problems: list[Problem] = []
+    sources = [Source(d, label) for d, label in zip(dirs, source_labels(list(dirs)), strict=True)]
+    runs = sorted(find_runs(sources, problems), key=Run.order)
+    ids = runs_ids(runs, len(sources) > 1)
+    written: list[Path] = []
+    for run in runs:
+        lacking = [name for name in RUN_FIGURE_TABLES if not run.has(name)]
+        if lacking:
+            problems.append(Problem(str(run.path), f"not drawn: missing {', '.join(lacking)}"))
+            continue
+        try:
+            t, ts = figure_tables(run.path, run.summary["meta"])
+        except Exception as e:  # polars raises several kinds for a truncated or foreign file
+            problems.append(Problem(str(run.path), f"a trace table is unreadable ({type(e).__name__}: {e})"))
+            continue
+        fig = plots.run_figure([RunColumn("", t, ts)], run.title(), style=style)
+        rendered = plots.render(fig, svg="svg" in formats, pdf="pdf" in formats, palette=style == "screen")
+        out.mkdir(parents=True, exist_ok=True)
+        for ext, data in (("png", rendered.png), ("svg", rendered.svg), ("pdf", rendered.pdf)):
+            if ext in formats and data is not None:
+                written.append(_write_atomic(out, f"{ids[run.path]}.{ext}", data))
+    return written, [str(p) for p in problems]

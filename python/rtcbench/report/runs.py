@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "case_id",
     "find_runs",
     "natural_key",
+    "runs_ids",
     "slug",
     "source_labels",
     "video_flows",
@@ -163,6 +165,24 @@ def source_labels(paths: list[Path]) -> list[str]:
         if len(set(labels)) == len(labels):
             return labels
     return [f"{label}#{i + 1}" for i, label in enumerate(str(p) for p in resolved)]
+
+
+def runs_ids(runs: Sequence[Run], several: bool) -> dict[Path, str]:
+    """Each run's id in a report and in figure file names: `<case>--<controller>--seed-<n>`,
+    after its folder's label with `several` folders, and numbered where two would share one."""
+    ids: dict[Path, str] = {}
+    taken: set[str] = set()
+    for run in runs:
+        base = f"{case_id(run.scenario, run.variant)}--{slug(run.controller)}--seed-{run.seed}"
+        if several:
+            base = f"{slug(run.source.label)}--{base}"
+        rid, n = base, 1
+        while rid in taken:
+            n += 1
+            rid = f"{base}-{n}"
+        taken.add(rid)
+        ids[run.path] = rid
+    return ids
 
 
 def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
