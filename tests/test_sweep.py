@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from rtcbench import sweep as sw
+from rtcbench.suite import RUNS_TABLE, run_suite
 
 SPEC = """
 scenarios = ["rfc8867-5.1"]
@@ -117,7 +118,7 @@ def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
         subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, check=False)
 
 
-def test_a_sweep_on_a_ray_cluster_gives_the_same_runs_as_locally(
+def test_a_sweep_and_a_suite_on_a_ray_cluster_give_the_same_runs_as_locally(
     tmp_path: Path, ray_cluster: tuple[str, dict[str, str]]
 ) -> None:
     address, env = ray_cluster
@@ -130,6 +131,16 @@ def test_a_sweep_on_a_ray_cluster_gives_the_same_runs_as_locally(
     # Deterministic runs: the cluster's results are the local ones, metric for metric.
     keep = [c for c in local.runs.columns if c not in ("wall_s", "sim_wall_s")]
     assert remote.select(keep).sort("path").equals(local.runs.select(keep).sort("path"))
+    # A suite takes --ray too, with the same result as on this machine's processes.
+    sets = ["duration=10s", "delay=50ms", "mechanism=link-rate"]
+    here = run_suite(["rfc8867-5.1"], ["gcc", "nada"], reps=2, jobs=1, out=tmp_path / "s-local", sets=sets)
+    args = ["suite", "rfc8867-5.1", "--cc", "gcc,nada", "--reps", "2", "--out", str(tmp_path / "s-ray")]
+    suite_out = cli(*args, *(a for s in sets for a in ("--set", s)), "--ray", address, env=env)
+    assert suite_out.returncode == 0, suite_out.stderr
+    assert "4 runs (4 simulated, 0 already complete)" in suite_out.stdout
+    there = pl.read_parquet(tmp_path / "s-ray" / RUNS_TABLE)
+    keep = [c for c in here.runs.columns if c not in ("wall_s", "sim_wall_s")]
+    assert there.select(keep).sort("path").equals(here.runs.select(keep).sort("path"))
 
 
 @pytest.mark.parametrize(

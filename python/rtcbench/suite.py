@@ -41,11 +41,13 @@ from rtcbench.workers import job as worker_job
 from rtcbench.workers import pool as workers_pool
 
 __all__ = [
+    "EMULATION_RESOURCE",
     "FLOWS_TABLE",
     "RUNS_TABLE",
     "SUITES",
     "SuiteResult",
     "UnknownSuite",
+    "ray_executor",
     "rows_of_run",
     "run_suite",
     "select",
@@ -526,6 +528,43 @@ def execute_plan(
     return complete, todo
 
 
+EMULATION_RESOURCE = "rtcbench-emulation"
+"""The Ray resource an emulated run takes: a node started with one of it (`ray start
+--resources='{"rtcbench-emulation": 1}'`) runs one emulated run at a time, as its timing needs."""
+
+
+def ray_executor(
+    address: str, mode: str = SIMULATE
+) -> Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]:
+    """Runs jobs as Ray tasks on the cluster at `address` ("auto" for the one this machine has
+    joined). Every node needs the same rtcbench installed and must see `out` at the same path (a
+    shared file system). Needs the optional extra: `pip install rtcbench[ray]`. Emulated runs take
+    `EMULATION_RESOURCE` each, so one runs per node that offers it."""
+    try:
+        import ray
+    except ImportError as e:
+        raise InputError("--ray needs Ray: pip install 'rtcbench[ray]'") from e
+
+    def execute(jobs: list[_Job], on_done: Callable[[int, dict[str, Any]], None]) -> None:
+        started_here = not ray.is_initialized()
+        if started_here:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        try:
+            resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode in REAL_TIME_MODES else {}
+            task = ray.remote(num_cpus=1, resources=resources)(_execute)
+            pending = {task.remote(job): i for i, job in enumerate(jobs)}
+            while pending:
+                # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAKE_S)
+                for ref in ready:
+                    on_done(pending.pop(ref), ray.get(ref))
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    return execute
+
+
 def run_suite(
     names_or_scenarios: Sequence[str | Path],
     controllers: Sequence[str],
@@ -538,6 +577,7 @@ def run_suite(
     progress: Callable[[int, int], None] | RunProgress | None = None,
     command: str | None = None,
     mode: str = SIMULATE,
+    ray_address: str | None = None,
 ) -> SuiteResult:
     """Runs every variant of the selected scenarios with every controller, `reps` times (repetition
     r uses seed `seed + r`), `jobs` runs at a time (default, and at most, one per CPU) in as many
@@ -551,8 +591,12 @@ def run_suite(
     called after every run. User mistakes raise before anything is written: `UnknownSuite`,
     `ScenarioNotFound`, `runner.UnknownController`, `_core.ScenarioError`, or `ValueError`.
 
-    With `mode="emulate"` every run is emulated in real time (docs/emulation.md), one at a time:
-    two emulated runs on one machine would share its cores and spoil each other's timing.
+    With `ray_address` the runs are Ray tasks on that cluster instead (`ray_executor`; "auto":
+    the one this machine joined), as a sweep's are.
+
+    With `mode="emulate"` every run is emulated in real time (docs/emulation.md), one at a time
+    (or one per Ray node that offers `EMULATION_RESOURCE`): two emulated runs on one machine would
+    share its cores and spoil each other's timing.
     """
     out = Path(out)
     if not 1 <= reps <= MAX_REPS:
@@ -575,8 +619,9 @@ def run_suite(
         for c in dict.fromkeys(controllers)
         for r in range(reps)
     ]
+    executor = ray_executor(ray_address, mode) if ray_address is not None else None
     with batch_folder(out, plan):
-        complete, todo = execute_plan(plan, jobs, progress)
+        complete, todo = execute_plan(plan, jobs, progress, executor)
         simulated = sum(float(complete[i]["simulated_s"]) for i in todo)
         flow_rows: list[dict[str, Any]] = []
         run_rows: list[dict[str, Any]] = []

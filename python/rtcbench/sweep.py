@@ -43,14 +43,13 @@ from rtcbench.results import InputError, PathArg, write_parquet_atomic
 from rtcbench.scenarios import read_toml, resolve
 from rtcbench.suite import (
     RunProgress,
-    _execute,
     _Job,
     batch_folder,
     execute_plan,
+    ray_executor,
     rows_of_run,
     tables_of_rows,
 )
-from rtcbench.workers import WAKE_S
 
 __all__ = [
     "FLOWS_TABLE",
@@ -285,43 +284,6 @@ def _plan(
                         jobs.append(_Job.plan(v, c, resolved[c], seed, folder, command, mode))
                         owners.append(point)
     return jobs, owners
-
-
-EMULATION_RESOURCE = "rtcbench-emulation"
-"""The Ray resource an emulated run takes: a node started with one of it (`ray start
---resources='{"rtcbench-emulation": 1}'`) runs one emulated run at a time, as its timing needs."""
-
-
-def ray_executor(
-    address: str, mode: str = SIMULATE
-) -> Callable[[list[_Job], Callable[[int, dict[str, Any]], None]], None]:
-    """Runs jobs as Ray tasks on the cluster at `address` ("auto" for the one this machine has
-    joined). Every node needs the same rtcbench installed and must see `out` at the same path (a
-    shared file system). Needs the optional extra: `pip install rtcbench[ray]`. Emulated runs take
-    `EMULATION_RESOURCE` each, so one runs per node that offers it."""
-    try:
-        import ray
-    except ImportError as e:
-        raise SweepError("--ray needs Ray: pip install 'rtcbench[ray]'") from e
-
-    def execute(jobs: list[_Job], on_done: Callable[[int, dict[str, Any]], None]) -> None:
-        started_here = not ray.is_initialized()
-        if started_here:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        try:
-            resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode in REAL_TIME_MODES else {}
-            task = ray.remote(num_cpus=1, resources=resources)(_execute)
-            pending = {task.remote(job): i for i, job in enumerate(jobs)}
-            while pending:
-                # With a timeout, so that an interrupt is taken at once (`workers.WAKE_S`).
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAKE_S)
-                for ref in ready:
-                    on_done(pending.pop(ref), ray.get(ref))
-        finally:
-            if started_here:
-                ray.shutdown()
-
-    return execute
 
 
 def run_sweep(

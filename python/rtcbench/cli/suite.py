@@ -15,6 +15,11 @@ from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list
 from rtcbench.cli.render import _runs_bar, console, print_suite
 from rtcbench.suite import SUITES, run_suite
 
+RAY_HELP = (
+    "Run on the Ray cluster at this address ('auto': the one this machine joined); every node needs "
+    "rtcbench and the results folder at the same path."
+)
+
 
 @guarded("finished runs are kept in {out}; the same command resumes them")
 def suite_cmd(
@@ -36,7 +41,10 @@ def suite_cmd(
         list[str] | None,
         typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
     ] = None,
-    mode: Annotated[str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time.")] = "simulate",
+    mode: Annotated[
+        str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
+    ] = "simulate",
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
 ) -> None:
     """Run every variant of the selected scenarios with every controller, in parallel, and write
     the suite tables <out>/suite.parquet (per flow) and <out>/suite-runs.parquet (per run).
@@ -46,8 +54,9 @@ def suite_cmd(
     check_jobs(jobs)
     with _runs_bar() as progress:
         result = run_suite(
-            names, names_cc, reps, jobs, out, sets or [], seed, progress=progress, command=command, mode=mode
-        )
+            names, names_cc, reps, jobs, out, sets or [], seed,
+            progress=progress, command=command, mode=mode, ray_address=ray,
+        )  # fmt: skip
     print_suite(result)
 
 
@@ -59,10 +68,7 @@ def sweep_cmd(
         int | None,
         typer.Option(help=f"Local worker processes ({JOBS_HELP}; 1 runs in this process)."),
     ] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option("--ray", help="Run on the Ray cluster at this address ('auto': the one joined)."),
-    ] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
     mode: Annotated[
         str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
     ] = "simulate",
