@@ -260,3 +260,19 @@ def test_jobs_above_the_cpus_run_one_worker_per_cpu_and_say_so(
         "warning: --jobs 16: this process may use 2 CPU(s); running 2 at a time (more would only compete "
         "for the cores and memory)"
     ]
+
+
+def test_variant_values_have_numeric_companions() -> None:
+    from rtcbench.scenarios import numeric_value, typed_fields
+
+    assert numeric_value("100ms") == ("_s", 0.1)
+    assert numeric_value("2.5Mbps") == ("_bps", 2_500_000.0)
+    assert numeric_value("1000kbps") == ("_bps", 1_000_000.0)
+    assert numeric_value("3") == ("_value", 3.0) and numeric_value("0.05") == ("_value", 0.05)
+    for label in ("far", "true", "link-rate", "", "nan", "1e"):
+        assert numeric_value(label) is None, label
+    fields = typed_fields({"delay": "25ms", "location": "far", "rex": "7"}, "variant.")
+    assert fields == {
+        "variant.delay": "25ms", "variant.delay_s": 0.025, "variant.location": "far",
+        "variant.rex": "7", "variant.rex_value": 7.0,
+    }  # fmt: skip

@@ -27,9 +27,11 @@ __all__ = [
     "Table",
     "Variant",
     "builtin",
+    "numeric_value",
     "other_codecs",
     "read_toml",
     "resolve",
+    "typed_fields",
     "variant_fields",
 ]
 
@@ -149,6 +151,41 @@ def variant_fields(variant: str) -> dict[str, str]:
     if "=" not in variant:
         return {}
     return dict(part.partition("=")[::2] for part in _FIELD_START.split(variant))
+
+
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def numeric_value(text: str) -> tuple[str, float] | None:
+    """A variant's or a sweep point's value as a number, with the suffix its column takes: a
+    duration in seconds (``"100ms"`` → ``("_s", 0.1)``), a rate in bit/s (``"2.5Mbps"`` →
+    ``("_bps", 2500000.0)``), both parsed as scenarios parse them, or a plain number
+    (``("_value", …)``); None for anything else (a label, a boolean). So that a table of runs
+    sorts and plots "25ms" before "100ms"."""
+    try:
+        return "_s", float(_core.duration_s(text))
+    except ValueError:
+        pass
+    try:
+        return "_bps", float(_core.rate_bps(text))
+    except ValueError:
+        pass
+    if _PLAIN_NUMBER.fullmatch(text.strip()):
+        return "_value", float(text)
+    return None
+
+
+def typed_fields(fields: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`fields` as table columns named `prefix + name`, each followed by its numeric companion
+    (`numeric_value`) where its value has one: ``{"delay": "100ms"}`` gives ``variant.delay`` =
+    ``"100ms"`` and ``variant.delay_s`` = 0.1 with the prefix ``variant.``."""
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        out[prefix + name] = value
+        typed = numeric_value(value) if isinstance(value, str) else None
+        if typed is not None:
+            out[prefix + name + typed[0]] = typed[1]
+    return out
 
 
 def builtin() -> list[BuiltinScenario]:

@@ -34,7 +34,7 @@ from rtcbench.results import (
     remove_unfinished,
     write_parquet_atomic,
 )
-from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, variant_fields
+from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, typed_fields, variant_fields
 from rtcbench.tables import VIDEO
 from rtcbench.workers import WAKE_S, single_threaded_polars, spawning, stopping, worker_count
 from rtcbench.workers import job as worker_job
@@ -291,14 +291,16 @@ def _flat(prefix: str, value: Any) -> dict[str, Any]:
 
 VARIANT_PREFIX = "variant."
 """Each field of a run's variant is a String column `variant.<field>` (`scenarios.variant_fields`),
-placed after the keys; runs of variants without that field have null."""
+placed after the keys, followed where its value is a duration, a rate or a number by a Float64
+companion in SI units (`variant.<field>_s`, `_bps`, `_value`: `scenarios.typed_fields`); runs of
+variants without that field have null."""
 
 
 def _keys(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         **{k: summary[k] for k in ("scenario", "variant", "controller", "seed")},
         "run_key": summary["identity"]["key"],
-        **{VARIANT_PREFIX + k: v for k, v in variant_fields(summary["variant"]).items()},
+        **typed_fields(variant_fields(summary["variant"]), VARIANT_PREFIX),
     }
 
 

@@ -40,7 +40,7 @@ import polars as pl
 from rtcbench import runner
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
-from rtcbench.scenarios import read_toml, resolve
+from rtcbench.scenarios import read_toml, resolve, typed_fields
 from rtcbench.suite import (
     RunProgress,
     _Job,
@@ -315,7 +315,7 @@ def run_sweep(
         for job, point, summary in zip(plan, owners, summaries, strict=True):
             rel = job.path.relative_to(out).as_posix()
             params = {field: None for field in swept} | dict(point.values)
-            key = {"point": point.slug, **params}
+            key = {"point": point.slug, **typed_fields(params)}
             flows_of_run, run_row = rows_of_run(summary, rel)
             run_rows.append({**key, **run_row, **_video_means(summary)})
             flow_rows += [{**key, **row} for row in flows_of_run]
