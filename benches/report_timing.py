@@ -51,10 +51,10 @@ def rtcbench(*args: str) -> str:
 
 
 def report(results: Path, page: Path) -> Timing:
-    """`rtcbench report RESULTS --out PAGE`, timed. The CPU time counts the report's process and
+    """`rtcbench report RESULTS --html PAGE`, timed. The CPU time counts the report's process and
     its figure workers, which it waits for before it ends."""
     cpu, wall = _cpu_s(), time.perf_counter()
-    said = rtcbench("report", str(results), "--out", str(page))
+    said = rtcbench("report", str(results), "--html", str(page))
     wall, cpu = time.perf_counter() - wall, _cpu_s() - cpu
     last = said.strip().splitlines()[-1] if said.strip() else ""
     contents = last[last.find("(") + 1 : last.find(")")] if "(" in last else last

@@ -267,8 +267,9 @@ def test_folders_compare_the_same_controller_old_against_new(suite: Path, tmp_pa
 
 
 def test_the_command_prints_the_table_and_writes_the_frame(suite: Path, tmp_path: Path) -> None:
-    out = tmp_path / "sub" / "comparison.parquet"
-    code, stdout, stderr = invoke(suite, "--baseline", "gcc", "--out", out)
+    folder = tmp_path / "sub"
+    out = folder / "comparison.parquet"
+    code, stdout, stderr = invoke(suite, "--baseline", "gcc", "--out", folder)
     assert code == 0, stderr
     assert stderr == ""
     assert "fixed (B) compared with gcc (A)" in stdout
@@ -396,7 +397,7 @@ def test_a_broken_run_folder_is_named_and_the_rest_compared(suite: Path, tmp_pat
         (("{suite}", "--metric", "goodput"), "unknown metric 'goodput' (allowed: utilization, "),
         (("{suite}", "--tolerance", "-0.1"), "--tolerance must be a finite number ≥ 0"),
         (("{suite}", "--resamples", "0"), "--resamples must be at least 1"),
-        (("{suite}", "--out", "{empty}"), "is a folder; give a file name"),
+        (("{suite}", "--out", "{missing}.parquet"), "give a folder: the table is written there as"),
     ],
 )
 def test_user_mistakes_exit_2_with_one_line(

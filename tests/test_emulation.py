@@ -152,7 +152,7 @@ def test_score_compare_and_report_take_emulated_runs(tmp_path: Path) -> None:
     compare = _cli("compare", str(tmp_path / "sim"), str(tmp_path / "emu"))
     assert compare.returncode == 0, compare.stderr
     assert "emu-fixed" in compare.stdout
-    report = _cli("report", str(tmp_path / "emu"), "--out", str(tmp_path / "report.html"))
+    report = _cli("report", str(tmp_path / "emu"), "--html", str(tmp_path / "report.html"))
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "report.html").read_text()
     assert "emu-fixed [emulated] · fixed · seed 1" in page and "relay timing error p99" in page

@@ -160,7 +160,7 @@ def test_score_compare_and_report_of_a_hostile_summary_end_with_one_line(
     _, run, named = broken
     one_line(cli("score", run), str(run), "no run could be scored", named)
     one_line(cli("compare", run), str(run), "no complete run", named)
-    line = one_line(cli("report", run, "--jobs", "1", "--run-figures", "none", "--out", tmp_path / "r.html"))
+    line = one_line(cli("report", run, "--jobs", "1", "--run-figures", "none", "--html", tmp_path / "r.html"))
     assert str(run) in line and named in line and "no report was written" in line
 
 
@@ -171,7 +171,7 @@ def test_score_and_report_skip_a_hostile_summary_and_go_on(
     out = cli("score", root)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert f"skipped: {run}" in out.stderr and named in out.stderr, out.stderr[-2000:]
-    out = cli("report", root, "--jobs", "1", "--run-figures", "none", "--out", tmp_path / "r.html")
+    out = cli("report", root, "--jobs", "1", "--run-figures", "none", "--html", tmp_path / "r.html")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert str(run) in out.stderr and named in out.stderr, out.stderr[-2000:]
 

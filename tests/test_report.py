@@ -179,7 +179,7 @@ def report(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
     """`rtcbench report SUITE --out ... --figures ...`, once: (html, figures folder, stderr)."""
     where = tmp_path_factory.mktemp("report")
     html, figures = where / "suite.html", where / "figures"
-    out = cli("report", str(suite), "--out", str(html), "--figures", str(figures), "--jobs", "1")
+    out = cli("report", str(suite), "--html", str(html), "--figures", str(figures), "--jobs", "1")
     assert out.returncode == 0, out.stderr
     assert "report:" in out.stdout
     yield html, figures, out.stderr
@@ -450,7 +450,7 @@ def test_read_only_results_are_reported_without_writing_to_them(suite: Path, tmp
     root = fresh_copy(suite, tmp_path / "archive")
     before = _tree(root)
     html = tmp_path / "a.html"
-    out = _read_only_cli(root, "report", str(root), "--out", str(html), "--jobs", "1")
+    out = _read_only_cli(root, "report", str(root), "--html", str(html), "--jobs", "1")
     assert out.returncode == 0 and out.stderr == "", out.stderr
     assert set(Page(html.read_text(encoding="utf-8")).figures) == expected_figures(suite)
     assert _tree(root) == before  # no cache either
@@ -464,7 +464,7 @@ def test_read_only_results_are_reported_without_writing_to_them(suite: Path, tmp
         entry.write_bytes(marker)
     before = _tree(root)
     html = tmp_path / "b.html"
-    out = _read_only_cli(root, "report", str(root), "--out", str(html), "--jobs", "1")
+    out = _read_only_cli(root, "report", str(root), "--html", str(html), "--jobs", "1")
     assert out.returncode == 0 and out.stderr == "", out.stderr
     images = Page(html.read_text(encoding="utf-8")).images
     assert len(images) == len(entries)
@@ -524,7 +524,7 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     shutil.copytree(suite, root)
     broken = _damage(root)
     html = tmp_path / "out" / "partial.html"
-    out = cli("report", str(root), "--out", str(html), "--jobs", "1")
+    out = cli("report", str(root), "--html", str(html), "--jobs", "1")
     assert out.returncode == 0, out.stderr
     err = out.stderr
     assert f"{broken['summary']}: missing summary.json" in err
@@ -577,7 +577,18 @@ def test_bad_arguments_end_with_one_line_and_status_2(suite: Path, tmp_path: Pat
     assert bad.exit_code == 2 and "first, all or none" in bad.stderr
     labels = runner.invoke(app, ["report", str(suite), "--labels", "a", "--labels", "b"])
     assert labels.exit_code == 2 and "2 --labels for 1 folders" in labels.stderr
-    for r in (missing, nothing, bad, labels):
+    # --out is a folder, as everywhere: the page is OUT/report.html; --html names the page.
+    as_file = runner.invoke(app, ["report", str(suite), "--out", str(tmp_path / "r.html")])
+    assert (
+        as_file.exit_code == 2
+        and "give a folder (the page is written there as report.html)" in as_file.stderr
+    )
+    both = runner.invoke(
+        app, ["report", str(suite), "--out", str(tmp_path), "--html", str(tmp_path / "p.html")]
+    )
+    assert both.exit_code == 2 and "--out and --html: give one" in both.stderr
+    assert not any(tmp_path.glob("*.html"))
+    for r in (missing, nothing, bad, labels, as_file, both):
         assert ("Traceback" not in r.stderr and r.exception is None) or isinstance(r.exception, SystemExit)
 
 
@@ -688,3 +699,12 @@ def test_a_screenshot_of_the_comparison_shows_the_verdicts(compared: Path, tmp_p
         rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
         near = sum(n for n, c in counts if sum(abs(x - y) for x, y in zip(c, rgb, strict=True)) <= 40)
         assert near > 30, (colour, near)
+
+
+def test_out_is_the_folder_the_page_goes_into(suite: Path, tmp_path: Path) -> None:
+    one_case = suite / case_folders(suite)[0]
+    out = tmp_path / "pages"
+    done = cli("report", str(one_case), "--out", str(out), "--run-figures", "none", "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in out.iterdir()] == ["report.html"]
+    assert f"report: {out / 'report.html'}" in done.stdout

@@ -14,6 +14,9 @@ from rtcbench.cli.render import console, err_console, print_comparison
 from rtcbench.compare import MIN_REPS, CompareError, comparison
 from rtcbench.results import write_parquet_atomic
 
+COMPARISON_FILE = "comparison.parquet"
+"""What `--out DIR` holds: the comparison's table (docs/compare.md, "The table")."""
+
 
 @guarded("no comparison was written")
 def compare_cmd(
@@ -46,8 +49,14 @@ def compare_cmd(
         float, typer.Option(help="Relative change below which nothing is flagged (0.05 = 5 %).")
     ] = 0.05,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples per comparison.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap: the same seed, the same output.")] = 0,
-    out: Annotated[Path | None, typer.Option(help="Also write the comparison as this Parquet file.")] = None,
+    seed: Annotated[
+        int,
+        typer.Option("--bootstrap-seed", help="Seed of the bootstrap: the same seed, the same output."),
+    ] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option(help=f"Also write the comparison into this folder, as {COMPARISON_FILE}."),
+    ] = None,
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="Exit with status 1 if any regression is found.")
     ] = False,
@@ -66,8 +75,8 @@ def compare_cmd(
     """Compare result sets: means per case and metric, the difference B − A with a bootstrap 95 %
     interval over the repetitions, and a verdict (regression, improvement, no change,
     insufficient data, too few repetitions). See docs/compare.md."""
-    if out is not None and out.is_dir():
-        _fail(f"--out {out}: is a folder; give a file name such as comparison.parquet")
+    if out is not None and (out.suffix == ".parquet" or (out.exists() and not out.is_dir())):
+        _fail(f"--out {out}: give a folder: the table is written there as {COMPARISON_FILE}")
     try:
         result = comparison(
             dirs,
@@ -88,9 +97,9 @@ def compare_cmd(
         err_console.print(f"[yellow]note:[/] {escape(n)}", highlight=False, soft_wrap=True)
     print_comparison(result)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_parquet_atomic(result.table, out)
-        console.print(escape(f"table: {out}"), highlight=False)
+        out.mkdir(parents=True, exist_ok=True)
+        write_parquet_atomic(result.table, out / COMPARISON_FILE)
+        console.print(escape(f"table: {out / COMPARISON_FILE}"), highlight=False)
     regressions = int((result.table.get_column("verdict") == "regression").sum())
     if fail_on_regression and regressions:
         raise typer.Exit(1)

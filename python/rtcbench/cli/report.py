@@ -15,6 +15,9 @@ from rtcbench.cli.options import JOBS_HELP, LABELS_HELP, _listed_option, check_j
 from rtcbench.cli.render import _progress_bar, console, err_console
 from rtcbench.compare import MIN_REPS
 
+PAGE = "report.html"
+"""The page's name in the folder `--out` names."""
+
 
 @guarded("no report was written")
 def report_cmd(
@@ -27,8 +30,13 @@ def report_cmd(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="The HTML file (default: DIR/report.html for one folder, report.html for several)."
+            help=f"The folder the page is written into, as {PAGE} (default: DIR for one folder, the "
+            "current folder for several)."
         ),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(help=f"The page itself, under another name than OUT/{PAGE}."),
     ] = None,
     figures: Annotated[
         Path | None,
@@ -85,10 +93,15 @@ def report_cmd(
     for d in dirs:
         if not d.is_dir():
             _fail(f"{d}: not a folder")
+    if out is not None and html is not None:
+        _fail("--out and --html: give one (--out DIR writes DIR/report.html; --html names the page)")
+    if out is not None and (out.suffix in (".html", ".htm") or (out.exists() and not out.is_dir())):
+        _fail(f"--out {out}: give a folder (the page is written there as {PAGE}), or --html FILE")
+    page = html if html is not None else (out / PAGE if out is not None else None)
     with _progress_bar("figures") as progress:
         result = build_report(
             dirs,
-            out,
+            page,
             figures=figures,
             run_figures=cast(RunFigures, run_figures),  # checked above
             jobs=jobs,
