@@ -86,6 +86,30 @@ def test_run_quiet_prints_the_folders_and_json_the_summaries(tmp_path: Path) -> 
     assert both.returncode == 2 and "--quiet and --json" in both.stderr
 
 
+def test_run_jobs_runs_the_variants_side_by_side_with_the_same_results(tmp_path: Path) -> None:
+    """`run --jobs 2`: the same folders, summaries and printed tables as one after the other, each
+    run with its figure; real-time modes and a capture refuse it in one line."""
+    args = ["run", "rfc8867-5.1", "--cc", "gcc,nada", "--set", "duration=5s"]
+    one = cli(*args, "--out", str(tmp_path / "one"), "--json")
+    two = cli(*args, "--out", str(tmp_path / "two"), "--json", "--jobs", "2")
+    assert one.returncode == 0 and two.returncode == 0, (one.stderr, two.stderr)
+    volatile = {"path", "wall_s", "sim_wall_s", "command", "provenance", "files"}
+
+    def runs(out: str) -> list[dict[str, object]]:
+        return [{k: v for k, v in json.loads(line).items() if k not in volatile} for line in out.splitlines()]
+
+    assert runs(one.stdout) == runs(two.stdout) and len(runs(two.stdout)) == 8
+    assert all(
+        (Path(json.loads(line)["path"]) / "overview.png").is_file() for line in two.stdout.splitlines()
+    )
+    for extra, said in (
+        (["--mode", "emulate"], "--mode emulate runs in real time, one at a time"),
+        (["--cc", "gcc", "--pcap", str(tmp_path / "c.pcap")], "--pcap writes one capture at a time"),
+    ):
+        bad = cli("run", "rfc8867-5.1", "--out", str(tmp_path / "bad"), "--jobs", "2", *extra)
+        assert bad.returncode == 2 and said in bad.stderr and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
 def test_the_phase_table_of_several_calls_names_each_flow_and_link(tmp_path: Path) -> None:
     """RFC 8867 §6.3: three calls over two bottlenecks. The phase table has a row per video flow
     and phase, each naming its flow and link (it showed the first flow of each phase, unnamed)."""

@@ -49,6 +49,7 @@ __all__ = [
     "UnknownSuite",
     "ray_executor",
     "rows_of_run",
+    "run_parallel",
     "run_suite",
     "select",
     "tables_of_rows",
@@ -160,15 +161,17 @@ class _Job:
     command: str | None
     path: Path
     mode: str = SIMULATE
+    figure: bool = False
 
     @classmethod
     def plan(
         cls, variant: Variant, controller: str, resolved: str | UserController, seed: int, out: Path,
-        command: str | None, mode: str = SIMULATE,
+        command: str | None, mode: str = SIMULATE, *, figure: bool = False,
     ) -> _Job:  # fmt: skip
-        """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it."""
+        """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it.
+        With `figure`, the run draws its overview.png (as `rtcbench run` does; a suite draws none)."""
         path = runner.run_folder(out, variant, resolved, seed, mode)
-        return cls(variant, controller, seed, out, command, path, mode)
+        return cls(variant, controller, seed, out, command, path, mode, figure)
 
     def done(self) -> dict[str, Any] | None:
         """The run's summary if its folder is complete and unchanged since it was written (every
@@ -180,13 +183,15 @@ class _Job:
             return None
         identity = summary.get("identity")
         same = isinstance(identity, dict) and identity.get("key") == self.path.parent.name
-        return summary if same and FILES_KEY in summary else None
+        drawn = not self.figure or (self.path / runner.FIGURE).is_file()
+        return summary if same and FILES_KEY in summary and drawn else None
 
 
 def _execute(job: _Job) -> dict[str, Any]:
-    """Runs one job and writes its folder (no figure: figures are rendered on demand)."""
+    """Runs one job and writes its folder (its figure only if the job asks: a suite's figures are
+    drawn on demand)."""
     r = runner.run_variant(
-        job.variant, job.controller, job.seed, job.out, figure=False, command=job.command, mode=job.mode
+        job.variant, job.controller, job.seed, job.out, figure=job.figure, command=job.command, mode=job.mode
     )
     return r.summary
 
@@ -565,6 +570,35 @@ def ray_executor(
                 ray.shutdown()
 
     return execute
+
+
+def run_parallel(
+    scenario: str | Path,
+    controllers: Sequence[str],
+    seed: int,
+    out: PathArg,
+    sets: Sequence[str] = (),
+    *,
+    jobs: int | None = None,
+    figure: bool = True,
+    command: str | None = None,
+) -> list[runner.RunResult]:
+    """`rtcbench run --jobs N`: every variant of `scenario` with each of `controllers`, `jobs`
+    runs at a time on worker processes (`execute_plan`), each drawing its figure with `figure`.
+    A run whose folder is already complete (and drawn, with `figure`) is read back, not run
+    again: runs are a pure function of their key. The results in the order `rtcbench run`
+    prints them, controller by controller."""
+    out = Path(out)
+    resolved = {c: runner.resolve_controller(c) for c in controllers}
+    variants = resolve(scenario, list(sets))
+    plan = [
+        _Job.plan(v, c, resolved[c], seed, out, command, SIMULATE, figure=figure)
+        for c in dict.fromkeys(controllers)
+        for v in variants
+    ]
+    with batch_folder(out, plan):
+        summaries, _ = execute_plan(plan, jobs)
+    return [runner.RunResult(job.path, summary) for job, summary in zip(plan, summaries, strict=True)]
 
 
 def run_suite(

@@ -7,7 +7,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,13 +15,13 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import CC_HELP, MODE_HELP, _controller_list
+from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
 from rtcbench.cli.render import _fmt, console, print_controllers, print_scenarios, print_summary
 from rtcbench.compare import RUNS_INDEX, load_runs
 from rtcbench.results import write_parquet_atomic
-from rtcbench.runner import check_mode, controllers, run, run_variant
+from rtcbench.runner import RunResult, check_mode, controllers, run, run_variant
 from rtcbench.scenarios import builtin, resolve
-from rtcbench.suite import SUITES, select
+from rtcbench.suite import SUITES, run_parallel, select
 
 NETWORKS = ("wired", "wifi", "lte", "trace")
 """What `rtcbench list --network` tells scenarios apart by: a Wi-Fi BSS, an LTE cell, a link
@@ -98,6 +98,13 @@ def run_cmd(
         bool,
         typer.Option("--json", help="Print each run's summary.json, with its folder as `path`, one a line."),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Runs at a time, on worker processes ({JOBS_HELP}); default 1: in this process, "
+            "one after the other. Runs complete in OUT are then read back."
+        ),
+    ] = 1,
 ) -> None:
     """Run every variant of a scenario with each controller and write one results folder per variant
     and controller."""
@@ -108,10 +115,26 @@ def run_cmd(
         _fail("--pcap takes one controller: the captures of several would have the same name")
     if quiet and as_json:
         _fail("--quiet and --json: choose one")
-    for name in names:
-        results = run(
-            scenario, name, seed, out, sets or [], figure=figure, command=command, pcap=pcap, mode=mode
+    check_jobs(jobs)
+    parallel = jobs != 1
+    if parallel and mode != "simulate":
+        _fail(f"--jobs runs simulations side by side; --mode {mode} runs in real time, one at a time")
+    if parallel and pcap is not None:
+        _fail("--pcap writes one capture at a time: give --jobs 1")
+    overrides = sets or []
+    batches: Iterable[list[RunResult]]
+    if parallel:
+        # Every controller's variants at once; printed as `rtcbench run` prints them.
+        batches = [
+            run_parallel(scenario, names, seed, out, overrides, jobs=jobs, figure=figure, command=command)
+        ]
+    else:
+        # One controller at a time, each printed as soon as its variants are done.
+        batches = (
+            run(scenario, name, seed, out, overrides, figure=figure, command=command, pcap=pcap, mode=mode)
+            for name in names
         )
+    for results in batches:
         if quiet or as_json:
             _write_index(out, say=False)
             lines = [
