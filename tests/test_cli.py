@@ -265,6 +265,11 @@ def test_table_compares_controllers_in_markdown() -> None:
     # fixed sends its 300 kbit/s start rate over a mostly 2 Mbit/s link: low utilisation, no loss.
     assert float(rows[1][4]) < 0.3
     assert cli("table", "seed001-sudden-reduction", "--cc", "gcc,nope").returncode == 2
+    # --set as in run and suite: two variants of rfc8867-5.1 pinned to one, and shortened.
+    pinned = cli("table", "rfc8867-5.1", "--cc", "gcc", "--set", "delay=50ms", "--set", "duration=5s")
+    assert pinned.returncode == 0, pinned.stderr
+    variants = {line.split(" | ")[1] for line in pinned.stdout.strip().splitlines()[2:]}
+    assert variants == {"delay=50ms,mechanism=link-rate", "delay=50ms,mechanism=udp-background"}
 
 
 def test_table_shows_the_competing_flows_beside_the_media() -> None:

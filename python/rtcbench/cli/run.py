@@ -170,6 +170,10 @@ def table_cmd(
     ] = None,
     cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc,fixed",
     seed: Annotated[int, typer.Option(help="Seed of every run (0 to 2**64 - 1).")] = 1,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
+    ] = None,
 ) -> None:
     """Compare controllers on scenarios: one Markdown row per scenario variant, controller and flow.
 
@@ -184,7 +188,7 @@ def table_cmd(
         "|---|---|---|---|---|---|---|---|",
     ]
     for scenario in ids:
-        for v in resolve(scenario):
+        for v in resolve(scenario, sets or []):
             for name in names:
                 r = run_variant(v, name, seed, None, figure=False)
                 for f in r.summary["flows"]:
