@@ -219,8 +219,9 @@ def test_a_variant_name_splits_into_its_fields(variant: str, fields: dict[str, s
 def test_the_suite_tables_have_a_column_per_variant_field(tmp_path: Path) -> None:
     result = run_suite(["rfc8867-5.6"], ["fixed"], out=str(tmp_path), sets=["duration=7s"], jobs=1)
     for table in (result.flows, result.runs):
-        head = table.columns[: table.columns.index("run_key") + 3]
-        assert head[-2:] == ["variant.queue", "variant.tcp_cc"], head
+        head = table.columns[: table.columns.index("run_key") + 4]
+        # Each field, then its value as a number where it is one (the queue in seconds).
+        assert head[-3:] == ["variant.queue", "variant.queue_s", "variant.tcp_cc"], head
         rows = table.select("variant", "variant.queue", "variant.tcp_cc").unique().sort("variant").rows()
         assert all(v == f"queue={q},tcp_cc={cc}" for v, q, cc in rows) and len(rows) == 4
 

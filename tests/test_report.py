@@ -326,7 +326,8 @@ def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> N
     a = build_report([suite], tmp_path / "a.html", run_figures="none", jobs=1, command="same")
     b = build_report([suite], tmp_path / "b.html", run_figures="none", jobs=1, command="same")
     assert a.path.read_bytes() == b.path.read_bytes()
-    assert a.figures == b.figures and len(a.figures) == 2 * len(case_folders(suite))
+    # Per case: goodput against delay, the CDF and the box plots (no time figures here).
+    assert a.figures == b.figures and len(a.figures) == 3 * len(case_folders(suite))
 
 
 PAGE_BYTES_PER_RUN = 60_000
@@ -487,7 +488,8 @@ def test_one_repetition_shows_values_and_variants_come_in_order(single: Path, tm
     runs = re.findall(r'<details class="run" id="run--([^"]+)"', text)
     assert runs[0].startswith(by_delay[0]) and runs[-1].startswith(by_delay[1])
     # One run per controller: values, no box plots and no intervals.
-    assert sorted(Page(text).figures) == sorted(f"{kind}--{c}" for c in cases for kind in ("time", "cdf"))
+    kinds = ("time", "tradeoff", "cdf")
+    assert sorted(Page(text).figures) == sorted(f"{kind}--{c}" for c in cases for kind in kinds)
     for c in cases:
         table = text.split(f'id="tbl-case--{c}"', 1)[1].split("</table>", 1)[0]
         assert "1 repetition: values, no interval" in table
@@ -543,7 +545,8 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
     # The rest is there: 4 of 8 runs, one per controller and case, so no box plots; every case over
     # time and its CDF. Where a first seed is left out, the next seed is drawn over time.
-    assert set(page.figures) == {f"{kind}--{c}" for c in case_folders(suite) for kind in ("time", "cdf")}
+    kinds = ("time", "tradeoff", "cdf")
+    assert set(page.figures) == {f"{kind}--{c}" for c in case_folders(suite) for kind in kinds}
     assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 4
     for k in ("timeseries", "json"):
         block = text.split(f'id="{_run_id(root, broken[k].with_name("seed-2"))}"', 1)[1].split("</details>")[
@@ -560,7 +563,8 @@ def test_a_single_run_folder(suite: Path, tmp_path: Path) -> None:
     result = build_report([target], jobs=1)
     assert result.path == target / "report.html" and result.runs == 1 and result.problems == ()
     page = Page(result.path.read_text(encoding="utf-8"))
-    assert len(page.figures) == 2  # the run over time and its CDF: no box plots of one run
+    # The run over time, its goodput against delay and its CDF: no box plots of one run.
+    assert len(page.figures) == 3
     assert set(result.figures) == set(page.figures)
     assert set(result.tables) == set(page.tables)
 
