@@ -343,7 +343,14 @@ def ran(variant: rtcbench.Variant, tmp_path_factory: pytest.TempPathFactory) -> 
         traffic = cross.start(bed, flows, end_s=END_S, log_dir=logs)
         t0 = traffic.go()
         time.sleep(max(0.0, t0 + 1.5 - time.monotonic()))  # the bulk flows are running
-        ss = bed.run("A", ["ss", "-tinH"], capture_output=True, text=True, check=True).stdout
+        # Until the three of A's bulk flows are listed, while they run (0.5-3.0 s): a single look
+        # at 1.5 s listed none once, in a clean-clone CI run on a slow day (and all three in the
+        # runs before and after it).
+        while True:
+            ss = bed.run("A", ["ss", "-tinH"], capture_output=True, text=True, check=True).stdout
+            if len(congestion_controls(ss)) >= 3 or time.monotonic() > t0 + 2.8:
+                break
+            time.sleep(0.1)
         traffic.wait(END_S + 10)
         segments = {node: tcp_segments(bed, node) for node in ("D", "E")}
         pids = [a.process.pid for a in traffic.agents]

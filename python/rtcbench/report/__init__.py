@@ -225,7 +225,8 @@ BOX_CAPTION = (
     "confidence interval (a controller with one run has its dot only). Utilisation = receive rate / "
     "capacity of the video flows' path; latency = their queuing-delay p95; responsiveness = the "
     "scorecard's {kind}; loss = dropped / sent; goodput = media payload received; freezes = of the "
-    "video shown (means over the run's video flows)."
+    "video shown; frame rate and frame delay p95 (capture to rendering) of the frames rendered "
+    "(means over the run's video flows)."
 )
 TRADEOFF_CAPTION = (
     "Video goodput against queuing delay, as Pantheon (Yan et al. 2018) and De Cicco et al. 2013 "

@@ -326,9 +326,11 @@ METRICS = (
     RepetitionMetric("loss_pct", "loss", "%", 2),
     RepetitionMetric("goodput_kbps", "goodput", "kbit/s", 0),
     RepetitionMetric("freezes", "freezes", "count", 1),
+    RepetitionMetric("fps_mean", "frame rate", "fps", 1),
+    RepetitionMetric("frame_delay_p95_ms", "frame delay p95", "ms", 0),
 )
 """The four box plots of Sjölund and Kevo 2022 §5.2 (link utilisation, latency, responsiveness,
-packet loss), then what the picture got: goodput and freezes."""
+packet loss), then what the picture got: goodput, freezes, frame rate and frame delay p95."""
 
 REACTION = "reaction to capacity drops"
 STARTUP = "start-up convergence"
@@ -348,7 +350,8 @@ def _mean(values: list[float]) -> float | None:
 
 def run_values(run: Run, scores: Mapping[str, float | None], responsiveness: str) -> dict[str, float | None]:
     """One run's values of `METRICS`: the video flows' mean utilisation, queuing-delay p95, loss,
-    goodput and freezes (averaged over the run's video flows, as `SuiteResult.overview` does) and
+    goodput, freezes, frame rate and frame delay p95 (averaged over the run's video flows, as
+    `SuiteResult.overview` does) and
     its responsiveness."""
     video = video_flows(run.summary)
 
@@ -362,6 +365,8 @@ def run_values(run: Run, scores: Mapping[str, float | None], responsiveness: str
         "loss_pct": of("loss_ratio", 100.0),
         "goodput_kbps": of("mean_goodput_bps", 1e-3),
         "freezes": of("freezes"),
+        "fps_mean": of("fps_mean"),
+        "frame_delay_p95_ms": of("frame_delay_p95_ms"),
         "responsiveness_s": scores.get("reaction" if responsiveness == REACTION else "startup"),
     }
 
