@@ -279,11 +279,6 @@ def _rates_panel(ax: Axes, run: _Run) -> None:
     _competing_lines(ax, run)
 
 
-def _calls_panel(ax: Axes, run: _Run) -> None:
-    """(a′) the calls alone, on their own scale: drawn when they are small beside the rest of (a)."""
-    _call_lines(ax, run)
-
-
 def _call_lines(ax: Axes, run: _Run) -> None:
     """Each call's target (dashed), each media flow's sending (solid) and receive (dotted) rate."""
     t, flows, colors = run.column.tables, run.flows, run.colors
@@ -416,7 +411,7 @@ _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
         "(a) rates, {window} windows: solid sent, dotted received, dashed the call's target",
         _rates_panel,
     ),
-    "calls": ("Mbit/s", "(a′) the calls alone, on their own scale", _calls_panel),
+    "calls": ("Mbit/s", "(a′) the calls alone, on their own scale", _call_lines),
     "delay": (
         "queuing delay (ms)",
         "(b) queuing delay (owd - min owd): window mean; dashed: video window p95",
