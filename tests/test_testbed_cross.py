@@ -295,6 +295,8 @@ class Ran:
     logs: dict[str, cross.FlowLog]
     socket_cc: dict[int, str]
     """Source port → congestion control, from `ss -ti` in A's namespace."""
+    ss_looks: list[tuple[float, str]]
+    """Each look at `ss -tinH`: seconds after the start, and what it printed."""
     tcp_segments: dict[str, tuple[int, int]]
     """Node → (segments received, segments sent), /proc/net/snmp in its namespace."""
     pids: list[int]
@@ -312,15 +314,27 @@ def kernel_forwarding_and_shapers(bed: Testbed, limit: int = SHAPER_LIMIT) -> No
         bed.run(None, [*tbf, "burst", "20kb", "limit", str(limit)], check=True)
 
 
+SS_OPTIONS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "noecn"}
+"""Words `ss -i` may print before a connection's congestion control (the options it negotiated)."""
+
+
 def congestion_controls(ss: str) -> dict[int, str]:
-    """Source port → congestion control of the connections `ss -tinH` lists (each connection is a
-    line, then a line of details that starts with the congestion control)."""
+    """Source port → congestion control of the connections to a sink that `ss -tinH` lists: a
+    connection is a line, then an indented line of details (the negotiated options, then the
+    congestion control). Read line by line, not two by two, so that a socket listed without
+    details cannot shift the pairs; a connection whose details name none is "?"."""
     found: dict[int, str] = {}
-    lines = ss.splitlines()
-    for head, info in zip(lines[::2], lines[1::2], strict=True):
-        local, peer = head.split()[3:5]
-        if peer.endswith(f":{cross.TCP_SINK_PORT}"):
-            found[int(local.rsplit(":", 1)[1])] = info.split()[0]
+    peer_port: int | None = None
+    for line in ss.splitlines():
+        words = line.split()
+        if not line[:1].isspace():
+            peer_port = None
+            if len(words) >= 5 and words[4].endswith(f":{cross.TCP_SINK_PORT}"):
+                peer_port = int(words[3].rsplit(":", 1)[1])
+                found[peer_port] = "?"
+        elif peer_port is not None:
+            found[peer_port] = next((w for w in words if w not in SS_OPTIONS), "?")
+            peer_port = None
     return found
 
 
@@ -342,13 +356,18 @@ def ran(variant: rtcbench.Variant, tmp_path_factory: pytest.TempPathFactory) -> 
         kernel_forwarding_and_shapers(bed)
         traffic = cross.start(bed, flows, end_s=END_S, log_dir=logs)
         t0 = traffic.go()
-        time.sleep(max(0.0, t0 + 1.5 - time.monotonic()))  # the bulk flows are running
-        # Until the three of A's bulk flows are listed, while they run (0.5-3.0 s): a single look
-        # at 1.5 s listed none once, in a clean-clone CI run on a slow day (and all three in the
-        # runs before and after it).
-        while True:
+        time.sleep(max(0.0, t0 + 0.7 - time.monotonic()))  # the bulk flows are running
+        # Every 0.1 s while they run (0.5-3.0 s), until A's three bulk flows are listed with their
+        # congestion control; every look is kept for the failure message.
+        looks: list[tuple[float, str]] = []
+        socket_cc: dict[int, str] = {}
+        while len(socket_cc) < 3 or "?" in socket_cc.values():
             ss = bed.run("A", ["ss", "-tinH"], capture_output=True, text=True, check=True).stdout
-            if len(congestion_controls(ss)) >= 3 or time.monotonic() > t0 + 2.8:
+            looks.append((time.monotonic() - t0, ss))
+            socket_cc |= {
+                port: cc for port, cc in congestion_controls(ss).items() if socket_cc.get(port, "?") == "?"
+            }
+            if time.monotonic() > t0 + 2.8:
                 break
             time.sleep(0.1)
         traffic.wait(END_S + 10)
@@ -358,12 +377,25 @@ def ran(variant: rtcbench.Variant, tmp_path_factory: pytest.TempPathFactory) -> 
     return Ran(
         {f.name: f for f in flows},
         traffic.logs(),
-        congestion_controls(ss),
+        socket_cc,
+        looks,
         segments,
         pids,
         prefix,
         inodes,
     )
+
+
+def test_ss_lines_are_read_one_connection_at_a_time() -> None:
+    # A connection listed without details, options before the congestion control, and a
+    # connection from a sink (its peer is not the sink's port) do not shift the others.
+    ss = (
+        "ESTAB 0 0 10.0.0.1:49152 10.0.0.2:5201\n\t ts sack cubic wscale:7,7 rto:204\n"
+        "SYN-SENT 0 1 10.0.0.1:49153 10.0.0.2:5201\n"
+        "ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n\t reno wscale:7,7\n"
+        "ESTAB 0 0 10.0.0.1:49154 10.0.0.2:5201\n\t bbr wscale:7,7 bbr:(bw:1Mbps)\n"
+    )
+    assert congestion_controls(ss) == {49152: "cubic", 49153: "?", 49154: "bbr"}
 
 
 @needs_root
@@ -385,7 +417,8 @@ def test_each_socket_runs_the_congestion_control_asked_for(ran: Ran) -> None:
     # As the kernel reports it (`ss -ti`) while the flows run, and as the agent read it back.
     asked = {f.src_port: f.cc for f in ran.flows.values() if isinstance(f, TcpFlow) and f.src == "A"}
     assert asked == {49152: "cubic", 49153: "reno", 49154: "bbr"}
-    assert ran.socket_cc == asked
+    looks = "\n".join(f"at {at:.2f} s:\n{out}" for at, out in ran.ss_looks)
+    assert ran.socket_cc == asked, f"what ss -tinH printed in A's namespace:\n{looks}"
     for f in ran.flows.values():
         if isinstance(f, TcpFlow):
             assert ran.logs[f.name].cc == f.cc
