@@ -152,3 +152,72 @@ def test_the_suite_table_shows_the_udp_background_and_leaves_out_empty_columns(t
     bg = {row[1]: row[cells.index("bg")] for row in rows}
     assert bg["delay=50ms, mechanism=link-rate"] == "-", out.stdout
     assert 2000 < float(bg["delay=50ms, mechanism=udp-background"]) < 4000, out.stdout
+
+
+# A TCP upload that runs from 20 to 40 s of a minute-long call on a link of constant capacity: one
+# phase, three periods (alone, beside TCP, alone again: docs/metrics.md, "Periods").
+MID_TCP = LATE_CUBIC.replace('id = "late-cubic"', 'id = "mid-tcp"').replace(
+    'name = "late"\nfrom = "A"\nto = "B"\ncc = "cubic"\nstart = "20s"',
+    'name = "mid"\nfrom = "A"\nto = "B"\ncc = "cubic"\nstart = "20s"\nstop = "40s"',
+)
+
+
+@pytest.fixture(scope="module")
+def mid_tcp(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, rtcbench.RunResult]:
+    path = tmp_path_factory.mktemp("mid") / "mid-tcp.toml"
+    path.write_text(MID_TCP)
+    (r,) = rtcbench.run(path, "gcc")
+    return path, r
+
+
+def test_periods_begin_where_a_competing_flow_starts_or_stops(
+    mid_tcp: tuple[Path, rtcbench.RunResult],
+) -> None:
+    s = mid_tcp[1].summary
+    assert [(p["start_s"], p["end_s"], p["capacity_bps"]) for p in s["phases"]] == [(0.0, 60.0, 4_000_000)]
+    periods = s["periods"]
+    assert [(p["index"], p["link"], p["phase"], p["start_s"], p["end_s"]) for p in periods] == [
+        (0, "forward", 0, 0.0, 20.0),
+        (1, "forward", 0, 20.0, 40.0),
+        (2, "forward", 0, 40.0, 60.0),
+    ]
+    names = [[f["name"] for f in p["flows"] if f["kind"] in ("video", "tcp")] for p in periods]
+    assert names == [["G.video"], ["G.video", "mid"], ["G.video"]]
+    video = [next(f for f in p["flows"] if f["kind"] == "video") for p in periods]
+    tcp = next(f for f in periods[1]["flows"] if f["name"] == "mid")
+    # Alone the call reaches its 1 Mbit/s maximum; beside CUBIC it gets less, and CUBIC more than it.
+    assert video[0]["mean_send_rate_bps"] > 0.8e6
+    assert video[1]["mean_send_rate_bps"] < 0.8 * video[0]["mean_send_rate_bps"]
+    assert tcp["mean_recv_rate_bps"] > video[1]["mean_recv_rate_bps"]
+    # The one phase mixes the three: its rate lies between them.
+    (phase_video,) = [f for f in s["phases"][0]["flows"] if f["kind"] == "video"]
+    assert video[1]["mean_send_rate_bps"] < phase_video["mean_send_rate_bps"] < video[0]["mean_send_rate_bps"]
+
+
+def test_a_period_that_is_a_flows_whole_phase_has_its_numbers(
+    mid_tcp: tuple[Path, rtcbench.RunResult],
+) -> None:
+    s = mid_tcp[1].summary
+    # CUBIC's part of the one phase is 20-40 s: the period's numbers are the phase's, exactly.
+    (in_phase,) = [f for f in s["phases"][0]["flows"] if f["name"] == "mid"]
+    (in_period,) = [f for f in s["periods"][1]["flows"] if f["name"] == "mid"]
+    assert in_period == in_phase
+
+
+def test_run_names_the_competitors_of_each_period(
+    mid_tcp: tuple[Path, rtcbench.RunResult], tmp_path: Path
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", "run", str(mid_tcp[0]), "--no-figure", "--out", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = {
+        cells[0]: cells[-1]
+        for line in out.stdout.splitlines()
+        if line.startswith("│")
+        and (cells := [c.strip() for c in line.strip("│").split("│")])[0].endswith(" s")
+        and cells[0][0].isdigit()
+        and "-" in cells[0]
+    }
+    assert rows == {"0-20 s": "-", "20-40 s": "mid", "40-60 s": "-"}, out.stdout

@@ -930,7 +930,7 @@ def test_cbr_goodput_and_loss() -> None:
 
 def test_summary_adds_sharing_keys_and_keeps_the_others(tables: Tables, ts: pl.DataFrame) -> None:
     s = summarize(tables, ts)
-    assert list(s) == ["flows", "phases", "fairness", "feedback_overhead", "cross_traffic"]
+    assert list(s) == ["flows", "phases", "periods", "fairness", "feedback_overhead", "cross_traffic"]
     sharing = traffic_summary(tables, ts)
     assert {k: s[k] for k in sharing} == sharing
     assert [f["id"] for f in s["fairness"]["run"]["flows"]] == [VIDEO]

@@ -161,6 +161,9 @@ def measure_folder(
     media_links = analysis.media_links(meta)
     call_of = {int(f["id"]): f.get("call") for f in meta["flows"]}
 
+    # Where flows start and stop on each media link, from every flow of the run (a batch's
+    # tables list only its own).
+    sharing = analysis.link_periods(_capacity_tables(capacity, meta), media_links)
     parts: dict[int, analysis.FlowSummary] = {}
     rates: list[pl.DataFrame] = []
     samples: list[pl.DataFrame] = []
@@ -172,7 +175,7 @@ def measure_folder(
                 (fid,) = batch
                 flow_meta = _meta_for(meta, batch)
                 measured = long.measure(
-                    fid, scan, read, capacity, radio, flow_meta, media_links, delays and fid in media
+                    fid, scan, read, capacity, radio, flow_meta, media_links, sharing, delays and fid in media
                 )
                 for ts in measured.timeseries:
                     writer.write("timeseries", ts)
@@ -195,7 +198,7 @@ def measure_folder(
             t.derive_and_release_packets()
             ts = analysis.timeseries(t)
             writer.write("timeseries", ts)
-            parts.update(analysis.flow_summaries(t, ts, media_links))
+            parts.update(analysis.flow_summaries(t, ts, media_links, sharing))
             rates.append(ts.select(_RATE_COLUMNS))
             if delays and media.intersection(batch):
                 samples.append(_delay_sample(t))
@@ -208,16 +211,19 @@ def measure_folder(
         # The MAC and scheduler statistics of every radio link, over the run (`analysis.radio`).
         radio_rows = read(scan("links").filter(pl.col("link").is_in(radio_names)))
         links = pl.concat([links, radio_rows], how="diagonal_relaxed")
-    whole = Tables(
-        packets=pl.DataFrame(), frames=pl.DataFrame(), controller=pl.DataFrame(), links=links,
-        feedback=pl.DataFrame(), meta=meta,
-    )  # fmt: skip
     summary = analysis.assemble(
-        whole, parts, pl.concat(rates) if rates else pl.DataFrame(schema=_RATE_SCHEMA)
+        _capacity_tables(links, meta), parts, pl.concat(rates) if rates else pl.DataFrame(schema=_RATE_SCHEMA)
     )
     if not delays:
         return Measured(summary, None, None)
     return Measured(summary, None, pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA))
+
+
+def _capacity_tables(links: pl.DataFrame, meta: dict[str, Any]) -> Tables:
+    """Tables of a whole run that hold only its `meta` and links rows: what the run's phases,
+    periods and reference rates are computed from."""
+    empty = pl.DataFrame()
+    return Tables(packets=empty, frames=empty, controller=empty, links=links, feedback=empty, meta=meta)
 
 
 def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any]) -> pl.DataFrame:
@@ -336,10 +342,11 @@ class _LongFlows:
         radio: pl.DataFrame,
         meta: dict[str, Any],
         media_links: list[str],
+        sharing: dict[str, list[analysis.Period]],
         delays: bool,
     ) -> _LongMeasured:
-        """Measures flow `fid` a span at a time (`meta`: of this flow only; `media_links`: the
-        run's, `analysis.media_links`)."""
+        """Measures flow `fid` a span at a time (`meta`: of this flow only; `media_links` and
+        `sharing`: the run's, `analysis.media_links` and `analysis.link_periods`)."""
         (f,) = meta["flows"]
         call = f.get("call")
         of_call = pl.col("call") == (int(call) if call is not None else -1)
@@ -374,7 +381,8 @@ class _LongFlows:
         whole = tables(pl.DataFrame())
         dur = _duration_us(whole)
         a, b = analysis.active_span_us(f, dur)
-        cuts = [0, dur, a, b, *(x for ph in analysis.phases(whole, fid) for x in (ph.start_us, ph.end_us))]
+        bounds = [*analysis.phases(whole, fid), *sharing.get(str(f.get("bottleneck")), [])]
+        cuts = [0, dur, a, b, *(x for ph in bounds for x in (ph.start_us, ph.end_us))]
         rows = _LongFlowRows(fid, cuts, self.floor_ms.get(fid), whole._by_flow, unrepaired)
 
         series: list[pl.DataFrame] = []
@@ -403,7 +411,7 @@ class _LongFlows:
             del t, ts
         whole.__dict__["_by_flow"] = rows
         ts = pl.concat(series, rechunk=True)
-        summary = analysis.flow_summaries(whole, ts, media_links)
+        summary = analysis.flow_summaries(whole, ts, media_links, sharing)
         return _LongMeasured(series, summary, dots)
 
 

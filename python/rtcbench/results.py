@@ -467,6 +467,8 @@ _SUMMARY_SHAPE: dict[str, Any] = {
     "flows?": [_FLOW],
     "phases?": [{"index": int, "link": str, "start_s": float, "end_s": float, "capacity_bps": _NUMBER,
                  "flows": [_FLOW]}],
+    "periods?": [{"index": int, "link": str, "phase": int, "start_s": float, "end_s": float,
+                  "capacity_bps": _NUMBER, "flows": [_FLOW]}],
     "fairness?": {"run": _SHARES, "phases?": [_SHARES], "bottlenecks?": [_SHARES]},
     "feedback_overhead?": {
         "rate_bps": _NUMBER, "share_of_media": _NUMBER,

@@ -270,6 +270,7 @@ def _summary(
         "events": events,
         "flows": measured["flows"],
         "phases": measured["phases"],
+        "periods": measured["periods"],
         **{k: measured[k] for k in ("fairness", "feedback_overhead", "cross_traffic")},
         # Only a run with a Wi-Fi BSS has it (analysis.wifi_nodes).
         **({"wifi": measured["wifi"]} if "wifi" in measured else {}),

@@ -17,7 +17,7 @@ frames or plain Python values (JSON-serialisable, NaN mapped to None).
 from __future__ import annotations
 
 from rtcbench.analysis.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_means, mean_ci
-from rtcbench.analysis.capacity import Phase, phases
+from rtcbench.analysis.capacity import Period, Phase, periods, phases
 from rtcbench.analysis.convergence import (
     CONVERGENCE_BAND,
     CONVERGENCE_HOLD_US,
@@ -48,6 +48,7 @@ from rtcbench.analysis.summary import (
     FlowSummary,
     assemble,
     flow_summaries,
+    link_periods,
     media_links,
     summarize,
     traffic_summary,
@@ -66,6 +67,7 @@ __all__ = [
     "FAIR_RATIO_BAND",
     "SETTLING_BAND",
     "FlowSummary",
+    "Period",
     "Phase",
     "active_span_us",
     "assemble",
@@ -79,11 +81,13 @@ __all__ = [
     "flow_metrics",
     "flow_summaries",
     "jain_index",
+    "link_periods",
     "lte_buffers",
     "max_min_shares",
     "mean_ci",
     "media_links",
     "packet_delays",
+    "periods",
     "phases",
     "reference_rates",
     "settling_time",

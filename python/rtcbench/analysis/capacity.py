@@ -4,14 +4,15 @@ receptions) and its constant-capacity phases (`docs/metrics.md`, "Utilisation" a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from rtcbench.analysis.flows import _flow, _flows
-from rtcbench.tables import _US_PER_S, Tables, _duration_us, _link_segments
+from rtcbench.analysis.flows import _flow, _flows, active_span_us
+from rtcbench.tables import _US_PER_S, CROSS_KINDS, MEDIA_KINDS, Tables, _duration_us, _link_segments
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,44 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
     times[0] = 0
     bounds = [*times, dur]
     return [Phase(bounds[i] / _US_PER_S, bounds[i + 1] / _US_PER_S, caps[i]) for i in range(len(caps))]
+
+
+@dataclass(frozen=True)
+class Period(Phase):
+    """A part of a capacity phase of a link during which the same flows share it: phases are cut
+    again wherever a flow whose bottleneck is the link starts or stops (`periods`)."""
+
+    phase: int
+    """The index of the capacity phase it lies in (`phases`)."""
+    flows: tuple[int, ...]
+    """The ids of the flows bottlenecked at the link that run in it, in `meta.flows` order."""
+
+
+SHARING_KINDS = (*MEDIA_KINDS, *CROSS_KINDS)
+"""The flows whose start or stop begins a new period: media and competing traffic (a call's
+feedback starts and stops with its media)."""
+
+
+def periods(t: Tables, link: str) -> list[Period]:
+    """The phases of `link` (`phases`), each cut wherever one of the media or competing flows
+    whose bottleneck it is starts or stops (`active_span_us`), so that such a flow runs through a
+    period or not at all: what a call got while it had the link to itself, then beside a TCP flow,
+    then alone again. A stretch in which none of them runs is not a period. `t.meta["flows"]`
+    must list every flow of the run (the boundaries come from all of them)."""
+    dur = _duration_us(t)
+    here = [f for f in _flows(t) if f.get("bottleneck") == link]
+    spans = [(int(f["id"]), *active_span_us(f, dur)) for f in here]
+    starts_stops = [
+        x for f, (_, a, b) in zip(here, spans, strict=True) if f.get("kind") in SHARING_KINDS for x in (a, b)
+    ]
+    out: list[Period] = []
+    for i, ph in enumerate(phases(t, link)):
+        cuts = sorted({ph.start_us, ph.end_us, *(x for x in starts_stops if ph.start_us < x < ph.end_us)})
+        for s, e in pairwise(cuts):
+            running = tuple(fid for fid, a, b in spans if a < e and s < b)
+            if any(f.get("kind") in SHARING_KINDS and int(f["id"]) in running for f in here):
+                out.append(Period(s / _US_PER_S, e / _US_PER_S, ph.capacity_bps, i, running))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------

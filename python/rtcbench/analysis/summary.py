@@ -1,5 +1,5 @@
 """The summary of a run (`docs/metrics.md`, "Run summary"): every flow over the time it runs and per
-phase of its bottleneck, convergence, fairness, feedback overhead, cross traffic and the radio
+phase and period of its bottleneck, convergence, fairness, feedback overhead, cross traffic and the radio
 access. `flow_summaries` and `assemble` let a long run be measured a few flows at a time
 (`rtcbench.measure`)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.analysis.capacity import phases
+from rtcbench.analysis.capacity import Period, periods, phases
 from rtcbench.analysis.convergence import _convergence_time, _reference_rates, _settling_time
 from rtcbench.analysis.flows import _clip, _flow, _flows, _is_media, active_span_us
 from rtcbench.analysis.per_flow import _flow_metrics
@@ -70,20 +70,36 @@ class FlowSummary:
     `settling_time_s` is measured from its start to the end of that phase); `phases`:
     `flow_metrics` over each phase of its bottleneck (the part of it in that span), if that link
     is in `media_links`;
+    `periods`: `flow_metrics` over each period of that link (`periods`) it runs in (the part of it
+    in that span), None for the others;
     `counts`: `_packet_counts` over the run (feedback overhead); `cross`: its `cross_traffic`
     entry, for TCP and CBR flows."""
 
     run: dict[str, Any]
     phases: list[dict[str, Any]] | None
+    periods: list[dict[str, Any] | None] | None
     counts: dict[str, int]
     cross: dict[str, Any] | None
 
 
-def flow_summaries(t: Tables, ts: pl.DataFrame, links: Sequence[str]) -> dict[int, FlowSummary]:
+def link_periods(t: Tables, links: Sequence[str]) -> dict[str, list[Period]]:
+    """The periods (`periods`) of each of `links`; `t.meta["flows"]` must list every flow of the run."""
+    return {link: periods(t, link) for link in links}
+
+
+def flow_summaries(
+    t: Tables,
+    ts: pl.DataFrame,
+    links: Sequence[str],
+    sharing: dict[str, list[Period]] | None = None,
+) -> dict[int, FlowSummary]:
     """`FlowSummary` of every flow of `t.meta["flows"]` (which may be some of a run's flows, with
-    their rows), given the run's time series of those flows and its `media_links`."""
+    their rows), given the run's time series of those flows, its `media_links` and the periods of
+    those links (`link_periods` of the whole run; computed from `t` if not given, which is right
+    only when `t.meta` lists every flow)."""
     windows = _Windows.of(ts)
     dur = _duration_us(t)
+    sharing = link_periods(t, links) if sharing is None else sharing
     out: dict[int, FlowSummary] = {}
     for f in _flows(t):
         fid = int(f["id"])
@@ -97,15 +113,24 @@ def flow_summaries(t: Tables, ts: pl.DataFrame, links: Sequence[str]) -> dict[in
             first = next((ph for ph in phases(t, fid) if ph.end_us > a), None)
             end = min(first.end_us, b) if first is not None else b
             m["settling_time_s"] = _settling_time(windows, fid, a, end, "send_rate_bps")
-        per_phase = None
+        per_phase = per_period = None
         if f.get("bottleneck") is not None and str(f["bottleneck"]) in links:
-            per_phase = [
-                _flow_metrics(t, windows, fid, *_clip(ph.start_us, ph.end_us, a, b))
-                for ph in phases(t, str(f["bottleneck"]))
+            link = str(f["bottleneck"])
+            spans = [_clip(ph.start_us, ph.end_us, a, b) for ph in phases(t, link)]
+            per_phase = [_flow_metrics(t, windows, fid, *span) for span in spans]
+            # A period that is the flow's whole part of a phase has that phase's numbers.
+            per_period = [
+                None
+                if fid not in p.flows
+                else dict(per_phase[p.phase])
+                if spans[p.phase] == _clip(p.start_us, p.end_us, a, b)
+                else _flow_metrics(t, windows, fid, *_clip(p.start_us, p.end_us, a, b))
+                for p in sharing[link]
             ]
         out[fid] = FlowSummary(
             run=m,
             phases=per_phase,
+            periods=per_period,
             counts=_packet_counts(t, [fid], 0, dur)[fid],
             cross=_cross_traffic_of(t, f) if f.get("kind") in CROSS_KINDS else None,
         )
@@ -141,6 +166,27 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
                     "flows": in_phase,
                 }
             )
+    out_periods: list[dict[str, Any]] = []
+    for link, link_periods_ in link_periods(t, media_links(t.meta)).items():
+        for i, p in enumerate(link_periods_):
+            in_period = [m for fid in p.flows if (m := _period_of(parts[fid], i)) is not None]
+            refs = _reference_rates(t, windows, link, p.start_us, p.end_us, p.capacity_bps)
+            for m in in_period:
+                if m["kind"] == VIDEO:
+                    m["convergence_time_s"] = _convergence_time(
+                        windows, int(m["id"]), p.start_us, p.end_us, refs.get(int(m["id"])), "send_rate_bps"
+                    )
+            out_periods.append(
+                {
+                    "index": i,
+                    "link": link,
+                    "phase": p.phase,
+                    "start_s": p.start_s,
+                    "end_s": p.end_s,
+                    "capacity_bps": p.capacity_bps,
+                    "flows": in_period,
+                }
+            )
     for f in flows:
         if f.get("kind") == VIDEO:
             parts[int(f["id"])].run["convergence_time_s"] = _startup_convergence(t, windows, f)
@@ -148,6 +194,7 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
     out = {
         "flows": [parts[int(f["id"])].run for f in flows],
         "phases": out_phases,
+        "periods": out_periods,
         "fairness": _fairness(t, ts),
         "feedback_overhead": _feedback_overhead(t, counts, dur),
         "cross_traffic": [parts[int(f["id"])].cross for f in flows if f.get("kind") in CROSS_KINDS],
@@ -181,6 +228,12 @@ def _startup_convergence(t: Tables, windows: _Windows, f: dict[str, Any]) -> flo
     return _convergence_time(windows, int(f["id"]), a, end, refs.get(int(f["id"])), "send_rate_bps")
 
 
+def _period_of(part: FlowSummary, i: int) -> dict[str, Any] | None:
+    if part.periods is None:
+        raise ValueError(f"flow {part.run['id']} has no period metrics")
+    return part.periods[i]
+
+
 def _phase_of(part: FlowSummary, i: int) -> dict[str, Any]:
     if part.phases is None:
         raise ValueError(f"flow {part.run['id']} has no phase metrics")
@@ -193,7 +246,9 @@ def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
     `flows` has one `flow_metrics` dict per flow over the time its source runs; a video flow's
     `convergence_time_s` is its start-up convergence (`_startup_convergence`). `phases` lists, for
     each link that is the bottleneck of a media flow, its constant-capacity phases (`index` counts
-    within the link) with the metrics of every flow bottlenecked there over that phase. The keys
+    within the link) with the metrics of every flow bottlenecked there over that phase; `periods`
+    the same links' periods (`periods`: phases cut where a flow there starts or stops), each with
+    `phase` and the metrics of the flows that run in it. The keys
     of `traffic_summary` (fairness, feedback overhead, cross traffic) follow. Every flow is
     measured from its own rows (`flow_summaries`), which is how a long run is measured a few flows
     at a time.
