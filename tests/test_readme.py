@@ -55,10 +55,23 @@ def test_the_readme_shows_what_make_demo_prints(tmp_path: Path) -> None:
         return
     shown = text[start:end]
     assert _masked(shown) == _masked(real), "the README's demo block is not what `make demo` prints"
-    # And the prose under the figure quotes the same numbers: the video's convergence in the first
-    # phase, its rate and loss.
+    # And the prose under the figure quotes the same numbers: the video's convergence in each
+    # phase, its rate and loss where it does not converge.
     video = next(line for line in real.splitlines() if "call0.video" in line)
-    first_phase = next(line for line in real.splitlines() if line.strip().startswith("│   0-40 s"))
-    convergence = float(first_phase.split("│")[-2])
-    assert f"GCC needs {round(convergence)} s to get within 80 %" in text, convergence
+    phases = {
+        cells[0]: cells
+        for line in real.splitlines()
+        if line.startswith("│")
+        and (cells := [c.strip() for c in line.strip("│").split("│")])[0].endswith(" s")
+    }
+    convergence = {span: cells[-1] for span, cells in phases.items()}
+    assert convergence["60-80 s"] == "-", convergence
+    sent, loss = phases["60-80 s"][2], phases["60-80 s"][4]
+    for phrase in (
+        f"GCC needs {round(float(convergence['0-40 s']))} s to get within 80 %",
+        f"and {round(float(convergence['40-60 s']))} s after the link opens",
+        f"it sends {sent} kbit/s and loses {loss} % there",
+        f"needs {round(float(convergence['80-99 s']))} s once the link is back",
+    ):
+        assert phrase in " ".join(text.split()), (phrase, convergence)
     assert video.split("│")[2].strip() in shown

@@ -410,7 +410,8 @@ class SuiteResult:
     def overview(self) -> pl.DataFrame:
         """Per scenario variant, controller and configuration (`run_key`), means over the
         repetitions (`runs` counts them): of the video flows' utilisation, queuing-delay p95, loss
-        ratio, goodput and freezes (averaged over the video flows of a run first); of the
+        ratio, goodput, freezes, frame rate and frame delay p95 (averaged over the video flows of a
+        run first); of the
         competing TCP and CBR flows' throughput while they run (summed over the flows of a run), with the UDP
         background of RFC 8867 §4.2 apart; and of the runs' Jain's indexes, over the video flows
         (`jain_index_video`) and over all data flows of the least fair shared link
@@ -421,7 +422,17 @@ class SuiteResult:
         video = (
             flows.filter(pl.col("kind") == VIDEO)
             .group_by(run, maintain_order=True)
-            .agg(pl.col("utilization", "qdelay_p95_ms", "loss_ratio", "mean_goodput_bps", "freezes").mean())
+            .agg(
+                pl.col(
+                    "utilization",
+                    "qdelay_p95_ms",
+                    "loss_ratio",
+                    "mean_goodput_bps",
+                    "freezes",
+                    "fps_mean",
+                    "frame_delay_p95_ms",
+                ).mean()
+            )
         )
 
         def throughput(kind: str, background: bool = False) -> pl.DataFrame:
@@ -443,6 +454,8 @@ class SuiteResult:
             loss_ratio=pl.col("loss_ratio").mean(),
             goodput_bps=pl.col("mean_goodput_bps").mean(),
             freezes=pl.col("freezes").mean(),
+            fps_mean=pl.col("fps_mean").mean(),
+            frame_delay_p95_ms=pl.col("frame_delay_p95_ms").mean(),
             tcp_bps=pl.col("tcp_bps").mean(),
             cbr_bps=pl.col("cbr_bps").mean(),
             background_bps=pl.col("background_bps").mean(),

@@ -209,9 +209,18 @@ def _print_pairs(pairs: list[str], sep: str, indent: str = "   ") -> None:
 
 _FLOW_MEASURES = (
     "send {} kbps", "goodput {} kbps", "util {}", "loss {} %", "qdelay p50 {} ms", "p95 {} ms",
-    "rtt {} ms", "fps {}", "freezes {}",
+    "rtt {} ms", "fps {}", "frame delay p95 {} ms", "freezes {}",
 )  # fmt: skip
 """`print_summary`'s per-flow columns as an 80-column terminal shows them, beside their values."""
+
+
+def _others(names: list[str], shown: int = 2) -> str:
+    """The other flows of a period, as the phase table's "with" column names them: a few, then
+    how many more."""
+    if not names:
+        return "-"
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" +{more}" if more > 0 else "")
 
 
 def print_summary(results: list[RunResult]) -> None:
@@ -224,10 +233,10 @@ def print_summary(results: list[RunResult]) -> None:
         t = Table(title=escape(f"{head} · {s['controller']} · seed {s['seed']}"), title_justify="left")
         cols = [
             "flow", "send kbps", "goodput kbps", "util", "loss %", "qdelay p50 ms", "qdelay p95 ms",
-            "rtt ms", "fps", "freezes", "active",
+            "rtt ms", "fps", "frame p95 ms", "freezes", "active",
         ]  # fmt: skip
         for col in cols:
-            t.add_column(col, justify="left" if col in ("flow", "active") else "right", overflow="fold")
+            t.add_column(col, justify="left" if col in ("flow", "active") else "right")
         flows = [f for f in s["flows"] if f["kind"] in SHOWN_KINDS]
         spans = [_span(f, s["simulated_s"]) for f in flows]
         # A competing flow's goodput is its received payload (`cross_traffic`); the per-flow
@@ -249,6 +258,7 @@ def print_summary(results: list[RunResult]) -> None:
                     _fmt(f["qdelay_p95_ms"], 1, 1),
                     _fmt(f["rtt_mean_ms"], 1, 0),
                     _fmt(f["fps_mean"], 1, 1),
+                    _fmt(f.get("frame_delay_p95_ms"), 1, 0),
                     _fmt(f["freezes"]),
                     span,
                 ]
@@ -258,11 +268,21 @@ def print_summary(results: list[RunResult]) -> None:
             t.columns.pop()
             cols.pop()
             rows = [row[:-1] for row in rows]
-        # Headers fold between words; the cells do not.
-        needed = 1 + sum(
-            max([*map(len, h.split()), *(len(row[i]) for row in rows)]) + 3 for i, h in enumerate(cols)
-        )
+        # Headers fold between words; the cells do not: each column is as wide as its longest
+        # cell or header word (rich, left to itself, would narrow columns below both).
+        widths = [max([*map(len, h.split()), *(len(row[i]) for row in rows)]) for i, h in enumerate(cols)]
+        needed = 1 + sum(w + 3 for w in widths)
+        natural = 1 + sum(max(len(h), w) + 3 for h, w in zip(cols, widths, strict=True))
         if needed <= console.width:
+            if natural > console.width:
+                # The room left goes to the headers it puts on one line, shortest first.
+                spare = console.width - needed
+                for i in sorted(range(len(cols)), key=lambda i: len(cols[i]) - widths[i]):
+                    if 0 < len(cols[i]) - widths[i] <= spare:
+                        spare -= len(cols[i]) - widths[i]
+                        widths[i] = len(cols[i])
+                for column, width in zip(t.columns, widths, strict=True):
+                    column.width = width
             console.print(t)
         else:
             # Too narrow for a row per flow (an 80-column terminal): a block per flow, its name and
@@ -273,18 +293,26 @@ def print_summary(results: list[RunResult]) -> None:
                 console.print(escape(row[0] + span), highlight=False)
                 values = row[1 : len(_FLOW_MEASURES) + 1]
                 _print_pairs([m.replace("{}", v) for m, v in zip(_FLOW_MEASURES, values, strict=True)], " · ")
-        # Every video flow of every phase; with several flows or links, each row names them.
-        in_phases = [(ph, f) for ph in s["phases"] for f in ph["flows"] if f["kind"] == "video"]
-        several_flows = len({f["id"] for _, f in in_phases}) > 1
-        several_links = len({ph["link"] for ph, _ in in_phases}) > 1
+        # Every video flow in every period of its bottleneck (a capacity phase, cut again where a
+        # flow sharing the link starts or stops; older summaries have phases only); with several
+        # flows or links, each row names them, and "with" names its competitors there.
+        periods = s.get("periods", s["phases"])
+        in_periods = [(ph, f) for ph in periods for f in ph["flows"] if f["kind"] == "video"]
+        several_flows = len({f["id"] for _, f in in_periods}) > 1
+        several_links = len({ph["link"] for ph, _ in in_periods}) > 1
+        # The competitors: other calls' video and competing traffic (not a call's own audio).
+        rivals = {f["id"] for f in flows if f["kind"] != "audio"}
+        sharing = any(len([g for g in ph["flows"] if g["id"] in rivals]) > 1 for ph, _ in in_periods)
         p = Table(title=f"phases (video flow{'s' if several_flows else ''})", title_justify="left")
         names = [
             "phase", *(["link"] if several_links else []), *(["flow"] if several_flows else []),
             "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms", "convergence s",
+            *(["with"] if sharing else []),
         ]  # fmt: skip
         for col in names:
-            p.add_column(col, justify="left" if col in ("link", "flow") else "right")
-        for ph, f in in_phases:
+            p.add_column(col, justify="left" if col in ("link", "flow", "with") else "right")
+        for ph, f in in_periods:
+            others = [str(g["name"]) for g in ph["flows"] if g["id"] in rivals and g["id"] != f["id"]]
             p.add_row(
                 f"{ph['start_s']:.0f}-{ph['end_s']:.0f} s",
                 *([escape(str(ph["link"]))] if several_links else []),
@@ -295,6 +323,7 @@ def print_summary(results: list[RunResult]) -> None:
                 _fmt(f["loss_ratio"], 100, 2),
                 _fmt(f["qdelay_p95_ms"], 1, 1),
                 _fmt(f["convergence_time_s"], 1, 1),
+                *([escape(_others(others))] if sharing else []),
             )
         if p.row_count:
             console.print(p)
@@ -349,6 +378,8 @@ def print_suite(result: SuiteResult) -> None:
         ("loss", lambda r: r["loss_ratio"], 2, 100, False),
         ("good", lambda r: r["goodput_bps"], 0, 1e-3, False),
         ("frz", lambda r: r["freezes"], 1, 1, True),
+        ("fps", lambda r: r["fps_mean"], 1, 1, True),
+        ("fd95", lambda r: r["frame_delay_p95_ms"], 0, 1, True),
         ("tcp", lambda r: r["tcp_bps"], 0, 1e-3, True),
         ("cbr", lambda r: r["cbr_bps"], 0, 1e-3, True),
         ("bg", lambda r: r["background_bps"], 0, 1e-3, True),
@@ -360,8 +391,9 @@ def print_suite(result: SuiteResult) -> None:
     t = Table(
         title="suite: means over the repetitions",
         title_justify="left",
-        caption="util, p95, loss, good, frz: the video flows (utilisation of their path, queuing-delay "
-        "p95 ms, loss %, goodput kbit/s, freezes); tcp, cbr, "
+        caption="util, p95, loss, good, frz, fps, fd95: the video flows (utilisation of their path, "
+        "queuing-delay p95 ms, loss %, goodput kbit/s, freezes, frames per second, frame delay p95 ms); "
+        "tcp, cbr, "
         "bg: competing TCP, CBR and UDP-background kbit/s while they run; jain v: Jain's index of the "
         "video flows; jain all: of every data flow on the least fair shared link",
         caption_justify="left",
