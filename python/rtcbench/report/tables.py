@@ -125,9 +125,10 @@ def _phase_label(p: dict[str, Any]) -> str:
 
 def phase_tables(run: Run, id_prefix: str) -> list[Table]:
     """Tables 6.1-6.3 of Guerrero Viveros 2019 (seed 000) for one run: one table per bottleneck
-    link, a column per phase (section of constant capacity), rows per flow (media, then TCP/CBR) and
+    link, a column per section (a period: constant capacity and the same flows running; a phase of
+    constant capacity in a summary older than periods), rows per flow (media, then TCP/CBR) and
     for the channel (all flows shown: the sum of their receive rates, and that over the capacity)."""
-    phases: list[dict[str, Any]] = run.summary.get("phases", [])
+    phases: list[dict[str, Any]] = run.summary.get("periods") or run.summary.get("phases", [])
     shown = {int(f["id"]): f for f in shown_flows(run.summary["meta"]["flows"])}
     links = list(dict.fromkeys(str(p["link"]) for p in phases))
     tables = []
@@ -164,13 +165,16 @@ def phase_tables(run: Run, id_prefix: str) -> list[Table]:
             Table(
                 id=f"{id_prefix}--phases--{link}",
                 kind="phases",
-                caption=f"Per phase of link {link} (as Guerrero Viveros 2019, Tables 6.1-6.3)",
+                caption=(
+                    f"Per section of link {link}: its capacity and the flows running there are the "
+                    "same throughout (as Guerrero Viveros 2019, Tables 6.1-6.3)"
+                ),
                 header=("flow", "metric", *(_phase_label(p) for p in cols)),
                 rows=tuple(rows),
                 note=(
-                    "Utilisation is the receive rate over the phase's capacity (RFC 8867 4.1.2A; "
+                    "Utilisation is the receive rate over the section's capacity (RFC 8867 4.1.2A; "
                     "Guerrero Viveros 2019 divides the sending rate: both rates are listed). "
-                    "Convergence is counted from the phase start; queuing delay is owd - min owd "
+                    "Convergence is counted from the section's start; queuing delay is owd - min owd "
                     "(docs/metrics.md)."
                 ),
                 row_classes=tuple(classes),
