@@ -221,3 +221,16 @@ def test_run_names_the_competitors_of_each_period(
         and "-" in cells[0]
     }
     assert rows == {"0-20 s": "-", "20-40 s": "mid", "40-60 s": "-"}, out.stdout
+
+
+def test_the_reports_section_table_has_a_column_per_period(mid_tcp: tuple[Path, rtcbench.RunResult]) -> None:
+    from rtcbench.report.runs import Run, Source
+    from rtcbench.report.tables import phase_tables
+
+    path, r = mid_tcp
+    run = Run(path=path.parent, source=Source(path.parent, "mid"), summary=r.summary)
+    (table,) = phase_tables(run, "mid")
+    assert table.header == ("flow", "metric", "0-20 s, 4 Mbit/s", "20-40 s, 4 Mbit/s", "40-60 s, 4 Mbit/s")
+    # CUBIC has a value in the section it runs in only.
+    (rate,) = [row for row in table.rows if row[0].text.startswith("mid (tcp)")]
+    assert [c.text == "-" for c in rate[2:]] == [True, False, True]
