@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import signal
 from collections.abc import Callable
 
@@ -18,6 +19,13 @@ from rtcbench.runner import RunResult
 # (`workers.interrupt_on_signals`), and tests/test_interrupts.py checks that with SIGINT ignored.
 if not callable(signal.getsignal(signal.SIGINT)):
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Nor on the terminal it was started from: the commands the tests start write to pipes, 120
+# columns wide unless COLUMNS says otherwise (`rtcbench.cli.render`); a test that wants another
+# width sets it. GNU readline, which pytest loads, sets COLUMNS and LINES in the process's own
+# environment (80 x 24 without a terminal) without os.environ knowing: unset both there too.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
 
 
 @functools.cache

@@ -4,11 +4,12 @@ scorecard and a comparison, and the progress bar of long commands (rich)."""
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
 from rich.console import Console
@@ -31,10 +32,19 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-# Wide enough for the summary tables when the output is not a terminal (CI logs, pipes). No emoji
-# codes: a name or a message holding `:x:` is printed as it is. Markup is rich's, for our own
-# styles: text from the user (names, paths, messages) goes through `escape`.
-console = Console(width=None if sys.stdout.isatty() else 120, emoji=False)
+def _width(stream: TextIO, default: int) -> int | None:
+    """A console's width: the terminal's; else `COLUMNS` if it is a width (`COLUMNS=200 rtcbench
+    suite ... > log`); else `default`, wide enough for the summary tables in CI logs and pipes."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and 40 <= int(columns) <= 1000 else default
+
+
+# No emoji codes: a name or a message holding `:x:` is printed as it is. Markup is rich's, for our
+# own styles: text from the user (names, paths, messages) goes through `escape`.
+console = Console(width=_width(sys.stdout, 120), emoji=False)
+# Errors and warnings are one line each, however narrow `COLUMNS` says the output is.
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200, emoji=False)
 
 
