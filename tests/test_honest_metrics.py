@@ -139,8 +139,8 @@ def test_the_suite_table_shows_the_udp_background_and_leaves_out_empty_columns(t
     # No TCP or CBR flow in RFC 8867 §5.1, and no link two data flows share; the UDP background
     # that makes the capacity in one variant has its own column.
     assert cells == [
-        "scenario", "variant", "controller", "runs", "util", "p95", "loss", "good", "frz", "fps", "fd95", "bg",
-        "jain v",
+        "scenario", "variant", "controller", "runs", "util", "p95", "loss", "good", "frz", "fps", "fd95",
+        "bg", "jain v",
     ]  # fmt: skip
     # A row's ids may fold onto lines of their own (docs/suite.md): those lines add to its cells.
     rows: list[list[str]] = []

@@ -167,14 +167,15 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
                 }
             )
     out_periods: list[dict[str, Any]] = []
-    for link, link_periods_ in link_periods(t, media_links(t.meta)).items():
-        for i, p in enumerate(link_periods_):
-            in_period = [m for fid in p.flows if (m := _period_of(parts[fid], i)) is not None]
+    for link, of_link in link_periods(t, media_links(t.meta)).items():
+        for i, p in enumerate(of_link):
+            in_period = [got for fid in p.flows if (got := _period_of(parts[fid], i)) is not None]
             refs = _reference_rates(t, windows, link, p.start_us, p.end_us, p.capacity_bps)
-            for m in in_period:
-                if m["kind"] == VIDEO:
-                    m["convergence_time_s"] = _convergence_time(
-                        windows, int(m["id"]), p.start_us, p.end_us, refs.get(int(m["id"])), "send_rate_bps"
+            for got in in_period:
+                if got["kind"] == VIDEO:
+                    fid = int(got["id"])
+                    got["convergence_time_s"] = _convergence_time(
+                        windows, fid, p.start_us, p.end_us, refs.get(fid), "send_rate_bps"
                     )
             out_periods.append(
                 {
