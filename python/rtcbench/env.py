@@ -33,6 +33,7 @@ except ImportError as e:  # pragma: no cover (the dev extra installs it)
     raise ImportError("rtcbench.env needs gymnasium: pip install 'rtcbench[gym]' (or gymnasium>=0.29)") from e
 
 from rtcbench import _core
+from rtcbench._malloc import fix_mmap_threshold
 from rtcbench.runner import (
     MAX_MEMORY_ROWS,
     RunResult,
@@ -272,6 +273,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         super().reset(seed=seed)
         run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
         self.seed_used = run_seed
+        fix_mmap_threshold()
         self._sim = _core.Simulation(self.variant.core, self.controller, run_seed, external_call=self.call)
         self._trace_whole = True
         self._obs[:] = 0.0

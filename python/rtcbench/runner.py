@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core
+from rtcbench._malloc import fix_mmap_threshold
 from rtcbench.browser import devtools
 from rtcbench.controller import (
     ControllerLike,
@@ -290,6 +291,7 @@ def _pieces(core_run: Any, meta: dict[str, Any]) -> Iterator[dict[str, pl.DataFr
 
 
 def _start(variant: Variant, cc: str | UserController, seed: int, pcap: Path | None, piece_rows: int) -> Any:
+    fix_mmap_threshold()
     name = controller_name(cc)
     return _core.Run(
         variant.core,
