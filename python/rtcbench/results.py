@@ -65,6 +65,7 @@ __all__ = [
     "remove_unfinished",
     "run_dir",
     "run_folders",
+    "sections",
     "tables_from_core",
     "verify_files",
     "write_parquet",
@@ -388,6 +389,14 @@ SUMMARY_KEYS = (
     "fairness", "feedback_overhead", "cross_traffic",
 )  # fmt: skip
 """What every complete summary holds (the suite tables, scorecard, comparison and report read it)."""
+
+
+def sections(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """A summary's periods (phases cut where a flow sharing the link starts or stops, model
+    revision 9), or its phases if it was written before them: the sections `rtcbench run`'s phase
+    table and the report's per-section tables show."""
+    periods: list[dict[str, Any]] | None = summary.get("periods")
+    return periods if periods is not None else list(summary.get("phases", []))
 
 
 def file_records(folder: Path) -> dict[str, dict[str, Any]]:

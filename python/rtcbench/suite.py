@@ -385,6 +385,19 @@ def tables_of_rows(
     return _frame(flow_rows, _FLOW_TYPES), _frame(run_rows, _RUN_TYPES)
 
 
+_VIDEO_MEANS = {
+    "utilization": "utilization",
+    "qdelay_p95_ms": "qdelay_p95_ms",
+    "loss_ratio": "loss_ratio",
+    "mean_goodput_bps": "goodput_bps",
+    "freezes": "freezes",
+    "fps_mean": "fps_mean",
+    "frame_delay_p95_ms": "frame_delay_p95_ms",
+}
+"""The video flows' metrics `SuiteResult.overview` averages (per run, then over repetitions), by
+their column in the flows table, with their name in the overview."""
+
+
 @dataclass(frozen=True)
 class SuiteResult:
     """A finished suite: its two tables (also on disk under `out`) and what it took.
@@ -422,17 +435,7 @@ class SuiteResult:
         video = (
             flows.filter(pl.col("kind") == VIDEO)
             .group_by(run, maintain_order=True)
-            .agg(
-                pl.col(
-                    "utilization",
-                    "qdelay_p95_ms",
-                    "loss_ratio",
-                    "mean_goodput_bps",
-                    "freezes",
-                    "fps_mean",
-                    "frame_delay_p95_ms",
-                ).mean()
-            )
+            .agg(pl.col(*_VIDEO_MEANS).mean())
         )
 
         def throughput(kind: str, background: bool = False) -> pl.DataFrame:
@@ -449,13 +452,7 @@ class SuiteResult:
             joined = joined.join(part, on=run, how="left", maintain_order="left")
         return joined.group_by(by, maintain_order=True).agg(
             runs=pl.len(),
-            utilization=pl.col("utilization").mean(),
-            qdelay_p95_ms=pl.col("qdelay_p95_ms").mean(),
-            loss_ratio=pl.col("loss_ratio").mean(),
-            goodput_bps=pl.col("mean_goodput_bps").mean(),
-            freezes=pl.col("freezes").mean(),
-            fps_mean=pl.col("fps_mean").mean(),
-            frame_delay_p95_ms=pl.col("frame_delay_p95_ms").mean(),
+            **{name: pl.col(column).mean() for column, name in _VIDEO_MEANS.items()},
             tcp_bps=pl.col("tcp_bps").mean(),
             cbr_bps=pl.col("cbr_bps").mean(),
             background_bps=pl.col("background_bps").mean(),

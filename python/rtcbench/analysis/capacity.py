@@ -151,16 +151,15 @@ def periods(t: Tables, link: str) -> list[Period]:
     must list every flow of the run (the boundaries come from all of them)."""
     dur = _duration_us(t)
     here = [f for f in _flows(t) if f.get("bottleneck") == link]
-    spans = [(int(f["id"]), *active_span_us(f, dur)) for f in here]
-    starts_stops = [
-        x for f, (_, a, b) in zip(here, spans, strict=True) if f.get("kind") in SHARING_KINDS for x in (a, b)
-    ]
+    spans = {int(f["id"]): active_span_us(f, dur) for f in here}
+    sharing = {int(f["id"]) for f in here if f.get("kind") in SHARING_KINDS}
+    starts_stops = {x for fid in sharing for x in spans[fid]}
     out: list[Period] = []
     for i, ph in enumerate(phases(t, link)):
         cuts = sorted({ph.start_us, ph.end_us, *(x for x in starts_stops if ph.start_us < x < ph.end_us)})
         for s, e in pairwise(cuts):
-            running = tuple(fid for fid, a, b in spans if a < e and s < b)
-            if any(f.get("kind") in SHARING_KINDS and int(f["id"]) in running for f in here):
+            running = tuple(fid for fid, (a, b) in spans.items() if a < e and s < b)
+            if sharing.intersection(running):
                 out.append(Period(s / _US_PER_S, e / _US_PER_S, ph.capacity_bps, i, running))
     return out
 

@@ -25,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from rtcbench.compare import BY_NAME, Comparison
+from rtcbench.results import sections
 from rtcbench.runner import RunResult
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, RunProgress, SuiteResult
 
@@ -306,7 +307,7 @@ def print_summary(results: list[RunResult]) -> None:
         # Every video flow in every period of its bottleneck (a capacity phase, cut again where a
         # flow sharing the link starts or stops; older summaries have phases only); with several
         # flows or links, each row names them, and "with" names its competitors there.
-        periods = s.get("periods", s["phases"])
+        periods = sections(s)
         in_periods = [(ph, f) for ph in periods for f in ph["flows"] if f["kind"] == "video"]
         several_flows = len({f["id"] for _, f in in_periods}) > 1
         several_links = len({ph["link"] for ph, _ in in_periods}) > 1

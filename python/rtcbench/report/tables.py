@@ -17,6 +17,7 @@ import polars as pl
 from rtcbench.analysis import mean_ci
 from rtcbench.plots import shown_flows
 from rtcbench.report.runs import Run, natural_key, video_flows
+from rtcbench.results import sections
 from rtcbench.tables import MEDIA_KINDS, VIDEO
 
 __all__ = [
@@ -128,7 +129,7 @@ def phase_tables(run: Run, id_prefix: str) -> list[Table]:
     link, a column per section (a period: constant capacity and the same flows running; a phase of
     constant capacity in a summary older than periods), rows per flow (media, then TCP/CBR) and
     for the channel (all flows shown: the sum of their receive rates, and that over the capacity)."""
-    phases: list[dict[str, Any]] = run.summary.get("periods") or run.summary.get("phases", [])
+    phases = sections(run.summary)
     shown = {int(f["id"]): f for f in shown_flows(run.summary["meta"]["flows"])}
     links = list(dict.fromkeys(str(p["link"]) for p in phases))
     tables = []
