@@ -254,7 +254,7 @@ def test_an_interrupt_while_workers_start_is_clean(tmp_path: Path) -> None:
     assert took < STOP_WITHIN_S + 0.5
 
 
-@pytest.mark.parametrize("after_s", [0.0, 0.1, 0.25])
+@pytest.mark.parametrize("after_s", [0.0, 0.1, 0.25, 0.4, 0.6])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_while_the_command_loads_is_clean(
     tmp_path: Path, after_s: float, sig: signal.Signals
@@ -272,6 +272,58 @@ def test_an_interrupt_while_the_command_loads_is_clean(
     assert len(err.strip().splitlines()) == 1, err
     assert took < STOP_WITHIN_S + 0.5
     assert not out.exists() or not any(out.rglob("*.tmp")), "nothing half-made"
+
+
+def _app_interrupted(**kw: object) -> int:
+    raise KeyboardInterrupt
+
+
+def _app_answering_130(**kw: object) -> int:
+    # As Typer does with an interrupt while it parses the command line: status 130, no word.
+    return 130
+
+
+@pytest.mark.parametrize("app", [_app_interrupted, _app_answering_130])
+def test_an_interrupt_before_any_command_began_gets_its_line(
+    app: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # CI once sent SIGINT while Typer built the app (after the loading handler, before any
+    # command's own): a traceback and death by signal; SIGTERM there got status 130 and no line.
+    # Deterministic here: the app itself is interrupted.
+    from rtcbench.cli import commands, errors
+
+    monkeypatch.setattr(commands, "interrupt_on_signals", lambda sigint=None: None)
+    monkeypatch.setattr(commands, "app", app)
+    monkeypatch.setattr(errors, "_stage", "before")
+    with pytest.raises(SystemExit) as ended:
+        commands.run_app()
+    assert ended.value.code == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["interrupted: nothing was started"]
+
+
+def test_a_command_that_answered_its_interrupt_gets_no_second_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rtcbench.cli import commands, errors
+
+    @errors.guarded("nothing was written")
+    def command() -> None:
+        raise KeyboardInterrupt
+
+    def app(**kw: object) -> int:
+        try:
+            command()
+        except errors.typer.Exit as e:
+            return int(e.exit_code)
+        return 0
+
+    monkeypatch.setattr(commands, "interrupt_on_signals", lambda sigint=None: None)
+    monkeypatch.setattr(commands, "app", app)
+    monkeypatch.setattr(errors, "_stage", "before")
+    with pytest.raises(SystemExit) as ended:
+        commands.run_app()
+    assert ended.value.code == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["interrupted: nothing was written"]
 
 
 def test_an_interrupt_another_thread_receives_waits_for_the_held_block() -> None:

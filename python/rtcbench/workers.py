@@ -74,14 +74,15 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def interrupt_on_signals() -> None:
+def interrupt_on_signals(sigint: object = None) -> None:
     """Makes SIGINT and SIGTERM interrupt this process as Ctrl-C does (KeyboardInterrupt), so what
     a command was writing is cleaned up the same way. SIGINT too, because a process started in
     the background (`cmd &` or `nohup cmd &` in a script, some CI wrappers) inherits it ignored,
     and Python then leaves it ignored: `kill -INT` would do nothing. A handler already set
-    (Python's own, as usual) is kept."""
-    if not callable(signal.getsignal(signal.SIGINT)):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    (Python's own, as usual) is kept; `sigint` names it when the one in force is a stand-in (the
+    command line's while it loads), so each handler is replaced at once, never by the default."""
+    current = signal.getsignal(signal.SIGINT) if sigint is None else sigint
+    signal.signal(signal.SIGINT, current if callable(current) else signal.default_int_handler)
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["app", "main"]
 
 INTERRUPTED = 130
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _stop_while_loading(signum: int, frame: FrameType | None) -> None:
@@ -40,12 +39,13 @@ def _stop_while_loading(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> None:
-    before = [signal.signal(sig, _stop_while_loading) for sig in _SIGNALS]
+    before = signal.signal(signal.SIGINT, _stop_while_loading)
+    signal.signal(signal.SIGTERM, _stop_while_loading)
     from rtcbench.cli.commands import run_app
 
-    for sig, handler in zip(_SIGNALS, before, strict=True):
-        signal.signal(sig, handler)
-    run_app()
+    # From here the command's own handlers (`run_app`): each replaces the stand-in directly, so an
+    # interrupt is never met by a default action (SIGTERM's kills without a word).
+    run_app(sigint=before)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,14 +11,14 @@ from rich.markup import escape
 
 from rtcbench.cli.calibrate import calibrate_cmd
 from rtcbench.cli.compare import compare_cmd
-from rtcbench.cli.errors import debug_option, one_line
+from rtcbench.cli.errors import debug_option, one_line, unanswered_interrupt
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
 from rtcbench.cli.score import score_cmd
 from rtcbench.cli.suite import suite_cmd, sweep_cmd
-from rtcbench.workers import interrupt_on_signals
+from rtcbench.workers import INTERRUPTED, interrupt_on_signals
 
 __all__ = ["app", "run_app"]
 
@@ -47,10 +47,16 @@ app.command("report")(report_cmd)
 app.command("figure")(figure_cmd)
 
 
-def run_app() -> None:
-    interrupt_on_signals()
+def run_app(sigint: object = None) -> None:
+    """Runs the command line and exits with its status. `sigint`: the SIGINT handler in force
+    before `rtcbench.cli.main` set its own for loading."""
+    interrupt_on_signals(sigint)
     try:
         code = app(standalone_mode=False, prog_name="rtcbench")
+    except KeyboardInterrupt:
+        # Typer answers an interrupt while it parses with status 130 and no word, and one while it
+        # builds the app not at all; a command answers its own (`errors.guarded`).
+        code = INTERRUPTED
     except typer.TyperException as e:
         # A mistake on the command line (unknown option, a value of the wrong type): one line and
         # where to look, instead of click's box; `rtcbench` alone shows the help.
@@ -69,4 +75,6 @@ def run_app() -> None:
     except typer.Abort:
         err_console.print("aborted", highlight=False)
         sys.exit(1)
+    if code == INTERRUPTED and (line := unanswered_interrupt()):
+        err_console.print(line, highlight=False, soft_wrap=True)
     sys.exit(code if isinstance(code, int) else 0)

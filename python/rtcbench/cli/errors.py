@@ -80,6 +80,20 @@ def os_error_message(e: OSError) -> str:
 
 _P = ParamSpec("_P")
 
+_stage = "before"
+"""Where the command is: "before" it began, "running", "told" (it answered an interrupt), "after"."""
+
+
+def unanswered_interrupt() -> str:
+    """The line for an interrupt no command answered: one that came while the command line was
+    parsed or the app built (nothing had started), or after the command finished. `run_app` prints
+    it; "" when the command itself answered."""
+    if _stage == "told":
+        return ""
+    if _stage == "after":
+        return "interrupted: after the command had finished"
+    return "interrupted: nothing was started"
+
 
 def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, None]]:
     """Makes a command answer an interrupt with `interrupted` (one line, status 130), a user or
@@ -90,9 +104,13 @@ def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, Non
     def wrap(command: Callable[_P, None]) -> Callable[_P, None]:
         @functools.wraps(command)
         def run(*args: _P.args, **kwargs: _P.kwargs) -> None:
+            global _stage
+            _stage = "running"
             try:
                 command(*args, **kwargs)
+                _stage = "after"
             except KeyboardInterrupt:
+                _stage = "told"
                 message = interrupted.format(out=kwargs.get("out") or "the results folder")
                 err_console.print(
                     escape(one_line(f"interrupted: {message}")), highlight=False, soft_wrap=True
