@@ -179,7 +179,7 @@ def built() -> Iterator[Callable[[str], Testbed]]:
 
 
 def test_every_node_gets_a_namespace_a_veth_pair_and_a_subnet() -> None:
-    nodes = testbed.scenario_nodes(variant(MANY_NODES).links)
+    nodes = testbed.scenario_nodes(variant(MANY_NODES))
     assert nodes == ["A", "B", "S1", "S2", "S3", "S4", "S5"]
     topo = Topology.plan(nodes, "rb0a1b2c")
     assert topo.net_netns == "rb0a1b2c-net"

@@ -5,16 +5,12 @@ behaviour of the built-in Wi-Fi scenarios is `tests/test_behaviour_wifi.py`."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import rtcbench
-from rtcbench.scenarios import resolve
-from rtcbench.testbed.netns import TestbedError, refuse_access_networks
 
 MAC_COLUMNS = (
     "airtime_share",
@@ -189,19 +185,3 @@ def test_the_same_seed_gives_the_same_wifi_run(tmp_path: Path) -> None:
     b = _run(path, tmp_path / "b")
     assert a.tables.links.equals(b.tables.links)
     assert a.tables.packets.equals(b.tables.packets)
-
-
-def test_emulation_and_browsers_refuse_a_bss_in_one_line(tmp_path: Path) -> None:
-    path = _write(tmp_path)
-    (variant,) = resolve(path)
-    with pytest.raises(TestbedError, match=r"wifi-home: wifi.wlan cannot be emulated"):
-        refuse_access_networks(variant)
-    for mode in ("emulate", "browser"):
-        p = subprocess.run(
-            [sys.executable, "-m", "rtcbench.cli", "run", str(path), "--mode", mode, "--out", str(tmp_path)],
-            capture_output=True,
-            text=True,
-        )
-        assert p.returncode == 2, p.stderr
-        assert "Traceback" not in p.stderr
-        assert "wifi.wlan cannot be emulated" in p.stderr, p.stderr

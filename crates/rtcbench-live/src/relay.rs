@@ -10,6 +10,12 @@
 //! timestamp is older than what the relay already processed enters at "now" (counted as
 //! `late_arrivals`).
 //!
+//! A BSS or an LTE cell is an element like a link, built from the plan as the simulator builds
+//! it: its MAC (backoff, TXOPs, A-MPDUs, retries) or its scheduler (TTIs, HARQ) runs on the
+//! scenario's clock, each event at its own instant. How late the relay ran each element's events
+//! against that instant is kept per element ([`Relay::element_timing`]): for a radio element,
+//! the error of every backoff end, transmission start and end, and TTI.
+//!
 //! A link whose capacity changes are made by UDP background traffic (RFC 8867 §4.2) gets that
 //! traffic here, from the simulator's own constant-bit-rate source: IPv4/UDP packets from
 //! 10.255.0.1 to 10.255.0.2 (addresses no host has), which cross that one link and are dropped at
@@ -20,6 +26,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 use rtcbench_net::cbr::CbrSource;
 use rtcbench_net::link::Link;
+use rtcbench_net::radio::lte::{Cell, Direction};
+use rtcbench_net::radio::sample::{BssSampler, CellSampler, MacSample, RadioSample};
+use rtcbench_net::radio::wifi::Bss;
 use rtcbench_net::rng::rng_for;
 use rtcbench_net::{AnyElement, DropReason, Element, ElementHop, FlowKey, IpFrame, NetPacket};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
@@ -28,7 +37,9 @@ use rtcbench_wire::Ecn;
 use serde::Serialize;
 
 use crate::config::RelayConfig;
+use crate::stats::{Lateness, LatenessSummary};
 use rtcbench_scenario::elements::{link_rng_path, NetworkPlan};
+use rtcbench_scenario::run::{bss_rng_path, cell_rng_path};
 
 /// A frame on its way: which route it follows and which link of it carries it now.
 #[derive(Debug)]
@@ -99,10 +110,12 @@ pub struct Refused {
     pub no_route: u64,
 }
 
-/// Per-link counts for the report.
+/// Per-element counts for the report (a link's, a BSS's or a cell's).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LinkCounts {
     pub name: String,
+    /// "link", "wifi", "lte" or "other" (an element of the caller's own).
+    pub kind: &'static str,
     pub packets_in: u64,
     pub bytes_in: u64,
     pub packets_out: u64,
@@ -155,7 +168,35 @@ pub struct LinkSample {
     pub capacity: Option<Bitrate>,
     pub queue: DataSize,
     pub queue_limit: Option<DataSize>,
+    /// A Wi-Fi node's MAC or an LTE buffer's scheduling since the previous sample.
+    pub radio: Option<RadioColumns>,
 }
+
+/// The links table's radio columns of one sample (`docs/traces.md`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RadioColumns {
+    Wifi(MacSample),
+    Lte(RadioSample),
+}
+
+/// How late the relay ran one element's events against their instants (`Relay::element_timing`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ElementTiming {
+    pub name: String,
+    pub kind: &'static str,
+    /// Events run, and their lateness (µs; `departures` counts the events).
+    pub lateness: LatenessSummary,
+}
+
+/// Per element, what its samples are taken against.
+enum Sampler {
+    Plain,
+    Wifi(BssSampler),
+    Lte(CellSampler),
+}
+
+/// Lateness bins per element: 10 ms of 1 µs bins (beyond, only the maximum is kept).
+const ELEMENT_LATENESS_BINS_US: usize = 10_000;
 
 /// Link state is sampled this often, and at every capacity change, as the simulator samples it
 /// (`rtcbench_sim::LINK_SAMPLE_INTERVAL`).
@@ -170,6 +211,11 @@ pub struct Relay {
     elements: Vec<AnyElement<InFlight>>,
     /// Per element, the trace's link id of its first queue.
     first_queue: Vec<usize>,
+    samplers: Vec<Sampler>,
+    /// Per element, how late its events ran: against the driver's clock ([`Relay::set_clock`]),
+    /// or against the instant the relay advanced to if it has none.
+    event_lateness: Vec<Lateness>,
+    clock: Instant,
     background: Vec<Background>,
     /// Per route id, its hops in order.
     routes: Vec<Vec<ElementHop>>,
@@ -219,15 +265,32 @@ impl Relay {
         }
         let mut routes = Vec::new();
         let mut route_of = HashMap::new();
+        // Ports per element: a link's two ends, a BSS's AP and stations, a cell's eNB and UEs.
+        let ports: Vec<usize> = (plan.links.iter().map(|_| 2))
+            .chain(plan.bsses.iter().map(|b| b.stations.len() + 1))
+            .chain(plan.cells.iter().map(|c| c.ues.len() + 1))
+            .collect();
         for r in &plan.routes {
-            if r.links.is_empty() || r.links.iter().any(|&l| l >= plan.links.len()) {
+            let fits = |h: &ElementHop| {
+                ports
+                    .get(h.element as usize)
+                    .is_some_and(|&n| usize::from(h.from.max(h.to)) < n && h.from != h.to)
+            };
+            if r.hops.is_empty() || !r.hops.iter().all(fits) {
+                let hops: Vec<String> = r
+                    .hops
+                    .iter()
+                    .map(|h| format!("element {} port {} → {}", h.element, h.from, h.to))
+                    .collect();
                 return Err(format!(
-                    "route {} → {}: links {:?} are not links of the plan",
-                    r.from, r.to, r.links
+                    "route {} → {}: [{}] are not elements and ports of the plan",
+                    r.from,
+                    r.to,
+                    hops.join(", ")
                 ));
             }
             route_of.insert((iface_of(&r.from)?, iface_of(&r.to)?), routes.len() as u32);
-            routes.push(r.links.iter().map(|&l| ElementHop::link(l as u32)).collect());
+            routes.push(r.hops.clone());
         }
         let mut background = Vec::new();
         for b in &plan.background {
@@ -270,18 +333,48 @@ impl Relay {
         if let Some((name, _)) = replace.first() {
             return Err(format!("no link named {name} to put an element in place of"));
         }
+        let mut samplers: Vec<Sampler> = elements.iter().map(|_| Sampler::Plain).collect();
+        let mut kinds: Vec<&'static str> =
+            elements.iter().map(|e| if e.as_link().is_some() { "link" } else { "other" }).collect();
+        let mut names: Vec<String> = plan.links.iter().map(|l| l.name.clone()).collect();
+        for b in &plan.bsses {
+            let bss = Bss::new(b.clone(), rng_for(plan.seed, &bss_rng_path(&b.name)))
+                .map_err(|e| format!("wifi.{}: {e}", b.name))?;
+            samplers.push(Sampler::Wifi(BssSampler::new(&bss)));
+            elements.push(AnyElement::Bss(Box::new(bss)));
+            kinds.push("wifi");
+            names.push(b.name.clone());
+        }
+        for c in &plan.cells {
+            let cell = Cell::new(c.clone(), rng_for(plan.seed, &cell_rng_path(&c.name)))
+                .map_err(|e| format!("lte.{}: {e}", c.name))?;
+            samplers.push(Sampler::Lte(CellSampler::new(&cell)));
+            elements.push(AnyElement::Cell(Box::new(cell)));
+            kinds.push("lte");
+            names.push(c.name.clone());
+        }
         let mut first_queue = Vec::with_capacity(elements.len());
         let mut next = 0;
         for e in &elements {
             first_queue.push(next);
             next += usize::from(e.queues());
         }
-        let counts =
-            plan.links.iter().map(|l| LinkCounts { name: l.name.clone(), ..Default::default() }).collect();
+        if next != plan.queues.len() {
+            return Err(format!("the plan names {} queues, its elements have {next}", plan.queues.len()));
+        }
+        let counts = names
+            .into_iter()
+            .zip(&kinds)
+            .map(|(name, &kind)| LinkCounts { name, kind, ..Default::default() })
+            .collect();
+        let event_lateness = elements.iter().map(|_| Lateness::with_bins(ELEMENT_LATENESS_BINS_US)).collect();
         let hosts = cfg.interfaces.iter().enumerate().map(|(k, i)| (i.host_ip, k)).collect();
         Ok(Self {
             elements,
             first_queue,
+            samplers,
+            event_lateness,
+            clock: Instant::ZERO,
             background,
             routes,
             route_of,
@@ -303,6 +396,21 @@ impl Relay {
     /// The latest instant processed.
     pub fn now(&self) -> Instant {
         self.now
+    }
+
+    /// The driver's clock reads `now` (the scenario's time): an element event run from here on
+    /// counts as late by `now` less its instant, until the next reading.
+    pub fn set_clock(&mut self, now: Instant) {
+        self.clock = now;
+    }
+
+    /// Per element, in plan order (links, BSSes, cells), how late its events ran.
+    pub fn element_timing(&self) -> Vec<ElementTiming> {
+        self.counts
+            .iter()
+            .zip(&self.event_lateness)
+            .map(|(c, l)| ElementTiming { name: c.name.clone(), kind: c.kind, lateness: l.summary() })
+            .collect()
     }
 
     /// From now on, records every link's state every [`LINK_SAMPLE_INTERVAL`] and at every
@@ -389,6 +497,8 @@ impl Relay {
                 }
                 (Some((due, k)), _) if due <= t => {
                     self.now = self.now.max(due);
+                    let ran = self.clock.max(t);
+                    self.event_lateness[k].record(i128::from((ran - due).as_micros()) * 1000);
                     self.elements[k].on_timeout(due);
                     self.drain(k, due);
                 }
@@ -422,41 +532,62 @@ impl Relay {
     }
 
     /// Records every link's state at `t` and schedules the next sample: the interval on, or the
-    /// next capacity change if sooner, up to the end of the run (as the simulator samples). An
-    /// element of the caller's own reports its queues' bytes.
+    /// next capacity change if sooner, up to the end of the run (as the simulator samples). A BSS
+    /// gives a row per node and a cell two per UE, with their radio columns; an element of the
+    /// caller's own reports its queues' bytes.
     fn sample(&mut self, t: Instant) {
         let mut next = t + LINK_SAMPLE_INTERVAL;
-        for (k, element) in self.elements.iter().enumerate() {
-            let Some(link) = element.as_link() else {
-                for q in 0..element.queues() {
-                    self.samples.push_back(LinkSample {
-                        at: t,
-                        link: self.first_queue[k] + usize::from(q),
-                        capacity: None,
-                        queue: element.queue_bytes(q),
-                        queue_limit: None,
+        let samples = &mut self.samples;
+        for (k, (element, sampler)) in self.elements.iter_mut().zip(&mut self.samplers).enumerate() {
+            let first = self.first_queue[k];
+            let row = |link: usize, queue: DataSize, radio: Option<RadioColumns>| LinkSample {
+                at: t,
+                link,
+                capacity: None,
+                queue,
+                queue_limit: None,
+                radio,
+            };
+            match (element, sampler) {
+                (AnyElement::Link(link), _) => {
+                    let background = self.background.iter().find(|b| b.link == k);
+                    let mut capacity = link.capacity_at(t);
+                    if let Some(b) = background {
+                        capacity = capacity.map(|c| c.saturating_sub(b.rate_at(t)));
+                        if let Some(c) = b.next_step_after(t) {
+                            next = next.min(c);
+                        }
+                    }
+                    if let Some(c) = link.config().capacity.next_change_after(t) {
+                        next = next.min(c);
+                    }
+                    samples.push_back(LinkSample {
+                        capacity,
+                        queue_limit: link.queue_limit_at(t),
+                        ..row(k, link.queue_bytes(), None)
                     });
                 }
-                continue;
-            };
-            let background = self.background.iter().find(|b| b.link == k);
-            let mut capacity = link.capacity_at(t);
-            if let Some(b) = background {
-                capacity = capacity.map(|c| c.saturating_sub(b.rate_at(t)));
-                if let Some(c) = b.next_step_after(t) {
-                    next = next.min(c);
+                (AnyElement::Bss(bss), Sampler::Wifi(sampler)) => {
+                    sampler.sample(t, bss, |port, queue, mac| {
+                        samples.push_back(row(
+                            first + usize::from(port.0),
+                            queue,
+                            Some(RadioColumns::Wifi(mac)),
+                        ));
+                    });
+                }
+                (AnyElement::Cell(cell), Sampler::Lte(sampler)) => {
+                    sampler.sample(t, cell, |ue, dir, queue, radio| {
+                        let id = first + 2 * usize::from(ue.0 - 1) + usize::from(dir == Direction::Uplink);
+                        samples.push_back(row(id, queue, Some(RadioColumns::Lte(radio))));
+                    });
+                }
+                (element, _) => {
+                    for q in 0..element.queues() {
+                        samples.push_back(row(first + usize::from(q), element.queue_bytes(q), None));
+                    }
                 }
             }
-            if let Some(c) = link.config().capacity.next_change_after(t) {
-                next = next.min(c);
-            }
-            self.samples.push_back(LinkSample {
-                at: t,
-                link: k,
-                capacity,
-                queue: link.queue_bytes(),
-                queue_limit: link.queue_limit_at(t),
-            });
         }
         self.next_sample = (t < self.end).then_some(next.min(self.end));
     }

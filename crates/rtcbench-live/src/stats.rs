@@ -8,6 +8,7 @@ use serde::Serialize;
 const BINS_US: usize = 100_000;
 
 pub struct Lateness {
+    /// Per µs from 0, the errors that fell there; the last bin's edge is the range's end.
     bins: Vec<u64>,
     beyond: u64,
     count: u64,
@@ -27,16 +28,22 @@ pub struct LatenessSummary {
 
 impl Default for Lateness {
     fn default() -> Self {
-        Self { bins: vec![0; BINS_US + 1], beyond: 0, count: 0, max_ns: 0, sum_ns: 0 }
+        Self::with_bins(BINS_US)
     }
 }
 
 impl Lateness {
+    /// A histogram of `bins_us` 1 µs bins: errors beyond count only in the maximum and mean.
+    pub fn with_bins(bins_us: usize) -> Self {
+        Self { bins: vec![0; bins_us + 1], beyond: 0, count: 0, max_ns: 0, sum_ns: 0 }
+    }
+
     pub fn record(&mut self, late_ns: i128) {
         let late_ns = late_ns.max(0);
         let us = usize::try_from(late_ns / 1000).unwrap_or(usize::MAX);
+        let range = self.bins.len() - 1;
         match self.bins.get_mut(us) {
-            Some(bin) if us < BINS_US => *bin += 1,
+            Some(bin) if us < range => *bin += 1,
             _ => self.beyond += 1,
         }
         self.count += 1;

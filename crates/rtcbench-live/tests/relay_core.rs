@@ -24,6 +24,7 @@ fn config() -> RelayConfig {
             "loss": {"kind": "none"},
         })
     };
+    let through = |element: u32| serde_json::json!({"element": element, "from": 0, "to": 1});
     let json = serde_json::json!({
         "plan": {
             "scenario": "relay-core",
@@ -35,10 +36,11 @@ fn config() -> RelayConfig {
                 link("ba", serde_json::Value::Null, "0ms", "unlimited".into()),
                 link("bc", serde_json::Value::Null, "5ms", "unlimited".into()),
             ],
+            "queues": ["ab", "ba", "bc"],
             "routes": [
-                {"from": "A", "to": "B", "links": [0]},
-                {"from": "B", "to": "A", "links": [1]},
-                {"from": "A", "to": "C", "links": [0, 2]},
+                {"from": "A", "to": "B", "hops": [through(0)]},
+                {"from": "B", "to": "A", "hops": [through(1)]},
+                {"from": "A", "to": "C", "hops": [through(0), through(2)]},
             ],
         },
         "interfaces": [
@@ -130,8 +132,14 @@ fn a_plan_and_interfaces_that_do_not_fit_are_refused_by_name() {
     cfg.interfaces.pop();
     assert_eq!(Relay::new(&cfg).err().as_deref(), Some("node C of the plan has no interface"));
     let mut cfg = config();
-    cfg.plan.routes[0].links = vec![7];
-    assert_eq!(Relay::new(&cfg).err().as_deref(), Some("route A → B: links [7] are not links of the plan"));
+    cfg.plan.routes[0].hops[0].element = 7;
+    assert_eq!(
+        Relay::new(&cfg).err().as_deref(),
+        Some("route A → B: [element 7 port 0 → 1] are not elements and ports of the plan")
+    );
+    let mut cfg = config();
+    cfg.plan.queues.pop();
+    assert_eq!(Relay::new(&cfg).err().as_deref(), Some("the plan names 2 queues, its elements have 3"));
 }
 
 #[test]

@@ -33,7 +33,8 @@ pub const LINK_OUT: u16 = 1;
 
 /// One hop of a route through a driver's elements: which element, entered at which port, left
 /// by which.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ElementHop {
     /// Index into the driver's elements.
     pub element: u32,

@@ -156,7 +156,7 @@ pub(crate) fn one_variant(resolved: &Bound<'_, PyAny>, what: &str) -> PyResult<A
 #[pyfunction]
 fn network_plan(resolved: &Bound<'_, PyAny>, seed: u64) -> PyResult<String> {
     let s = one_variant(resolved, "network_plan")?;
-    let plan = scenario::elements::NetworkPlan::new(&s, seed);
+    let plan = scenario::elements::NetworkPlan::new(&s, seed).map_err(scenario_err)?;
     serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 

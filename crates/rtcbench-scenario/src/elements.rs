@@ -8,15 +8,21 @@ use rtcbench_net::link::jitter::JitterConfig;
 use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{LinkConfig, QueueLimit};
 use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
+use rtcbench_net::radio::lte::CellConfig;
+use rtcbench_net::radio::wifi::BssConfig;
 use rtcbench_net::rng::{derive_seed, rng_for};
+use rtcbench_net::ElementHop;
 use rtcbench_rtp::call::{FecScheme, StreamIds};
 use rtcbench_rtp::plan::{AudioPlan, CallPlan, PausePlan, VideoPlan};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::{Deserialize, Serialize};
 
+use super::lte::cell_config;
+use super::run::RunPlan;
+use super::wifi::bss_config;
 use super::{
-    find_path, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, LinkSpec,
-    LossSpec, QueueKind, QueueSize, QueueSpec, Scenario,
+    find_route, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, Hop, LinkSpec,
+    LossSpec, QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError,
 };
 
 /// The capacity a link's `capacity` or `schedule` describes: the capacity left to the flows.
@@ -130,16 +136,27 @@ pub fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) ->
     }
 }
 
-/// The network of a scenario as a relay realises it: every link's elements, and for each ordered
-/// pair of nodes that a chain of links joins, the fewest-hop chain (as the simulator routes).
+/// The network of a scenario as a relay realises it: the elements the simulator builds (the
+/// scenario's links, then its BSSes, then its cells, numbered in that order as the simulator
+/// numbers them), and for each ordered pair of nodes that they join, the fewest-hop route (as
+/// the simulator routes).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkPlan {
     pub scenario: String,
     pub seed: u64,
     pub duration: Duration,
+    /// Every node, as the run's `meta.nodes` lists them: the links' nodes, then the BSSes' and
+    /// cells' members.
     pub nodes: Vec<String>,
     pub links: Vec<LinkConfig>,
+    #[serde(default)]
+    pub bsses: Vec<BssConfig>,
+    #[serde(default)]
+    pub cells: Vec<CellConfig>,
+    /// The name of every queue, numbered as the run's `meta.links`: one per link, one per node of
+    /// each BSS, two per UE of each cell (`<cell>:<ue>:dl`, then `:ul`).
+    pub queues: Vec<String>,
     pub routes: Vec<RoutePlan>,
     /// The links whose capacity changes are made by UDP background traffic.
     #[serde(default)]
@@ -162,45 +179,57 @@ pub struct BackgroundPlan {
     pub packet_size: DataSize,
 }
 
-/// The links a packet from `from` to `to` crosses, in order (indices into [`NetworkPlan::links`]).
+/// The elements a packet from `from` to `to` crosses, in order, each entered and left by a port
+/// (`rtcbench_net::element`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoutePlan {
     pub from: String,
     pub to: String,
-    pub links: Vec<usize>,
+    pub hops: Vec<ElementHop>,
+}
+
+/// The element and ports of a scenario's hop, with the elements numbered as a driver holds them:
+/// the `n_links` links, then the `n_bsses` BSSes, then the cells.
+pub fn element_hop(n_links: usize, n_bsses: usize, hop: Hop) -> ElementHop {
+    let (element, from, to) = match hop {
+        Hop::Link(l) => return ElementHop::link(u32::from(l)),
+        Hop::Wifi { bss, from, to } => (n_links + usize::from(bss), from.0, to.0),
+        Hop::Lte { cell, from, to } => (n_links + n_bsses + usize::from(cell), from.0, to.0),
+    };
+    ElementHop { element: element as u32, from, to }
 }
 
 impl NetworkPlan {
-    /// The elements the simulator would build for `s` with `seed`. A relay seeds each link's
-    /// random streams as the simulator does ([`link_rng_path`]).
-    pub fn new(s: &Scenario, seed: u64) -> Self {
+    /// The elements the simulator would build for `s` with `seed`. A relay seeds each element's
+    /// random streams as the simulator does ([`link_rng_path`], `run::bss_rng_path`,
+    /// `run::cell_rng_path`).
+    pub fn new(s: &Scenario, seed: u64) -> Result<Self, ScenarioError> {
         let spec = &s.spec;
         let end = Instant::ZERO + *spec.duration.get();
-        let mut nodes: Vec<String> = Vec::new();
-        for l in &spec.links {
-            for n in [&l.from, &l.to] {
-                if !nodes.contains(n) {
-                    nodes.push(n.clone());
-                }
-            }
-        }
+        // Nodes and queue names as the run describes itself, so the relay's tables name them
+        // as a simulated run's do.
+        let meta = RunPlan::new(s, "", seed)?.meta;
         let links = spec
             .links
             .iter()
             .enumerate()
             .map(|(k, l)| link_config(l, s.capacity_traces.get(k).and_then(Option::as_deref), end))
             .collect();
+        let nodes = meta.nodes;
         let routes = nodes
             .iter()
             .flat_map(|from| nodes.iter().map(move |to| (from, to)))
             .filter(|(from, to)| from != to)
             .filter_map(|(from, to)| {
-                let links = find_path(&spec.links, from, to)?;
+                let hops = find_route(&spec.links, &spec.wifi, &spec.lte, from, to)?;
                 Some(RoutePlan {
                     from: from.clone(),
                     to: to.clone(),
-                    links: links.into_iter().map(|l| l as usize).collect(),
+                    hops: hops
+                        .into_iter()
+                        .map(|h| element_hop(spec.links.len(), spec.wifi.len(), h))
+                        .collect(),
                 })
             })
             .collect();
@@ -216,15 +245,18 @@ impl NetworkPlan {
                 Some(BackgroundPlan { link, steps_us, packet_size: UDP_BACKGROUND_PACKET })
             })
             .collect();
-        Self {
+        Ok(Self {
             scenario: spec.id.clone(),
             seed,
             duration: *spec.duration.get(),
             nodes,
             links,
+            bsses: spec.wifi.iter().map(bss_config).collect(),
+            cells: spec.lte.iter().map(cell_config).collect(),
+            queues: meta.links.into_iter().map(|l| l.name).collect(),
             routes,
             background,
-        }
+        })
     }
 }
 

@@ -9,11 +9,11 @@ use rtcbench_scenario::{builtin, load};
 
 #[test]
 fn every_built_in_link_configuration_survives_json() {
-    let (mut links, mut traced, mut mahimahi, mut aqm) = (0, 0, 0, 0);
+    let (mut links, mut traced, mut mahimahi, mut aqm, mut radio) = (0, 0, 0, 0, 0);
     for (id, _, _) in builtin::BUILTIN {
         let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
         for s in load(text, &origin, &[]).unwrap_or_else(|e| panic!("{e}")) {
-            let plan = NetworkPlan::new(&s, 7);
+            let plan = NetworkPlan::new(&s, 7).unwrap_or_else(|e| panic!("{id}: {e}"));
             let json = serde_json::to_value(&plan).expect("a plan serialises");
             let back: Vec<LinkConfig> =
                 serde_json::from_value(json["links"].clone()).unwrap_or_else(|e| panic!("{id}: {e}"));
@@ -22,15 +22,19 @@ fn every_built_in_link_configuration_survives_json() {
             traced += s.capacity_traces.iter().flatten().count();
             mahimahi += back.iter().filter(|l| l.opportunities.is_some()).count();
             aqm += back.iter().filter(|l| l.discipline != Default::default()).count();
+            let elements = plan.links.len() + plan.bsses.len() + plan.cells.len();
             for route in &plan.routes {
-                assert!(!route.links.is_empty() && route.links.iter().all(|&l| l < plan.links.len()));
+                assert!(!route.hops.is_empty() && route.hops.iter().all(|h| (h.element as usize) < elements));
             }
+            let back: NetworkPlan = serde_json::from_value(json).unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!((back.bsses, back.cells), (plan.bsses.clone(), plan.cells.clone()), "{id}");
+            radio += plan.bsses.len() + plan.cells.len();
         }
     }
     // The round trip covered capacity traces and AQMs, not only constant drop-tail links.
     assert!(
-        links >= 200 && traced >= 3 && mahimahi >= 1 && aqm >= 4,
-        "{links} links, {traced} traced ({mahimahi} mahimahi), {aqm} with an AQM"
+        links >= 200 && traced >= 3 && mahimahi >= 1 && aqm >= 4 && radio >= 20,
+        "{links} links, {traced} traced ({mahimahi} mahimahi), {aqm} with an AQM, {radio} BSSes and cells"
     );
 }
 
@@ -38,9 +42,9 @@ fn every_built_in_link_configuration_survives_json() {
 fn a_route_is_the_fewest_hop_chain_in_both_directions() {
     let (text, origin) = builtin::find("rfc8867-5.1").expect("built in");
     let s = load(text, &origin, &[]).expect("loads").remove(0);
-    let plan = NetworkPlan::new(&s, 1);
+    let plan = NetworkPlan::new(&s, 1).expect("plans");
     let names = |r: &rtcbench_scenario::elements::RoutePlan| {
-        r.links.iter().map(|&l| plan.links[l].name.as_str()).collect::<Vec<_>>()
+        r.hops.iter().map(|h| plan.links[h.element as usize].name.as_str()).collect::<Vec<_>>()
     };
     assert_eq!(plan.routes.len(), plan.nodes.len() * (plan.nodes.len() - 1));
     for r in &plan.routes {

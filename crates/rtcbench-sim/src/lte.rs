@@ -8,12 +8,13 @@
 //! its own for its uplink: `<cell>:<ue>:dl` and `<cell>:<ue>:ul` in the trace, after the
 //! scenario's links and the BSSes' queues.
 
-use rtcbench_net::radio::lte::{Cell, DirStats, Direction, Port};
+use rtcbench_net::radio::lte::{Cell, Direction, Port};
+use rtcbench_net::radio::sample::CellSampler;
 use rtcbench_net::rng::rng_for;
-use rtcbench_units::{Bitrate, Instant};
+use rtcbench_units::Instant;
 
 use crate::packet::{LinkId, Packet};
-use crate::trace::{LinkTable, RadioSample};
+use crate::trace::LinkTable;
 use rtcbench_scenario::lte::cell_config;
 use rtcbench_scenario::run::cell_rng_path;
 use rtcbench_scenario::{LteSpec, ScenarioError};
@@ -23,10 +24,8 @@ pub(crate) struct LteNet {
     /// Per cell, the link id of its first UE's downlink buffer; UE i (from 1) has
     /// `first_queue + 2 (i − 1)` downlink and the next id uplink.
     first_queue: Vec<LinkId>,
-    /// Per cell, the TTIs it was done with at the last sample ([`Cell::ttis_done`]), and per UE
-    /// its counters then.
-    last_ttis: Vec<Option<u64>>,
-    last: Vec<Vec<[DirStats; 2]>>,
+    /// Per cell, its counters at the last sample.
+    samplers: Vec<CellSampler>,
 }
 
 impl LteNet {
@@ -47,55 +46,18 @@ impl LteNet {
             next += 2 * l.ues.len();
             cells.push(cell);
         }
-        let last = cells.iter().map(|c| vec![[DirStats::default(); 2]; c.ues()]).collect();
-        let last_ttis = vec![None; cells.len()];
-        Ok((Self { first_queue, last_ttis, last }, cells))
+        let samplers = cells.iter().map(CellSampler::new).collect();
+        Ok((Self { first_queue, samplers }, cells))
     }
 
     /// Two rows per UE of every cell in the links table, its downlink and its uplink buffer:
     /// bytes waiting, the head packet's age, and what the scheduler gave it since the last
-    /// sample.
-    /// Rates and shares are over the TTIs the cell ran since the last sample, not the time
-    /// elapsed, so that a TTI starting at a sample instant counts in exactly one sample.
+    /// sample (`rtcbench_net::radio::sample::CellSampler`).
     pub(crate) fn sample(&mut self, now: Instant, cells: &mut [Cell<Packet>], links: &mut LinkTable) {
-        for (c, cell) in cells.iter_mut().enumerate() {
-            let first = self.first_queue[c];
-            let done = cell.ttis_done(now);
-            let ttis = self.last_ttis[c].replace(done).map(|before| done - before).filter(|&n| n > 0);
-            for k in 0..cell.ues() {
-                let ue = Port::ue(k as u16 + 1);
-                let stats = cell.stats(ue);
-                for (d, (dir, now_stats)) in
-                    [(Direction::Downlink, stats.dl), (Direction::Uplink, stats.ul)].into_iter().enumerate()
-                {
-                    let before = std::mem::replace(&mut self.last[c][k][d], now_stats);
-                    let prb = match dir {
-                        Direction::Downlink => cell.dl_prb(),
-                        Direction::Uplink => cell.ul_prb(),
-                    };
-                    let (cqi, full_band_rate) = cell.full_band_rate(now, ue, dir);
-                    let sample = RadioSample {
-                        rb_share: ttis.map(|n| {
-                            let rb_ttis = (now_stats.rb_ttis - before.rb_ttis) as f64;
-                            rb_ttis / (f64::from(prb) * n as f64)
-                        }),
-                        scheduled: ttis.map(|n| {
-                            let bytes = (now_stats.new_tb_bytes - before.new_tb_bytes).as_bytes();
-                            // A TTI is 1 ms.
-                            Bitrate::from_bps_f64(bytes as f64 * 8.0 * 1000.0 / n as f64)
-                        }),
-                        retransmissions: now_stats.harq_retransmissions - before.harq_retransmissions,
-                        failures: now_stats.harq_failures - before.harq_failures,
-                        queue_drops: (now_stats.queue_full_drops + now_stats.discard_drops)
-                            - (before.queue_full_drops + before.discard_drops),
-                        head_sojourn: cell.head_sojourn(now, ue, dir),
-                        cqi,
-                        full_band_rate,
-                    };
-                    let id = buffer_id(first, ue, dir);
-                    links.record_radio(now, id, cell.queue_bytes(ue, dir), sample);
-                }
-            }
+        for ((cell, sampler), &first) in cells.iter_mut().zip(&mut self.samplers).zip(&self.first_queue) {
+            sampler.sample(now, cell, |ue, dir, queue, sample| {
+                links.record_radio(now, buffer_id(first, ue, dir), queue, sample)
+            });
         }
     }
 }

@@ -8,12 +8,13 @@
 //! every station's) are where its packets wait and are dropped, so they are what the trace calls
 //! a link: `<bss>:<node>`, after the scenario's own links.
 
-use rtcbench_net::radio::wifi::{Bss, NodeStats, Port};
+use rtcbench_net::radio::sample::BssSampler;
+use rtcbench_net::radio::wifi::Bss;
 use rtcbench_net::rng::rng_for;
-use rtcbench_units::{Bitrate, Instant};
+use rtcbench_units::Instant;
 
 use crate::packet::{LinkId, Packet};
-use crate::trace::{Adaptation, LinkTable, MacSample};
+use crate::trace::LinkTable;
 use rtcbench_scenario::run::bss_rng_path;
 use rtcbench_scenario::wifi::bss_config;
 use rtcbench_scenario::{ScenarioError, WifiSpec};
@@ -22,11 +23,8 @@ use rtcbench_scenario::{ScenarioError, WifiSpec};
 pub(crate) struct WifiNet {
     /// Per BSS, the link id of its AP's queues; port p's are `first_queue + p`.
     first_queue: Vec<LinkId>,
-    /// Per BSS and port, the counters at the last sample (and the extended attempts of a
-    /// station's retry-limit adaptation), and when it was taken.
-    last: Vec<Vec<NodeStats>>,
-    last_extended: Vec<Vec<u64>>,
-    last_sample: Option<Instant>,
+    /// Per BSS, its counters at the last sample.
+    samplers: Vec<BssSampler>,
 }
 
 impl WifiNet {
@@ -47,53 +45,15 @@ impl WifiNet {
             next += w.stations.len() + 1;
             bsses.push(bss);
         }
-        let last = bsses.iter().map(|b| vec![NodeStats::default(); b.stations() + 1]).collect();
-        let last_extended = bsses.iter().map(|b| vec![0; b.stations() + 1]).collect();
-        Ok((Self { first_queue, last, last_extended, last_sample: None }, bsses))
-    }
-
-    /// The link id of the queues of the node at `port` of BSS `bss`.
-    fn queue_id(&self, bss: u16, port: Port) -> LinkId {
-        self.first_queue[usize::from(bss)] + port.0
+        let samplers = bsses.iter().map(BssSampler::new).collect();
+        Ok((Self { first_queue, samplers }, bsses))
     }
 
     /// One row per node of every BSS in the links table: its queues and its MAC counters since
     /// the last sample.
     pub(crate) fn sample(&mut self, now: Instant, bsses: &[Bss<Packet>], links: &mut LinkTable) {
-        let span = self.last_sample.map(|t| now - t);
-        self.last_sample = Some(now);
-        for (b, bss) in bsses.iter().enumerate() {
-            for p in 0..=bss.stations() {
-                let port = Port(p as u16);
-                let now_stats = bss.stats(port);
-                let before = std::mem::replace(&mut self.last[b][p], now_stats);
-                let ppdus = now_stats.data_ppdus - before.data_ppdus;
-                let mac = MacSample {
-                    airtime_share: span
-                        .filter(|d| !d.is_zero())
-                        .map(|d| (now_stats.airtime - before.airtime).as_secs_f64() / d.as_secs_f64()),
-                    retries: now_stats.mpdu_retries - before.mpdu_retries,
-                    drops: (now_stats.mpdus_retry_dropped + now_stats.mpdus_lifetime_dropped)
-                        - (before.mpdus_retry_dropped + before.mpdus_lifetime_dropped),
-                    queue_drops: now_stats.queue_full_drops - before.queue_full_drops,
-                    ampdu_mpdus: (ppdus > 0)
-                        .then(|| (now_stats.mpdus_sent - before.mpdus_sent) as f64 / ppdus as f64),
-                    phy_rate: (port != Port::AP).then(|| bss.phy_mode(port, Port::AP).rate()),
-                    delivered: span.filter(|d| !d.is_zero()).map(|d| {
-                        let bits = (now_stats.acked_bytes - before.acked_bytes).as_bits();
-                        Bitrate::from_bps_f64(bits as f64 / d.as_secs_f64())
-                    }),
-                    adaptation: bss.adaptation(port).map(|a| {
-                        let before = std::mem::replace(&mut self.last_extended[b][p], a.extended_attempts);
-                        Adaptation {
-                            congestion_level: a.cl,
-                            mac_capacity: a.mc,
-                            extended_attempts: a.extended_attempts - before,
-                        }
-                    }),
-                };
-                links.record_mac(now, self.queue_id(b as u16, port), bss.queue_bytes(port), mac);
-            }
+        for ((bss, sampler), &first) in bsses.iter().zip(&mut self.samplers).zip(&self.first_queue) {
+            sampler.sample(now, bss, |port, queue, mac| links.record_mac(now, first + port.0, queue, mac));
         }
     }
 }

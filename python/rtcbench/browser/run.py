@@ -55,7 +55,7 @@ from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info
 from rtcbench.scenarios import MODELLED_CODEC, Table, Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
-from rtcbench.testbed.netns import Testbed, TestbedError, build, refuse_access_networks, require
+from rtcbench.testbed.netns import Testbed, TestbedError, build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
 
 __all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "connections"]
@@ -502,7 +502,6 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
     without root, `BrowserModeError` for a scenario browsers cannot run, `CrossTrafficError`
     for cross traffic that cannot be emulated, and a `TestbedError` naming what failed to
     start."""
-    refuse_access_networks(variant)
     require()
     if devtools.chromium() is None:
         raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")

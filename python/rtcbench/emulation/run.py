@@ -27,7 +27,7 @@ from rtcbench.emulation.trace import emulated_tables
 from rtcbench.scenarios import Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
-from rtcbench.testbed.netns import build, refuse_access_networks, require
+from rtcbench.testbed.netns import build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
 
 __all__ = ["Emulated", "emulate", "planned_meta", "relay_info"]
@@ -73,8 +73,9 @@ def _agents_scheduling(
 
 
 def relay_info(report: relay.RelayReport) -> dict[str, Any]:
-    """What a run's summary says of its relay (`relay`: scheduling, timing error, counts) and the
-    warnings it gives (`warnings`: timing that cannot be trusted, records lost)."""
+    """What a run's summary says of its relay (`relay`: scheduling, timing error of departures and
+    of each element's events, CPU, counts) and the warnings it gives (`warnings`: timing that
+    cannot be trusted, records lost)."""
     warnings = [w for w in [report.warning()] if w is not None]
     if report.records_lost:
         warnings.append(
@@ -91,6 +92,17 @@ def relay_info(report: relay.RelayReport) -> dict[str, Any]:
             },
             "departures": report.departures,
             "keeping_up": report.keeping_up,
+            "elements": [
+                {
+                    "name": e.name,
+                    "kind": e.kind,
+                    "events": e.events,
+                    "lateness_us": {"p50": e.p50_us, "p99": e.p99_us, "max": e.max_us},
+                }
+                for e in report.elements
+            ],
+            "cpu_s": report.cpu_s,
+            "forwarding_cpu_share": report.forwarding_cpu_s / report.wall_s if report.wall_s > 0 else None,
             "frames_in": report.frames_in,
             "frames_out": report.frames_out,
             "refused": report.refused,
@@ -110,7 +122,6 @@ def emulate(
     `work` receives the processes' configurations, logs and reports (and, with `capture`, the
     relay's pcaps). Raises `TestbedUnavailable` without root or `ip`, `CrossTrafficError` for
     cross traffic that cannot be emulated, and a `TestbedError` naming the process that failed."""
-    refuse_access_networks(variant)
     require()
     if isinstance(controller, UserController):
         media.python_controller(controller)  # refuses what cannot cross, before anything starts

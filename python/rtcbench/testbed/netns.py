@@ -101,19 +101,6 @@ class TestbedUnavailable(TestbedError):
     message is one line that says what is missing."""
 
 
-def refuse_access_networks(variant: Variant) -> None:
-    """`TestbedError` (one line) for a scenario with an 802.11 BSS (`[[wifi]]`) or an LTE cell
-    (`[[lte]]`): the relay carries packets over the scenario's links only; a BSS or a cell runs
-    in simulation (docs/wifi.md, docs/lte.md)."""
-    for key, media, what in (("wifi", variant.wifi, "an 802.11 BSS"), ("lte", variant.lte, "an LTE cell")):
-        if media:
-            raise TestbedError(
-                f"{variant.scenario_id}: {key}.{media[0].get('name', 0)} cannot be emulated: the relay "
-                f"carries packets over the scenario's links only, and {what} runs in simulation; run "
-                "it without --mode"
-            )
-
-
 def missing() -> str | None:
     """What this machine lacks to build a testbed, as one line; None if nothing."""
     if sys.platform != "linux":
@@ -211,9 +198,8 @@ def build(variant: Variant) -> Iterator[Testbed]:
     and `TestbedError` if building fails (what was built is removed). On leaving the block,
     everything is removed (the module says how); a failure to remove raises `TestbedError` unless
     the block already raised, and leaves the run recorded so that a later `build` retries."""
-    refuse_access_networks(variant)
     require()
-    nodes = scenario_nodes(variant.links)
+    nodes = scenario_nodes(variant)
     if not 1 <= len(nodes) <= MAX_NODES:
         raise TestbedError(
             f"{variant.scenario_id}: an emulated network has 1 to {MAX_NODES} nodes, "

@@ -66,9 +66,25 @@ class LinkReport:
 
 
 @dataclass(frozen=True)
+class ElementTiming:
+    """How late the relay ran one element's events against their instants in the scenario (a
+    link's serialisation ends and deliveries; a BSS's backoff ends, transmission starts and ends;
+    a cell's TTIs)."""
+
+    name: str
+    kind: str
+    """"link", "wifi", "lte" or "other"."""
+    events: int
+    p50_us: float
+    p99_us: float
+    max_us: float
+
+
+@dataclass(frozen=True)
 class RelayReport:
     """What the relay says about its run (`relay.json`). Lateness is how long after the instant
-    its last link delivered a frame the relay sent it: the emulation's own timing error."""
+        its last element delivered a frame the relay sent it: the emulation's own timing error; per
+    element, how late the relay ran that element's events (`elements`)."""
 
     scheduling: str
     departures: int
@@ -84,7 +100,12 @@ class RelayReport:
     socket_drops: list[int]
     records_lost: int
     links: dict[str, LinkReport]
+    elements: list[ElementTiming]
     wall_s: float
+    cpu_s: float
+    """CPU time of the whole relay from `go` to its end (its forwarding thread and its writer)."""
+    forwarding_cpu_s: float
+    """CPU time of the relay's forwarding thread alone: what one core must keep up with."""
     processed_until_s: float
     """The last instant of the scenario the relay processed: its links ran up to here."""
 
@@ -119,17 +140,33 @@ class RelayReport:
             socket_drops=list(r["socket_drops"]),
             records_lost=r["records_lost"],
             links=links,
+            elements=[
+                ElementTiming(
+                    name=e["name"],
+                    kind=e["kind"],
+                    events=e["lateness"]["departures"],
+                    p50_us=e["lateness"]["p50_us"],
+                    p99_us=e["lateness"]["p99_us"],
+                    max_us=e["lateness"]["max_us"],
+                )
+                for e in r["elements"]
+            ],
             wall_s=r["wall_s"],
+            cpu_s=r["cpu_s"],
+            forwarding_cpu_s=r["forwarding_cpu_s"],
             processed_until_s=r["processed_until_us"] / 1e6,
         )
 
     def warning(self) -> str | None:
         """One line when the emulation's timing cannot be trusted, else None."""
         if not self.keeping_up:
+            late = [e for e in self.elements if e.p99_us > LATENESS_GOAL_US]
+            elements = "".join(f", {e.name}'s events by {e.p99_us:.0f} µs" for e in late)
             return (
-                f"the relay could not keep up: departures late by {self.lateness_p99_us:.0f} µs at p99 "
-                f"(goal {LATENESS_GOAL_US:.0f} µs; scheduling {self.scheduling}); timing on this path "
-                "is not the scenario's"
+                f"the relay could not keep up: departures late by {self.lateness_p99_us:.0f} µs at p99"
+                f"{elements} (goal {LATENESS_GOAL_US:.0f} µs; scheduling {self.scheduling}; forwarding "
+                f"used {self.forwarding_cpu_s / max(self.wall_s, 1e-9):.0%} of a core); timing on this "
+                "path is not the scenario's"
             )
         if any(self.socket_drops) or self.records_lost:
             return (

@@ -47,10 +47,9 @@ _RELAY_SCHEMA = {
     "payload": pl.Int32,
     "head": pl.String,
 }
-_LINKS_SCHEMA = {
-    c: tables.dtypes("links")[c] for c in ("t_us", "link", "capacity_bps", "queue_bytes", "queue_limit_bytes")
-}
-"""The links table's columns the relay samples (the core's schema)."""
+_LINKS_SCHEMA = tables.dtypes("links")
+"""The links table's columns, all of which the relay samples (the core's schema): a BSS's and a
+cell's radio columns too, null where a column is not the element's, as in a simulated run."""
 
 _OPTIONAL_PACKET_COLUMNS = {"transport_seq": pl.Int32}
 """Columns of the packets table only some producers fill (docs/traces.md)."""

@@ -6,8 +6,8 @@ Planning is pure (no root, no system call): the same scenario always gets the sa
 addresses and MACs, and only the per-run prefix in the names differs, so the frames of two runs
 of one scenario compare byte for byte.
 
-Addressing, with nodes numbered from 0 in the order they first appear in the scenario's
-`[[links]]` (`from`, then `to`):
+Addressing, with nodes numbered from 0 in the order the run lists them (`scenario_nodes`: the
+`[[links]]`' `from` and `to`, then the members of each BSS and cell):
 
 - node i has 10.0.{i+1}.2/24 on its veth end, MAC 02:72:62:00:{i+1:02x}:02;
 - the net namespace has 10.0.{i+1}.1/24 on the other end, MAC 02:72:62:00:{i+1:02x}:01, and that
@@ -19,11 +19,16 @@ through the net namespace; the neighbour entries at both ends are permanent, so 
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Interface
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from rtcbench import _core
+
+if TYPE_CHECKING:
+    from rtcbench.scenarios import Variant
 
 __all__ = [
     "IFNAMSIZ",
@@ -148,11 +153,9 @@ class Topology:
         }
 
 
-def scenario_nodes(links: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The nodes of a resolved scenario's `[[links]]` (`Variant.links`): every `from` and `to`
-    (calls and cross traffic may only use nodes that links join), in order of first appearance."""
-    nodes: dict[str, None] = {}
-    for link in links:
-        nodes.setdefault(str(link["from"]))
-        nodes.setdefault(str(link["to"]))
-    return list(nodes)
+def scenario_nodes(variant: Variant) -> list[str]:
+    """Every node of a resolved scenario, in the order its run lists them (`meta.nodes`): the
+    `from` and `to` of its `[[links]]` in order of first appearance, then the members of its
+    BSSes (AP, stations) and cells (eNB, UEs). Calls and cross traffic may only use these."""
+    nodes: list[str] = json.loads(_core.run_meta(variant.core, "", 0))["nodes"]
+    return nodes

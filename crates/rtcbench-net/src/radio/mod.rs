@@ -3,6 +3,7 @@
 //! BSS. [`lte`]: one LTE FDD cell (eNB and UEs).
 
 pub mod lte;
+pub mod sample;
 pub mod wifi;
 
 use std::collections::VecDeque;

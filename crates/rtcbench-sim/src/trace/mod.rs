@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 
 use rtcbench_cc::{ControllerMetrics, Metric};
 use rtcbench_media::video::Frame;
-use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
+use rtcbench_units::{Bitrate, DataSize, Instant};
 
 use crate::packet::{DropReason, FlowId, LinkId, Packet, PacketKind};
 
@@ -432,61 +432,7 @@ pub struct LinkTable {
     pub cqi: Vec<i64>,
 }
 
-/// What a Wi-Fi node's MAC did since the previous sample (`docs/traces.md`, `links.parquet`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MacSample {
-    /// The share of the time since the last sample the node had a PPDU on air (its data frames
-    /// and the ACKs and BlockAcks it answered with); `None` at the first sample.
-    pub airtime_share: Option<f64>,
-    /// MPDU transmissions that were retransmissions.
-    pub retries: u64,
-    /// MPDUs the MAC gave up: retry limit or lifetime.
-    pub drops: u64,
-    /// Packets the node's queue had no room for (a relayed one too, at the AP).
-    pub queue_drops: u64,
-    /// Mean MPDUs per data PPDU (1 without aggregation); `None` if it sent none.
-    pub ampdu_mpdus: Option<f64>,
-    /// The PHY rate of a station's data frames; `None` for the AP (a rate per station).
-    pub phy_rate: Option<Bitrate>,
-    /// The MSDUs the MAC delivered (acknowledged) since the last sample, as a rate; `None` at
-    /// the first sample. Over `airtime_share`, the rate the node carries while it has the medium.
-    pub delivered: Option<Bitrate>,
-    /// The station's retry-limit adaptation, if it runs one.
-    pub adaptation: Option<Adaptation>,
-}
-
-/// A station's retry-limit adaptation at a sample (Chen et al. 2015 §3.1, Algorithm 3).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Adaptation {
-    /// CL, eq. (5), over the last wτ (+∞ when nothing was delivered but data is in excess).
-    pub congestion_level: f64,
-    /// MC, eq. (6): the MAC capacity the station estimates.
-    pub mac_capacity: Bitrate,
-    /// Attempts granted beyond the retry limit since the last sample.
-    pub extended_attempts: u64,
-}
-
-/// What the scheduler did for one direction of one LTE UE since the previous sample
-/// (`docs/traces.md`, `links.parquet`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RadioSample {
-    /// PRB·TTIs the UE was given over those the direction had; `None` at the first sample.
-    pub rb_share: Option<f64>,
-    /// The bytes of the new transport blocks it was given, as a rate; `None` at the first sample.
-    pub scheduled: Option<Bitrate>,
-    /// HARQ retransmissions sent.
-    pub retransmissions: u64,
-    /// Transport blocks given up after their last HARQ transmission.
-    pub failures: u64,
-    /// Packets refused by the full buffer or dropped by PDCP's discard timer.
-    pub queue_drops: u64,
-    /// How long the oldest packet in the buffer has waited; `None` when it is empty.
-    pub head_sojourn: Option<Duration>,
-    /// The CQI the scheduler uses (0: out of range).
-    pub cqi: u8,
-    /// The whole band's rate at the MCS of that CQI.
-    pub full_band_rate: Bitrate,
-}
+pub use rtcbench_net::radio::sample::{Adaptation, MacSample, RadioSample};
 
 impl LinkTable {
     /// Rows held.

@@ -18,7 +18,7 @@ use rtcbench_net::radio::lte::Cell;
 use rtcbench_net::radio::wifi::Bss;
 use rtcbench_net::rng::rng_for;
 use rtcbench_net::{Element, ElementHop, HostRelease};
-use rtcbench_scenario::elements::{link_config, link_rng_path};
+use rtcbench_scenario::elements::{element_hop, link_config, link_rng_path};
 use rtcbench_scenario::{Hop, Scenario, ScenarioError};
 use rtcbench_units::Instant;
 
@@ -230,14 +230,7 @@ impl Network {
 
     /// The element and ports of a scenario's hop.
     pub(super) fn step(&self, hop: Hop) -> ElementHop {
-        let (element, from, to) = match hop {
-            Hop::Link(l) => return ElementHop::link(u32::from(l)),
-            Hop::Wifi { bss, from, to } => (self.n_links + usize::from(bss), from.0, to.0),
-            Hop::Lte { cell, from, to } => {
-                (self.n_links + self.bsses.len() + usize::from(cell), from.0, to.0)
-            }
-        };
-        ElementHop { element: element as u32, from, to }
+        element_hop(self.n_links, self.bsses.len(), hop)
     }
 
     /// The elements and ports of a scenario's route.
