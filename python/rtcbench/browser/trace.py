@@ -533,6 +533,7 @@ _RECEIVER = (
     ("retransmitted_packets_received", "inbound-rtp", "retransmittedPacketsReceived", 1, pl.Int64),
     ("retransmitted_bytes_received", "inbound-rtp", "retransmittedBytesReceived", 1, pl.Int64),
     ("fec_packets_received", "inbound-rtp", "fecPacketsReceived", 1, pl.Int64),
+    ("fec_bytes_received", "inbound-rtp", "fecBytesReceived", 1, pl.Int64),
     ("fec_packets_discarded", "inbound-rtp", "fecPacketsDiscarded", 1, pl.Int64),
     ("total_processing_delay_s", "inbound-rtp", "totalProcessingDelay", 1, pl.Float64),
     ("total_samples_received", "inbound-rtp", "totalSamplesReceived", 1, pl.Int64),
