@@ -305,3 +305,72 @@ def test_a_browser_that_dies_ends_the_run_with_its_reason(tmp_path: Path) -> Non
     assert line and "\n" not in line and "peer A" in line, line
     # What ran until then is in the tables.
     assert run.tables.packets.filter(pl.col("kind") == "media").height > 100
+
+
+WIFI = """
+id = "browser-wifi"
+duration = "20s"
+
+[[links]]
+name = "up"
+from = "AP"
+to = "B"
+capacity = "100Mbps"
+delay = "20ms"
+queue = { size = "100ms" }
+
+[[links]]
+name = "down"
+from = "B"
+to = "AP"
+capacity = "100Mbps"
+delay = "20ms"
+queue = { size = "100ms" }
+
+[[wifi]]
+name = "wlan"
+ap = "AP"
+phy = { mcs = 4 }
+
+[[wifi.stations]]
+node = "STA"
+
+[[wifi.stations]]
+node = "CMP"
+
+[[calls]]
+name = "call"
+from = "STA"
+to = "B"
+video = { max = "1Mbps" }
+
+[[cbr]]
+name = "cbr"
+from = "CMP"
+to = "B"
+rate = "2Mbps"
+start = "2s"
+"""
+
+
+@needs_testbed
+def test_a_browser_call_crosses_a_bss_with_cbr_beside_it(tmp_path: Path) -> None:
+    # Chromium in a station's namespace, its frames through the relay's BSS (the simulator's
+    # element) and the AP's link; a second station's CBR shares the medium and is traced too.
+    path = tmp_path / "wifi.toml"
+    path.write_text(WIFI)
+    (run,) = rtcbench.run(path, "gcc", out=tmp_path / "out", mode="browser")
+    s = run.summary
+    assert s["browser"]["failure"] is None, s["browser"]
+    video = next(f for f in s["flows"] if f["name"] == "call.video")
+    assert video["mean_recv_rate_bps"] > 300_000 and video["fps_mean"] > 20, video
+    # The CBR, over its own span (from 2 s on), as the cross-traffic agent sent it.
+    cbr = next(f for f in s["flows"] if f["name"] == "cbr")
+    assert cbr["mean_recv_rate_bps"] == pytest.approx(2e6, rel=0.03), cbr
+    # The links table's MAC rows, as a simulated run's: the call's station on the air.
+    links = run.tables.links
+    station = links.filter(pl.col("link") == "wlan:STA")
+    assert station.height >= 1990 and station.get_column("airtime_share").drop_nulls().mean() > 0
+    assert {w["node"] for w in s["wifi"]} == {"AP", "STA", "CMP"}
+    relay = s["browser"]["relay"]
+    assert {e["name"]: e["kind"] for e in relay["elements"]}["wlan"] == "wifi"

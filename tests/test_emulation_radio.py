@@ -194,6 +194,7 @@ def _timing(emu: RunResult, radio: str) -> None:
     assert elements[radio]["kind"] in ("wifi", "lte") and elements[radio]["events"] > 1000
     p99s = [relay["lateness_us"]["p99"], *(e["lateness_us"]["p99"] for e in relay["elements"])]
     assert relay["keeping_up"] == all(p <= LATENESS_GOAL_US for p in p99s), relay
+    assert emu.summary["emulation"]["valid"] == relay["keeping_up"]
     assert 0 < relay["forwarding_cpu_share"] < 1.0 and relay["cpu_s"] > 0
     late = [w for w in emu.summary["emulation"]["warnings"] if w.startswith("the relay could not keep up")]
     assert len(late) == (0 if relay["keeping_up"] else 1)

@@ -274,6 +274,21 @@ def test_an_interrupt_while_the_command_loads_is_clean(
     assert not out.exists() or not any(out.rglob("*.tmp")), "nothing half-made"
 
 
+def _run_app_with(
+    app: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[object, list[str]]:
+    """`run_app` in this process with `app` in place of the Typer app, and no handlers of its own:
+    its exit status and the lines it wrote on stderr."""
+    from rtcbench.cli import commands, errors
+
+    monkeypatch.setattr(commands, "interrupt_on_signals", lambda sigint=None: None)
+    monkeypatch.setattr(commands, "app", app)
+    monkeypatch.setattr(errors, "_stage", "before")
+    with pytest.raises(SystemExit) as ended:
+        commands.run_app()
+    return ended.value.code, capsys.readouterr().err.strip().splitlines()
+
+
 def _app_interrupted(**kw: object) -> int:
     raise KeyboardInterrupt
 
@@ -290,21 +305,13 @@ def test_an_interrupt_before_any_command_began_gets_its_line(
     # CI once sent SIGINT while Typer built the app (after the loading handler, before any
     # command's own): a traceback and death by signal; SIGTERM there got status 130 and no line.
     # Deterministic here: the app itself is interrupted.
-    from rtcbench.cli import commands, errors
-
-    monkeypatch.setattr(commands, "interrupt_on_signals", lambda sigint=None: None)
-    monkeypatch.setattr(commands, "app", app)
-    monkeypatch.setattr(errors, "_stage", "before")
-    with pytest.raises(SystemExit) as ended:
-        commands.run_app()
-    assert ended.value.code == 130
-    assert capsys.readouterr().err.strip().splitlines() == ["interrupted: nothing was started"]
+    assert _run_app_with(app, monkeypatch, capsys) == (130, ["interrupted: nothing was started"])
 
 
 def test_a_command_that_answered_its_interrupt_gets_no_second_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rtcbench.cli import commands, errors
+    from rtcbench.cli import errors
 
     @errors.guarded("nothing was written")
     def command() -> None:
@@ -317,13 +324,7 @@ def test_a_command_that_answered_its_interrupt_gets_no_second_line(
             return int(e.exit_code)
         return 0
 
-    monkeypatch.setattr(commands, "interrupt_on_signals", lambda sigint=None: None)
-    monkeypatch.setattr(commands, "app", app)
-    monkeypatch.setattr(errors, "_stage", "before")
-    with pytest.raises(SystemExit) as ended:
-        commands.run_app()
-    assert ended.value.code == 130
-    assert capsys.readouterr().err.strip().splitlines() == ["interrupted: nothing was written"]
+    assert _run_app_with(app, monkeypatch, capsys) == (130, ["interrupted: nothing was written"])
 
 
 def test_an_interrupt_another_thread_receives_waits_for_the_held_block() -> None:

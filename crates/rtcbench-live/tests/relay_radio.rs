@@ -5,7 +5,6 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use rtcbench_live::config::RelayConfig;
 use rtcbench_live::relay::{LinkSample, RadioColumns, Relay};
 use rtcbench_scenario::elements::NetworkPlan;
 use rtcbench_units::{Duration, Instant};
@@ -62,25 +61,13 @@ from = "UE"
 to = "B"
 "#;
 
+mod common;
+
 /// The relay of scenario `toml`, with interface k for node k (host 10.0.k+1.2), and its plan.
 fn relay(toml: &str) -> (Relay, NetworkPlan) {
     let s = rtcbench_scenario::load(toml, "test", &[]).expect("a valid scenario").remove(0);
     let plan = NetworkPlan::new(&s, 1).expect("plans");
-    let interfaces: Vec<_> = plan
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(k, node)| {
-            serde_json::json!({
-                "node": node,
-                "name": format!("t-r{k}"),
-                "host_ip": format!("10.0.{}.2", k + 1),
-                "host_mac": format!("02:72:62:00:{:02x}:02", k + 1),
-            })
-        })
-        .collect();
-    let json = serde_json::json!({ "plan": plan, "interfaces": interfaces, "out_dir": "/nonexistent" });
-    let cfg: RelayConfig = serde_json::from_value(json).expect("a relay configuration");
+    let cfg = common::relay_config(&plan).expect("a relay configuration");
     (Relay::new(&cfg).expect("fits together"), plan)
 }
 

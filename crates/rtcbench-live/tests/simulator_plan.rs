@@ -3,10 +3,11 @@
 //! built-in scenario and variant (Wi-Fi and LTE ones too), the plan survives the trip through
 //! JSON unchanged and configures a relay with the same elements.
 
-use rtcbench_live::config::RelayConfig;
 use rtcbench_live::relay::Relay;
 use rtcbench_scenario::elements::NetworkPlan;
 use rtcbench_scenario::{builtin, load};
+
+mod common;
 
 #[test]
 fn every_built_in_plan_configures_the_relay() {
@@ -15,23 +16,7 @@ fn every_built_in_plan_configures_the_relay() {
         let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
         for s in load(text, &origin, &[]).unwrap_or_else(|e| panic!("{e}")) {
             let plan = NetworkPlan::new(&s, 1).unwrap_or_else(|e| panic!("{id}: {e}"));
-            let interfaces: Vec<_> = plan
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(k, node)| {
-                    serde_json::json!({
-                        "node": node,
-                        "name": format!("rbtest-r{k}"),
-                        "host_ip": format!("10.0.{}.2", k + 1),
-                        "host_mac": format!("02:72:62:00:{:02x}:02", k + 1),
-                    })
-                })
-                .collect();
-            let json =
-                serde_json::json!({ "plan": plan, "interfaces": interfaces, "out_dir": "/nonexistent" });
-            let cfg: RelayConfig =
-                serde_json::from_value(json).unwrap_or_else(|e| panic!("{id}@{}: {e}", s.variant));
+            let cfg = common::relay_config(&plan).unwrap_or_else(|e| panic!("{id}@{}: {e}", s.variant));
             assert_eq!(cfg.plan.links, plan.links, "{id}@{}", s.variant);
             assert_eq!(cfg.plan.routes.len(), plan.routes.len());
             let relay = Relay::new(&cfg).unwrap_or_else(|e| panic!("{id}@{}: {e}", s.variant));

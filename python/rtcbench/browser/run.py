@@ -580,13 +580,14 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
                     traffic.stop()
             report = r.stop()
             prefix = bed.topology.prefix
+            address = {h.node: str(h.address.ip) for h in bed.topology.hosts}
     finally:
         shutil.rmtree(peers_dir / "clips", ignore_errors=True)
         for profile in peers_dir.glob("*/profile"):
             shutil.rmtree(profile, ignore_errors=True)
     wall_s = time.monotonic() - started
     tables, observed = browser_tables(
-        meta, relay_dir, conns, rec.described, rec.stats, rec.usage, t0_wall, rec.t0
+        meta, relay_dir, conns, rec.described, rec.stats, rec.usage, t0_wall, rec.t0, flows, address
     )
     info: dict[str, Any] = {
         "testbed": prefix,

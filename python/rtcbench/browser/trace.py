@@ -43,8 +43,9 @@ import polars as pl
 from rtcbench import tables
 from rtcbench.browser.chromium import AudioSettings, Usage, VideoSettings
 from rtcbench.browser.sdp import describe
-from rtcbench.emulation.trace import FRAMES_SCHEMA
+from rtcbench.emulation.trace import FRAMES_SCHEMA, cross_sent
 from rtcbench.tables import Tables
+from rtcbench.testbed.cross import CrossFlow
 from rtcbench.testbed.relay_log import TraceError, packet_events, relay_links, relay_packets
 
 __all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
@@ -678,19 +679,25 @@ def browser_tables(
     usage: Mapping[str, Sequence[Usage]],
     t0_wall: float,
     t0_mono: float,
+    cross: Sequence[CrossFlow] = (),
+    address: Mapping[str, str] | None = None,
 ) -> tuple[Tables, dict[str, Any]]:
     """The trace tables of a browser run, and what the run observed beyond them (for its
     summary): `meta` is the simulator's for the same scenario (flows and ids), `relay_dir` holds
     the relay's log, `conns` are the connections as planned, `described` their descriptions and
     selected pairs (per key, per node: `Call.describe`), `stats` the pages' samples per node,
     `usage` the processes' samples, `t0_wall` and `t0_mono` the run's time zero on the wall
-    clock (the pages') and `time.monotonic` (the usage samples')."""
+    clock (the pages') and `time.monotonic` (the usage samples'); `cross` the cross traffic's flows
+    as planned (`testbed.cross.plan`) and `address` each node's host address, to trace them too."""
     end_us = round(float(meta["duration_s"]) * 1e6)
     relay = relay_packets(relay_dir)
     sent, relay, observed = _classify(relay, conns, described, stats)
     if sent.height == 0 and any(described.values()):
         raise TraceError("no packet of any call reached the relay: the browsers' traffic took another path")
-    packets = packet_events(relay, sent.drop("rtcp_kind"), {}, end_us)
+    origin = sent.drop("rtcp_kind")
+    if cross and address is not None:
+        origin = pl.concat([origin, cross_sent(relay, meta, cross, address)], how="diagonal_relaxed")
+    packets = packet_events(relay, origin, {}, end_us)
     kinds = sent.select(packet="id", rtcp_kind="rtcp_kind").filter(pl.col("rtcp_kind").is_not_null())
     stats_table = _stats(conns, stats, t0_wall, end_us)
     tables = Tables(

@@ -349,14 +349,26 @@ def print_summary(results: list[RunResult]) -> None:
             real = s["emulation"] if s["mode"] == "emulate" else s["browser"]
             late = real["relay"]["lateness_us"]
             what = "emulated" if s["mode"] == "emulate" else f"ran {_browsers(real)}"
+            # A radio element's events: its transmissions' timing error against the model's.
+            radio = "".join(
+                f"; {e['name']} events p99 {e['lateness_us']['p99']:.0f} µs"
+                for e in real["relay"].get("elements", [])
+                if e["kind"] in ("wifi", "lte")
+            )
             console.print(
                 escape(
                     f"{what} {s['simulated_s']:.0f} s in real time; relay timing error "
-                    f"p50 {late['p50']:.0f} µs, p99 {late['p99']:.0f} µs, max {late['max']:.0f} µs; "
+                    f"p50 {late['p50']:.0f} µs, p99 {late['p99']:.0f} µs, max {late['max']:.0f} µs{radio}; "
                     f"run with metrics and files {s['wall_s']:.2f} s{where}"
                 ),
                 highlight=False,
             )
+            if real.get("valid") is False:
+                err_console.print(
+                    "[bold red]invalid:[/] the relay did not keep to the scenario's timing (below)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
             for w in real["warnings"]:
                 err_console.print(escape(f"warning: {w}"), highlight=False, soft_wrap=True)
             if real.get("failure"):

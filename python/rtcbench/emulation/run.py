@@ -110,6 +110,8 @@ def relay_info(report: relay.RelayReport) -> dict[str, Any]:
             "records_lost": report.records_lost,
             "processed_until_s": report.processed_until_s,
         },
+        # A run whose relay missed its timing goal is not the scenario's: marked, never dropped.
+        "valid": report.keeping_up,
         "warnings": warnings,
     }
 

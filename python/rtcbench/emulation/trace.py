@@ -120,6 +120,34 @@ def _flow_rules(
     return pl.DataFrame(rows, schema=schema)
 
 
+def cross_sent(
+    relay: pl.DataFrame, meta: Mapping[str, Any], cross: Sequence[CrossFlow], address: Mapping[str, str]
+) -> pl.DataFrame:
+    """The cross traffic's packets as they reached the relay (`relay`: its packet log), in the
+    packets table's `sent` shape (`relay_log.packet_events`): the kernel TCP's data and pure
+    ACKs, and CBR, told apart by their 5-tuples (`cross.plan`'s ports, `address`: node → host
+    address). A browser run traces its calls from their own headers and these beside them."""
+    rules = _flow_rules(meta, [], cross, address).drop("pt")
+    keyed = ["src", "src_port", "dst", "dst_port", "protocol"]
+    rows = relay.filter(pl.col("event") == "in").join(rules, on=keyed, how="inner")
+    return rows.select(
+        "id",
+        "t_us",
+        "flow",
+        kind=pl.when(pl.col("kind").is_not_null())
+        .then(pl.col("kind"))
+        .when(pl.col("payload") > 0)
+        .then(pl.lit("tcp"))
+        .otherwise(pl.lit("tcp_ack")),
+        size="size",
+        payload="payload",
+        seq=pl.lit(None, pl.Int32),
+        frame=pl.lit(None, pl.Int64),
+        ecn_in="ecn",
+        sent_us="t_us",
+    )
+
+
 def _sent_media(sender_logs: Mapping[int, list[dict[str, Any]]]) -> pl.DataFrame:
     """What each call's sender sent as RTP: (call, pt, seq on the wire, occurrence) → kind, payload,
     frame, and the traced sequence number (a retransmission's is that of the packet it repairs)."""

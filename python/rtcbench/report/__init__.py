@@ -190,11 +190,14 @@ def _headline(run: Run) -> str:
         f"queuing delay p95 {fmt(f.get('qdelay_p95_ms'), '.0f')} ms, "
         f"loss {fmt(f.get('loss_ratio'), '.2f', 100.0)} %"
     )
-    emulation = run.summary.get("emulation")
-    if run.mode == "emulate" and isinstance(emulation, dict):
-        late = emulation.get("relay", {}).get("lateness_us", {})
-        line += f"; emulated, relay timing error p99 {fmt(late.get('p99'), '.0f')} µs"
-        for warning in emulation.get("warnings") or []:
+    real = run.summary.get("emulation" if run.mode == "emulate" else "browser")
+    if run.mode in ("emulate", "browser") and isinstance(real, dict):
+        late = real.get("relay", {}).get("lateness_us", {})
+        how = "emulated" if run.mode == "emulate" else "real browsers"
+        line += f"; {how}, relay timing error p99 {fmt(late.get('p99'), '.0f')} µs"
+        if real.get("valid") is False:
+            line += "; INVALID: the relay did not keep to the scenario's timing"
+        for warning in real.get("warnings") or []:
             line += f"; WARNING: {warning}"
     return line
 
