@@ -214,6 +214,9 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             for (ns, k, bytes) in batch.drain(..) {
                 frames_in += 1;
                 let kept = logging.then(|| keep(&bytes));
+                // The events this arrival lets run are late by the clock now, not at the wake-up:
+                // a burst of frames takes its time.
+                relay.set_clock(to_instant(sys::monotonic_ns()));
                 let (id, at) = relay.arrive(to_instant(ns), k, bytes);
                 if let Some(bytes) = kept {
                     send(Record::In { id, at, iface: k, bytes }, &mut records_lost);
