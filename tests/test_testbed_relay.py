@@ -74,10 +74,12 @@ def test_the_relay_runs_the_simulators_plan_of_the_network() -> None:
     plan = json.loads(_core.network_plan(v.toml, 3))
     assert [link["name"] for link in plan["links"]] == ["forward", "backward"]
     assert plan["seed"] == 3 and plan["duration"] == "100s"
-    assert {(r["from"], r["to"], tuple(r["links"])) for r in plan["routes"]} == {
-        ("A", "B", (0,)),
-        ("B", "A", (1,)),
+    # Each route a list of element hops: link 0 (forward) and link 1 (backward), entered at port 0.
+    hops = {
+        (r["from"], r["to"]): [(h["element"], h["from"], h["to"]) for h in r["hops"]] for r in plan["routes"]
     }
+    assert hops == {("A", "B"): [(0, 0, 1)], ("B", "A"): [(1, 0, 1)]}
+    assert plan["queues"] == ["forward", "backward"] and plan["bsses"] == plan["cells"] == []
     assert plan["background"] == []
     forward = plan["links"][0]
     assert forward["delay"] == "50ms" and forward["queue"] == {"time": "300ms"}
