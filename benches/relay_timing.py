@@ -9,7 +9,9 @@ element's events, at three loads:
   stations' medium load over the middle third of the run and their high load over the last third
   (the scenario's 180-210 s and 240-250 s windows, moved up so a short run sees both);
 - `cell`: a 10-UE LTE cell (10 MHz, proportional fair) with two GoogCC calls, one up and one down,
-  and 1 Mbit/s of CBR down to each of the eight other UEs.
+  and 1 Mbit/s of CBR down to each of the eight other UEs;
+- `tcp`: a GoogCC call beside a kernel CUBIC flow through a 20 Mbit/s, 20 ms link: the sender's
+  window arrives as a burst of frames at once (seed000-5.4.7's loads, wired).
 
 Goal for each: p99 under 200 µs, departures and every element's events alike. Also printed: the
 share of one core the relay's forwarding thread used.
@@ -98,6 +100,38 @@ to = "U2"
 {cbr}"""
 
 
+TCP = """
+id = "relay-timing-tcp"
+duration = "{seconds}s"
+
+[[links]]
+name = "ab"
+from = "A"
+to = "B"
+capacity = "20Mbps"
+delay = "20ms"
+queue = {{ size = "100ms" }}
+
+[[links]]
+name = "ba"
+from = "B"
+to = "A"
+delay = "20ms"
+
+[[calls]]
+name = "call"
+from = "A"
+to = "B"
+
+[[tcp]]
+name = "bulk"
+from = "A"
+to = "B"
+cc = "cubic"
+start = "1s"
+"""
+
+
 def _cell(seconds: float) -> str:
     ues = "".join(f'\n[[lte.ues]]\nnode = "U{k}"\nsinr_db = {3.0 + 2.0 * k}\n' for k in range(1, 11))
     cbr = "".join(
@@ -136,8 +170,8 @@ def measure_emulated(load: str, seconds: float, folder: Path) -> relay.RelayRepo
     if load == "seed004":
         (v,) = rtcbench.resolve("seed004-testbed", _seed004(seconds))
     else:
-        path = folder / "cell.toml"
-        path.write_text(_cell(seconds))
+        path = folder / f"{load}.toml"
+        path.write_text(_cell(seconds) if load == "cell" else TCP.format(seconds=seconds))
         (v,) = rtcbench.resolve(path)
     rtcbench.run_variant(v, "gcc", 1, folder / "run", figure=False, mode=EMULATE)
     (report,) = (folder / "run").rglob("relay.json")
@@ -148,6 +182,7 @@ LOADS = {
     "wire": "5,000 packets/s of 500 B (20 Mbit/s) through a 20 Mbit/s link",
     "seed004": "seed004-testbed: AP, GoogCC station, 8 competing stations, hidden station",
     "cell": "10-UE LTE cell, GoogCC up and down, 8 UEs with 1 Mbit/s down",
+    "tcp": "GoogCC beside a kernel CUBIC flow through a 20 Mbit/s link",
 }
 
 

@@ -12,6 +12,7 @@ signal stops the relay at once with its files complete.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import statistics
 import struct
@@ -179,6 +180,49 @@ def test_a_frame_takes_the_links_delay_and_serialisation_and_no_less(tmp_path: P
     assert statistics.median(rtts) < 107.0, rtts
     assert report.links["ab"].packets_out == report.links["ba"].packets_out == 10
     assert report.scheduling == "fifo" and report.departures == 20
+
+
+def _allowed_cpus(pid: int, tid: int) -> str:
+    status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+    return next(line.split()[1] for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
+
+
+def _rps_mask(netns: str, interface: str) -> int:
+    out = subprocess.run(
+        ["ip", "netns", "exec", netns, "cat", f"/sys/class/net/{interface}/queues/rx-0/rps_cpus"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip().replace(",", ""), 16)
+
+
+@needs_root
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="steering needs two CPUs")
+def test_the_relay_forwards_on_a_cpu_the_namespaces_packet_processing_is_steered_off(
+    tmp_path: Path,
+) -> None:
+    """A veth runs the receiving namespace's stack inside the sender's send call: the relay keeps
+    one CPU and every veth end steers its receive processing (RPS) to the others."""
+    v = variant(tmp_path, "relay-cpu", BULK_CUBIC)
+    with testbed.build(v) as bed:
+        cpu = bed.relay_cpu
+        assert cpu == max(os.sched_getaffinity(0))
+        others = sum(1 << c for c in os.sched_getaffinity(0) if c != cpu)
+        ends = [(bed.topology.net_netns, h.net_interface) for h in bed.topology.hosts]
+        ends += [(h.netns, h.interface) for h in bed.topology.hosts]
+        assert {_rps_mask(ns, i) for ns, i in ends} == {others}
+        r = relay.start(bed, v, seed=1, out_dir=tmp_path / "relay")
+        r.go()
+        pid = r.process.pid
+        threads = {
+            Path(f"/proc/{pid}/task/{t}/comm").read_text().strip(): _allowed_cpus(pid, int(t))
+            for t in os.listdir(f"/proc/{pid}/task")
+        }
+        report = r.stop()
+    assert threads["rtcbench-relay"] == str(cpu), threads
+    assert str(cpu) not in threads["relay-writer"].split(","), threads
+    assert report.cpu == cpu
 
 
 @needs_root

@@ -35,6 +35,12 @@ pub struct RelayConfig {
     /// TURN ChannelData header before them.
     #[serde(default = "default_udp_head")]
     pub udp_head: usize,
+    /// The CPU the forwarding thread runs on, alone among the relay's threads; the testbed sends
+    /// the namespaces' packet processing to the other CPUs (`rtcbench.testbed.netns`), so that a
+    /// frame the relay sends never makes it run the receiving host's TCP (docs/emulation.md,
+    /// "The relay"). None: anywhere.
+    #[serde(default)]
+    pub cpu: Option<usize>,
 }
 
 /// The `udp_head` of an emulated run: an RTP fixed header (RFC 3550 §5.1).

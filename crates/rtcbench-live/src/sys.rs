@@ -319,6 +319,30 @@ pub fn set_fifo_scheduling(priority: i32) -> io::Result<()> {
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
 }
 
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; sched_getaffinity writes exactly its size
+    // and CPU_ISSET reads within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = zeroed();
+        check(libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set))?;
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&cpu| libc::CPU_ISSET(cpu, &set)).collect())
+    }
+}
+
+/// Lets the calling thread (and the threads it starts afterwards) run on `cpus` only.
+pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET ignores CPUs beyond its size, and
+    // sched_setaffinity reads exactly its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        check(libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)).map(drop)
+    }
+}
+
 /// Timer slack of 1 ns (the default 50 µs would make every wake-up up to 50 µs late).
 pub fn set_minimal_timer_slack() -> io::Result<()> {
     // SAFETY: PR_SET_TIMERSLACK takes an integer argument.

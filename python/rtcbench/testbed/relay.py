@@ -108,6 +108,9 @@ class RelayReport:
     """CPU time of the relay's forwarding thread alone: what one core must keep up with."""
     processed_until_s: float
     """The last instant of the scenario the relay processed: its links ran up to here."""
+    cpu: int | None = None
+    """The CPU its forwarding thread was kept on, the namespaces' packet processing off it
+    (`rtcbench.testbed.netns.relay_cpu`); None: it ran wherever the kernel put it."""
 
     @classmethod
     def read(cls, path: Path) -> RelayReport:
@@ -155,6 +158,7 @@ class RelayReport:
             cpu_s=r["cpu_s"],
             forwarding_cpu_s=r["forwarding_cpu_s"],
             processed_until_s=r["processed_until_us"] / 1e6,
+            cpu=r.get("cpu"),
         )
 
     def warning(self) -> str | None:
@@ -164,7 +168,8 @@ class RelayReport:
             elements = "".join(f", {e.name}'s events by {e.p99_us:.0f} µs" for e in late)
             return (
                 f"the relay could not keep up: departures late by {self.lateness_p99_us:.0f} µs at p99"
-                f"{elements} (goal {LATENESS_GOAL_US:.0f} µs; scheduling {self.scheduling}; forwarding "
+                f"{elements} (goal {LATENESS_GOAL_US:.0f} µs; scheduling {self.scheduling}"
+                f"{'' if self.cpu is None else f' on CPU {self.cpu}'}; forwarding "
                 f"used {self.forwarding_cpu_s / max(self.wall_s, 1e-9):.0%} of a core); timing on this "
                 "path is not the scenario's"
             )
@@ -261,6 +266,7 @@ def config(
         "capture": capture,
         "trace": trace,
         "udp_head": udp_head,
+        "cpu": bed.relay_cpu,
     }
 
 

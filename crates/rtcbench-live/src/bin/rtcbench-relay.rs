@@ -39,6 +39,8 @@ const RECEIVE_BUFFER: usize = 4 << 20;
 /// Records waiting for the writer thread; beyond, captures lose records (counted), never the
 /// relay its timing.
 const RECORD_BACKLOG: usize = 1 << 16;
+/// Frames read from one socket before the frames due leave: bounds how long a burst holds them.
+const READ_CHUNK: usize = 8;
 /// Frames longer than this many bytes cannot have come from a host with offloads off.
 const MTU: usize = 1500;
 
@@ -72,6 +74,9 @@ struct Report {
     /// cannot be trusted on a loaded machine).
     scheduling: &'static str,
     memory_locked: bool,
+    /// The CPU the forwarding thread was kept on (the configuration's, if this process may use it
+    /// and another CPU besides), its other threads off it.
+    cpu: Option<usize>,
     lateness: LatenessSummary,
     /// Whether the p99 timing error of the departures and of every element's events met the
     /// 200 µs goal.
@@ -134,8 +139,18 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         poll.add(s.as_raw_fd(), k as u64).map_err(io_context("epoll"))?;
     }
 
-    // The writer thread starts before the relay turns real-time, so it stays at normal priority.
+    // The writer thread starts before the relay turns real-time, so it stays at normal priority,
+    // and off the forwarding thread's CPU.
+    let cpus = sys::affinity().map_err(io_context("sched_getaffinity"))?;
+    let forwarding_cpu = cfg.cpu.filter(|cpu| cpus.len() > 1 && cpus.contains(cpu));
+    if let Some(cpu) = forwarding_cpu {
+        let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
+        sys::set_affinity(&others).map_err(io_context("sched_setaffinity"))?;
+    }
     let (records, writer) = start_writer(&cfg)?;
+    if let Some(cpu) = forwarding_cpu {
+        sys::set_affinity(&[cpu]).map_err(io_context("sched_setaffinity"))?;
+    }
     let scheduling = if sys::set_fifo_scheduling(FIFO_PRIORITY).is_ok() { "fifo" } else { "other" };
     let _ = sys::set_minimal_timer_slack();
     let memory_locked = sys::lock_memory().is_ok();
@@ -187,12 +202,19 @@ fn run(config_path: &Path) -> Result<(), Failure> {
                 _ => {}
             }
         }
-        // Read whatever waits on every socket (cheap when nothing does).
-        batch.clear();
+        // Read what waits on every socket (cheap when nothing does), at most a chunk from each:
+        // a TCP sender's window arrives as a burst of frames at once, and reading it whole made
+        // the departures due meanwhile wait for the end of it.
+        let fresh = batch.len();
+        let mut unread_after: Option<i128> = None;
         for (k, socket) in sockets.iter().enumerate() {
-            while let Some(r) =
-                socket.receive(&mut buf).map_err(io_context(format!("reading {}", cfg.interfaces[k].name)))?
-            {
+            for read in 1..=READ_CHUNK {
+                let Some(r) = socket
+                    .receive(&mut buf)
+                    .map_err(io_context(format!("reading {}", cfg.interfaces[k].name)))?
+                else {
+                    break;
+                };
                 if r.protocol != libc::ETH_P_IP as u16 {
                     relay.refused.not_ipv4 += 1;
                 } else if r.truncated || r.len > MTU {
@@ -200,33 +222,40 @@ fn run(config_path: &Path) -> Result<(), Failure> {
                 } else {
                     batch.push((r.realtime_ns, k, buf[..r.len].to_vec()));
                 }
-            }
-        }
-        if !batch.is_empty() {
-            // Kernel timestamps are CLOCK_REALTIME: map them with the offset between the clocks
-            // now (read back to back), so a realtime step never reaches the schedule.
-            let now = sys::monotonic_ns();
-            let offset = now - sys::realtime_ns();
-            for arrival in &mut batch {
-                arrival.0 = if arrival.0 == 0 { now } else { (arrival.0 + offset).min(now) };
-            }
-            batch.sort_by_key(|a| a.0);
-            for (ns, k, bytes) in batch.drain(..) {
-                frames_in += 1;
-                let kept = logging.then(|| keep(&bytes));
-                // The events this arrival lets run are late by the clock now, not at the wake-up:
-                // a burst of frames takes its time.
-                relay.set_clock(to_instant(sys::monotonic_ns()));
-                let (id, at) = relay.arrive(to_instant(ns), k, bytes);
-                if let Some(bytes) = kept {
-                    send(Record::In { id, at, iface: k, bytes }, &mut records_lost);
+                if read == READ_CHUNK {
+                    // This socket may hold more, stamped no earlier than this frame.
+                    unread_after = Some(unread_after.map_or(r.realtime_ns, |u| u.min(r.realtime_ns)));
                 }
             }
         }
-        // Everything due by now leaves now.
-        let now = to_instant(sys::monotonic_ns());
-        relay.set_clock(now);
-        relay.advance(now);
+        // Kernel timestamps are CLOCK_REALTIME: map them with the offset between the clocks now
+        // (read back to back), so a realtime step never reaches the schedule.
+        let now = sys::monotonic_ns();
+        let offset = now - sys::realtime_ns();
+        let to_monotonic = |realtime: i128| if realtime == 0 { now } else { (realtime + offset).min(now) };
+        for arrival in &mut batch[fresh..] {
+            arrival.0 = to_monotonic(arrival.0);
+        }
+        // Every frame stamped up to `until` has been read: a socket found empty gets nothing
+        // stamped before now, one left with frames nothing before the last frame read from it.
+        // Later frames wait in `batch` for the next round, so none enters behind the relay's time.
+        let until = unread_after.map_or(now, to_monotonic);
+        batch.sort_by_key(|a| a.0);
+        let entering = batch.partition_point(|a| a.0 <= until);
+        for (ns, k, bytes) in batch.drain(..entering) {
+            frames_in += 1;
+            let kept = logging.then(|| keep(&bytes));
+            // The events this arrival lets run are late by the clock now, not at the wake-up:
+            // a burst of frames takes its time.
+            relay.set_clock(to_instant(sys::monotonic_ns()));
+            let (id, at) = relay.arrive(to_instant(ns), k, bytes);
+            if let Some(bytes) = kept {
+                send(Record::In { id, at, iface: k, bytes }, &mut records_lost);
+            }
+        }
+        // Everything due by then leaves now.
+        relay.set_clock(to_instant(sys::monotonic_ns()));
+        relay.advance(to_instant(until));
         while let Some(d) = relay.poll_departure() {
             sockets[d.to]
                 .send_ipv4(d.frame.bytes())
@@ -249,6 +278,11 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         }
         while let Some(s) = relay.poll_sample() {
             send(Record::Sample(s), &mut records_lost);
+        }
+        if unread_after.is_some() {
+            // Back for the rest of the burst before sleeping.
+            wait = std::time::Duration::ZERO;
+            continue;
         }
         // Sleep until shortly before the next departure, then spin to it.
         wait = std::time::Duration::from_secs(1);
@@ -276,6 +310,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         seed: cfg.plan.seed,
         scheduling,
         memory_locked,
+        cpu: forwarding_cpu,
         keeping_up: lateness.p99_us <= LATENESS_GOAL_US
             && elements.iter().all(|e| e.lateness.p99_us <= LATENESS_GOAL_US),
         lateness,
