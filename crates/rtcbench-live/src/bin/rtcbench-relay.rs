@@ -206,13 +206,18 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         // a TCP sender's window arrives as a burst of frames at once, and reading it whole made
         // the departures due meanwhile wait for the end of it.
         let fresh = batch.len();
+        // Per socket, from when on it may hold frames not read: when it was found empty
+        // (monotonic), or its last frame read (realtime, mapped below).
+        let mut found_empty: Option<i128> = None;
         let mut unread_after: Option<i128> = None;
         for (k, socket) in sockets.iter().enumerate() {
             for read in 1..=READ_CHUNK {
+                let asked = sys::monotonic_ns();
                 let Some(r) = socket
                     .receive(&mut buf)
                     .map_err(io_context(format!("reading {}", cfg.interfaces[k].name)))?
                 else {
+                    found_empty = Some(found_empty.map_or(asked, |e| e.min(asked)));
                     break;
                 };
                 if r.protocol != libc::ETH_P_IP as u16 {
@@ -236,10 +241,11 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         for arrival in &mut batch[fresh..] {
             arrival.0 = to_monotonic(arrival.0);
         }
-        // Every frame stamped up to `until` has been read: a socket found empty gets nothing
-        // stamped before now, one left with frames nothing before the last frame read from it.
-        // Later frames wait in `batch` for the next round, so none enters behind the relay's time.
-        let until = unread_after.map_or(now, to_monotonic);
+        // Every frame stamped up to `until` has been read: a socket found empty has nothing
+        // stamped before it was asked (a frame stamped while the others were read may land in it
+        // after), one left with frames nothing before the last frame read from it. Later frames
+        // wait in `batch` for the next round, so none enters behind the relay's time.
+        let until = [found_empty, unread_after.map(to_monotonic)].into_iter().flatten().min().unwrap_or(now);
         batch.sort_by_key(|a| a.0);
         let entering = batch.partition_point(|a| a.0 <= until);
         for (ns, k, bytes) in batch.drain(..entering) {
@@ -279,8 +285,8 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         while let Some(s) = relay.poll_sample() {
             send(Record::Sample(s), &mut records_lost);
         }
-        if unread_after.is_some() {
-            // Back for the rest of the burst before sleeping.
+        if unread_after.is_some() || !batch.is_empty() {
+            // Back for the rest of the burst, or the frames that came after `until`, before sleeping.
             wait = std::time::Duration::ZERO;
             continue;
         }
