@@ -175,7 +175,8 @@ def test_a_browsers_counts_give_the_video_metrics_where_no_frames_were_recorded(
         decoded = max(0, 30 * (t_us - 1_000_000) // 1_000_000)
         rows.append(
             {"t_us": t_us, "flow": 0, "side": "receiver", "frames_decoded": decoded, "frame_height": 360,
-             "freeze_count": int(t_us >= 3_000_000), "total_freezes_duration_s": 0.4 * (t_us >= 3_000_000)}
+             "freeze_count": int(t_us >= 3_000_000), "total_freezes_duration_s": 0.4 * (t_us >= 3_000_000),
+             "jitter_buffer_delay_s": 0.05 * decoded, "jitter_buffer_emitted_count": decoded}
         )  # fmt: skip
         rows.append(
             {"t_us": t_us, "flow": 0, "side": "sender", "frames_encoded": 31 * t_us // 1_000_000,
@@ -191,6 +192,7 @@ def test_a_browsers_counts_give_the_video_metrics_where_no_frames_were_recorded(
     assert m["fps_mean"] == pytest.approx(22.5)  # 90 frames in 4 s
     assert m["freezes"] == 1 and m["freeze_duration_ms"] == pytest.approx(400.0)
     assert m["height_mean_px"] == 360
+    assert m["jitter_buffer_ms"] == pytest.approx(50.0)  # 50 ms for each frame it emitted
     assert m["frame_loss_ratio"] == pytest.approx(1 - 90 / 124)
     assert m["rtt_mean_ms"] == pytest.approx((4 * 40 + 4 * 60) / 8)
     late = flow_metrics(t, ts, 0, 2_000_000, 4_000_000)

@@ -172,6 +172,8 @@ def two_phase() -> Tables:
                 "size": 4000,
                 "keyframe": i == 0,
                 "packets": 4,
+                # The first packet 45 ms after capture, the last (and the render) 60 ms.
+                "first_us": None if i == 450 else i * S // 30 + 45 * MS,
                 "complete_us": None if i == 450 else i * S // 30 + 60 * MS,
                 "freeze": i == 300,
             }
@@ -499,6 +501,7 @@ def test_video_frame_metrics(tables: Tables, ts: pl.DataFrame) -> None:
     assert m["freezes"] == 1
     assert m["frame_delay_p50_ms"] == 60.0
     assert m["frame_delay_p95_ms"] == 60.0
+    assert m["jitter_buffer_ms"] == pytest.approx(15.0)  # first packet to render
     assert flow_metrics(tables, ts, VIDEO, 10 * S, 15 * S)["fps_mean"] == pytest.approx(30.0)
 
 

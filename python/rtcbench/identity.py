@@ -41,7 +41,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 9
+MODEL_REVISION = 10
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -61,7 +61,9 @@ and a flow through a Wi-Fi node or an LTE buffer has the capacity its radio hop 
 it (issue 32: null for links; the time series and summaries of the Wi-Fi and LTE runs change in
 `capacity_bps` and `utilization` only); 9: summaries gain `periods`, the phases cut again where a
 flow sharing the link starts or stops (issue 32: traces and time series are bit-identical, and so
-is every other key of every summary)."""
+is every other key of every summary); 10: the frames table gains `first_us` (when a frame's first
+packet arrived) and video flows `jitter_buffer_ms` (issue 33: every other column and key of every
+earlier built-in run is bit-identical)."""
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is

@@ -258,6 +258,8 @@ class _FlowRows:
                     RENDERED,
                     "freeze",
                     *_HEIGHT.intersection(t.frames.columns),
+                    # Absent from frames tables written before it was recorded.
+                    *{"first_us"}.intersection(t.frames.columns),
                     # The gap since the flow's previous rendered frame, which a freeze lasts.
                     pl.col(RENDERED).diff().over("flow").alias("gap_us"),
                 ),

@@ -53,6 +53,10 @@ pub struct CompletedFrame {
     pub last_seq: u64,
     /// An independent (key) frame: it needs no other frame to decode.
     pub keyframe: bool,
+    /// Arrival time of the frame's first packet to arrive: where libwebrtc's jitter-buffer delay
+    /// starts counting (`jitterBufferDelay`, W3C webrtc-stats §7.5: from the ingest of the first
+    /// packet of a frame to its emission).
+    pub first_arrival: Instant,
     /// Arrival time of the packet that completed the frame.
     pub completed_at: Instant,
     /// Media payload bytes of all its packets.
@@ -73,6 +77,7 @@ struct PacketMeta {
     payload: DataSize,
     nacked: bool,
     picture_id: Option<u64>,
+    arrived: Instant,
 }
 
 /// Frame completeness for one video SSRC (see module docs).
@@ -112,6 +117,7 @@ impl FrameAssembler {
             payload: p.payload,
             nacked: p.nacked,
             picture_id: p.picture_id,
+            arrived: now,
         };
         self.packets.insert(seq, meta);
         let completed = self.complete_frame_around(seq, p.rtp_timestamp, now);
@@ -165,11 +171,12 @@ impl FrameAssembler {
         }
         let (keyframe, picture_id) = same_frame(first).map(|m| (m.keyframe, m.picture_id))?;
         // Hand the frame's packets out by dropping them.
-        let (mut size, mut nacked) = (DataSize::ZERO, false);
+        let (mut size, mut nacked, mut first_arrival) = (DataSize::ZERO, false, now);
         for s in first..=last {
             let meta = self.packets.remove(&s).expect("walked above");
             size += meta.payload;
             nacked |= meta.nacked;
+            first_arrival = first_arrival.min(meta.arrived);
         }
         self.completed.insert(first, last);
         self.frames_completed += 1;
@@ -178,6 +185,7 @@ impl FrameAssembler {
             first_seq: first,
             last_seq: last,
             keyframe,
+            first_arrival,
             completed_at: now,
             size,
             delayed_by_retransmission: nacked,
@@ -300,6 +308,8 @@ mod tests {
             frames.iter().map(|f| (f.rtp_timestamp, f.first_seq, f.last_seq)).collect();
         assert_eq!(ids, vec![(1000, 10, 12), (4000, 13, 13), (7000, 14, 15)]);
         assert_eq!(frames[0].completed_at, Instant::from_millis(2));
+        assert_eq!(frames[0].first_arrival, Instant::ZERO);
+        assert_eq!(frames[2].first_arrival, Instant::from_millis(4));
         assert_eq!(a.frames_completed(), 3);
         assert_eq!(a.frames_discarded(), 0);
     }
@@ -312,6 +322,8 @@ mod tests {
         assert_eq!(frames.len(), 2);
         assert_eq!((frames[0].first_seq, frames[0].last_seq), (10, 12));
         assert_eq!(frames[0].completed_at, Instant::from_millis(2));
+        // Its last packet (12) was the first to arrive, at 0 ms.
+        assert_eq!(frames[0].first_arrival, Instant::ZERO);
         assert_eq!(a.packets_ignored(), 1, "the duplicate");
     }
 

@@ -1556,7 +1556,7 @@ impl Receiver {
                     if let Some(&(_, frame)) =
                         self.frame_of_ts.iter().find(|&&(ts, _)| ts == done.rtp_timestamp)
                     {
-                        obs.frame_completed(frame, done.completed_at);
+                        obs.frame_completed(frame, done.first_arrival, done.completed_at);
                     }
                 }
                 VideoEvent::Rendered { frame: done, at, freeze } => {

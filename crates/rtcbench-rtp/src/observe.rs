@@ -11,8 +11,9 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 pub trait CallObserver {
     /// The sender's encoder produced `frame`, split into `packets` RTP packets.
     fn frame_encoded(&mut self, _frame: &Frame, _packets: u32) {}
-    /// Every packet of video frame `frame` had arrived at the receiver at `at`.
-    fn frame_completed(&mut self, _frame: u64, _at: Instant) {}
+    /// Every packet of video frame `frame` had arrived at the receiver at `at`, the first of them
+    /// at `first`.
+    fn frame_completed(&mut self, _frame: u64, _first: Instant, _at: Instant) {}
     /// The receiver decoded and rendered video frame `frame` at `at`; `freeze` if the wait for it
     /// was a freeze.
     fn frame_rendered(&mut self, _frame: u64, _at: Instant, _freeze: bool) {}

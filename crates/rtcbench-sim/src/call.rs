@@ -95,9 +95,9 @@ impl CallObserver for CallTrace<'_> {
         }
     }
 
-    fn frame_completed(&mut self, frame: u64, at: Instant) {
+    fn frame_completed(&mut self, frame: u64, first: Instant, at: Instant) {
         if let Some(flow) = self.plumbing.video_flow {
-            self.trace.frames.completed(flow, frame, at);
+            self.trace.frames.completed(flow, frame, first, at);
         }
     }
 

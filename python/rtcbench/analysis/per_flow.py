@@ -84,6 +84,7 @@ def _flow_metrics(
     freeze_ms: float | None = None
     fd50: float | None = None
     fd95: float | None = None
+    jitter_buffer: float | None = None
     height: float | None = None
     frame_loss: float | None = None
     residual_loss: float | None = None
@@ -101,6 +102,10 @@ def _flow_metrics(
         freezes = round(frozen) if frozen is not None else None
         frozen_s = counted.delta(flow, "receiver", "total_freezes_duration_s", s, e)
         freeze_ms = frozen_s * 1000.0 if frozen_s is not None else None
+        held_s = counted.delta(flow, "receiver", "jitter_buffer_delay_s", s, e)
+        emitted = counted.delta(flow, "receiver", "jitter_buffer_emitted_count", s, e)
+        if held_s is not None and emitted:
+            jitter_buffer = held_s / emitted * 1000.0
         encoded = counted.delta(flow, "sender", "frames_encoded", s, e)
         if encoded and decoded is not None:
             frame_loss = min(1.0, max(0.0, 1.0 - decoded / encoded))
@@ -114,6 +119,10 @@ def _flow_metrics(
         freeze_ms = float(fr.get_column("gap_us").filter(fr.get_column("freeze")).sum()) / 1000.0
         delay = (fr.get_column(RENDERED) - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
         fd50, fd95 = _quantiles(delay, (0.5, 0.95))
+        if "first_us" in fr.columns:
+            # From the frame's first packet to its render, as `jitterBufferDelay` counts.
+            held = (fr.get_column(RENDERED) - fr.get_column("first_us")).drop_nulls()
+            jitter_buffer = _mean(held.cast(pl.Float64) / 1000.0)
         captured = rows.captured.between(flow, s, e)
         if captured.height:
             frame_loss = 1.0 - int(captured.get_column("rendered").sum()) / captured.height
@@ -175,6 +184,7 @@ def _flow_metrics(
         "freeze_duration_ms": freeze_ms,
         "frame_delay_p50_ms": fd50,
         "frame_delay_p95_ms": fd95,
+        "jitter_buffer_ms": jitter_buffer,
         "frame_loss_ratio": frame_loss,
         "residual_loss_ratio": residual_loss,
         "rtx_overhead": rtx_overhead,

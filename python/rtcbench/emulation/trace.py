@@ -48,7 +48,9 @@ UDP, TCP = 17, 6
 
 FRAMES_SCHEMA = tables.dtypes("frames")
 """The frames table's columns (docs/traces.md, the core's schema)."""
-ENCODED_SCHEMA = {c: t for c, t in FRAMES_SCHEMA.items() if c not in ("complete_us", "render_us", "freeze")}
+ENCODED_SCHEMA = {
+    c: t for c, t in FRAMES_SCHEMA.items() if c not in ("first_us", "complete_us", "render_us", "freeze")
+}
 """Its columns of a frame as its sender encoded it; the receiver's `complete_us`, `render_us` and
 `freeze` follow."""
 
@@ -294,7 +296,7 @@ def _frames(
         if r["event"] == "frame_encoded" and r["t_us"] <= end_us
     ]
     completed = [
-        {"flow": video_flow[k], "frame": r["frame"], "complete_us": r["t_us"]}
+        {"flow": video_flow[k], "frame": r["frame"], "first_us": r.get("first_us"), "complete_us": r["t_us"]}
         for k, records in receiver_logs.items()
         if k in video_flow
         for r in records
@@ -309,7 +311,7 @@ def _frames(
     ]
     frames = pl.DataFrame(encoded, schema=ENCODED_SCHEMA)
     done = pl.DataFrame(
-        completed, schema={"flow": pl.Int32, "frame": pl.Int64, "complete_us": pl.Int64}
+        completed, schema={"flow": pl.Int32, "frame": pl.Int64, "first_us": pl.Int64, "complete_us": pl.Int64}
     ).unique(["flow", "frame"], keep="first")
     shown = pl.DataFrame(
         rendered, schema={"flow": pl.Int32, "frame": pl.Int64, "render_us": pl.Int64, "freeze": pl.Boolean}

@@ -104,8 +104,10 @@ impl CallObserver for Observer<'_> {
         }));
     }
 
-    fn frame_completed(&mut self, frame: u64, at: Instant) {
-        self.log.line(&json!({"event": "frame_completed", "t_us": us(at), "frame": frame}));
+    fn frame_completed(&mut self, frame: u64, first: Instant, at: Instant) {
+        self.log.line(&json!({
+            "event": "frame_completed", "t_us": us(at), "first_us": us(first), "frame": frame,
+        }));
     }
 
     fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {

@@ -155,6 +155,7 @@ pub struct FrameTable {
     pub width: Vec<i32>,
     pub height: Vec<i32>,
     pub packets: Vec<i32>,
+    pub first_us: Vec<i64>,
     pub complete_us: Vec<i64>,
     pub render_us: Vec<i64>,
     pub freeze: Vec<bool>,
@@ -219,6 +220,7 @@ impl FrameTable {
         self.width.push(i32::from(width));
         self.height.push(i32::from(height));
         self.packets.push(packets as i32);
+        self.first_us.push(-1);
         self.complete_us.push(-1);
         self.render_us.push(-1);
         self.freeze.push(false);
@@ -230,9 +232,10 @@ impl FrameTable {
         Some(self.flows.get(flow as usize)?.row(frame)? - self.base)
     }
 
-    /// Every packet of `frame` of `flow` had arrived at `at`.
-    pub fn completed(&mut self, flow: FlowId, frame: u64, at: Instant) {
+    /// Every packet of `frame` of `flow` had arrived at `at`, the first of them at `first`.
+    pub fn completed(&mut self, flow: FlowId, frame: u64, first: Instant, at: Instant) {
         if let Some(row) = self.local_row(flow, frame) {
+            self.first_us[row] = first.as_micros();
             self.complete_us[row] = at.as_micros();
         }
     }
@@ -268,6 +271,7 @@ impl FrameTable {
             width: front(&mut self.width, n),
             height: front(&mut self.height, n),
             packets: front(&mut self.packets, n),
+            first_us: front(&mut self.first_us, n),
             complete_us: front(&mut self.complete_us, n),
             render_us: front(&mut self.render_us, n),
             freeze: front(&mut self.freeze, n),
