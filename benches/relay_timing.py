@@ -34,8 +34,7 @@ from rtcbench import testbed
 from rtcbench.identity import EMULATE
 from rtcbench.testbed import cross, relay
 
-SCENARIO = """
-id = "relay-timing"
+PATH = """
 duration = "{seconds}s"
 
 [[links]]
@@ -51,7 +50,13 @@ name = "ba"
 from = "B"
 to = "A"
 delay = "20ms"
+"""
+"""The wired path of the `wire` and `tcp` loads."""
 
+SCENARIO = (
+    'id = "relay-timing"\n'
+    + PATH
+    + """
 [[cbr]]
 name = "load"
 from = "A"
@@ -60,6 +65,7 @@ rate = "20Mbps"
 packet_size = "500B"
 start = "200ms"
 """
+)
 
 
 CELL = """
@@ -100,24 +106,10 @@ to = "U2"
 {cbr}"""
 
 
-TCP = """
-id = "relay-timing-tcp"
-duration = "{seconds}s"
-
-[[links]]
-name = "ab"
-from = "A"
-to = "B"
-capacity = "20Mbps"
-delay = "20ms"
-queue = {{ size = "100ms" }}
-
-[[links]]
-name = "ba"
-from = "B"
-to = "A"
-delay = "20ms"
-
+TCP = (
+    'id = "relay-timing-tcp"\n'
+    + PATH
+    + """
 [[calls]]
 name = "call"
 from = "A"
@@ -130,6 +122,7 @@ to = "B"
 cc = "cubic"
 start = "1s"
 """
+)
 
 
 def _cell(seconds: float) -> str:
