@@ -19,7 +19,7 @@ share of one core the relay's forwarding thread used.
 Needs root (it builds a testbed); without, it says so and exits 0. Timing lives here, never in
 pass/fail tests: the relay's tests check what it does, this measures how precisely.
 
-    python benches/relay_timing.py [--load wire|seed004|cell ...] [--seconds 30] [--runs 2]
+    python benches/relay_timing.py [--load wire|seed004|cell|tcp ...] [--seconds 30] [--runs 2]
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ def test_000_5_4_7_tcp_on_the_calls_own_ue_collapses_it(simulate: Simulate) -> N
     strict=True,
     reason="TCP alone near the antenna gets 19.05 Mbit/s down and 2.62 up (seed 1, 70-120 s) "
     "against the thesis's 24.58 and 6.75: the upload's cwnd grows against a download's "
-    "seconds-deep ACK path and a 150-kB modem buffer (docs/scenarios.md, seed000-5.4.*)",
+    "seconds-deep ACK path and a 150-kB modem buffer (docs/scenarios.md, seed000-5.4.*); the "
+    "kernel's CUBIC over the same cell gets the simulator's rates, not the seed's (docs/lte.md)",
 )
 def test_000_5_4_7_tcp_alone_reaches_the_seeds_rates(simulate: Simulate) -> None:
     """§6.4.2: TCP alone in the cell (section 2, on the other UE) gets 24.58 Mbit/s down and 6.75
@@ -118,7 +119,8 @@ def test_8869_2_1_calls_with_coverage_hold_rate_and_low_delay_at_every_load(simu
     strict=True,
     reason="the cell-edge uplink call (U1, a mean SINR of -3 dB) cannot go below GoogCC's 150 "
     "kbit/s floor plus audio, more than its share of the uplink: 0.17-0.21 Mbit/s behind a "
-    "queuing delay p95 of 0.6-3.0 s in its modem's buffer (seed 1; docs/scenarios.md, rfc8869-2.*)",
+    "queuing delay p95 of 0.6-3.0 s in its modem's buffer (seed 1; docs/scenarios.md, rfc8869-2.*); "
+    "Chromium 156 over the same cell goes down to 0.08 Mbit/s and still queues 0.73 s (docs/lte.md)",
 )
 def test_8869_2_1_the_cell_edge_uplink_call_keeps_its_delay_low(simulate: Simulate) -> None:
     """§2.1 expects low latency for every call, the cell edge included."""
@@ -139,7 +141,7 @@ def test_8869_2_2_with_bad_coverage_the_best_placed_call_still_holds(simulate: S
     strict=True,
     reason="at -6 dB (U1) the uplink cannot carry GoogCC's floor: the uplink call's queuing delay "
     "p95 reaches 18 s in its modem's 5-MB buffer, and calls at 0 dB and below sit at 0.2-0.7 s "
-    "(seed 1; docs/scenarios.md, rfc8869-2.*)",
+    "(seed 1; docs/scenarios.md, rfc8869-2.*); Chromium 156 over the same cell: 20.8 s (docs/lte.md)",
 )
 def test_8869_2_2_every_call_keeps_its_delay_low(simulate: Simulate) -> None:
     """§2.2 expects low latency for every call."""
