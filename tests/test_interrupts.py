@@ -345,6 +345,40 @@ def test_an_interrupt_another_thread_receives_waits_for_the_held_block() -> None
     assert done == [True]
 
 
+_SWALLOWING_JOB = """
+import os, signal, sys, time
+from rtcbench import workers
+
+class Interrupted:
+    def __del__(self):
+        # The interrupt arrives while this finalizer runs: its handler runs here too.
+        os.kill(os.getpid(), int(sys.argv[1]))
+        time.sleep(0.05)
+
+def forever():
+    Interrupted()  # collected at once
+    while True:
+        time.sleep(0.01)
+
+workers.init_worker(os.getppid())
+workers.job(forever)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_a_finalizer_swallows_still_stops_the_job(sig: int) -> None:
+    # An interrupt that lands inside a finalizer (or a callback from C, as polars' `DataTypeClass`
+    # did in CI) raises where Python can only print "Exception ignored in" and go on: the job then
+    # ran on, deaf to further interrupts, until its parent killed it.
+    p = subprocess.run(
+        [sys.executable, "-c", _SWALLOWING_JOB, str(int(sig))],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    assert (p.returncode, p.stderr) == (130, "")
+
+
 def test_a_sweep_stops_when_asked(tmp_path: Path) -> None:
     spec = tmp_path / "sweep.toml"
     spec.write_text(

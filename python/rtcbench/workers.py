@@ -22,6 +22,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +62,9 @@ and Python runs its handler (raising the interrupt) only when the main thread wa
 INTERRUPTED = 130
 """Exit status of an interrupted worker (and command): 128 + SIGINT, as a shell reports it."""
 
+_REDELIVER_S = 0.001
+"""How long after an interrupt was swallowed (see `_take_swallowed_interrupts`) it comes again."""
+
 _PR_SET_PDEATHSIG = 1
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _in_job = False
@@ -84,6 +88,31 @@ def interrupt_on_signals(sigint: object = None) -> None:
     current = signal.getsignal(signal.SIGINT) if sigint is None else sigint
     signal.signal(signal.SIGINT, current if callable(current) else signal.default_int_handler)
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    _take_swallowed_interrupts()
+
+
+def _take_swallowed_interrupts() -> None:
+    # Python runs a signal's handler between two bytecodes of the main thread, which may be inside
+    # a finalizer or a callback from C (polars' `DataTypeClass` was one): the KeyboardInterrupt it
+    # raises there cannot propagate, and Python prints "Exception ignored in" and a traceback and
+    # carries on as if nothing had happened. Such an interrupt is delivered again a moment later
+    # instead, from another thread: delivered at once, the handler would run inside this hook,
+    # which cannot raise either.
+    default = sys.unraisablehook
+    main = threading.main_thread().ident
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt) or main is None:
+            default(unraisable)
+            return
+        if _in_job:
+            # `_worker_interrupt` made the worker deaf to further interrupts: hear this one again.
+            signal.signal(signal.SIGINT, _worker_interrupt)
+        again = threading.Timer(_REDELIVER_S, signal.pthread_kill, (main, signal.SIGINT))
+        again.daemon = True
+        again.start()
+
+    sys.unraisablehook = hook
 
 
 def _worker_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -118,6 +147,7 @@ def init_worker(parent: int) -> None:
     as the module says, takes any interrupt held back while it started, and dies with its parent."""
     for sig in _SIGNALS:
         signal.signal(sig, _worker_interrupt)
+    _take_swallowed_interrupts()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     _die_with_parent(parent)
 
