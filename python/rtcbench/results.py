@@ -287,6 +287,20 @@ def write_parquet(df: pl.DataFrame, path: Path) -> None:
     df.write_parquet(path, **_COMPRESSION, statistics=True)  # type: ignore[arg-type]
 
 
+def write_bytes_atomic(final: Path, data: bytes) -> Path:
+    """`data` written under a temporary name in the same folder, then renamed to `final`: a reader
+    sees the old file or the new one, never a part, and an interrupted write leaves no temporary
+    file. Returns `final`."""
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final
+
+
 def write_parquet_atomic(df: pl.DataFrame, final: Path) -> None:
     """`write_parquet` under a temporary name in the same folder, then a rename: readers see the
     old file or the new one, never a part, and an interrupted write leaves the old file."""

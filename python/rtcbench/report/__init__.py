@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import platform
 import shlex
 import sys
@@ -69,7 +68,7 @@ from rtcbench.report.runs import (
     source_labels,
     video_flows,
 )
-from rtcbench.results import InputError
+from rtcbench.results import InputError, write_bytes_atomic
 from rtcbench.workers import worker_count
 
 __all__ = ["Problem", "ReportResult", "RunFigures", "build_report"]
@@ -522,7 +521,8 @@ def build_report(
         blocks=blocks,
         figures_drawn=len(figure_blocks),
     )
-    _write_atomic(out, html)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(out, html.encode())
     files = tuple(write_figures(rendered, figures)) if figures is not None else ()
 
     table_ids = [t.id for t in score_tables] + [c.table.id for c in cases]
@@ -593,16 +593,3 @@ def _render_page(**context: Any) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     source = resources.files("rtcbench.report").joinpath("template.html.j2").read_text(encoding="utf-8")
     return env.from_string(source).render(resolution_note=RESOLUTION_NOTE, **context)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Writes under a temporary name in the same folder, then renames: a reader sees the old
-    report or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -23,15 +23,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 
 from rtcbench.plots import Rendered
+from rtcbench.results import write_bytes_atomic
 
 __all__ = ["CACHE_DIR", "FIGURE_VERSION", "figure_key", "load", "store"]
 
@@ -68,18 +67,6 @@ def load(home: Path, fig_id: str, key: str, *, svg: bool) -> Rendered | None:
         return None
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def store(home: Path, fig_id: str, key: str, rendered: Rendered) -> bool:
     """Keeps the figure in `home`'s cache folder (each file written under a temporary name, then
     renamed, so a reader never sees a part) and removes older entries of the same figure id.
@@ -88,8 +75,8 @@ def store(home: Path, fig_id: str, key: str, rendered: Rendered) -> bool:
     try:
         png_path.parent.mkdir(exist_ok=True)
         if rendered.svg is not None:
-            _write_atomic(svg_path, rendered.svg)
-        _write_atomic(png_path, rendered.png)
+            write_bytes_atomic(svg_path, rendered.svg)
+        write_bytes_atomic(png_path, rendered.png)
     except OSError:
         return False
     keep = {png_path.name, svg_path.name}

@@ -11,7 +11,6 @@ folders for the next report.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from rtcbench.measure import figure_tables
 from rtcbench.plots import BoxPanel, FigureStyle, Rendered, RunColumn, TradeoffSeries
 from rtcbench.report import cache
 from rtcbench.report.runs import Problem, Run, Source, find_runs, runs_ids, source_labels
-from rtcbench.results import regular_file
+from rtcbench.results import regular_file, write_bytes_atomic
 from rtcbench.tables import Tables
 
 __all__ = [
@@ -287,20 +286,6 @@ def draw_all(
     return out
 
 
-def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
-    """`folder/name` written under a temporary name, then renamed: never seen half-written, and an
-    interrupt leaves no temporary file."""
-    final = folder / name
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return final
-
-
 def write_figures(figures: dict[str, Rendered], folder: Path) -> list[Path]:
     """Writes each figure as `<id>.png`, and `<id>.svg` and `<id>.pdf` where it has them, into
     `folder` (each file atomically: a temporary name, then a rename)."""
@@ -310,7 +295,7 @@ def write_figures(figures: dict[str, Rendered], folder: Path) -> list[Path]:
         rendered = figures[fig_id]
         for ext, data in (("png", rendered.png), ("svg", rendered.svg), ("pdf", rendered.pdf)):
             if data is not None:
-                written.append(_write_atomic(folder, f"{fig_id}.{ext}", data))
+                written.append(write_bytes_atomic(folder / f"{fig_id}.{ext}", data))
     return written
 
 
@@ -342,5 +327,5 @@ def draw_runs(
         out.mkdir(parents=True, exist_ok=True)
         for ext, data in (("png", rendered.png), ("svg", rendered.svg), ("pdf", rendered.pdf)):
             if ext in formats and data is not None:
-                written.append(_write_atomic(out, f"{ids[run.path]}.{ext}", data))
+                written.append(write_bytes_atomic(out / f"{ids[run.path]}.{ext}", data))
     return written, [str(p) for p in problems]
