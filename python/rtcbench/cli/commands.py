@@ -1,6 +1,7 @@
 """The Typer app of the `rtcbench` command line and how it ends (`run_app`); the commands are in
-modules by subject (`run`, `suite`, `calibrate`, `score`, `compare`, `report`), what they print in
-`render`, how they end on an error in `errors`. `rtcbench.cli.main` loads this module."""
+modules by subject (`run`, `suite`, `calibrate`, `reproduce`, `score`, `compare`, `report`), what
+they print in `render`, how they end on an error in `errors`. `rtcbench.cli.main` loads this
+module."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rtcbench.cli.errors import debug_option, one_line, unanswered_interrupt
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
+from rtcbench.cli.reproduce import reproduce_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
 from rtcbench.cli.score import score_cmd
 from rtcbench.cli.suite import suite_cmd, sweep_cmd
@@ -41,6 +43,7 @@ app.command("table")(table_cmd)
 app.command("suite")(suite_cmd)
 app.command("sweep")(sweep_cmd)
 app.command("calibrate")(calibrate_cmd)
+app.command("reproduce")(reproduce_cmd)
 app.command("score")(score_cmd)
 app.command("compare")(compare_cmd)
 app.command("report")(report_cmd)

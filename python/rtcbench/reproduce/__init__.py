@@ -1,0 +1,361 @@
+"""The seeds re-run: every seed table of the reproduction set (`experiments.TABLES`) measured on
+Chromium 156 (`--mode browser`, seed 1) and on the simulator with `gcc` (seeds 1-3), the seed's
+own numbers beside them (docs/reproduction.md).
+
+    result = reproduce(Path("results/reproduction"))     # hours: the browser calls are real time
+
+Runs already complete in `out` are kept and reused, as `rtcbench suite` does, so an interrupted
+reproduction resumes where it stopped. A browser run that is not a fair measurement of the
+network (the relay missed its timing goal, or the browser's encoder was held back by the CPU in
+more than `CPU_LIMITED_SHARE` of its samples) is moved to `<out>/rejected/` and run again, up to
+`attempts` times; the last is kept and marked.
+
+Three tables are written to `out`, each by rename:
+- `reproduction.parquet`, one row per seed-table row (`ROWS_SCHEMA`): the seed's value,
+  Chromium's, the simulator's mean and spread over its seeds, and whether each pair agrees;
+- `findings.parquet`, one row per finding (`FINDINGS_SCHEMA`): does it hold on the seed's
+  numbers, for Chromium, for the simulator;
+- `periods.parquet`, one row per case, video flow, period (the stretches of constant capacity
+  and constant set of flows: `analysis.periods`) and metric (`PERIODS_SCHEMA`): Chromium against
+  the simulator's mean, the issue's fidelity measure (sending rate within 15 %, queuing delay
+  p95 within 15 % or 10 ms).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
+from rtcbench.identity import BROWSER, SIMULATE
+from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
+from rtcbench.results import InputError, write_parquet_atomic
+from rtcbench.runner import RunResult
+from rtcbench.scenarios import Variant, resolve
+from rtcbench.suite import _execute, _Job, batch_folder, execute_plan
+
+__all__ = [
+    "CONTROLLER",
+    "CPU_LIMITED_SHARE",
+    "FINDINGS",
+    "FINDINGS_SCHEMA",
+    "PERIODS",
+    "PERIODS_SCHEMA",
+    "ROWS",
+    "ROWS_SCHEMA",
+    "SIM_SEEDS",
+    "Reproduction",
+    "compare_periods",
+    "reproduce",
+    "run_problem",
+]
+
+CONTROLLER = "gcc"
+SIM_SEEDS = (1, 2, 3)
+BROWSER_SEED = 1
+CPU_LIMITED_SHARE = 0.05
+"""A browser run whose encoder reported "cpu" as its quality limitation in more than this share of
+its samples measured the machine, not the network."""
+
+ROWS = "reproduction.parquet"
+FINDINGS = "findings.parquet"
+PERIODS = "periods.parquet"
+
+ROWS_SCHEMA = {
+    "table": pl.String,
+    "source": pl.String,
+    "key": pl.String,
+    "label": pl.String,
+    "case": pl.String,
+    "unit": pl.String,
+    "seed": pl.Float64,
+    "chromium": pl.Float64,
+    "simulated": pl.Float64,
+    "simulated_sd": pl.Float64,
+    "simulated_runs": pl.Int32,
+    "chromium_agrees_with_seed": pl.Boolean,
+    "simulated_agrees_with_chromium": pl.Boolean,
+    "simulated_agrees_with_seed": pl.Boolean,
+}
+"""`simulated` is the mean over the simulator's seeds, `simulated_sd` their standard deviation.
+Agreement: within the row's tolerance (15 %) of the second value, or its absolute slack."""
+
+FINDINGS_SCHEMA = {
+    "table": pl.String,
+    "source": pl.String,
+    "finding": pl.String,
+    "seed": pl.Boolean,
+    "chromium": pl.Boolean,
+    "simulated": pl.Boolean,
+}
+"""Whether each finding holds on the seed's numbers, on Chromium's run and on the simulator's mean
+(null: a value it needs is missing; the seed's is null where the seed printed no numbers)."""
+
+PERIODS_SCHEMA = {
+    "case": pl.String,
+    "flow": pl.String,
+    "period": pl.Int32,
+    "start_s": pl.Float64,
+    "end_s": pl.Float64,
+    "metric": pl.String,
+    "chromium": pl.Float64,
+    "simulated": pl.Float64,
+    "simulated_sd": pl.Float64,
+    "difference": pl.Float64,
+    "agrees": pl.Boolean,
+}
+
+_PERIOD_METRICS = (("send_rate_kbps", "mean_send_rate_bps", 1e-3), ("qdelay_p95_ms", "qdelay_p95_ms", 1.0))
+
+
+def run_problem(summary: dict[str, Any]) -> str | None:
+    """Why a browser run is not a fair measurement of the network, or None: it failed, its relay
+    missed the timing goal, or a sender's encoder was CPU-limited in more than
+    `CPU_LIMITED_SHARE` of its samples."""
+    real = summary.get("browser") or {}
+    if real.get("failure"):
+        return f"failed: {real['failure']}"
+    if real.get("valid") is False:
+        return "invalid: the relay did not keep to the scenario's timing"
+    for f in summary.get("flows", []):
+        if f.get("kind") == "video":
+            share = cpu_limited(summary, f["name"])
+            if share is not None and share > CPU_LIMITED_SHARE:
+                return f"CPU-limited: {f['name']}'s encoder in {share:.0%} of its samples"
+    return None
+
+
+def _variant(case: Case) -> Variant:
+    variants = resolve(case.scenario, list(case.sets))
+    if len(variants) != 1:
+        raise InputError(
+            f"reproduction case {case.label()} names {len(variants)} variants: give every variant's value"
+        )
+    return variants[0]
+
+
+@dataclass
+class Reproduction:
+    """What `reproduce` measured: the three tables (schemas above), where they are, and the
+    wall time of the runs made now (reused runs take none)."""
+
+    out: Path
+    rows: pl.DataFrame
+    findings: pl.DataFrame
+    periods: pl.DataFrame
+    wall_s: float
+    problems: dict[str, str]
+    """Browser runs kept although not fair measurements (case label: why)."""
+
+
+def _mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None, int]:
+    xs = [float(x) for x in values if x is not None and math.isfinite(x)]
+    if not xs:
+        return None, None, 0
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    return mean, sd, len(xs)
+
+
+def _measure(measure: Callable[[RunResult], float | None], run: RunResult | None) -> float | None:
+    if run is None:
+        return None
+    value = measure(run)
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def table_rows(
+    tables: Sequence[SeedTable], browser: dict[Case, RunResult], simulated: dict[Case, list[RunResult]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of `reproduction.parquet` and `findings.parquet` for `tables`, measured on the
+    runs given per case (a case without a browser run gets no Chromium value)."""
+    rows: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    for t in tables:
+        chromium: dict[str, float | None] = {}
+        sim: dict[str, float | None] = {}
+        for r in t.rows:
+            c = _measure(r.measure, browser.get(r.case))
+            mean, sd, n = _mean_sd([_measure(r.measure, run) for run in simulated.get(r.case, [])])
+            chromium[r.key], sim[r.key] = c, mean
+            rows.append(
+                {
+                    "table": t.id,
+                    "source": t.source,
+                    "key": r.key,
+                    "label": r.label,
+                    "case": r.case.label(),
+                    "unit": r.unit,
+                    "seed": r.seed,
+                    "chromium": c,
+                    "simulated": mean,
+                    "simulated_sd": sd,
+                    "simulated_runs": n,
+                    "chromium_agrees_with_seed": r.agrees(c, r.seed),
+                    "simulated_agrees_with_chromium": r.agrees(mean, c),
+                    "simulated_agrees_with_seed": r.agrees(mean, r.seed),
+                }
+            )
+        seed_values = t.seed_values()
+        for f in t.findings:
+            findings.append(
+                {
+                    "table": t.id,
+                    "source": t.source,
+                    "finding": f.text,
+                    "seed": f.holds(seed_values),
+                    "chromium": f.holds(chromium),
+                    "simulated": f.holds(sim),
+                }
+            )
+    return rows, findings
+
+
+def compare_periods(
+    label: str, browser: dict[str, Any], simulated: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """`PERIODS_SCHEMA` rows comparing a browser run's summary with the mean of simulated ones of
+    the same variant, per video flow and period (`summary["periods"]`; periods are matched by
+    their times, which the scenario fixes)."""
+    out: list[dict[str, Any]] = []
+    sim_periods = [{(p["start_s"], p["end_s"]): p for p in s.get("periods", [])} for s in simulated]
+    for period in browser.get("periods", []):
+        span = (period["start_s"], period["end_s"])
+        matches = [sp[span] for sp in sim_periods if span in sp]
+        for bf in period["flows"]:
+            if bf.get("kind") != "video":
+                continue
+            for metric, key, scale in _PERIOD_METRICS:
+                b = bf.get(key)
+                sims = [sf.get(key) for p in matches for sf in p["flows"] if sf["name"] == bf["name"]]
+                mean, sd, _ = _mean_sd([None if v is None else v * scale for v in sims])
+                b = None if b is None else b * scale
+                difference = None if not b or mean is None else mean / b - 1
+                slack = DELAY_SLACK_MS if metric.startswith("qdelay") else 0.0
+                agrees = (
+                    None
+                    if b is None or mean is None
+                    else abs(mean - b) <= max(slack, RATE_TOLERANCE * abs(b))
+                )
+                out.append(
+                    {
+                        "case": label,
+                        "flow": bf["name"],
+                        "period": period["index"],
+                        "start_s": period["start_s"],
+                        "end_s": period["end_s"],
+                        "metric": metric,
+                        "chromium": b,
+                        "simulated": mean,
+                        "simulated_sd": sd,
+                        "difference": difference,
+                        "agrees": agrees,
+                    }
+                )
+    return out
+
+
+def _reject(folder: Path, out: Path) -> None:
+    """Moves a browser run that was not a fair measurement aside, where a reader can still see it."""
+    rejected = out / "rejected"
+    rejected.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while (target := rejected / f"{folder.parent.parent.parent.name}-{folder.parent.name}-{n}").exists():
+        n += 1
+    shutil.move(folder, target)
+
+
+def _browser_run(job: _Job, out: Path, attempts: int) -> tuple[dict[str, Any], bool]:
+    """The summary of a browser run, complete in `out` or run now (and whether it ran now). A run
+    that is not a fair measurement (`run_problem`) is set aside and run again, `attempts` runs in
+    all; the last one is kept whatever it is."""
+    kept = job.done()
+    if kept is not None and (run_problem(kept) is None or attempts == 1):
+        return kept, False
+    if kept is not None:
+        _reject(job.path, out)
+        attempts -= 1
+    for attempt in range(1, attempts + 1):
+        summary = _execute(job)
+        if run_problem(summary) is None or attempt == attempts:
+            return summary, True
+        _reject(job.path, out)
+    raise AssertionError("unreachable: the last attempt returns")
+
+
+def reproduce(
+    out: Path,
+    tables: Sequence[SeedTable] = TABLES,
+    *,
+    browser: bool = True,
+    sim_seeds: Sequence[int] = SIM_SEEDS,
+    attempts: int = 2,
+    jobs: int | None = None,
+    command: str | None = None,
+    on_run: Callable[[Case, str, int, dict[str, Any], bool], None] | None = None,
+) -> Reproduction:
+    """Runs every case of `tables` in the simulator (`sim_seeds`, in parallel on `jobs` worker
+    processes) and, with `browser`, between Chromium peers (one call at a time: two would share
+    the cores and each other's timing), measures every row and finding, and writes the three
+    tables to `out`. `on_run(case, mode, seed, summary, ran)` is told of every run."""
+    if attempts < 1:
+        raise InputError(f"--attempts must be at least 1, got {attempts}")
+    chosen = cases(tables)
+    variants = {case: _variant(case) for case in chosen}
+    started = time.perf_counter()
+    plan = [
+        _Job.plan(variants[case], CONTROLLER, CONTROLLER, seed, out, command, SIMULATE)
+        for case in chosen
+        for seed in sim_seeds
+    ]
+    with batch_folder(out, plan):
+        summaries, ran = execute_plan(plan, jobs)
+    simulated: dict[Case, list[RunResult]] = {case: [] for case in chosen}
+    sim_summaries: dict[Case, list[dict[str, Any]]] = {case: [] for case in chosen}
+    for i, (job, summary) in enumerate(zip(plan, summaries, strict=True)):
+        case = chosen[i // len(sim_seeds)]
+        simulated[case].append(RunResult(job.path, summary))
+        sim_summaries[case].append(summary)
+        if on_run is not None:
+            on_run(case, SIMULATE, job.seed, summary, i in ran)
+
+    runs: dict[Case, RunResult] = {}
+    problems: dict[str, str] = {}
+    if browser:
+        for case in chosen:
+            job = _Job.plan(variants[case], CONTROLLER, CONTROLLER, BROWSER_SEED, out, command, BROWSER)
+            summary, ran_now = _browser_run(job, out, attempts)
+            problem = run_problem(summary)
+            if problem is not None:
+                problems[case.label()] = problem
+            runs[case] = RunResult(job.path, summary)
+            if on_run is not None:
+                on_run(case, BROWSER, BROWSER_SEED, summary, ran_now)
+
+    rows, findings = table_rows(tables, runs, simulated)
+    periods = [
+        row
+        for case in chosen
+        if case in runs
+        for row in compare_periods(case.label(), runs[case].summary, sim_summaries[case])
+    ]
+    result = Reproduction(
+        out,
+        pl.DataFrame(rows, schema=ROWS_SCHEMA),
+        pl.DataFrame(findings, schema=FINDINGS_SCHEMA),
+        pl.DataFrame(periods, schema=PERIODS_SCHEMA),
+        time.perf_counter() - started,
+        problems,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(result.rows, out / ROWS)
+    write_parquet_atomic(result.findings, out / FINDINGS)
+    write_parquet_atomic(result.periods, out / PERIODS)
+    return result

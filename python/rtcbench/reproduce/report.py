@@ -1,0 +1,96 @@
+"""The reproduction as Markdown: one section per seed table, the seed's value beside Chromium's and
+the simulator's, each finding's verdicts, and the period comparison's totals. `rtcbench
+reproduce` writes it to `<out>/reproduction.md`; docs/reproduction.md quotes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE
+
+__all__ = ["DELAY_GOAL", "RATE_GOAL", "fidelity", "markdown"]
+
+RATE_GOAL = 0.90
+"""Share of period comparisons of the sending rate that must agree (issue 34's bar)."""
+DELAY_GOAL = 0.80
+"""Share of period comparisons of queuing delay p95 that must agree."""
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "–"
+    digits = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+    return f"{value:.{digits}f}"
+
+
+def _yes(value: bool | None) -> str:
+    return "–" if value is None else "yes" if value else "**no**"
+
+
+def fidelity(periods: pl.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per period metric: (comparisons that agree, comparisons made), nulls left out."""
+    out = {}
+    for metric in ("send_rate_kbps", "qdelay_p95_ms"):
+        judged = periods.filter((pl.col("metric") == metric) & pl.col("agrees").is_not_null())
+        out[metric] = (int(judged.get_column("agrees").sum()), judged.height)
+    return out
+
+
+def _fidelity_lines(periods: pl.DataFrame) -> list[str]:
+    (rate_ok, rate_n), (delay_ok, delay_n) = fidelity(periods).values()
+    if not rate_n:
+        return ["No period was compared (no browser runs)."]
+
+    def share(ok: int, n: int) -> str:
+        return f"{ok} of {n} ({ok / n:.0%})" if n else "none"
+
+    return [
+        f"- Sending rate within {RATE_TOLERANCE:.0%} of Chromium: {share(rate_ok, rate_n)} of the periods "
+        f"(goal {RATE_GOAL:.0%}).",
+        f"- Queuing delay p95 within {RATE_TOLERANCE:.0%} or {DELAY_SLACK_MS:g} ms: "
+        f"{share(delay_ok, delay_n)} (goal {DELAY_GOAL:.0%}).",
+    ]
+
+
+def markdown(
+    rows: pl.DataFrame, findings: pl.DataFrame, periods: pl.DataFrame, *, wall_s: float | None = None
+) -> str:
+    """The reproduction's tables as one Markdown document."""
+    lines = ["# The seeds re-run: the seed, Chromium 156 and the simulator", ""]
+    if wall_s is not None:
+        lines += [f"Runs made now took {wall_s / 60:.0f} min of wall time.", ""]
+    lines += ["## Fidelity over every period", "", *_fidelity_lines(periods), ""]
+    for (table, source), t in rows.group_by(["table", "source"], maintain_order=True):
+        lines += [f"## {source} (`{table}`)", ""]
+        lines += [
+            "| | seed | Chromium 156 | simulator (sd) | Chromium ≈ seed | simulator ≈ Chromium |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in t.iter_rows(named=True):
+            unit = f" ({r['unit']})" if r["unit"] else ""
+            sim = _num(r["simulated"])
+            if r["simulated_sd"] is not None and r["simulated_runs"] > 1:
+                sim += f" ({_num(r['simulated_sd'])})"
+            lines.append(
+                f"| {r['label']}{unit} | {_num(r['seed'])} | {_num(r['chromium'])} "
+                f"| {sim} | {_yes(r['chromium_agrees_with_seed'])} "
+                f"| {_yes(r['simulated_agrees_with_chromium'])} |"
+            )
+        lines += ["", "| finding | on the seed's numbers | Chromium 156 | simulator |", "|---|---|---|---|"]
+        for f in findings.filter(pl.col("table") == table).iter_rows(named=True):
+            # A finding is the seed's claim: where the seed printed no numbers to judge it on, it
+            # is still what the seed says.
+            seed = "claimed" if f["seed"] is None else _yes(f["seed"])
+            lines.append(f"| {f['finding']} | {seed} | {_yes(f['chromium'])} | {_yes(f['simulated'])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def verdict_line(finding: dict[str, Any]) -> str:
+    """One line per finding: does it hold for Chromium 156, does the simulator agree with it?"""
+    c, s = finding["chromium"], finding["simulated"]
+    holds = "not measured" if c is None else "holds" if c else "does not hold"
+    agree = "–" if c is None or s is None else "agrees" if c == s else "disagrees"
+    return f"{finding['finding']}: {holds} for Chromium 156; the simulator {agree}"

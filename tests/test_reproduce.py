@@ -1,0 +1,240 @@
+"""`rtcbench reproduce`: the reproduction set's registry, its measures on real runs, resuming, the
+period comparison and the command line. The browser half runs in real time and is exercised by
+the reproduction itself (docs/reproduction.md); here the simulator's half and everything around
+it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from rtcbench import reproduce
+from rtcbench.reproduce import experiments, report
+from rtcbench.reproduce.experiments import TABLES, Case, Finding, Row, SeedTable
+from rtcbench.reproduce.measures import VIDEO, FlowStat
+
+
+def test_every_finding_holds_on_the_seeds_own_numbers() -> None:
+    # The registry's self-check: a predicate that contradicts the numbers it was written from is
+    # a mistake in the registry, not a finding.
+    judged = 0
+    for t in TABLES:
+        for f in t.findings:
+            verdict = f.holds(t.seed_values())
+            assert verdict is not False, f"{t.id}: {f.text}"
+            judged += verdict is True
+    assert judged >= 15, judged
+
+
+def test_row_keys_are_unique_and_every_table_has_findings() -> None:
+    assert len({t.id for t in TABLES}) == len(TABLES)
+    for t in TABLES:
+        keys = [r.key for r in t.rows]
+        assert len(keys) == len(set(keys)), t.id
+        assert t.findings, t.id
+
+
+def test_a_finding_that_meets_a_missing_value_decides_nothing() -> None:
+    f = Finding("a below b", lambda v: v["a"] < v["b"])
+    assert f.holds({"a": 1.0, "b": 2.0}) is True
+    assert f.holds({"a": 3.0, "b": 2.0}) is False
+    assert f.holds({"a": None, "b": 2.0}) is None
+    assert f.holds({"b": 2.0}) is None
+
+
+def test_agreement_is_relative_or_within_the_slack() -> None:
+    row = Row("k", "k", Case("seed000-5.2.5"), FlowStat(VIDEO, 0, 1), "ms", slack=10.0)
+    assert row.agrees(114.0, 100.0) is True
+    assert row.agrees(116.0, 100.0) is False
+    assert row.agrees(9.0, 1.0) is True  # 8 ms apart: within the slack
+    assert row.agrees(None, 1.0) is None
+
+
+@pytest.fixture(scope="module")
+def simulated_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, reproduce.Reproduction]:
+    out = tmp_path_factory.mktemp("reproduction")
+    return out, reproduce.reproduce(out, browser=False, sim_seeds=(1,))
+
+
+def test_every_row_of_the_set_measures_its_runs(simulated_set: tuple[Path, reproduce.Reproduction]) -> None:
+    # Every case names exactly one variant, every measure finds its flows and windows: a wrong
+    # flow name or an empty window would leave a row without a value.
+    _, result = simulated_set
+    assert result.rows.height == sum(len(t.rows) for t in TABLES)
+    empty = result.rows.filter(pl.col("simulated").is_null())
+    assert empty.height == 0, empty.select("table", "key").rows()
+    assert result.rows.get_column("chromium").null_count() == result.rows.height
+    assert result.periods.height == 0
+
+
+def test_the_simulators_rows_are_what_the_behaviour_tests_measure(
+    simulated_set: tuple[Path, reproduce.Reproduction],
+) -> None:
+    # Cross-checks with numbers measured independently (tests/test_behaviour_*.py, docs): the
+    # measures read the runs as the behaviour tests do.
+    _, result = simulated_set
+    values = {(r["table"], r["key"]): r["simulated"] for r in result.rows.iter_rows(named=True)}
+    assert values[("000-6.2.1", "rate")] == pytest.approx(2.46, abs=0.05)
+    assert values[("002-vs-tcp", "gcc-first.1000kbps.gcc")] == pytest.approx(0.06, abs=0.02)
+    assert values[("002-vs-tcp", "gcc-first.1000kbps.tcp")] == pytest.approx(0.88, abs=0.05)
+
+
+def test_a_reproduction_resumes_without_running_again(
+    simulated_set: tuple[Path, reproduce.Reproduction],
+) -> None:
+    out, first = simulated_set
+    told: list[tuple[str, bool]] = []
+    again = reproduce.reproduce(
+        out,
+        [experiments.table("000-6.2.1")],
+        browser=False,
+        sim_seeds=(1,),
+        on_run=lambda case, mode, seed, summary, ran: told.append((case.label(), ran)),
+    )
+    assert told == [("seed000-5.2.5", False)]
+    row = again.rows.row(0, named=True)
+    assert (
+        row["simulated"] == first.rows.filter(pl.col("table") == "000-6.2.1").row(0, named=True)["simulated"]
+    )
+    for name in (reproduce.ROWS, reproduce.FINDINGS, reproduce.PERIODS):
+        assert pl.read_parquet(out / name).height > 0 or name == reproduce.PERIODS
+
+
+def _summary(periods: list[tuple[float, float, float, float]], **browser: Any) -> dict[str, Any]:
+    return {
+        "periods": [
+            {
+                "index": i,
+                "start_s": a,
+                "end_s": b,
+                "flows": [
+                    {"name": "G.video", "kind": "video", "mean_send_rate_bps": rate, "qdelay_p95_ms": q95}
+                ],
+            }
+            for i, (a, b, rate, q95) in enumerate(periods)
+        ],
+        "browser": browser,
+        "flows": [{"name": "G.video", "kind": "video"}],
+    }
+
+
+def test_periods_compare_chromium_with_the_simulators_mean() -> None:
+    chromium = _summary([(0, 100, 1_000_000, 20.0), (100, 200, 500_000, 100.0)])
+    sims = [
+        _summary([(0, 100, 1_100_000, 25.0), (100, 200, 300_000, 100.0)]),
+        _summary([(0, 100, 1_100_000, 35.0), (100, 200, 300_000, 140.0)]),
+    ]
+    rows = {(r["period"], r["metric"]): r for r in reproduce.compare_periods("c", chromium, sims)}
+    rate0, q0 = rows[(0, "send_rate_kbps")], rows[(0, "qdelay_p95_ms")]
+    assert (rate0["chromium"], rate0["simulated"], rate0["agrees"]) == (1000.0, 1100.0, True)
+    assert q0["simulated"] == 30.0 and q0["agrees"] is True  # 10 ms apart: the slack
+    assert rows[(1, "send_rate_kbps")]["agrees"] is False  # 300 against 500
+    assert rows[(1, "qdelay_p95_ms")]["agrees"] is False  # 120 against 100: neither 15 % nor 10 ms
+    table = pl.DataFrame(list(rows.values()), schema=reproduce.PERIODS_SCHEMA)
+    assert report.fidelity(table) == {"send_rate_kbps": (1, 2), "qdelay_p95_ms": (1, 2)}
+
+
+def test_a_browser_run_is_fair_unless_it_failed_missed_its_timing_or_was_cpu_limited() -> None:
+    fair = _summary([], valid=True, calls={"G": {"quality_limitation": {"cpu": 0.01}}})
+    assert reproduce.run_problem(fair) is None
+    assert "failed" in str(reproduce.run_problem(_summary([], failure="no media")))
+    assert "invalid" in str(reproduce.run_problem(_summary([], valid=False)))
+    limited = _summary([], valid=True, calls={"G": {"quality_limitation": {"cpu": 0.2}}})
+    assert reproduce.run_problem(limited) == "CPU-limited: G.video's encoder in 20% of its samples"
+
+
+def test_the_markdown_shows_the_seed_chromium_and_the_simulator() -> None:
+    t = SeedTable(
+        "t",
+        "Somebody 2020, Table 1",
+        "title",
+        (Row("r", "a rate", Case("seed000-5.2.5"), FlowStat(VIDEO, 0, 1), "Mbit/s", 2.0),),
+        (Finding("the rate is over 1", lambda v: v["r"] > 1), Finding("claimed only", lambda v: v["x"] > 1)),
+    )
+    rows, findings = reproduce.table_rows([t], {}, {})
+    text = report.markdown(
+        pl.DataFrame(rows, schema=reproduce.ROWS_SCHEMA),
+        pl.DataFrame(findings, schema=reproduce.FINDINGS_SCHEMA),
+        pl.DataFrame([], schema=reproduce.PERIODS_SCHEMA),
+    )
+    assert "## Somebody 2020, Table 1 (`t`)" in text
+    assert "| a rate (Mbit/s) | 2.00 | – | – | – | – |" in text
+    assert "| the rate is over 1 | yes | – | – |" in text
+    assert "| claimed only | claimed | – | – |" in text
+
+
+def test_a_rejected_run_is_kept_aside(tmp_path: Path) -> None:
+    folder = tmp_path / "seed002-grid@x" / "gcc" / "abc123" / "seed-1"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text("{}")
+    for _ in range(2):
+        shutil.copytree(folder, folder.with_name("copy"))
+        reproduce._reject(folder, tmp_path)
+        folder.with_name("copy").rename(folder)
+    assert sorted(p.name for p in (tmp_path / "rejected").iterdir()) == [
+        "seed002-grid@x-abc123-1",
+        "seed002-grid@x-abc123-2",
+    ]
+
+
+class _FakeJob:
+    """A browser job whose runs are scripted: each `_execute` writes its folder and returns the
+    next summary."""
+
+    def __init__(self, path: Path, kept: dict[str, Any] | None) -> None:
+        self.path = path
+        self.kept = kept
+
+    def done(self) -> dict[str, Any] | None:
+        return self.kept
+
+
+def _scripted(monkeypatch: pytest.MonkeyPatch, summaries: list[dict[str, Any]]) -> list[int]:
+    calls: list[int] = []
+
+    def execute(job: _FakeJob) -> dict[str, Any]:
+        job.path.mkdir(parents=True)
+        calls.append(1)
+        return summaries[len(calls) - 1]
+
+    monkeypatch.setattr(reproduce, "_execute", execute)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("kept", "runs", "attempts", "expected_runs", "rejected"),
+    [
+        ("fair", [], 2, 0, 0),  # a complete, fair run is reused
+        (None, ["limited", "fair"], 2, 2, 1),  # a CPU-limited run is set aside and run again
+        (None, ["limited", "limited"], 2, 2, 1),  # the last attempt is kept whatever it is
+        ("limited", ["fair"], 2, 1, 1),  # a kept unfair run counts as the first attempt
+        ("limited", [], 1, 0, 0),  # one attempt: kept as it is
+    ],
+)
+def test_an_unfair_browser_run_is_run_again_up_to_the_attempts(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kept: str | None,
+    runs: list[str],
+    attempts: int,
+    expected_runs: int,
+    rejected: int,
+) -> None:
+    summaries = {
+        "fair": _summary([], valid=True),
+        "limited": _summary([], valid=True, calls={"G": {"quality_limitation": {"cpu": 0.5}}}),
+    }
+    folder = tmp_path / "s@v" / "gcc" / "key" / "seed-1"
+    if kept is not None:
+        folder.mkdir(parents=True)
+    calls = _scripted(monkeypatch, [summaries[r] for r in runs])
+    job = _FakeJob(folder, None if kept is None else summaries[kept])
+    summary, ran = reproduce._browser_run(job, tmp_path, attempts)  # type: ignore[arg-type]
+    assert len(calls) == expected_runs and ran == (expected_runs > 0)
+    assert summary is (summaries[runs[-1]] if runs else summaries[str(kept)])
+    aside = list((tmp_path / "rejected").iterdir()) if (tmp_path / "rejected").exists() else []
+    assert len(aside) == rejected
