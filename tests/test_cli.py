@@ -27,7 +27,20 @@ def test_version_and_help_by_either_name_on_every_command() -> None:
     out = cli("--version")
     assert out.returncode == 0 and out.stderr == ""
     assert out.stdout == f"rtcbench {rtcbench.__version__} (model revision {MODEL_REVISION})\n"
-    for command in ("", "list", "run", "suite", "sweep", "calibrate", "score", "compare", "report", "table"):
+    commands = (
+        "",
+        "list",
+        "run",
+        "suite",
+        "sweep",
+        "calibrate",
+        "reproduce",
+        "score",
+        "compare",
+        "report",
+        "table",
+    )
+    for command in commands:
         short, long = (cli(*command.split(), flag) for flag in ("-h", "--help"))
         assert short.returncode == 0 and "Usage: rtcbench" in short.stdout, (command, short.stderr)
         assert short.stdout == long.stdout

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import guarded
-from rtcbench.cli.render import console, err_console
+from rtcbench.cli.render import _runs_bar, console, err_console
 
 
 @guarded("no half-written run is left; finished runs are kept in {out} and reused next time")
@@ -24,13 +24,12 @@ def reproduce_cmd(
         typer.Option("--table", help="A seed table's id instead of the whole set (repeatable; see --list)."),
     ] = None,
     browser: Annotated[
-        bool,
+        str,
         typer.Option(
-            "--browser/--no-browser",
-            help="Run the calls between Chromium peers too (as root, real time); without, the "
-            "simulator alone.",
+            help="run: the calls between Chromium peers too (as root, in real time), those not "
+            "complete in OUT; kept: only the browser runs complete in OUT; none: the simulator alone.",
         ),
-    ] = True,
+    ] = "run",
     attempts: Annotated[
         int, typer.Option(help="Runs of a browser case that was CPU-limited or missed its timing.")
     ] = 2,
@@ -49,7 +48,7 @@ def reproduce_cmd(
 
     if list_tables:
         for t in experiments.TABLES:
-            console.print(escape(f"{t.id}: {t.source}: {t.title}"), highlight=False)
+            console.print(escape(f"{t.id}: {t.source}: {t.title}"), highlight=False, soft_wrap=True)
         return
     try:
         chosen = [experiments.table(t) for t in tables] if tables else list(experiments.TABLES)
@@ -61,9 +60,19 @@ def reproduce_cmd(
         how = "ran" if ran else "kept"
         err_console.print(escape(f"{how}: {case.label()} · {mode} · seed {seed}"), highlight=False)
 
-    result = reproduce.reproduce(
-        out, chosen, browser=browser, attempts=attempts, jobs=jobs, command=command, on_run=told
-    )
+    if browser not in reproduce.BROWSER_RUNS:
+        raise InputError(f"--browser must be one of {', '.join(reproduce.BROWSER_RUNS)}, got {browser!r}")
+    with _runs_bar() as progress:
+        result = reproduce.reproduce(
+            out,
+            chosen,
+            browser=browser,
+            attempts=attempts,
+            jobs=jobs,
+            command=command,
+            on_run=told,
+            progress=progress,
+        )
     text = report.markdown(result.rows, result.findings, result.periods, wall_s=result.wall_s)
     write_bytes_atomic(out / "reproduction.md", text.encode())
     for finding in result.findings.iter_rows(named=True):

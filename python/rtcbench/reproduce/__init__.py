@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -39,9 +39,10 @@ from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
-from rtcbench.suite import _execute, _Job, batch_folder, execute_plan
+from rtcbench.suite import RunProgress, _execute, _Job, batch_folder, execute_plan
 
 __all__ = [
+    "BROWSER_RUNS",
     "CONTROLLER",
     "CPU_LIMITED_SHARE",
     "FINDINGS",
@@ -51,10 +52,13 @@ __all__ = [
     "ROWS",
     "ROWS_SCHEMA",
     "SIM_SEEDS",
+    "BrowserRuns",
     "Reproduction",
     "compare_periods",
+    "measure_case",
     "reproduce",
     "run_problem",
+    "table_rows",
 ]
 
 CONTROLLER = "gcc"
@@ -63,6 +67,12 @@ BROWSER_SEED = 1
 CPU_LIMITED_SHARE = 0.05
 """A browser run whose encoder reported "cpu" as its quality limitation in more than this share of
 its samples measured the machine, not the network."""
+
+BrowserRuns = Literal["run", "kept", "none"]
+BROWSER_RUNS: tuple[BrowserRuns, ...] = ("run", "kept", "none")
+"""What `reproduce` does with the browser half: `run` the calls a complete run in `out` does not
+already give, use only the `kept` ones (a partial set: its rows without one get no Chromium
+value), or `none` (the simulator alone)."""
 
 ROWS = "reproduction.parquet"
 FINDINGS = "findings.parquet"
@@ -164,27 +174,40 @@ def _mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None
     return mean, sd, len(xs)
 
 
-def _measure(measure: Callable[[RunResult], float | None], run: RunResult | None) -> float | None:
-    if run is None:
-        return None
-    value = measure(run)
-    return None if value is None or not math.isfinite(value) else float(value)
+RowId = tuple[str, str]
+"""A row of the reproduction: its table's id and its key."""
+
+
+def measure_case(tables: Sequence[SeedTable], case: Case, run: RunResult) -> dict[RowId, float | None]:
+    """Every row of `tables` that measures `case`, measured on `run` (one run of that case). The
+    run's tables are read once, for all of them; drop the run afterwards, and its tables go with
+    it (a whole reproduction's tables would not fit in memory)."""
+    values: dict[RowId, float | None] = {}
+    for t in tables:
+        for r in t.rows:
+            if r.case == case:
+                value = r.measure(run)
+                values[(t.id, r.key)] = None if value is None or not math.isfinite(value) else float(value)
+    return values
 
 
 def table_rows(
-    tables: Sequence[SeedTable], browser: dict[Case, RunResult], simulated: dict[Case, list[RunResult]]
+    tables: Sequence[SeedTable],
+    chromium: dict[RowId, float | None],
+    simulated: dict[RowId, list[float | None]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows of `reproduction.parquet` and `findings.parquet` for `tables`, measured on the
-    runs given per case (a case without a browser run gets no Chromium value)."""
+    """The rows of `reproduction.parquet` and `findings.parquet` for `tables`, from the values
+    measured on Chromium's run and on each simulated run (`measure_case`); a row missing from
+    either has no value there."""
     rows: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     for t in tables:
-        chromium: dict[str, float | None] = {}
-        sim: dict[str, float | None] = {}
+        by_chromium: dict[str, float | None] = {}
+        by_sim: dict[str, float | None] = {}
         for r in t.rows:
-            c = _measure(r.measure, browser.get(r.case))
-            mean, sd, n = _mean_sd([_measure(r.measure, run) for run in simulated.get(r.case, [])])
-            chromium[r.key], sim[r.key] = c, mean
+            c = chromium.get((t.id, r.key))
+            mean, sd, n = _mean_sd(simulated.get((t.id, r.key), []))
+            by_chromium[r.key], by_sim[r.key] = c, mean
             rows.append(
                 {
                     "table": t.id,
@@ -211,8 +234,8 @@ def table_rows(
                     "source": t.source,
                     "finding": f.text,
                     "seed": f.holds(seed_values),
-                    "chromium": f.holds(chromium),
-                    "simulated": f.holds(sim),
+                    "chromium": f.holds(by_chromium),
+                    "simulated": f.holds(by_sim),
                 }
             )
     return rows, findings
@@ -294,19 +317,23 @@ def reproduce(
     out: Path,
     tables: Sequence[SeedTable] = TABLES,
     *,
-    browser: bool = True,
+    browser: BrowserRuns = "run",
     sim_seeds: Sequence[int] = SIM_SEEDS,
     attempts: int = 2,
     jobs: int | None = None,
     command: str | None = None,
     on_run: Callable[[Case, str, int, dict[str, Any], bool], None] | None = None,
+    progress: RunProgress | None = None,
 ) -> Reproduction:
     """Runs every case of `tables` in the simulator (`sim_seeds`, in parallel on `jobs` worker
-    processes) and, with `browser`, between Chromium peers (one call at a time: two would share
-    the cores and each other's timing), measures every row and finding, and writes the three
-    tables to `out`. `on_run(case, mode, seed, summary, ran)` is told of every run."""
+    processes) and between Chromium peers as `browser` says (`BrowserRuns`; one call at a time:
+    two would share the cores and each other's timing), measures every row and finding, and
+    writes the three tables to `out`. `on_run(case, mode, seed, summary, ran)` is told of every
+    run, `progress` of the simulated runs as they finish (as a suite's)."""
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
+    if browser not in BROWSER_RUNS:
+        raise InputError(f"--browser must be one of {', '.join(BROWSER_RUNS)}, got {browser!r}")
     chosen = cases(tables)
     variants = {case: _variant(case) for case in chosen}
     started = time.perf_counter()
@@ -316,35 +343,43 @@ def reproduce(
         for seed in sim_seeds
     ]
     with batch_folder(out, plan):
-        summaries, ran = execute_plan(plan, jobs)
-    simulated: dict[Case, list[RunResult]] = {case: [] for case in chosen}
+        summaries, ran = execute_plan(plan, jobs, progress)
+    sim_values: dict[RowId, list[float | None]] = {}
     sim_summaries: dict[Case, list[dict[str, Any]]] = {case: [] for case in chosen}
     for i, (job, summary) in enumerate(zip(plan, summaries, strict=True)):
         case = chosen[i // len(sim_seeds)]
-        simulated[case].append(RunResult(job.path, summary))
+        for row, value in measure_case(tables, case, RunResult(job.path, summary)).items():
+            sim_values.setdefault(row, []).append(value)
         sim_summaries[case].append(summary)
         if on_run is not None:
             on_run(case, SIMULATE, job.seed, summary, i in ran)
 
-    runs: dict[Case, RunResult] = {}
+    chromium_values: dict[RowId, float | None] = {}
+    chromium_summaries: dict[Case, dict[str, Any]] = {}
     problems: dict[str, str] = {}
-    if browser:
+    if browser != "none":
         for case in chosen:
             job = _Job.plan(variants[case], CONTROLLER, CONTROLLER, BROWSER_SEED, out, command, BROWSER)
-            summary, ran_now = _browser_run(job, out, attempts)
+            if browser == "kept":
+                kept = job.done()
+                if kept is None:
+                    continue
+                summary, ran_now = kept, False
+            else:
+                summary, ran_now = _browser_run(job, out, attempts)
             problem = run_problem(summary)
             if problem is not None:
                 problems[case.label()] = problem
-            runs[case] = RunResult(job.path, summary)
+            chromium_values.update(measure_case(tables, case, RunResult(job.path, summary)))
+            chromium_summaries[case] = summary
             if on_run is not None:
                 on_run(case, BROWSER, BROWSER_SEED, summary, ran_now)
 
-    rows, findings = table_rows(tables, runs, simulated)
+    rows, findings = table_rows(tables, chromium_values, sim_values)
     periods = [
         row
-        for case in chosen
-        if case in runs
-        for row in compare_periods(case.label(), runs[case].summary, sim_summaries[case])
+        for case, summary in chromium_summaries.items()
+        for row in compare_periods(case.label(), summary, sim_summaries[case])
     ]
     result = Reproduction(
         out,

@@ -89,8 +89,12 @@ def markdown(
 
 
 def verdict_line(finding: dict[str, Any]) -> str:
-    """One line per finding: does it hold for Chromium 156, does the simulator agree with it?"""
+    """One line per finding: does it hold for Chromium 156, does the simulator agree with it? (If
+    Chromium was not run: does it hold for the simulator?)"""
     c, s = finding["chromium"], finding["simulated"]
-    holds = "not measured" if c is None else "holds" if c else "does not hold"
-    agree = "–" if c is None or s is None else "agrees" if c == s else "disagrees"
+    sim = "not measured" if s is None else "holds" if s else "does not hold"
+    if c is None:
+        return f"{finding['finding']}: Chromium 156 not run; for the simulator it {sim}"
+    holds = "holds" if c else "does not hold"
+    agree = f"it {sim}" if s is None else "agrees" if c == s else f"disagrees (it {sim})"
     return f"{finding['finding']}: {holds} for Chromium 156; the simulator {agree}"
