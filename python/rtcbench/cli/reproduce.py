@@ -36,6 +36,14 @@ def reproduce_cmd(
     jobs: Annotated[
         int | None, typer.Option(help="Simulated runs at a time (default, and at most: one per CPU).")
     ] = None,
+    export: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-reference",
+            help="Also write Chromium's fair comparisons as the reference tables the default test "
+            "tier holds the simulator to (python/rtcbench/reproduce/reference/).",
+        ),
+    ] = None,
     list_tables: Annotated[bool, typer.Option("--list", help="List the seed tables and exit.")] = False,
 ) -> None:
     """Re-run the seeds' experiments: each seed table of the reproduction set measured on
@@ -79,5 +87,10 @@ def reproduce_cmd(
         console.print(escape(report.verdict_line(finding)), highlight=False, soft_wrap=True)
     for case, problem in result.problems.items():
         err_console.print(escape(f"warning: {case}: {problem}"), highlight=False, soft_wrap=True)
-    for path in (reproduce.ROWS, reproduce.FINDINGS, reproduce.PERIODS, "reproduction.md"):
-        console.print(escape(f"→ {out / path}"), highlight=False)
+    for name in (reproduce.ROWS, reproduce.FINDINGS, reproduce.PERIODS, "reproduction.md"):
+        console.print(escape(f"→ {out / name}"), highlight=False)
+    if export is not None:
+        from rtcbench.reproduce import reference
+
+        for path in reference.export(result.rows, result.periods, result.problems, export):
+            console.print(escape(f"→ {path}"), highlight=False)

@@ -56,6 +56,8 @@ __all__ = [
     "Reproduction",
     "compare_periods",
     "measure_case",
+    "period_agrees",
+    "period_values",
     "reproduce",
     "run_problem",
     "table_rows",
@@ -123,6 +125,7 @@ PERIODS_SCHEMA = {
 }
 
 _PERIOD_METRICS = (("send_rate_kbps", "mean_send_rate_bps", 1e-3), ("qdelay_p95_ms", "qdelay_p95_ms", 1.0))
+_PERIOD_KEYS = {metric: (key, scale) for metric, key, scale in _PERIOD_METRICS}
 
 
 def run_problem(summary: dict[str, Any]) -> str | None:
@@ -163,6 +166,8 @@ class Reproduction:
     wall_s: float
     problems: dict[str, str]
     """Browser runs kept although not fair measurements (case label: why)."""
+    simulated_summaries: dict[str, list[dict[str, Any]]]
+    """Each case's simulated runs' summaries, by case label."""
 
 
 def _mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None, int]:
@@ -241,6 +246,29 @@ def table_rows(
     return rows, findings
 
 
+def period_agrees(metric: str, chromium: float | None, simulated: float | None) -> bool | None:
+    """The fidelity rule of a period: the sending rate within `RATE_TOLERANCE` of Chromium's,
+    queuing delay within that or `DELAY_SLACK_MS`."""
+    if chromium is None or simulated is None:
+        return None
+    slack = DELAY_SLACK_MS if metric.startswith("qdelay") else 0.0
+    return abs(simulated - chromium) <= max(slack, RATE_TOLERANCE * abs(chromium))
+
+
+def period_values(
+    summaries: Sequence[dict[str, Any]], flow: str, span: tuple[float, float], metric: str
+) -> list[float]:
+    """A period metric (`PERIODS_SCHEMA`'s `metric`) of `flow` in the period spanning `span`, from
+    each summary that has that period."""
+    key, scale = _PERIOD_KEYS[metric]
+    out = []
+    for s in summaries:
+        for p in s.get("periods", []):
+            if (p["start_s"], p["end_s"]) == span:
+                out += [f[key] * scale for f in p["flows"] if f["name"] == flow and f.get(key) is not None]
+    return out
+
+
 def compare_periods(
     label: str, browser: dict[str, Any], simulated: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -248,25 +276,16 @@ def compare_periods(
     the same variant, per video flow and period (`summary["periods"]`; periods are matched by
     their times, which the scenario fixes)."""
     out: list[dict[str, Any]] = []
-    sim_periods = [{(p["start_s"], p["end_s"]): p for p in s.get("periods", [])} for s in simulated]
     for period in browser.get("periods", []):
         span = (period["start_s"], period["end_s"])
-        matches = [sp[span] for sp in sim_periods if span in sp]
         for bf in period["flows"]:
             if bf.get("kind") != "video":
                 continue
             for metric, key, scale in _PERIOD_METRICS:
-                b = bf.get(key)
-                sims = [sf.get(key) for p in matches for sf in p["flows"] if sf["name"] == bf["name"]]
-                mean, sd, _ = _mean_sd([None if v is None else v * scale for v in sims])
-                b = None if b is None else b * scale
+                b = None if bf.get(key) is None else bf[key] * scale
+                mean, sd, _ = _mean_sd(period_values(simulated, bf["name"], span, metric))
                 difference = None if not b or mean is None else mean / b - 1
-                slack = DELAY_SLACK_MS if metric.startswith("qdelay") else 0.0
-                agrees = (
-                    None
-                    if b is None or mean is None
-                    else abs(mean - b) <= max(slack, RATE_TOLERANCE * abs(b))
-                )
+                agrees = period_agrees(metric, b, mean)
                 out.append(
                     {
                         "case": label,
@@ -388,6 +407,7 @@ def reproduce(
         pl.DataFrame(periods, schema=PERIODS_SCHEMA),
         time.perf_counter() - started,
         problems,
+        {case.label(): summaries for case, summaries in sim_summaries.items()},
     )
     out.mkdir(parents=True, exist_ok=True)
     write_parquet_atomic(result.rows, out / ROWS)
