@@ -17,6 +17,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rtcbench.calibrate import Case
 from rtcbench.reproduce.measures import VIDEO, Flows, FlowStat, LinkTotal, Measure, Ratio, TimeToReach
 
 __all__ = ["TABLES", "Case", "Finding", "Row", "SeedTable", "cases", "table"]
@@ -24,17 +25,6 @@ __all__ = ["TABLES", "Case", "Finding", "Row", "SeedTable", "cases", "table"]
 MBPS = 1e-6
 """bit/s to Mbit/s: the seeds' unit for rates, except seed 003's kbit/s."""
 KBPS = 1e-3
-
-
-@dataclass(frozen=True)
-class Case:
-    """A scenario variant, named by its scenario and the `--set` values that pick it."""
-
-    scenario: str
-    sets: tuple[str, ...] = ()
-
-    def label(self) -> str:
-        return self.scenario + (f" [{','.join(self.sets)}]" if self.sets else "")
 
 
 @dataclass(frozen=True)
@@ -446,10 +436,7 @@ def _002_grid() -> SeedTable:
                     f"{capacity}.{delay}.u",
                     f"{where}: utilisation, 30-120 s",
                     case,
-                    Ratio(
-                        FlowStat(VIDEO, 30, 120, "mean_recv_rate_bps", scale=1.0),
-                        FlowStat(VIDEO, 30, 120, "mean_capacity_bps", scale=1.0),
-                    ),
+                    _utilisation(VIDEO, 30, 120),
                     "",
                     None,
                     slack=0.05,
