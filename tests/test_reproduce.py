@@ -181,6 +181,19 @@ def test_the_markdown_shows_the_seed_chromium_and_the_simulator() -> None:
     assert "| the rate is over 1 | yes | – | – |" in text
     assert "| claimed only | claimed | – | – |" in text
 
+    # A value from a browser run that was not a fair measurement is shown, and marked.
+    rows, findings = reproduce.table_rows([t], {("t", "r"): 2.1}, {}, frozenset({"seed000-5.2.5"}))
+    text = report.markdown(
+        pl.DataFrame(rows, schema=reproduce.ROWS_SCHEMA),
+        pl.DataFrame(findings, schema=reproduce.FINDINGS_SCHEMA),
+        pl.DataFrame([], schema=reproduce.PERIODS_SCHEMA),
+    )
+    assert "| a rate (Mbit/s) | 2.00 | 2.10 (invalid run) | – | yes | – |" in text
+    assert "| the rate is over 1 | yes | yes (invalid run) | – |" in text
+    assert report.verdict_line(findings[0]).startswith(
+        "the rate is over 1: holds for Chromium 156 (an invalid run);"
+    )
+
 
 def test_a_rejected_run_is_kept_aside(tmp_path: Path) -> None:
     folder = tmp_path / "seed002-grid@x" / "gcc" / "abc123" / "seed-1"

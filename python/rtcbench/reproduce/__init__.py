@@ -89,6 +89,7 @@ ROWS_SCHEMA = {
     "unit": pl.String,
     "seed": pl.Float64,
     "chromium": pl.Float64,
+    "chromium_fair": pl.Boolean,
     "simulated": pl.Float64,
     "simulated_sd": pl.Float64,
     "simulated_runs": pl.Int32,
@@ -97,7 +98,9 @@ ROWS_SCHEMA = {
     "simulated_agrees_with_seed": pl.Boolean,
 }
 """`simulated` is the mean over the simulator's seeds, `simulated_sd` their standard deviation.
-Agreement: within the row's tolerance (15 %) of the second value, or its absolute slack."""
+Agreement: within the row's tolerance (15 %) of the second value, or its absolute slack.
+`chromium_fair`: whether Chromium's run was a fair measurement (`run_problem`); an unfair one is
+kept, with its values, and marked."""
 
 FINDINGS_SCHEMA = {
     "table": pl.String,
@@ -105,10 +108,12 @@ FINDINGS_SCHEMA = {
     "finding": pl.String,
     "seed": pl.Boolean,
     "chromium": pl.Boolean,
+    "chromium_fair": pl.Boolean,
     "simulated": pl.Boolean,
 }
 """Whether each finding holds on the seed's numbers, on Chromium's run and on the simulator's mean
-(null: a value it needs is missing; the seed's is null where the seed printed no numbers)."""
+(null: a value it needs is missing; the seed's is null where the seed printed no numbers);
+`chromium_fair`: whether every browser run behind Chromium's verdict was a fair measurement."""
 
 PERIODS_SCHEMA = {
     "case": pl.String,
@@ -200,10 +205,12 @@ def table_rows(
     tables: Sequence[SeedTable],
     chromium: dict[RowId, float | None],
     simulated: dict[RowId, list[float | None]],
+    unfair: frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows of `reproduction.parquet` and `findings.parquet` for `tables`, from the values
     measured on Chromium's run and on each simulated run (`measure_case`); a row missing from
-    either has no value there."""
+    either has no value there. `unfair` names the cases (by label) whose browser run was not a
+    fair measurement (`run_problem`): their rows, and the findings that read them, say so."""
     rows: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     for t in tables:
@@ -223,6 +230,7 @@ def table_rows(
                     "unit": r.unit,
                     "seed": r.seed,
                     "chromium": c,
+                    "chromium_fair": None if c is None else r.case.label() not in unfair,
                     "simulated": mean,
                     "simulated_sd": sd,
                     "simulated_runs": n,
@@ -240,6 +248,9 @@ def table_rows(
                     "finding": f.text,
                     "seed": f.holds(seed_values),
                     "chromium": f.holds(by_chromium),
+                    "chromium_fair": all(
+                        r.case.label() not in unfair for r in t.rows if by_chromium[r.key] is not None
+                    ),
                     "simulated": f.holds(by_sim),
                 }
             )
@@ -394,7 +405,7 @@ def reproduce(
             if on_run is not None:
                 on_run(case, BROWSER, BROWSER_SEED, summary, ran_now)
 
-    rows, findings = table_rows(tables, chromium_values, sim_values)
+    rows, findings = table_rows(tables, chromium_values, sim_values, frozenset(problems))
     periods = [
         row
         for case, summary in chromium_summaries.items()

@@ -73,8 +73,9 @@ def markdown(
             sim = _num(r["simulated"])
             if r["simulated_sd"] is not None and r["simulated_runs"] > 1:
                 sim += f" ({_num(r['simulated_sd'])})"
+            chromium = _num(r["chromium"]) + ("" if r["chromium_fair"] is not False else " (invalid run)")
             lines.append(
-                f"| {r['label']}{unit} | {_num(r['seed'])} | {_num(r['chromium'])} "
+                f"| {r['label']}{unit} | {_num(r['seed'])} | {chromium} "
                 f"| {sim} | {_yes(r['chromium_agrees_with_seed'])} "
                 f"| {_yes(r['simulated_agrees_with_chromium'])} |"
             )
@@ -83,7 +84,8 @@ def markdown(
             # A finding is the seed's claim: where the seed printed no numbers to judge it on, it
             # is still what the seed says.
             seed = "claimed" if f["seed"] is None else _yes(f["seed"])
-            lines.append(f"| {f['finding']} | {seed} | {_yes(f['chromium'])} | {_yes(f['simulated'])} |")
+            chromium = _yes(f["chromium"]) + ("" if f["chromium_fair"] is not False else " (invalid run)")
+            lines.append(f"| {f['finding']} | {seed} | {chromium} | {_yes(f['simulated'])} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -96,5 +98,6 @@ def verdict_line(finding: dict[str, Any]) -> str:
     if c is None:
         return f"{finding['finding']}: Chromium 156 not run; for the simulator it {sim}"
     holds = "holds" if c else "does not hold"
-    agree = f"it {sim}" if s is None else "agrees" if c == s else f"disagrees (it {sim})"
-    return f"{finding['finding']}: {holds} for Chromium 156; the simulator {agree}"
+    invalid = " (an invalid run)" if finding["chromium_fair"] is False else ""
+    agree = "not measured" if s is None else "agrees" if c == s else f"disagrees (it {sim})"
+    return f"{finding['finding']}: {holds} for Chromium 156{invalid}; the simulator {agree}"
