@@ -283,3 +283,21 @@ def test_the_command_refuses_an_unknown_table_or_browser_mode_in_one_line(tmp_pa
     listed = subprocess.run([*rtcbench, "reproduce", "--list"], capture_output=True, text=True)
     assert listed.returncode == 0
     assert [line.split(":")[0] for line in listed.stdout.splitlines()] == [t.id for t in TABLES]
+
+
+def test_a_verdict_is_invalid_only_if_it_read_an_unfair_run() -> None:
+    fair, unfair = Case("seed000-5.2.5"), Case("seed002-step-up")
+    t = SeedTable(
+        "t",
+        "Somebody 2020, Table 1",
+        "title",
+        (
+            Row("a", "a", fair, FlowStat(VIDEO, 0, 1), ""),
+            Row("b", "b", unfair, FlowStat(VIDEO, 0, 1), ""),
+        ),
+        (Finding("a alone", lambda v: v["a"] > 1), Finding("a and b", lambda v: v["a"] > v["b"])),
+    )
+    _, findings = reproduce.table_rows(
+        [t], {("t", "a"): 2.0, ("t", "b"): 1.0}, {}, frozenset({unfair.label()})
+    )
+    assert [(f["chromium"], f["chromium_fair"]) for f in findings] == [(True, True), (True, False)]

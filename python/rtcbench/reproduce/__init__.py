@@ -113,7 +113,8 @@ FINDINGS_SCHEMA = {
 }
 """Whether each finding holds on the seed's numbers, on Chromium's run and on the simulator's mean
 (null: a value it needs is missing; the seed's is null where the seed printed no numbers);
-`chromium_fair`: whether every browser run behind Chromium's verdict was a fair measurement."""
+`chromium_fair`: whether every browser run whose values Chromium's verdict read was a fair
+measurement."""
 
 PERIODS_SCHEMA = {
     "case": pl.String,
@@ -240,17 +241,17 @@ def table_rows(
                 }
             )
         seed_values = t.seed_values()
+        case_of = {r.key: r.case.label() for r in t.rows}
         for f in t.findings:
+            verdict, read = f.judge(by_chromium)
             findings.append(
                 {
                     "table": t.id,
                     "source": t.source,
                     "finding": f.text,
                     "seed": f.holds(seed_values),
-                    "chromium": f.holds(by_chromium),
-                    "chromium_fair": all(
-                        r.case.label() not in unfair for r in t.rows if by_chromium[r.key] is not None
-                    ),
+                    "chromium": verdict,
+                    "chromium_fair": None if verdict is None else not any(case_of[k] in unfair for k in read),
                     "simulated": f.holds(by_sim),
                 }
             )

@@ -63,11 +63,28 @@ class Finding:
     predicate: Callable[[Values], bool]
 
     def holds(self, values: Mapping[str, float | None]) -> bool | None:
-        present = {key: value for key, value in values.items() if value is not None}
+        return self.judge(values)[0]
+
+    def judge(self, values: Mapping[str, float | None]) -> tuple[bool | None, frozenset[str]]:
+        """The verdict on `values` (as `holds`) and the keys of the rows the predicate read to
+        reach it."""
+        read = _Reading({key: value for key, value in values.items() if value is not None})
         try:
-            return bool(self.predicate(present))
+            return bool(self.predicate(read)), frozenset(read.keys_read)
         except (KeyError, TypeError, ZeroDivisionError):
-            return None
+            return None, frozenset(read.keys_read)
+
+
+class _Reading(dict[str, float]):
+    """A table's values that remember which ones a predicate read."""
+
+    def __init__(self, values: dict[str, float]) -> None:
+        super().__init__(values)
+        self.keys_read: set[str] = set()
+
+    def __getitem__(self, key: str) -> float:
+        self.keys_read.add(key)
+        return super().__getitem__(key)
 
 
 @dataclass(frozen=True)
