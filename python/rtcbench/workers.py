@@ -88,14 +88,15 @@ def interrupt_on_signals(sigint: object = None) -> None:
     current = signal.getsignal(signal.SIGINT) if sigint is None else sigint
     signal.signal(signal.SIGINT, current if callable(current) else signal.default_int_handler)
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    _take_swallowed_interrupts()
 
 
 def _take_swallowed_interrupts() -> None:
     # Python runs a signal's handler between two bytecodes of the main thread, which may be inside
     # a finalizer or a callback from C (polars' `DataTypeClass` was one): the KeyboardInterrupt it
     # raises there cannot propagate, and Python prints "Exception ignored in" and a traceback and
-    # carries on as if nothing had happened. Such an interrupt is delivered again a moment later
+    # carries on as if nothing had happened. In a worker (only there: in the command's own process
+    # an interrupt already unwinding can be reported this way too, and a second one then killed it
+    # at exit) such an interrupt is delivered again a moment later
     # instead, from another thread: delivered at once, the handler would run inside this hook,
     # which cannot raise either.
     default = sys.unraisablehook
