@@ -269,3 +269,17 @@ def test_the_commit_is_read_without_writing_to_the_checkout(tmp_path: Path) -> N
     assert identity._git_state(tmp_path) == (git("rev-parse", "HEAD"), False)
     after = index.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "the index was rewritten"
+
+
+def test_a_controller_fix_keeps_browser_runs_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chromium's peers run none of rtcbench's controllers: raising MODEL_REVISION alone leaves a
+    # browser run's key, and so its folder, as it was; raising BROWSER_REVISION moves it.
+    cc: dict[str, str | None] = {"name": "gcc"}
+    browser = identity.run_key("f", cc, identity.BROWSER, "156")
+    simulated = identity.run_key("f", cc)
+    monkeypatch.setattr(identity, "MODEL_REVISION", identity.MODEL_REVISION + 1)
+    assert identity.run_key("f", cc, identity.BROWSER, "156") == browser
+    assert identity.run_key("f", cc) != simulated
+    monkeypatch.setattr(identity, "BROWSER_REVISION", identity.BROWSER_REVISION + 1)
+    assert identity.run_key("f", cc, identity.BROWSER, "156") != browser
+    assert identity.BROWSER_REVISION <= identity.MODEL_REVISION

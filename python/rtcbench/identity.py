@@ -30,6 +30,7 @@ from rtcbench.controller import UserController
 
 __all__ = [
     "BROWSER",
+    "BROWSER_REVISION",
     "EMULATE",
     "KEY_LENGTH",
     "MODEL_REVISION",
@@ -37,11 +38,12 @@ __all__ = [
     "REAL_TIME_MODES",
     "SIMULATE",
     "controller_identity",
+    "model_revision",
     "provenance",
     "run_key",
 ]
 
-MODEL_REVISION = 10
+MODEL_REVISION = 11
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -63,7 +65,16 @@ it (issue 32: null for links; the time series and summaries of the Wi-Fi and LTE
 flow sharing the link starts or stops (issue 32: traces and time series are bit-identical, and so
 is every other key of every summary); 10: the frames table gains `first_us` (when a frame's first
 packet arrived) and video flows `jitter_buffer_ms` (issue 33: every other column and key of every
-earlier built-in run is bit-identical)."""
+earlier built-in run is bit-identical); 11: `gcc`'s window pushback runs in rtcbench, with the
+bytes in flight counted as libwebrtc counts them: every packet up to the newest one feedback
+covered leaves the count (issue 34: every run with `gcc` changes)."""
+
+BROWSER_REVISION = 10
+"""The revision of what a browser run depends on in rtcbench: the network model, the relay and the
+metrics, not rtcbench's media stack and controllers, which Chromium's peers do not use. It is
+raised with `MODEL_REVISION` whenever a change reaches what a browser run uses, and left alone
+otherwise, so hours of browser runs stay current across a controller fix: 11 left it at 10."""
+
 
 KEY_LENGTH = 12
 """Hex digits of a run key: 48 bits, so that a collision among the runs of one results tree is
@@ -143,6 +154,12 @@ REAL_TIME_MODES = (EMULATE, BROWSER)
 """Modes whose runs take their scenario's duration and the machine's testbed: one at a time."""
 
 
+def model_revision(mode: str = SIMULATE) -> int:
+    """The revision that keys a run of `mode`: `BROWSER_REVISION` for a browser run,
+    `MODEL_REVISION` for the others."""
+    return BROWSER_REVISION if mode == BROWSER else MODEL_REVISION
+
+
 def run_key(
     scenario_fingerprint: str,
     controller: dict[str, str | None],
@@ -152,13 +169,13 @@ def run_key(
     """The folder name that keys one configuration: the first `KEY_LENGTH` hex digits of the
     SHA-256 of the scenario's fingerprint, the controller's identity, for a run that is not
     simulated its mode and what ran it beyond rtcbench (`runtime`: a browser run's Chromium
-    version), and the `MODEL_REVISION` that made it."""
+    version), and the revision of rtcbench that made it (`model_revision`)."""
     parts = [scenario_fingerprint, *(f"{k}={controller[k] or ''}" for k in sorted(controller))]
     if mode != SIMULATE:
         parts.append(f"mode={mode}")
     if runtime is not None:
         parts.append(f"runtime={runtime}")
-    parts.append(f"model={MODEL_REVISION}")
+    parts.append(f"model={model_revision(mode)}")
     return _sha256("\n".join(parts).encode())[:KEY_LENGTH]
 
 

@@ -26,10 +26,10 @@ from rtcbench.controller import (
 from rtcbench.identity import (
     BROWSER,
     EMULATE,
-    MODEL_REVISION,
     MODES,
     SIMULATE,
     controller_identity,
+    model_revision,
     provenance,
     run_key,
 )
@@ -122,7 +122,7 @@ def _identity(variant: Variant, controller: str | UserController, mode: str = SI
         "key": "",
         "scenario_sha256": variant.fingerprint,
         "controller": cc,
-        "model_revision": MODEL_REVISION,
+        "model_revision": model_revision(mode),
     }
     runtime = None
     if mode == BROWSER:

@@ -81,6 +81,9 @@ pub struct TransportFeedbackAdapter {
     /// Receiver clock → sender timeline, fixed by the first feedback (libwebrtc maps the first
     /// feedback's base time to its local arrival and advances by base-time deltas after that).
     offset: Option<Duration>,
+    /// Every packet numbered below this one has left the bytes in flight: feedback has covered
+    /// it or a later one (`settle_through`).
+    settled_below: i64,
 }
 
 impl TransportFeedbackAdapter {
@@ -189,7 +192,32 @@ impl TransportFeedbackAdapter {
         })
     }
 
-    fn report(&self, mut packets: Vec<PacketResult>) -> FeedbackReport {
+    /// Takes every packet numbered up to `seq` out of the bytes in flight, reported or not. A
+    /// feedback message that was lost leaves its packets unreported for good (the next one starts
+    /// where it ended), so a sender that waited for their reports would count them in flight until
+    /// the send history forgets them, a minute later; libwebrtc's adapter likewise stops counting
+    /// everything up to the newest packet feedback has covered. Without this, a call that had lost
+    /// feedback behind a long queue kept a standing phantom in flight, and GoogCC's window pushback
+    /// held its encoder down long after the queue was gone (`docs/controllers/gcc.md`).
+    fn settle_through(&mut self, seq: i64) {
+        let from = self.settled_below.max(self.first_seq);
+        for s in from..=seq {
+            let Some(rec) = usize::try_from(s - self.first_seq).ok().and_then(|i| self.history.get_mut(i))
+            else {
+                break;
+            };
+            if rec.in_flight {
+                rec.in_flight = false;
+                self.in_flight -= rec.size;
+            }
+        }
+        self.settled_below = self.settled_below.max(seq + 1);
+    }
+
+    fn report(&mut self, mut packets: Vec<PacketResult>, covered: Option<i64>) -> FeedbackReport {
+        if let Some(last) = covered {
+            self.settle_through(last);
+        }
         packets.sort_by_key(|p| p.seq);
         FeedbackReport { packets, data_in_flight: self.in_flight, ..FeedbackReport::default() }
     }
@@ -198,20 +226,24 @@ impl TransportFeedbackAdapter {
     pub fn on_twcc(&mut self, now: Instant, fb: &TransportFeedbackRepr) -> FeedbackReport {
         let offset = *self.offset.get_or_insert(now - fb.reference_instant());
         let mut packets = Vec::with_capacity(fb.packets.len());
+        let mut covered = None;
         for (seq, arrival) in fb.arrivals() {
             let seq = self.unwrapper.unwrap(seq);
+            covered = covered.max(Some(seq));
             packets.extend(self.resolve(seq, arrival, Ecn::NotEct, offset));
         }
-        self.report(packets)
+        self.report(packets, covered)
     }
 
     /// Turns one RFC 8888 report into results (with their ECN marks), in send order.
     pub fn on_ccfb(&mut self, now: Instant, fb: &CcfbRepr) -> FeedbackReport {
         let offset = *self.offset.get_or_insert(now - fb.report_instant());
         let mut packets = Vec::new();
+        let mut covered = None;
         for (ssrc, rtp_seq, arrival) in fb.arrivals() {
             let Some(log) = self.streams.iter().find(|l| l.ssrc == ssrc) else { continue };
             let Some(seq) = log.transport_seq(log.unwrapper.peek(rtp_seq)) else { continue };
+            covered = covered.max(Some(seq));
             let ecn = match arrival.map(|(_, e)| e) {
                 Some(CcfbMetric::ECN_CE) => Ecn::Ce,
                 Some(CcfbMetric::ECN_ECT0) => Ecn::Ect0,
@@ -220,6 +252,6 @@ impl TransportFeedbackAdapter {
             };
             packets.extend(self.resolve(seq, arrival.map(|(t, _)| t), ecn, offset));
         }
-        self.report(packets)
+        self.report(packets, covered)
     }
 }

@@ -4,10 +4,14 @@
 //! This module is only an adapter: it converts rtcbench units and the [`crate::feedback`]
 //! vocabulary to the port's `NetworkControllerInterface` messages and back, and drives the
 //! controller's 25 ms process interval (`GoogCcNetworkControllerFactory::GetProcessInterval`).
-//! Field trials are the port's defaults. What the port keeps private (the delay-based and
+//! Field trials are the port's defaults, but for the congestion-window pushback, which runs here
+//! ([`pushback`]) instead of in the port. What the port keeps private (the delay-based and
 //! loss-based estimates) cannot be traced; what its updates carry is (see
 //! `docs/controllers/gcc.md`).
 
+pub mod pushback;
+
+use goog_cc::experiments::FieldTrials;
 use goog_cc::network_control::{NetworkControllerConfig, NetworkControllerInterface};
 use goog_cc::transport::{
     EcnMarking, NetworkAvailability, NetworkControlUpdate, PacedPacketInfo, PacketResult as GPacketResult,
@@ -20,6 +24,7 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
 use crate::controller::{Controller, ControllerMetrics, Metric};
 use crate::feedback::{Ecn, FeedbackReport, PacketResult, ProbeCluster, ProbeInfo, SentPacket};
+use pushback::Pushback;
 
 /// GoogCC's process interval (libwebrtc `GoogCcNetworkControllerFactory::GetProcessInterval`).
 pub const PROCESS_INTERVAL: Duration = Duration::from_millis(25);
@@ -53,7 +58,14 @@ pub struct GoogCc {
     last_loss_report: Option<Instant>,
     /// Bytes in flight as last reported to GoogCC (by a sent packet or a feedback).
     in_flight: DataSize,
+    pushback: Pushback,
+    /// GoogCC's floor (`SendSideBandwidthEstimation::GetMinBitrate`): the configured minimum,
+    /// at least libwebrtc's 5 kbit/s.
+    min_rate: Bitrate,
 }
+
+/// libwebrtc's lowest target (`congestion_controller::GetMinBitrate`).
+const MIN_TARGET: Bitrate = Bitrate::bps(5_000);
 
 fn ts(t: Instant) -> Timestamp {
     Timestamp::from_micros((t + EPOCH).as_micros())
@@ -93,11 +105,11 @@ impl GoogCc {
             min_total_allocated_bitrate: Some(rate(cfg.min_rate)),
             ..StreamsConfig::default()
         };
-        let config = NetworkControllerConfig {
-            field_trials: Default::default(),
-            constraints,
-            stream_based_config: streams,
-        };
+        // The port's congestion window and pushback are off (a zero `QueueSize`): `Pushback`
+        // runs them, with the bytes in flight this adapter reports.
+        let mut field_trials = FieldTrials::default();
+        field_trials.congestion_window.queue_size_ms = 0;
+        let config = NetworkControllerConfig { field_trials, constraints, stream_based_config: streams };
         let mut this = Self {
             inner: GoogCcNetworkController::new(config, GoogCcConfig::default()),
             next_process: now,
@@ -113,6 +125,8 @@ impl GoogCc {
             probes: Default::default(),
             last_loss_report: None,
             in_flight: DataSize::ZERO,
+            pushback: Pushback::default(),
+            min_rate: cfg.min_rate.max(MIN_TARGET),
         };
         let update = this
             .inner
@@ -132,7 +146,6 @@ impl GoogCc {
             let rtt = t.network_estimate.round_trip_time;
             self.rtt = rtt.is_finite().then(|| Duration::from_micros(rtt.us()));
             self.loss_ratio = f64::from(t.network_estimate.loss_rate_ratio);
-            self.cwnd_reduce_ratio = t.cwnd_reduce_ratio;
         }
         if let Some(p) = update.pacer_config {
             if let Some(r) = from_rate(p.data_rate()) {
@@ -154,6 +167,12 @@ impl GoogCc {
                 min_bytes: probe_rate * duration,
             });
         }
+    }
+
+    /// One step of the pushback against the current target, as libwebrtc takes at every sent
+    /// packet, feedback and process interval (`GoogCcNetworkController::MaybeTriggerOnNetworkChanged`).
+    fn push_back(&mut self) {
+        self.cwnd_reduce_ratio = self.pushback.reduce_ratio(self.target, self.min_rate);
     }
 
     fn to_goog_sent(pkt: &PacketResult) -> GSentPacket {
@@ -182,6 +201,8 @@ impl Controller for GoogCc {
         };
         let update = self.inner.on_sent_packet(msg);
         self.apply(update);
+        self.pushback.set_in_flight(pkt.data_in_flight);
+        self.push_back();
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
@@ -236,6 +257,15 @@ impl Controller for GoogCc {
             };
             let update = self.inner.on_transport_packets_feedback(msg);
             self.apply(update);
+            // The window follows the RTT of the packets this feedback reports received.
+            if let Some(rtt) =
+                report.packets.iter().filter(|p| p.arrival.is_some()).map(|p| now - p.sent_at).max()
+            {
+                self.pushback.on_feedback_rtt(rtt);
+            }
+            self.pushback.set_in_flight(report.data_in_flight);
+            self.push_back();
+            self.pushback.update_window(self.target);
         }
     }
 
@@ -245,6 +275,8 @@ impl Controller for GoogCc {
         }
         let update = self.inner.on_process_interval(ProcessInterval { at_time: ts(now), pacer_queue: None });
         self.apply(update);
+        self.pushback.update_window(self.target);
+        self.push_back();
         // Keep the grid of process times fixed, as libwebrtc's repeating task does.
         while self.next_process <= now {
             self.next_process += PROCESS_INTERVAL;
@@ -283,7 +315,7 @@ impl Controller for GoogCc {
             .with("padding", Metric::Rate(Some(self.padding)))
             .with("rtt", Metric::Time(self.rtt))
             .with("loss_rate", Metric::Real(Some(self.loss_ratio)))
-            .with("cwnd", Metric::Size(self.cwnd))
+            .with("cwnd", Metric::Size(self.pushback.window()))
             .with("in_flight", Metric::Size(Some(self.in_flight)))
             .with("cwnd_reduce_ratio", Metric::Real(Some(self.cwnd_reduce_ratio)))
             .with("last_probe", Metric::Rate(self.last_probe))
