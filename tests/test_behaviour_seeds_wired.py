@@ -235,10 +235,15 @@ def test_003_fec_trades_goodput_for_fewer_freezes(simulate: Simulate) -> None:
     """Abelló Lozano 2012 §6.1.3: Chrome's FEC (on by default) lowered the loss the seed measured.
     With libwebrtc's hybrid NACK/FEC that needs an RTT of 20 ms or more: here §6.1.5's 10 % loss
     with 100-400 ms RTT (seed003-loss-delay), goog_cc, FEC on (the default) against off. Bands,
-    per variant: FEC rebuilds 60-95 % of the lost media packets (78-82 %, seed 1), costs 25-50 %
-    of the media bytes (31-45 %: the loss's protection factor, docs/media.md), so the goodput
-    falls below 85 % of FEC off's (71-78 %), and the freezes drop to at most 70 % of FEC off's
-    (16/77, 34/244, 157/289 at 50/100/200 ms): a packet FEC rebuilds needs no round trip."""
+    per variant: FEC rebuilds 60-95 % of the lost media packets (90-94 %, seed 1), costs 50-75 %
+    of the media bytes (60-68 %: the loss's protection factor, docs/media.md), so the goodput
+    falls below 85 % of FEC off's (64-66 %), and the freezes drop to at most 70 % of FEC off's
+    (5/134, 22/349, 107/279 at 50/100/200 ms): a packet FEC rebuilds needs no round trip.
+    The overhead band was 25-50 % (31-45 % measured) until model revision 11: the calls then ran
+    at 0.2-0.8 Mbit/s, held down by a window pushback that counted packets whose feedback was lost
+    as in flight for a minute; they now run at 1.3-1.5 Mbit/s, where libwebrtc's protection factor,
+    which grows with the bytes per frame, is higher. Chromium 156 on the same network sends 0.6-1.4
+    Mbit/s per direction (docs/reproduction.md); its FEC, inside RED, cannot be measured."""
     on = simulate("seed003-loss-delay", "gcc", 1)
     off = simulate("seed003-loss-delay", "gcc", 1, ("calls.A.fec=false", "calls.B.fec=false"))
     for a, b in zip(on, off, strict=True):
@@ -246,7 +251,7 @@ def test_003_fec_trades_goodput_for_fewer_freezes(simulate: Simulate) -> None:
         fa, fb = _video_flows(a), _video_flows(b)
         assert 0.6 <= _rebuilt_share(a) <= 0.95, (variant, _rebuilt_share(a))
         assert _rebuilt_share(b) == 0.0
-        assert all(0.25 <= f["fec_overhead"] <= 0.5 for f in fa), variant
+        assert all(0.5 <= f["fec_overhead"] <= 0.75 for f in fa), variant
         assert all(f["fec_overhead"] == 0.0 for f in fb), variant
         goodput = [sum(f["mean_goodput_bps"] for f in fs) for fs in (fa, fb)]
         assert goodput[0] < 0.85 * goodput[1], (variant, goodput)

@@ -133,14 +133,13 @@ def test_8869_3_2_d_downlinks_take_the_air_back_when_the_uplink_cbr_stops(simula
     assert free >= 2 * busy, (busy, free)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after the five TCP uploads stop at 80 s the calls stay low: uplink 0.25 and downlink 0.32 "
-    "Mbit/s over 90-120 s, against 1.46 and 0.62 before 40 s (seed 1); GoogCC ramps back slowly. "
-    "Emulated with the kernel's TCP, the same: the uplink sum keeps 0.21 of its rate (docs/wifi.md)",
-)
 def test_8869_3_2_f_the_calls_recover_within_tens_of_seconds_after_tcp(simulate: Simulate) -> None:
-    """(f): throughput falls when TCP arrives and recovers when it leaves, "within 10s of seconds"."""
+    """(f): throughput falls when TCP arrives and recovers when it leaves, "within 10s of seconds".
+    Seed 1: the uplink calls' sum is 11.70 Mbit/s over 10-40 s and 11.70 again over 100-120 s.
+    An expected failure until model revision 11 (0.17 of it recovered): the window pushback
+    counted packets whose feedback was lost behind the TCP queue as in flight, and held the
+    encoders down long after TCP stopped (docs/controllers/gcc.md; Chromium 156 recovers in
+    seed000-5.4.7, docs/calibration.md)."""
     r = _one(simulate("rfc8869-3.2-f"))
     up = [str(v["name"]) for v in _videos(r, "up")]
     before = sum(metric(r, f, 10, 40) for f in up)

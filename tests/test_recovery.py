@@ -119,15 +119,21 @@ def test_the_trace_shows_each_repair(tmp_path: Path) -> None:
 def test_no_retransmission_storm_on_a_congested_link(simulate: Any) -> None:
     # RFC 8867 §5.1: the capacity falls from 2.5 to 0.6 Mbit/s at 60 s into a 300 ms drop-tail
     # queue; GoogCC overshoots and loses a burst. Retransmissions are capped by the target over
-    # 500 ms and come off the encoder's share: they stay a small part of what is sent.
+    # 500 ms and come off the encoder's share: they stay a small part of what is sent, and in a
+    # phase at most 2.5 × what was lost (a lost packet sent again, and again if the first
+    # retransmission is lost too) and 1 % of the media (the late repairs of the phase before:
+    # 0.4 % at 0.1 % loss the most). Chromium 156 in the same phase: 9 % repair at 4.9 % loss, 1.8 ×
+    # (docs/calibration.md); seed 1: 0.6-2.0 ×, 16.5 % at 8.1 % loss the most (model revision 11,
+    # which enters the drop from a higher rate: 1255 kbit/s against 904 before, Chromium 1550).
     for r in simulate("rfc8867-5.1", "gcc", 1):
         f = _video(r)
         assert f["rtx_overhead"] < 0.03, (r.summary["variant"], f["rtx_overhead"])
         for phase in r.summary["phases"]:
             v = next(x for x in phase["flows"] if x["kind"] == "video")
-            assert v["rtx_overhead"] is None or v["rtx_overhead"] < 0.15, (
+            assert v["rtx_overhead"] is None or v["rtx_overhead"] <= 2.5 * v["loss_ratio"] + 0.01, (
                 phase["start_s"],
                 v["rtx_overhead"],
+                v["loss_ratio"],
             )
 
 
