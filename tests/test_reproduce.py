@@ -268,11 +268,29 @@ def test_an_unfair_browser_run_is_run_again_up_to_the_attempts(
     assert len(aside) == rejected
 
 
+def test_only_one_call_over_wired_links_shares_the_machine() -> None:
+    # What was measured to keep its timing beside another run (reproduce.BROWSER_JOBS): one call,
+    # wired. Calls with more encoders, or a relay that also runs a BSS or a cell, run alone.
+    shares = {
+        case.label(): reproduce.shares_the_machine(reproduce._variant(case))
+        for case in experiments.cases(TABLES)
+    }
+    assert shares["seed002-grid [capacity=500kbps,delay=15ms]"]
+    assert shares["seed002-vs-tcp-tcp-first [capacity=3000kbps]"]
+    assert shares["seed001-staircase"]
+    assert not shares["seed002-two-gcc [capacity=1000kbps]"]  # two calls
+    assert not shares["seed003-unconstrained"]  # a two-way call: two encoders
+    assert not shares["seed004-testbed [rex=0,fec=false]"]  # a BSS
+    assert not any(v for k, v in shares.items() if k.startswith(("seed000-5.3", "seed000-5.4")))
+    assert 30 <= sum(shares.values()) <= 40, sum(shares.values())
+
+
 def test_the_command_refuses_an_unknown_table_or_browser_mode_in_one_line(tmp_path: Path) -> None:
     rtcbench = [sys.executable, "-m", "rtcbench.cli"]
     for args, names in (
         (["--table", "000-table-9.9"], "no seed table '000-table-9.9'; there are 000-6.2.1, "),
         (["--browser", "sometimes"], "--browser must be one of run, kept, none, got 'sometimes'"),
+        (["--browser-jobs", "0"], "--browser-jobs must be at least 1, got 0"),
     ):
         out = subprocess.run(
             [*rtcbench, "reproduce", *args, "--out", str(tmp_path / "r")], capture_output=True, text=True

@@ -36,6 +36,13 @@ def reproduce_cmd(
     jobs: Annotated[
         int | None, typer.Option(help="Simulated runs at a time (default, and at most: one per CPU).")
     ] = None,
+    browser_jobs: Annotated[
+        int,
+        typer.Option(
+            help="Browser runs at a time among the one-call wired cases (the others run alone); "
+            "a run that missed its timing beside another is run again alone.",
+        ),
+    ] = 2,
     export: Annotated[
         Path | None,
         typer.Option(
@@ -77,6 +84,7 @@ def reproduce_cmd(
             browser=browser,
             attempts=attempts,
             jobs=jobs,
+            browser_jobs=browser_jobs,
             command=command,
             on_run=told,
             progress=progress,
