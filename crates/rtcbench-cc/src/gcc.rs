@@ -49,7 +49,6 @@ pub struct GoogCc {
     stable_target: Bitrate,
     pacing: Bitrate,
     padding: Bitrate,
-    cwnd: Option<DataSize>,
     rtt: Option<Duration>,
     loss_ratio: f64,
     cwnd_reduce_ratio: f64,
@@ -117,7 +116,6 @@ impl GoogCc {
             stable_target: cfg.start_rate,
             pacing: cfg.start_rate * 2.5,
             padding: Bitrate::ZERO,
-            cwnd: None,
             rtt: None,
             loss_ratio: 0.0,
             cwnd_reduce_ratio: 0.0,
@@ -153,9 +151,6 @@ impl GoogCc {
             }
             self.padding = from_rate(p.pad_rate()).unwrap_or(Bitrate::ZERO);
         }
-        if let Some(w) = update.congestion_window {
-            self.cwnd = w.is_finite().then(|| DataSize::bytes(w.bytes().max(0) as u64));
-        }
         for p in update.probe_cluster_configs {
             let Some(probe_rate) = from_rate(p.target_data_rate) else { continue };
             let duration = Duration::from_micros(p.target_duration.us());
@@ -172,7 +167,7 @@ impl GoogCc {
     /// One step of the pushback against the current target, as libwebrtc takes at every sent
     /// packet, feedback and process interval (`GoogCcNetworkController::MaybeTriggerOnNetworkChanged`).
     fn push_back(&mut self) {
-        self.cwnd_reduce_ratio = self.pushback.reduce_ratio(self.target, self.min_rate);
+        self.cwnd_reduce_ratio = self.pushback.reduce_ratio(self.in_flight, self.target, self.min_rate);
     }
 
     fn to_goog_sent(pkt: &PacketResult) -> GSentPacket {
@@ -201,7 +196,6 @@ impl Controller for GoogCc {
         };
         let update = self.inner.on_sent_packet(msg);
         self.apply(update);
-        self.pushback.set_in_flight(pkt.data_in_flight);
         self.push_back();
     }
 
@@ -263,7 +257,6 @@ impl Controller for GoogCc {
             {
                 self.pushback.on_feedback_rtt(rtt);
             }
-            self.pushback.set_in_flight(report.data_in_flight);
             self.push_back();
             self.pushback.update_window(self.target);
         }
@@ -293,10 +286,6 @@ impl Controller for GoogCc {
 
     fn pacing_rate(&self) -> Option<Bitrate> {
         Some(self.pacing)
-    }
-
-    fn congestion_window(&self) -> Option<DataSize> {
-        self.cwnd
     }
 
     /// GoogCC's congestion window pushback runs in "drop frames only" mode by default: the

@@ -28,24 +28,18 @@ pub const MIN_WINDOW: DataSize = DataSize::bytes(2 * 1500);
 /// How many feedback messages' largest RTTs the window's RTT is the minimum of.
 pub const RTT_HISTORY: usize = 32;
 
-/// The window, the bytes in flight against it, and the encoding-rate ratio.
+/// The window and the encoding-rate ratio.
 #[derive(Clone, Debug)]
 pub struct Pushback {
     /// Per feedback message, the longest time from sending one of its packets to the feedback.
     feedback_rtts: VecDeque<Duration>,
     window: Option<DataSize>,
-    in_flight: DataSize,
     ratio: f64,
 }
 
 impl Default for Pushback {
     fn default() -> Self {
-        Self {
-            feedback_rtts: VecDeque::with_capacity(RTT_HISTORY + 1),
-            window: None,
-            in_flight: DataSize::ZERO,
-            ratio: 1.0,
-        }
+        Self { feedback_rtts: VecDeque::with_capacity(RTT_HISTORY + 1), window: None, ratio: 1.0 }
     }
 }
 
@@ -53,11 +47,6 @@ impl Pushback {
     /// The window the bytes in flight are held to, once a feedback has given an RTT.
     pub fn window(&self) -> Option<DataSize> {
         self.window
-    }
-
-    /// Bytes sent and neither acknowledged nor reported lost, as the sender counts them.
-    pub fn set_in_flight(&mut self, in_flight: DataSize) {
-        self.in_flight = in_flight;
     }
 
     /// A feedback message whose longest send-to-feedback time is `max_rtt`.
@@ -80,12 +69,13 @@ impl Pushback {
         self.window = Some(window.max(MIN_WINDOW));
     }
 
-    /// One step of the encoding-rate ratio against the bytes in flight, and the share of `target`
-    /// the encoder sheds as a result (0 without a window). `min_rate` is the controller's floor:
-    /// the pushback never goes below it.
-    pub fn reduce_ratio(&mut self, target: Bitrate, min_rate: Bitrate) -> f64 {
+    /// One step of the encoding-rate ratio against `in_flight` (bytes sent and neither
+    /// acknowledged nor reported lost, as the sender counts them), and the share of `target` the
+    /// encoder sheds as a result (0 without a window). `min_rate` is the controller's floor: the
+    /// pushback never goes below it.
+    pub fn reduce_ratio(&mut self, in_flight: DataSize, target: Bitrate, min_rate: Bitrate) -> f64 {
         let Some(window) = self.window.filter(|w| *w > DataSize::ZERO) else { return 0.0 };
-        let fill = self.in_flight.as_bytes() as f64 / window.as_bytes() as f64;
+        let fill = in_flight.as_bytes() as f64 / window.as_bytes() as f64;
         self.ratio = if fill > 1.5 {
             self.ratio * 0.9
         } else if fill > 1.0 {
@@ -119,8 +109,8 @@ mod tests {
     #[test]
     fn no_window_no_pushback() {
         let mut p = Pushback::default();
-        p.set_in_flight(DataSize::bytes(1_000_000));
-        assert_eq!(p.reduce_ratio(Bitrate::kbps(1000), Bitrate::kbps(30)), 0.0);
+        let in_flight = DataSize::bytes(1_000_000);
+        assert_eq!(p.reduce_ratio(in_flight, Bitrate::kbps(1000), Bitrate::kbps(30)), 0.0);
     }
 
     #[test]
@@ -146,40 +136,40 @@ mod tests {
         let target = Bitrate::kbps(1000);
         let min = Bitrate::kbps(50);
         let mut p = primed(50, target); // 50 000 bytes
-        p.set_in_flight(DataSize::bytes(80_000)); // fill 1.6: × 0.9 per step
-        assert!((p.reduce_ratio(target, min) - 0.1).abs() < 1e-9);
-        assert!((p.reduce_ratio(target, min) - 0.19).abs() < 1e-9);
-        p.set_in_flight(DataSize::bytes(60_000)); // fill 1.2: × 0.95
-        assert!((p.reduce_ratio(target, min) - (1.0 - 0.81 * 0.95)).abs() < 1e-9);
-        p.set_in_flight(DataSize::bytes(25_000)); // fill 0.5: × 1.05, up to 1
+        let in_flight = DataSize::bytes(80_000); // fill 1.6: × 0.9 per step
+        assert!((p.reduce_ratio(in_flight, target, min) - 0.1).abs() < 1e-9);
+        assert!((p.reduce_ratio(in_flight, target, min) - 0.19).abs() < 1e-9);
+        let in_flight = DataSize::bytes(60_000); // fill 1.2: × 0.95
+        assert!((p.reduce_ratio(in_flight, target, min) - (1.0 - 0.81 * 0.95)).abs() < 1e-9);
+        let in_flight = DataSize::bytes(25_000); // fill 0.5: × 1.05, up to 1
         let before = 0.81 * 0.95;
-        assert!((p.reduce_ratio(target, min) - (1.0 - before * 1.05)).abs() < 1e-9);
+        assert!((p.reduce_ratio(in_flight, target, min) - (1.0 - before * 1.05)).abs() < 1e-9);
         for _ in 0..10 {
-            p.reduce_ratio(target, min);
+            p.reduce_ratio(in_flight, target, min);
         }
-        assert_eq!(p.reduce_ratio(target, min), 0.0);
+        assert_eq!(p.reduce_ratio(in_flight, target, min), 0.0);
         // Nearly empty: back to the whole target at once.
-        p.set_in_flight(DataSize::bytes(80_000));
+        let in_flight = DataSize::bytes(80_000);
         for _ in 0..30 {
-            p.reduce_ratio(target, min);
+            p.reduce_ratio(in_flight, target, min);
         }
-        p.set_in_flight(DataSize::bytes(1_000));
-        assert_eq!(p.reduce_ratio(target, min), 0.0);
+        let in_flight = DataSize::bytes(1_000);
+        assert_eq!(p.reduce_ratio(in_flight, target, min), 0.0);
     }
 
     #[test]
     fn the_pushback_keeps_the_floors() {
         let target = Bitrate::kbps(400);
         let mut p = primed(50, target);
-        p.set_in_flight(DataSize::bytes(1_000_000));
+        let in_flight = DataSize::bytes(1_000_000);
         for _ in 0..100 {
-            p.reduce_ratio(target, Bitrate::kbps(5));
+            p.reduce_ratio(in_flight, target, Bitrate::kbps(5));
         }
         // Deep in pushback the encoder keeps 30 kbit/s of the 400.
-        assert!((p.reduce_ratio(target, Bitrate::kbps(5)) - 370.0 / 400.0).abs() < 1e-9);
+        assert!((p.reduce_ratio(in_flight, target, Bitrate::kbps(5)) - 370.0 / 400.0).abs() < 1e-9);
         // ... and never less than the controller's own floor.
-        assert!((p.reduce_ratio(target, Bitrate::kbps(182)) - 218.0 / 400.0).abs() < 1e-9);
+        assert!((p.reduce_ratio(in_flight, target, Bitrate::kbps(182)) - 218.0 / 400.0).abs() < 1e-9);
         // A target under 30 kbit/s is left alone.
-        assert_eq!(p.reduce_ratio(Bitrate::kbps(20), Bitrate::kbps(5)), 0.0);
+        assert_eq!(p.reduce_ratio(in_flight, Bitrate::kbps(20), Bitrate::kbps(5)), 0.0);
     }
 }
