@@ -20,6 +20,7 @@ from rtcbench.emulation.run import planned_meta
 from rtcbench.reproduce import experiments, report
 from rtcbench.reproduce.experiments import TABLES, Case, Finding, Row, SeedTable
 from rtcbench.reproduce.measures import VIDEO, FlowStat
+from rtcbench.results import InputError
 from rtcbench.testbed import cross
 
 
@@ -162,6 +163,38 @@ def test_a_browser_run_is_fair_unless_it_failed_missed_its_timing_or_was_cpu_lim
     assert reproduce.run_problem(limited) == "CPU-limited: G.video's encoder in 20% of its samples"
 
 
+def _run_folder(tmp_path: Path, first_sent_s: dict[str, float | None]) -> Path:
+    """A run's folder with two calls, `A` from 0 s and an unnamed one (`call1`) from 120 s, whose
+    video flows first send at `first_sent_s` (None: never), in 200 ms windows."""
+    tmp_path.mkdir(parents=True)
+    (tmp_path / "scenario.toml").write_text(
+        '[[calls]]\nname = "A"\nfrom = "X"\nto = "Y"\n\n[[calls]]\nfrom = "Y"\nto = "X"\nstart = "120s"\n'
+    )
+    rows = []
+    for flow, first in first_sent_s.items():
+        for k in range(900):
+            t_us = k * 200_000
+            sending = first is not None and t_us >= first * 1e6
+            rows.append({"t_us": t_us, "flow_name": flow, "send_rate_bps": 1e6 if sending else 0.0})
+    pl.DataFrame(rows).write_parquet(tmp_path / "timeseries.parquet")
+    return tmp_path
+
+
+def test_a_browser_run_whose_call_began_late_is_not_fair(tmp_path: Path) -> None:
+    # Measured on seed000-5.3.7 before the fix: the fourth call due at 120 s sent its first video
+    # 9-20 s late, each call having waited for the ICE of those before it.
+    fair = _summary([], valid=True)
+    on_time = _run_folder(tmp_path / "a", {"A.video": 0.4, "call1.video": 122.0, "A.audio": 0.2})
+    assert reproduce.late_starts(on_time) == pytest.approx({"A.video": 0.4, "call1.video": 2.0})
+    assert reproduce.run_problem(fair, on_time) is None
+    late = _run_folder(tmp_path / "b", {"A.video": 0.4, "call1.video": 130.0})
+    assert reproduce.run_problem(fair, late) == "late start: call1.video began 10.0 s after its call's start"
+    silent = _run_folder(tmp_path / "c", {"A.video": None, "call1.video": 120.0})
+    assert reproduce.run_problem(fair, silent) == "late start: A.video never sent video"
+    with pytest.raises(InputError, match="cannot read the run's scenario"):
+        reproduce.late_starts(tmp_path / "missing")
+
+
 def test_the_markdown_shows_the_seed_chromium_and_the_simulator() -> None:
     t = SeedTable(
         "t",
@@ -225,7 +258,7 @@ def _scripted(monkeypatch: pytest.MonkeyPatch, summaries: list[dict[str, Any]]) 
     calls: list[int] = []
 
     def execute(job: _FakeJob) -> dict[str, Any]:
-        job.path.mkdir(parents=True)
+        _run_folder(job.path, {"A.video": 0.4})
         calls.append(1)
         return summaries[len(calls) - 1]
 
@@ -258,7 +291,7 @@ def test_an_unfair_browser_run_is_run_again_up_to_the_attempts(
     }
     folder = tmp_path / "s@v" / "gcc" / "key" / "seed-1"
     if kept is not None:
-        folder.mkdir(parents=True)
+        _run_folder(folder, {"A.video": 0.4})
     calls = _scripted(monkeypatch, [summaries[r] for r in runs])
     job = _FakeJob(folder, None if kept is None else summaries[kept])
     summary, ran = reproduce._browser_run(job, tmp_path, attempts)  # type: ignore[arg-type]

@@ -529,11 +529,28 @@ def connect(
     back_audio: AudioSettings | None = None,
     key: str | None = None,
 ) -> Call:
+    """Signals a call (`signal`) and waits until ICE has connected at both ends
+    (`wait_connected`). Raises `BrowserError` if it does not connect within `timeout_s`."""
+    call = signal(sender, receiver, video, back=back, audio=audio, back_audio=back_audio, key=key)
+    wait_connected([call], timeout_s)
+    return call
+
+
+def signal(
+    sender: Peer,
+    receiver: Peer,
+    video: VideoSettings | None,
+    *,
+    back: VideoSettings | None = None,
+    audio: AudioSettings | None = None,
+    back_audio: AudioSettings | None = None,
+    key: str | None = None,
+) -> Call:
     """Signals a call locally (offer, answer, each with every candidate) in which `sender` sends
     its camera to `receiver` (and, with `back`, `receiver` its own to `sender`, on the same peer
-    connection; `audio` and `back_audio` add each one's microphone), and waits until ICE has
-    connected at both ends. Both pages know the connection by `key` (default: each by the other
-    end's node). Raises `BrowserError` if it does not connect within `timeout_s`."""
+    connection; `audio` and `back_audio` add each one's microphone), and returns without waiting
+    for ICE, so that calls due at the same moment connect together (`wait_connected`). Both pages
+    know the connection by `key` (default: each by the other end's node)."""
     call = Call(sender, receiver, key=key)
     at_sender, at_receiver = json.dumps(call.key_at(sender)), json.dumps(call.key_at(receiver))
     receive, receive_audio = json.dumps(back is not None), json.dumps(back_audio is not None)
@@ -557,24 +574,36 @@ def connect(
     sender.evaluate(limit_js(call.key_at(sender), video, audio), "set maxBitrate")
     if back is not None or back_audio is not None:
         receiver.evaluate(limit_js(call.key_at(receiver), back, back_audio), "set maxBitrate")
+    return call
+
+
+def wait_connected(calls: Sequence[Call], timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Waits until ICE has connected at both ends of every one of `calls`, all of them within
+    `timeout_s`. Raises `BrowserError` naming the first call that failed or had not connected."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        call.refresh()
-        states = {node: t.get("ice") for node, t in call.times.items()}
-        if all(s in ("connected", "completed") for s in states.values()):
-            return call
-        if "failed" in states.values() or time.monotonic() > deadline:
-            raise BrowserError(
-                f"call {sender.node} → {receiver.node}: ICE did not connect within {timeout_s:g} s "
-                f"({sender.node} {states[sender.node]}, {receiver.node} {states[receiver.node]})"
-            )
-        time.sleep(0.05)
+    pending = list(calls)
+    while pending:
+        for call in list(pending):
+            call.refresh()
+            states = {node: t.get("ice") for node, t in call.times.items()}
+            if all(s in ("connected", "completed") for s in states.values()):
+                pending.remove(call)
+            elif "failed" in states.values() or time.monotonic() > deadline:
+                tx, rx = call.offerer.node, call.answerer.node
+                raise BrowserError(
+                    f"call {tx} → {rx}: ICE did not connect within {timeout_s:g} s "
+                    f"({tx} {states[tx]}, {rx} {states[rx]})"
+                )
+        if pending:
+            time.sleep(0.05)
 
 
 def mesh(peers: Sequence[Peer], video: VideoSettings, timeout_s: float = CONNECT_TIMEOUT_S) -> list[Call]:
     """A mesh call: every pair of `peers` connected, each sending its camera to the other, one
     peer connection per pair (as a mesh call in a browser runs it)."""
-    return [connect(a, b, video, timeout_s, back=video) for k, a in enumerate(peers) for b in peers[k + 1 :]]
+    calls = [signal(a, b, video, back=video) for k, a in enumerate(peers) for b in peers[k + 1 :]]
+    wait_connected(calls, timeout_s)
+    return calls
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,14 @@ from rtcbench.browser.chromium import (
     SAMPLE_INTERVAL_S,
     AudioSettings,
     BrowserError,
+    Call,
     Peer,
     Usage,
     VideoSettings,
-    connect,
     noise_clip,
+    signal,
     usage,
+    wait_connected,
 )
 from rtcbench.browser.trace import Connection, Stream, browser_tables
 from rtcbench.emulation.media import PlannedCall, call_plans
@@ -360,10 +362,11 @@ def _run_timeline(
     k = 0
     while (now := time.monotonic()) < end:
         try:
+            steps = []
             while k < len(timeline) and rec.t0 + timeline[k][0] <= now:
-                _, _, action, arg = timeline[k]
+                steps.append(timeline[k][2:])
                 k += 1
-                _act(rec, action, arg, end)
+            _act_all(rec, steps, end)
             if now >= next_usage:
                 rec.sample_usage()
                 next_usage += SAMPLE_INTERVAL_S
@@ -377,28 +380,53 @@ def _run_timeline(
         time.sleep(max(0.0, min(due) - time.monotonic()))
 
 
-def _act(rec: _Recorder, action: str, arg: Any, end: float) -> None:
-    if action == "connect":
-        c: Connection = arg
-        offerer, answerer = rec.peers[c.offerer], rec.peers[c.answerer]
-        forward, back = c.sent_by(c.offerer), c.sent_by(c.answerer)
-        if c.via is not None:
-            # Relay-only ICE through the TURN server at `via`, for this connection only.
-            for page in (offerer, answerer):
-                page.configure(rec.turns[c.via].ice_servers(), relay_only=True, key=c.key)
-        connect(
-            offerer,
-            answerer,
-            forward.video if forward else None,
-            back=back.video if back else None,
-            audio=forward.audio if forward else None,
-            back_audio=back.audio if back else None,
-            key=c.key,
-            # A call must connect before the run ends, and within the usual limit.
-            timeout_s=max(0.5, min(CONNECT_TIMEOUT_S, end - time.monotonic())),
-        )
-        rec.describe(c)
-    elif action == "conference":
+def _act_all(rec: _Recorder, due: Sequence[tuple[str, Any]], end: float) -> None:
+    """Does the timeline's `due` steps in order. Calls due together are signalled one after the
+    other and then awaited together, so each starts when the scenario says: awaited one by one,
+    the last of four calls due at 120 s was measured starting 15 s late (`seed000-5.3.7`), each
+    waiting for the ICE of those before it."""
+    signalled: list[tuple[Connection, Call]] = []
+
+    def connect_signalled() -> None:
+        # A call must connect before the run ends, and within the usual limit.
+        timeout_s = max(0.5, min(CONNECT_TIMEOUT_S, end - time.monotonic()))
+        wait_connected([call for _, call in signalled], timeout_s)
+        for c, _ in signalled:
+            rec.describe(c)
+        signalled.clear()
+
+    for action, arg in due:
+        if action == "connect":
+            signalled.append((arg, _signal(rec, arg)))
+            continue
+        if signalled:
+            connect_signalled()
+        _act(rec, action, arg)
+    if signalled:
+        connect_signalled()
+
+
+def _signal(rec: _Recorder, c: Connection) -> Call:
+    """Signals connection `c` between its pages (`signal`); ICE connects on its own."""
+    offerer, answerer = rec.peers[c.offerer], rec.peers[c.answerer]
+    forward, back = c.sent_by(c.offerer), c.sent_by(c.answerer)
+    if c.via is not None:
+        # Relay-only ICE through the TURN server at `via`, for this connection only.
+        for page in (offerer, answerer):
+            page.configure(rec.turns[c.via].ice_servers(), relay_only=True, key=c.key)
+    return signal(
+        offerer,
+        answerer,
+        forward.video if forward else None,
+        back=back.video if back else None,
+        audio=forward.audio if forward else None,
+        back_audio=back.audio if back else None,
+        key=c.key,
+    )
+
+
+def _act(rec: _Recorder, action: str, arg: Any) -> None:
+    if action == "conference":
         conf: _Conference = arg
         first = conf.publish[0].streams[0]
         assert first.video is not None  # an SFU conference sends video (validated by the scenario)
@@ -476,10 +504,14 @@ def _limitations(stats: pl.DataFrame, stream: Stream) -> dict[str, float] | None
     return {str(r): n / column.len() for r, n in sorted(column.value_counts().iter_rows())}
 
 
-def _setup(times: dict[str, dict[str, Any]] | None, c: Connection) -> dict[str, float | None] | None:
+def _setup(
+    times: dict[str, dict[str, Any]] | None, c: Connection, t0_wall: float
+) -> dict[str, float | None] | None:
     """Set-up times of connection `c` from its pages' records (Unix ms), from its offer: to ICE
-    connected, and to the first frame shown at its answerer and, both ways, at its offerer. An
-    SFU's end has no page: then the page's own end counts from when it made or took the offer."""
+    connected, and to the first frame shown at its answerer and, both ways, at its offerer; and
+    `offer_late`, how long after the scenario's start for `c` (the run's time zero is `t0_wall`,
+    Unix s) the offer was made. An SFU's end has no page: then the page's own end counts from when
+    it made or took the offer."""
     if not times:
         return None
     off, ans = times.get(c.offerer, {}), times.get(c.answerer, {})
@@ -489,6 +521,7 @@ def _setup(times: dict[str, dict[str, Any]] | None, c: Connection) -> dict[str, 
         return None if t is None or offer is None else (t - offer) / 1000.0
 
     return {
+        "offer_late": None if offer is None else offer / 1000.0 - t0_wall - c.start_s,
         "connected": since(off.get("connected", ans.get("connected"))),
         "first_frame": since(ans.get("firstFrame")),
         "first_frame_back": since(off.get("firstFrame")),
@@ -566,7 +599,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
             setup: dict[str, Any] = {}
             for c in conns:
                 with contextlib.suppress(BrowserError):
-                    setup[c.key] = _setup(rec.times(c), c) if c.key in rec.described else None
+                    setup[c.key] = _setup(rec.times(c), c, t0_wall) if c.key in rec.described else None
             with contextlib.suppress(BrowserError):
                 rec.collect()
             for peer in peers.values():

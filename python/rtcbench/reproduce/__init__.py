@@ -6,8 +6,9 @@ own numbers beside them (docs/reproduction.md).
 
 Runs already complete in `out` are kept and reused, as `rtcbench suite` does, so an interrupted
 reproduction resumes where it stopped. A browser run that is not a fair measurement of the
-network (the relay missed its timing goal, or the browser's encoder was held back by the CPU in
-more than `CPU_LIMITED_SHARE` of its samples) is moved to `<out>/rejected/` and run again, up to
+network (the relay missed its timing goal, the browser's encoder was held back by the CPU in
+more than `CPU_LIMITED_SHARE` of its samples, or a call's video began more than `LATE_START_S`
+after the scenario's start for it) is moved to `<out>/rejected/` and run again, up to
 `attempts` times; the last is kept and marked.
 
 Three tables are written to `out`, each by rename:
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 import shutil
 import time
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from rtcbench._core import duration_s
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
@@ -49,6 +52,7 @@ __all__ = [
     "CPU_LIMITED_SHARE",
     "FINDINGS",
     "FINDINGS_SCHEMA",
+    "LATE_START_S",
     "PERIODS",
     "PERIODS_SCHEMA",
     "ROWS",
@@ -72,6 +76,12 @@ BROWSER_SEED = 1
 CPU_LIMITED_SHARE = 0.05
 """A browser run whose encoder reported "cpu" as its quality limitation in more than this share of
 its samples measured the machine, not the network."""
+
+LATE_START_S = 5.0
+"""A browser run in which a call's video began more than this long after the scenario's start for
+that call did not run the scenario's timeline. Chromium's own set-up (offer to ICE connected) took
+up to 3.7 s with ten browsers on this machine; a flow 5 s late moves the mean of the seeds' shortest
+per-call period (60 s) by 8 %, about half the comparisons' 15 % tolerance."""
 
 BROWSER_JOBS = 2
 """Browser runs at a time, by default, among the cases that may share the machine
@@ -143,10 +153,11 @@ _PERIOD_METRICS = (("send_rate_kbps", "mean_send_rate_bps", 1e-3), ("qdelay_p95_
 _PERIOD_KEYS = {metric: (key, scale) for metric, key, scale in _PERIOD_METRICS}
 
 
-def run_problem(summary: dict[str, Any]) -> str | None:
+def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | None:
     """Why a browser run is not a fair measurement of the network, or None: it failed, its relay
-    missed the timing goal, or a sender's encoder was CPU-limited in more than
-    `CPU_LIMITED_SHARE` of its samples."""
+    missed the timing goal, a sender's encoder was CPU-limited in more than `CPU_LIMITED_SHARE` of
+    its samples, or (read from the run's `folder`, when given) a call's video began more than
+    `LATE_START_S` after its start (`late_starts`)."""
     real = summary.get("browser") or {}
     if real.get("failure"):
         return f"failed: {real['failure']}"
@@ -157,7 +168,42 @@ def run_problem(summary: dict[str, Any]) -> str | None:
             share = cpu_limited(summary, f["name"])
             if share is not None and share > CPU_LIMITED_SHARE:
                 return f"CPU-limited: {f['name']}'s encoder in {share:.0%} of its samples"
+    if folder is not None:
+        for flow, late in late_starts(folder).items():
+            if late is None:
+                return f"late start: {flow} never sent video"
+            if late > LATE_START_S:
+                return f"late start: {flow} began {late:.1f} s after its call's start"
     return None
+
+
+def late_starts(folder: Path) -> dict[str, float | None]:
+    """How long after its call's start (the run's `scenario.toml`) each video flow of the run in
+    `folder` sent its first byte (its `timeseries.parquet`, to the window); None: never. Flows of
+    an SFU's conference, named by their legs, are left out."""
+    try:
+        spec = tomllib.loads((folder / "scenario.toml").read_text())
+        columns = ["t_us", "flow_name", "send_rate_bps"]
+        series = pl.read_parquet(folder / "timeseries.parquet", columns=columns)
+    except (OSError, tomllib.TOMLDecodeError, pl.exceptions.PolarsError) as e:
+        raise InputError(f"{folder}: cannot read the run's scenario and time series ({e})") from e
+    starts = {  # an unnamed call is `call<i>`, as the scenario loader names it
+        str(c.get("name", f"call{i}")): duration_s(str(c.get("start", "0s")))
+        for i, c in enumerate(spec.get("calls", []))
+    }
+    first = (
+        series.filter(pl.col("flow_name").str.ends_with(".video") & (pl.col("send_rate_bps") > 0))
+        .group_by("flow_name")
+        .agg(pl.col("t_us").min())
+    )
+    sent = {str(name): t_us / 1e6 for name, t_us in first.iter_rows()}
+    out: dict[str, float | None] = {}
+    for name in series.get_column("flow_name").unique().sort():
+        call = name.removesuffix(".video")
+        if name.endswith(".video") and call in starts:
+            t = sent.get(name)
+            out[name] = None if t is None else max(0.0, t - starts[call])
+    return out
 
 
 def shares_the_machine(variant: Variant) -> bool:
@@ -347,14 +393,14 @@ def _browser_run(job: _Job, out: Path, attempts: int) -> tuple[dict[str, Any], b
     that is not a fair measurement (`run_problem`) is set aside and run again, `attempts` runs in
     all; the last one is kept whatever it is."""
     kept = job.done()
-    if kept is not None and (run_problem(kept) is None or attempts == 1):
+    if kept is not None and (run_problem(kept, job.path) is None or attempts == 1):
         return kept, False
     if kept is not None:
         _reject(job.path, out)
         attempts -= 1
     for attempt in range(1, attempts + 1):
         summary = _execute(job)
-        if run_problem(summary) is None or attempt == attempts:
+        if run_problem(summary, job.path) is None or attempt == attempts:
             return summary, True
         _reject(job.path, out)
     raise AssertionError("unreachable: the last attempt returns")
@@ -370,7 +416,7 @@ def _shared_runs(
     fair: dict[int, dict[str, Any]] = {}
 
     def done(i: int, summary: dict[str, Any]) -> None:
-        if run_problem(summary) is None:
+        if run_problem(summary, jobs[i].path) is None:
             fair[i] = summary
             told(i, summary)
 
@@ -460,7 +506,7 @@ def reproduce(
                 summary, ran_now = kept, False
             else:
                 summary, ran_now = _browser_run(job, out, attempts)
-            problem = run_problem(summary)
+            problem = run_problem(summary, job.path)
             if problem is not None:
                 problems[case.label()] = problem
             chromium_values.update(measure_case(tables, case, RunResult(job.path, summary)))
