@@ -79,8 +79,14 @@ pub struct Received {
     pub truncated: bool,
 }
 
+/// How long `PacketSocket::send_ipv4` waits for room in a full send buffer.
+const SEND_WAIT: Duration = Duration::from_secs(1);
+
 impl PacketSocket {
-    pub fn open(interface: &str, host_mac: [u8; 6], receive_buffer: usize) -> io::Result<Self> {
+    /// Opens a non-blocking packet socket on `interface`, whose host is at `host_mac`, with
+    /// `buffer` bytes for frames received and as many for frames sent and not yet taken by the
+    /// host's side of the link.
+    pub fn open(interface: &str, host_mac: [u8; 6], buffer: usize) -> io::Result<Self> {
         let ifindex = interface_index(interface)?;
         let protocol = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket(2); the descriptor is owned at once.
@@ -97,10 +103,16 @@ impl PacketSocket {
         set_option(raw, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one)?;
         set_option(raw, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one)?;
         set_option(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one)?;
-        let size = libc::c_int::try_from(receive_buffer).unwrap_or(libc::c_int::MAX);
+        let size = libc::c_int::try_from(buffer).unwrap_or(libc::c_int::MAX);
         // SO_RCVBUFFORCE (root) goes past net.core.rmem_max; plain SO_RCVBUF otherwise.
         if set_option(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size).is_err() {
             set_option(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &size)?;
+        }
+        // A frame sent over a veth counts against this socket until the host's side consumes it:
+        // the default (net.core.wmem_default, 208 kB) filled behind a TCP receiver in
+        // seed000-5.3.8 and refused the next frame (EAGAIN).
+        if set_option(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &size).is_err() {
+            set_option(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, &size)?;
         }
         // SAFETY: an all-zero sockaddr_ll is valid; the fields set are the ones bind reads.
         let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
@@ -157,8 +169,23 @@ impl PacketSocket {
         }
     }
 
-    /// Sends an IPv4 packet to the host at the other end.
+    /// Sends an IPv4 packet to the host at the other end. A full send buffer is waited on, up to
+    /// `SEND_WAIT`: the frame then leaves late, and the caller's lateness measure says by how
+    /// much; after that the error is returned.
     pub fn send_ipv4(&self, packet: &[u8]) -> io::Result<()> {
+        match self.try_send_ipv4(packet) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut ready = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                let wait_ms = libc::c_int::try_from(SEND_WAIT.as_millis()).unwrap_or(libc::c_int::MAX);
+                // SAFETY: `ready` is one valid pollfd.
+                check(unsafe { libc::poll(&mut ready, 1, wait_ms) })?;
+                self.try_send_ipv4(packet)
+            }
+            other => other,
+        }
+    }
+
+    fn try_send_ipv4(&self, packet: &[u8]) -> io::Result<()> {
         // SAFETY: an all-zero sockaddr_ll is valid; `packet` and `addr` outlive the call.
         let sent = unsafe {
             let mut addr: libc::sockaddr_ll = zeroed();

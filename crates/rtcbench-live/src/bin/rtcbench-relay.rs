@@ -35,7 +35,8 @@ use serde::Serialize;
 const LATENESS_GOAL_US: f64 = 200.0;
 /// Above the agents' priority (1), so a busy sender never delays a departure.
 const FIFO_PRIORITY: i32 = 2;
-const RECEIVE_BUFFER: usize = 4 << 20;
+/// Each packet socket's receive buffer, and its send buffer.
+const SOCKET_BUFFER: usize = 4 << 20;
 /// Records waiting for the writer thread; beyond, captures lose records (counted), never the
 /// relay its timing.
 const RECORD_BACKLOG: usize = 1 << 16;
@@ -124,7 +125,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     for i in &cfg.interfaces {
         let mac = i.mac().map_err(Failure::Config)?;
         sockets.push(
-            PacketSocket::open(&i.name, mac, RECEIVE_BUFFER)
+            PacketSocket::open(&i.name, mac, SOCKET_BUFFER)
                 .map_err(io_context(format!("interface {}", i.name)))?,
         );
     }
