@@ -193,6 +193,19 @@ def test_a_browser_run_whose_call_began_late_is_not_fair(tmp_path: Path) -> None
     assert reproduce.run_problem(fair, silent) == "late start: A.video never sent video"
     with pytest.raises(InputError, match="cannot read the run's scenario"):
         reproduce.late_starts(tmp_path / "missing")
+    # A run that recorded its offers is judged on them: what the harness controls. Its video may
+    # wait seconds more for ICE, TURN and DTLS on a long path, as a real call's would.
+    offered = _summary(
+        [],
+        valid=True,
+        calls={"A": {"setup_s": {"offer_late": 0.1}}, "call1": {"setup_s": {"offer_late": 0.2}}},
+    )
+    assert reproduce.run_problem(offered, late) is None
+    offered["browser"]["calls"]["call1"]["setup_s"]["offer_late"] = 6.0
+    assert (
+        reproduce.run_problem(offered, on_time)
+        == "late start: call1 was offered 6.0 s after its call's start"
+    )
 
 
 def test_the_markdown_shows_the_seed_chromium_and_the_simulator() -> None:

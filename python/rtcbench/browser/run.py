@@ -382,9 +382,11 @@ def _run_timeline(
 
 def _act_all(rec: _Recorder, due: Sequence[tuple[str, Any]], end: float) -> None:
     """Does the timeline's `due` steps in order. Calls due together are signalled one after the
-    other and then awaited together, so each starts when the scenario says: awaited one by one,
-    the last of four calls due at 120 s was measured starting 15 s late (`seed000-5.3.7`), each
-    waiting for the ICE of those before it."""
+    other and then awaited together: awaited one by one, the last of four calls due at 120 s in
+    `seed000-5.3.7` sent its first video 9-20 s late, each waiting for the ICE of those before it.
+    Signalling itself is not instant (offer, answer and limits are page round trips): with ten
+    browsers busy the fourth call's offer still left 7-12 s late, and the run's summary records
+    each call's lateness (`offer_late`) for `reproduce` to judge."""
     signalled: list[tuple[Connection, Call]] = []
 
     def connect_signalled() -> None:
