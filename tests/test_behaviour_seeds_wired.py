@@ -94,7 +94,10 @@ def _queuing_delay_ms(r: RunResult, start_s: float, end_s: float) -> float:
     _controllers(
         {
             "gcc": "today's GoogCC outgrows a TCP flow that holds two packets in the queue: 1.76 "
-            "against 0.19 Mbit/s with a 175 ms mean queue at 300 ms (seed 1; docs/controllers/gcc.md)",
+            "against 0.19 Mbit/s with a 175 ms mean queue at 300 ms (seed 1; docs/controllers/gcc.md). "
+            "Chromium cannot be measured with TCP Small Queues (the emulated queue is in the relay, "
+            "not the sending host); with them off Chromium 156 is starved, 0.06-0.08 against CUBIC's "
+            "1.86 Mbit/s, as the model is, 0.18-0.20 (Table 6.3, docs/reproduction.md)",
         },
         default=("gcc", "gcc-draft"),
         slow=(),
@@ -139,17 +142,33 @@ def test_002_gcc_is_starved_by_tcp_at_one_megabit(simulate: Simulate, controller
         assert gcc < tcp / 3, f"{sid}: {gcc:.0f} vs {tcp:.0f}"
 
 
-@pytest.mark.parametrize(
-    "controller",
-    _controllers(
-        {
-            "gcc": "today's GoogCC is starved at 3 Mbit/s too: 0.29 against 2.65 Mbit/s (seeds 1-5); "
-            "its threshold stays at 6-13 ms (docs/controllers/gcc.md)",
-        },
-        default=("gcc", "gcc-draft"),
-        slow=(),
-    ),
-)
+def _mean_rates_at_three_megabit(simulate: Simulate, controller: str) -> tuple[float, float, str]:
+    """The call's and TCP's mean rates over 120-200 s of `seed002-vs-tcp-tcp-first` at 3 Mbit/s,
+    over seeds 1-5, and the runs' rates for a message."""
+    gcc_rates, tcp_rates = [], []
+    for seed in range(1, 6):
+        (r,) = simulate("seed002-vs-tcp-tcp-first", controller, seed, ("capacity=3000kbps",))
+        gcc_rates.extend(_rates(r, 120, 200).values())
+        tcp_rates.append(_tcp_rate(r, 120, 200))
+    gcc, tcp = sum(gcc_rates) / len(gcc_rates), sum(tcp_rates) / len(tcp_rates)
+    return gcc, tcp, f"{gcc:.0f} vs {tcp:.0f} ({gcc_rates} vs {tcp_rates})"
+
+
+def test_002_at_three_megabit_gcc_is_starved_as_chromium_156_is(simulate: Simulate) -> None:
+    """The seed's "GCC gets more than TCP at 3 Mbit/s" (below, which gcc-draft meets) does not hold
+    for today's GoogCC (it was a strict expected failure for `gcc`: 0.29 against 2.65 Mbit/s;
+    its threshold stays at 6-13 ms, docs/controllers/gcc.md):
+    Chromium 156 through rtcbench's network got 0.27 Mbit/s against TCP's (kernel CUBIC) 2.64
+    with TCP first, and 0.24 against 2.71 with the call first, received over 100-200 s
+    (docs/reproduction.md).
+    Band, as the seed's test: 120-200 s, mean over seeds 1-5: the call under a third of TCP
+    (goog_cc: 0.29 against 2.65)."""
+    gcc, tcp, rates = _mean_rates_at_three_megabit(simulate, "gcc")
+    assert gcc < tcp / 3, rates
+
+
+# Only the GCC of the seed's time: today's GoogCC is held to Chromium 156's behaviour above.
+@pytest.mark.parametrize("controller", _controllers(default=("gcc-draft",), slow=()))
 def test_002_at_three_megabit_gcc_gets_more_than_tcp(simulate: Simulate, controller: str) -> None:
     """De Cicco et al. 2013 slides (b = 3000 kbps, TCP started first [ASSUMED: the deck shows it
     after the 1000 kbps case with that order]): "the GCC sending bitrate is driven only by the
@@ -158,13 +177,8 @@ def test_002_at_three_megabit_gcc_gets_more_than_tcp(simulate: Simulate, control
     one run turns on where TCP's losses fall: in seed 1 a burst at 165 s makes gcc-draft back off
     from 1.84 to 1.20 Mbit/s (1.17 against 1.78 over the window; 1.52 against 1.43 before losses
     were repaired, when that burst fell elsewhere)."""
-    gcc_rates, tcp_rates = [], []
-    for seed in range(1, 6):
-        (r,) = simulate("seed002-vs-tcp-tcp-first", controller, seed, ("capacity=3000kbps",))
-        gcc_rates.extend(_rates(r, 120, 200).values())
-        tcp_rates.append(_tcp_rate(r, 120, 200))
-    gcc, tcp = sum(gcc_rates) / len(gcc_rates), sum(tcp_rates) / len(tcp_rates)
-    assert gcc > tcp, f"{gcc:.0f} vs {tcp:.0f} ({gcc_rates} vs {tcp_rates})"
+    gcc, tcp, rates = _mean_rates_at_three_megabit(simulate, controller)
+    assert gcc > tcp, rates
 
 
 @pytest.mark.parametrize("controller", controllers())
