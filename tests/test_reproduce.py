@@ -164,12 +164,8 @@ def test_a_browser_run_is_fair_unless_it_failed_missed_its_timing_or_was_cpu_lim
 
 
 def _run_folder(tmp_path: Path, first_sent_s: dict[str, float | None]) -> Path:
-    """A run's folder with two calls, `A` from 0 s and an unnamed one (`call1`) from 120 s, whose
-    video flows first send at `first_sent_s` (None: never), in 200 ms windows."""
+    """A run's folder whose flows first send at `first_sent_s` (None: never), in 200 ms windows."""
     tmp_path.mkdir(parents=True)
-    (tmp_path / "scenario.toml").write_text(
-        '[[calls]]\nname = "A"\nfrom = "X"\nto = "Y"\n\n[[calls]]\nfrom = "Y"\nto = "X"\nstart = "120s"\n'
-    )
     rows = []
     for flow, first in first_sent_s.items():
         for k in range(900):
@@ -183,23 +179,23 @@ def _run_folder(tmp_path: Path, first_sent_s: dict[str, float | None]) -> Path:
 def test_a_browser_run_whose_call_began_late_is_not_fair(tmp_path: Path) -> None:
     # Measured on seed000-5.3.7 before the fix: the fourth call due at 120 s sent its first video
     # 9-20 s late, each call having waited for the ICE of those before it.
-    fair = _summary([], valid=True)
+    # Two calls, `A` from 0 s and an unnamed one (`call1`) from 120 s, as the summary records them.
+    starts = [("A.video", 0.0), ("call1.video", 120.0), ("A.audio", 0.0)]
+    meta = {"flows": [{"name": n, "kind": n.split(".")[1], "start_s": t} for n, t in starts]}
+    fair = {**_summary([], valid=True), "meta": meta}
     on_time = _run_folder(tmp_path / "a", {"A.video": 0.4, "call1.video": 122.0, "A.audio": 0.2})
-    assert reproduce.late_starts(on_time) == pytest.approx({"A.video": 0.4, "call1.video": 2.0})
+    assert reproduce.late_starts(fair, on_time) == pytest.approx({"A.video": 0.4, "call1.video": 2.0})
     assert reproduce.run_problem(fair, on_time) is None
     late = _run_folder(tmp_path / "b", {"A.video": 0.4, "call1.video": 130.0})
     assert reproduce.run_problem(fair, late) == "late start: call1.video began 10.0 s after its call's start"
     silent = _run_folder(tmp_path / "c", {"A.video": None, "call1.video": 120.0})
     assert reproduce.run_problem(fair, silent) == "late start: A.video never sent video"
-    with pytest.raises(InputError, match="cannot read the run's scenario"):
-        reproduce.late_starts(tmp_path / "missing")
+    with pytest.raises(InputError, match="cannot read the run's time series"):
+        reproduce.late_starts(fair, tmp_path / "missing")
     # A run that recorded its offers is judged on them: what the harness controls. Its video may
     # wait seconds more for ICE, TURN and DTLS on a long path, as a real call's would.
-    offered = _summary(
-        [],
-        valid=True,
-        calls={"A": {"setup_s": {"offer_late": 0.1}}, "call1": {"setup_s": {"offer_late": 0.2}}},
-    )
+    offers = {"A": {"setup_s": {"offer_late": 0.1}}, "call1": {"setup_s": {"offer_late": 0.2}}}
+    offered = {**_summary([], valid=True, calls=offers), "meta": meta}
     assert reproduce.run_problem(offered, late) is None
     offered["browser"]["calls"]["call1"]["setup_s"]["offer_late"] = 6.0
     assert (

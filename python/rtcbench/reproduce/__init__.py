@@ -7,7 +7,7 @@ own numbers beside them (docs/reproduction.md).
 Runs already complete in `out` are kept and reused, as `rtcbench suite` does, so an interrupted
 reproduction resumes where it stopped. A browser run that is not a fair measurement of the
 network (the relay missed its timing goal, the browser's encoder was held back by the CPU in
-more than `CPU_LIMITED_SHARE` of its samples, or a call's video began more than `LATE_START_S`
+more than `CPU_LIMITED_SHARE` of its samples, or a call was offered more than `LATE_START_S`
 after the scenario's start for it) is moved to `<out>/rejected/` and run again, up to
 `attempts` times; the last is kept and marked.
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ from typing import Any, Literal
 
 import polars as pl
 
-from rtcbench._core import duration_s
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
@@ -183,7 +181,7 @@ def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | No
             if late > LATE_START_S:
                 return f"late start: {name} was offered {late:.1f} s after its call's start"
     elif folder is not None:
-        for flow, began in late_starts(folder).items():
+        for flow, began in late_starts(summary, folder).items():
             if began is None:
                 return f"late start: {flow} never sent video"
             if began > LATE_START_S:
@@ -191,33 +189,32 @@ def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | No
     return None
 
 
-def late_starts(folder: Path) -> dict[str, float | None]:
-    """How long after its call's start (the run's `scenario.toml`) each video flow of the run in
-    `folder` sent its first byte (its `timeseries.parquet`, to the window); None: never. Flows of
-    an SFU's conference, named by their legs, are left out."""
+def late_starts(summary: dict[str, Any], folder: Path) -> dict[str, float | None]:
+    """How long after its start (the summary's `meta.flows`, as the scenario set it) each video
+    flow of the run in `folder` sent its first byte (its `timeseries.parquet`, to the window);
+    None: never."""
+    starts = {
+        str(f["name"]): float(f.get("start_s") or 0.0)
+        for f in (summary.get("meta") or {}).get("flows", [])
+        if f.get("kind") == "video"
+    }
+    if not starts:
+        return {}
     try:
-        spec = tomllib.loads((folder / "scenario.toml").read_text())
         columns = ["t_us", "flow_name", "send_rate_bps"]
         series = pl.read_parquet(folder / "timeseries.parquet", columns=columns)
-    except (OSError, tomllib.TOMLDecodeError, pl.exceptions.PolarsError) as e:
-        raise InputError(f"{folder}: cannot read the run's scenario and time series ({e})") from e
-    starts = {  # an unnamed call is `call<i>`, as the scenario loader names it
-        str(c.get("name", f"call{i}")): duration_s(str(c.get("start", "0s")))
-        for i, c in enumerate(spec.get("calls", []))
-    }
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise InputError(f"{folder}: cannot read the run's time series ({e})") from e
     first = (
-        series.filter(pl.col("flow_name").str.ends_with(".video") & (pl.col("send_rate_bps") > 0))
+        series.filter(pl.col("flow_name").is_in(list(starts)) & (pl.col("send_rate_bps") > 0))
         .group_by("flow_name")
         .agg(pl.col("t_us").min())
     )
     sent = {str(name): t_us / 1e6 for name, t_us in first.iter_rows()}
-    out: dict[str, float | None] = {}
-    for name in series.get_column("flow_name").unique().sort():
-        call = name.removesuffix(".video")
-        if name.endswith(".video") and call in starts:
-            t = sent.get(name)
-            out[name] = None if t is None else max(0.0, t - starts[call])
-    return out
+    return {
+        name: None if name not in sent else max(0.0, sent[name] - start)
+        for name, start in sorted(starts.items())
+    }
 
 
 def shares_the_machine(variant: Variant) -> bool:
