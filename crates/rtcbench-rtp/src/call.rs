@@ -534,6 +534,12 @@ fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
     target - Bitrate::bps(target.as_bps() / interval)
 }
 
+/// Audio's share of a wire-rate target: its payload `rate` plus a header every `interval`.
+pub(crate) fn audio_wire_rate(ids: &StreamIds, rate: Bitrate, interval: Duration) -> Bitrate {
+    let header = media_header(ids, true, 0, 0, false, None);
+    wire_size(&header, DataSize::ZERO) / interval + rate
+}
+
 /// An RTCP compound packet to send.
 pub(crate) fn rtcp_out(data: Vec<u8>) -> Outgoing {
     Outgoing {
@@ -637,11 +643,8 @@ pub struct SenderParts {
 
 impl Sender {
     pub fn new(p: SenderParts) -> Self {
-        // Audio's share of a wire-rate target: its payload plus a header per packet.
-        let audio_rate = p.audio.as_ref().map_or(Bitrate::ZERO, |a| {
-            let header = media_header(&p.ids, true, 0, 0, false, None);
-            wire_size(&header, DataSize::ZERO) / a.config().packet_interval + a.config().rate
-        });
+        let audio_rate =
+            p.audio.as_ref().map_or(Bitrate::ZERO, |a| audio_wire_rate(&p.ids, a.config().rate, a.config().packet_interval));
         let resolution = p.video.as_ref().map_or((0, 0), |v| v.config().camera);
         let mut s = Self {
             ids: p.ids,

@@ -7,7 +7,7 @@
 
 use rtcbench_cc::factory::{ControllerOptions, FeedbackIntervals, RateLimits};
 use rtcbench_cc::gcc_draft::Deployment;
-use rtcbench_cc::AnyController;
+use rtcbench_cc::{AnyController, ControllerKind};
 use rtcbench_media::audio::{AudioConfig, AudioSource};
 use rtcbench_media::video::{VideoConfig, VideoSource};
 use rtcbench_units::{Bitrate, Duration, Instant};
@@ -15,7 +15,7 @@ use rtcbench_wire::Ecn;
 use serde::{Deserialize, Serialize};
 
 use crate::call::{
-    FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts, StreamIds,
+    audio_wire_rate, FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts, StreamIds,
 };
 
 /// One call, ready to build.
@@ -96,9 +96,37 @@ fn at(d: Duration) -> Instant {
     Instant::ZERO + d
 }
 
+/// libwebrtc's lowest video encoding rate where neither the codec nor an experiment sets another
+/// (`kDefaultMinVideoBitrateBps`).
+pub const LIBWEBRTC_MIN_VIDEO_RATE: Bitrate = Bitrate::kbps(30);
+
 impl CallPlan {
     pub fn start_at(&self) -> Instant {
         at(self.start)
+    }
+
+    /// The plan as a sender running `kind` is built from it. `gcc` is GoogCC as Chromium 156 runs
+    /// it, and Chromium does not hold a call to the minimum its page asks for: asked for
+    /// 50, 150 or 300 kbit/s (`x-google-min-bitrate`), its estimate settled at 84-90 kbit/s against
+    /// a TCP flow and its encoder's target at 30 kbit/s (docs/calibration.md, "The scenario's
+    /// minimum rate"). So under `gcc` the encoder's floor is libwebrtc's own
+    /// ([`LIBWEBRTC_MIN_VIDEO_RATE`]), and GoogCC's is the least the streams can be allocated
+    /// (libwebrtc's `min_total_allocated_bitrate`, a lower bound of its estimate by default): that
+    /// floor plus the audio on the wire. Every other controller keeps the scenario's minimum.
+    pub fn run_by(mut self, kind: ControllerKind) -> Self {
+        if kind != ControllerKind::Gcc {
+            return self;
+        }
+        let video_min = match &mut self.video {
+            Some(v) => {
+                v.min_rate = LIBWEBRTC_MIN_VIDEO_RATE.min(v.max_rate);
+                v.min_rate
+            }
+            None => Bitrate::ZERO,
+        };
+        let audio = self.audio.as_ref().map_or(Bitrate::ZERO, |a| audio_wire_rate(&self.ids, a.rate, a.packet_interval));
+        self.min_rate = (video_min + audio).min(self.max_rate);
+        self
     }
 
     pub fn limits(&self) -> RateLimits {

@@ -246,7 +246,10 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             known()
         )));
     }
-    let plan = &cfg.plan;
+    let plan = &match kind {
+        Some(kind) if cfg.python.is_none() => cfg.plan.clone().run_by(kind),
+        _ => cfg.plan.clone(),
+    };
     let controller_failure: pipe_controller::Failure = Rc::default();
     let mut endpoint = match (cfg.role, kind, &cfg.python) {
         (Role::Sender, _, Some(python)) => {

@@ -326,11 +326,20 @@ fn build_call(
     seed: u64,
     end: Instant,
 ) -> (CallPlan, Sender, Receiver, CallSetup) {
-    let plan = call_plan(&rc.spec, call, &rc.label, params, seed, end);
+    let plan = run_by(call_plan(&rc.spec, call, &rc.label, params, seed, end), controller, external);
     let (ctrl, setup) = build_controller(&plan, controller, external);
     let mode = feedback_mode(controller, external, &plan, plan.limits().start);
     let (sender, receiver) = (plan.sender(ctrl), plan.receiver(mode));
     (plan, sender, receiver, setup)
+}
+
+/// `plan` as the call's built-in controller runs it ([`CallPlan::run_by`]); a user's or an
+/// external controller is told the scenario's limits.
+fn run_by(plan: CallPlan, controller: &ControllerChoice, external: bool) -> CallPlan {
+    match controller {
+        ControllerChoice::Builtin(kind) if !external => plan.run_by(*kind),
+        _ => plan,
+    }
 }
 
 /// The controller of a call (or of an SFU's downlink) with `plan`, and what it was told.
@@ -379,7 +388,7 @@ fn build_downlink(
     end: Instant,
 ) -> (DownlinkParts, Receiver, CallSetup) {
     let published = call_plan(&publish.spec, publish_id, &publish.label, params, seed, end).ids;
-    let mut plan = call_plan(&rc.spec, call, &rc.label, params, seed, end);
+    let mut plan = run_by(call_plan(&rc.spec, call, &rc.label, params, seed, end), controller, false);
     plan.ids = StreamIds {
         rtx_ssrc: plan.ids.rtx_ssrc,
         rtx_seq0: plan.ids.rtx_seq0,
