@@ -194,11 +194,11 @@ def test_fixed_is_worse_utilisation_than_gcc_in_one_folder(suite: Path) -> None:
     }
     assert row(table, "rfc8867-5.6", "tcp_throughput_bps")["mean_a"] > 0  # type: ignore[operator]
     # §5.4's calls start 5 s apart here: fixed's three send the same start rate (Jain's index near
-    # 1); gcc's latecomers are a little behind the first at 20 s (0.95 over seeds 1-3 since model
-    # revision 11, whose pushback no longer holds a climbing call back), too close to 1 for three
-    # repetitions to call a change.
+    # 1); gcc's latecomers are behind the first at 20 s (0.93 over seeds 1-3 since model revision
+    # 13, whose estimate is not capped at the call's maximum: 0.95 before, which three
+    # repetitions did not call a change), and fixed's sharing is called the better.
     jain = row(table, "rfc8867-5.4", "jain_index_video")
-    assert jain["mean_b"] > 0.99 and 0.9 < jain["mean_a"] < jain["mean_b"] and jain["verdict"] == "no change"
+    assert jain["mean_b"] > 0.99 and 0.9 < jain["mean_a"] < 0.95 and jain["verdict"] == "improvement"
     better = {m.name: m.better for m in cmp.METRICS}
     assert all(better[m] == b for m, b in table.select("metric", "better").iter_rows())
 

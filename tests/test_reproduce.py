@@ -94,7 +94,9 @@ def test_the_simulators_rows_are_what_the_behaviour_tests_measure(
     # measures read the runs as the behaviour tests do.
     _, result = simulated_set
     values = {(r["table"], r["key"]): r["simulated"] for r in result.rows.iter_rows(named=True)}
-    assert values[("000-6.2.1", "rate")] == pytest.approx(2.46, abs=0.05)
+    # Since model revision 13 the estimate is not capped at the call's 2.5 Mbit/s, so the encoder
+    # reaches it: 2.64 Mbit/s on the wire, Chromium 156 2.66 (2.46 before).
+    assert values[("000-6.2.1", "rate")] == pytest.approx(2.64, abs=0.05)
     assert values[("002-vs-tcp", "gcc-first.1000kbps.gcc")] == pytest.approx(0.06, abs=0.02)
     assert values[("002-vs-tcp", "gcc-first.1000kbps.tcp")] == pytest.approx(0.88, abs=0.05)
 

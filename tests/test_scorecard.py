@@ -91,12 +91,16 @@ def test_a_single_call_is_judged_on_delay_reaction_and_startup_only(results: Pat
 
 def test_gcc_against_cubic_in_a_deep_buffer_fails_delay_and_the_tcp_share(results: Path) -> None:
     """rfc8867-5.6, CUBIC, 300 ms buffer: TCP fills the buffer (delay p95 ~320 ms) and takes
-    about ten times GCC's rate; GCC stays above its 150 kbit/s minimum."""
+    about ten times GCC's rate. GCC, as Chromium 156, has no floor from the scenario in a call with
+    audio (docs/controllers/gcc.md, "The scenario's minimum and maximum"): its video falls under
+    the 150 kbit/s minimum, but not under half of it (a warning, not a failure)."""
     table = sc.score_table(sc.run_folders(results))
     v = _verdicts(table, "rfc8867-5.6", "gcc")
     assert v["delay"][0] == "fail" and v["delay"][1] is not None and v["delay"][1] > 200
     assert v["tcp-share"][0] in ("warn", "fail") and v["tcp-share"][1] is not None and v["tcp-share"][1] > 3
-    assert v["not-starved"][0] == "pass"
+    assert (
+        v["not-starved"][0] == "warn" and v["not-starved"][1] is not None and 0.5 <= v["not-starved"][1] < 1
+    )
     assert v["reaction"][0] == "n/a"
 
 

@@ -280,7 +280,9 @@ def _rates_panel(ax: Axes, run: _Run) -> None:
 
 
 def _call_lines(ax: Axes, run: _Run) -> None:
-    """Each call's target (dashed), each media flow's sending (solid) and receive (dotted) rate."""
+    """Each call's target (dashed), each media flow's sending (solid) and receive (dotted) rate;
+    the panel is scaled to the sending rates, so a target or a burst of arrivals far above them is
+    cut at its top."""
     t, flows, colors = run.column.tables, run.flows, run.colors
     calls = {int(c["id"]): str(c.get("name", c["id"])) for c in t.meta.get("calls", [])}
     for call in dict.fromkeys(int(f["call"]) for f in flows if f.get("call") is not None):
@@ -308,16 +310,17 @@ def _call_lines(ax: Axes, run: _Run) -> None:
         )
 
 
-def _media_peak(run: _Run) -> float:
-    """The largest rate `_call_lines` draws (Mbit/s): the media flows' and the calls' targets."""
+def _media_peak(run: _Run, *, sent_only: bool = False) -> float:
+    """The largest rate `_call_lines` draws (Mbit/s): the media flows' and the calls' targets;
+    `sent_only`: the media flows' sending rates alone."""
     t = run.column.tables
     peaks = [0.0]
     for f in run.flows:
         w = run.series(int(f["id"]))
-        for col in ("send_rate_bps", "recv_rate_bps"):
+        for col in ("send_rate_bps",) if sent_only else ("send_rate_bps", "recv_rate_bps"):
             v = _values(w.get_column(col), 1e-6) if w.height else np.empty(0)
             peaks += [float(np.nanmax(v))] if np.isfinite(v).any() else []
-    if t.controller.height:
+    if not sent_only and t.controller.height:
         v = _values(t.controller.get_column("target_bps"), 1e-6)
         peaks += [float(np.nanmax(v))] if np.isfinite(v).any() else []
     return max(peaks)
@@ -530,6 +533,12 @@ def run_figure(columns: Sequence[RunColumn], title: str, *, style: FigureStyle =
         for p in panels:
             tops = [float(axes[p].dataLim.y1) for _, axes in rows if axes[p].has_data()]
             peak = max(tops, default=0.0)
+            if p == "calls":
+                # On the scale of what the calls send: an estimate above what the encoder can send
+                # (GoogCC's in a call with audio has no ceiling, docs/controllers/gcc.md), or a
+                # queue delivered at once after a stall, leaves the panel's top.
+                sent = max(_media_peak(r, sent_only=True) for r in runs)
+                peak = min(peak, 1.1 * sent) if sent > 0 else peak
             rows[0][1][p].set_ylim(0.0, peak * 1.05 if np.isfinite(peak) and peak > 0 else 1.0)
         y = height_in - top_in
         for g, (group, axes) in enumerate(rows):

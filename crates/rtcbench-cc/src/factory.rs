@@ -40,11 +40,15 @@ impl ControllerOptions {
 }
 
 /// A call's rate limits, totals over its streams, as libwebrtc passes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RateLimits {
     pub min: Bitrate,
     pub max: Bitrate,
     pub start: Bitrate,
+    /// The estimate may rise above `max`, which then only bounds what the streams are allocated
+    /// (`gcc` for a call with audio, as Chromium 156: `rtcbench_rtp::plan::CallPlan::run_by`);
+    /// only `gcc` reads it.
+    pub uncapped: bool,
 }
 
 /// Which per-packet feedback a receiver sends.
@@ -102,12 +106,12 @@ pub fn build(
     kind: ControllerKind,
     options: &ControllerOptions,
     priority: f64,
-    RateLimits { min, max, start }: RateLimits,
+    RateLimits { min, max, start, uncapped }: RateLimits,
     now: Instant,
 ) -> AnyController {
     match kind {
         ControllerKind::Gcc => AnyController::Gcc(Box::new(GoogCc::new(
-            GccConfig { min_rate: min, max_rate: max, start_rate: start },
+            GccConfig { min_rate: min, max_rate: max, start_rate: start, capped: !uncapped },
             now,
         ))),
         ControllerKind::GccDraft => {
@@ -170,7 +174,12 @@ mod tests {
 
     #[test]
     fn every_kind_builds_the_controller_of_its_name() {
-        let limits = RateLimits { min: Bitrate::kbps(150), max: Bitrate::mbps(3), start: Bitrate::kbps(300) };
+        let limits = RateLimits {
+            min: Bitrate::kbps(150),
+            max: Bitrate::mbps(3),
+            start: Bitrate::kbps(300),
+            uncapped: false,
+        };
         for kind in ControllerKind::ALL {
             let c = build(kind, &ControllerOptions::default(), 1.0, limits, Instant::ZERO);
             let built = match c {

@@ -36,9 +36,18 @@ const EPOCH: Duration = Duration::from_secs(100_000);
 /// Rate limits given to GoogCC as its `TargetRateConstraints` and stream configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GccConfig {
+    /// GoogCC's floor, and the least the streams can be allocated.
     pub min_rate: Bitrate,
+    /// The most the streams can be allocated (libwebrtc's `max_total_allocated_bitrate`, whose
+    /// double bounds GoogCC's probes), and, if `capped`, the ceiling of its estimate.
     pub max_rate: Bitrate,
     pub start_rate: Bitrate,
+    /// The transport has a maximum (libwebrtc's `BitrateConstraints::max_bitrate_bps`), as a page's
+    /// `x-google-max-bitrate` sets it. Without one the estimate rises above `max_rate`: asked for
+    /// 1 Mbit/s of video on a 10 Mbit/s path in a call with audio, Chromium 156's held
+    /// 2.1-2.3 Mbit/s while its encoder stayed at 1 (docs/calibration.md, "The scenario's
+    /// minimum and maximum in Chromium").
+    pub capped: bool,
 }
 
 /// The `gcc` controller.
@@ -95,7 +104,7 @@ impl GoogCc {
         let constraints = TargetRateConstraints {
             at_time: ts(now),
             min_data_rate: Some(rate(cfg.min_rate)),
-            max_data_rate: Some(rate(cfg.max_rate)),
+            max_data_rate: cfg.capped.then(|| rate(cfg.max_rate)),
             starting_rate: Some(rate(cfg.start_rate)),
         };
         let streams = StreamsConfig {
@@ -126,6 +135,12 @@ impl GoogCc {
             pushback: Pushback::default(),
             min_rate: cfg.min_rate.max(MIN_TARGET),
         };
+        // In Chromium the streams are configured before the transport becomes available, so the
+        // initial probes are already bounded by twice the streams' maximum (`ProbeController`);
+        // the port reads its initial configuration only at its first process interval, after
+        // those probes are set up.
+        let update = this.inner.on_streams_config(streams);
+        this.apply(update);
         let update = this
             .inner
             .on_network_availability(NetworkAvailability { at_time: ts(now), network_available: true });

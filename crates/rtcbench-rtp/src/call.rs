@@ -643,8 +643,10 @@ pub struct SenderParts {
 
 impl Sender {
     pub fn new(p: SenderParts) -> Self {
-        let audio_rate =
-            p.audio.as_ref().map_or(Bitrate::ZERO, |a| audio_wire_rate(&p.ids, a.config().rate, a.config().packet_interval));
+        let audio_rate = p
+            .audio
+            .as_ref()
+            .map_or(Bitrate::ZERO, |a| audio_wire_rate(&p.ids, a.config().rate, a.config().packet_interval));
         let resolution = p.video.as_ref().map_or((0, 0), |v| v.config().camera);
         let mut s = Self {
             ids: p.ids,
@@ -1662,6 +1664,7 @@ mod tests {
             min_rate: Bitrate::kbps(1000),
             max_rate: Bitrate::kbps(1000),
             start_rate: Bitrate::kbps(1000),
+            uncapped: false,
             priority: 1.0,
             controller_seed: 1,
             gcc_draft_send_side: false,

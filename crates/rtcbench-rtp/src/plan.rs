@@ -15,7 +15,8 @@ use rtcbench_wire::Ecn;
 use serde::{Deserialize, Serialize};
 
 use crate::call::{
-    audio_wire_rate, FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts, StreamIds,
+    audio_wire_rate, FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts,
+    StreamIds,
 };
 
 /// One call, ready to build.
@@ -39,6 +40,9 @@ pub struct CallPlan {
     pub min_rate: Bitrate,
     pub max_rate: Bitrate,
     pub start_rate: Bitrate,
+    /// The estimate may rise above `max_rate` (set by [`CallPlan::run_by`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncapped: bool,
     /// The priority weight (RFC 8867 §6.1).
     pub priority: f64,
     /// A seed for the controller's own random draws.
@@ -106,31 +110,44 @@ impl CallPlan {
     }
 
     /// The plan as a sender running `kind` is built from it. `gcc` is GoogCC as Chromium 156 runs
-    /// it, and Chromium does not hold a call to the minimum its page asks for: asked for
-    /// 50, 150 or 300 kbit/s (`x-google-min-bitrate`), its estimate settled at 84-90 kbit/s against
-    /// a TCP flow and its encoder's target at 30 kbit/s (docs/calibration.md, "The scenario's
-    /// minimum rate"). So under `gcc` the encoder's floor is libwebrtc's own
-    /// ([`LIBWEBRTC_MIN_VIDEO_RATE`]), and GoogCC's is the least the streams can be allocated
-    /// (libwebrtc's `min_total_allocated_bitrate`, a lower bound of its estimate by default): that
-    /// floor plus the audio on the wire. Every other controller keeps the scenario's minimum.
+    /// it, where a page's `x-google-min-bitrate` and `x-google-max-bitrate` (rtcbench's browser
+    /// mode puts the scenario's `video.min` and `video.max` there) are one setting of the whole
+    /// transport, which every media section applied resets: in a call with audio, whose section
+    /// comes after the video's and carries none, the transport has neither (measured against a
+    /// TCP flow and on an idle path, with and without audio: docs/calibration.md, "The scenario's
+    /// minimum and maximum in Chromium"). So under `gcc`:
+    /// - the encoder's floor is libwebrtc's own ([`LIBWEBRTC_MIN_VIDEO_RATE`]) in every call;
+    /// - with audio, GoogCC's floor is the least the streams can be allocated (libwebrtc's
+    ///   `min_total_allocated_bitrate`, a lower bound of its estimate by default): that floor plus
+    ///   the audio on the wire; and its estimate may rise above the streams' maximum;
+    /// - without audio, the scenario's minimum (at least that floor) and maximum bound it.
+    ///
+    /// Every other controller keeps the scenario's limits.
     pub fn run_by(mut self, kind: ControllerKind) -> Self {
         if kind != ControllerKind::Gcc {
             return self;
         }
-        let video_min = match &mut self.video {
+        let (asked_min, encoder_min) = match &mut self.video {
             Some(v) => {
+                let asked = v.min_rate;
                 v.min_rate = LIBWEBRTC_MIN_VIDEO_RATE.min(v.max_rate);
-                v.min_rate
+                (asked, v.min_rate)
             }
-            None => Bitrate::ZERO,
+            None => (Bitrate::ZERO, Bitrate::ZERO),
         };
-        let audio = self.audio.as_ref().map_or(Bitrate::ZERO, |a| audio_wire_rate(&self.ids, a.rate, a.packet_interval));
-        self.min_rate = (video_min + audio).min(self.max_rate);
+        self.min_rate = match &self.audio {
+            Some(a) => {
+                self.uncapped = true;
+                encoder_min + audio_wire_rate(&self.ids, a.rate, a.packet_interval)
+            }
+            None => asked_min.max(encoder_min),
+        }
+        .min(self.max_rate);
         self
     }
 
     pub fn limits(&self) -> RateLimits {
-        RateLimits { min: self.min_rate, max: self.max_rate, start: self.start_rate }
+        RateLimits { min: self.min_rate, max: self.max_rate, start: self.start_rate, uncapped: self.uncapped }
     }
 
     pub fn options(&self) -> ControllerOptions {
@@ -242,6 +259,7 @@ mod tests {
             min_rate: Bitrate::kbps(170),
             max_rate: Bitrate::kbps(1520),
             start_rate: Bitrate::kbps(170),
+            uncapped: true,
             priority: 0.5,
             controller_seed: 42,
             gcc_draft_send_side: true,

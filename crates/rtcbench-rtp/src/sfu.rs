@@ -683,6 +683,7 @@ mod tests {
             min_rate: rate,
             max_rate: rate,
             start_rate: rate,
+            uncapped: false,
             priority: 1.0,
             controller_seed: 1,
             gcc_draft_send_side: false,
@@ -729,6 +730,7 @@ mod tests {
             min: Bitrate::kbps(kbps),
             max: Bitrate::kbps(kbps),
             start: Bitrate::kbps(kbps),
+            uncapped: false,
         };
         rtcbench_cc::factory::build(ControllerKind::Fixed, &plan.options(), 1.0, limits, Instant::ZERO)
     }

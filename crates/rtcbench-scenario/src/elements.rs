@@ -352,6 +352,7 @@ pub fn call_plan(
         min_rate: vmin + audio_rate,
         max_rate: vmax + audio_rate,
         start_rate: vstart + audio_rate,
+        uncapped: false,
         priority: c.priority.unwrap_or(1.0),
         controller_seed: derive_seed(seed, &format!("{label}/controller")),
         gcc_draft_send_side: params.gcc_draft.as_ref().map(|p| p.deployment).unwrap_or_default()

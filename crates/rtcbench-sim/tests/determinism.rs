@@ -7,11 +7,11 @@ use rtcbench_cc::gcc::{GccConfig, GoogCc};
 use rtcbench_cc::ControllerKind;
 use rtcbench_scenario::schema::{AudioSpec, Param};
 use rtcbench_scenario::{builtin, load, Scenario};
-use rtcbench_units::Bitrate;
 use rtcbench_sim::trace::{ColumnData, Trace};
 use rtcbench_sim::{
     simulate, simulate_with, CallSetup, ControllerChoice, RunOptions, RunOutput, UserController, UserFeedback,
 };
+use rtcbench_units::Bitrate;
 
 const SENT: u8 = 0;
 const RECEIVED: u8 = 1;
@@ -90,6 +90,7 @@ fn gcc_as_user_controller(built: Arc<Mutex<Vec<CallSetup>>>) -> ControllerChoice
                 min_rate: setup.min_rate,
                 max_rate: setup.max_rate,
                 start_rate: setup.start_rate,
+                capped: true,
             };
             Box::new(GoogCc::new(cfg, setup.start))
         }),

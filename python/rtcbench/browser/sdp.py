@@ -5,8 +5,9 @@ the few edits that carry a scenario's call settings into Chromium where no API d
 
 Chromium reads three codec parameters of its own from the video codec's `a=fmtp` line,
 `x-google-min-bitrate`, `x-google-start-bitrate` and `x-google-max-bitrate` (kbit/s: the bounds
-and the start of its bandwidth estimate, libwebrtc `media/engine/webrtc_video_engine.cc`; Chromium
-156 was measured to take the start but not hold its estimate to the minimum, docs/browser.md), and
+and the start of its bandwidth estimate, libwebrtc `media/engine/webrtc_video_engine.cc`; the
+bounds are one setting of the transport, which an audio section without them clears: measured,
+docs/browser.md), and
 enables NACK and PLI per codec from `a=rtcp-fb` lines (RFC 4585 §4.2): removing `nack` turns
 retransmission requests off, removing `nack pli` leaves FIR (`ccm fir`, RFC 5104 §7.1) as the
 keyframe request. An edit is made to a description as it passes from one page to the other, so
