@@ -289,3 +289,44 @@ def test_only_a_browser_run_sends_another_codec_than_vp8(tmp_path: Path) -> None
         rtcbench.runner.run_variant(v, "gcc", 1)
     line = str(refused.value)
     assert "\n" not in line and "calls.0.video.codec = 'av1'" in line and "--mode browser" in line
+
+
+def _stats_and_usage(fps: dict[int, list[float]], cores: list[float]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A browser run's `stats` (each video flow's encoded frames a second, one sample a second)
+    and `usage` (two processes sharing `cores[k]` in second k, sampled every 500 ms)."""
+    stats = pl.DataFrame(
+        [
+            {"t_us": k * 1_000_000 + 500_000, "flow": flow, "side": "sender", "frames_per_second": f}
+            for flow, series in fps.items()
+            for k, f in enumerate(series)
+        ],
+        schema={"t_us": pl.Int64, "flow": pl.Int32, "side": pl.String, "frames_per_second": pl.Float64},
+    )
+    usage, spent = [], {"PC1": 0.0, "relay": 0.0}
+    for half in range(2 * len(cores) + 1):
+        for process, share in (("PC1", 0.9), ("relay", 0.1)):
+            usage.append({"t_us": half * 500_000, "process": process, "cpu_s": spent[process]})
+            if half < 2 * len(cores):
+                spent[process] += share * cores[half // 2] * 0.5
+    return stats, pl.DataFrame(usage)
+
+
+def test_the_machine_is_named_where_encoders_fell_behind_on_a_busy_machine() -> None:
+    # Measured in Table 6.4's Chromium run (Guerrero Viveros 2019): five calls at 60 fps, the
+    # competing ones encoding 16-27 frames a second from 120 s with the run at 1.66-1.81 of 2 cores.
+    from rtcbench.browser.machine import starved_warning, starved_windows
+
+    asked = {0: ("up.video", 60.0), 4: ("comp4.video", 60.0)}
+    fps = {0: [60.0] * 30, 4: [60.0] * 10 + [20.0] * 20}
+    stats, usage = _stats_and_usage(fps, [0.7] * 10 + [0.8] * 10 + [1.8] * 10)
+    windows = starved_windows(stats, usage, asked, cores=2)
+    # 10-20 s: behind, but the machine had room (a network that made the encoder drop frames).
+    assert [(w["start_s"], w["flow"], w["fps_median"]) for w in windows] == [(20.0, "comp4.video", 20.0)]
+    assert windows[0]["cores_used"] == pytest.approx(1.8, rel=0.02)
+    assert "comp4.video encoded a median 20 of its 60 frames a second" in str(starved_warning(windows, 2))
+    # A busy machine whose encoders keep up (seed 003's three calls at 30 fps: 1.57-1.66 cores).
+    busy = _stats_and_usage({0: [30.0] * 30}, [1.7] * 30)
+    assert starved_windows(*busy, {0: ("A1.video", 30.0)}, cores=2) == []
+    # The same run on a machine of four cores had room.
+    assert starved_windows(stats, usage, asked, cores=4) == []
+    assert starved_warning([], 2) is None

@@ -135,7 +135,7 @@ def _summary(periods: list[tuple[float, float, float, float]], **browser: Any) -
             }
             for i, (a, b, rate, q95) in enumerate(periods)
         ],
-        "browser": browser,
+        "browser": {"machine": {"cores": 2, "starved_windows": []}, **browser},
         "flows": [{"name": "G.video", "kind": "video"}],
     }
 
@@ -163,6 +163,14 @@ def test_a_browser_run_is_fair_unless_it_failed_missed_its_timing_or_was_cpu_lim
     assert "invalid" in str(reproduce.run_problem(_summary([], valid=False)))
     limited = _summary([], valid=True, calls={"G": {"quality_limitation": {"cpu": 0.2}}})
     assert reproduce.run_problem(limited) == "CPU-limited: G.video's encoder in 20% of its samples"
+    # Chromium never said "cpu" on this machine: the run's own tables tell (rtcbench.browser.machine).
+    window = {"start_s": 120.0, "flow": "G.video", "fps_asked": 60.0, "fps_median": 20.0, "cores_used": 1.8}
+    starved = _summary([], valid=True, machine={"cores": 2, "starved_windows": [window]})
+    assert reproduce.run_problem(starved) == (
+        "CPU-limited: the machine held the encoders back in 1 10 s window(s) from 120 s: G.video encoded "
+        "a median 20 of its 60 frames a second while the run used 1.80-1.80 of 2 cores; its rates there "
+        "describe this machine, not the network"
+    )
 
 
 def _run_folder(tmp_path: Path, first_sent_s: dict[str, float | None]) -> Path:

@@ -51,6 +51,7 @@ from rtcbench.browser.chromium import (
     usage,
     wait_connected,
 )
+from rtcbench.browser.machine import machine_cores, starved_warning, starved_windows
 from rtcbench.browser.trace import Connection, Stream, browser_tables
 from rtcbench.emulation.media import PlannedCall, call_plans
 from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info
@@ -60,7 +61,7 @@ from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import Testbed, TestbedError, build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
 
-__all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "connections"]
+__all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "cameras", "connections"]
 
 CONTROLLER = "gcc"
 """The controller a browser run runs: Chromium's own, libwebrtc's GoogCC (rtcbench's `gcc`)."""
@@ -227,6 +228,17 @@ def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Conne
         else:
             out.append(Connection(m["name"], stream.src, stream.dst, [stream], via=m.get("via")))
     return out
+
+
+def cameras(conns: Sequence[Connection], meta: dict[str, Any]) -> dict[int, tuple[str, float]]:
+    """Each video flow's id → its name and the frame rate its camera gives (`video.fps`)."""
+    names = {int(f["id"]): str(f["name"]) for f in meta["flows"]}
+    return {
+        flow: (names.get(flow, str(flow)), float(s.video.fps))
+        for c in conns
+        for s in c.streams
+        if s.video is not None and (flow := s.flows.get("video")) is not None
+    }
 
 
 def _clip_for(streams: Sequence[Stream], folder: Path, seed: int) -> Path | None:
@@ -642,5 +654,10 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
         "observed": observed,
         **relay_info(report),
     }
+    cores = machine_cores()
+    starved = starved_windows(tables.stats, tables.usage, cameras(conns, meta), cores)
+    info["machine"] = {"cores": cores, "starved_windows": starved}
+    if (warning := starved_warning(starved, cores)) is not None:
+        info["warnings"].append(warning)
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Browsed(tables, info)

@@ -6,10 +6,11 @@ own numbers beside them (docs/reproduction.md).
 
 Runs already complete in `out` are kept and reused, as `rtcbench suite` does, so an interrupted
 reproduction resumes where it stopped. A browser run that is not a fair measurement of the
-network (the relay missed its timing goal, the browser's encoder was held back by the CPU in
-more than `CPU_LIMITED_SHARE` of its samples, or a call was offered more than `LATE_START_S`
-after the scenario's start for it) is moved to `<out>/rejected/` and run again, up to
-`attempts` times; the last is kept and marked.
+network (the relay missed its timing goal, the browser's encoder was held back by the CPU: in
+more than `CPU_LIMITED_SHARE` of its samples by Chromium's own account, or in a window where it
+fell behind its camera while the run held most of the machine (`machine_starved`), or a call was
+offered more than `LATE_START_S` after the scenario's start for it) is moved to `<out>/rejected/`
+and run again, up to `attempts` times; the last is kept and marked.
 
 Three tables are written to `out`, each by rename:
 - `reproduction.parquet`, one row per seed-table row (`ROWS_SCHEMA`): the seed's value,
@@ -34,6 +35,8 @@ from typing import Any, Literal
 
 import polars as pl
 
+from rtcbench.browser.machine import machine_cores, starved_warning, starved_windows
+from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
@@ -59,6 +62,7 @@ __all__ = [
     "BrowserRuns",
     "Reproduction",
     "compare_periods",
+    "machine_starved",
     "measure_case",
     "period_agrees",
     "period_values",
@@ -156,9 +160,10 @@ _PERIOD_KEYS = {metric: (key, scale) for metric, key, scale in _PERIOD_METRICS}
 def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | None:
     """Why a browser run is not a fair measurement of the network, or None: it failed, its relay
     missed the timing goal, a sender's encoder was CPU-limited in more than `CPU_LIMITED_SHARE` of
-    its samples, or a call started more than `LATE_START_S` after its time: its offer, as the
-    summary records it (`offer_late`), or, in a run made before that was recorded, its first
-    video (read from the run's `folder`, when given: `late_starts`)."""
+    its samples or the machine held the encoders back (`machine_starved`), or a call started more
+    than `LATE_START_S` after its time: its offer, as the summary records it (`offer_late`), or,
+    in a run made before that was recorded, its first video (read from the run's `folder`, when
+    given: `late_starts`)."""
     real = summary.get("browser") or {}
     if real.get("failure"):
         return f"failed: {real['failure']}"
@@ -169,6 +174,9 @@ def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | No
             share = cpu_limited(summary, f["name"])
             if share is not None and share > CPU_LIMITED_SHARE:
                 return f"CPU-limited: {f['name']}'s encoder in {share:.0%} of its samples"
+    windows, cores = machine_starved(summary, folder)
+    if (warning := starved_warning(windows, cores)) is not None:
+        return f"CPU-limited: {warning}"
     offers: dict[str, float | None] = {
         name: (call.get("setup_s") or {}).get("offer_late")
         for name, call in (real.get("calls") or {}).items()
@@ -187,6 +195,28 @@ def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | No
             if began > LATE_START_S:
                 return f"late start: {flow} began {began:.1f} s after its call's start"
     return None
+
+
+def machine_starved(summary: dict[str, Any], folder: Path | None) -> tuple[list[dict[str, Any]], int]:
+    """The windows of a browser run in which the machine held its encoders back
+    (`rtcbench.browser.machine.starved_windows`), and the machine's cores: as the summary records
+    them (`browser.machine`), or, for a run made before it did, from the tables in its `folder`,
+    judged against this machine's cores (none without a folder)."""
+    recorded = (summary.get("browser") or {}).get("machine")
+    if recorded is not None:
+        return list(recorded.get("starved_windows") or []), int(recorded.get("cores") or 0)
+    if folder is None:
+        return [], 0
+    try:
+        stats = pl.read_parquet(folder / "stats.parquet")
+        usage = pl.read_parquet(folder / "usage.parquet")
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise InputError(f"{folder}: cannot read the run's stats and usage tables ({e})") from e
+    variant = resolve(folder / "scenario.toml")[0]
+    meta = summary.get("meta") or {}
+    asked = cameras(connections(variant, meta, int(summary.get("seed", BROWSER_SEED))), meta)
+    cores = machine_cores()
+    return starved_windows(stats, usage, asked, cores), cores
 
 
 def late_starts(summary: dict[str, Any], folder: Path) -> dict[str, float | None]:
