@@ -26,7 +26,15 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["BUSY_SHARE", "FRAME_RATE_KEPT", "WINDOW_S", "machine_cores", "starved_warning", "starved_windows"]
+__all__ = [
+    "BUSY_SHARE",
+    "FRAME_RATE_KEPT",
+    "WINDOW_S",
+    "judge",
+    "machine_cores",
+    "starved_warning",
+    "starved_windows",
+]
 
 WINDOW_S = 10.0
 """Length of the windows judged."""
@@ -105,6 +113,13 @@ def starved_windows(
             "window", "name", "asked", "fps_median", "cores_used"
         ).iter_rows()
     ]
+
+
+def judge(stats: pl.DataFrame, usage: pl.DataFrame, asked: Mapping[int, tuple[str, float]]) -> dict[str, Any]:
+    """What a browser run's summary records of this machine (`browser.machine`): its `cores`
+    and the `starved_windows` of the run whose tables are `stats` and `usage`."""
+    cores = machine_cores()
+    return {"cores": cores, "starved_windows": starved_windows(stats, usage, asked, cores)}
 
 
 def starved_warning(windows: list[dict[str, Any]], cores: int) -> str | None:

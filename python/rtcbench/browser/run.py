@@ -51,7 +51,7 @@ from rtcbench.browser.chromium import (
     usage,
     wait_connected,
 )
-from rtcbench.browser.machine import machine_cores, starved_warning, starved_windows
+from rtcbench.browser.machine import judge, starved_warning
 from rtcbench.browser.trace import Connection, Stream, browser_tables
 from rtcbench.emulation.media import PlannedCall, call_plans
 from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info
@@ -654,10 +654,9 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
         "observed": observed,
         **relay_info(report),
     }
-    cores = machine_cores()
-    starved = starved_windows(tables.stats, tables.usage, cameras(conns, meta), cores)
-    info["machine"] = {"cores": cores, "starved_windows": starved}
-    if (warning := starved_warning(starved, cores)) is not None:
+    machine = judge(tables.stats, tables.usage, cameras(conns, meta))
+    info["machine"] = machine
+    if (warning := starved_warning(machine["starved_windows"], machine["cores"])) is not None:
         info["warnings"].append(warning)
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Browsed(tables, info)

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from rtcbench.browser.machine import machine_cores, starved_warning, starved_windows
+from rtcbench.browser.machine import judge, starved_warning
 from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
@@ -202,21 +202,21 @@ def machine_starved(summary: dict[str, Any], folder: Path | None) -> tuple[list[
     (`rtcbench.browser.machine.starved_windows`), and the machine's cores: as the summary records
     them (`browser.machine`), or, for a run made before it did, from the tables in its `folder`,
     judged against this machine's cores (none without a folder)."""
-    recorded = (summary.get("browser") or {}).get("machine")
-    if recorded is not None:
-        return list(recorded.get("starved_windows") or []), int(recorded.get("cores") or 0)
-    if folder is None:
-        return [], 0
-    try:
-        stats = pl.read_parquet(folder / "stats.parquet")
-        usage = pl.read_parquet(folder / "usage.parquet")
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise InputError(f"{folder}: cannot read the run's stats and usage tables ({e})") from e
-    variant = resolve(folder / "scenario.toml")[0]
-    meta = summary.get("meta") or {}
-    asked = cameras(connections(variant, meta, int(summary.get("seed", BROWSER_SEED))), meta)
-    cores = machine_cores()
-    return starved_windows(stats, usage, asked, cores), cores
+    machine = (summary.get("browser") or {}).get("machine")
+    if machine is None:
+        if folder is None:
+            return [], 0
+        try:
+            stats = pl.read_parquet(folder / "stats.parquet")
+            usage = pl.read_parquet(folder / "usage.parquet")
+        except (OSError, pl.exceptions.PolarsError) as e:
+            raise InputError(f"{folder}: cannot read the run's stats and usage tables ({e})") from e
+        variant = resolve(folder / "scenario.toml")[0]
+        meta = summary.get("meta") or {}
+        machine = judge(
+            stats, usage, cameras(connections(variant, meta, int(summary.get("seed", BROWSER_SEED))), meta)
+        )
+    return list(machine.get("starved_windows") or []), int(machine.get("cores") or 0)
 
 
 def late_starts(summary: dict[str, Any], folder: Path) -> dict[str, float | None]:
