@@ -248,7 +248,8 @@ def stopping(pool: ProcessPoolExecutor) -> Iterator[None]:
         yield
     except BrokenProcessPool:
         stop(pool)
-        processes = list(getattr(pool, "_processes", {}).values())
+        # A broken pool may already have dropped its table of processes (None).
+        processes = list((getattr(pool, "_processes", None) or {}).values())
         if any(p.exitcode in (INTERRUPTED, -signal.SIGTERM, -signal.SIGINT) for p in processes):
             raise KeyboardInterrupt from None
         raise
