@@ -122,6 +122,28 @@ def test_a_reproduction_resumes_without_running_again(
         assert pl.read_parquet(out / name).height > 0 or name == reproduce.PERIODS
 
 
+def test_the_committed_reference_stands_in_for_the_browser_runs(
+    simulated_set: tuple[Path, reproduce.Reproduction],
+) -> None:
+    # `--browser reference`: Chromium's numbers come from the committed tables, set against the
+    # simulated runs already in OUT; no browser runs.
+    from rtcbench.reproduce import reference
+
+    out, _ = simulated_set
+    ref_rows, ref_periods = reference.load()
+    result = reproduce.reproduce(out, [experiments.table("000-6.2.1")], browser="reference", sim_seeds=(1,))
+    (row,) = result.rows.iter_rows(named=True)
+    expected = ref_rows.filter((pl.col("table") == "000-6.2.1") & (pl.col("key") == "rate"))["chromium"]
+    assert row["chromium"] == pytest.approx(expected.item())
+    assert row["chromium_fair"] is True and row["simulated_agrees_with_chromium"] is not None
+    assert result.findings["chromium"].null_count() == 0
+    case_periods = ref_periods.filter(pl.col("case") == "seed000-5.2.5")
+    assert result.periods.height == case_periods.height > 0
+    for p in result.periods.iter_rows(named=True):
+        assert p["agrees"] == reproduce.period_agrees(p["metric"], p["chromium"], p["simulated"])
+    assert len(list((out / "seed000-5.2.5" / "gcc").iterdir())) == 1  # the simulated runs' key alone
+
+
 def _summary(periods: list[tuple[float, float, float, float]], **browser: Any) -> dict[str, Any]:
     return {
         "periods": [
@@ -341,7 +363,7 @@ def test_the_command_refuses_an_unknown_table_or_browser_mode_in_one_line(tmp_pa
     rtcbench = [sys.executable, "-m", "rtcbench.cli"]
     for args, names in (
         (["--table", "000-table-9.9"], "no seed table '000-table-9.9'; there are 000-6.2.1, "),
-        (["--browser", "sometimes"], "--browser must be one of run, kept, none, got 'sometimes'"),
+        (["--browser", "sometimes"], "--browser must be one of run, kept, reference, none, got 'sometimes'"),
         (["--browser-jobs", "0"], "--browser-jobs must be at least 1, got 0"),
     ):
         out = subprocess.run(

@@ -27,7 +27,8 @@ def reproduce_cmd(
         str,
         typer.Option(
             help="run: the calls between Chromium peers too (as root, in real time), those not "
-            "complete in OUT; kept: only the browser runs complete in OUT; none: the simulator alone.",
+            "complete in OUT; kept: only the browser runs complete in OUT; reference: Chromium's "
+            "numbers from the committed reference tables, no browser; none: the simulator alone.",
         ),
     ] = "run",
     attempts: Annotated[

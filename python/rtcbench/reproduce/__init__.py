@@ -93,11 +93,13 @@ BROWSER_JOBS = 2
 kept the relay's timing (departures p99 97 and 103 µs, against the 200 µs goal) and neither encoder
 was held back by the CPU; a run that is not fair all the same is run again alone."""
 
-BrowserRuns = Literal["run", "kept", "none"]
-BROWSER_RUNS: tuple[BrowserRuns, ...] = ("run", "kept", "none")
+BrowserRuns = Literal["run", "kept", "reference", "none"]
+BROWSER_RUNS: tuple[BrowserRuns, ...] = ("run", "kept", "reference", "none")
 """What `reproduce` does with the browser half: `run` the calls a complete run in `out` does not
 already give, use only the `kept` ones (a partial set: its rows without one get no Chromium
-value), or `none` (the simulator alone)."""
+value), take Chromium's numbers from the committed `reference` tables (`reference.load`: the
+fair runs' rows and periods, as last exported; no browser runs, no root), or `none` (the
+simulator alone)."""
 
 ROWS = "reproduction.parquet"
 FINDINGS = "findings.parquet"
@@ -513,7 +515,14 @@ def reproduce(
     chromium_values: dict[RowId, float | None] = {}
     chromium_summaries: dict[Case, dict[str, Any]] = {}
     problems: dict[str, str] = {}
-    if browser != "none":
+    referenced: list[dict[str, Any]] = []
+    if browser == "reference":
+        from rtcbench.reproduce import reference
+
+        chromium_values, referenced = reference.chromium(
+            {t.id for t in tables}, {case.label(): sims for case, sims in sim_summaries.items()}
+        )
+    elif browser != "none":
         browser_plan = {
             case: _Job.plan(variants[case], CONTROLLER, CONTROLLER, BROWSER_SEED, out, command, BROWSER)
             for case in chosen
@@ -556,7 +565,7 @@ def reproduce(
                 on_run(case, BROWSER, BROWSER_SEED, summary, ran_now)
 
     rows, findings = table_rows(tables, chromium_values, sim_values, frozenset(problems))
-    periods = [
+    periods = referenced + [
         row
         for case, summary in chromium_summaries.items()
         for row in compare_periods(case.label(), summary, sim_summaries[case])

@@ -18,11 +18,21 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.reproduce import period_agrees, period_values
+from rtcbench.reproduce import _mean_sd, period_agrees, period_values
 from rtcbench.reproduce.experiments import TABLES, Row
 from rtcbench.results import write_bytes_atomic
 
-__all__ = ["FOLDER", "PERIODS_FILE", "ROWS_FILE", "Change", "changes", "export", "load", "period_changes"]
+__all__ = [
+    "FOLDER",
+    "PERIODS_FILE",
+    "ROWS_FILE",
+    "Change",
+    "changes",
+    "chromium",
+    "export",
+    "load",
+    "period_changes",
+]
 
 FOLDER = Path(__file__).resolve().parent / "reference"
 ROWS_FILE = "chromium-rows.csv"
@@ -66,6 +76,44 @@ def load(folder: Path = FOLDER) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.read_csv(path) if path.is_file() else pl.DataFrame(schema=dict.fromkeys(columns, pl.String))
         )
     return frames[0], frames[1]
+
+
+def chromium(
+    tables: set[str], simulated: dict[str, list[dict[str, Any]]], folder: Path = FOLDER
+) -> tuple[dict[tuple[str, str], float | None], list[dict[str, Any]]]:
+    """Chromium's half of a reproduction of `tables` (their ids) from the reference in `folder`:
+    its value of every referenced row, by (table, key), and the referenced periods of those
+    tables' cases as `PERIODS_SCHEMA` rows, each set against the simulated runs' summaries now
+    (`simulated`: by case label, as `Reproduction.simulated_summaries`)."""
+    rows, periods = load(folder)
+    values: dict[tuple[str, str], float | None] = {
+        (r["table"], r["key"]): float(r["chromium"])
+        for r in rows.iter_rows(named=True)
+        if r["table"] in tables
+    }
+    out = []
+    for ref in periods.iter_rows(named=True):
+        if ref["case"] not in simulated:
+            continue
+        span = (ref["start_s"], ref["end_s"])
+        mean, sd, _ = _mean_sd(period_values(simulated[ref["case"]], ref["flow"], span, ref["metric"]))
+        b = float(ref["chromium"])
+        out.append(
+            {
+                "case": ref["case"],
+                "flow": ref["flow"],
+                "period": ref["period"],
+                "start_s": ref["start_s"],
+                "end_s": ref["end_s"],
+                "metric": ref["metric"],
+                "chromium": b,
+                "simulated": mean,
+                "simulated_sd": sd,
+                "difference": None if not b or mean is None else mean / b - 1,
+                "agrees": period_agrees(ref["metric"], b, mean),
+            }
+        )
+    return values, out
 
 
 @dataclass(frozen=True)

@@ -92,11 +92,12 @@ def markdown(
 
 def verdict_line(finding: dict[str, Any]) -> str:
     """One line per finding: does it hold for Chromium 156, does the simulator agree with it? (If
-    Chromium was not run: does it hold for the simulator?)"""
+    a number it needs has no Chromium value, no browser run or no fair one in the reference: does
+    it hold for the simulator?)"""
     c, s = finding["chromium"], finding["simulated"]
     sim = "not measured" if s is None else "holds" if s else "does not hold"
     if c is None:
-        return f"{finding['finding']}: Chromium 156 not run; for the simulator it {sim}"
+        return f"{finding['finding']}: no Chromium 156 number for it; for the simulator it {sim}"
     holds = "holds" if c else "does not hold"
     invalid = " (an invalid run)" if finding["chromium_fair"] is False else ""
     agree = "not measured" if s is None else "agrees" if c == s else f"disagrees (it {sim})"
