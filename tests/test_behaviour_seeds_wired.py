@@ -256,8 +256,12 @@ def test_003_fec_trades_goodput_for_fewer_freezes(simulate: Simulate) -> None:
     The overhead band was 25-50 % (31-45 % measured) until model revision 11: the calls then ran
     at 0.2-0.8 Mbit/s, held down by a window pushback that counted packets whose feedback was lost
     as in flight for a minute; they now run at 1.3-1.5 Mbit/s, where libwebrtc's protection factor,
-    which grows with the bytes per frame, is higher. Chromium 156 on the same network sends 0.6-1.4
-    Mbit/s per direction (docs/reproduction.md); its FEC, inside RED, cannot be measured."""
+    which grows with the bytes per frame, is higher. So the band follows the flow's rate: 50-75 %
+    at 1 Mbit/s or more, 25-50 % below. Since model revision 14 (GoogCC's loss-based estimator
+    with Chromium 156's defaults) one flow of seed 1 runs below 1 Mbit/s: A at 50 ms one way,
+    0.54 Mbit/s with 42.5 % of FEC (0.96 with FEC off; the mean of seeds 1-3 is 1.12, Chromium
+    1.04). Chromium 156 on the same network sends 0.6-1.4 Mbit/s per direction
+    (docs/reproduction.md); its FEC, inside RED, cannot be measured."""
     on = simulate("seed003-loss-delay", "gcc", 1)
     off = simulate("seed003-loss-delay", "gcc", 1, ("calls.A.fec=false", "calls.B.fec=false"))
     for a, b in zip(on, off, strict=True):
@@ -265,7 +269,10 @@ def test_003_fec_trades_goodput_for_fewer_freezes(simulate: Simulate) -> None:
         fa, fb = _video_flows(a), _video_flows(b)
         assert 0.6 <= _rebuilt_share(a) <= 0.95, (variant, _rebuilt_share(a))
         assert _rebuilt_share(b) == 0.0
-        assert all(0.5 <= f["fec_overhead"] <= 0.75 for f in fa), variant
+        for f in fa:
+            # The protection factor grows with the bytes per frame (docstring).
+            low, high = (0.5, 0.75) if f["mean_send_rate_bps"] >= 1e6 else (0.25, 0.5)
+            assert low <= f["fec_overhead"] <= high, (variant, f["name"], f["mean_send_rate_bps"])
         assert all(f["fec_overhead"] == 0.0 for f in fb), variant
         goodput = [sum(f["mean_goodput_bps"] for f in fs) for fs in (fa, fb)]
         assert goodput[0] < 0.85 * goodput[1], (variant, goodput)

@@ -264,6 +264,15 @@ def test_000_5_3_near_the_ap_a_call_is_as_on_a_wire(simulate: Simulate) -> None:
             assert metric(r, f"{call}.video", a, b, "qdelay_p50_ms") < 10, (scenario, call, a)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="model revision 14 (GoogCC's loss-based estimator with Chromium 156's defaults): the "
+    "downlink call still collapses, but over the minute instead of at once: 1.73, 1.43, 1.34, 0.99, "
+    "0.75, 0.51 Mbit/s in the 10 s windows of 60-120 s, 1.00 on average over 70-120 s (38 % of "
+    "section 1; 0.66 at revision 13, the thesis 0.24), then 0.06 with the uploads. Which pace is "
+    "Chromium's is not measured: its two runs of this case on this machine missed the relay's "
+    "timing (departures p99 246 µs, then 20.6 ms with the encoders at 4 of 60 frames a second)",
+)
 def test_000_5_3_8_downlink_tcp_at_the_ap_collapses_the_downlink_call_not_the_uplink(
     simulate: Simulate,
 ) -> None:

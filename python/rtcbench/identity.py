@@ -43,7 +43,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 13
+MODEL_REVISION = 14
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -72,7 +72,9 @@ libwebrtc's 30 kbit/s and GoogCC's the streams' least allocation, not the scenar
 which Chromium 156 was measured not to hold (issue 34: `gcc` runs whose estimate fell below the
 scenario's minimum change); 13: as Chromium 156, `gcc` in a call with audio is not capped at the
 call's maximum, and its first probes are bounded by twice the streams' maximum (issue 34: `gcc`
-runs with audio whose path has room above the call's maximum change)."""
+runs with audio whose path has room above the call's maximum change); 14: `gcc`'s loss-based
+estimator has the defaults Chromium 156 runs with (libwebrtc's of May 2025, not the `goog_cc`
+crate's of December 2024; issue 34: every `gcc` run changes)."""
 
 BROWSER_REVISION = 10
 """The revision of what a browser run depends on in rtcbench: the network model, the relay and the

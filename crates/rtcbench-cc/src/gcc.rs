@@ -5,7 +5,8 @@
 //! vocabulary to the port's `NetworkControllerInterface` messages and back, and drives the
 //! controller's 25 ms process interval (`GoogCcNetworkControllerFactory::GetProcessInterval`).
 //! Field trials are the port's defaults, but for the congestion-window pushback, which runs here
-//! ([`pushback`]) instead of in the port. What the port keeps private (the delay-based and
+//! ([`pushback`]) instead of in the port, and for the loss-based estimator, which is given the
+//! defaults Chromium 156 runs with ([`chromium_loss_based_bwe`]). What the port keeps private (the delay-based and
 //! loss-based estimates) cannot be traced; what its updates carry is (see
 //! `docs/controllers/gcc.md`).
 
@@ -19,6 +20,7 @@ use goog_cc::transport::{
     TargetRateConstraints, TransportLossReport, TransportPacketsFeedback,
 };
 use goog_cc::units::{DataRate, DataSize as GDataSize, TimeDelta, Timestamp};
+use goog_cc::LossBasedBweV2Config;
 use goog_cc::{GoogCcConfig, GoogCcNetworkController};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 
@@ -32,6 +34,40 @@ pub const PROCESS_INTERVAL: Duration = Duration::from_millis(25);
 /// libwebrtc's scenario tests start their clock far from zero; some GoogCC code treats small
 /// timestamps specially (e.g. `Timestamp::Zero()` as "unset"), so our time 0 maps to this.
 const EPOCH: Duration = Duration::from_secs(100_000);
+
+/// `LossBasedBweV2`'s configuration as Chromium 156 runs it. libwebrtc changed eleven of its
+/// defaults on 2025-05-20 (webrtc commit 068e6ba696, "Update new default loss based configs"),
+/// after the revision the `goog_cc` crate ports, and kept them through the newest libwebrtc
+/// available here (2026-07). Every other parameter is the same in both, so the rest stays the
+/// crate's. What each one does is in docs/controllers/gcc.md ("The loss-based estimator").
+pub fn chromium_loss_based_bwe() -> LossBasedBweV2Config {
+    LossBasedBweV2Config {
+        // A ramp-up is bounded by 1.5 × the acknowledged rate, 1.2 × after a hold
+        // (crate: unbounded, 10⁶).
+        bw_rampup_upper_bound_factor: 1.5,
+        bw_rampup_upper_bound_in_hold_factor: 1.2,
+        // Loss above which the higher of the candidate rates stops being preferred (crate: 0.15).
+        loss_threshold_of_high_bandwidth_preference: 0.2,
+        // The bandwidth terms of the inherent-loss and instant upper bounds (crate: 75 kbit/s).
+        inherent_loss_upper_bound_bw_balance: DataRate::from_kilobits_per_sec(100),
+        instant_upper_bound_bw_balance: DataRate::from_kilobits_per_sec(100),
+        // Observations the loss rate is averaged over (crate: 20).
+        observation_window_size: 15,
+        // The estimator may limit the rate before the delay-based estimate first settles.
+        use_in_start_phase: true,
+        // The estimate never falls below the acknowledged rate (crate: no floor).
+        lower_bound_by_acked_rate_factor: 1.0,
+        // After a loss-limited decrease the estimate holds, for twice as long at each repeat.
+        hold_duration_factor: 2.0,
+        // Loss is counted in bytes, not packets.
+        use_byte_loss_rate: true,
+        // The estimator may ask for padding for 2 s to test a rate above the acknowledged one.
+        padding_duration: TimeDelta::from_seconds(2),
+        // The chosen candidate is bounded by the upper bounds.
+        bound_best_candidate: true,
+        ..LossBasedBweV2Config::default()
+    }
+}
 
 /// Rate limits given to GoogCC as its `TargetRateConstraints` and stream configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +153,7 @@ impl GoogCc {
         // runs them, with the bytes in flight this adapter reports.
         let mut field_trials = FieldTrials::default();
         field_trials.congestion_window.queue_size_ms = 0;
+        field_trials.loss_based_bwe_v2 = chromium_loss_based_bwe();
         let config = NetworkControllerConfig { field_trials, constraints, stream_based_config: streams };
         let mut this = Self {
             inner: GoogCcNetworkController::new(config, GoogCcConfig::default()),
