@@ -65,6 +65,7 @@ __all__ = [
     "machine_starved",
     "measure_case",
     "period_agrees",
+    "period_row",
     "period_values",
     "reproduce",
     "run_problem",
@@ -400,25 +401,35 @@ def compare_periods(
                 continue
             for metric, key, scale in _PERIOD_METRICS:
                 b = None if bf.get(key) is None else bf[key] * scale
-                mean, sd, _ = _mean_sd(period_values(simulated, bf["name"], span, metric))
-                difference = None if not b or mean is None else mean / b - 1
-                agrees = period_agrees(metric, b, mean)
-                out.append(
-                    {
-                        "case": label,
-                        "flow": bf["name"],
-                        "period": period["index"],
-                        "start_s": period["start_s"],
-                        "end_s": period["end_s"],
-                        "metric": metric,
-                        "chromium": b,
-                        "simulated": mean,
-                        "simulated_sd": sd,
-                        "difference": difference,
-                        "agrees": agrees,
-                    }
-                )
+                out.append(period_row(label, bf["name"], period["index"], span, metric, b, simulated))
     return out
+
+
+def period_row(
+    label: str,
+    flow: str,
+    index: int,
+    span: tuple[float, float],
+    metric: str,
+    chromium: float | None,
+    simulated: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """One `PERIODS_SCHEMA` row: Chromium's value of `metric` for `flow` in the period `span`
+    against the mean of the simulated summaries' values there."""
+    mean, sd, _ = _mean_sd(period_values(simulated, flow, span, metric))
+    return {
+        "case": label,
+        "flow": flow,
+        "period": index,
+        "start_s": span[0],
+        "end_s": span[1],
+        "metric": metric,
+        "chromium": chromium,
+        "simulated": mean,
+        "simulated_sd": sd,
+        "difference": None if not chromium or mean is None else mean / chromium - 1,
+        "agrees": period_agrees(metric, chromium, mean),
+    }
 
 
 def _reject(folder: Path, out: Path) -> None:

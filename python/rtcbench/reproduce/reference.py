@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.reproduce import _mean_sd, period_agrees, period_values
+from rtcbench.reproduce import period_agrees, period_row, period_values
 from rtcbench.reproduce.experiments import TABLES, Row
 from rtcbench.results import write_bytes_atomic
 
@@ -91,28 +91,19 @@ def chromium(
         for r in rows.iter_rows(named=True)
         if r["table"] in tables
     }
-    out = []
-    for ref in periods.iter_rows(named=True):
-        if ref["case"] not in simulated:
-            continue
-        span = (ref["start_s"], ref["end_s"])
-        mean, sd, _ = _mean_sd(period_values(simulated[ref["case"]], ref["flow"], span, ref["metric"]))
-        b = float(ref["chromium"])
-        out.append(
-            {
-                "case": ref["case"],
-                "flow": ref["flow"],
-                "period": ref["period"],
-                "start_s": ref["start_s"],
-                "end_s": ref["end_s"],
-                "metric": ref["metric"],
-                "chromium": b,
-                "simulated": mean,
-                "simulated_sd": sd,
-                "difference": None if not b or mean is None else mean / b - 1,
-                "agrees": period_agrees(ref["metric"], b, mean),
-            }
+    out = [
+        period_row(
+            ref["case"],
+            ref["flow"],
+            ref["period"],
+            (ref["start_s"], ref["end_s"]),
+            ref["metric"],
+            float(ref["chromium"]),
+            simulated[ref["case"]],
         )
+        for ref in periods.iter_rows(named=True)
+        if ref["case"] in simulated
+    ]
     return values, out
 
 
