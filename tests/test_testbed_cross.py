@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import random
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -338,6 +339,28 @@ def congestion_controls(ss: str) -> dict[int, str]:
     return found
 
 
+SS_WATCHER = """
+import subprocess, sys, time
+while True:
+    out = subprocess.run(["ss", "-tinH"], capture_output=True, text=True).stdout
+    sys.stdout.write(f"@ {time.monotonic()!r}\\n{out}")
+    sys.stdout.flush()
+    time.sleep(0.05)
+"""
+"""Lists the namespace's TCP sockets every 50 ms, each look after a line `@ <time.monotonic()>`."""
+
+
+def ss_looks(out: str) -> list[tuple[float, str]]:
+    """The watcher's looks: (`time.monotonic()` when listed, what `ss -tinH` printed)."""
+    looks: list[tuple[float, list[str]]] = []
+    for line in out.splitlines():
+        if line.startswith("@ "):
+            looks.append((float(line[2:]), []))
+        elif looks:
+            looks[-1][1].append(line)
+    return [(at, "\n".join(lines)) for at, lines in looks]
+
+
 def tcp_segments(bed: Testbed, node: str) -> tuple[int, int]:
     snmp = bed.run(node, ["cat", "/proc/net/snmp"], capture_output=True, text=True, check=True).stdout
     names, values = (line.split() for line in snmp.splitlines() if line.startswith("Tcp:"))
@@ -354,23 +377,23 @@ def ran(variant: rtcbench.Variant, tmp_path_factory: pytest.TempPathFactory) -> 
     with testbed.build(variant) as bed:
         inodes = {(netns.NETNS_DIR / n).stat().st_ino for n in bed.topology.namespaces}
         kernel_forwarding_and_shapers(bed)
+        # A watcher in A's namespace lists its sockets every 50 ms from before the flows start,
+        # so that no look depends on how soon this process is scheduled: on a loaded machine a
+        # look spawned from here once came 2.4 s late, after A's flows (0.5-3.0 s) had ended.
+        with (logs / "ss.txt").open("w") as listed:
+            watcher = bed.popen("A", [sys.executable, "-c", SS_WATCHER], stdout=listed)
         traffic = cross.start(bed, flows, end_s=END_S, log_dir=logs)
         t0 = traffic.go()
-        time.sleep(max(0.0, t0 + 0.7 - time.monotonic()))  # the bulk flows are running
-        # Every 0.1 s while they run (0.5-3.0 s), until A's three bulk flows are listed with their
-        # congestion control; every look is kept for the failure message.
-        looks: list[tuple[float, str]] = []
+        traffic.wait(END_S + 10)
+        watcher.kill()
+        watcher.wait()
+        listed_looks = ss_looks((logs / "ss.txt").read_text())
+        looks = [(at - t0, ss) for at, ss in listed_looks if 0.5 < at - t0 < 3.0]
         socket_cc: dict[int, str] = {}
-        while len(socket_cc) < 3 or "?" in socket_cc.values():
-            ss = bed.run("A", ["ss", "-tinH"], capture_output=True, text=True, check=True).stdout
-            looks.append((time.monotonic() - t0, ss))
+        for _, ss in looks:
             socket_cc |= {
                 port: cc for port, cc in congestion_controls(ss).items() if socket_cc.get(port, "?") == "?"
             }
-            if time.monotonic() > t0 + 2.8:
-                break
-            time.sleep(0.1)
-        traffic.wait(END_S + 10)
         segments = {node: tcp_segments(bed, node) for node in ("D", "E")}
         pids = [a.process.pid for a in traffic.agents]
         prefix = bed.topology.prefix
@@ -417,8 +440,9 @@ def test_each_socket_runs_the_congestion_control_asked_for(ran: Ran) -> None:
     # As the kernel reports it (`ss -ti`) while the flows run, and as the agent read it back.
     asked = {f.src_port: f.cc for f in ran.flows.values() if isinstance(f, TcpFlow) and f.src == "A"}
     assert asked == {49152: "cubic", 49153: "reno", 49154: "bbr"}
-    looks = "\n".join(f"at {at:.2f} s:\n{out}" for at, out in ran.ss_looks)
-    assert ran.socket_cc == asked, f"what ss -tinH printed in A's namespace:\n{looks}"
+    looks = "\n".join(f"at {at:.2f} s:\n{out}" for at, out in ran.ss_looks[:3])
+    said = f"{len(ran.ss_looks)} looks at A's sockets while they ran, the first three:\n{looks}"
+    assert ran.socket_cc == asked, said
     for f in ran.flows.values():
         if isinstance(f, TcpFlow):
             assert ran.logs[f.name].cc == f.cc
