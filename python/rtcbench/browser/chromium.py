@@ -619,28 +619,43 @@ class Usage:
     processes: int
 
 
-def usage(session: int | None = None, *, pids: Collection[int] = ()) -> Usage:
-    """The CPU time and memory of every process in session `session` (a browser started by
-    `devtools.launch` leads its own) and of the processes `pids` (a relay, an SFU or a TURN
-    server: one process each), from /proc. Processes that end while being read are skipped."""
+def usages(sessions: Mapping[str, int], servers: Mapping[str, Collection[int]]) -> dict[str, Usage]:
+    """The CPU time and memory of each owner's processes, from one pass over /proc, all at the
+    same instant: each name of `sessions` owns the processes of that session (a browser started
+    by `devtools.launch` leads its own), each name of `servers` the processes listed (a relay, an
+    SFU or a TURN server: one process each). Processes that end while being read are skipped.
+    One pass rather than one per owner, because the sampler shares the machine with what it
+    measures: in one CI run of `sfu-4` (four browsers and Janus on two cores) it managed 16
+    samples in 20 s where 40 were due."""
+    owner_of_session = {session: name for name, session in sessions.items()}
+    owner_of_pid = {pid: name for name, pids in servers.items() for pid in pids}
     ticks = os.sysconf("SC_CLK_TCK")
-    wanted = set(pids)
-    cpu, pss, count = 0, 0, 0
+    totals = {name: [0, 0, 0] for name in (*sessions, *servers)}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             stat = Path(entry.path, "stat").read_text()
             fields = stat[stat.rindex(")") + 2 :].split()
-            if int(entry.name) not in wanted and (session is None or int(fields[3]) != session):
+            owner = owner_of_pid.get(int(entry.name), owner_of_session.get(int(fields[3])))
+            if owner is None:
                 continue
             rollup = Path(entry.path, "smaps_rollup").read_text()
         except (OSError, ValueError, IndexError):
             continue
-        cpu += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-        pss += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
-        count += 1
-    return Usage(time.monotonic(), cpu / ticks, pss * 1024, count)
+        total = totals[owner]
+        total[0] += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        total[1] += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+        total[2] += 1
+    t = time.monotonic()
+    return {name: Usage(t, cpu / ticks, pss * 1024, count) for name, (cpu, pss, count) in totals.items()}
+
+
+def next_tick(tick: float, interval: float, now: float) -> float:
+    """The sampling instant after `tick`, every `interval`; one already past `now` is skipped,
+    not caught up with samples back to back that would all say the same."""
+    tick += interval
+    return tick if tick > now else now + interval
 
 
 @dataclass
@@ -677,10 +692,9 @@ def sample_peers(
     end, collect = start + seconds, start + collect_every_s
     tick = start
     while True:
-        for node, peer in by_node.items():
-            out.usage[node].append(usage(peer.browser.process.pid))
-        for name, pid in servers.items():
-            out.usage[name].append(usage(pids=[pid]))
+        sessions = {node: peer.browser.process.pid for node, peer in by_node.items()}
+        for name, u in usages(sessions, {name: [pid] for name, pid in servers.items()}).items():
+            out.usage[name].append(u)
         now = time.monotonic()
         if now >= collect or now >= end:
             collect += collect_every_s
@@ -688,7 +702,7 @@ def sample_peers(
                 out.stats[node].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
         if now >= end:
             break
-        tick += SAMPLE_INTERVAL_S
+        tick = next_tick(tick, SAMPLE_INTERVAL_S, time.monotonic())
         time.sleep(max(0.0, min(tick, end) - time.monotonic()))
     return out
 

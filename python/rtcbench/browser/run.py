@@ -46,9 +46,10 @@ from rtcbench.browser.chromium import (
     Peer,
     Usage,
     VideoSettings,
+    next_tick,
     noise_clip,
     signal,
-    usage,
+    usages,
     wait_connected,
 )
 from rtcbench.browser.machine import judge, starved_warning
@@ -331,10 +332,9 @@ class _Recorder:
         return [self.peers[n] for n in (c.offerer, c.answerer) if n in self.peers]
 
     def sample_usage(self) -> None:
-        for node, peer in self.peers.items():
-            self.usage.setdefault(node, []).append(usage(peer.browser.process.pid))
-        for name, pid in self.servers.items():
-            self.usage.setdefault(name, []).append(usage(pids=[pid]))
+        sessions = {node: peer.browser.process.pid for node, peer in self.peers.items()}
+        for name, u in usages(sessions, {name: [pid] for name, pid in self.servers.items()}).items():
+            self.usage.setdefault(name, []).append(u)
 
     def collect(self) -> None:
         for node, peer in self.peers.items():
@@ -381,7 +381,7 @@ def _run_timeline(
             _act_all(rec, steps, end)
             if now >= next_usage:
                 rec.sample_usage()
-                next_usage += SAMPLE_INTERVAL_S
+                next_usage = next_tick(next_usage, SAMPLE_INTERVAL_S, time.monotonic())
             if now >= next_collect:
                 rec.collect()
                 next_collect += COLLECT_EVERY_S
