@@ -691,9 +691,10 @@ def sample_peers(
     start = time.monotonic()
     end, collect = start + seconds, start + collect_every_s
     tick = start
+    sessions = {node: peer.browser.process.pid for node, peer in by_node.items()}
+    owned = {name: [pid] for name, pid in servers.items()}
     while True:
-        sessions = {node: peer.browser.process.pid for node, peer in by_node.items()}
-        for name, u in usages(sessions, {name: [pid] for name, pid in servers.items()}).items():
+        for name, u in usages(sessions, owned).items():
             out.usage[name].append(u)
         now = time.monotonic()
         if now >= collect or now >= end:
