@@ -96,9 +96,11 @@ def _take_swallowed_interrupts() -> None:
     # raises there cannot propagate, and Python prints "Exception ignored in" and a traceback and
     # carries on as if nothing had happened. In a worker (only there: in the command's own process
     # an interrupt already unwinding can be reported this way too, and a second one then killed it
-    # at exit) such an interrupt is delivered again a moment later
-    # instead, from another thread: delivered at once, the handler would run inside this hook,
-    # which cannot raise either.
+    # at exit) such an interrupt is delivered again a moment later instead, from another thread:
+    # delivered at once, the handler would run inside this hook, which cannot raise either.
+    # "A moment later" may still be inside the hook: `Thread.start` waits for the new thread,
+    # and on a loaded machine the timer fired first in 6 of 80 tries; that interrupt was lost in
+    # turn and the job ran on, deaf. So one that lands here is caught and delivered again.
     default = sys.unraisablehook
     main = threading.main_thread().ident
 
@@ -106,12 +108,18 @@ def _take_swallowed_interrupts() -> None:
         if not issubclass(unraisable.exc_type, KeyboardInterrupt) or main is None:
             default(unraisable)
             return
-        if _in_job:
-            # `_worker_interrupt` made the worker deaf to further interrupts: hear this one again.
-            signal.signal(signal.SIGINT, _worker_interrupt)
-        again = threading.Timer(_REDELIVER_S, signal.pthread_kill, (main, signal.SIGINT))
-        again.daemon = True
-        again.start()
+        while True:
+            try:
+                if _in_job:
+                    # `_worker_interrupt` made the worker deaf to further interrupts: hear this
+                    # one again.
+                    signal.signal(signal.SIGINT, _worker_interrupt)
+                again = threading.Timer(_REDELIVER_S, signal.pthread_kill, (main, signal.SIGINT))
+                again.daemon = True
+                again.start()
+                return
+            except KeyboardInterrupt:
+                continue
 
     sys.unraisablehook = hook
 
