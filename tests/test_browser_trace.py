@@ -17,7 +17,7 @@ from rtcbench.analysis import flow_metrics, timeseries
 from rtcbench.browser import sdp
 from rtcbench.browser.chromium import VideoSettings
 from rtcbench.browser.run import BrowserModeError, connections
-from rtcbench.browser.trace import parse_head, turn_allocations
+from rtcbench.browser.trace import _number_frames, parse_head, turn_allocations
 from rtcbench.emulation.run import planned_meta
 from rtcbench.identity import BROWSER, run_key
 from rtcbench.results import InputError
@@ -96,10 +96,18 @@ def test_edits_carry_bitrates_nack_and_fir_into_the_video_codec() -> None:
 
 
 def _rtp(
-    pt: int, seq: int, ssrc: int, *, marker: bool = False, padding: bool = False, ext: bytes = b""
+    pt: int,
+    seq: int,
+    ssrc: int,
+    *,
+    marker: bool = False,
+    padding: bool = False,
+    ext: bytes = b"",
+    timestamp: int = 1234,
 ) -> bytes:
     b0 = 0x80 | (0x20 if padding else 0) | (0x10 if ext else 0)
-    head = bytes([b0, (0x80 if marker else 0) | pt]) + seq.to_bytes(2) + (1234).to_bytes(4) + ssrc.to_bytes(4)
+    head = bytes([b0, (0x80 if marker else 0) | pt]) + seq.to_bytes(2) + timestamp.to_bytes(4)
+    head += ssrc.to_bytes(4)
     if ext:
         head += ext
     return head
@@ -122,6 +130,27 @@ def test_an_rtp_header_is_read_with_its_transport_wide_sequence_number() -> None
     assert parse_head(_rtp(96, 1, 7, ext=ext), transport_cc=None).transport_seq is None
     cut = parse_head(_rtp(96, 1, 7, ext=ext)[:14], transport_cc=3)
     assert cut.seq == 1 and cut.header_len is None and cut.transport_seq is None
+
+
+def test_video_packets_are_numbered_by_the_frame_their_rtp_timestamp_names() -> None:
+    h = parse_head(_rtp(96, 5, 7, marker=True, timestamp=0xFFFFFF00), transport_cc=None)
+    assert (h.timestamp, h.marker) == (0xFFFFFF00, True)
+    assert not parse_head(_rtp(96, 6, 7), transport_cc=None).marker
+
+    def row(flow: int, kind: str, timestamp: int, media: str = "video") -> dict[str, object]:
+        return {"flow": flow, "kind": kind, "frame": None, "_media": media, "_timestamp": timestamp}
+
+    # Two frames of flow 0 across the timestamp's wrap, a retransmission of the first, padding;
+    # flow 2's own frames; audio; a retransmission of a frame never seen; an SFU's forward leg
+    # (no timestamp kept).
+    rows = [
+        row(0, "media", 0xFFFFFF00), row(0, "media", 0xFFFFFF00), row(2, "media", 50),
+        row(0, "media", 0x00000B00), row(0, "rtx", 0xFFFFFF00), row(0, "padding", 0x00000B00),
+        row(1, "media", 960, media="audio"), row(2, "media", 3050), row(0, "rtx", 77),
+        {"flow": 3, "kind": "media", "frame": None, "_media": "video"},
+    ]  # fmt: skip
+    _number_frames(rows)
+    assert [r["frame"] for r in rows] == [0, 0, 0, 1, 0, None, None, 1, None, None]
 
 
 def test_rtcp_stun_and_dtls_are_told_apart_by_their_first_bytes() -> None:

@@ -15,12 +15,16 @@ header extension the SDP names (draft-holmer-rmcat-transport-wide-cc-extensions-
 one- or two-byte elements). SRTCP (RFC 3711 §3.4) leaves the first RTCP packet's header and
 sender SSRC in the clear: its packet type and format say what the packet is.
 
-What stays hidden: which original packet an RTX packet repairs (its OSN is in the encrypted
-payload), whether a RED packet carries video or ULPFEC (RFC 2198: the block header is payload),
-frames and their timing. `seq` is therefore null on `rtx` rows, RED packets are `media`, and the
-`frames` table is empty; the receiver's own counts of frames, freezes and resolution come from
-`getStats()` (the `stats` table), which the metrics read where no frames were recorded
-(docs/metrics.md, "Browser runs").
+The header's RTP timestamp names the frame a video packet carries, and a retransmission keeps
+its original's (RFC 4588 §4): video `media` and `rtx` rows are numbered by frame (`frame`), so a
+frame's size and packets are seen as they left the sender. What stays hidden: which original
+packet an RTX packet repairs (its OSN is in the encrypted payload), whether a RED packet carries
+video or ULPFEC (RFC 2198: the block header is payload; ULPFEC's bytes count in the frame they
+follow), which frames are key frames, and when a frame was captured, completed and played at the
+receiver. `seq` is therefore null on `rtx` rows, RED packets are `media`, and the `frames` table
+is empty; the receiver's own counts of frames, freezes and resolution come from `getStats()` (the
+`stats` table), which the metrics read where no frames were recorded (docs/metrics.md, "Browser
+runs").
 
 **Stats.** One row per sample (every 500 ms), media flow and side: the sender's `outbound-rtp`,
 its `remote-inbound-rtp` and its selected candidate pair's `availableOutgoingBitrate`; the
@@ -135,6 +139,10 @@ class Head(NamedTuple):
     transport_seq: int | None = None
     channel: bool = False
     """Carried in TURN ChannelData (RFC 8656 §12.4): 4 more bytes on the wire before it."""
+    timestamp: int | None = None
+    """RTP timestamp (RFC 3550 §5.1): the sampling instant of the frame the packet carries."""
+    marker: bool = False
+    """RTP marker bit: for video, the last packet of a frame (RFC 7741 §4.1 for VP8)."""
 
 
 def parse_head(head: bytes, transport_cc: int | None) -> Head:
@@ -163,6 +171,7 @@ def parse_head(head: bytes, transport_cc: int | None) -> Head:
     if len(head) < 12:
         return Head("rtp", pt=second & 0x7F, padding=bool(b0 & 0x20))
     seq = int.from_bytes(head[2:4])
+    timestamp = int.from_bytes(head[4:8])
     ssrc = int.from_bytes(head[8:12])
     length = 12 + 4 * (b0 & 0x0F)
     transport_seq = None
@@ -182,6 +191,8 @@ def parse_head(head: bytes, transport_cc: int | None) -> Head:
         ssrc=ssrc,
         header_len=length if length > 0 else None,
         transport_seq=transport_seq,
+        timestamp=timestamp,
+        marker=bool(second & 0x80),
     )
 
 
@@ -387,9 +398,30 @@ def _classify(
         rows.append({"id": ident, "t_us": t_us, "size": size, "ecn_in": ecn or 0, "sent_us": t_us, **row})
         if leg == 1:
             rows[-1]["_match"] = (c.key, node, h.what, h.ssrc, h.seq, h.pt)
-    sent = pl.DataFrame([{k: v for k, v in r.items() if k != "_match"} for r in rows], schema=_SENT_SCHEMA)
+        if h.timestamp is not None and node != c.sfu:
+            rows[-1]["_timestamp"] = h.timestamp
+    _number_frames(rows)
+    private = ("_match", "_timestamp", "_media")
+    sent = pl.DataFrame([{k: v for k, v in r.items() if k not in private} for r in rows], schema=_SENT_SCHEMA)
     first = [(r["id"], *r["_match"]) for r in rows if "_match" in r]
     return sent, _relayed(relay, first, second), observed
+
+
+def _number_frames(rows: Sequence[dict[str, Any]]) -> None:
+    """Sets `frame` on the video packets of `rows` (in the order they left their senders): the
+    frames of a flow are numbered 0, 1, 2, ... in the order their RTP timestamps first appear on
+    a media packet, and a retransmission carries its original's timestamp (RFC 4588 §4), so it
+    gets its frame's number. A packet whose timestamp no media packet had keeps null. An SFU's
+    forward leg keeps null: its frames are the publisher's, numbered on the publisher's leg."""
+    numbers: dict[int, dict[int, int]] = {}
+    for r in rows:
+        if r.get("_media") != "video" or "_timestamp" not in r:
+            continue
+        frames = numbers.setdefault(r["flow"], {})
+        if r["kind"] == "media":
+            r["frame"] = frames.setdefault(r["_timestamp"], len(frames))
+        elif r["kind"] == "rtx":
+            r["frame"] = frames.get(r["_timestamp"])
 
 
 _MATCH_SCHEMA = {
@@ -478,7 +510,7 @@ def _packet_row(
     else:
         payload, seq = body, h.seq
     return {**empty, "flow": sent.flows[media], "kind": kind, "payload": payload, "seq": seq,
-            "transport_seq": h.transport_seq}  # fmt: skip
+            "transport_seq": h.transport_seq, "_media": media}  # fmt: skip
 
 
 # (column, report type, W3C field, scale, dtype): what the `stats` table keeps of each side.
