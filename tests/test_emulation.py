@@ -116,8 +116,11 @@ def test_fixed_rate_matches_the_simulation(tmp_path: Path, share: float) -> None
     # `make bench` (benches/relay_timing.py), not by a pass/fail test: a busy CI host put p99 at
     # 203 µs once, while the bands above held. What a run must do is report its timing honestly,
     # and warn of nothing else.
+    # The goal holds for the departures and for every element's events (a CI run kept its
+    # departures at 192 µs while an element's events were later than 200 µs: not keeping up).
     timing = info["relay"]
-    assert timing["keeping_up"] == (timing["lateness_us"]["p99"] <= LATENESS_GOAL_US), info
+    p99s = [timing["lateness_us"]["p99"], *(e["lateness_us"]["p99"] for e in timing["elements"])]
+    assert timing["keeping_up"] == all(p99 <= LATENESS_GOAL_US for p99 in p99s), info
     late = [w for w in info["warnings"] if w.startswith("the relay could not keep up")]
     assert len(late) == (0 if timing["keeping_up"] else 1), info
     assert [w for w in info["warnings"] if w not in late] == [], info
