@@ -519,9 +519,9 @@ pub(crate) fn sender_report(
 /// The encoder target under congestion-window pushback, as libwebrtc's
 /// `VideoStreamEncoder::UpdateTargetBitrate` computes it: above a 1 % ratio, shed
 /// min(target × ratio, target − codec minimum), but at most half (one frame in two). libwebrtc
-/// reaches that rate by dropping frames before the encoder; here the synthetic encoder is simply
-/// given the lower target, so the rate effect is the same but the frame rate is not reduced
-/// (docs/simulator.md).
+/// also drops that one frame in N before the encoder; here the synthetic encoder is given the
+/// lower target at its full frame rate. Measured, Chromium's encoder then sends about (1 − 1/N) of
+/// the lower target, so under pushback this sends more than Chromium (docs/controllers/gcc.md).
 fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
     if ratio <= 0.01 || target <= codec_min {
         return target;
