@@ -30,9 +30,11 @@ import polars as pl
 import pytest
 
 import rtcbench
-from rtcbench import testbed
+from rtcbench import runner, testbed
 from rtcbench.browser import chromium, devtools, sfu, turn
 from rtcbench.browser import run as browser_run
+from rtcbench.results import InputError
+from rtcbench.scenarios import resolve
 
 MISSING = testbed.missing() or (None if devtools.chromium() else "chromium is not installed (make chromium)")
 NO_JANUS = None if sfu.janus() else "janus is not installed (make janus)"
@@ -116,6 +118,66 @@ def test_the_camera_clip_is_i420_and_repeatable(tmp_path: Path) -> None:
     assert set(frames[0][64 * 36 :]) == {128}
     with pytest.raises(ValueError, match="even"):
         chromium.noise_clip(tmp_path / "c.y4m", width=63, height=36, fps=10)
+
+
+def test_field_trials_are_checked_and_written_as_chromium_takes_them() -> None:
+    # Trial and group pairs, each part ended by a slash; the last slash may be left out. A group
+    # carries libwebrtc's parameters after a colon, lists with bars.
+    assert chromium.field_trials("WebRTC-CongestionWindow/MinBitrate:30000") == (
+        "WebRTC-CongestionWindow/MinBitrate:30000/"
+    )
+    trials = "WebRTC-Bwe-LossBasedBweV2/Enabled:true,CandidateFactors:1.02|1.0|0.95/*WebRTC-Foo/Enabled_2/"
+    assert chromium.field_trials(trials) == trials
+    for bad, why in [
+        ("", "'' is not a trial name or group"),
+        ("WebRTC-Foo", "a trial has no group"),
+        ("WebRTC-Foo/Enabled/WebRTC-Bar", "a trial has no group"),
+        ("WebRTC-Foo//", "'' is not a trial name or group"),
+        ("WebRTC-Foo/Enabled --no-sandbox/", "'Enabled --no-sandbox' is not a trial name or group"),
+        ("../profile/", "'..' is not a trial name or group"),
+    ]:
+        with pytest.raises(InputError) as e:
+            chromium.field_trials(bad)
+        assert "--field-trials must be Chromium's Trial/Group/ pairs" in str(e.value) and why in str(e.value)
+        assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="names WebRTC-Foo more than once"):
+        chromium.field_trials("WebRTC-Foo/A/*WebRTC-Foo/B/")
+
+
+def test_field_trials_key_a_browser_run_apart_and_run_nowhere_else(tmp_path: Path) -> None:
+    # A browser run with field trials is another run than one without: another folder, and its
+    # identity says which trials. A mode that runs no browser refuses them before it runs.
+    (variant,) = resolve(str(_scenario(tmp_path)), [])
+    plain = runner.run_folder(tmp_path, variant, "gcc", 1, "browser")
+    forced = runner.run_folder(tmp_path, variant, "gcc", 1, "browser", "WebRTC-Foo/Enabled/")
+    assert forced != plain and forced.parent.parent == plain.parent.parent
+    assert runner.run_folder(tmp_path, variant, "gcc", 1, "browser", "WebRTC-Foo/Enabled/") == forced
+    assert runner.run_folder(tmp_path, variant, "gcc", 1, "browser", "WebRTC-Foo/Disabled/") != forced
+    identity = runner._identity(variant, "gcc", "browser", "WebRTC-Foo/Enabled/")
+    assert identity["field_trials"] == "WebRTC-Foo/Enabled/"
+    assert "field_trials" not in runner._identity(variant, "gcc", "browser")
+    for mode in ("simulate", "emulate"):
+        with pytest.raises(InputError, match=f"applies to --mode browser, not --mode {mode}"):
+            rtcbench.run(
+                _scenario(tmp_path), "gcc", out=tmp_path / "out", mode=mode, field_trials="WebRTC-Foo/On/"
+            )
+    assert not (tmp_path / "out").exists()
+
+
+@needs_testbed
+def test_a_peer_starts_chromium_with_the_field_trials_it_is_given(tmp_path: Path) -> None:
+    # The trials reach the browser's own command line, in every process it starts from it; a peer
+    # without trials forces none.
+    (variant,) = resolve(str(_scenario(tmp_path)), [])
+
+    def command_line(peer: chromium.Peer) -> list[str]:
+        return Path(f"/proc/{peer.browser.process.pid}/cmdline").read_bytes().decode().split("\0")
+
+    with testbed.build(variant) as bed:
+        with chromium.Peer.start(bed, "A", tmp_path / "A", trials="WebRTC-Foo/Enabled/") as peer:
+            assert "--force-fieldtrials=WebRTC-Foo/Enabled/" in command_line(peer)
+        with chromium.Peer.start(bed, "B", tmp_path / "B") as peer:
+            assert not any(a.startswith("--force-fieldtrials") for a in command_line(peer))
 
 
 @needs_testbed

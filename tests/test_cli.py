@@ -211,6 +211,14 @@ def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
         (("run", "rfc8867-5.1", "--set", "links.forward.delay=fast"), "links[0].delay"),
         (("run", "rfc8867-5.1", "--set", "links.nowhere.delay=5ms"), 'no element "nowhere"'),
         (("run", "rfc8867-5.1", "--set", "links.forward.delay=5"), "a duration with a unit"),
+        (
+            ("run", "rfc8867-5.1", "--field-trials", "WebRTC-Foo/Enabled/"),
+            "--field-trials sets Chromium's field trials: it applies to --mode browser, not --mode simulate",
+        ),
+        (
+            ("run", "rfc8867-5.1", "--mode", "browser", "--field-trials", "WebRTC-Foo"),
+            "--field-trials must be Chromium's Trial/Group/ pairs",
+        ),
     ],
 )
 def test_user_mistakes_exit_2_with_one_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:

@@ -114,9 +114,11 @@ def controller_name(controller: str | UserController) -> str:
     return controller if isinstance(controller, str) else controller.name
 
 
-def _identity(variant: Variant, controller: str | UserController, mode: str = SIMULATE) -> dict[str, Any]:
+def _identity(
+    variant: Variant, controller: str | UserController, mode: str = SIMULATE, trials: str = ""
+) -> dict[str, Any]:
     """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`): a
-    browser run also by the Chromium that ran it."""
+    browser run also by the Chromium that ran it and the field trials it forced, if any."""
     cc = controller_identity(controller)
     identity = {
         "key": "",
@@ -127,16 +129,25 @@ def _identity(variant: Variant, controller: str | UserController, mode: str = SI
     runtime = None
     if mode == BROWSER:
         runtime = identity["browser"] = devtools.chromium_version()
+        if trials:
+            identity["field_trials"] = trials
+            runtime = f"{runtime or ''} field-trials={trials}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
 
 
 def run_folder(
-    out: Path, variant: Variant, controller: str | UserController, seed: int, mode: str = SIMULATE
+    out: Path,
+    variant: Variant,
+    controller: str | UserController,
+    seed: int,
+    mode: str = SIMULATE,
+    trials: str = "",
 ) -> Path:
     """The results folder of one run of `variant` with a resolved `controller` under `out`, in
-    `mode` (`simulate`, `emulate` or `browser`: each mode's runs have keys of their own)."""
-    key = _identity(variant, controller, mode)["key"]
+    `mode` (`simulate`, `emulate` or `browser`: each mode's runs have keys of their own), a
+    browser run with the field trials `trials` forced."""
+    key = _identity(variant, controller, mode, trials)["key"]
     return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
 
 
@@ -156,6 +167,21 @@ def check_mode(mode: str) -> None:
     """`InputError` unless `mode` is one of `MODES`."""
     if mode not in MODES:
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+def check_field_trials(trials: str, mode: str) -> str:
+    """`trials` in the form Chromium's `--force-fieldtrials` takes (`chromium.field_trials`), ""
+    for none; `InputError` if they are given to a mode that runs no browser."""
+    if not trials:
+        return ""
+    if mode != BROWSER:
+        raise InputError(
+            f"--field-trials sets Chromium's field trials: it applies to --mode browser, not --mode {mode}"
+        )
+    # Imported here, as the testbed is (chromium's module starts browsers in namespaces).
+    from rtcbench.browser.chromium import field_trials
+
+    return field_trials(trials)
 
 
 class RunResult:
@@ -256,6 +282,7 @@ def _summary(
     events: int | None,
     command: str | None,
     mode: str = SIMULATE,
+    trials: str = "",
 ) -> dict[str, Any]:
     return {
         "scenario": variant.scenario_id,
@@ -263,7 +290,7 @@ def _summary(
         "controller": controller_name(controller),
         "seed": seed,
         "mode": mode,
-        "identity": _identity(variant, controller, mode),
+        "identity": _identity(variant, controller, mode, trials),
         "provenance": provenance(command),
         "simulated_s": meta["duration_s"],
         "wall_s": None,
@@ -315,6 +342,7 @@ def run_variant(
     pcap: PathArg | None = None,
     max_memory_rows: int = MAX_MEMORY_ROWS,
     mode: str = SIMULATE,
+    field_trials: str = "",
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
     trace is written while the run goes, so a run of any length takes bounded memory. Without
@@ -330,10 +358,13 @@ def run_variant(
     namespaces instead (docs/emulation.md; root and iproute2 needed, built-in controllers only),
     and its results folder has the same tables, keyed apart from the simulated run's. With
     `mode="browser"` its calls run between Chromium peers over such a network (docs/browser.md;
-    controller `gcc`: Chromium's own), with two tables more (`stats`, `usage`).
+    controller `gcc`: Chromium's own), with two tables more (`stats`, `usage`); `field_trials`
+    forces Chromium field trials in every browser (`Trial/Group/` pairs, as Chromium's
+    `--force-fieldtrials` takes them: docs/browser.md), and the run is keyed by them.
     """
     check_seed(seed)
     check_mode(mode)
+    trials = check_field_trials(field_trials, mode)
     if mode != BROWSER:
         check_codecs(variant)
     cc = resolve_controller(controller)
@@ -341,7 +372,9 @@ def run_variant(
     out = Path(out) if out is not None else None
     pcap = Path(pcap) if pcap is not None else None
     if mode != SIMULATE:
-        return _testbed_variant(variant, cc, seed, out, figure=figure, command=command, pcap=pcap, mode=mode)
+        return _testbed_variant(
+            variant, cc, seed, out, figure=figure, command=command, pcap=pcap, mode=mode, trials=trials
+        )
     if out is None:
         core_run = _start(variant, cc, seed, pcap, max_memory_rows)
         meta: dict[str, Any] = json.loads(core_run.meta)
@@ -413,6 +446,7 @@ def _finish_folder(
     sim_wall_s: float | None,
     events: int | None,
     mode: str = SIMULATE,
+    trials: str = "",
     extra: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], pl.DataFrame | None]:
     """Completes a results folder whose trace tables are written: the scenario, the time series
@@ -439,7 +473,7 @@ def _finish_folder(
         else:
             light, ts = figure_tables(tmp, meta)
             plots.plot_run(light, ts, tmp / FIGURE, title, measured.delays)
-    summary = _summary(variant, cc, seed, meta, measured.summary, sim_wall_s, events, command, mode)
+    summary = _summary(variant, cc, seed, meta, measured.summary, sim_wall_s, events, command, mode, trials)
     summary.update(extra or {})
     summary[FILES_KEY] = file_records(tmp)
     summary["wall_s"] = time.perf_counter() - started
@@ -459,6 +493,7 @@ def _testbed_variant(
     command: str | None,
     pcap: Path | None,
     mode: str,
+    trials: str = "",
 ) -> RunResult:
     """`run_variant` in real time on network namespaces: emulated (docs/emulation.md) or between
     Chromium peers (docs/browser.md). The summary says what the testbed reported under the mode's
@@ -480,7 +515,7 @@ def _testbed_variant(
         if mode == EMULATE:
             em = emulate(variant, cc, seed, work, capture=pcap is not None)
             return em.tables, em.info
-        b = browse(variant, seed, work, capture=pcap is not None)
+        b = browse(variant, seed, work, capture=pcap is not None, trials=trials)
         return b.tables, b.info
 
     if out is None:
@@ -489,12 +524,14 @@ def _testbed_variant(
             if pcap is not None:
                 _place_capture(Path(work) / "relay", pcap)
         measured = measure_tables(tables)
-        summary = _summary(variant, cc, seed, tables.meta, measured.summary, None, None, command, mode)
+        summary = _summary(
+            variant, cc, seed, tables.meta, measured.summary, None, None, command, mode, trials
+        )
         summary[info_key] = info
         summary["wall_s"] = time.perf_counter() - started
         return RunResult(None, summary, tables, measured.timeseries)
 
-    path = run_folder(out, variant, cc, seed, mode)
+    path = run_folder(out, variant, cc, seed, mode, trials)
     remove_stale_runs(path.parent.parent)
     with atomic_dir(path) as tmp:
         tables, info = testbed_run(tmp / info_key)
@@ -522,6 +559,7 @@ def _testbed_variant(
             sim_wall_s=None,
             events=None,
             mode=mode,
+            trials=trials,
             extra={info_key: info},
         )
     return RunResult(path, summary, tables, timeseries)
@@ -545,6 +583,7 @@ def run(
     command: str | None = None,
     pcap: PathArg | None = None,
     mode: str = SIMULATE,
+    field_trials: str = "",
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -557,6 +596,8 @@ def run(
 
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
+    check_mode(mode)
+    check_field_trials(field_trials, mode)
     if isinstance(controller, str):
         controller = resolve_controller(controller)
     pcap = Path(pcap) if pcap is not None else None
@@ -569,6 +610,16 @@ def run(
         return pcap.with_name(f"{pcap.stem}@{v.slug}{pcap.suffix or '.pcap'}")
 
     return [
-        run_variant(v, cc, seed, out, figure=figure, command=command, pcap=capture(v), mode=mode)
+        run_variant(
+            v,
+            cc,
+            seed,
+            out,
+            figure=figure,
+            command=command,
+            pcap=capture(v),
+            mode=mode,
+            field_trials=field_trials,
+        )
         for v in variants
     ]

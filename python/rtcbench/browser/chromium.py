@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import numpy as np
 
 from rtcbench.browser import devtools
 from rtcbench.browser.sdp import edit_video
+from rtcbench.results import InputError
 from rtcbench.testbed.netns import Testbed, TestbedError
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "VideoSettings",
     "close",
     "connect",
+    "field_trials",
     "mesh",
     "noise_clip",
     "sample",
@@ -70,6 +73,31 @@ _FLAGS = (
     # Host candidates as addresses, not mDNS names, which nothing resolves in a testbed.
     "--disable-features=WebRtcHideLocalIpsWithMdns",
 )
+
+_TRIAL_PART = re.compile(r"\*?[A-Za-z0-9][A-Za-z0-9_.:,=+|-]*")
+"""A trial's name (a leading `*` activates it) or its group: no slash, space or quote. Group
+strings carry parameters after a colon (libwebrtc's `QueueSize:350,MinBitrate:30000`)."""
+
+
+def field_trials(text: str) -> str:
+    """`text` as Chromium's `--force-fieldtrials` takes it: trial and group pairs, each part
+    ended by a slash (`WebRTC-Foo/Enabled/WebRTC-Bar/Disabled/`; the last slash may be left out).
+    `InputError`, one line naming `--field-trials` and the form, for anything else, and for a
+    trial named twice (Chromium would keep one of them)."""
+    parts = text.removesuffix("/").split("/")
+    bad = next((p for p in parts if not _TRIAL_PART.fullmatch(p)), None)
+    if not text or len(parts) % 2 or bad is not None:
+        why = f"{bad!r} is not a trial name or group" if bad is not None else "a trial has no group"
+        raise InputError(
+            f"--field-trials must be Chromium's Trial/Group/ pairs, e.g. "
+            f"WebRTC-CongestionWindow/QueueSize:350,MinBitrate:30000/; got {text!r} ({why})"
+        )
+    names = [n.removeprefix("*") for n in parts[::2]]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"--field-trials names {', '.join(twice)} more than once; got {text!r}")
+    return "/".join(parts) + "/"
+
 
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>rtcbench peer</title></head>
@@ -376,15 +404,20 @@ class Peer:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, bed: Testbed, node: str, work: Path, clip: Path | None = None) -> Iterator[Peer]:
-        """Starts the browser in `node`'s namespace with its profile and page under `work`, and
-        `clip` as its camera; closes it (killing it if need be) when the block ends."""
+    def start(
+        cls, bed: Testbed, node: str, work: Path, clip: Path | None = None, trials: str = ""
+    ) -> Iterator[Peer]:
+        """Starts the browser in `node`'s namespace with its profile and page under `work`, `clip`
+        as its camera and `trials` (checked by `field_trials`) forced; closes it (killing it if
+        need be) when the block ends."""
         work.mkdir(parents=True, exist_ok=True)
         page = work / "peer.html"
         page.write_text(_PAGE)
         flags = [*_FLAGS, f"--user-data-dir={work / 'profile'}"]
         if clip is not None:
             flags.append(f"--use-file-for-fake-video-capture={clip}")
+        if trials:
+            flags.append(f"--force-fieldtrials={trials}")
         log = (work / "chromium.log").open("wb")
         try:
             browser = devtools.launch(

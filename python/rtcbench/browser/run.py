@@ -470,9 +470,11 @@ def _act(rec: _Recorder, action: str, arg: Any) -> None:
 
 
 @contextlib.contextmanager
-def _peers(bed: Testbed, conns: Sequence[Connection], work: Path, seed: int) -> Iterator[dict[str, Peer]]:
+def _peers(
+    bed: Testbed, conns: Sequence[Connection], work: Path, seed: int, trials: str
+) -> Iterator[dict[str, Peer]]:
     """A browser in every node that sends or receives a call (not an SFU's), with its camera
-    clip."""
+    clip and the field trials `trials` forced."""
     nodes = sorted({n for c in conns for n in (c.offerer, c.answerer) if n != c.sfu})
     clips = work / "clips"
     clips.mkdir(parents=True, exist_ok=True)
@@ -481,7 +483,7 @@ def _peers(bed: Testbed, conns: Sequence[Connection], work: Path, seed: int) -> 
         for node in nodes:
             sent = [s for c in conns for s in c.streams if s.src == node]
             clip = _clip_for(sent, clips, seed)
-            peers[node] = stack.enter_context(Peer.start(bed, node, work / node, clip))
+            peers[node] = stack.enter_context(Peer.start(bed, node, work / node, clip, trials))
         yield peers
 
 
@@ -542,13 +544,13 @@ def _setup(
     }
 
 
-def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) -> Browsed:
-    """Runs `variant`'s calls between Chromium peers on an emulated network, in real time.
-    `work` receives the browsers' logs, the relay's files and (with `capture`) its pcaps; the
-    camera clips and browser profiles are removed at the end. Raises `TestbedUnavailable`
-    without root, `BrowserModeError` for a scenario browsers cannot run, `CrossTrafficError`
-    for cross traffic that cannot be emulated, and a `TestbedError` naming what failed to
-    start."""
+def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False, trials: str = "") -> Browsed:
+    """Runs `variant`'s calls between Chromium peers on an emulated network, in real time, every
+    browser with the field trials `trials` forced (`chromium.field_trials`'s form). `work` receives the
+    browsers' logs, the relay's files and (with `capture`) its pcaps; the camera clips and browser
+    profiles are removed at the end. Raises `TestbedUnavailable` without root, `BrowserModeError`
+    for a scenario browsers cannot run, `CrossTrafficError` for cross traffic that cannot be
+    emulated, and a `TestbedError` naming what failed to start."""
     require()
     if devtools.chromium() is None:
         raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")
@@ -595,7 +597,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
                 **{f"janus@{n}": j.process.pid for n, j in januses.items()},
                 **{f"coturn@{n}": t.process.pid for n, t in turns.items()},
             }
-            peers = stack.enter_context(_peers(bed, conns, peers_dir, seed))
+            peers = stack.enter_context(_peers(bed, conns, peers_dir, seed, trials))
             for peer in peers.values():
                 peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
             t0 = r.go()
@@ -640,6 +642,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False) ->
         "testbed": prefix,
         "wall_s": wall_s,
         "chromium": devtools.chromium_version(),
+        "field_trials": trials or None,
         "failure": rec.failure,
         "calls": {
             s.name: {

@@ -147,14 +147,16 @@ def _fairness_lines(s: dict[str, Any]) -> list[str]:
 
 
 def _browsers(info: dict[str, Any]) -> str:
-    """`Chromium <version>` and each call's set-up time, for the line under a browser run."""
+    """`Chromium <version>`, the field trials it forced and each call's set-up time, for the line
+    under a browser run."""
     setups = [
         f"{name} {setup['connected']:.2f} s"
         for name, call in info["calls"].items()
         if (setup := call.get("setup_s")) and setup.get("connected") is not None
     ]
     joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
-    return f"Chromium {info.get('chromium') or '(version unknown)'}{joined}"
+    trials = f" with field trials {info['field_trials']}" if info.get("field_trials") else ""
+    return f"Chromium {info.get('chromium') or '(version unknown)'}{trials}{joined}"
 
 
 def _wifi_table(nodes: list[dict[str, Any]]) -> Table:

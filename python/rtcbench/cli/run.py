@@ -19,7 +19,7 @@ from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list
 from rtcbench.cli.render import _fmt, console, print_controllers, print_scenarios, print_summary
 from rtcbench.compare import RUNS_INDEX, load_runs
 from rtcbench.results import write_parquet_atomic
-from rtcbench.runner import RunResult, check_mode, controllers, run, run_variant
+from rtcbench.runner import RunResult, check_field_trials, check_mode, controllers, run, run_variant
 from rtcbench.scenarios import builtin, resolve
 from rtcbench.suite import SUITES, run_parallel, select
 
@@ -91,6 +91,13 @@ def run_cmd(
         ),
     ] = None,
     mode: Annotated[str, typer.Option(help=MODE_HELP)] = "simulate",
+    field_trials: Annotated[
+        str,
+        typer.Option(
+            help="With --mode browser: Chromium field trials every browser forces, as Trial/Group/ "
+            "pairs, e.g. WebRTC-CongestionWindow/QueueSize:350,MinBitrate:30000/; they key the run."
+        ),
+    ] = "",
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only each run's results folder, one a line.")
     ] = False,
@@ -111,6 +118,7 @@ def run_cmd(
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names = _controller_list(cc)
     check_mode(mode)
+    trials = check_field_trials(field_trials, mode)
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
     if quiet and as_json:
@@ -131,7 +139,18 @@ def run_cmd(
     else:
         # One controller at a time, each printed as soon as its variants are done.
         batches = (
-            run(scenario, name, seed, out, overrides, figure=figure, command=command, pcap=pcap, mode=mode)
+            run(
+                scenario,
+                name,
+                seed,
+                out,
+                overrides,
+                figure=figure,
+                command=command,
+                pcap=pcap,
+                mode=mode,
+                field_trials=trials,
+            )
             for name in names
         )
     for results in batches:
