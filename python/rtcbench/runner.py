@@ -597,7 +597,7 @@ def run(
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
     check_mode(mode)
-    check_field_trials(field_trials, mode)
+    trials = check_field_trials(field_trials, mode)
     if isinstance(controller, str):
         controller = resolve_controller(controller)
     pcap = Path(pcap) if pcap is not None else None
@@ -619,7 +619,7 @@ def run(
             command=command,
             pcap=capture(v),
             mode=mode,
-            field_trials=field_trials,
+            field_trials=trials,
         )
         for v in variants
     ]
