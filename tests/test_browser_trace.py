@@ -294,7 +294,39 @@ def test_a_relayed_datagram_is_read_inside_its_channel_data() -> None:
     ext = (0xBEDE).to_bytes(2) + (1).to_bytes(2) + bytes([0x31, 0x00, 0x07, 0x00])
     rtp = _rtp(96, 9, 42, ext=ext)
     h = parse_head((0x4000).to_bytes(2) + len(rtp).to_bytes(2) + rtp, transport_cc=3)
-    assert h.channel and (h.what, h.pt, h.seq, h.ssrc, h.transport_seq) == ("rtp", 96, 9, 42, 7)
+    assert h.relayed_len == len(rtp) and (h.what, h.pt, h.seq, h.ssrc, h.transport_seq) == (
+        "rtp",
+        96,
+        9,
+        42,
+        7,
+    )
+
+
+def test_a_relayed_datagram_is_read_inside_a_send_indication() -> None:
+    # RFC 8656 §11.4, as Firefox relays: a STUN Send indication (0x0016, the magic cookie, a
+    # transaction id), XOR-PEER-ADDRESS, then DATA holding the RTP packet; a Data indication
+    # (0x0017) the same way back. Attributes are padded to 4 bytes.
+    ext = (0xBEDE).to_bytes(2) + (1).to_bytes(2) + bytes([0x31, 0x00, 0x07, 0x00])
+    rtp = _rtp(96, 9, 42, ext=ext)
+    peer = (0x0012).to_bytes(2) + (8).to_bytes(2) + bytes(8)
+    software = (0x8022).to_bytes(2) + (5).to_bytes(2) + b"nICEr" + bytes(3)
+    data = (0x0013).to_bytes(2) + len(rtp).to_bytes(2) + rtp
+    for kind in (0x0016, 0x0017):
+        body = software + peer + data
+        stun = kind.to_bytes(2) + len(body).to_bytes(2) + (0x2112A442).to_bytes(4) + bytes(12) + body
+        h = parse_head(stun, transport_cc=3)
+        assert (h.what, h.pt, h.seq, h.ssrc, h.transport_seq, h.relayed_len) == (
+            "rtp",
+            96,
+            9,
+            42,
+            7,
+            len(rtp),
+        )
+        # Cut off by the log before DATA, or not a STUN message: not read as media.
+        assert parse_head(stun[:40], transport_cc=3).what == "stun"
+    assert parse_head(bytes([0, 0x16, 0, 0]) + bytes(16), transport_cc=3).what == "stun"
 
 
 def test_a_turn_allocation_names_the_socket_behind_a_relayed_address() -> None:

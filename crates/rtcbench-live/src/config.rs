@@ -48,8 +48,10 @@ fn default_udp_head() -> usize {
     12
 }
 
-/// The most `udp_head` may ask for: the bytes a frame's record keeps without a capture.
-pub const MAX_UDP_HEAD: usize = 64;
+/// The most `udp_head` may ask for: the bytes a frame's record keeps without a capture. 96: an
+/// RTP header with its extensions inside a TURN Send indication (36 bytes before it, RFC 8656
+/// §11), as Firefox relays media.
+pub const MAX_UDP_HEAD: usize = 96;
 
 fn default_spin() -> Duration {
     Duration::from_micros(50)

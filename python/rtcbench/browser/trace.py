@@ -68,9 +68,14 @@ _SRTP_TAG = {
     "AEAD_AES_256_GCM": 16,
     "AES_CM_128_HMAC_SHA1_80": 10,
     "AES_CM_128_HMAC_SHA1_32": 4,
+    "SRTP_AEAD_AES_128_GCM": 16,
+    "SRTP_AEAD_AES_256_GCM": 16,
+    "SRTP_AES128_CM_HMAC_SHA1_80": 10,
+    "SRTP_AES128_CM_HMAC_SHA1_32": 4,
 }
 """Bytes of SRTP's authentication tag after an RTP payload, by the cipher DTLS chose (RFC 3711
-§4.2, RFC 7714 §7)."""
+§4.2, RFC 7714 §7), as Chromium names it (libsrtp's names) and as Firefox does (the IANA
+registry of DTLS-SRTP protection profiles, RFC 5764 §4.1.2)."""
 _DEFAULT_TAG = 10
 _VIDEO_CODECS = ("VP8", "VP9", "H264", "H265", "AV1")
 
@@ -137,8 +142,10 @@ class Head(NamedTuple):
     header_len: int | None = None
     """RTP header bytes with CSRCs and extensions."""
     transport_seq: int | None = None
-    channel: bool = False
-    """Carried in TURN ChannelData (RFC 8656 §12.4): 4 more bytes on the wire before it."""
+    relayed_len: int | None = None
+    """The length of the packet a TURN message carries (ChannelData's length, RFC 8656 §12.4, or
+    a Send or Data indication's DATA attribute's, §11): the UDP payload less TURN's bytes. None
+    for a packet not in TURN."""
     timestamp: int | None = None
     """RTP timestamp (RFC 3550 §5.1): the sampling instant of the frame the packet carries."""
     marker: bool = False
@@ -149,11 +156,15 @@ def parse_head(head: bytes, transport_cc: int | None) -> Head:
     """Reads the first bytes of a UDP payload of a WebRTC session: RTP (RFC 3550 §5.1, with its
     RFC 8285 header extensions, taking the transport-wide sequence number from extension id
     `transport_cc`), RTCP (RFC 3550 §6.4; RFC 4585 FMT in the first byte), either of them in a
-    TURN ChannelData message (RFC 8656 §12.4: channels 0x4000-0x4FFF, a 4-byte header), or what
-    else RFC 7983 lets through one 5-tuple. Bytes cut off by the log leave the fields they would
-    hold None."""
+    TURN message (RFC 8656: ChannelData, §12.4, channels 0x4000-0x4FFF and a 4-byte header, as
+    Chromium relays; or a Send or Data indication, §11, as Firefox does), or what else RFC 7983
+    lets through one 5-tuple. Bytes cut off by the log leave the fields they would hold None."""
     if head and 64 <= head[0] <= 79:
-        return parse_head(head[4:], transport_cc)._replace(channel=True)
+        inner = parse_head(head[4:], transport_cc)
+        return inner._replace(relayed_len=int.from_bytes(head[2:4]) if len(head) >= 4 else None)
+    if (found := _indication_data(head)) is not None:
+        at, length = found
+        return parse_head(head[at:], transport_cc)._replace(relayed_len=length)
     if not head:
         return Head("other")
     b0 = head[0]
@@ -194,6 +205,30 @@ def parse_head(head: bytes, transport_cc: int | None) -> Head:
         timestamp=timestamp,
         marker=bool(second & 0x80),
     )
+
+
+_SEND_INDICATION, _DATA_INDICATION = 0x0016, 0x0017
+"""STUN message types of TURN's Send and Data indications (RFC 8656 §18.1: methods 0x006 and
+0x007, class indication)."""
+_DATA = 0x0013
+"""TURN's DATA attribute (RFC 8656 §18: the application data an indication carries)."""
+
+
+def _indication_data(head: bytes) -> tuple[int, int] | None:
+    """Where a Send or Data indication's DATA attribute's value starts in `head`, and its length;
+    None for anything else (a STUN message has the magic cookie at bytes 4-7, RFC 8489 §5), or if
+    the attribute was cut off by the log."""
+    if len(head) < 20 or int.from_bytes(head[:2]) not in (_SEND_INDICATION, _DATA_INDICATION):
+        return None
+    if int.from_bytes(head[4:8]) != STUN_MAGIC:
+        return None
+    k = 20
+    while k + 4 <= len(head):
+        kind, length = int.from_bytes(head[k : k + 2]), int.from_bytes(head[k + 2 : k + 4])
+        if kind == _DATA:
+            return k + 4, length
+        k += 4 + (length + 3) // 4 * 4  # attributes are padded to 4 bytes (RFC 8489 §14)
+    return None
 
 
 def _extension(data: bytes, profile: int, wanted: int | None) -> int | None:
@@ -500,7 +535,7 @@ def _packet_row(
     if media not in sent.flows:
         return None
     header = h.header_len if h.header_len is not None else 12
-    body = max(0, (udp_len or 0) - header - tag)
+    body = max(0, (h.relayed_len if h.relayed_len is not None else udp_len or 0) - header - tag)
     if kind == "rtx" and h.padding:
         kind, payload, seq = "padding", 0, None
     elif kind == "rtx":

@@ -40,7 +40,7 @@ LATENESS_GOAL_US = 200.0
 UDP_HEAD = 12
 """Bytes of each UDP payload the packet log shows by default: an RTP fixed header (RFC 3550
 §5.1), or an RTCP packet's first words; what an emulated run's tables need."""
-MAX_UDP_HEAD = 64
+MAX_UDP_HEAD = 96
 """The most the relay shows (`crates/rtcbench-live` `config::MAX_UDP_HEAD`)."""
 
 
