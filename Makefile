@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium janus coturn
+.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium firefox janus coturn
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -42,9 +42,12 @@ tshark:
 
 # The report tests open the HTML report in Debian's headless Chromium, as a person would; the
 # browser tests call between Chromium peers, through Debian's Janus for the SFU case and its
-# coturn for the relayed one.
+# coturn for the relayed one, and between Firefox peers (Debian's firefox-esr) and Chromium ones.
 chromium:
 	bash scripts/install-chromium.sh
+
+firefox:
+	bash scripts/install-firefox.sh
 
 janus:
 	bash scripts/install-janus.sh
@@ -55,7 +58,7 @@ coturn:
 test-rust: tshark
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
-test-python: tshark chromium janus coturn
+test-python: tshark chromium firefox janus coturn
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The slower tier: longer scenario sweeps.

@@ -33,6 +33,7 @@ import rtcbench
 from rtcbench import runner, testbed
 from rtcbench.browser import chromium, devtools, sfu, turn
 from rtcbench.browser import run as browser_run
+from rtcbench.browser.choice import Browsers
 from rtcbench.results import InputError
 from rtcbench.scenarios import resolve
 
@@ -148,12 +149,16 @@ def test_field_trials_key_a_browser_run_apart_and_run_nowhere_else(tmp_path: Pat
     # A browser run with field trials is another run than one without: another folder, and its
     # identity says which trials. A mode that runs no browser refuses them before it runs.
     (variant,) = resolve(str(_scenario(tmp_path)), [])
+
+    def trials(text: str) -> Browsers:
+        return Browsers(field_trials=text)
+
     plain = runner.run_folder(tmp_path, variant, "gcc", 1, "browser")
-    forced = runner.run_folder(tmp_path, variant, "gcc", 1, "browser", "WebRTC-Foo/Enabled/")
+    forced = runner.run_folder(tmp_path, variant, "gcc", 1, "browser", trials("WebRTC-Foo/Enabled/"))
     assert forced != plain and forced.parent.parent == plain.parent.parent
-    assert runner.run_folder(tmp_path, variant, "gcc", 1, "browser", "WebRTC-Foo/Enabled/") == forced
-    assert runner.run_folder(tmp_path, variant, "gcc", 1, "browser", "WebRTC-Foo/Disabled/") != forced
-    identity = runner._identity(variant, "gcc", "browser", "WebRTC-Foo/Enabled/")
+    assert runner.run_folder(tmp_path, variant, "gcc", 1, "browser", trials("WebRTC-Foo/Enabled/")) == forced
+    assert runner.run_folder(tmp_path, variant, "gcc", 1, "browser", trials("WebRTC-Foo/Disabled/")) != forced
+    identity = runner._identity(variant, "gcc", "browser", trials("WebRTC-Foo/Enabled/"))
     assert identity["field_trials"] == "WebRTC-Foo/Enabled/"
     assert "field_trials" not in runner._identity(variant, "gcc", "browser")
     for mode in ("simulate", "emulate"):

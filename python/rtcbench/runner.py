@@ -16,6 +16,7 @@ import polars as pl
 from rtcbench import _core
 from rtcbench._malloc import fix_mmap_threshold
 from rtcbench.browser import devtools
+from rtcbench.browser.choice import CHROMIUM, FIREFOX, Browsers
 from rtcbench.controller import (
     ControllerLike,
     UnknownController,
@@ -115,10 +116,11 @@ def controller_name(controller: str | UserController) -> str:
 
 
 def _identity(
-    variant: Variant, controller: str | UserController, mode: str = SIMULATE, trials: str = ""
+    variant: Variant, controller: str | UserController, mode: str = SIMULATE, browsers: Browsers | None = None
 ) -> dict[str, Any]:
     """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`): a
-    browser run also by the Chromium that ran it and the field trials it forced, if any."""
+    browser run also by the browsers that ran it, their versions (`Browsers.describe`) and the
+    field trials its Chromium peers forced, if any."""
     cc = controller_identity(controller)
     identity = {
         "key": "",
@@ -128,12 +130,24 @@ def _identity(
     }
     runtime = None
     if mode == BROWSER:
-        runtime = identity["browser"] = devtools.chromium_version()
-        if trials:
-            identity["field_trials"] = trials
-            runtime = f"{runtime or ''} field-trials={trials}"
+        browsers = browsers or Browsers()
+        runtime = identity["browser"] = browsers.describe(_browser_versions(browsers))
+        if browsers.field_trials:
+            identity["field_trials"] = browsers.field_trials
+            runtime = f"{runtime or ''} field-trials={browsers.field_trials}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
+
+
+def _browser_versions(browsers: Browsers) -> dict[str, str | None]:
+    """The installed version of each browser `browsers` may start."""
+    versions = {CHROMIUM: devtools.chromium_version() if browsers.uses(CHROMIUM) else None}
+    if browsers.uses(FIREFOX):
+        # Imported here, as the testbed is (the module starts browsers in namespaces).
+        from rtcbench.browser.firefox import firefox_version
+
+        versions[FIREFOX] = firefox_version()
+    return versions
 
 
 def run_folder(
@@ -142,12 +156,12 @@ def run_folder(
     controller: str | UserController,
     seed: int,
     mode: str = SIMULATE,
-    trials: str = "",
+    browsers: Browsers | None = None,
 ) -> Path:
     """The results folder of one run of `variant` with a resolved `controller` under `out`, in
     `mode` (`simulate`, `emulate` or `browser`: each mode's runs have keys of their own), a
-    browser run with the field trials `trials` forced."""
-    key = _identity(variant, controller, mode, trials)["key"]
+    browser run with `browsers` (default: all Chromium)."""
+    key = _identity(variant, controller, mode, browsers)["key"]
     return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
 
 
@@ -169,19 +183,24 @@ def check_mode(mode: str) -> None:
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
-def check_field_trials(trials: str, mode: str) -> str:
-    """`trials` in the form Chromium's `--force-fieldtrials` takes (`chromium.field_trials`), ""
-    for none; `InputError` if they are given to a mode that runs no browser."""
-    if not trials:
-        return ""
+def check_browsers(browser: str, trials: str, mode: str) -> Browsers | None:
+    """The browsers of a browser run (`--browser`, `Browsers.parse`) with the field trials its
+    Chromium peers force (`--field-trials`, in the form Chromium's `--force-fieldtrials` takes:
+    `chromium.field_trials`); None for a mode that runs no browser. `InputError` for a value
+    that is not one, and for either option given to a mode that runs no browser."""
     if mode != BROWSER:
-        raise InputError(
-            f"--field-trials sets Chromium's field trials: it applies to --mode browser, not --mode {mode}"
-        )
-    # Imported here, as the testbed is (chromium's module starts browsers in namespaces).
-    from rtcbench.browser.chromium import field_trials
+        only = f"it applies to --mode browser, not --mode {mode}"
+        if trials:
+            raise InputError(f"--field-trials sets Chromium's field trials: {only}")
+        if browser not in ("", CHROMIUM):
+            raise InputError(f"--browser chooses a browser run's peers: {only}")
+        return None
+    if trials:
+        # Imported here, as the testbed is (chromium's module starts browsers in namespaces).
+        from rtcbench.browser.chromium import field_trials
 
-    return field_trials(trials)
+        trials = field_trials(trials)
+    return Browsers.parse(browser, trials)
 
 
 class RunResult:
@@ -282,7 +301,7 @@ def _summary(
     events: int | None,
     command: str | None,
     mode: str = SIMULATE,
-    trials: str = "",
+    browsers: Browsers | None = None,
 ) -> dict[str, Any]:
     return {
         "scenario": variant.scenario_id,
@@ -290,7 +309,7 @@ def _summary(
         "controller": controller_name(controller),
         "seed": seed,
         "mode": mode,
-        "identity": _identity(variant, controller, mode, trials),
+        "identity": _identity(variant, controller, mode, browsers),
         "provenance": provenance(command),
         "simulated_s": meta["duration_s"],
         "wall_s": None,
@@ -343,6 +362,7 @@ def run_variant(
     max_memory_rows: int = MAX_MEMORY_ROWS,
     mode: str = SIMULATE,
     field_trials: str = "",
+    browser: str = CHROMIUM,
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
     trace is written while the run goes, so a run of any length takes bounded memory. Without
@@ -358,13 +378,15 @@ def run_variant(
     namespaces instead (docs/emulation.md; root and iproute2 needed, built-in controllers only),
     and its results folder has the same tables, keyed apart from the simulated run's. With
     `mode="browser"` its calls run between Chromium peers over such a network (docs/browser.md;
-    controller `gcc`: Chromium's own), with two tables more (`stats`, `usage`); `field_trials`
-    forces Chromium field trials in every browser (`Trial/Group/` pairs, as Chromium's
-    `--force-fieldtrials` takes them: docs/browser.md), and the run is keyed by them.
+    controller `gcc`: the browsers' own), with two tables more (`stats`, `usage`); `browser`
+    chooses the peers' browsers (`chromium`, `firefox`, or per node: `firefox,B=chromium`;
+    `Browsers.parse`) and `field_trials` forces Chromium field trials in every Chromium peer
+    (`Trial/Group/` pairs, as Chromium's `--force-fieldtrials` takes them: docs/browser.md); the
+    run is keyed by both.
     """
     check_seed(seed)
     check_mode(mode)
-    trials = check_field_trials(field_trials, mode)
+    browsers = check_browsers(browser, field_trials, mode)
     if mode != BROWSER:
         check_codecs(variant)
     cc = resolve_controller(controller)
@@ -373,7 +395,7 @@ def run_variant(
     pcap = Path(pcap) if pcap is not None else None
     if mode != SIMULATE:
         return _testbed_variant(
-            variant, cc, seed, out, figure=figure, command=command, pcap=pcap, mode=mode, trials=trials
+            variant, cc, seed, out, figure=figure, command=command, pcap=pcap, mode=mode, browsers=browsers
         )
     if out is None:
         core_run = _start(variant, cc, seed, pcap, max_memory_rows)
@@ -446,7 +468,7 @@ def _finish_folder(
     sim_wall_s: float | None,
     events: int | None,
     mode: str = SIMULATE,
-    trials: str = "",
+    browsers: Browsers | None = None,
     extra: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], pl.DataFrame | None]:
     """Completes a results folder whose trace tables are written: the scenario, the time series
@@ -473,7 +495,7 @@ def _finish_folder(
         else:
             light, ts = figure_tables(tmp, meta)
             plots.plot_run(light, ts, tmp / FIGURE, title, measured.delays)
-    summary = _summary(variant, cc, seed, meta, measured.summary, sim_wall_s, events, command, mode, trials)
+    summary = _summary(variant, cc, seed, meta, measured.summary, sim_wall_s, events, command, mode, browsers)
     summary.update(extra or {})
     summary[FILES_KEY] = file_records(tmp)
     summary["wall_s"] = time.perf_counter() - started
@@ -493,7 +515,7 @@ def _testbed_variant(
     command: str | None,
     pcap: Path | None,
     mode: str,
-    trials: str = "",
+    browsers: Browsers | None = None,
 ) -> RunResult:
     """`run_variant` in real time on network namespaces: emulated (docs/emulation.md) or between
     Chromium peers (docs/browser.md). The summary says what the testbed reported under the mode's
@@ -515,7 +537,7 @@ def _testbed_variant(
         if mode == EMULATE:
             em = emulate(variant, cc, seed, work, capture=pcap is not None)
             return em.tables, em.info
-        b = browse(variant, seed, work, capture=pcap is not None, trials=trials)
+        b = browse(variant, seed, work, capture=pcap is not None, browsers=browsers)
         return b.tables, b.info
 
     if out is None:
@@ -525,13 +547,13 @@ def _testbed_variant(
                 _place_capture(Path(work) / "relay", pcap)
         measured = measure_tables(tables)
         summary = _summary(
-            variant, cc, seed, tables.meta, measured.summary, None, None, command, mode, trials
+            variant, cc, seed, tables.meta, measured.summary, None, None, command, mode, browsers
         )
         summary[info_key] = info
         summary["wall_s"] = time.perf_counter() - started
         return RunResult(None, summary, tables, measured.timeseries)
 
-    path = run_folder(out, variant, cc, seed, mode, trials)
+    path = run_folder(out, variant, cc, seed, mode, browsers)
     remove_stale_runs(path.parent.parent)
     with atomic_dir(path) as tmp:
         tables, info = testbed_run(tmp / info_key)
@@ -559,7 +581,7 @@ def _testbed_variant(
             sim_wall_s=None,
             events=None,
             mode=mode,
-            trials=trials,
+            browsers=browsers,
             extra={info_key: info},
         )
     return RunResult(path, summary, tables, timeseries)
@@ -584,6 +606,7 @@ def run(
     pcap: PathArg | None = None,
     mode: str = SIMULATE,
     field_trials: str = "",
+    browser: str = CHROMIUM,
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -597,7 +620,7 @@ def run(
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
     check_mode(mode)
-    trials = check_field_trials(field_trials, mode)
+    browsers = check_browsers(browser, field_trials, mode)
     if isinstance(controller, str):
         controller = resolve_controller(controller)
     pcap = Path(pcap) if pcap is not None else None
@@ -619,7 +642,8 @@ def run(
             command=command,
             pcap=capture(v),
             mode=mode,
-            field_trials=trials,
+            field_trials=browsers.field_trials if browsers is not None else "",
+            browser=browser,
         )
         for v in variants
     ]

@@ -32,15 +32,18 @@ from typing import Any
 import numpy as np
 
 from rtcbench.browser import devtools
-from rtcbench.browser.sdp import edit_video
+from rtcbench.browser.sdp import drop_unlisted, edit_video
 from rtcbench.results import InputError
 from rtcbench.testbed.netns import Testbed, TestbedError
 
 __all__ = [
+    "PAGE_HTML",
+    "PEER_JS",
     "SAMPLE_INTERVAL_S",
     "AudioSettings",
     "BrowserError",
     "Call",
+    "Page",
     "Peer",
     "Samples",
     "Usage",
@@ -99,7 +102,7 @@ def field_trials(text: str) -> str:
     return "/".join(parts) + "/"
 
 
-_PAGE = """<!doctype html>
+PAGE_HTML = """<!doctype html>
 <html><head><meta charset="utf-8"><title>rtcbench peer</title></head>
 <body></body></html>
 """
@@ -107,10 +110,11 @@ _PAGE = """<!doctype html>
 # One peer connection per remote participant, keyed by its node name. Set-up times are per
 # connection: `offer` (the offer made or received), `connected` (ICE), `firstFrame` (the remote
 # video's first frame shown).
-_PEER_JS = """
+PEER_JS = """
 window.rtcbench = (() => {
   const S = {pcs: {}, t: {}, senders: {}, audioSenders: {}, cameras: {}, microphone: null,
-             samples: [], timer: null, config: {iceServers: []}, configs: {}};
+             samples: [], timer: null, config: {iceServers: []}, configs: {},
+             clip: null, drawTimer: null};
   const now = () => performance.timeOrigin + performance.now();
   const gathered = pc => new Promise(done => {
     if (pc.iceGatheringState === 'complete') return done();
@@ -118,12 +122,64 @@ window.rtcbench = (() => {
       if (pc.iceGatheringState === 'complete') done();
     });
   });
-  // One capture per set of constraints: calls that ask for the same camera share it.
+  // One capture per set of constraints: calls that ask for the same camera share it. A page
+  // given a clip (`useClip`) plays it into a canvas instead of asking for a camera.
   const camera = async video => {
     const key = [video.width, video.height, video.fps].join('x');
-    if (!S.cameras[key]) S.cameras[key] = await navigator.mediaDevices.getUserMedia({
+    if (!S.cameras[key]) S.cameras[key] = S.clip ? play(S.clip) : await navigator.mediaDevices.getUserMedia({
       video: {width: video.width, height: video.height, frameRate: video.fps}, audio: false});
     return S.cameras[key].getVideoTracks()[0];
+  };
+  // A Y4M clip (4:2:0, full range, as `noise_clip` writes it) as RGBA images, one per frame.
+  const decode = bytes => {
+    const eol = bytes.indexOf(10);
+    const header = new TextDecoder().decode(bytes.subarray(0, eol)).split(' ');
+    const tag = c => header.find(h => h[0] === c).slice(1);
+    const [w, h] = [Number(tag('W')), Number(tag('H'))];
+    const [num, den] = tag('F').split(':').map(Number);
+    const frames = [];
+    for (let at = eol + 1; at < bytes.length;) {
+      at = bytes.indexOf(10, at) + 1;  // past the FRAME line
+      const y = bytes.subarray(at, at + w * h);
+      const u = bytes.subarray(at + w * h, at + w * h * 5 / 4);
+      const v = bytes.subarray(at + w * h * 5 / 4, at + w * h * 3 / 2);
+      at += w * h * 3 / 2;
+      const image = new ImageData(w, h);
+      for (let r = 0; r < h; r++) {
+        for (let c = 0; c < w; c++) {
+          const half = (r >> 1) * (w >> 1) + (c >> 1);
+          const [l, cb, cr] = [y[r * w + c], u[half] - 128, v[half] - 128];
+          const o = 4 * (r * w + c);
+          // BT.601 at full range (the clip's C420jpeg).
+          image.data[o] = l + 1.402 * cr;
+          image.data[o + 1] = l - 0.344136 * cb - 0.714136 * cr;
+          image.data[o + 2] = l + 1.772 * cb;
+          image.data[o + 3] = 255;
+        }
+      }
+      frames.push(image);
+    }
+    return {w, h, fps: num / den, frames};
+  };
+  // The clip looped into a canvas at its frame rate, a frame captured as each is drawn; the
+  // schedule is kept on the page's clock, so a late timer does not slow the clip down.
+  const play = clip => {
+    const canvas = Object.assign(document.createElement('canvas'), {width: clip.w, height: clip.h});
+    const ctx = canvas.getContext('2d');
+    const stream = canvas.captureStream(0);
+    const track = stream.getVideoTracks()[0];
+    // The standard asks the track for a frame; Firefox asks its stream.
+    const capture = track.requestFrame ? () => track.requestFrame() : () => stream.requestFrame();
+    const period = 1000 / clip.fps, start = performance.now();
+    let k = 0;
+    const draw = () => {
+      ctx.putImageData(clip.frames[k % clip.frames.length], 0, 0);
+      capture();
+      k += 1;
+      S.drawTimer = setTimeout(draw, Math.max(0, start + k * period - performance.now()));
+    };
+    draw();
+    return stream;
   };
   const microphone = async () => {
     if (!S.microphone) S.microphone = await navigator.mediaDevices.getUserMedia({audio: true, video: false});
@@ -135,7 +191,7 @@ window.rtcbench = (() => {
     const codecs = RTCRtpSender.getCapabilities('video').codecs;
     const repair = video.fec === false ? ['video/rtx'] : ['video/rtx', 'video/red', 'video/ulpfec'];
     const wanted = codecs.filter(c => c.mimeType.toUpperCase() === 'VIDEO/' + video.codec.toUpperCase());
-    if (!wanted.length) throw new Error('this Chromium cannot send ' + video.codec);
+    if (!wanted.length) throw new Error('this browser cannot send ' + video.codec);
     tx.setCodecPreferences([...wanted, ...codecs.filter(c => repair.includes(c.mimeType))]);
   };
   const open = key => {
@@ -169,6 +225,13 @@ window.rtcbench = (() => {
                                relayProtocol: c.relayProtocol || null,
                                relatedAddress: c.relatedAddress || null, relatedPort: c.relatedPort || null};
   return {
+    // The camera of this page from now on: the Y4M clip at `url` (relative to the page), played
+    // into a canvas. Returns its frame count.
+    async useClip(url) {
+      const response = await fetch(url);
+      S.clip = decode(new Uint8Array(await response.arrayBuffer()));
+      return S.clip.frames.length;
+    },
     // The RTCConfiguration of connections opened from now on (ICE servers, transport policy).
     configure(config, key) {
       if (key === undefined || key === null) S.config = config; else S.configs[key] = config;
@@ -298,6 +361,7 @@ window.rtcbench = (() => {
     },
     close() {
       clearInterval(S.timer);
+      clearTimeout(S.drawTimer);
       Object.values(S.pcs).forEach(pc => pc.close());
       return true;
     },
@@ -394,13 +458,53 @@ class AudioSettings:
     """The audio encoding's `maxBitrate`; None: Opus at Chromium's default."""
 
 
+class Page:
+    """A browser's page that holds a node's calls, whichever the browser: the page script
+    (`PEER_JS`) answers the same calls in Chromium (`Peer`) and in Firefox
+    (`rtcbench.browser.firefox.Peer`), so signalling, sampling and the SFU take either."""
+
+    node: str
+
+    @property
+    def pid(self) -> int:
+        """The browser's process, leader of the session its other processes run in."""
+        raise NotImplementedError
+
+    def evaluate(self, expression: str, step: str, timeout_s: float = STEP_TIMEOUT_S) -> Any:
+        """Runs `expression` in the page, awaiting a promise, and returns its value (JSON);
+        `BrowserError` naming the peer and `step` if it throws or the browser does not answer."""
+        raise NotImplementedError
+
+    def configure(
+        self, ice_servers: list[dict[str, Any]], *, relay_only: bool = False, key: str | None = None
+    ) -> None:
+        """ICE servers (RTCIceServer dictionaries) for the connections this page opens from now
+        on, or only for the one it will open as `key`; with `relay_only`, only relayed
+        candidates are used (`iceTransportPolicy: "relay"`), so every packet goes through a TURN
+        server."""
+        config = {"iceServers": ice_servers, "iceTransportPolicy": "relay" if relay_only else "all"}
+        self.evaluate(f"rtcbench.configure({json.dumps(config)}, {json.dumps(key)})", "configure ICE")
+
+    def route(self, remote: str) -> dict[str, str] | None:
+        """The candidate types (`host`, `srflx`, `prflx`, `relay`) of the selected pair of this
+        page's connection to `remote`, or None before one is selected."""
+        route: dict[str, str] | None = self.evaluate(
+            f"rtcbench.route({json.dumps(remote)})", "read the route"
+        )
+        return route
+
+
 @dataclass
-class Peer:
+class Peer(Page):
     """One headless Chromium in a node's namespace, with one page that holds the call."""
 
     node: str
     browser: devtools.Browser
     session: str
+
+    @property
+    def pid(self) -> int:
+        return self.browser.process.pid
 
     @classmethod
     @contextlib.contextmanager
@@ -412,7 +516,7 @@ class Peer:
         need be) when the block ends."""
         work.mkdir(parents=True, exist_ok=True)
         page = work / "peer.html"
-        page.write_text(_PAGE)
+        page.write_text(PAGE_HTML)
         flags = [*_FLAGS, f"--user-data-dir={work / 'profile'}"]
         if clip is not None:
             flags.append(f"--use-file-for-fake-video-capture={clip}")
@@ -445,11 +549,10 @@ class Peer:
         except (ConnectionError, TimeoutError, devtools.DevToolsError) as e:
             raise BrowserError(f"peer {self.node}: the page did not open: {e}") from None
         self.session = session
-        self.evaluate(_PEER_JS, "load the peer script")
+        self.evaluate(PEER_JS, "load the peer script")
         return session
 
     def evaluate(self, expression: str, step: str, timeout_s: float = STEP_TIMEOUT_S) -> Any:
-        """Runs `expression` in the page, awaiting a promise, and returns its value (JSON)."""
         params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
         try:
             reply = self.browser.devtools.send(
@@ -463,24 +566,6 @@ class Peer:
             raise BrowserError(f"peer {self.node}: {step}: {str(text).splitlines()[0]}")
         return reply.get("result", {}).get("value")
 
-    def configure(
-        self, ice_servers: list[dict[str, Any]], *, relay_only: bool = False, key: str | None = None
-    ) -> None:
-        """ICE servers (RTCIceServer dictionaries) for the connections this page opens from now
-        on, or only for the one it will open as `key`; with `relay_only`, only relayed
-        candidates are used (`iceTransportPolicy: "relay"`), so every packet goes through a TURN
-        server."""
-        config = {"iceServers": ice_servers, "iceTransportPolicy": "relay" if relay_only else "all"}
-        self.evaluate(f"rtcbench.configure({json.dumps(config)}, {json.dumps(key)})", "configure ICE")
-
-    def route(self, remote: str) -> dict[str, str] | None:
-        """The candidate types (`host`, `srflx`, `prflx`, `relay`) of the selected pair of this
-        page's connection to `remote`, or None before one is selected."""
-        route: dict[str, str] | None = self.evaluate(
-            f"rtcbench.route({json.dumps(remote)})", "read the route"
-        )
-        return route
-
 
 @dataclass
 class Call:
@@ -489,13 +574,13 @@ class Call:
     node name unless `connect` was given one. `times` holds, per end (node name), when its
     connection's set-up steps happened (Unix ms on the pages' clock) and its ICE state."""
 
-    offerer: Peer
-    answerer: Peer
+    offerer: Page
+    answerer: Page
     times: dict[str, dict[str, Any]] = field(default_factory=dict)
     key: str | None = None
     """The connection's key in both pages; None: each page's key is the other end's node."""
 
-    def key_at(self, peer: Peer) -> str:
+    def key_at(self, peer: Page) -> str:
         """The key `peer`'s page knows this connection by."""
         if self.key is not None:
             return self.key
@@ -508,7 +593,7 @@ class Call:
             for peer in (self.offerer, self.answerer)
         }
 
-    def describe(self, peer: Peer) -> dict[str, Any]:
+    def describe(self, peer: Page) -> dict[str, Any]:
         """What `peer`'s end negotiated and where its packets go: `local` and `remote` session
         descriptions, and the selected candidate pair (`pair.local`, `pair.remote`: address,
         port, candidate type, protocol; None before ICE selected one)."""
@@ -552,8 +637,8 @@ def limit_js(key: str, video: VideoSettings | None, audio: AudioSettings | None)
 
 
 def connect(
-    sender: Peer,
-    receiver: Peer,
+    sender: Page,
+    receiver: Page,
     video: VideoSettings | None,
     timeout_s: float = CONNECT_TIMEOUT_S,
     *,
@@ -570,8 +655,8 @@ def connect(
 
 
 def signal(
-    sender: Peer,
-    receiver: Peer,
+    sender: Page,
+    receiver: Page,
     video: VideoSettings | None,
     *,
     back: VideoSettings | None = None,
@@ -596,6 +681,7 @@ def signal(
     edited = next((v for v in (video, back) if v is not None), None)
 
     def edit(sdp: str) -> str:
+        sdp = drop_unlisted(sdp)
         return edited.edit(sdp) if edited is not None else sdp
 
     answer = receiver.evaluate(
@@ -631,7 +717,7 @@ def wait_connected(calls: Sequence[Call], timeout_s: float = CONNECT_TIMEOUT_S) 
             time.sleep(0.05)
 
 
-def mesh(peers: Sequence[Peer], video: VideoSettings, timeout_s: float = CONNECT_TIMEOUT_S) -> list[Call]:
+def mesh(peers: Sequence[Page], video: VideoSettings, timeout_s: float = CONNECT_TIMEOUT_S) -> list[Call]:
     """A mesh call: every pair of `peers` connected, each sending its camera to the other, one
     peer connection per pair (as a mesh call in a browser runs it)."""
     calls = [signal(a, b, video, back=video) for k, a in enumerate(peers) for b in peers[k + 1 :]]
@@ -706,7 +792,7 @@ class Samples:
 
 
 def sample_peers(
-    peers: Sequence[Peer],
+    peers: Sequence[Page],
     seconds: float,
     collect_every_s: float = 5.0,
     *,
@@ -724,7 +810,7 @@ def sample_peers(
     start = time.monotonic()
     end, collect = start + seconds, start + collect_every_s
     tick = start
-    sessions = {node: peer.browser.process.pid for node, peer in by_node.items()}
+    sessions = {node: peer.pid for node, peer in by_node.items()}
     owned = {name: [pid] for name, pid in servers.items()}
     while True:
         for name, u in usages(sessions, owned).items():
@@ -741,7 +827,7 @@ def sample_peers(
     return out
 
 
-def close(peers: Sequence[Peer]) -> None:
+def close(peers: Sequence[Page]) -> None:
     """Ends every connection of `peers`' pages (and their sampling)."""
     for peer in peers:
         peer.evaluate("rtcbench.close()", "end the calls")

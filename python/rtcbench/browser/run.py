@@ -36,13 +36,15 @@ from typing import IO, Any
 import polars as pl
 
 from rtcbench import _core
-from rtcbench.browser import devtools, sfu, turn
+from rtcbench.browser import devtools, firefox, sfu, turn
+from rtcbench.browser.choice import CHROMIUM, FIREFOX, Browsers
 from rtcbench.browser.chromium import (
     CONNECT_TIMEOUT_S,
     SAMPLE_INTERVAL_S,
     AudioSettings,
     BrowserError,
     Call,
+    Page,
     Peer,
     Usage,
     VideoSettings,
@@ -62,7 +64,16 @@ from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import Testbed, TestbedError, build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
 
-__all__ = ["CONTROLLER", "Browsed", "BrowserModeError", "browse", "cameras", "connections"]
+__all__ = [
+    "CONTROLLER",
+    "Browsed",
+    "BrowserModeError",
+    "browse",
+    "cameras",
+    "check_browsers",
+    "connections",
+    "peer_nodes",
+]
 
 CONTROLLER = "gcc"
 """The controller a browser run runs: Chromium's own, libwebrtc's GoogCC (rtcbench's `gcc`)."""
@@ -316,7 +327,7 @@ def _conferences(conns: Sequence[Connection], meta: dict[str, Any]) -> list[_Con
 class _Recorder:
     """Everything a browser run records while it goes."""
 
-    peers: dict[str, Peer]
+    peers: dict[str, Page]
     servers: dict[str, int]
     """Process ids of the relay, the SFUs and the TURN servers, by name."""
     janus: dict[str, sfu.Janus]
@@ -327,12 +338,12 @@ class _Recorder:
     described: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     failure: str | None = None
 
-    def pages(self, c: Connection) -> list[Peer]:
+    def pages(self, c: Connection) -> list[Page]:
         """The pages that know connection `c` (an SFU's end has none)."""
         return [self.peers[n] for n in (c.offerer, c.answerer) if n in self.peers]
 
     def sample_usage(self) -> None:
-        sessions = {node: peer.browser.process.pid for node, peer in self.peers.items()}
+        sessions = {node: peer.pid for node, peer in self.peers.items()}
         for name, u in usages(sessions, {name: [pid] for name, pid in self.servers.items()}).items():
             self.usage.setdefault(name, []).append(u)
 
@@ -469,21 +480,59 @@ def _act(rec: _Recorder, action: str, arg: Any) -> None:
             page.evaluate(f"rtcbench.hangup({json.dumps(arg.key)})", "hang up")
 
 
+def peer_nodes(conns: Sequence[Connection]) -> list[str]:
+    """The nodes that run a browser: every one that sends or receives a call, but an SFU's."""
+    return sorted({n for c in conns for n in (c.offerer, c.answerer) if n != c.sfu})
+
+
+def _firefox_video(node: str, sent: Sequence[Stream]) -> VideoSettings | None:
+    """The video settings Firefox at `node` takes as preferences, for every call it sends
+    (`firefox.preferences`); `BrowserModeError` if its calls ask for different bitrates."""
+    videos = [s.video for s in sent if s.video is not None]
+    rates = {(v.min_bitrate_bps, v.start_bitrate_bps, v.max_bitrate_bps) for v in videos}
+    if len(rates) > 1:
+        raise BrowserModeError(
+            f"node {node} runs Firefox, which takes a video's min, start and max bitrate per browser "
+            f"(preferences), and its calls ask for different ones: {sorted(rates, key=str)}"
+        )
+    return videos[0] if videos else None
+
+
+def check_browsers(browsers: Browsers, conns: Sequence[Connection]) -> None:
+    """`BrowserModeError` if `browsers` names a node that runs no browser in this run, or if a
+    Firefox peer's calls ask for what Firefox cannot do per call."""
+    nodes = peer_nodes(conns)
+    unknown = browsers.unknown_nodes(nodes)
+    if unknown:
+        raise BrowserModeError(
+            f"--browser names {', '.join(unknown)}, which runs no browser here; the browser nodes are "
+            f"{', '.join(nodes)}"
+        )
+    for node in nodes:
+        if browsers.at(node) == FIREFOX:
+            _firefox_video(node, [s for c in conns for s in c.streams if s.src == node])
+
+
 @contextlib.contextmanager
 def _peers(
-    bed: Testbed, conns: Sequence[Connection], work: Path, seed: int, trials: str
-) -> Iterator[dict[str, Peer]]:
-    """A browser in every node that sends or receives a call (not an SFU's), with its camera
-    clip and the field trials `trials` forced."""
-    nodes = sorted({n for c in conns for n in (c.offerer, c.answerer) if n != c.sfu})
+    bed: Testbed, conns: Sequence[Connection], work: Path, seed: int, browsers: Browsers
+) -> Iterator[dict[str, Page]]:
+    """A browser in every node that sends or receives a call (not an SFU's), Chromium or Firefox
+    as `browsers` says, with its camera clip; Chromium peers force `browsers.field_trials`."""
     clips = work / "clips"
     clips.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        peers = {}
-        for node in nodes:
+        peers: dict[str, Page] = {}
+        for node in peer_nodes(conns):
             sent = [s for c in conns for s in c.streams if s.src == node]
             clip = _clip_for(sent, clips, seed)
-            peers[node] = stack.enter_context(Peer.start(bed, node, work / node, clip, trials))
+            if browsers.at(node) == FIREFOX:
+                start = firefox.Peer.start(bed, node, work / node, clip, _firefox_video(node, sent))
+                peers[node] = stack.enter_context(start)
+            else:
+                peers[node] = stack.enter_context(
+                    Peer.start(bed, node, work / node, clip, browsers.field_trials)
+                )
         yield peers
 
 
@@ -544,16 +593,22 @@ def _setup(
     }
 
 
-def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False, trials: str = "") -> Browsed:
-    """Runs `variant`'s calls between Chromium peers on an emulated network, in real time, every
-    browser with the field trials `trials` forced (`chromium.field_trials`'s form). `work` receives the
+def browse(
+    variant: Variant, seed: int, work: Path, *, capture: bool = False, browsers: Browsers | None = None
+) -> Browsed:
+    """Runs `variant`'s calls between browser peers on an emulated network, in real time: each
+    Chromium or Firefox as `browsers` says (default: all Chromium), every Chromium with
+    `browsers.field_trials` forced (`chromium.field_trials`'s form). `work` receives the
     browsers' logs, the relay's files and (with `capture`) its pcaps; the camera clips and browser
     profiles are removed at the end. Raises `TestbedUnavailable` without root, `BrowserModeError`
     for a scenario browsers cannot run, `CrossTrafficError` for cross traffic that cannot be
     emulated, and a `TestbedError` naming what failed to start."""
     require()
-    if devtools.chromium() is None:
+    browsers = browsers or Browsers()
+    if browsers.uses(CHROMIUM) and devtools.chromium() is None:
         raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")
+    if browsers.uses(FIREFOX) and firefox.firefox() is None:
+        raise BrowserModeError("--browser firefox needs Firefox (make firefox installs Debian's firefox-esr)")
     meta = planned_meta(variant, CONTROLLER, seed)
     duration_s = float(meta["duration_s"])
     conns = connections(variant, meta, seed)
@@ -561,6 +616,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False, tr
         raise BrowserModeError(
             f"{variant.scenario_id}: browser mode runs a scenario's calls, and it has none"
         )
+    check_browsers(browsers, conns)
     conferences = _conferences(conns, meta)
     flows = cross.plan(variant, seed)
     work.mkdir(parents=True, exist_ok=True)
@@ -597,7 +653,7 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False, tr
                 **{f"janus@{n}": j.process.pid for n, j in januses.items()},
                 **{f"coturn@{n}": t.process.pid for n, t in turns.items()},
             }
-            peers = stack.enter_context(_peers(bed, conns, peers_dir, seed, trials))
+            peers = stack.enter_context(_peers(bed, conns, peers_dir, seed, browsers))
             for peer in peers.values():
                 peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
             t0 = r.go()
@@ -634,6 +690,8 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False, tr
         shutil.rmtree(peers_dir / "clips", ignore_errors=True)
         for profile in peers_dir.glob("*/profile"):
             shutil.rmtree(profile, ignore_errors=True)
+        for played in peers_dir.glob("*/clip.y4m"):  # a Firefox page's link to its clip
+            played.unlink(missing_ok=True)
     wall_s = time.monotonic() - started
     tables, observed = browser_tables(
         meta, relay_dir, conns, rec.described, rec.stats, rec.usage, t0_wall, rec.t0, flows, address
@@ -641,8 +699,10 @@ def browse(variant: Variant, seed: int, work: Path, *, capture: bool = False, tr
     info: dict[str, Any] = {
         "testbed": prefix,
         "wall_s": wall_s,
-        "chromium": devtools.chromium_version(),
-        "field_trials": trials or None,
+        "chromium": devtools.chromium_version() if browsers.uses(CHROMIUM) else None,
+        "firefox": firefox.firefox_version() if browsers.uses(FIREFOX) else None,
+        "browsers": {node: browsers.at(node) for node in peer_nodes(conns)},
+        "field_trials": browsers.field_trials or None,
         "failure": rec.failure,
         "calls": {
             s.name: {

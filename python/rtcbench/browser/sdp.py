@@ -12,6 +12,11 @@ enables NACK and PLI per codec from `a=rtcp-fb` lines (RFC 4585 §4.2): removing
 retransmission requests off, removing `nack pli` leaves FIR (`ccm fir`, RFC 5104 §7.1) as the
 keyframe request. An edit is made to a description as it passes from one page to the other, so
 both ends agree on it.
+
+One edit is hygiene between browsers: Firefox 153, given codec preferences, still writes
+`a=rtcp-fb` lines for the codecs it left out of the `m=` line (VP9, AV1), and Chromium 156 refuses
+such an offer ("Failed to parse codecs correctly"); `drop_unlisted` removes them (RFC 8866 §5.14:
+a section's attributes describe the formats its `m=` line lists).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ __all__ = [
     "Described",
     "MediaSection",
     "describe",
+    "drop_unlisted",
     "edit_video",
 ]
 
@@ -92,6 +98,23 @@ def describe(sdp: str) -> Described:
         elif m := _EXTMAP.match(line):
             s.extensions[int(m.group(1))] = m.group(2)
     return Described(sections)
+
+
+_PT_ATTRIBUTE = re.compile(r"^a=(?:rtpmap|fmtp|rtcp-fb):(\d+)[ \t]")
+
+
+def drop_unlisted(sdp: str) -> str:
+    """`sdp` without the `a=rtpmap`, `a=fmtp` and `a=rtcp-fb` lines of payload types that their
+    section's `m=` line does not list (`a=rtcp-fb:*` stays). Unchanged if there are none."""
+    out: list[str] = []
+    listed: set[str] = set()
+    for line in _lines(sdp):
+        if line.startswith("m="):
+            listed = set(line.split()[3:])
+        elif (m := _PT_ATTRIBUTE.match(line)) and m.group(1) not in listed:
+            continue
+        out.append(line)
+    return "\r\n".join(out) + "\r\n"
 
 
 def edit_video(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtcbench.browser.chromium import AudioSettings, Peer, VideoSettings, limit_js, video_json
+from rtcbench.browser.chromium import AudioSettings, Page, VideoSettings, limit_js, video_json
 from rtcbench.testbed.netns import Testbed, TestbedError, stop_processes
 
 __all__ = ["JANUS", "Janus", "SfuError", "Subscription", "janus", "videoroom"]
@@ -229,19 +229,19 @@ class Janus:
 class Subscription:
     """`viewer` receives `publisher`'s video through the SFU."""
 
-    viewer: Peer
-    publisher: Peer
+    viewer: Page
+    publisher: Page
 
 
 def videoroom(
     janus: Janus,
-    peers: Sequence[Peer],
+    peers: Sequence[Page],
     video: VideoSettings,
     *,
     room: int = ROOM,
     audio: AudioSettings | None = None,
-    publish_key: Callable[[Peer], str] = lambda publisher: "sfu",
-    view_key: Callable[[Peer, Peer], str] = lambda viewer, publisher: f"sfu:{publisher.node}",
+    publish_key: Callable[[Page], str] = lambda publisher: "sfu",
+    view_key: Callable[[Page, Page], str] = lambda viewer, publisher: f"sfu:{publisher.node}",
 ) -> list[Subscription]:
     """Every peer publishes its camera (and microphone, with `audio`) to `room`, then views every
     other peer's: one publishing and len(peers) − 1 viewing peer connections per page, known

@@ -147,8 +147,8 @@ def _fairness_lines(s: dict[str, Any]) -> list[str]:
 
 
 def _browsers(info: dict[str, Any]) -> str:
-    """`Chromium <version>`, the field trials it forced and each call's set-up time, for the line
-    under a browser run."""
+    """`Chromium <version>` (or `Firefox <version>`, or both with the nodes of each), the field
+    trials Chromium forced and each call's set-up time, for the line under a browser run."""
     setups = [
         f"{name} {setup['connected']:.2f} s"
         for name, call in info["calls"].items()
@@ -156,7 +156,16 @@ def _browsers(info: dict[str, Any]) -> str:
     ]
     joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
     trials = f" with field trials {info['field_trials']}" if info.get("field_trials") else ""
-    return f"Chromium {info.get('chromium') or '(version unknown)'}{trials}{joined}"
+    # Runs from before Firefox peers record no `browsers`: all of them were Chromium.
+    at = info.get("browsers") or {}
+    names = {"chromium": "Chromium", "firefox": "Firefox"}
+    used = sorted(set(at.values()) or {"chromium"})
+    ran = [
+        f"{names[b]} {info.get(b) or '(version unknown)'}"
+        + (f" ({', '.join(n for n, x in sorted(at.items()) if x == b)})" if len(used) > 1 else "")
+        for b in used
+    ]
+    return f"{' and '.join(ran)}{trials}{joined}"
 
 
 def _wifi_table(nodes: list[dict[str, Any]]) -> Table:

@@ -19,7 +19,7 @@ from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list
 from rtcbench.cli.render import _fmt, console, print_controllers, print_scenarios, print_summary
 from rtcbench.compare import RUNS_INDEX, load_runs
 from rtcbench.results import write_parquet_atomic
-from rtcbench.runner import RunResult, check_field_trials, check_mode, controllers, run, run_variant
+from rtcbench.runner import RunResult, check_browsers, check_mode, controllers, run, run_variant
 from rtcbench.scenarios import builtin, resolve
 from rtcbench.suite import SUITES, run_parallel, select
 
@@ -94,10 +94,17 @@ def run_cmd(
     field_trials: Annotated[
         str,
         typer.Option(
-            help="With --mode browser: Chromium field trials every browser forces, as Trial/Group/ "
+            help="With --mode browser: Chromium field trials every Chromium peer forces, as Trial/Group/ "
             "pairs, e.g. WebRTC-CongestionWindow/QueueSize:350,MinBitrate:30000/; they key the run."
         ),
     ] = "",
+    browser: Annotated[
+        str,
+        typer.Option(
+            help="With --mode browser: the peers' browser, chromium or firefox, or per node, e.g. "
+            "firefox,B=chromium (Firefox but node B Chromium); it keys the run."
+        ),
+    ] = "chromium",
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only each run's results folder, one a line.")
     ] = False,
@@ -118,7 +125,7 @@ def run_cmd(
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names = _controller_list(cc)
     check_mode(mode)
-    trials = check_field_trials(field_trials, mode)
+    browsers = check_browsers(browser, field_trials, mode)
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
     if quiet and as_json:
@@ -149,7 +156,8 @@ def run_cmd(
                 command=command,
                 pcap=pcap,
                 mode=mode,
-                field_trials=trials,
+                field_trials=browsers.field_trials if browsers is not None else "",
+                browser=browser,
             )
             for name in names
         )

@@ -1,0 +1,281 @@
+"""Real Firefox peers (Debian's `firefox-esr`) in a testbed's namespaces, beside or instead of
+Chromium's (docs/browser.md, "Firefox"). A Firefox peer answers to the same page script as a
+Chromium one (`chromium.PEER_JS`, through `chromium.Page`), so calls, signalling, sampling and
+the SFU take either, and a call may join the two browsers.
+
+    with firefox.Peer.start(bed, "A", work / "A", clip) as a, chromium.Peer.start(bed, "B", ...) as b:
+        call = chromium.connect(a, b, VideoSettings(max_bitrate_bps=2_000_000))
+
+Firefox is driven over WebDriver BiDi, which it speaks natively: no driver program. It listens
+on a WebSocket on the loopback of the node's namespace (`BIDI_PORT`; every peer has a namespace
+of its own), which this process reaches with a socket opened inside that namespace
+(`rtcbench.testbed._linux.call_in_netns`), the `websockets` package speaking the protocol over
+it. Firefox has no fake camera that plays a file, as Chromium's
+`--use-file-for-fake-video-capture` does: its page plays the same Y4M clip into a canvas and
+sends the canvas (`PEER_JS`'s `useClip`), so both browsers encode the same pictures. Its
+microphone is Firefox's fake device (a tone), its settings a profile's preferences (`PREFS`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.sync.client import ClientConnection, connect
+
+from rtcbench.browser.chromium import PAGE_HTML, PEER_JS, STEP_TIMEOUT_S, BrowserError, Page, VideoSettings
+from rtcbench.testbed import _linux
+from rtcbench.testbed.netns import Testbed
+
+__all__ = ["BIDI_PORT", "FIREFOX", "PREFS", "BiDi", "Peer", "firefox", "firefox_version", "preferences"]
+
+FIREFOX = "firefox-esr"
+"""The browser's executable (Debian's `firefox-esr`, installed by `scripts/install-firefox.sh`)."""
+BIDI_PORT = 9222
+"""The port Firefox's WebDriver BiDi listens on, on the loopback of its node's namespace."""
+START_TIMEOUT_S = 30.0
+"""How long Firefox may take to listen for WebDriver BiDi."""
+
+PREFS: Mapping[str, bool | int | str] = {
+    # The page may use the microphone (and a camera) without asking; the microphone is a fake
+    # device playing a tone, as Chromium's is. The camera is the page's canvas (`useClip`).
+    "media.navigator.permission.disabled": True,
+    "media.navigator.streams.fake": True,
+    # Host candidates as addresses, not mDNS names, which nothing resolves in a testbed.
+    "media.peerconnection.ice.obfuscate_host_addresses": False,
+    # The page reads its clip from the folder it was loaded from (a file: URL).
+    "security.fileuri.strict_origin_policy": False,
+    "media.autoplay.default": 0,
+    # A quiet browser that fetches nothing of its own accord (the namespaces have no route out).
+    "app.update.enabled": False,
+    "app.normandy.enabled": False,
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "datareporting.healthreport.uploadEnabled": False,
+    "toolkit.telemetry.enabled": False,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "extensions.update.enabled": False,
+}
+"""Preferences of every Firefox peer's profile (its `user.js`)."""
+
+
+@functools.cache
+def firefox() -> str | None:
+    """The browser's path, or None if it is not installed."""
+    return shutil.which(FIREFOX)
+
+
+@functools.cache
+def firefox_version() -> str | None:
+    """The installed Firefox's version ("153.7.0esr"), or None if it is not installed or does not
+    say. Asked once per process."""
+    exe = firefox()
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"Firefox (\S+)", out.stdout)
+    return found.group(1) if found else None
+
+
+def preferences(video: VideoSettings | None) -> dict[str, bool | int | str]:
+    """`PREFS`, with what a call's `video` asks of the encoder where Chromium reads it from the
+    session description (`x-google-*-bitrate`, which Firefox ignores): Firefox's
+    `media.peerconnection.video.{min,start,max}_bitrate` preferences, in kbit/s. They hold for
+    every call of the browser."""
+    prefs = dict(PREFS)
+    if video is not None:
+        for name, bps in (
+            ("min", video.min_bitrate_bps),
+            ("start", video.start_bitrate_bps),
+            ("max", video.max_bitrate_bps),
+        ):
+            if bps is not None:
+                prefs[f"media.peerconnection.video.{name}_bitrate"] = round(bps / 1000)
+    return prefs
+
+
+class BiDi:
+    """WebDriver BiDi over one WebSocket: numbered commands, replies matched by id. Events are
+    not subscribed to, so none arrive."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.next_id = 0
+
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, timeout_s: float = STEP_TIMEOUT_S
+    ) -> Any:
+        """Sends a command and returns its result. `TimeoutError` if no reply comes within
+        `timeout_s`, `ConnectionError` if the browser closed the connection, `RuntimeError` (one
+        line: the method, the error and its message) if it answered with an error."""
+        deadline = time.monotonic() + timeout_s
+        self.next_id += 1
+        try:
+            self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params or {}}))
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{method}: firefox did not answer in {timeout_s:g} s")
+                reply = json.loads(self.ws.recv(timeout=left))
+                if reply.get("id") != self.next_id:
+                    continue
+                if reply.get("type") == "error":
+                    raise RuntimeError(
+                        f"{method}: {reply.get('error')}: {reply.get('message', '')}".rstrip(": ")
+                    )
+                return reply.get("result", {})
+        except ConnectionClosed as e:
+            raise ConnectionError("firefox closed its WebDriver BiDi connection") from e
+
+
+def _listen(bed: Testbed, node: str, process: subprocess.Popen[Any], timeout_s: float) -> socket.socket:
+    """A socket connected to `BIDI_PORT` in `node`'s namespace, once Firefox listens there."""
+    netns = bed.netns_path(node)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _linux.call_in_netns(
+                netns, lambda: socket.create_connection(("127.0.0.1", BIDI_PORT), timeout=1.0)
+            )
+        except OSError:
+            if process.poll() is not None:
+                why = f"firefox exited ({process.returncode}) before it listened for WebDriver BiDi"
+                raise BrowserError(f"peer {node}: {why}") from None
+            if time.monotonic() >= deadline:
+                raise BrowserError(
+                    f"peer {node}: firefox did not listen for WebDriver BiDi within {timeout_s:g} s"
+                ) from None
+            time.sleep(0.1)
+
+
+@dataclass
+class Peer(Page):
+    """One headless Firefox in a node's namespace, with one page that holds the calls."""
+
+    node: str
+    process: subprocess.Popen[Any]
+    bidi: BiDi
+    context: str = ""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @classmethod
+    @contextlib.contextmanager
+    def start(
+        cls, bed: Testbed, node: str, work: Path, clip: Path | None = None, video: VideoSettings | None = None
+    ) -> Iterator[Peer]:
+        """Starts Firefox in `node`'s namespace with its profile and page under `work`, playing
+        `clip` as its camera, its encoder set as `video` asks (`preferences`); closes it
+        (killing it if need be) when the block ends."""
+        exe = firefox()
+        if exe is None:
+            raise BrowserError(f"peer {node}: {FIREFOX} is not installed (make firefox)")
+        work.mkdir(parents=True, exist_ok=True)
+        profile = work / "profile"
+        profile.mkdir(exist_ok=True)
+        (profile / "user.js").write_text(
+            "".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n" for k, v in preferences(video).items())
+        )
+        (work / "peer.js").write_text(PEER_JS)
+        (work / "peer.html").write_text(
+            PAGE_HTML.replace("</head>", '<script src="peer.js"></script></head>')
+        )
+        if clip is not None:
+            (work / "clip.y4m").unlink(missing_ok=True)
+            (work / "clip.y4m").symlink_to(clip.resolve())
+        args = [
+            exe,
+            "--headless",
+            "--no-remote",
+            "--profile",
+            str(profile),
+            f"--remote-debugging-port={BIDI_PORT}",
+        ]
+        with (work / "firefox.log").open("wb") as log:
+            process = bed.popen(
+                node,
+                [*args, "about:blank"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1"},
+            )
+        try:
+            sock = _listen(bed, node, process, START_TIMEOUT_S)
+            try:
+                ws = connect(f"ws://127.0.0.1:{BIDI_PORT}/session", sock=sock, max_size=None, open_timeout=10)
+            except (OSError, TimeoutError, WebSocketException) as e:
+                sock.close()
+                raise BrowserError(f"peer {node}: WebDriver BiDi did not open: {e}") from None
+            with ws:
+                peer = cls(node, process, BiDi(ws))
+                try:
+                    peer._open(work / "peer.html", clip is not None)
+                    yield peer
+                finally:
+                    _close(process, peer.bidi)
+        finally:
+            _close(process, None)  # at once if it has exited; a browser that never spoke is killed
+
+    def _command(
+        self, method: str, params: dict[str, Any], step: str, timeout_s: float = STEP_TIMEOUT_S
+    ) -> Any:
+        try:
+            return self.bidi.send(method, params, timeout_s)
+        except (ConnectionError, TimeoutError, RuntimeError) as e:
+            raise BrowserError(f"peer {self.node}: {step}: {e}") from None
+
+    def _open(self, page: Path, clip: bool) -> None:
+        self._command("session.new", {"capabilities": {}}, "start a WebDriver BiDi session")
+        tree = self._command("browsingContext.getTree", {}, "find the page")
+        self.context = tree["contexts"][0]["context"]
+        params = {"context": self.context, "url": page.resolve().as_uri(), "wait": "complete"}
+        self._command("browsingContext.navigate", params, "open the page")
+        if clip:
+            self.evaluate("rtcbench.useClip('clip.y4m')", "load the camera clip")
+
+    def evaluate(self, expression: str, step: str, timeout_s: float = STEP_TIMEOUT_S) -> Any:
+        # The value comes back as JSON text: one string, rather than BiDi's typed tree of it.
+        wrapped = f"(async () => JSON.stringify((await ({expression})) ?? null))()"
+        params = {"expression": wrapped, "target": {"context": self.context}, "awaitPromise": True}
+        reply = self._command("script.evaluate", params, step, timeout_s)
+        if reply.get("type") == "exception":
+            text = reply.get("exceptionDetails", {}).get("text", "an exception")
+            raise BrowserError(f"peer {self.node}: {step}: {str(text).splitlines()[0]}")
+        return json.loads(reply["result"]["value"])
+
+
+def _close(process: subprocess.Popen[Any], bidi: BiDi | None, timeout_s: float = 10.0) -> None:
+    """Asks Firefox to close, then kills its process group if it has not exited in `timeout_s`."""
+    if bidi is not None and process.poll() is None:
+        with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError, OSError, WebSocketException):
+            bidi.send("browser.close", timeout_s=min(timeout_s, 5.0))
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout_s if bidi is not None else 0.5)
+    # Firefox's content processes are in its session: end them with it, whatever it did.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
