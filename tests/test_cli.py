@@ -219,6 +219,27 @@ def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
             ("run", "rfc8867-5.1", "--mode", "browser", "--field-trials", "WebRTC-Foo"),
             "--field-trials must be Chromium's Trial/Group/ pairs",
         ),
+        (
+            ("run", "rfc8867-5.1", "--browser", "firefox"),
+            "--browser chooses a browser run's peers: it applies to --mode browser, not --mode simulate",
+        ),
+        (
+            ("run", "rfc8867-5.1", "--mode", "browser", "--browser", "safari"),
+            "--browser must be chromium or firefox, or NODE=chromium|firefox items",
+        ),
+        (
+            (
+                "run",
+                "rfc8867-5.1",
+                "--mode",
+                "browser",
+                "--browser",
+                "firefox",
+                "--field-trials",
+                "WebRTC-Foo/On/",
+            ),
+            "--field-trials sets Chromium's field trials, and --browser firefox starts no Chromium",
+        ),
     ],
 )
 def test_user_mistakes_exit_2_with_one_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "chromium",
     "chromium_version",
     "launch",
+    "version_of",
 ]
 
 CHROMIUM = "chromium"
@@ -72,14 +73,19 @@ def chromium() -> str | None:
 def chromium_version() -> str | None:
     """The installed Chromium's version ("156.0.8078.79"), or None if it is not installed or
     does not say. Asked once per process."""
-    exe = chromium()
+    return version_of(chromium(), "Chromium")
+
+
+def version_of(exe: str | None, product: str) -> str | None:
+    """The version a browser's `exe --version` prints after `product` ("Chromium 156.0.8078.79",
+    "Mozilla Firefox 153.7.0esr"), or None if there is no `exe` or it does not say in 30 s."""
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    found = re.search(r"Chromium (\S+)", out.stdout)
+    found = re.search(rf"{product} (\S+)", out.stdout)
     return found.group(1) if found else None
 
 

@@ -22,7 +22,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -36,6 +35,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
+from rtcbench.browser import devtools
 from rtcbench.browser.chromium import PAGE_HTML, PEER_JS, STEP_TIMEOUT_S, BrowserError, Page, VideoSettings
 from rtcbench.testbed import _linux
 from rtcbench.testbed.netns import Testbed
@@ -48,6 +48,10 @@ BIDI_PORT = 9222
 """The port Firefox's WebDriver BiDi listens on, on the loopback of its node's namespace."""
 START_TIMEOUT_S = 30.0
 """How long Firefox may take to listen for WebDriver BiDi."""
+CLOSE_TIMEOUT_S = 1.0
+"""How long closing the BiDi connection, or asking the browser to close, may take."""
+EXIT_TIMEOUT_S = 5.0
+"""How long Firefox may take to exit when asked (0.45 s measured) before it is killed."""
 
 PREFS: Mapping[str, bool | int | str] = {
     # The page may use the microphone (and a camera) without asking; the microphone is a fake
@@ -86,15 +90,7 @@ def firefox() -> str | None:
 def firefox_version() -> str | None:
     """The installed Firefox's version ("153.7.0esr"), or None if it is not installed or does not
     say. Asked once per process."""
-    exe = firefox()
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = re.search(r"Firefox (\S+)", out.stdout)
-    return found.group(1) if found else None
+    return devtools.version_of(firefox(), "Firefox")
 
 
 def preferences(video: VideoSettings | None) -> dict[str, bool | int | str]:
@@ -226,19 +222,33 @@ class Peer(Page):
         try:
             sock = _listen(bed, node, process, START_TIMEOUT_S)
             try:
-                ws = connect(f"ws://127.0.0.1:{BIDI_PORT}/session", sock=sock, max_size=None, open_timeout=10)
+                ws = connect(
+                    f"ws://127.0.0.1:{BIDI_PORT}/session",
+                    sock=sock,
+                    max_size=None,
+                    open_timeout=10,
+                    close_timeout=CLOSE_TIMEOUT_S,
+                )
             except (OSError, TimeoutError, WebSocketException) as e:
                 sock.close()
                 raise BrowserError(f"peer {node}: WebDriver BiDi did not open: {e}") from None
             with ws:
-                peer = cls(node, process, BiDi(ws))
                 try:
+                    peer = cls(node, process, BiDi(ws))
                     peer._open(work / "peer.html", clip is not None)
                     yield peer
+                    # Asked to close only when the block ended normally: after an interrupt or
+                    # an error the connection may be mid-command, and the browser is killed.
+                    with contextlib.suppress(
+                        ConnectionError, TimeoutError, RuntimeError, OSError, WebSocketException
+                    ):
+                        peer.bidi.send("browser.close", timeout_s=CLOSE_TIMEOUT_S)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(EXIT_TIMEOUT_S)
                 finally:
-                    _close(process, peer.bidi)
+                    _kill(process)  # before the connection closes, so that closing it waits on nothing
         finally:
-            _close(process, None)  # at once if it has exited; a browser that never spoke is killed
+            _kill(process)
 
     def _command(
         self, method: str, params: dict[str, Any], step: str, timeout_s: float = STEP_TIMEOUT_S
@@ -268,14 +278,8 @@ class Peer(Page):
         return json.loads(reply["result"]["value"])
 
 
-def _close(process: subprocess.Popen[Any], bidi: BiDi | None, timeout_s: float = 10.0) -> None:
-    """Asks Firefox to close, then kills its process group if it has not exited in `timeout_s`."""
-    if bidi is not None and process.poll() is None:
-        with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError, OSError, WebSocketException):
-            bidi.send("browser.close", timeout_s=min(timeout_s, 5.0))
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout_s if bidi is not None else 0.5)
-    # Firefox's content processes are in its session: end them with it, whatever it did.
+def _kill(process: subprocess.Popen[Any]) -> None:
+    """Kills Firefox's session (its content processes are in it), whatever it did, and reaps it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
