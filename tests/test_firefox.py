@@ -20,6 +20,7 @@ import pytest
 import rtcbench
 from rtcbench import runner, testbed
 from rtcbench.browser import devtools, firefox, trace
+from rtcbench.browser import run as browser_run
 from rtcbench.browser.choice import Browsers
 from rtcbench.browser.chromium import VideoSettings
 from rtcbench.browser.run import BrowserModeError
@@ -125,6 +126,19 @@ def test_offers_lose_the_attributes_of_payload_types_their_media_line_does_not_l
     assert not any(x.startswith(("a=rtcp-fb:121", "a=rtcp-fb:99", "a=fmtp:121")) for x in kept)
     assert kept.count("a=rtcp-fb:120 nack") == 1  # the audio section does not list 120
     assert drop_unlisted(drop_unlisted(offer)) == drop_unlisted(offer)
+
+
+def test_a_firefox_node_takes_one_camera_and_one_set_of_bitrates_for_all_its_calls() -> None:
+    def sent(**video: Any) -> Any:
+        return types.SimpleNamespace(video=VideoSettings(**video))
+
+    small = VideoSettings(width=320, height=180)
+    assert browser_run.firefox_video("A", [sent(width=320, height=180)] * 2) == small
+    assert browser_run.firefox_video("A", [types.SimpleNamespace(video=None)]) is None
+    with pytest.raises(BrowserModeError, match="node A runs Firefox, which takes one set of video cameras"):
+        browser_run.firefox_video("A", [sent(width=320, height=180), sent()])
+    with pytest.raises(BrowserModeError, match="one set of video min, start and max bitrates"):
+        browser_run.firefox_video("A", [sent(max_bitrate_bps=500_000), sent()])
 
 
 def test_firefox_takes_a_calls_bitrates_as_preferences() -> None:

@@ -70,8 +70,9 @@ __all__ = [
     "BrowserModeError",
     "browse",
     "cameras",
-    "check_browsers",
+    "check_choice",
     "connections",
+    "firefox_video",
     "peer_nodes",
 ]
 
@@ -485,22 +486,30 @@ def peer_nodes(conns: Sequence[Connection]) -> list[str]:
     return sorted({n for c in conns for n in (c.offerer, c.answerer) if n != c.sfu})
 
 
-def _firefox_video(node: str, sent: Sequence[Stream]) -> VideoSettings | None:
-    """The video settings Firefox at `node` takes as preferences, for every call it sends
-    (`firefox.preferences`); `BrowserModeError` if its calls ask for different bitrates."""
+def firefox_video(node: str, sent: Sequence[Stream]) -> VideoSettings | None:
+    """The video settings Firefox at `node` takes for every call it sends: its bitrates as
+    preferences (`firefox.preferences`), and one camera, the clip its page plays at the clip's
+    size and rate (Chromium scales each call's track from its clip; Firefox's canvas is not
+    scaled). `BrowserModeError` if its calls ask for different bitrates or cameras."""
     videos = [s.video for s in sent if s.video is not None]
-    rates = {(v.min_bitrate_bps, v.start_bitrate_bps, v.max_bitrate_bps) for v in videos}
-    if len(rates) > 1:
-        raise BrowserModeError(
-            f"node {node} runs Firefox, which takes a video's min, start and max bitrate per browser "
-            f"(preferences), and its calls ask for different ones: {sorted(rates, key=str)}"
-        )
+    for what, values in (
+        (
+            "min, start and max bitrates",
+            {(v.min_bitrate_bps, v.start_bitrate_bps, v.max_bitrate_bps) for v in videos},
+        ),
+        ("cameras", {(v.width, v.height, v.fps) for v in videos}),
+    ):
+        if len(values) > 1:
+            raise BrowserModeError(
+                f"node {node} runs Firefox, which takes one set of video {what} for all its calls, "
+                f"and its calls ask for different ones: {sorted(values, key=str)}"
+            )
     return videos[0] if videos else None
 
 
-def check_browsers(browsers: Browsers, conns: Sequence[Connection]) -> None:
+def check_choice(browsers: Browsers, conns: Sequence[Connection]) -> None:
     """`BrowserModeError` if `browsers` names a node that runs no browser in this run, or if a
-    Firefox peer's calls ask for what Firefox cannot do per call."""
+    Firefox peer's calls ask for what Firefox cannot do per call (`firefox_video`)."""
     nodes = peer_nodes(conns)
     unknown = browsers.unknown_nodes(nodes)
     if unknown:
@@ -510,7 +519,7 @@ def check_browsers(browsers: Browsers, conns: Sequence[Connection]) -> None:
         )
     for node in nodes:
         if browsers.at(node) == FIREFOX:
-            _firefox_video(node, [s for c in conns for s in c.streams if s.src == node])
+            firefox_video(node, [s for c in conns for s in c.streams if s.src == node])
 
 
 @contextlib.contextmanager
@@ -527,7 +536,7 @@ def _peers(
             sent = [s for c in conns for s in c.streams if s.src == node]
             clip = _clip_for(sent, clips, seed)
             if browsers.at(node) == FIREFOX:
-                start = firefox.Peer.start(bed, node, work / node, clip, _firefox_video(node, sent))
+                start = firefox.Peer.start(bed, node, work / node, clip, firefox_video(node, sent))
                 peers[node] = stack.enter_context(start)
             else:
                 peers[node] = stack.enter_context(
@@ -616,7 +625,7 @@ def browse(
         raise BrowserModeError(
             f"{variant.scenario_id}: browser mode runs a scenario's calls, and it has none"
         )
-    check_browsers(browsers, conns)
+    check_choice(browsers, conns)
     conferences = _conferences(conns, meta)
     flows = cross.plan(variant, seed)
     work.mkdir(parents=True, exist_ok=True)
