@@ -23,6 +23,7 @@ from rtcbench.identity import BROWSER, run_key
 from rtcbench.results import InputError
 from rtcbench.scenarios import other_codecs
 from rtcbench.tables import Tables
+from rtcbench.testbed.relay_log import background_flows, packet_events
 
 # An offer as Chromium writes one (trimmed to what is read): BUNDLE of a video and an audio
 # section, VP8 with RTX, RED and ULPFEC, Opus; transport-wide sequence numbers as extension 3.
@@ -391,3 +392,26 @@ def test_the_machine_is_named_where_encoders_fell_behind_on_a_busy_machine() -> 
     # The same run on a machine of four cores had room.
     assert starved_windows(stats, usage, asked, cores=4) == []
     assert starved_warning([], 2) is None
+
+
+def test_the_relays_own_background_traffic_has_its_flows_in_a_browser_run_too() -> None:
+    # RFC 8867 §5.1's udp-background variants: the relay sends the background itself, and a
+    # browser run's packets table maps it to its flows as an emulated run's does (it used to map
+    # it to none, and the trace failed on the first such packet).
+    meta = {
+        "flows": [
+            {"id": 0, "name": "call0.video"},
+            {"id": 5, "name": "forward.udp-background", "workload": "udp-background"},
+        ]
+    }
+    assert background_flows(meta) == {"forward": 5}
+    relay = pl.DataFrame(
+        {"id": [1, 1], "event": ["bg_in", "bg_out"], "t_us": [10, 20], "link": ["forward", "forward"],
+         "reason": [None, None], "ecn": [None, None], "size": [1200, 1200]}
+    )  # fmt: skip
+    sent = pl.DataFrame(schema={"id": pl.Int64, "t_us": pl.Int64, "flow": pl.Int32, "kind": pl.String})
+    packets = packet_events(relay, sent, background_flows(meta), end_us=100)
+    assert packets.get_column("flow").to_list() == [5, 5] and packets.get_column("event").to_list() == [
+        "sent",
+        "received",
+    ]

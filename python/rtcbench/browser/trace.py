@@ -50,7 +50,7 @@ from rtcbench.browser.sdp import describe
 from rtcbench.emulation.trace import FRAMES_SCHEMA, cross_sent
 from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CrossFlow
-from rtcbench.testbed.relay_log import TraceError, packet_events, relay_links, relay_packets
+from rtcbench.testbed.relay_log import TraceError, background_flows, packet_events, relay_links, relay_packets
 
 __all__ = ["UNOBSERVED", "Connection", "Stream", "browser_tables", "parse_head", "turn_allocations"]
 
@@ -764,7 +764,7 @@ def browser_tables(
     origin = sent.drop("rtcp_kind")
     if cross and address is not None:
         origin = pl.concat([origin, cross_sent(relay, meta, cross, address)], how="diagonal_relaxed")
-    packets = packet_events(relay, origin, {}, end_us)
+    packets = packet_events(relay, origin, background_flows(meta), end_us)
     kinds = sent.select(packet="id", rtcp_kind="rtcp_kind").filter(pl.col("rtcp_kind").is_not_null())
     stats_table = _stats(conns, stats, t0_wall, end_us)
     tables = Tables(

@@ -25,6 +25,7 @@ from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.relay_log import (
     TraceError,
+    background_flows,
     packet_events,
     relay_links,
     relay_packets,
@@ -422,11 +423,7 @@ def emulated_tables(
     ids = _flow_ids(meta)
     flow_call = {int(f["id"]): int(f["call"]) for f in meta["flows"] if f.get("call") is not None}
     video_flow = {c.index: ids[f"{c.name}.video"] for c in calls if f"{c.name}.video" in ids}
-    background = {
-        f["name"].removesuffix(".udp-background"): int(f["id"])
-        for f in meta["flows"]
-        if f.get("workload") == "udp-background"
-    }
+    background = background_flows(meta)
     relay = relay_packets(relay_dir)
     packets = _packets(
         relay,

@@ -19,6 +19,7 @@ __all__ = [
     "RELAY_LINKS",
     "RELAY_PACKETS",
     "TraceError",
+    "background_flows",
     "packet_events",
     "relay_links",
     "relay_packets",
@@ -74,6 +75,16 @@ def relay_packets(relay_dir: Path) -> pl.DataFrame:
 def relay_links(relay_dir: Path, end_us: int) -> pl.DataFrame:
     """The links table (docs/traces.md): the relay's link samples up to `end_us`."""
     return _relay_csv(relay_dir / RELAY_LINKS, _LINKS_SCHEMA).filter(pl.col("t_us") <= end_us)
+
+
+def background_flows(meta: Mapping[str, Any]) -> dict[str, int]:
+    """The flow id of each link's UDP background traffic (RFC 8867 §5.1's second mechanism),
+    which the relay makes itself, by link name, from a run's `meta`."""
+    return {
+        f["name"].removesuffix(".udp-background"): int(f["id"])
+        for f in meta["flows"]
+        if f.get("workload") == "udp-background"
+    }
 
 
 def packet_events(
