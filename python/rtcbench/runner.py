@@ -15,8 +15,7 @@ import polars as pl
 
 from rtcbench import _core
 from rtcbench._malloc import fix_mmap_threshold
-from rtcbench.browser import devtools
-from rtcbench.browser.choice import CHROMIUM, FIREFOX, Browsers
+from rtcbench.browser.choice import CHROMIUM, Browsers
 from rtcbench.controller import (
     ControllerLike,
     UnknownController,
@@ -131,23 +130,12 @@ def _identity(
     runtime = None
     if mode == BROWSER:
         browsers = browsers or Browsers()
-        runtime = identity["browser"] = browsers.describe(_browser_versions(browsers))
+        runtime = identity["browser"] = browsers.describe(browsers.versions())
         if browsers.field_trials:
             identity["field_trials"] = browsers.field_trials
             runtime = f"{runtime or ''} field-trials={browsers.field_trials}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
-
-
-def _browser_versions(browsers: Browsers) -> dict[str, str | None]:
-    """The installed version of each browser `browsers` may start."""
-    versions = {CHROMIUM: devtools.chromium_version() if browsers.uses(CHROMIUM) else None}
-    if browsers.uses(FIREFOX):
-        # Imported here, as the testbed is (the module starts browsers in namespaces).
-        from rtcbench.browser.firefox import firefox_version
-
-        versions[FIREFOX] = firefox_version()
-    return versions
 
 
 def run_folder(
@@ -377,7 +365,7 @@ def run_variant(
     With `mode="emulate"` the variant runs in real time on an emulated network of Linux network
     namespaces instead (docs/emulation.md; root and iproute2 needed, built-in controllers only),
     and its results folder has the same tables, keyed apart from the simulated run's. With
-    `mode="browser"` its calls run between Chromium peers over such a network (docs/browser.md;
+    `mode="browser"` its calls run between browser peers over such a network (docs/browser.md;
     controller `gcc`: the browsers' own), with two tables more (`stats`, `usage`); `browser`
     chooses the peers' browsers (`chromium`, `firefox`, or per node: `firefox,B=chromium`;
     `Browsers.parse`) and `field_trials` forces Chromium field trials in every Chromium peer

@@ -71,6 +71,21 @@ class Browsers:
         """Whether any peer may be `browser` (the default reaches every node not named)."""
         return self.default == browser or any(b == browser for _, b in self.nodes)
 
+    def versions(self) -> dict[str, str | None]:
+        """The installed version of each browser, None for one this run does not start (or
+        that does not say)."""
+        # Imported here: this module is read before any browser module is needed.
+        from rtcbench.browser import devtools
+
+        versions: dict[str, str | None] = {CHROMIUM: None, FIREFOX: None}
+        if self.uses(CHROMIUM):
+            versions[CHROMIUM] = devtools.chromium_version()
+        if self.uses(FIREFOX):
+            from rtcbench.browser import firefox
+
+            versions[FIREFOX] = firefox.firefox_version()
+        return versions
+
     def unknown_nodes(self, peers: Collection[str]) -> list[str]:
         """The nodes `nodes` names that are not among `peers` (a run's browser nodes)."""
         return sorted(n for n, _ in self.nodes if n not in peers)

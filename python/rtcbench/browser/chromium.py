@@ -430,10 +430,10 @@ class VideoSettings:
     """The encoding's `priority` and `networkPriority` (`very-low`, `low`, `medium`, `high`);
     None: the browser's default (`low`)."""
 
-    def edit(self, sdp: str) -> str:
-        """A session description as it passes between the pages, with what this call asks of
-        Chromium where no API sets it (`rtcbench.browser.sdp.edit_video`)."""
-        bitrates = {
+    def bitrates_kbps(self) -> dict[str, int]:
+        """The bitrates this call sets, in kbit/s, by name (`min`, `start`, `max`): Chromium takes
+        them from the SDP (`edit`), Firefox as preferences (`firefox.preferences`)."""
+        return {
             k: round(v / 1000)
             for k, v in (
                 ("min", self.min_bitrate_bps),
@@ -442,6 +442,11 @@ class VideoSettings:
             )
             if v is not None
         }
+
+    def edit(self, sdp: str) -> str:
+        """A session description as it passes between the pages, with what this call asks of
+        Chromium where no API sets it (`rtcbench.browser.sdp.edit_video`)."""
+        bitrates = self.bitrates_kbps()
         if not bitrates and self.nack and self.keyframe_request == "pli":
             return sdp
         return edit_video(

@@ -100,13 +100,8 @@ def preferences(video: VideoSettings | None) -> dict[str, bool | int | str]:
     every call of the browser."""
     prefs = dict(PREFS)
     if video is not None:
-        for name, bps in (
-            ("min", video.min_bitrate_bps),
-            ("start", video.start_bitrate_bps),
-            ("max", video.max_bitrate_bps),
-        ):
-            if bps is not None:
-                prefs[f"media.peerconnection.video.{name}_bitrate"] = round(bps / 1000)
+        for name, kbps in video.bitrates_kbps().items():
+            prefs[f"media.peerconnection.video.{name}_bitrate"] = kbps
     return prefs
 
 

@@ -1,18 +1,18 @@
-"""One browser run (`--mode browser`): a scenario variant's calls between real Chromium peers in
-the testbed's namespaces, over the scenario's links carried by the relay, in real time
-(docs/browser.md, "Browser runs"). `rtcbench.runner` calls `browse` and writes its tables as it
-writes a simulated run's.
+"""One browser run (`--mode browser`): a scenario variant's calls between real Chromium or
+Firefox peers (`--browser`, `rtcbench.browser.choice`) in the testbed's namespaces, over the
+scenario's links carried by the relay, in real time (docs/browser.md, "Browser runs").
+`rtcbench.runner` calls `browse` and writes its tables as it writes a simulated run's.
 
     result = browse(variant, seed=1, work=folder / "browser")
 
-What runs: one headless Chromium per node that sends or receives a call, each call a peer
+What runs: one headless browser per node that sends or receives a call, each call a peer
 connection from its sender's page to its receiver's (a mesh's pair shares one both ways),
 signalled at the call's start and closed at its stop; coturn in the node a call goes `via`
 (relay-only ICE), Janus in an SFU conference's node (a room per conference); the scenario's TCP
-and CBR flows as kernel traffic (the emulated run's agents, `rtcbench.testbed.cross`). Chromium
-runs its own congestion control, libwebrtc's GoogCC, which rtcbench's `gcc` is a port of: the
-run's controller is `gcc`. A scenario setting Chromium has no
-equivalent for is refused before anything starts, with one line naming the field.
+and CBR flows as kernel traffic (the emulated run's agents, `rtcbench.testbed.cross`). Each
+browser runs its own congestion control, its libwebrtc's GoogCC, which rtcbench's `gcc` is a port
+of: the run's controller is `gcc`. A scenario setting a browser has no equivalent for is refused
+before anything starts, with one line naming the field.
 
 What is measured: the relay's packet log (every packet's arrival, departure or drop on the relay's
 clock, the first bytes of each UDP payload: the RTP header in the clear, SRTP encrypts payloads
@@ -708,8 +708,7 @@ def browse(
     info: dict[str, Any] = {
         "testbed": prefix,
         "wall_s": wall_s,
-        "chromium": devtools.chromium_version() if browsers.uses(CHROMIUM) else None,
-        "firefox": firefox.firefox_version() if browsers.uses(FIREFOX) else None,
+        **browsers.versions(),
         "browsers": {node: browsers.at(node) for node in peer_nodes(conns)},
         "field_trials": browsers.field_trials or None,
         "failure": rec.failure,
