@@ -5,6 +5,7 @@
 //! why it uses packet sockets.
 
 pub mod config;
+pub mod media;
 pub mod pipe_controller;
 pub mod process;
 pub mod relay;

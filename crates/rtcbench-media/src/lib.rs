@@ -3,6 +3,8 @@
 //!
 //! * [`video`]: the RFC 8593 §5 statistical video encoder, meeting RFC 8867 §4.3's accuracy
 //!   (±5 % over 1 s) and responsiveness (100 ms) requirements.
+//! * [`encoder`]: a sender's encoder, that model or a real one outside (GStreamer's) whose
+//!   frames its host pushes in.
 //! * [`audio`]: RFC 8867 §4.3's CBR audio (20 kbit/s in 20 ms frames).
 //! * [`packetizer`]: libwebrtc-style equal split of a frame into RTP payloads.
 //! * [`pacer`]: a leaky-bucket pacer with audio priority, a queue-time limit and probe clusters,
@@ -30,6 +32,7 @@
 //! pure function of its inputs and seeds.
 
 pub mod audio;
+pub mod encoder;
 pub mod fec;
 pub mod history;
 pub mod jitter;
@@ -42,6 +45,7 @@ pub mod resolution;
 pub mod video;
 
 pub use audio::{AudioConfig, AudioFrame, AudioSource};
+pub use encoder::{EncodedFrame, Encoder, ExternalEncoder};
 pub use pacer::{Paced, PacedOutput, Pacer, PacerConfig, ProbeCluster, ProbeInfo};
 pub use packetizer::{PacketPlan, Packetizer};
 pub use playout::{PlayoutStats, VideoEvent, VideoReceiver};

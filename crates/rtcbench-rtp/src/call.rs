@@ -44,6 +44,7 @@ use rtcbench_cc::gcc_draft::RembEstimator;
 use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
+use rtcbench_media::encoder::{Encoder, ExternalEncoder};
 use rtcbench_media::fec::generator::FecGenerator;
 use rtcbench_media::fec::protection::{FecController, FecInputs, FecParams, Protection};
 use rtcbench_media::history::{PacketHistory, RetransmissionLimiter, SendRates, SentKind, RTT_MARGIN};
@@ -571,7 +572,7 @@ pub struct Sender {
     start: Instant,
     stop: Instant,
     controller: AnyController,
-    video: Option<VideoSource>,
+    video: Option<Encoder>,
     packetizer: Packetizer,
     audio: Option<AudioSource>,
     audio_rate: Bitrate,
@@ -654,7 +655,7 @@ impl Sender {
             stop: p.stop,
             pacer: Pacer::new(PacerConfig::default(), p.controller.pacing_rate().unwrap_or(Bitrate::ZERO)),
             controller: p.controller,
-            video: p.video,
+            video: p.video.map(Encoder::Model),
             packetizer: Packetizer::default(),
             audio: p.audio,
             audio_rate,
@@ -696,6 +697,25 @@ impl Sender {
         };
         s.apply_controller(p.start, None::<&mut Ignore>);
         s
+    }
+
+    /// Replaces the video model by a real encoder outside ([`ExternalEncoder`]) with the same
+    /// settings, asked for the target the controller has now. The host pushes the real encoder's
+    /// frames into [`Self::external_encoder`] and applies what the sender asks of it. False for a
+    /// call without video.
+    pub fn use_external_encoder(&mut self, now: Instant) -> bool {
+        let Some(video) = &mut self.video else { return false };
+        *video = Encoder::External(ExternalEncoder::new(video.config().clone()));
+        self.apply_controller(now, None::<&mut Ignore>);
+        true
+    }
+
+    /// The real encoder outside, after [`Self::use_external_encoder`].
+    pub fn external_encoder(&mut self) -> Option<&mut ExternalEncoder> {
+        match &mut self.video {
+            Some(Encoder::External(e)) => Some(e),
+            _ => None,
+        }
     }
 
     /// The controller, for a caller that sets an external controller's rate (the world then

@@ -1,0 +1,359 @@
+//! The GStreamer stack's real encoder (docs/gstreamer.md, ADR 0008): a GStreamer pipeline that
+//! takes a live picture at the call's camera resolution and frame rate (a Y4M clip played by
+//! [`clip::ClipCamera`], the browsers' noise clip; or a `videotestsrc` pattern, `snow` being
+//! the white noise of Sjölund and Kevo 2022), encodes it with `vp8enc` (libvpx) or `x264enc`
+//! and hands each frame to the media agent through an `appsink`. The agent's sender
+//! (`rtcbench-rtp`) packetises, paces and sends the real frame sizes, and its controller sets
+//! the encoder's target bitrate.
+//!
+//! ```text
+//! appsrc (clip) | videotestsrc → caps → queue (1 frame, leaky) → vp8enc | x264enc → appsink
+//!        │ counted                              │ counted                 └ size, keyframe, pts
+//! ```
+//!
+//! The leaky one-frame queue is the camera: a live source does not wait for a slow encoder, so a
+//! frame the encoder is not ready for is lost before it. The counts before and after the queue,
+//! the encoding latency (capture to appsink) and the process's CPU time say whether the encoder
+//! kept up ([`RealEncoder::finish`]'s record).
+//!
+//! The pipeline's clock is GStreamer's system clock on CLOCK_MONOTONIC, the run clock's, so a
+//! frame's capture instant is the pipeline's base time plus its running time.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+
+use gstreamer as gst;
+use gstreamer::prelude::*;
+use gstreamer_app as gst_app;
+use gstreamer_video as gst_video;
+
+use rtcbench_live::media::{Codec, EncoderConfig, Picture, RealEncoder};
+use rtcbench_live::process::{Failure, RunClock};
+use rtcbench_live::sys;
+use rtcbench_media::encoder::EncodedFrame;
+use rtcbench_media::video::VideoConfig;
+use rtcbench_units::{Bitrate, DataSize};
+
+mod clip;
+use clip::ClipCamera;
+
+/// libvpx's VP8 settings for real-time video as libwebrtc's `LibvpxVp8Encoder` sets them
+/// (deadline "realtime", CBR, no lagged frames, rate-control buffer 500/600/1000 ms, undershoot
+/// 100 %, overshoot 15 %, frame dropping at 30 % buffer, quantizer 2-56, the intra-frame cap
+/// 0.5 × optimal buffer × fps / 10, key frames only on request or every 3000 frames, speed -6
+/// as for x86 at this size). The values are facts of libwebrtc's encoder, checked in its source.
+const VP8_SETTINGS: &str = "deadline=1 cpu-used=-6 end-usage=cbr lag-in-frames=0 \
+     buffer-initial-size=500 buffer-optimal-size=600 buffer-size=1000 undershoot=100 overshoot=15 \
+     dropframe-threshold=30 min-quantizer=2 max-quantizer=56 keyframe-max-dist=3000 \
+     error-resilient=default";
+/// x264 for real-time video: no lookahead or B-frames (`zerolatency`), the fastest preset.
+const H264_SETTINGS: &str = "tune=zerolatency speed-preset=ultrafast key-int-max=3000 \
+     vbv-buf-capacity=600";
+/// Encoding latencies are counted in 1 ms bins up to this (a fixed-size histogram: memory does
+/// not grow with the run's length).
+const LATENCY_BINS_MS: usize = 1000;
+
+/// Builds the GStreamer encoder for a call (the agent's `EncoderFactory`).
+pub fn build(cfg: &EncoderConfig, video: &VideoConfig) -> Result<Box<dyn RealEncoder>, Failure> {
+    GstEncoder::new(cfg, video).map(|e| Box::new(e) as Box<dyn RealEncoder>)
+}
+
+/// An encoded frame as the appsink's thread saw it.
+struct Sample {
+    /// The frame's running time: its capture instant less the pipeline's base time.
+    running_ns: u64,
+    ready_ns: i128,
+    bytes: usize,
+    keyframe: bool,
+}
+
+/// Buffers that crossed a pad, counted by a probe on the pipeline's threads.
+#[derive(Clone, Default)]
+struct PadCount(Arc<AtomicU64>);
+
+impl PadCount {
+    fn attach(&self, element: &gst::Element, pad: &str) -> Result<(), Failure> {
+        let pad = element.static_pad(pad).ok_or_else(|| Failure::Config(format!("encoder: no {pad} pad")))?;
+        let count = Arc::clone(&self.0);
+        pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            count.fetch_add(1, Ordering::Relaxed);
+            gst::PadProbeReturn::Ok
+        });
+        Ok(())
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A running pipeline and what it reported so far.
+pub struct GstEncoder {
+    pipeline: gst::Pipeline,
+    encoder: gst::Element,
+    sink: gst_app::AppSink,
+    codec: Codec,
+    camera: (u16, u16),
+    fps: f64,
+    samples: mpsc::Receiver<Sample>,
+    wake: UnixStream,
+    clip_camera: Option<ClipCamera>,
+    /// Frames the picture drew.
+    source_frames: PadCount,
+    /// Frames that reached the encoder (the rest were lost in the leaky queue).
+    encoder_input_frames: PadCount,
+    clock: Option<RunClock>,
+    cpu_at_start_ns: i128,
+    wall_at_start_ns: i128,
+    latency_ms: Vec<u64>,
+    encoded: u64,
+    keyframes: u64,
+    bytes: u64,
+    targets: u64,
+    keyframe_requests: u64,
+}
+
+fn gst_failure(what: &str, e: impl std::fmt::Display) -> Failure {
+    Failure::Io(format!("GStreamer: {what}"), io::Error::other(e.to_string()))
+}
+
+impl GstEncoder {
+    fn new(cfg: &EncoderConfig, video: &VideoConfig) -> Result<Self, Failure> {
+        gst::init().map_err(|e| gst_failure("init", e))?;
+        let (width, height) = video.camera;
+        let (num, den) = ((video.fps * 1000.0).round() as i32, 1000);
+        let threads = if cfg.threads > 0 { format!(" threads={}", cfg.threads) } else { String::new() };
+        let (encoder, caps_out) = match cfg.codec {
+            Codec::Vp8 => (format!("vp8enc name=enc {VP8_SETTINGS}{threads}"), "video/x-vp8"),
+            Codec::H264 => (
+                format!("x264enc name=enc {H264_SETTINGS}{threads}"),
+                "video/x-h264,profile=constrained-baseline,stream-format=byte-stream",
+            ),
+        };
+        let raw = format!("video/x-raw,format=I420,width={width},height={height},framerate={num}/{den}");
+        let (source, clip) = match &cfg.picture {
+            Picture::Pattern(pattern) => {
+                (format!("videotestsrc name=src is-live=true pattern={pattern}"), None)
+            }
+            Picture::Clip(path) => {
+                let frames = clip::read_y4m(path, width, height)
+                    .map_err(|e| Failure::Config(format!("encoder: {e}")))?;
+                (
+                    format!("appsrc name=src is-live=true do-timestamp=true format=time caps={raw}"),
+                    Some(frames),
+                )
+            }
+        };
+        let description = format!(
+            "{source} ! {raw} \
+             ! queue max-size-buffers=1 max-size-bytes=0 max-size-time=0 leaky=downstream \
+             ! {encoder} ! {caps_out} ! appsink name=sink sync=false max-buffers=0 drop=false"
+        );
+        let pipeline = gst::parse::launch(&description)
+            .map_err(|e| Failure::Config(format!("encoder: GStreamer refused the pipeline: {e}")))?
+            .downcast::<gst::Pipeline>()
+            .map_err(|_| Failure::Config("encoder: not a pipeline".into()))?;
+        pipeline.use_clock(Some(&gst::SystemClock::obtain()));
+        let by_name = |name: &str| {
+            pipeline.by_name(name).ok_or_else(|| Failure::Config(format!("encoder: no element {name}")))
+        };
+        let (source, encoder, sink) = (by_name("src")?, by_name("enc")?, by_name("sink")?);
+        let clip_camera = match clip {
+            Some(frames) => {
+                let src = source
+                    .clone()
+                    .downcast::<gst_app::AppSrc>()
+                    .map_err(|_| Failure::Config("encoder: no appsrc".into()))?;
+                Some(ClipCamera::new(src, frames, video.fps))
+            }
+            None => None,
+        };
+        let sink =
+            sink.downcast::<gst_app::AppSink>().map_err(|_| Failure::Config("encoder: no appsink".into()))?;
+
+        let (source_frames, encoder_input_frames) = (PadCount::default(), PadCount::default());
+        source_frames.attach(&source, "src")?;
+        encoder_input_frames.attach(&encoder, "sink")?;
+
+        let (wake, wake_writer) = UnixStream::pair().map_err(|e| Failure::Io("socketpair".into(), e))?;
+        wake.set_nonblocking(true).map_err(|e| Failure::Io("socketpair".into(), e))?;
+        wake_writer.set_nonblocking(true).map_err(|e| Failure::Io("socketpair".into(), e))?;
+        let (tx, samples) = mpsc::channel();
+        sink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |sink| {
+                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    let ready_ns = sys::monotonic_ns();
+                    let buffer = sample.buffer().ok_or(gst::FlowError::Error)?;
+                    let s = Sample {
+                        // In running time: an encoder may shift its output's timestamps and
+                        // segment alike (x264enc by 1000 hours, room for negative DTS).
+                        running_ns: sample
+                            .segment()
+                            .and_then(|s| s.downcast_ref::<gst::format::Time>())
+                            .and_then(|s| s.to_running_time(buffer.pts()?))
+                            .map_or(0, gst::ClockTime::nseconds),
+                        ready_ns,
+                        bytes: buffer.size(),
+                        keyframe: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
+                    };
+                    tx.send(s).map_err(|_| gst::FlowError::Flushing)?;
+                    // A full socket buffer already wakes the agent.
+                    let _ = (&wake_writer).write(&[1]);
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+        // Paused now, before the agent takes real-time scheduling: the pipeline's threads start
+        // here and so run under the normal policy, as an application's encoder would.
+        pipeline.set_state(gst::State::Paused).map_err(|e| gst_failure("pausing the pipeline", e))?;
+        let mut me = Self {
+            pipeline,
+            encoder,
+            sink,
+            codec: cfg.codec,
+            camera: video.camera,
+            fps: video.fps,
+            samples,
+            wake,
+            clip_camera,
+            source_frames,
+            encoder_input_frames,
+            clock: None,
+            cpu_at_start_ns: 0,
+            wall_at_start_ns: 0,
+            latency_ms: vec![0; LATENCY_BINS_MS + 1],
+            encoded: 0,
+            keyframes: 0,
+            bytes: 0,
+            targets: 0,
+            keyframe_requests: 0,
+        };
+        me.set_target(video.start_rate);
+        Ok(me)
+    }
+
+    /// The first error the pipeline posted, if any.
+    fn check_bus(&self) -> Result<(), Failure> {
+        let Some(bus) = self.pipeline.bus() else { return Ok(()) };
+        if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+            if let gst::MessageView::Error(err) = msg.view() {
+                let from = err.src().map(|s| s.path_string().to_string()).unwrap_or_default();
+                return Err(gst_failure(&from, err.error()));
+            }
+        }
+        Ok(())
+    }
+
+    fn percentile_ms(&self, q: f64) -> Option<u64> {
+        let total: u64 = self.latency_ms.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        self.latency_ms
+            .iter()
+            .position(|&n| {
+                seen += n;
+                seen >= rank
+            })
+            .map(|i| i as u64)
+    }
+}
+
+impl RealEncoder for GstEncoder {
+    fn wake_fd(&self) -> RawFd {
+        self.wake.as_raw_fd()
+    }
+
+    fn start(&mut self, clock: RunClock) -> Result<(), Failure> {
+        self.clock = Some(clock);
+        self.cpu_at_start_ns = sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+        self.wall_at_start_ns = sys::monotonic_ns();
+        self.pipeline.set_state(gst::State::Playing).map_err(|e| gst_failure("starting the pipeline", e))?;
+        if let Some(camera) = &mut self.clip_camera {
+            camera.start();
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self, out: &mut Vec<EncodedFrame>) -> Result<(), Failure> {
+        let mut scratch = [0u8; 256];
+        while matches!((&self.wake).read(&mut scratch), Ok(n) if n > 0) {}
+        self.check_bus()?;
+        let (Some(clock), Some(base)) = (self.clock, self.pipeline.base_time()) else { return Ok(()) };
+        while let Ok(s) = self.samples.try_recv() {
+            let capture_ns = i128::from(base.nseconds()) + i128::from(s.running_ns);
+            let latency_ms = ((s.ready_ns - capture_ns).max(0) / 1_000_000) as usize;
+            self.latency_ms[latency_ms.min(LATENCY_BINS_MS)] += 1;
+            self.encoded += 1;
+            self.keyframes += u64::from(s.keyframe);
+            self.bytes += s.bytes as u64;
+            out.push(EncodedFrame {
+                capture: clock.instant(capture_ns),
+                ready: clock.instant(s.ready_ns),
+                size: DataSize::bytes(s.bytes as u64),
+                keyframe: s.keyframe,
+                width: self.camera.0,
+                height: self.camera.1,
+            });
+        }
+        Ok(())
+    }
+
+    fn set_target(&mut self, target: Bitrate) {
+        self.targets += 1;
+        match self.codec {
+            Codec::Vp8 => {
+                let bps = i32::try_from(target.as_bps()).unwrap_or(i32::MAX).max(1);
+                self.encoder.set_property("target-bitrate", bps);
+            }
+            Codec::H264 => {
+                let kbps = u32::try_from(target.as_bps() / 1000).unwrap_or(u32::MAX).max(1);
+                self.encoder.set_property("bitrate", kbps);
+            }
+        }
+    }
+
+    fn force_keyframe(&mut self) {
+        self.keyframe_requests += 1;
+        let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
+        self.sink.send_event(event);
+    }
+
+    fn finish(&mut self) -> serde_json::Value {
+        let cpu_ns = sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID) - self.cpu_at_start_ns;
+        let wall_ns = sys::monotonic_ns() - self.wall_at_start_ns;
+        if let Some(camera) = &mut self.clip_camera {
+            camera.stop();
+        }
+        let _ = self.pipeline.set_state(gst::State::Null);
+        let (major, minor, micro, _) = gst::version();
+        let element = self.encoder.factory().map(|f| f.name().to_string()).unwrap_or_default();
+        serde_json::json!({
+            "gstreamer": format!("{major}.{minor}.{micro}"),
+            "element": element,
+            "width": self.camera.0,
+            "height": self.camera.1,
+            "fps": self.fps,
+            "source_frames": self.source_frames.get(),
+            "encoder_input_frames": self.encoder_input_frames.get(),
+            "encoded_frames": self.encoded,
+            "keyframes": self.keyframes,
+            "bytes": self.bytes,
+            "targets_applied": self.targets,
+            "keyframe_requests": self.keyframe_requests,
+            "latency_ms": {
+                "p50": self.percentile_ms(0.5),
+                "p95": self.percentile_ms(0.95),
+                "max": self.latency_ms.iter().rposition(|&n| n > 0),
+            },
+            "cpu_s": cpu_ns as f64 / 1e9,
+            "wall_s": wall_ns as f64 / 1e9,
+        })
+    }
+}
