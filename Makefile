@@ -9,7 +9,7 @@ CARGO   ?= cargo
 # Build jobs: the reference machine has 2 cores.
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium firefox janus coturn
+.PHONY: demo test test-rust test-python test-slow lint fmt bench fuzz build build-release clean tshark chromium firefox janus coturn gstreamer gst-agent
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -30,6 +30,12 @@ build-release: $(STAMP)
 	install -D -m 0755 target/release/rtcbench-media python/rtcbench/_bin/rtcbench-media
 
 build: build-release
+
+# The GStreamer stack's media agent (docs/gstreamer.md): the media agent with GStreamer's real
+# encoders, built against Debian's GStreamer (installed first), beside the others.
+gst-agent: build-release gstreamer
+	$(CARGO) build --release -q -p rtcbench-gst --bins
+	install -D -m 0755 target/release/rtcbench-gst-media python/rtcbench/_bin/rtcbench-gst-media
 
 demo: build-release
 	$(BIN)/rtcbench run rfc8867-5.1 --cc gcc --seed 1 --out results/demo
@@ -52,21 +58,24 @@ firefox:
 janus:
 	bash scripts/install-janus.sh
 
+gstreamer:
+	sh scripts/install-gstreamer.sh
+
 coturn:
 	bash scripts/install-coturn.sh
 
-test-rust: tshark
+test-rust: tshark gstreamer
 	$(CARGO) test --workspace --exclude rtcbench-py -q
 
-test-python: tshark chromium firefox janus coturn
+test-python: tshark chromium firefox janus coturn gst-agent
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The slower tier: longer scenario sweeps.
-test-slow: build-release
+test-slow: build-release gst-agent
 	$(BIN)/python -m pytest -q -m slow
 
 # Needs the installed package: mypy checks against polars' and numpy's types.
-lint: build-release
+lint: build-release gstreamer
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests benches examples

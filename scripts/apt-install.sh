@@ -1,14 +1,15 @@
 #!/bin/sh
 # Installs Debian packages for the test setup, once: `apt-install.sh COMMAND PACKAGE...` exits 0 at
 # once if COMMAND is on PATH, and otherwise installs the packages with apt-get, non-interactively,
-# as root or through sudo. Set DEBCONF_SELECTIONS to preseed debconf answers first. Used by
-# install-tshark.sh and install-chromium.sh.
+# as root or through sudo. Set DEBCONF_SELECTIONS to preseed debconf answers first, and
+# APT_INSTALL_ALWAYS=1 when the caller has checked for more than a command (install-gstreamer.sh).
+# Used by the install-*.sh scripts.
 set -eu
 
 command_name=$1
 shift
 
-if command -v "$command_name" >/dev/null 2>&1; then
+if [ -z "${APT_INSTALL_ALWAYS:-}" ] && command -v "$command_name" >/dev/null 2>&1; then
     echo "$command_name already installed: $("$command_name" --version 2>/dev/null | head -n 1)"
     exit 0
 fi

@@ -459,7 +459,9 @@ def test_flexfec_repairs_on_real_sockets(tmp_path: Path) -> None:
 def test_an_unknown_mode_is_one_line(tmp_path: Path) -> None:
     done = _cli("run", "rfc8867-5.1", "--mode", "real", "--out", str(tmp_path))
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: --mode must be one of simulate, emulate, browser, got 'real'"
+    assert done.stderr.strip() == (
+        "error: --mode must be one of simulate, emulate, browser, gstreamer, got 'real'"
+    )
 
 
 @pytest.mark.skipif(MISSING is None, reason="this machine can emulate")

@@ -32,11 +32,13 @@ __all__ = [
     "BROWSER",
     "BROWSER_REVISION",
     "EMULATE",
+    "GSTREAMER",
     "KEY_LENGTH",
     "MODEL_REVISION",
     "MODES",
     "REAL_TIME_MODES",
     "SIMULATE",
+    "TESTBED_INFO",
     "controller_identity",
     "model_revision",
     "provenance",
@@ -156,9 +158,13 @@ namespaces (docs/emulation.md); `BROWSER`: between real Chromium peers over such
 (docs/browser.md)."""
 EMULATE = "emulate"
 BROWSER = "browser"
-MODES = (SIMULATE, EMULATE, BROWSER)
-REAL_TIME_MODES = (EMULATE, BROWSER)
+GSTREAMER = "gstreamer"
+"""An emulated run whose senders encode real video with GStreamer (docs/gstreamer.md)."""
+MODES = (SIMULATE, EMULATE, BROWSER, GSTREAMER)
+REAL_TIME_MODES = (EMULATE, BROWSER, GSTREAMER)
 """Modes whose runs take their scenario's duration and the machine's testbed: one at a time."""
+TESTBED_INFO = {EMULATE: "emulation", BROWSER: "browser", GSTREAMER: "gstreamer"}
+"""The summary key under which a real-time run records what its testbed reported."""
 
 
 def model_revision(mode: str = SIMULATE) -> int:

@@ -26,8 +26,10 @@ from rtcbench.controller import (
 from rtcbench.identity import (
     BROWSER,
     EMULATE,
+    GSTREAMER,
     MODES,
     SIMULATE,
+    TESTBED_INFO,
     controller_identity,
     model_revision,
     provenance,
@@ -134,6 +136,11 @@ def _identity(
         if browsers.field_trials:
             identity["field_trials"] = browsers.field_trials
             runtime = f"{runtime or ''} field-trials={browsers.field_trials}"
+    elif mode == GSTREAMER:
+        from rtcbench.emulation import gstreamer
+
+        identity["gstreamer"] = gstreamer.version()
+        runtime = f"gstreamer {identity['gstreamer']} encoders={gstreamer.ENCODER_REVISION}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
 
@@ -147,7 +154,7 @@ def run_folder(
     browsers: Browsers | None = None,
 ) -> Path:
     """The results folder of one run of `variant` with a resolved `controller` under `out`, in
-    `mode` (`simulate`, `emulate` or `browser`: each mode's runs have keys of their own), a
+    `mode` (`simulate`, `emulate`, `browser` or `gstreamer`: each mode's runs have keys of their own), a
     browser run with `browsers` (default: all Chromium)."""
     key = _identity(variant, controller, mode, browsers)["key"]
     return run_dir(Path(out), variant.scenario_id, variant.slug, controller_name(controller), key, seed)
@@ -370,12 +377,18 @@ def run_variant(
     chooses the peers' browsers (`chromium`, `firefox`, or per node: `firefox,B=chromium`;
     `Browsers.parse`) and `field_trials` forces Chromium field trials in every Chromium peer
     (`Trial/Group/` pairs, as Chromium's `--force-fieldtrials` takes them: docs/browser.md); the
-    run is keyed by both.
+    run is keyed by both. `mode="gstreamer"` is an emulated run whose senders encode real video
+    with GStreamer, the controller setting the encoder's target (docs/gstreamer.md); it is keyed
+    by GStreamer's version.
     """
     check_seed(seed)
     check_mode(mode)
     browsers = check_browsers(browser, field_trials, mode)
-    if mode != BROWSER:
+    if mode == GSTREAMER:
+        from rtcbench.emulation import gstreamer
+
+        gstreamer.check_codecs(variant)
+    elif mode != BROWSER:
         check_codecs(variant)
     cc = resolve_controller(controller)
     started = time.perf_counter()
@@ -477,7 +490,8 @@ def _finish_folder(
             "  ", " "
         )
         if mode != SIMULATE:
-            title += " · emulated" if mode == EMULATE else " · Chromium peers"
+            how = {EMULATE: "emulated", GSTREAMER: "GStreamer encoders"}.get(mode, "browser peers")
+            title += f" · {how}"
         if tables is not None and measured.timeseries is not None:
             plots.plot_run(tables, measured.timeseries, tmp / FIGURE, title, measured.delays)
         else:
@@ -514,7 +528,7 @@ def _testbed_variant(
     from rtcbench.emulation.run import emulate
 
     started = time.perf_counter()
-    info_key = "emulation" if mode == EMULATE else "browser"
+    info_key = TESTBED_INFO[mode]
     if mode == BROWSER and controller_name(cc) != CHROMIUM_CC:
         raise BrowserModeError(
             "a browser run runs Chromium's own congestion control, libwebrtc's GoogCC: "
@@ -522,8 +536,8 @@ def _testbed_variant(
         )
 
     def testbed_run(work: Path) -> tuple[Tables, dict[str, Any]]:
-        if mode == EMULATE:
-            em = emulate(variant, cc, seed, work, capture=pcap is not None)
+        if mode in (EMULATE, GSTREAMER):
+            em = emulate(variant, cc, seed, work, capture=pcap is not None, real_encoders=mode == GSTREAMER)
             return em.tables, em.info
         b = browse(variant, seed, work, capture=pcap is not None, browsers=browsers)
         return b.tables, b.info

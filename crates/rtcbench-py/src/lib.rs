@@ -226,6 +226,8 @@ fn call_plans(resolved: &Bound<'_, PyAny>, seed: u64) -> PyResult<String> {
                 "to": c.spec.to,
                 "via": c.spec.via,
                 "role": c.role.name(),
+                "codec": c.spec.video.as_ref().and_then(|v| v.codec).unwrap_or_default(),
+                "picture": c.spec.video.as_ref().and_then(|v| v.picture).unwrap_or_default(),
                 "plan": plan,
             })
         })

@@ -1108,6 +1108,24 @@ pub struct VideoSpec {
     /// run (`--mode browser`) makes Chromium send the one named here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codec: Option<VideoCodec>,
+    /// What a real encoder encodes in `--mode gstreamer` (default `"noise-clip"`, the picture the
+    /// browsers' cameras play). The model's frame sizes do not depend on a picture, so the
+    /// simulator and the emulation leave it unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub picture: Option<Picture>,
+}
+
+/// The picture a real encoder encodes (`--mode gstreamer`, docs/gstreamer.md).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Picture {
+    /// A moving luma gradient under fresh noise of ±24 levels: the clip the browsers' cameras
+    /// play (`rtcbench.browser.chromium.noise_clip`), hard to predict yet codable at a low rate.
+    #[default]
+    NoiseClip,
+    /// `videotestsrc pattern=snow`: full-range white noise in every frame, the picture of
+    /// Sjölund and Kevo 2022.
+    Snow,
 }
 
 /// A video codec a call can ask for.

@@ -25,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from rtcbench.compare import BY_NAME, Comparison
+from rtcbench.identity import TESTBED_INFO
 from rtcbench.results import sections
 from rtcbench.runner import RunResult
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, RunProgress, SuiteResult
@@ -356,10 +357,13 @@ def print_summary(results: list[RunResult]) -> None:
         for line in _fairness_lines(s):
             console.print(escape(line), highlight=False)
         where = f" → {r.path}" if r.path else ""
-        if s.get("mode") in ("emulate", "browser"):
-            real = s["emulation"] if s["mode"] == "emulate" else s["browser"]
+        if s.get("mode") in TESTBED_INFO:
+            real = s[TESTBED_INFO[s["mode"]]]
             late = real["relay"]["lateness_us"]
-            what = "emulated" if s["mode"] == "emulate" else f"ran {_browsers(real)}"
+            if s["mode"] == "browser":
+                what = f"ran {_browsers(real)}"
+            else:
+                what = "emulated" if s["mode"] == "emulate" else f"GStreamer {real.get('version')} encoders"
             # A radio element's events: its transmissions' timing error against the model's.
             radio = "".join(
                 f"; {e['name']} events p99 {e['lateness_us']['p99']:.0f} µs"

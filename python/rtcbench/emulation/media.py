@@ -64,6 +64,10 @@ class PlannedCall:
     src: str
     dst: str
     plan: dict[str, Any]
+    codec: str = "vp8"
+    """The call's `video.codec` (the model and the browsers' default, VP8)."""
+    picture: str = "noise-clip"
+    """The call's `video.picture`: what a real encoder encodes (`--mode gstreamer`)."""
 
 
 def plan(variant: Variant, seed: int) -> list[PlannedCall]:
@@ -82,7 +86,10 @@ def call_plans(variant: Variant, seed: int) -> list[PlannedCall]:
     """Every call of the scenario for `seed` as the simulator builds it, with its `meta.calls` id:
     `[[calls]]` entries and every conference's calls, an SFU's forward legs among them (pure)."""
     calls = json.loads(_core.call_plans(variant.core, seed))
-    return [PlannedCall(int(c["id"]), c["name"], c["from"], c["to"], c["plan"]) for c in calls]
+    return [
+        PlannedCall(int(c["id"]), c["name"], c["from"], c["to"], c["plan"], c["codec"], c["picture"])
+        for c in calls
+    ]
 
 
 def _refuse_relays(variant: Variant) -> None:
@@ -119,7 +126,7 @@ class Agent:
     def last_error(self) -> str:
         lines = [ln.strip() for ln in self.stderr.read_text(errors="replace").splitlines() if ln.strip()]
         if lines:
-            return lines[-1].removeprefix("rtcbench-media: ")
+            return lines[-1].removeprefix("rtcbench-media: ").removeprefix("rtcbench-gst-media: ")
         return f"it ended with status {self.process.returncode} and said nothing"
 
 
@@ -210,13 +217,20 @@ def start(
     controller: str | UserController,
     out_dir: Path,
     end_s: float | None = None,
+    real_encoders: bool = False,
 ) -> MediaCalls:
     """Starts both ends of every call of `variant` (receivers first) in their nodes' namespaces of
     `bed` and waits until each is ready; they begin at `MediaCalls.go`; senders end at `end_s`
     (default: the latest call's stop), receivers `RECEIVER_GRACE_S` later. Configurations, logs and
     each agent's stderr go to `out_dir`. A Python controller (a class: `python_controller`) runs
-    in a helper process beside each sender."""
+    in a helper process beside each sender. With `real_encoders`, each sender of a call with
+    video is the GStreamer stack's agent, encoding real video (`rtcbench.emulation.gstreamer`)."""
     exe = binary()
+    sender_exe = exe
+    if real_encoders:
+        from rtcbench.emulation import gstreamer  # it builds on this module
+
+        sender_exe = gstreamer.binary()
     out_dir.mkdir(parents=True, exist_ok=True)
     calls = plan(variant, seed)
     helper: list[str] | None = None
@@ -256,7 +270,11 @@ def start(
                     }
                 elif helper is not None:
                     cfg["user_feedback"] = feedback
-                media.agents.append(_launch(bed, exe, node, c.name, role, cfg, out_dir))
+                real = real_encoders and role == "sender" and c.plan.get("video") is not None
+                if real:
+                    cfg["encoder"] = gstreamer.encoder_config(c, out_dir, seed)
+                program = sender_exe if real else exe
+                media.agents.append(_launch(bed, program, node, c.name, role, cfg, out_dir))
             _await_ready(media)
     except BaseException:
         media._close()

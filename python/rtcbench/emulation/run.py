@@ -22,7 +22,7 @@ from typing import Any
 
 from rtcbench import _core
 from rtcbench.controller import UserController
-from rtcbench.emulation import media
+from rtcbench.emulation import gstreamer, media
 from rtcbench.emulation.trace import emulated_tables
 from rtcbench.scenarios import Variant
 from rtcbench.tables import Tables
@@ -117,14 +117,27 @@ def relay_info(report: relay.RelayReport) -> dict[str, Any]:
 
 
 def emulate(
-    variant: Variant, controller: str | UserController, seed: int, work: Path, *, capture: bool = False
+    variant: Variant,
+    controller: str | UserController,
+    seed: int,
+    work: Path,
+    *,
+    capture: bool = False,
+    real_encoders: bool = False,
 ) -> Emulated:
     """Runs `variant` with `controller` (a built-in name, or a Python controller's class:
     `media.python_controller`) on an emulated network, in real time.
     `work` receives the processes' configurations, logs and reports (and, with `capture`, the
     relay's pcaps). Raises `TestbedUnavailable` without root or `ip`, `CrossTrafficError` for
-    cross traffic that cannot be emulated, and a `TestbedError` naming the process that failed."""
+    cross traffic that cannot be emulated, and a `TestbedError` naming the process that failed.
+    With `real_encoders` the senders encode real video with GStreamer (`--mode gstreamer`,
+    `rtcbench.emulation.gstreamer`), and `info` gains GStreamer's `version`, `encoders` (per
+    call) and `cpu_limited`."""
     require()
+    if real_encoders:
+        gstreamer.check_codecs(variant)
+        gst_version = gstreamer.version()
+        gstreamer.binary()
     if isinstance(controller, UserController):
         media.python_controller(controller)  # refuses what cannot cross, before anything starts
     meta = planned_meta(variant, controller, seed)
@@ -137,7 +150,15 @@ def emulate(
     with build(variant) as bed:
         r = relay.start(bed, variant, seed=seed, out_dir=relay_dir, capture=capture, trace=True)
         calls_running = (
-            media.start(bed, variant, seed=seed, controller=controller, out_dir=media_dir, end_s=duration_s)
+            media.start(
+                bed,
+                variant,
+                seed=seed,
+                controller=controller,
+                out_dir=media_dir,
+                end_s=duration_s,
+                real_encoders=real_encoders,
+            )
             if calls
             else None
         )
@@ -174,5 +195,11 @@ def emulate(
             "an agent ran without real-time scheduling (the system refused SCHED_FIFO): its timing "
             "may follow the machine's load"
         )
+    if real_encoders:
+        encoders, limited = gstreamer.judge(logs)
+        info["version"] = gst_version
+        info["encoders"] = encoders
+        info["cpu_limited"] = sorted(call for call, e in encoders.items() if e["cpu_limited"])
+        info["warnings"].extend(limited)
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Emulated(tables, info)

@@ -41,6 +41,7 @@ from rtcbench import _core
 from rtcbench import scorecard as sc
 from rtcbench.analysis import mean_ci
 from rtcbench.compare import MIN_REPS
+from rtcbench.identity import TESTBED_INFO
 from rtcbench.plots import BoxPanel, TradeoffSeries
 from rtcbench.report import tables as tb
 from rtcbench.report.comparison import comparison_section
@@ -189,10 +190,10 @@ def _headline(run: Run) -> str:
         f"queuing delay p95 {fmt(f.get('qdelay_p95_ms'), '.0f')} ms, "
         f"loss {fmt(f.get('loss_ratio'), '.2f', 100.0)} %"
     )
-    real = run.summary.get("emulation" if run.mode == "emulate" else "browser")
-    if run.mode in ("emulate", "browser") and isinstance(real, dict):
+    real = run.summary.get(TESTBED_INFO.get(run.mode, ""))
+    if run.mode in TESTBED_INFO and isinstance(real, dict):
         late = real.get("relay", {}).get("lateness_us", {})
-        how = "emulated" if run.mode == "emulate" else "real browsers"
+        how = {"emulate": "emulated", "gstreamer": "GStreamer encoders"}.get(run.mode, "real browsers")
         line += f"; {how}, relay timing error p99 {fmt(late.get('p99'), '.0f')} µs"
         if real.get("valid") is False:
             line += "; INVALID: the relay did not keep to the scenario's timing"

@@ -95,11 +95,13 @@ class Run:
         name = str(self.summary.get("variant") or "")
         if self.config:
             name = f"{name} #{self.config}".strip()
-        return f"{name} emulated".strip() if self.mode == "emulate" else name
+        suffix = {"emulate": "emulated", "gstreamer": "gstreamer"}.get(self.mode)
+        return f"{name} {suffix}".strip() if suffix else name
 
     @property
     def mode(self) -> str:
-        """`simulate` or `emulate` (runs written before modes existed were simulated)."""
+        """`simulate`, `emulate`, `browser` or `gstreamer` (runs written before modes existed were
+        simulated)."""
         return str(self.summary.get("mode") or "simulate")
 
     @property

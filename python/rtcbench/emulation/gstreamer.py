@@ -1,0 +1,142 @@
+"""The GStreamer stack (`--mode gstreamer`, docs/gstreamer.md, ADR 0008): an emulated run whose
+senders encode real video. Each sender is `rtcbench-gst-media` (`crates/rtcbench-gst`), the media
+agent with a GStreamer pipeline in place of the RFC 8593 model. It encodes the call's
+`video.picture` at its camera size and frame rate: the noise clip the browsers' cameras play (the
+default), or `snow`, `videotestsrc`'s white noise that Sjölund and Kevo 2022 sent; with Debian's
+`vp8enc` (libvpx) or `x264enc`, as the call's `video.codec` names. rtcbench's sender packetises,
+paces and sends the real frames, and the run's controller (`--cc`) sets the encoder's target.
+Receivers are the usual media agents.
+
+    em = emulate(variant, "nada", seed=1, work=folder, real_encoders=True)
+
+What the encoders did goes into the run's summary (`encoders`, per call): frames drawn, encoded
+and lost before the encoder, encoding latency, CPU. A call whose encoder did not keep up is
+CPU-limited (`cpu_limited`), and the run says so in a warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rtcbench.emulation.media import PlannedCall
+from rtcbench.results import InputError
+from rtcbench.scenarios import Variant, other_codecs
+from rtcbench.testbed import binaries
+from rtcbench.testbed.netns import TestbedUnavailable
+
+__all__ = [
+    "CODECS",
+    "ENCODER_REVISION",
+    "GST_MEDIA_ENV",
+    "LOST_SHARE",
+    "SNOW",
+    "SOURCE_SHARE",
+    "binary",
+    "check_codecs",
+    "encoder_config",
+    "judge",
+    "version",
+]
+
+GST_MEDIA_ENV = "RTCBENCH_GST_MEDIA"
+"""Names the GStreamer media agent to use instead of the one `make gst-agent` puts in the package."""
+CODECS = {"vp8": "vp8enc", "h264": "x264enc"}
+"""A call's `video.codec` and the GStreamer encoder that encodes it."""
+SNOW = "snow"
+"""The `video.picture` that is `videotestsrc pattern=snow` (white noise, Sjölund and Kevo 2022's);
+the default, `noise-clip`, is the browsers' camera clip."""
+ENCODER_REVISION = 1
+"""The revision of the encoders' settings and picture (`crates/rtcbench-gst`): part of a GStreamer
+run's key, raised whenever they change, as `MODEL_REVISION` is for the model."""
+
+LOST_SHARE = 0.01
+"""A call is CPU-limited when more than this share of its source's frames were lost before the
+encoder: the live source does not wait, so only an encoder that fell behind loses frames there."""
+SOURCE_SHARE = 0.95
+"""... or when its source drew fewer than this share of the frames its frame rate asks for over
+the run (the source itself was starved of CPU)."""
+
+
+def binary() -> Path:
+    """The GStreamer media agent: `$RTCBENCH_GST_MEDIA`, else the one built beside the package."""
+    return binaries.find("rtcbench-gst-media", GST_MEDIA_ENV, "GStreamer media agent (make gst-agent)")
+
+
+@functools.cache
+def version() -> str:
+    """The installed GStreamer's version (`1.22.0`), from `gst-launch-1.0 --version`.
+    `TestbedUnavailable` (one line) when GStreamer is not installed."""
+    exe = shutil.which("gst-launch-1.0")
+    if exe is None:
+        raise TestbedUnavailable("GStreamer is not installed (no gst-launch-1.0): run `make gstreamer`")
+    done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("GStreamer "):
+            return line.split()[1]
+    raise TestbedUnavailable(f"cannot tell GStreamer's version from {exe} --version: {done.stdout.strip()!r}")
+
+
+def check_codecs(variant: Variant) -> None:
+    """`InputError` (one line) for a call whose `video.codec` GStreamer's stack has no encoder for."""
+    for where, codec in other_codecs(variant):
+        if codec not in CODECS:
+            raise InputError(
+                f"{variant.scenario_id}: {where} = {codec!r}: the GStreamer stack encodes "
+                f"{' or '.join(CODECS)} (vp8enc, x264enc)"
+            )
+
+
+def encoder_config(call: PlannedCall, folder: Path, seed: int) -> dict[str, Any]:
+    """The `encoder` of a sender's agent configuration for `call`: its codec and its picture,
+    `snow` (`videotestsrc`) or the noise clip the browsers' cameras play (`noise_clip`, at the
+    call's camera size and frame rate, with the run's seed, written into `folder` once)."""
+    if call.picture == SNOW:
+        return {"codec": call.codec, "picture": {"pattern": SNOW}}
+    from rtcbench.browser.chromium import noise_clip
+    from rtcbench.browser.run import CLIP_SECONDS
+
+    video = call.plan["video"]
+    width, height = (int(x) for x in video["camera"])
+    fps = round(float(video["fps"]))
+    path = folder / f"camera-{width}x{height}-{fps}.y4m"
+    if not path.exists():
+        noise_clip(path, width=width, height=height, fps=fps, seconds=CLIP_SECONDS, seed=seed)
+    return {"codec": call.codec, "picture": {"clip": str(path)}}
+
+
+def judge(
+    logs: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]],
+) -> tuple[dict[str, Any], list[str]]:
+    """Per call, what its sender's encoder reported at the end (the agent's `encoder` record) with
+    `lost_before_encoder` and `cpu_limited` added; and the warnings for CPU-limited calls."""
+    calls: dict[str, Any] = {}
+    warnings: list[str] = []
+    for (call, role), records in sorted(logs.items()):
+        if role != "sender":
+            continue
+        report = next((dict(r) for r in reversed(records) if r.get("event") == "encoder"), None)
+        if report is None:
+            continue
+        report.pop("event", None)
+        report.pop("t_us", None)
+        lost = int(report["source_frames"]) - int(report["encoder_input_frames"])
+        expected = float(report["fps"]) * float(report["wall_s"])
+        limited = lost > LOST_SHARE * max(1, int(report["source_frames"])) or (
+            expected > 0 and int(report["source_frames"]) < SOURCE_SHARE * expected
+        )
+        report["lost_before_encoder"] = lost
+        report["cpu_cores"] = float(report["cpu_s"]) / float(report["wall_s"]) if report["wall_s"] else None
+        report["cpu_limited"] = limited
+        calls[call] = report
+        if limited:
+            warnings.append(
+                f"{call}: the encoder did not keep up (CPU-limited): its source drew "
+                f"{report['source_frames']} frames of {expected:.0f}, {lost} were lost before the "
+                f"encoder; its rate measures the machine, not the controller"
+            )
+    return calls, warnings
