@@ -210,7 +210,7 @@ impl GstEncoder {
         // Paused now, before the agent takes real-time scheduling: the pipeline's threads start
         // here and so run under the normal policy, as an application's encoder would.
         pipeline.set_state(gst::State::Paused).map_err(|e| gst_failure("pausing the pipeline", e))?;
-        let mut me = Self {
+        Ok(Self {
             pipeline,
             encoder,
             sink,
@@ -231,9 +231,7 @@ impl GstEncoder {
             bytes: 0,
             targets: 0,
             keyframe_requests: 0,
-        };
-        me.set_target(video.start_rate);
-        Ok(me)
+        })
     }
 
     /// The first error the pipeline posted, if any.

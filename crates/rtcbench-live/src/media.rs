@@ -359,8 +359,13 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
                     config_path.display()
                 )));
             }
-            let video = sender.external_encoder().map(|e| e.config().clone()).expect("an external encoder");
-            Some(build(enc, &video)?)
+            let external = sender.external_encoder().expect("an external encoder");
+            let mut real = build(enc, external.config())?;
+            // The controller's first target, before the first frame is encoded.
+            if let Some(target) = external.take_target() {
+                real.set_target(target);
+            }
+            Some(real)
         }
     };
     let socket = UdpSocket::bind(cfg.local).map_err(io_context(format!("binding {}", cfg.local)))?;
