@@ -47,11 +47,13 @@ __all__ = [
     "PALETTE",
     "STYLE",
     "STYLES",
+    "AverageCurve",
     "BoxPanel",
     "FigureStyle",
     "Rendered",
     "RunColumn",
     "TradeoffSeries",
+    "average_figure",
     "is_background",
     "plot_run",
     "qdelay_cdf_figure",
@@ -713,6 +715,67 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
             ax.set_ylabel(panel.ylabel)
             ax.grid(axis="x", visible=False)
         fig.suptitle(title)
+    return fig
+
+
+@dataclass(frozen=True)
+class AverageCurve:
+    """One line set of `average_figure`: a label's mean over its runs, per second, of its
+    controller's output and the capacity (kbit/s), the queuing delay (ms) and the loss (%);
+    `dashed` for a second stack drawn over the first."""
+
+    label: str
+    t_s: Sequence[float]
+    output_kbps: Sequence[float]
+    capacity_kbps: Sequence[float]
+    qdelay_ms: Sequence[float]
+    loss_pct: Sequence[float]
+    runs: int
+    dashed: bool = False
+
+
+def average_figure(curves: Sequence[AverageCurve], title: str) -> Figure:
+    """Each label's average curve over its runs, as Sjölund and Kevo 2022 draws its Figures 5.1,
+    5.3 and 5.5: the algorithm's output against the link's limit, the delay and the loss, one
+    colour per label (a label's dashed twin shares its colour, by the part before its first
+    space)."""
+    base = list(dict.fromkeys(c.label.split(" ")[0] for c in curves))
+    colors = _series_colors(base)
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(7.2, 7.0))
+        FigureCanvasAgg(fig)
+        rate, delay, loss = fig.subplots(3, 1, sharex=True, height_ratios=(2.2, 1.2, 1.0))
+        fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.07, hspace=0.18)
+        capacity_drawn = False
+        for c in curves:
+            color = colors[c.label.split(" ")[0]]
+            style = "--" if c.dashed else "-"
+            t = np.asarray(c.t_s, dtype=np.float64)
+            if not capacity_drawn and t.size:
+                rate.step(t, np.asarray(c.capacity_kbps), where="post", color=CAPACITY_COLOR, lw=1.4,
+                          label="link limit")  # fmt: skip
+                capacity_drawn = True
+            rate.plot(
+                t,
+                np.asarray(c.output_kbps),
+                style,
+                color=color,
+                label=f"{c.label} ({c.runs} run{'s' if c.runs != 1 else ''})",
+            )
+            delay.plot(t, np.asarray(c.qdelay_ms), style, color=color)
+            loss.plot(t, np.asarray(c.loss_pct), style, color=color)
+        rate.set_ylabel("output (kbit/s)")
+        rate.set_ylim(bottom=0.0)
+        delay.set_ylabel("queuing delay (ms)")
+        delay.set_ylim(bottom=0.0)
+        loss.set_ylabel("loss (%)")
+        loss.set_ylim(bottom=0.0)
+        loss.set_xlabel("time (s)")
+        fig.suptitle(title, y=0.985)
+        handles, labels = rate.get_legend_handles_labels()
+        if handles:
+            # Above the panels: every part of a rate panel holds data.
+            fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.54, 0.955), ncol=3)
     return fig
 
 

@@ -53,11 +53,26 @@ def reproduce_cmd(
         ),
     ] = None,
     list_tables: Annotated[bool, typer.Option("--list", help="List the seed tables and exit.")] = False,
+    stack: Annotated[
+        str,
+        typer.Option(
+            help="chromium: the seed tables on Chromium and the simulator; gstreamer: Sjölund and "
+            "Kevo 2022's three tests on its own kind of stack (--mode gstreamer, as root, in real "
+            "time) with gcc, nada and scream, beside the simulator (docs/reproduction.md).",
+        ),
+    ] = "chromium",
+    runs: Annotated[int, typer.Option(help="--stack gstreamer: runs of each test and controller.")] = 5,
+    cc: Annotated[
+        list[str] | None,
+        typer.Option("--cc", help="--stack gstreamer: a controller instead of all three (repeatable)."),
+    ] = None,
 ) -> None:
     """Re-run the seeds' experiments: each seed table of the reproduction set measured on
     Chromium 156 (--mode browser) and on the simulator with gcc (seeds 1-3), beside the seed's
     own numbers, with every finding judged on all three (docs/reproduction.md). Writes
-    <out>/reproduction.parquet, findings.parquet, periods.parquet and reproduction.md."""
+    <out>/reproduction.parquet, findings.parquet, periods.parquet and reproduction.md. With
+    --stack gstreamer: gstreamer.parquet, gstreamer-runs.parquet, gstreamer-findings.parquet,
+    gstreamer-curves.parquet, the box plots and average curves, and gstreamer.md."""
     from rtcbench import reproduce
     from rtcbench.reproduce import experiments, report
     from rtcbench.results import InputError, write_bytes_atomic
@@ -76,6 +91,19 @@ def reproduce_cmd(
         how = "ran" if ran else "kept"
         err_console.print(escape(f"{how}: {case.label()} · {mode} · seed {seed}"), highlight=False)
 
+    if stack == "gstreamer":
+        chromium_only = {
+            "--table": bool(tables), "--browser": browser != "run", "--browser-jobs": browser_jobs != 2,
+            "--export-reference": export is not None,
+        }  # fmt: skip
+        if given := [name for name, used in chromium_only.items() if used]:
+            raise InputError(f"{', '.join(given)}: Chromium's options, not --stack gstreamer's")
+        _gstreamer(out, runs, cc or None, attempts, jobs, command)
+        return
+    if stack != "chromium":
+        raise InputError(f"--stack must be one of chromium, gstreamer, got {stack!r}")
+    if cc or runs != 5:
+        raise InputError("--cc, --runs: --stack gstreamer's options (Chromium runs gcc once)")
     if browser not in reproduce.BROWSER_RUNS:
         raise InputError(f"--browser must be one of {', '.join(reproduce.BROWSER_RUNS)}, got {browser!r}")
     with _runs_bar() as progress:
@@ -103,3 +131,46 @@ def reproduce_cmd(
 
         for path in reference.export(result.rows, result.periods, result.problems, export):
             console.print(escape(f"→ {path}"), highlight=False)
+
+
+def _gstreamer(
+    out: Path, runs: int, cc: list[str] | None, attempts: int, jobs: int | None, command: str
+) -> None:
+    """`rtcbench reproduce --stack gstreamer`: Sjölund and Kevo 2022 on GStreamer
+    (`rtcbench.reproduce.gstreamer`)."""
+    from rtcbench.reproduce import gstreamer
+    from rtcbench.results import InputError, write_bytes_atomic
+
+    if runs < 1:
+        raise InputError(f"--runs must be at least 1, got {runs}")
+
+    def told(case: Any, stack: str, controller: str, seed: int, summary: dict[str, Any], ran: bool) -> None:
+        how = "ran" if ran else "kept"
+        problem = gstreamer.run_problem(summary) if stack == "gstreamer" else None
+        line = f"{how}: {case.label()} · {stack} · {controller} · seed {seed}"
+        err_console.print(escape(line + (f" ({problem})" if problem else "")), highlight=False)
+
+    with _runs_bar() as progress:
+        result = gstreamer.reproduce_gstreamer(
+            out,
+            controllers=tuple(cc) if cc else gstreamer.CONTROLLERS,
+            seeds=tuple(range(1, runs + 1)),
+            attempts=attempts,
+            jobs=jobs,
+            command=command,
+            on_run=told,
+            progress=progress,
+        )
+    written = gstreamer.figures(result.runs, result.curves, out)
+    write_bytes_atomic(out / "gstreamer.md", gstreamer.markdown(result).encode())
+    for f in result.findings.iter_rows(named=True):
+        verdict = " · ".join(
+            f"{stack} {'–' if f[stack] is None else 'holds' if f[stack] else 'does not hold'}"
+            for stack in ("gstreamer", "simulated")
+        )
+        console.print(escape(f"{f['finding']} ({f['section']}): {verdict}"), highlight=False, soft_wrap=True)
+    for what, why in sorted(result.problems.items()):
+        err_console.print(escape(f"warning: {what}: {why}"), highlight=False, soft_wrap=True)
+    names = [gstreamer.ROWS, gstreamer.RUNS, gstreamer.FINDINGS, gstreamer.CURVES]
+    for path in [*(out / n for n in names), *written, out / "gstreamer.md"]:
+        console.print(escape(f"→ {path}"), highlight=False)

@@ -442,19 +442,26 @@ def _reject(folder: Path, out: Path) -> None:
     shutil.move(folder, target)
 
 
-def _browser_run(job: _Job, out: Path, attempts: int) -> tuple[dict[str, Any], bool]:
-    """The summary of a browser run, complete in `out` or run now (and whether it ran now). A run
-    that is not a fair measurement (`run_problem`) is set aside and run again, `attempts` runs in
-    all; the last one is kept whatever it is."""
+Problem = Callable[[dict[str, Any], Path], str | None]
+"""Why a real-time run is not a fair measurement of the network, or None (`run_problem`)."""
+
+
+def _browser_run(
+    job: _Job, out: Path, attempts: int, problem: Problem | None = None
+) -> tuple[dict[str, Any], bool]:
+    """The summary of a real-time run, complete in `out` or run now (and whether it ran now). A
+    run that is not a fair measurement (`problem`, by default a browser run's `run_problem`) is
+    set aside and run again, `attempts` runs in all; the last one is kept whatever it is."""
+    unfair = run_problem if problem is None else problem
     kept = job.done()
-    if kept is not None and (run_problem(kept, job.path) is None or attempts == 1):
+    if kept is not None and (unfair(kept, job.path) is None or attempts == 1):
         return kept, False
     if kept is not None:
         _reject(job.path, out)
         attempts -= 1
     for attempt in range(1, attempts + 1):
         summary = _execute(job)
-        if run_problem(summary, job.path) is None or attempt == attempts:
+        if unfair(summary, job.path) is None or attempt == attempts:
             return summary, True
         _reject(job.path, out)
     raise AssertionError("unreachable: the last attempt returns")

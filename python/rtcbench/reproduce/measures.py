@@ -8,15 +8,27 @@ nothing to measure (no packet of the flow in the window).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import polars as pl
 
 from rtcbench import analysis
 from rtcbench.runner import RunResult
 
-__all__ = ["VIDEO", "FlowStat", "Flows", "LinkTotal", "Measure", "Ratio", "Share", "TimeToReach"]
+__all__ = [
+    "VIDEO",
+    "FlowStat",
+    "Flows",
+    "LinkTotal",
+    "Measure",
+    "Ratio",
+    "Responsiveness",
+    "Share",
+    "TimeToReach",
+]
 
 _US = 1_000_000
 
@@ -135,6 +147,63 @@ class TimeToReach(Measure):
             smooth_us=round(self.smooth_s * _US),
         )
         return self.end_s - self.start_s if t is None or t > self.end_s - self.start_s else float(t)
+
+
+@dataclass(frozen=True)
+class Responsiveness(Measure):
+    """Sjölund and Kevo 2022's responsiveness (§5.2): at each change of the flow's capacity in
+    [start_s, end_s), the controller's output (its target, the controller table) is sampled, and
+    then every `step_s` until it differs from that sample by `threshold_bps` or more; the seconds
+    that took, averaged over the changes. A change is a boundary of the run's periods
+    (`summary["periods"]`) across which the flow's mean capacity moved by more than 1 %.
+
+    The seed counts on without end; here a change the output has not answered by the next change
+    (or the run's end) counts as the time to it, so one unanswered dip cannot take the count into
+    the next one's answer. None if the window holds no change or the flow has no controller rows."""
+
+    flows: Flows
+    start_s: float
+    end_s: float
+    threshold_bps: float = 250e3
+    step_s: float = 0.05
+
+    def __call__(self, run: RunResult) -> float | None:
+        (fid,) = self.flows.ids(run)
+        flow = next(f for f in run.summary["meta"]["flows"] if int(f["id"]) == fid)
+        changes = capacity_changes(run.summary, str(flow["name"]))
+        ends = [*changes[1:], float(run.summary["meta"]["duration_s"])]
+        controller = run.tables.controller.filter(pl.col("call") == int(flow["call"])).sort("t_us")
+        if controller.height == 0:
+            return None
+        t_us = controller.get_column("t_us").to_numpy()
+        target = controller.get_column("target_bps").to_numpy().astype(np.float64)
+        times = []
+        for at, until in zip(changes, ends, strict=True):
+            if not self.start_s <= at < self.end_s:
+                continue
+            steps = np.arange(max(1, math.ceil((until - at) / self.step_s - 1e-9)))
+            index = np.searchsorted(t_us, np.round((at + steps * self.step_s) * _US), side="right") - 1
+            if index[0] < 0:
+                continue
+            output = target[np.maximum(index, 0)]
+            moved = np.flatnonzero(np.abs(output - output[0]) >= self.threshold_bps)
+            times.append(float(moved[0] * self.step_s) if moved.size else until - at)
+        return float(np.mean(times)) if times else None
+
+
+def capacity_changes(summary: dict[str, Any], flow: str) -> list[float]:
+    """The instants (s) at which `flow`'s mean capacity moves by more than 1 % from one of the
+    run's periods to the next (`summary["periods"]`, boundaries the scenario sets)."""
+    out: list[float] = []
+    last: float | None = None
+    for period in summary.get("periods", []):
+        capacity = next((f.get("mean_capacity_bps") for f in period["flows"] if f["name"] == flow), None)
+        if capacity is None:
+            continue
+        if last is not None and abs(capacity - last) > 0.01 * last:
+            out.append(float(period["start_s"]))
+        last = float(capacity)
+    return out
 
 
 @dataclass(frozen=True)
