@@ -35,6 +35,7 @@ def test_version_and_help_by_either_name_on_every_command() -> None:
         "sweep",
         "calibrate",
         "reproduce",
+        "stacks",
         "score",
         "compare",
         "report",

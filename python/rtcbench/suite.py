@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core, runner
+from rtcbench.browser.choice import CHROMIUM
 from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import (
@@ -162,16 +163,20 @@ class _Job:
     path: Path
     mode: str = SIMULATE
     figure: bool = False
+    browser: str = CHROMIUM
+    """A browser run's peers (`--browser`: `chromium`, `firefox`, or per node)."""
 
     @classmethod
     def plan(
         cls, variant: Variant, controller: str, resolved: str | UserController, seed: int, out: Path,
-        command: str | None, mode: str = SIMULATE, *, figure: bool = False,
+        command: str | None, mode: str = SIMULATE, *, figure: bool = False, browser: str = CHROMIUM,
     ) -> _Job:  # fmt: skip
         """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it.
-        With `figure`, the run draws its overview.png (as `rtcbench run` does; a suite draws none)."""
-        path = runner.run_folder(out, variant, resolved, seed, mode)
-        return cls(variant, controller, seed, out, command, path, mode, figure)
+        With `figure`, the run draws its overview.png (as `rtcbench run` does; a suite draws none);
+        `browser` chooses a browser run's peers."""
+        browsers = runner.check_browsers(browser, "", mode)
+        path = runner.run_folder(out, variant, resolved, seed, mode, browsers)
+        return cls(variant, controller, seed, out, command, path, mode, figure, browser)
 
     def done(self) -> dict[str, Any] | None:
         """The run's summary if its folder is complete and unchanged since it was written (every
@@ -191,8 +196,9 @@ def _execute(job: _Job) -> dict[str, Any]:
     """Runs one job and writes its folder (its figure only if the job asks: a suite's figures are
     drawn on demand)."""
     r = runner.run_variant(
-        job.variant, job.controller, job.seed, job.out, figure=job.figure, command=job.command, mode=job.mode
-    )
+        job.variant, job.controller, job.seed, job.out, figure=job.figure, command=job.command, mode=job.mode,
+        browser=job.browser,
+    )  # fmt: skip
     return r.summary
 
 

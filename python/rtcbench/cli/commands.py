@@ -1,5 +1,5 @@
 """The Typer app of the `rtcbench` command line and how it ends (`run_app`); the commands are in
-modules by subject (`run`, `suite`, `calibrate`, `reproduce`, `score`, `compare`, `report`), what
+modules by subject (`run`, `suite`, `calibrate`, `reproduce`, `stacks`, `score`, `compare`, `report`), what
 they print in `render`, how they end on an error in `errors`. `rtcbench.cli.main` loads this
 module."""
 
@@ -19,6 +19,7 @@ from rtcbench.cli.report import report_cmd
 from rtcbench.cli.reproduce import reproduce_cmd
 from rtcbench.cli.run import list_cmd, run_cmd, table_cmd
 from rtcbench.cli.score import score_cmd
+from rtcbench.cli.stacks import stacks_cmd
 from rtcbench.cli.suite import suite_cmd, sweep_cmd
 from rtcbench.workers import INTERRUPTED, interrupt_on_signals
 
@@ -44,6 +45,7 @@ app.command("suite")(suite_cmd)
 app.command("sweep")(sweep_cmd)
 app.command("calibrate")(calibrate_cmd)
 app.command("reproduce")(reproduce_cmd)
+app.command("stacks")(stacks_cmd)
 app.command("score")(score_cmd)
 app.command("compare")(compare_cmd)
 app.command("report")(report_cmd)

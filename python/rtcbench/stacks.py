@@ -1,0 +1,411 @@
+"""One case, every stack: a scenario run on the simulator, on rtcbench's media agents over the
+emulated network, between Chromium peers, between Firefox peers, and on GStreamer's encoder, with
+their rates and delays side by side (`rtcbench stacks`, docs/stacks.md).
+
+    result = compare_stacks(Path("results/stacks"))   # about 30 min: four stacks run in real time
+
+Every stack runs the same scenario variant over the same network (the emulated runs share
+namespaces, relay, links and cross traffic; the simulator models them). What differs is the
+sender: rtcbench's `gcc` on its frame-size model (simulator, emulation), on a real libvpx encoder
+(GStreamer), or a browser's own GoogCC, pacer and encoder (Chromium, Firefox, which vendors
+libwebrtc at its own revision). Each stack is compared with Chromium phase by phase (the spans of
+constant capacity), with the calibration's rule (docs/calibration.md): sending rate within 15 %,
+queuing delay within 15 % or 10 ms.
+
+Runs complete in `out` are reused; a real-time run that was not a fair measurement (its relay
+missed its timing, an encoder was held back by the CPU, a call started late) is moved to
+`<out>/rejected/` and run again, `attempts` runs in all; the last is kept and marked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rtcbench.calibrate import Case, compare_phases
+from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, SIMULATE
+from rtcbench.results import InputError, write_parquet_atomic
+from rtcbench.runner import RunResult
+from rtcbench.scenarios import Variant, resolve
+from rtcbench.suite import _Job, batch_folder
+
+__all__ = [
+    "CASES",
+    "CONTROLLER",
+    "CURVES",
+    "CURVES_SCHEMA",
+    "REFERENCE",
+    "ROWS",
+    "ROWS_SCHEMA",
+    "STACKS",
+    "Stack",
+    "StackComparison",
+    "compare_stacks",
+    "figure",
+    "markdown",
+    "run_problem",
+    "stack",
+]
+
+CONTROLLER = "gcc"
+"""rtcbench's GCC on the simulator, the agents and GStreamer; the browsers run their own."""
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One sender stack: its name, the mode that runs it, and a browser run's peers."""
+
+    name: str
+    mode: str
+    browser: str = "chromium"
+    what: str = ""
+
+
+STACKS = (
+    Stack("simulator", SIMULATE, what="rtcbench's gcc, pacer and frame-size model, simulated"),
+    Stack("emulation", EMULATE, what="rtcbench's media agents: the same sender, real sockets, real time"),
+    Stack("chromium", BROWSER, "chromium", "Chromium's own GoogCC, pacer and libvpx encoder"),
+    Stack("firefox", BROWSER, "firefox", "Firefox ESR's libwebrtc (its own revision) and encoder"),
+    Stack("gstreamer", GSTREAMER, what="rtcbench's gcc, pacer and feedback on GStreamer's libvpx"),
+)
+"""The stacks, in the order they run (the simulator first: seconds; the others in real time)."""
+
+REFERENCE = "chromium"
+"""The stack every other is compared with: the one users run."""
+
+CASES = (
+    Case("rfc8867-5.1", ("delay=50ms", "mechanism=link-rate")),
+    Case("seed002-step-up"),
+    Case("rfc8867-5.6", ("queue=300ms", "tcp_cc=cubic")),
+)
+"""Variable capacity (RFC 8867 §5.1), a step up from 400 kbit/s to 3 Mbit/s (De Cicco et al.
+2013), and a call against a CUBIC download (RFC 8867 §5.6): 340 s of calls per stack."""
+
+ROWS = "stacks.parquet"
+CURVES = "stacks-curves.parquet"
+
+ROWS_SCHEMA = {
+    "case": pl.String,
+    "stack": pl.String,
+    "flow": pl.String,
+    "phase": pl.Int32,
+    "start_s": pl.Float64,
+    "end_s": pl.Float64,
+    "capacity_kbps": pl.Float64,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "reference": pl.Float64,
+    "difference": pl.Float64,
+    "agrees": pl.Boolean,
+    "fair": pl.Boolean,
+    "problem": pl.String,
+}
+"""One row per case, stack, video flow, phase (the spans of constant capacity) and metric
+(`send_rate_kbps`, `qdelay_p50_ms`, `qdelay_p95_ms`, `loss`): the stack's value, Chromium's
+(`reference`), their difference (value / reference - 1; value - reference for loss) and whether
+they agree (docs/calibration.md's rule). `fair`, `problem`: whether the stack's run was a fair
+measurement (`run_problem`) and why not."""
+
+CURVES_SCHEMA = {
+    "case": pl.String,
+    "stack": pl.String,
+    "flow": pl.String,
+    "kind": pl.String,
+    "t_s": pl.Float64,
+    "send_kbps": pl.Float64,
+    "capacity_kbps": pl.Float64,
+    "qdelay_ms": pl.Float64,
+}
+"""Every run's video and TCP flows per second (the time series' windows averaged into 1 s bins),
+from which `figure` draws."""
+
+
+def stack(name: str) -> Stack:
+    """The stack called `name` (`InputError` naming the others)."""
+    for s in STACKS:
+        if s.name == name:
+            return s
+    raise InputError(f"--stack must be one of {', '.join(s.name for s in STACKS)}, got {name!r}")
+
+
+def run_problem(s: Stack, summary: dict[str, Any], folder: Path | None = None) -> str | None:
+    """Why a run of stack `s` is not a fair measurement, or None: a browser run as the
+    reproduction judges it (`reproduce.run_problem`), a GStreamer run whose relay missed its
+    timing or whose encoder did not keep up, an emulated run whose relay missed its timing."""
+    if s.mode == BROWSER:
+        from rtcbench.reproduce import run_problem as browser_problem
+
+        return browser_problem(summary, folder)
+    if s.mode == GSTREAMER:
+        from rtcbench.reproduce.gstreamer import run_problem as gstreamer_problem
+
+        return gstreamer_problem(summary)
+    if s.mode == EMULATE and (summary.get("emulation") or {}).get("valid") is False:
+        return "invalid: the relay did not keep to the scenario's timing"
+    return None
+
+
+@dataclass
+class StackComparison:
+    """What `compare_stacks` measured: the two tables (schemas above), where they are, the
+    stacks' versions as their runs recorded them, the wall time of the runs made now, and the
+    runs kept although not fair (case · stack: why)."""
+
+    out: Path
+    rows: pl.DataFrame
+    curves: pl.DataFrame
+    versions: dict[str, str]
+    wall_s: float
+    problems: dict[str, str]
+
+
+def _variant(case: Case) -> Variant:
+    variants = resolve(case.scenario, list(case.sets))
+    if len(variants) != 1:
+        raise InputError(
+            f"stacks case {case.label()} names {len(variants)} variants: give every variant's value"
+        )
+    return variants[0]
+
+
+def _version(s: Stack, summary: dict[str, Any]) -> str | None:
+    """The version of the stack's software the run recorded (`identity`)."""
+    identity = summary.get("identity") or {}
+    if s.mode == BROWSER:
+        return str(identity["browser"]) if identity.get("browser") else None
+    if s.mode == GSTREAMER:
+        return f"GStreamer {identity['gstreamer']}" if identity.get("gstreamer") else None
+    revision = identity.get("model_revision")
+    return None if revision is None else f"rtcbench model revision {revision}"
+
+
+def _curves(run: RunResult) -> pl.DataFrame:
+    """The run's video and TCP flows per second (`CURVES_SCHEMA` but case and stack)."""
+    kinds = {int(f["id"]): (str(f["name"]), str(f["kind"])) for f in run.summary["meta"]["flows"]}
+    keep = [fid for fid, (_, kind) in kinds.items() if kind in ("video", "tcp")]
+    per_second = (
+        run.timeseries.filter(pl.col("flow").is_in(keep))
+        .with_columns((pl.col("t_us") // 1_000_000).cast(pl.Float64).alias("t_s"))
+        .group_by("flow", "t_s")
+        .agg(
+            (pl.col("send_rate_bps").mean() / 1e3).alias("send_kbps"),
+            (pl.col("capacity_bps").mean() / 1e3).alias("capacity_kbps"),
+            pl.col("qdelay_ms").mean().alias("qdelay_ms"),
+        )
+        .sort("flow", "t_s")
+    )
+    names = pl.DataFrame(
+        {"flow": keep, "name": [kinds[f][0] for f in keep], "kind": [kinds[f][1] for f in keep]},
+        schema={"flow": per_second.schema["flow"], "name": pl.String, "kind": pl.String},
+    )
+    return per_second.join(names, on="flow").drop("flow").rename({"name": "flow"})
+
+
+def compare_stacks(
+    out: Path,
+    cases: Sequence[Case] = CASES,
+    stacks: Sequence[Stack] = STACKS,
+    *,
+    seed: int = 1,
+    attempts: int = 2,
+    command: str | None = None,
+    on_run: Callable[[Case, Stack, dict[str, Any], bool], None] | None = None,
+) -> StackComparison:
+    """Runs every case on every stack (one run at a time: the real-time ones take the machine),
+    each not already complete in `out`, measures each against Chromium's run of the case (when
+    Chromium is among `stacks`), and writes `stacks.parquet` and `stacks-curves.parquet` to `out`.
+    `on_run(case, stack, summary, ran)` is told of every run."""
+    from rtcbench.reproduce import _browser_run
+
+    if attempts < 1:
+        raise InputError(f"--attempts must be at least 1, got {attempts}")
+    if not stacks:
+        raise InputError("give at least one --stack")
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    curves: list[pl.DataFrame] = []
+    versions: dict[str, set[str]] = {}
+    problems: dict[str, str] = {}
+    for case in cases:
+        variant = _variant(case)
+        summaries: dict[str, tuple[dict[str, Any], str | None]] = {}
+        for s in stacks:
+            job = _Job.plan(variant, CONTROLLER, CONTROLLER, seed, out, command, s.mode, browser=s.browser)
+
+            def unfair(summary: dict[str, Any], folder: Path, s: Stack = s) -> str | None:
+                return run_problem(s, summary, folder)
+
+            with batch_folder(out, [job]):
+                summary, ran = _browser_run(job, out, attempts, unfair)
+            problem = unfair(summary, job.path)
+            if problem is not None:
+                problems[f"{case.label()} · {s.name}"] = problem
+            summaries[s.name] = (summary, problem)
+            if (version := _version(s, summary)) is not None:
+                versions.setdefault(s.name, set()).add(version)
+            curves.append(
+                _curves(RunResult(job.path, summary)).with_columns(
+                    pl.lit(case.label()).alias("case"), pl.lit(s.name).alias("stack")
+                )
+            )
+            if on_run is not None:
+                on_run(case, s, summary, ran)
+        reference = summaries.get(REFERENCE)
+        for name, (summary, problem) in summaries.items():
+            base = reference[0] if reference is not None else summary
+            for r in compare_phases(case.label(), base, summary):
+                rows.append(
+                    {
+                        "case": r["case"],
+                        "stack": name,
+                        "flow": r["flow"],
+                        "phase": r["phase"],
+                        "start_s": r["start_s"],
+                        "end_s": r["end_s"],
+                        "capacity_kbps": r["capacity_kbps"],
+                        "metric": r["metric"],
+                        "value": r["simulated"],
+                        "reference": r["browser"] if reference is not None else None,
+                        "difference": r["difference"] if reference is not None else None,
+                        "agrees": r["agrees"] if reference is not None else None,
+                        "fair": problem is None,
+                        "problem": problem,
+                    }
+                )
+    result = StackComparison(
+        out,
+        pl.DataFrame(rows, schema=ROWS_SCHEMA),
+        pl.concat(curves, how="diagonal").select(list(CURVES_SCHEMA)).cast(pl.Schema(CURVES_SCHEMA))
+        if curves
+        else pl.DataFrame(schema=CURVES_SCHEMA),
+        {name: ", ".join(sorted(v)) for name, v in versions.items()},
+        time.perf_counter() - started,
+        problems,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(result.rows, out / ROWS)
+    write_parquet_atomic(result.curves, out / CURVES)
+    return result
+
+
+def _slug(case: str) -> str:
+    """A case label as a file name: "rfc8867-5.6 [queue=300ms,tcp_cc=cubic]" gives
+    "rfc8867-5.6-queue-300ms-tcp-cc-cubic"."""
+    kept = "".join(c if c.isalnum() or c == "." else "-" for c in case)
+    return "-".join(part for part in kept.split("-") if part)
+
+
+def figure_path(out: Path, case: str) -> Path:
+    return out / f"stacks-{_slug(case)}.png"
+
+
+def figure(curves: pl.DataFrame, case: str) -> Any:
+    """One case on every stack: each stack's video sending rate (and its TCP flow's, dashed)
+    against the capacity, and the video's queuing delay, per second."""
+    import matplotlib as mpl
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from rtcbench.plots import CAPACITY_COLOR, PALETTE, STYLE
+
+    these = curves.filter(pl.col("case") == case)
+    names = [s.name for s in STACKS if s.name in set(these.get_column("stack").to_list())]
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(7.2, 6.0))
+        FigureCanvasAgg(fig)
+        rate, delay = fig.subplots(2, 1, sharex=True, height_ratios=(2.0, 1.2))
+        fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.08, hspace=0.12)
+        video = these.filter(pl.col("kind") == "video")
+        if video.height:
+            first = video.filter(pl.col("stack") == names[0]).sort("t_s")
+            first = first.filter(pl.col("flow") == first.item(0, "flow"))
+            rate.step(first["t_s"], first["capacity_kbps"], where="post", color=CAPACITY_COLOR, lw=1.4,
+                      label="capacity")  # fmt: skip
+        for i, name in enumerate(names):
+            color = PALETTE[i % len(PALETTE)]
+            mine = these.filter(pl.col("stack") == name)
+            for flow in mine.get_column("flow").unique(maintain_order=True).to_list():
+                f = mine.filter(pl.col("flow") == flow).sort("t_s")
+                tcp = f.item(0, "kind") == "tcp"
+                rate.plot(f["t_s"], f["send_kbps"], "--" if tcp else "-", color=color, lw=0.9 if tcp else 1.2,
+                          label=f"{name}: {'TCP' if tcp else 'video'}" if tcp else name)  # fmt: skip
+                if not tcp:
+                    delay.plot(f["t_s"], f["qdelay_ms"], color=color, lw=1.0)
+        rate.set_ylabel("sending rate (kbit/s)")
+        rate.set_ylim(bottom=0.0)
+        delay.set_ylabel("queuing delay (ms)")
+        delay.set_ylim(bottom=0.0)
+        delay.set_xlabel("time (s)")
+        fig.suptitle(f"{case}: every stack", y=0.985)
+        handles, labels = rate.get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.54, 0.955), ncol=4)
+    return fig
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def markdown(result: StackComparison) -> str:
+    """The comparison as Markdown: the stacks and their versions, per case and phase each stack's
+    video sending rate and queuing delay p95 beside Chromium's, the phases where a stack differs
+    from Chromium by more than the rule allows, and the runs that were not fair."""
+    lines = ["# One case, every stack", "", "| stack | what sends | version |", "|---|---|---|"]
+    for s in STACKS:
+        if s.name in set(result.rows.get_column("stack").to_list()):
+            lines.append(f"| {s.name} | {s.what} | {result.versions.get(s.name, '–')} |")
+    names = [s.name for s in STACKS if s.name in set(result.rows.get_column("stack").to_list())]
+    for case in result.rows.get_column("case").unique(maintain_order=True).to_list():
+        mine = result.rows.filter(pl.col("case") == case)
+        lines += [
+            "",
+            f"## {case}",
+            "",
+            f"![rates and delays on every stack]({figure_path(Path(), case).name})",
+            "",
+        ]
+        for metric, title in (
+            ("send_rate_kbps", "video sending rate (kbit/s)"),
+            ("qdelay_p95_ms", "queuing delay p95 (ms)"),
+        ):
+            lines += [f"{title}, per phase:", "", "| flow | phase | capacity | " + " | ".join(names) + " |",
+                      "|---|---|---|" + "---|" * len(names)]  # fmt: skip
+            by = mine.filter(pl.col("metric") == metric)
+            for key in (
+                by.select("flow", "phase", "start_s", "end_s", "capacity_kbps")
+                .unique(maintain_order=True)
+                .iter_rows()
+            ):
+                flow, phase, start, end, capacity = key
+                cells = []
+                for name in names:
+                    row = by.filter(
+                        (pl.col("stack") == name) & (pl.col("flow") == flow) & (pl.col("phase") == phase)
+                    )
+                    if row.height == 0:
+                        cells.append("–")
+                        continue
+                    value, agrees = row.item(0, "value"), row.item(0, "agrees")
+                    cells.append(_num(value) + (" ✗" if agrees is False and name != REFERENCE else ""))
+                lines.append(
+                    f"| {flow} | {start:g}-{end:g} s | {_num(capacity)} | " + " | ".join(cells) + " |"
+                )
+            lines.append("")
+        apart = mine.filter((pl.col("agrees") == False) & (pl.col("stack") != REFERENCE))  # noqa: E712
+        counted = mine.filter(pl.col("agrees").is_not_null() & (pl.col("stack") != REFERENCE))
+        lines.append(
+            f"✗: differs from Chromium beyond 15 % (or 10 ms of delay): {apart.height} of {counted.height} "
+            "comparisons of this case."
+        )
+    if result.problems:
+        lines += ["", "Runs kept although not fair measurements:", ""]
+        lines += [f"- {what}: {why}" for what, why in sorted(result.problems.items())]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,108 @@
+"""`rtcbench stacks`: one case on every stack. The real-time stacks are measured in docs/stacks.md;
+here the whole path runs on the simulator, and the parts that are the real stacks' alone (their
+fairness, their versions) are checked on their own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rtcbench import stacks
+from rtcbench.results import InputError
+
+SIMULATOR = [stacks.stack("simulator")]
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> stacks.StackComparison:
+    return stacks.compare_stacks(tmp_path_factory.mktemp("stacks"), stacks=SIMULATOR)
+
+
+def test_every_case_phase_and_metric_is_a_row(compared: stacks.StackComparison) -> None:
+    rows = compared.rows
+    assert rows.get_column("case").unique(maintain_order=True).to_list() == [c.label() for c in stacks.CASES]
+    # Four metrics per video flow and phase: RFC 8867 §5.1's four capacities, the step's two, one
+    # capacity against TCP.
+    phases = rows.group_by("case").agg(pl.col("phase").n_unique()).sort("case")
+    assert dict(phases.iter_rows()) == {c.label(): n for c, n in zip(stacks.CASES, (4, 2, 1), strict=True)}
+    assert rows.height == 4 * (4 + 2 + 1)
+    # Without Chromium among the stacks there is nothing to compare with.
+    assert rows.get_column("reference").null_count() == rows.height
+    assert rows.get_column("fair").all()
+    assert compared.versions == {"simulator": "rtcbench model revision 14"}
+    for name in (stacks.ROWS, stacks.CURVES):
+        assert pl.read_parquet(compared.out / name).height > 0
+    # The curves hold the TCP flow of RFC 8867 §5.6 beside the video.
+    kinds = compared.curves.group_by("case").agg(pl.col("kind").unique().sort())
+    assert dict(kinds.iter_rows())[stacks.CASES[2].label()] == ["tcp", "video"]
+
+
+def test_each_stack_is_compared_with_the_reference(
+    compared: stacks.StackComparison, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The simulator as its own reference: every comparison made, every one agreeing, no difference.
+    monkeypatch.setattr(stacks, "REFERENCE", "simulator")
+    again = stacks.compare_stacks(compared.out, stacks.CASES[1:2], SIMULATOR)
+    judged = again.rows.filter(pl.col("metric") != "loss")
+    assert judged.get_column("agrees").all()
+    assert judged.get_column("difference").drop_nulls().abs().max() == 0.0
+    assert (again.rows.get_column("value") == again.rows.get_column("reference")).all()
+
+
+def test_a_second_comparison_runs_nothing_again(compared: stacks.StackComparison) -> None:
+    told: list[bool] = []
+    again = stacks.compare_stacks(
+        compared.out, stacks=SIMULATOR, on_run=lambda case, s, summary, ran: told.append(ran)
+    )
+    assert told == [False, False, False]
+    assert again.rows.equals(compared.rows)
+
+
+def test_figures_and_markdown(compared: stacks.StackComparison) -> None:
+    from rtcbench.plots import render
+
+    for case in stacks.CASES:
+        png = render(stacks.figure(compared.curves, case.label())).png
+        assert png.startswith(b"\x89PNG")
+    text = stacks.markdown(compared)
+    for case in stacks.CASES:
+        assert f"## {case.label()}" in text
+        assert f"]({stacks.figure_path(Path(), case.label()).name})" in text
+    assert (
+        "| simulator | rtcbench's gcc, pacer and frame-size model, simulated | rtcbench model revision 14 |"
+        in text
+    )
+    assert stacks.figure_path(Path("o"), "rfc8867-5.6 [queue=300ms,tcp_cc=cubic]") == Path(
+        "o/stacks-rfc8867-5.6-queue-300ms-tcp-cc-cubic.png"
+    )
+
+
+def test_each_real_stack_is_judged_by_its_own_rule() -> None:
+    emulation, gstreamer, chromium = (stacks.stack(n) for n in ("emulation", "gstreamer", "chromium"))
+    assert stacks.run_problem(emulation, {"emulation": {"valid": True}}) is None
+    assert "relay" in str(stacks.run_problem(emulation, {"emulation": {"valid": False}}))
+    limited = {"gstreamer": {"valid": True, "cpu_limited": ["S1"]}}
+    assert stacks.run_problem(gstreamer, limited) == "CPU-limited: the encoder of S1 did not keep up"
+    assert stacks.run_problem(chromium, {"browser": {"failure": "no ICE"}}) == "failed: no ICE"
+    assert stacks.run_problem(stacks.stack("simulator"), {"emulation": {"valid": False}}) is None
+
+
+def test_bad_options_are_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(
+        InputError, match="--stack must be one of simulator, emulation, chromium, firefox, gstreamer"
+    ):
+        stacks.stack("safari")
+    rtcbench = [sys.executable, "-m", "rtcbench.cli", "stacks", "--out", str(tmp_path / "r")]
+    for args, says in (
+        (["--stack", "safari"], "got 'safari'"),
+        (["--attempts", "0", "--stack", "simulator"], "--attempts must be at least 1, got 0"),
+        (["--case", "rfc8867-5.1", "--stack", "simulator"], "names 4 variants: give every variant's value"),
+    ):
+        out = subprocess.run([*rtcbench, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert says in out.stderr
+        assert not (tmp_path / "r").exists()
