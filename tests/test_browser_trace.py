@@ -15,7 +15,7 @@ import pytest
 import rtcbench
 from rtcbench.analysis import flow_metrics, timeseries
 from rtcbench.browser import sdp
-from rtcbench.browser.chromium import VideoSettings
+from rtcbench.browser.chromium import VideoSettings, limit_js
 from rtcbench.browser.run import BrowserModeError, connections
 from rtcbench.browser.trace import _number_frames, parse_head, turn_allocations
 from rtcbench.emulation.run import planned_meta
@@ -267,7 +267,7 @@ def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path)
     v = _variant(
         tmp_path,
         'video = { min = "100kbps", start = "400kbps", max = "1Mbps", camera = "320x180", fps = 15,\n'
-        '          codec = "h264" }\n'
+        '          codec = "h264", degradation = "maintain-resolution" }\n'
         'nack = false\nkeyframe_request = "fir"\npriority = 2.0\nstart = "1s"\nstop = "8s"\n'
         'pause = [{ from = "3s", to = "4s", audio = false }]',
     )
@@ -278,7 +278,10 @@ def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path)
         codec="H264",
         width=320, height=180, fps=15, max_bitrate_bps=1_000_000, min_bitrate_bps=100_000,
         start_bitrate_bps=400_000, fec=True, nack=False, keyframe_request="fir", priority="medium",
+        degradation="maintain-resolution",
     )  # fmt: skip
+    # The page sets it on the video sender, with the rate and priority.
+    assert limit_js("call0", s.video, s.audio) == 'rtcbench.limit("call0", 1000000, "medium", 20000, "maintain-resolution")'
     assert s.audio is not None and s.audio.max_bitrate_bps == 20_000  # RFC 8867 §4.3's audio
     assert (s.start_s, s.stop_s, s.pauses) == (1.0, 8.0, [(3.0, 4.0, False)])
     assert s.flows == {"video": 0, "audio": 1, "rtcp-rx": 2, "rtcp-tx": 3}

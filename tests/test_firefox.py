@@ -241,6 +241,27 @@ def test_firefox_and_chromium_call_each_other(tmp_path: Path) -> None:
 
 
 @needs_firefox
+def test_a_calls_degradation_preference_keeps_firefoxs_resolution(tmp_path: Path) -> None:
+    # By default Firefox sends this 640x360 clip at 320x180 (above). With the scenario's
+    # `video.degradation = "maintain-resolution"` both browsers take it as the video sender's
+    # degradationPreference (it reads back as set, or the call fails), and Firefox keeps 640x360.
+    scenario = _scenario(tmp_path, ("A", "B"), ("B", "A"))
+    sets = [f"calls.{i}.video.degradation=maintain-resolution" for i in (0, 1)]
+    (variant,) = resolve(scenario, sets)
+    run = rtcbench.run_variant(variant, "gcc", out=tmp_path / "out", mode="browser", browser="A=firefox")
+    b = run.summary["browser"]
+    assert b["failure"] is None, b
+    flows = {f["name"]: f["id"] for f in run.summary["flows"] if f["kind"] == "video"}
+    for call in ("call0", "call1"):
+        sent = run.tables.stats.filter(
+            (pl.col("flow") == flows[f"{call}.video"]) & (pl.col("side") == "sender")
+        )
+        widths = sent.get_column("frame_width").drop_nulls()
+        assert widths.len() > 30 and (widths == 640).mean() >= 0.9, (call, widths.value_counts())
+    assert _left_behind(tmp_path / "out") == []
+
+
+@needs_firefox
 def test_browser_names_only_nodes_that_run_a_browser(tmp_path: Path) -> None:
     with pytest.raises(
         BrowserModeError, match="--browser names C, which runs no browser here; the browser nodes are A, B"

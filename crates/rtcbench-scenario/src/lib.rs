@@ -1604,6 +1604,31 @@ to = "B"
     }
 
     #[test]
+    fn a_degradation_preference_is_one_of_three_and_is_written_back() {
+        for (value, preference) in [
+            ("balanced", Degradation::Balanced),
+            ("maintain-framerate", Degradation::MaintainFramerate),
+            ("maintain-resolution", Degradation::MaintainResolution),
+        ] {
+            let s = load(MINIMAL, "x", &[format!("calls.0.video.degradation={value}")]).unwrap().remove(0);
+            assert_eq!(s.spec.calls[0].video.as_ref().unwrap().degradation, Some(preference));
+            assert!(s.to_toml().contains(&format!("degradation = \"{value}\"")), "{}", s.to_toml());
+        }
+        let plain = load(MINIMAL, "x", &[]).unwrap().remove(0);
+        assert_eq!(plain.spec.calls[0].video.as_ref().and_then(|v| v.degradation), None);
+        assert!(!plain.to_toml().contains("degradation"));
+        let e = load(MINIMAL, "my.toml", &["calls.0.video.degradation=maintain-quality".to_string()])
+            .unwrap_err();
+        let line = e.to_string();
+        assert!(
+            !line.contains('\n')
+                && line.contains("calls[0].video.degradation")
+                && line.contains("`maintain-resolution`"),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn fec_is_on_off_or_a_scheme_and_is_written_back_as_given() {
         for (value, scheme) in [
             ("true", Some(FecScheme::Ulpfec)),

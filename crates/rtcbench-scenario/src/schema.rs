@@ -1113,6 +1113,25 @@ pub struct VideoSpec {
     /// simulator and the emulation leave it unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub picture: Option<Picture>,
+    /// How a browser's encoder gives way when the rate falls short (default: the browser's own,
+    /// `balanced`): WebRTC's `RTCDegradationPreference`, which a browser run sets on the video
+    /// sender (`RTCRtpSender.setParameters`). The model and GStreamer's encoders have no such
+    /// choice, so the simulator and the other real-time modes leave it unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degradation: Option<Degradation>,
+}
+
+/// What a browser's encoder keeps when the rate falls short (W3C WebRTC Extensions,
+/// `RTCDegradationPreference`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Degradation {
+    /// Lower the frame rate and the resolution in turn (the browsers' default).
+    Balanced,
+    /// Keep the frame rate: lower the resolution.
+    MaintainFramerate,
+    /// Keep the resolution: lower the frame rate.
+    MaintainResolution,
 }
 
 /// The picture a real encoder encodes (`--mode gstreamer`, docs/gstreamer.md).

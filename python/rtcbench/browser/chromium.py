@@ -307,17 +307,23 @@ window.rtcbench = (() => {
       return true;
     },
     // The encodings' maxBitrate (and priority: 'very-low', 'low', 'medium' or 'high') of what
-    // `key`'s connection sends: video, and audio if `audioMaxBitrate` is given.
-    async limit(key, maxBitrate, priority, audioMaxBitrate) {
-      const set = async (sender, rate) => {
+    // `key`'s connection sends: video, and audio if `audioMaxBitrate` is given; and the video
+    // sender's degradationPreference if `degradation` is given, which must read back as set.
+    async limit(key, maxBitrate, priority, audioMaxBitrate, degradation) {
+      const set = async (sender, rate, preference) => {
         if (!sender) return false;
         const p = sender.getParameters();
         if (rate) p.encodings[0].maxBitrate = rate;
         if (priority) Object.assign(p.encodings[0], {priority, networkPriority: priority});
+        if (preference) p.degradationPreference = preference;
         await sender.setParameters(p);
+        const kept = sender.getParameters().degradationPreference;
+        if (preference && kept !== preference) {
+          throw new Error(`the browser kept degradationPreference ${kept} instead of ${preference}`);
+        }
         return true;
       };
-      const video = await set(S.senders[key], maxBitrate);
+      const video = await set(S.senders[key], maxBitrate, degradation);
       if (audioMaxBitrate) await set(S.audioSenders[key], audioMaxBitrate);
       return video;
     },
@@ -429,6 +435,9 @@ class VideoSettings:
     priority: str | None = None
     """The encoding's `priority` and `networkPriority` (`very-low`, `low`, `medium`, `high`);
     None: the browser's default (`low`)."""
+    degradation: str | None = None
+    """The sender's `degradationPreference` (`balanced`, `maintain-framerate`,
+    `maintain-resolution`; the scenario's `video.degradation`); None: the browser's default."""
 
     def bitrates_kbps(self) -> dict[str, int]:
         """The bitrates this call sets, in kbit/s, by name (`min`, `start`, `max`): Chromium takes
@@ -636,8 +645,9 @@ def limit_js(key: str, video: VideoSettings | None, audio: AudioSettings | None)
     """The page's `limit` call for what a connection sends."""
     rate = video.max_bitrate_bps if video is not None else None
     priority = video.priority if video is not None else None
+    degradation = video.degradation if video is not None else None
     audio_rate = audio.max_bitrate_bps if audio is not None else None
-    args = ", ".join(json.dumps(a) for a in (key, rate, priority, audio_rate))
+    args = ", ".join(json.dumps(a) for a in (key, rate, priority, audio_rate, degradation))
     return f"rtcbench.limit({args})"
 
 
@@ -695,9 +705,9 @@ def signal(
         "answer the offer",
     )
     sender.evaluate(f"rtcbench.accept({at_sender}, {json.dumps(edit(answer))})", "accept the answer")
-    sender.evaluate(limit_js(call.key_at(sender), video, audio), "set maxBitrate")
+    sender.evaluate(limit_js(call.key_at(sender), video, audio), "set the sender's parameters")
     if back is not None or back_audio is not None:
-        receiver.evaluate(limit_js(call.key_at(receiver), back, back_audio), "set maxBitrate")
+        receiver.evaluate(limit_js(call.key_at(receiver), back, back_audio), "set the sender's parameters")
     return call
 
 

@@ -151,6 +151,7 @@ def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], e
             nack=bool(p["nack"]),
             keyframe_request=str(p["keyframe_request"]),
             priority=_PRIORITIES[priority] if priority != 1.0 else None,
+            degradation=(spec.get("video") or {}).get("degradation"),
         )
     audio: AudioSettings | None = None
     if p.get("audio") is not None:

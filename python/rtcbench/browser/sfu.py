@@ -269,7 +269,7 @@ def videoroom(
             f"rtcbench.accept({key}, {json.dumps(video.edit(answered['jsep']['sdp']))})",
             "accept the SFU's answer",
         )
-        peer.evaluate(limit_js(publish_key(peer), video, audio), "set maxBitrate")
+        peer.evaluate(limit_js(publish_key(peer), video, audio), "set the sender's parameters")
     # A feed can be viewed once its publisher's connection is up (Janus's `webrtcup`).
     deadline = time.monotonic() + REQUEST_TIMEOUT_S
     for peer in peers:
