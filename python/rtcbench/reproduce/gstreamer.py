@@ -119,11 +119,12 @@ def _metrics() -> tuple[Metric, ...]:
     out: list[Metric] = []
     for prefix, end in _WINDOWS.items():
         case = rows[f"{prefix}.u"].case
+        test = rows[f"{prefix}.u"].label.split(":")[0]
         out += [
             Metric.of(rows[f"{prefix}.u"], "utilisation"),
             Metric(
                 f"{prefix}.rtt",
-                f"{case.scenario.removeprefix('seed001-')}: mean RTT, 0-{end:g} s",
+                f"{test}: mean RTT, 0-{end:g} s",
                 case,
                 FlowStat(VIDEO, 0, end, "rtt_mean_ms", scale=1.0),
                 "ms",
@@ -132,7 +133,7 @@ def _metrics() -> tuple[Metric, ...]:
             ),
             Metric(
                 f"{prefix}.response",
-                f"{case.scenario.removeprefix('seed001-')}: responsiveness (the seed's §5.2 measure)",
+                f"{test}: responsiveness (the seed's §5.2 measure)",
                 case,
                 Responsiveness(VIDEO, 0, end),
                 "s",
@@ -141,7 +142,7 @@ def _metrics() -> tuple[Metric, ...]:
             ),
             Metric(
                 f"{prefix}.loss",
-                f"{case.scenario.removeprefix('seed001-')}: packet loss, 0-{end:g} s",
+                f"{test}: packet loss, 0-{end:g} s",
                 case,
                 FlowStat(VIDEO, 0, end, "loss_ratio", scale=100.0),
                 "%",
