@@ -281,7 +281,8 @@ def test_a_call_becomes_a_connection_with_the_scenarios_settings(tmp_path: Path)
         degradation="maintain-resolution",
     )  # fmt: skip
     # The page sets it on the video sender, with the rate and priority.
-    assert limit_js("call0", s.video, s.audio) == 'rtcbench.limit("call0", 1000000, "medium", 20000, "maintain-resolution")'
+    expected = 'rtcbench.limit("call0", 1000000, "medium", 20000, "maintain-resolution")'
+    assert limit_js("call0", s.video, s.audio) == expected
     assert s.audio is not None and s.audio.max_bitrate_bps == 20_000  # RFC 8867 §4.3's audio
     assert (s.start_s, s.stop_s, s.pauses) == (1.0, 8.0, [(3.0, 4.0, False)])
     assert s.flows == {"video": 0, "audio": 1, "rtcp-rx": 2, "rtcp-tx": 3}

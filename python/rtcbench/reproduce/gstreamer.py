@@ -637,7 +637,7 @@ def markdown(result: GStreamerReproduction) -> str:
         prefix = _prefix(case)
         lines += ["", f"![box plots](gstreamer-box-{prefix}.png)", "",
                   f"![average curves](gstreamer-average-{prefix}.png)", ""]  # fmt: skip
-    lines += ["## The seed's claims", "", "| claim | seed | GStreamer | simulator |", "|---|---|---|---|"]
+    lines += ["## The seed's claims", "", "| claim | section | GStreamer | simulator |", "|---|---|---|---|"]
     for f in result.findings.iter_rows(named=True):
         lines.append(f"| {f['finding']} | {f['section']} | {_yes(f['gstreamer'])} | {_yes(f['simulated'])} |")
     lines += ["", "## The encoders", ""]
