@@ -29,6 +29,7 @@ import polars as pl
 
 from rtcbench.calibrate import Case, compare_phases
 from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, SIMULATE
+from rtcbench.reproduce.report import _num
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
@@ -346,12 +347,6 @@ def figure(curves: pl.DataFrame, case: str) -> Any:
         if handles:
             fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.54, 0.955), ncol=4)
     return fig
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
 def markdown(result: StackComparison) -> str:

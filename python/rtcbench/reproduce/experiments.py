@@ -44,9 +44,15 @@ class Row:
     tolerance: float = 0.15
 
     def agrees(self, value: float | None, reference: float | None) -> bool | None:
-        if value is None or reference is None:
-            return None
-        return abs(value - reference) <= max(self.slack, self.tolerance * abs(reference))
+        return within(value, reference, self.slack, self.tolerance)
+
+
+def within(value: float | None, reference: float | None, slack: float, tolerance: float) -> bool | None:
+    """Whether `value` is within `tolerance` of `reference` (relative) or within `slack`
+    (absolute), whichever is larger; None if either is missing."""
+    if value is None or reference is None:
+        return None
+    return abs(value - reference) <= max(slack, tolerance * abs(reference))
 
 
 Values = Mapping[str, float]

@@ -35,8 +35,9 @@ import polars as pl
 
 from rtcbench.identity import GSTREAMER, SIMULATE
 from rtcbench.reproduce import SIM_SEEDS, _browser_run, _mean_sd
-from rtcbench.reproduce.experiments import Case, Finding, Row, table
+from rtcbench.reproduce.experiments import Case, Finding, Row, table, within
 from rtcbench.reproduce.measures import VIDEO, FlowStat, Measure, Responsiveness
+from rtcbench.reproduce.report import _yes
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
@@ -105,9 +106,7 @@ class Metric:
         )
 
     def agrees(self, value: float | None, reference: float | None) -> bool | None:
-        if value is None or reference is None:
-            return None
-        return abs(value - reference) <= max(self.slack, self.tolerance * abs(reference))
+        return within(value, reference, self.slack, self.tolerance)
 
 
 _WINDOWS = {"staircase": 200.0, "sudden": 120.0, "china": 120.0}
@@ -589,10 +588,6 @@ def _num(value: float | None, unit: str) -> str:
     if unit == "":
         return f"{value:.2f}"
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
-
-
-def _yes(value: bool | None) -> str:
-    return "–" if value is None else "yes" if value else "**no**"
 
 
 def markdown(result: GStreamerReproduction) -> str:
