@@ -31,11 +31,13 @@ build-release: $(STAMP)
 
 build: build-release
 
-# The GStreamer stack's media agent (docs/gstreamer.md): the media agent with GStreamer's real
-# encoders, built against Debian's GStreamer (installed first), beside the others.
+# The GStreamer stack's agents (docs/gstreamer.md), built against Debian's GStreamer (installed
+# first), beside the others: the media agent with GStreamer's real encoders, and GStreamer's RTP
+# stack with its own GoogCC, rtpgccbwe.
 gst-agent: build-release gstreamer
 	$(CARGO) build --release -q -p rtcbench-gst --bins
 	install -D -m 0755 target/release/rtcbench-gst-media python/rtcbench/_bin/rtcbench-gst-media
+	install -D -m 0755 target/release/rtcbench-gst-rtp python/rtcbench/_bin/rtcbench-gst-rtp
 
 demo: build-release
 	$(BIN)/rtcbench run rfc8867-5.1 --cc gcc --seed 1 --out results/demo

@@ -160,6 +160,9 @@ EMULATE = "emulate"
 BROWSER = "browser"
 GSTREAMER = "gstreamer"
 """An emulated run whose senders encode real video with GStreamer (docs/gstreamer.md)."""
+GSTREAMER_CC = "rtpgccbwe"
+"""`--cc rtpgccbwe`: GStreamer's own GoogCC element (`gst-plugin-rtp`) on a GStreamer RTP stack at
+both ends of each call; a GStreamer run only (docs/gstreamer.md, "GStreamer's own GoogCC")."""
 MODES = (SIMULATE, EMULATE, BROWSER, GSTREAMER)
 REAL_TIME_MODES = (EMULATE, BROWSER, GSTREAMER)
 """Modes whose runs take their scenario's duration and the machine's testbed: one at a time."""

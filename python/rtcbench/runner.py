@@ -27,6 +27,7 @@ from rtcbench.identity import (
     BROWSER,
     EMULATE,
     GSTREAMER,
+    GSTREAMER_CC,
     MODES,
     SIMULATE,
     TESTBED_INFO,
@@ -100,7 +101,7 @@ def resolve_controller(controller: ControllerArg, *, share_instance: bool = True
         return controller
     if isinstance(controller, str):
         known = [n for n, _ in controllers()]
-        if controller in known:
+        if controller in known or controller == GSTREAMER_CC:
             return controller
         if ":" in controller:
             return load_controller(controller)
@@ -141,6 +142,10 @@ def _identity(
 
         identity["gstreamer"] = gstreamer.version()
         runtime = f"gstreamer {identity['gstreamer']} encoders={gstreamer.ENCODER_REVISION}"
+        if cc["name"] == GSTREAMER_CC:
+            # GStreamer's own controller: a new version of its plugin is another controller.
+            identity["gst_plugin_rtp"] = gstreamer.GST_PLUGIN_RTP
+            runtime = f"{runtime} gst-plugin-rtp={gstreamer.GST_PLUGIN_RTP}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
 
@@ -169,6 +174,16 @@ def check_codecs(variant: Variant) -> None:
         raise InputError(
             f"{variant.scenario_id}: {field} = {codec!r}: the simulator and the emulation model "
             f"{MODELLED_CODEC!r} only; run it with --mode browser, or leave codec out"
+        )
+
+
+def check_gstreamer_cc(controller: ControllerArg, mode: str) -> None:
+    """`InputError` (one line) for GStreamer's own controller outside a GStreamer run: it is an
+    element of GStreamer's RTP stack, which only `--mode gstreamer` runs."""
+    if controller == GSTREAMER_CC and mode != GSTREAMER:
+        raise InputError(
+            f"--cc {GSTREAMER_CC} is GStreamer's own GoogCC element, which runs on GStreamer's RTP stack: "
+            f"run it with --mode gstreamer (this run's mode is {mode})"
         )
 
 
@@ -384,6 +399,7 @@ def run_variant(
     check_seed(seed)
     check_mode(mode)
     browsers = check_browsers(browser, field_trials, mode)
+    check_gstreamer_cc(controller, mode)
     if mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
 

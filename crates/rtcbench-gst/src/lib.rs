@@ -38,6 +38,7 @@ use rtcbench_media::video::VideoConfig;
 use rtcbench_units::{Bitrate, DataSize};
 
 mod clip;
+pub mod rtp;
 use clip::ClipCamera;
 
 /// libvpx's VP8 settings for real-time video as libwebrtc's `LibvpxVp8Encoder` sets them
@@ -72,10 +73,10 @@ struct Sample {
 
 /// Buffers that crossed a pad, counted by a probe on the pipeline's threads.
 #[derive(Clone, Default)]
-struct PadCount(Arc<AtomicU64>);
+pub(crate) struct PadCount(Arc<AtomicU64>);
 
 impl PadCount {
-    fn attach(&self, element: &gst::Element, pad: &str) -> Result<(), Failure> {
+    pub(crate) fn attach(&self, element: &gst::Element, pad: &str) -> Result<(), Failure> {
         let pad = element.static_pad(pad).ok_or_else(|| Failure::Config(format!("encoder: no {pad} pad")))?;
         let count = Arc::clone(&self.0);
         pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
@@ -85,8 +86,47 @@ impl PadCount {
         Ok(())
     }
 
-    fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Encoding latencies (capture to encoded), in 1 ms bins up to [`LATENCY_BINS_MS`].
+pub(crate) struct Latencies(Vec<u64>);
+
+impl Latencies {
+    pub(crate) fn new() -> Self {
+        Self(vec![0; LATENCY_BINS_MS + 1])
+    }
+
+    pub(crate) fn add(&mut self, capture_ns: i128, ready_ns: i128) {
+        let ms = ((ready_ns - capture_ns).max(0) / 1_000_000) as usize;
+        self.0[ms.min(LATENCY_BINS_MS)] += 1;
+    }
+
+    fn percentile_ms(&self, q: f64) -> Option<u64> {
+        let total: u64 = self.0.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        self.0
+            .iter()
+            .position(|&n| {
+                seen += n;
+                seen >= rank
+            })
+            .map(|i| i as u64)
+    }
+
+    /// p50, p95 and the largest, in ms.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "p50": self.percentile_ms(0.5),
+            "p95": self.percentile_ms(0.95),
+            "max": self.0.iter().rposition(|&n| n > 0),
+        })
     }
 }
 
@@ -108,7 +148,7 @@ pub struct GstEncoder {
     clock: Option<RunClock>,
     cpu_at_start_ns: i128,
     wall_at_start_ns: i128,
-    latency_ms: Vec<u64>,
+    latency_ms: Latencies,
     encoded: u64,
     keyframes: u64,
     bytes: u64,
@@ -116,42 +156,72 @@ pub struct GstEncoder {
     keyframe_requests: u64,
 }
 
-fn gst_failure(what: &str, e: impl std::fmt::Display) -> Failure {
+pub(crate) fn gst_failure(what: &str, e: impl std::fmt::Display) -> Failure {
     Failure::Io(format!("GStreamer: {what}"), io::Error::other(e.to_string()))
+}
+
+/// The live picture and its encoder, as a `gst-launch` description that ends at the encoded
+/// frames (`source ! raw ! queue ! encoder name=enc ! caps`), the source named `src`; and a clip's
+/// frames when the picture is one (its camera thread plays them into the `appsrc`).
+pub(crate) struct Head {
+    pub(crate) description: String,
+    pub(crate) clip: Option<Vec<Arc<Vec<u8>>>>,
+}
+
+/// The picture and encoder of `cfg` at the call's camera size and frame rate.
+pub(crate) fn head(cfg: &EncoderConfig, camera: (u16, u16), fps: f64) -> Result<Head, Failure> {
+    let (width, height) = camera;
+    let (num, den) = ((fps * 1000.0).round() as i32, 1000);
+    let threads = if cfg.threads > 0 { format!(" threads={}", cfg.threads) } else { String::new() };
+    let (encoder, caps_out) = match cfg.codec {
+        Codec::Vp8 => (format!("vp8enc name=enc {VP8_SETTINGS}{threads}"), "video/x-vp8"),
+        Codec::H264 => (
+            format!("x264enc name=enc {H264_SETTINGS}{threads}"),
+            "video/x-h264,profile=constrained-baseline,stream-format=byte-stream",
+        ),
+    };
+    let raw = format!("video/x-raw,format=I420,width={width},height={height},framerate={num}/{den}");
+    let (source, clip) = match &cfg.picture {
+        Picture::Pattern(pattern) => (format!("videotestsrc name=src is-live=true pattern={pattern}"), None),
+        Picture::Clip(path) => {
+            let frames =
+                clip::read_y4m(path, width, height).map_err(|e| Failure::Config(format!("encoder: {e}")))?;
+            (format!("appsrc name=src is-live=true do-timestamp=true format=time caps={raw}"), Some(frames))
+        }
+    };
+    let description = format!(
+        "{source} ! {raw} ! queue max-size-buffers=1 max-size-bytes=0 max-size-time=0 leaky=downstream \
+         ! {encoder} ! {caps_out}"
+    );
+    Ok(Head { description, clip })
+}
+
+/// Sets `encoder`'s target rate: `vp8enc`'s `target-bitrate` in bit/s, `x264enc`'s `bitrate` in
+/// kbit/s.
+pub(crate) fn set_encoder_target(encoder: &gst::Element, codec: Codec, bps: u64) {
+    match codec {
+        Codec::Vp8 => encoder.set_property("target-bitrate", i32::try_from(bps).unwrap_or(i32::MAX).max(1)),
+        Codec::H264 => encoder.set_property("bitrate", u32::try_from(bps / 1000).unwrap_or(u32::MAX).max(1)),
+    }
+}
+
+/// The first error `pipeline` posted, if any.
+pub(crate) fn check_bus(pipeline: &gst::Pipeline) -> Result<(), Failure> {
+    let Some(bus) = pipeline.bus() else { return Ok(()) };
+    if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+        if let gst::MessageView::Error(err) = msg.view() {
+            let from = err.src().map(|s| s.path_string().to_string()).unwrap_or_default();
+            return Err(gst_failure(&from, err.error()));
+        }
+    }
+    Ok(())
 }
 
 impl GstEncoder {
     fn new(cfg: &EncoderConfig, video: &VideoConfig) -> Result<Self, Failure> {
         gst::init().map_err(|e| gst_failure("init", e))?;
-        let (width, height) = video.camera;
-        let (num, den) = ((video.fps * 1000.0).round() as i32, 1000);
-        let threads = if cfg.threads > 0 { format!(" threads={}", cfg.threads) } else { String::new() };
-        let (encoder, caps_out) = match cfg.codec {
-            Codec::Vp8 => (format!("vp8enc name=enc {VP8_SETTINGS}{threads}"), "video/x-vp8"),
-            Codec::H264 => (
-                format!("x264enc name=enc {H264_SETTINGS}{threads}"),
-                "video/x-h264,profile=constrained-baseline,stream-format=byte-stream",
-            ),
-        };
-        let raw = format!("video/x-raw,format=I420,width={width},height={height},framerate={num}/{den}");
-        let (source, clip) = match &cfg.picture {
-            Picture::Pattern(pattern) => {
-                (format!("videotestsrc name=src is-live=true pattern={pattern}"), None)
-            }
-            Picture::Clip(path) => {
-                let frames = clip::read_y4m(path, width, height)
-                    .map_err(|e| Failure::Config(format!("encoder: {e}")))?;
-                (
-                    format!("appsrc name=src is-live=true do-timestamp=true format=time caps={raw}"),
-                    Some(frames),
-                )
-            }
-        };
-        let description = format!(
-            "{source} ! {raw} \
-             ! queue max-size-buffers=1 max-size-bytes=0 max-size-time=0 leaky=downstream \
-             ! {encoder} ! {caps_out} ! appsink name=sink sync=false max-buffers=0 drop=false"
-        );
+        let Head { description, clip } = head(cfg, video.camera, video.fps)?;
+        let description = format!("{description} ! appsink name=sink sync=false max-buffers=0 drop=false");
         let pipeline = gst::parse::launch(&description)
             .map_err(|e| Failure::Config(format!("encoder: GStreamer refused the pipeline: {e}")))?
             .downcast::<gst::Pipeline>()
@@ -225,41 +295,13 @@ impl GstEncoder {
             clock: None,
             cpu_at_start_ns: 0,
             wall_at_start_ns: 0,
-            latency_ms: vec![0; LATENCY_BINS_MS + 1],
+            latency_ms: Latencies::new(),
             encoded: 0,
             keyframes: 0,
             bytes: 0,
             targets: 0,
             keyframe_requests: 0,
         })
-    }
-
-    /// The first error the pipeline posted, if any.
-    fn check_bus(&self) -> Result<(), Failure> {
-        let Some(bus) = self.pipeline.bus() else { return Ok(()) };
-        if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
-            if let gst::MessageView::Error(err) = msg.view() {
-                let from = err.src().map(|s| s.path_string().to_string()).unwrap_or_default();
-                return Err(gst_failure(&from, err.error()));
-            }
-        }
-        Ok(())
-    }
-
-    fn percentile_ms(&self, q: f64) -> Option<u64> {
-        let total: u64 = self.latency_ms.iter().sum();
-        if total == 0 {
-            return None;
-        }
-        let rank = ((q * total as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        self.latency_ms
-            .iter()
-            .position(|&n| {
-                seen += n;
-                seen >= rank
-            })
-            .map(|i| i as u64)
     }
 }
 
@@ -282,12 +324,11 @@ impl RealEncoder for GstEncoder {
     fn drain(&mut self, out: &mut Vec<EncodedFrame>) -> Result<(), Failure> {
         let mut scratch = [0u8; 256];
         while matches!((&self.wake).read(&mut scratch), Ok(n) if n > 0) {}
-        self.check_bus()?;
+        check_bus(&self.pipeline)?;
         let (Some(clock), Some(base)) = (self.clock, self.pipeline.base_time()) else { return Ok(()) };
         while let Ok(s) = self.samples.try_recv() {
             let capture_ns = i128::from(base.nseconds()) + i128::from(s.running_ns);
-            let latency_ms = ((s.ready_ns - capture_ns).max(0) / 1_000_000) as usize;
-            self.latency_ms[latency_ms.min(LATENCY_BINS_MS)] += 1;
+            self.latency_ms.add(capture_ns, s.ready_ns);
             self.encoded += 1;
             self.keyframes += u64::from(s.keyframe);
             self.bytes += s.bytes as u64;
@@ -305,16 +346,7 @@ impl RealEncoder for GstEncoder {
 
     fn set_target(&mut self, target: Bitrate) {
         self.targets += 1;
-        match self.codec {
-            Codec::Vp8 => {
-                let bps = i32::try_from(target.as_bps()).unwrap_or(i32::MAX).max(1);
-                self.encoder.set_property("target-bitrate", bps);
-            }
-            Codec::H264 => {
-                let kbps = u32::try_from(target.as_bps() / 1000).unwrap_or(u32::MAX).max(1);
-                self.encoder.set_property("bitrate", kbps);
-            }
-        }
+        set_encoder_target(&self.encoder, self.codec, target.as_bps());
     }
 
     fn force_keyframe(&mut self) {
@@ -345,11 +377,7 @@ impl RealEncoder for GstEncoder {
             "bytes": self.bytes,
             "targets_applied": self.targets,
             "keyframe_requests": self.keyframe_requests,
-            "latency_ms": {
-                "p50": self.percentile_ms(0.5),
-                "p95": self.percentile_ms(0.95),
-                "max": self.latency_ms.iter().rposition(|&n| n > 0),
-            },
+            "latency_ms": self.latency_ms.json(),
             "cpu_s": cpu_ns as f64 / 1e9,
             "wall_s": wall_ns as f64 / 1e9,
         })

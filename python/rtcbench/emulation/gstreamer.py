@@ -9,6 +9,13 @@ Receivers are the usual media agents.
 
     em = emulate(variant, "nada", seed=1, work=folder, real_encoders=True)
 
+With the controller `rtpgccbwe` (`identity.GSTREAMER_CC`), both ends of each call are GStreamer's
+RTP stack instead (`rtcbench-gst-rtp`, `crates/rtcbench-gst/src/rtp.rs`): the encoder's frames are
+payloaded by GStreamer, paced and rated by GStreamer's own GoogCC element, `rtpgccbwe`, which
+reads the transport-wide feedback GStreamer's receiving `rtpbin` sends. Its agents log the same
+records, so the run has the same tables; the receiver's frames are numbered from the sender's by
+RTP timestamp (`number_received_frames`).
+
 What the encoders did goes into the run's summary (`encoders`, per call): frames drawn, encoded
 and lost before the encoder, encoding latency, CPU. A call whose encoder did not keep up is
 CPU-limited (`cpu_limited`), and the run says so in a warning.
@@ -33,6 +40,8 @@ __all__ = [
     "CODECS",
     "ENCODER_REVISION",
     "GST_MEDIA_ENV",
+    "GST_PLUGIN_RTP",
+    "GST_RTP_ENV",
     "LOST_SHARE",
     "SNOW",
     "SOURCE_SHARE",
@@ -40,11 +49,18 @@ __all__ = [
     "check_codecs",
     "encoder_config",
     "judge",
+    "number_received_frames",
+    "rtp_binary",
     "version",
 ]
 
 GST_MEDIA_ENV = "RTCBENCH_GST_MEDIA"
 """Names the GStreamer media agent to use instead of the one `make gst-agent` puts in the package."""
+GST_RTP_ENV = "RTCBENCH_GST_RTP"
+"""Names the GStreamer RTP stack's agent (`rtpgccbwe`'s) to use instead of the package's."""
+GST_PLUGIN_RTP = "0.15.4"
+"""The version of GStreamer's Rust RTP plugin (`gst-plugin-rtp`) whose `rtpgccbwe` the RTP stack's
+agent is built with (pinned in `crates/rtcbench-gst/Cargo.toml`): part of such a run's key."""
 CODECS = {"vp8": "vp8enc", "h264": "x264enc"}
 """A call's `video.codec` and the GStreamer encoder that encodes it."""
 SNOW = "snow"
@@ -65,6 +81,37 @@ the run (the source itself was starved of CPU)."""
 def binary() -> Path:
     """The GStreamer media agent: `$RTCBENCH_GST_MEDIA`, else the one built beside the package."""
     return binaries.find("rtcbench-gst-media", GST_MEDIA_ENV, "GStreamer media agent (make gst-agent)")
+
+
+def rtp_binary() -> Path:
+    """The GStreamer RTP stack's agent: `$RTCBENCH_GST_RTP`, else the one built beside the package."""
+    return binaries.find("rtcbench-gst-rtp", GST_RTP_ENV, "GStreamer RTP stack's agent (make gst-agent)")
+
+
+def number_received_frames(logs: Mapping[tuple[str, str], list[dict[str, Any]]]) -> None:
+    """Gives each frame a receiver on GStreamer's RTP stack completed or rendered (its records have
+    the frame's RTP timestamp, `rtp_ts`, and no number) the number its sender's encoder gave it,
+    found by the RTP timestamp, as the trace tables join frames by number. A timestamp the sender
+    never logged stays unnumbered and drops out of the frames table."""
+    by_call: dict[str, dict[int, int]] = {}
+    for (call, role), records in logs.items():
+        if role == "sender":
+            by_call[call] = {
+                int(r["rtp_ts"]): int(r["frame"]) for r in records if r["event"] == "frame_encoded"
+            }
+    for (call, role), records in logs.items():
+        if role != "receiver":
+            continue
+        frames = by_call.get(call, {})
+        kept = []
+        for r in records:
+            if r["event"] in ("frame_completed", "frame_rendered") and r.get("frame") is None:
+                frame = frames.get(int(r["rtp_ts"]))
+                if frame is None:
+                    continue
+                r["frame"] = frame
+            kept.append(r)
+        records[:] = kept
 
 
 @functools.cache

@@ -30,6 +30,7 @@ from typing import Any
 
 from rtcbench import _core
 from rtcbench.controller import Controller, UserController
+from rtcbench.identity import GSTREAMER_CC
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import binaries
 from rtcbench.testbed.binaries import pipe
@@ -224,13 +225,18 @@ def start(
     (default: the latest call's stop), receivers `RECEIVER_GRACE_S` later. Configurations, logs and
     each agent's stderr go to `out_dir`. A Python controller (a class: `python_controller`) runs
     in a helper process beside each sender. With `real_encoders`, each sender of a call with
-    video is the GStreamer stack's agent, encoding real video (`rtcbench.emulation.gstreamer`)."""
+    video is the GStreamer stack's agent, encoding real video (`rtcbench.emulation.gstreamer`);
+    with `real_encoders` and GStreamer's own controller (`rtpgccbwe`), both ends of every call
+    are GStreamer's RTP stack."""
     exe = binary()
     sender_exe = exe
+    name = controller if isinstance(controller, str) else controller.name
+    gst_rtp = real_encoders and name == GSTREAMER_CC
     if real_encoders:
         from rtcbench.emulation import gstreamer  # it builds on this module
 
-        sender_exe = gstreamer.binary()
+        # GStreamer's own controller: both ends are GStreamer's RTP stack.
+        sender_exe = exe = gstreamer.rtp_binary() if gst_rtp else gstreamer.binary()
     out_dir.mkdir(parents=True, exist_ok=True)
     calls = plan(variant, seed)
     helper: list[str] | None = None
@@ -240,7 +246,6 @@ def start(
         helper_cfg.write_text(json.dumps(python_controller(controller)))
         helper = [sys.executable, "-m", "rtcbench.emulation._controller_agent", str(helper_cfg)]
         feedback = getattr(controller.origin, "feedback", "twcc")
-    name = controller if isinstance(controller, str) else controller.name
     # The controller table's own columns, which no metric of a Python controller may take.
     reserved = [column for column, *_ in _core.trace_schema()["controller"]]
     if end_s is None:
@@ -271,7 +276,8 @@ def start(
                 elif helper is not None:
                     cfg["user_feedback"] = feedback
                 real = real_encoders and role == "sender" and c.plan.get("video") is not None
-                if real:
+                if real or gst_rtp:
+                    # The RTP stack's receiver needs the codec too (its caps, its frames).
                     cfg["encoder"] = gstreamer.encoder_config(c, out_dir, seed)
                 program = sender_exe if real else exe
                 media.agents.append(_launch(bed, program, node, c.name, role, cfg, out_dir))

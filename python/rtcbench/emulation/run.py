@@ -24,6 +24,7 @@ from rtcbench import _core
 from rtcbench.controller import UserController
 from rtcbench.emulation import gstreamer, media
 from rtcbench.emulation.trace import emulated_tables
+from rtcbench.identity import GSTREAMER_CC
 from rtcbench.scenarios import Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
@@ -182,6 +183,8 @@ def emulate(
         prefix = bed.topology.prefix
     wall_s = time.monotonic() - started
     logs = calls_running.logs() if calls_running is not None else {}
+    if real_encoders and meta["controller"] == GSTREAMER_CC:
+        gstreamer.number_received_frames(logs)
     tables = emulated_tables(meta, relay_dir, calls, flows, address, logs)
     policies = _agents_scheduling(logs, cross_dir if traffic is not None else None)
     info = {
