@@ -1,16 +1,18 @@
 """One case, every stack: a scenario run on the simulator, on rtcbench's media agents over the
-emulated network, between Chromium peers, between Firefox peers, and on GStreamer's encoder, with
-their rates and delays side by side (`rtcbench stacks`, docs/stacks.md).
+emulated network, between Chromium peers, between Firefox peers, on GStreamer's encoder, and on
+GStreamer's own RTP stack with its GCC (`rtpgccbwe`), with their rates and delays side by side
+(`rtcbench stacks`, docs/stacks.md).
 
-    result = compare_stacks(Path("results/stacks"))   # about 30 min: four stacks run in real time
+    result = compare_stacks(Path("results/stacks"))   # about 36 min: five stacks run in real time
 
 Every stack runs the same scenario variant over the same network (the emulated runs share
 namespaces, relay, links and cross traffic; the simulator models them). What differs is the
 sender: rtcbench's `gcc` on its frame-size model (simulator, emulation), on a real libvpx encoder
-(GStreamer), or a browser's own GoogCC, pacer and encoder (Chromium, Firefox, which vendors
-libwebrtc at its own revision). Each stack is compared with Chromium phase by phase (the spans of
-constant capacity), with the calibration's rule (docs/calibration.md): sending rate within 15 %,
-queuing delay within 15 % or 10 ms.
+(GStreamer), a browser's own GoogCC, pacer and encoder (Chromium, Firefox, which vendors
+libwebrtc at its own revision), or GStreamer's RTP stack end to end with its own draft-02 GCC.
+Each stack is compared with Chromium phase by phase (the spans of constant capacity), with the
+calibration's rule (docs/calibration.md): sending rate within 15 %, queuing delay within 15 % or
+10 ms.
 
 Runs complete in `out` are reused; a real-time run that was not a fair measurement (its relay
 missed its timing, an encoder was held back by the CPU, a call started late) is moved to
@@ -28,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench.calibrate import Case, compare_phases
-from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, SIMULATE
+from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, GSTREAMER_CC, SIMULATE
 from rtcbench.reproduce.report import _num
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
@@ -54,7 +56,8 @@ __all__ = [
 ]
 
 CONTROLLER = "gcc"
-"""rtcbench's GCC on the simulator, the agents and GStreamer; the browsers run their own."""
+"""rtcbench's GCC on the simulator, the agents and GStreamer; the browsers run their own, and
+GStreamer's RTP stack its `rtpgccbwe` (`Stack.controller`)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Stack:
     mode: str
     browser: str = "chromium"
     what: str = ""
+    controller: str = "gcc"
+    """The run's `--cc`: rtcbench's `gcc`, which a browser run takes as its own GoogCC's name."""
 
 
 STACKS = (
@@ -73,6 +78,12 @@ STACKS = (
     Stack("chromium", BROWSER, "chromium", "Chromium's own GoogCC, pacer and libvpx encoder"),
     Stack("firefox", BROWSER, "firefox", "Firefox ESR's libwebrtc (its own revision) and encoder"),
     Stack("gstreamer", GSTREAMER, what="rtcbench's gcc, pacer and feedback on GStreamer's libvpx"),
+    Stack(
+        "rtpgccbwe",
+        GSTREAMER,
+        what="GStreamer's own RTP stack: rtpbin, its draft-02 GCC (rtpgccbwe) and libvpx",
+        controller=GSTREAMER_CC,
+    ),
 )
 """The stacks, in the order they run (the simulator first: seconds; the others in real time)."""
 
@@ -236,7 +247,9 @@ def compare_stacks(
         variant = _variant(case)
         summaries: dict[str, tuple[dict[str, Any], str | None]] = {}
         for s in stacks:
-            job = _Job.plan(variant, CONTROLLER, CONTROLLER, seed, out, command, s.mode, browser=s.browser)
+            job = _Job.plan(
+                variant, s.controller, s.controller, seed, out, command, s.mode, browser=s.browser
+            )
 
             def unfair(summary: dict[str, Any], folder: Path, s: Stack = s) -> str | None:
                 return run_problem(s, summary, folder)

@@ -64,7 +64,11 @@ def reproduce_cmd(
     runs: Annotated[int, typer.Option(help="--stack gstreamer: runs of each test and controller.")] = 5,
     cc: Annotated[
         list[str] | None,
-        typer.Option("--cc", help="--stack gstreamer: a controller instead of all three (repeatable)."),
+        typer.Option(
+            "--cc",
+            help="--stack gstreamer: a controller instead of all four: gcc, nada, scream, and GStreamer's "
+            "own draft-02 GCC, rtpgccbwe (repeatable).",
+        ),
     ] = None,
 ) -> None:
     """Re-run the seeds' experiments: each seed table of the reproduction set measured on
@@ -153,7 +157,7 @@ def _gstreamer(
     with _runs_bar() as progress:
         result = gstreamer.reproduce_gstreamer(
             out,
-            controllers=tuple(cc) if cc else gstreamer.CONTROLLERS,
+            controllers=tuple(cc) if cc else gstreamer.ALL_CONTROLLERS,
             seeds=tuple(range(1, runs + 1)),
             attempts=attempts,
             jobs=jobs,

@@ -31,8 +31,8 @@ def stacks_cmd(
         list[str] | None,
         typer.Option(
             "--stack",
-            help="A stack instead of all five (repeatable): simulator, emulation, chromium, firefox, "
-            "gstreamer.",
+            help="A stack instead of all six (repeatable): simulator, emulation, chromium, firefox, "
+            "gstreamer, rtpgccbwe (GStreamer's own RTP stack and GCC).",
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of every run (the model's draws, the browsers' clip).")] = 1,

@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.identity import GSTREAMER, SIMULATE
+from rtcbench.identity import GSTREAMER, GSTREAMER_CC, SIMULATE
 from rtcbench.reproduce import SIM_SEEDS, _browser_run, _mean_sd
 from rtcbench.reproduce.experiments import Case, Finding, Row, table, within
 from rtcbench.reproduce.measures import VIDEO, FlowStat, Measure, Responsiveness
@@ -44,17 +44,21 @@ from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _Job, batch_folder, execute_plan
 
 __all__ = [
+    "ALL_CONTROLLERS",
     "CONTROLLERS",
     "CURVES",
     "CURVES_SCHEMA",
+    "DRAFT_GCC",
     "FINDINGS",
     "FINDINGS_SCHEMA",
+    "GCC_ROLES",
     "MEASURES",
     "ROWS",
     "ROWS_SCHEMA",
     "RUNS",
     "RUNS_SCHEMA",
     "SEEDS",
+    "SIMULATED_AS",
     "STACK_SETS",
     "TABLE",
     "GStreamerReproduction",
@@ -67,6 +71,21 @@ TABLE = "001-5.3"
 """The seed table whose cases and rows this runs (`experiments.table`)."""
 CONTROLLERS = ("gcc", "nada", "scream")
 """The seed's three algorithms."""
+DRAFT_GCC = GSTREAMER_CC
+"""GStreamer's own GCC, `rtpgccbwe`: like the seed's GCC (its §4.2.3: "a freestanding GCC
+implementation", behind the 2016 draft, draft-ietf-rmcat-gcc-02) an implementation of the draft,
+where rtcbench's `gcc` follows today's libwebrtc. Run on GStreamer's own RTP stack; the simulator
+runs rtcbench's port of the draft beside it (`SIMULATED_AS`)."""
+SIMULATED_AS = {DRAFT_GCC: "gcc-draft"}
+"""The controller the simulator runs for a reproduction controller it cannot run itself."""
+ALL_CONTROLLERS = (*CONTROLLERS, DRAFT_GCC)
+"""What `reproduce --stack gstreamer` runs by default: the seed's three, and GCC as a draft-02
+implementation."""
+GCC_ROLES = {
+    "gcc": "libwebrtc's GoogCC (rtcbench gcc)",
+    DRAFT_GCC: "draft-02 GCC (rtpgccbwe; simulated: gcc-draft)",
+}
+"""Who plays the seed's GCC when its claims are judged: each claim is judged once per role."""
 SEEDS = (1, 2, 3, 4, 5)
 """The seed ran each test five times in succession (§5.1.1)."""
 STACK_SETS = ("calls.0.video.codec=h264", "calls.0.video.picture=snow")
@@ -205,6 +224,7 @@ Agreement: within 15 % of the second value or the measure's slack (0.05 of utili
 FINDINGS_SCHEMA = {
     "finding": pl.String,
     "section": pl.String,
+    "gcc": pl.String,
     "gstreamer": pl.Boolean,
     "simulated": pl.Boolean,
 }
@@ -358,8 +378,9 @@ def table_rows(runs: pl.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str,
     its fair runs (all its runs if none was fair), the simulator's mean."""
     rows: list[dict[str, Any]] = []
     by_stack: dict[str, dict[str, float | None]] = {stack: {} for stack in STACKS}
+    present = set(runs.get_column("controller").unique())
     for m in MEASURES:
-        for cc in CONTROLLERS:
+        for cc in (c for c in ALL_CONTROLLERS if c in present or c in CONTROLLERS):
             these = runs.filter((pl.col("key") == m.key) & (pl.col("controller") == cc))
             g = these.filter(pl.col("stack") == "gstreamer")
             fair = g.filter(pl.col("fair"))
@@ -367,7 +388,7 @@ def table_rows(runs: pl.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str,
             gv = [float(x) for x in kept.get_column("value").drop_nulls()]
             sm, sd, sn = _mean_sd(these.filter(pl.col("stack") == "simulator").get_column("value").to_list())
             gm = statistics.median(gv) if gv else None
-            seed = m.seed_gcc if cc == "gcc" else None
+            seed = m.seed_gcc if cc in GCC_ROLES else None
             by_stack["gstreamer"][f"{m.key}@{cc}"] = gm
             by_stack["simulator"][f"{m.key}@{cc}"] = sm
             rows.append(
@@ -395,18 +416,29 @@ def table_rows(runs: pl.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str,
         {
             "finding": f.text,
             "section": section,
-            "gstreamer": f.holds(by_stack["gstreamer"]),
-            "simulated": f.holds(by_stack["simulator"]),
+            "gcc": role,
+            "gstreamer": f.holds(_as_gcc(by_stack["gstreamer"], gcc)),
+            "simulated": f.holds(_as_gcc(by_stack["simulator"], gcc)),
         }
+        for gcc, role in GCC_ROLES.items()
+        if gcc in present
         for section, f in FINDINGS_OF_THE_SEED
     ]
     return rows, findings
 
 
+def _as_gcc(values: Mapping[str, float | None], gcc: str) -> dict[str, float | None]:
+    """`values` (by `key@controller`) with `gcc`'s standing in for the seed's GCC (and no other
+    GCC's)."""
+    out = {k: v for k, v in values.items() if not any(k.endswith(f"@{other}") for other in GCC_ROLES)}
+    out.update({k.removesuffix(f"@{gcc}") + "@gcc": v for k, v in values.items() if k.endswith(f"@{gcc}")})
+    return out
+
+
 def reproduce_gstreamer(
     out: Path,
     *,
-    controllers: Sequence[str] = CONTROLLERS,
+    controllers: Sequence[str] = ALL_CONTROLLERS,
     seeds: Sequence[int] = SEEDS,
     sim_seeds: Sequence[int] = SIM_SEEDS,
     stack_mode: str = GSTREAMER,
@@ -426,9 +458,12 @@ def reproduce_gstreamer(
     the same tables in seconds (the tests run the whole path so)."""
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
-    unknown = [cc for cc in controllers if cc not in CONTROLLERS]
+    unknown = [cc for cc in controllers if cc not in ALL_CONTROLLERS]
     if unknown:
-        raise InputError(f"--cc: the seed ran {', '.join(CONTROLLERS)}, not {', '.join(unknown)}")
+        raise InputError(
+            f"--cc: the seed ran {', '.join(CONTROLLERS)} (and {DRAFT_GCC}: GCC as a draft-02 "
+            f"implementation), not {', '.join(unknown)}"
+        )
     if not seeds:
         raise InputError("--runs must be at least 1")
     cases_ = list(dict.fromkeys(m.case for m in MEASURES))
@@ -455,8 +490,9 @@ def reproduce_gstreamer(
         )
 
     plain = {case: _variant(case, ()) for case in cases_}
+    sim = {cc: SIMULATED_AS.get(cc, cc) for cc in controllers}
     plan = [
-        (case, cc, seed, _Job.plan(plain[case], cc, cc, seed, out, command, SIMULATE))
+        (case, cc, seed, _Job.plan(plain[case], sim[cc], sim[cc], seed, out, command, SIMULATE))
         for case in cases_
         for cc in controllers
         for seed in sim_seeds
@@ -474,7 +510,8 @@ def reproduce_gstreamer(
     for seed in seeds:
         for case in cases_:
             for cc in controllers:
-                job = _Job.plan(stack[case], cc, cc, seed, out, command, stack_mode)
+                actual = cc if stack_mode == GSTREAMER else sim[cc]
+                job = _Job.plan(stack[case], actual, actual, seed, out, command, stack_mode)
                 with batch_folder(out, [job]):
                     summary, ran_now = _browser_run(job, out, attempts, run_problem)
                 if (problem := run_problem(summary)) is not None:
@@ -529,7 +566,9 @@ def figures(runs: pl.DataFrame, curves: pl.DataFrame, out: Path) -> list[Path]:
     from rtcbench.results import write_bytes_atomic
 
     written: list[Path] = []
-    labels = [f"{cc} {stack}" for cc in CONTROLLERS for stack in STACKS]
+    present = set(runs.get_column("controller").unique())
+    shown = [cc for cc in ALL_CONTROLLERS if cc in present]
+    labels = [f"{cc} {stack}" for cc in shown for stack in STACKS]
     for case in dict.fromkeys(m.case.label() for m in MEASURES):
         prefix = _prefix(case)
         panels = []
@@ -551,7 +590,7 @@ def figures(runs: pl.DataFrame, curves: pl.DataFrame, out: Path) -> list[Path]:
         written.append(path)
 
         lines = []
-        for cc in CONTROLLERS:
+        for cc in shown:
             for stack in STACKS:
                 these = curves.filter(
                     (pl.col("case") == case) & (pl.col("controller") == cc) & (pl.col("stack") == stack)
@@ -600,6 +639,7 @@ def markdown(result: GStreamerReproduction) -> str:
         "# Sjölund and Kevo 2022 on GStreamer",
         "",
         f"GStreamer {', '.join(result.versions) or '(no GStreamer run)'}: rtcbench's controllers "
+        f"(and GStreamer's own draft-02 GCC, {DRAFT_GCC}, simulated as {SIMULATED_AS[DRAFT_GCC]}) "
         "setting x264's target, the snow pattern at the scenario's camera size and frame rate "
         f"(`{'`, `'.join(STACK_SETS)}`). {g.select('case', 'controller', 'seed').n_unique()} GStreamer runs, "
         f"{sims.select('case', 'controller', 'seed').n_unique()} simulated runs of the plain cases. "
@@ -632,9 +672,17 @@ def markdown(result: GStreamerReproduction) -> str:
         prefix = _prefix(case)
         lines += ["", f"![box plots](gstreamer-box-{prefix}.png)", "",
                   f"![average curves](gstreamer-average-{prefix}.png)", ""]  # fmt: skip
-    lines += ["## The seed's claims", "", "| claim | section | GStreamer | simulator |", "|---|---|---|---|"]
+    lines += [
+        "## The seed's claims",
+        "",
+        f"Judged once for each GCC that ran: {'; '.join(GCC_ROLES.values())}.",
+        "",
+        "| claim | section | GCC | GStreamer | simulator |",
+        "|---|---|---|---|---|",
+    ]
     for f in result.findings.iter_rows(named=True):
-        lines.append(f"| {f['finding']} | {f['section']} | {_yes(f['gstreamer'])} | {_yes(f['simulated'])} |")
+        verdicts = f"{_yes(f['gstreamer'])} | {_yes(f['simulated'])}"
+        lines.append(f"| {f['finding']} | {f['section']} | {f['gcc']} | {verdicts} |")
     lines += ["", "## The encoders", ""]
     if g.height:
         per_run = g.unique(["case", "controller", "seed"])
