@@ -56,6 +56,17 @@ def test_gstreamers_own_controller_runs_in_gstreamer_mode_only(tmp_path: Path, m
     assert not (tmp_path / "out").exists()
 
 
+def test_a_call_the_rtp_stack_cannot_run_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    for sets, says in (
+        (['calls.0.pause=[{from = "5s", to = "8s"}]'], "call call0 pauses its media (pause)"),
+        (["calls.0.video.enabled=false"], "call call0 sends no video"),
+    ):
+        with pytest.raises(InputError) as e:
+            rtcbench.run_variant(_variant(tmp_path, sets), GSTREAMER_CC, 1, tmp_path / "out", mode=GSTREAMER)
+        assert str(e.value).startswith(f"gst-call: {says}: "), str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_plugins_version_in_a_runs_key_is_the_one_the_agent_is_built_with() -> None:
     cargo = tomllib.loads((ROOT / "crates/rtcbench-gst/Cargo.toml").read_text())
     assert cargo["dependencies"]["gst-plugin-rtp"]["version"] == f"={gstreamer.GST_PLUGIN_RTP}"
@@ -90,6 +101,17 @@ def test_a_receivers_frames_take_their_senders_numbers_by_rtp_timestamp() -> Non
     gstreamer.number_received_frames(logs)
     got = [(r["event"], r.get("frame")) for r in logs[("c", "receiver")]]
     assert got == [("received", None), ("frame_completed", 1), ("frame_completed", 0), ("frame_rendered", 1)]
+
+
+def test_what_the_rtp_stack_does_not_apply_is_said_per_call(tmp_path: Path) -> None:
+    (plain,) = call_plans(_variant(tmp_path, ["calls.0.fec=false"]), 1)
+    assert gstreamer.rtp_stack_warnings([plain]) == []
+    (call,) = call_plans(_variant(tmp_path, ["calls.0.fec=true", "calls.0.feedback.twcc_interval=100ms"]), 1)
+    assert gstreamer.rtp_stack_warnings([call]) == [
+        "call0: fec = 'ulpfec' is not applied: GStreamer's RTP stack (rtpgccbwe) sends no FEC",
+        "call0: the TWCC interval 100ms is not applied: GStreamer 1.22's receiver sends TWCC feedback "
+        "at every frame's last packet",
+    ]
 
 
 def _agent_config(tmp_path: Path, **changes: object) -> Path:

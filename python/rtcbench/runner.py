@@ -145,7 +145,7 @@ def _identity(
         if cc["name"] == GSTREAMER_CC:
             # GStreamer's own controller: a new version of its plugin is another controller.
             identity["gst_plugin_rtp"] = gstreamer.GST_PLUGIN_RTP
-            runtime = f"{runtime} gst-plugin-rtp={gstreamer.GST_PLUGIN_RTP}"
+            runtime = f"{runtime} gst-plugin-rtp={gstreamer.GST_PLUGIN_RTP} rtp-stack={gstreamer.RTP_STACK_REVISION}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
 
@@ -402,8 +402,11 @@ def run_variant(
     check_gstreamer_cc(controller, mode)
     if mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
+        from rtcbench.emulation.media import call_plans
 
         gstreamer.check_codecs(variant)
+        if controller == GSTREAMER_CC:
+            gstreamer.check_rtp_stack(variant, call_plans(variant, seed))
     elif mode != BROWSER:
         check_codecs(variant)
     cc = resolve_controller(controller)

@@ -6,19 +6,21 @@
 //!
 //! ```text
 //! sender    picture → queue → encoder → pay ─┐
-//!           audiotestsrc → opusenc → opuspay ─┴ rtpfunnel → rtpgccbwe → rtpbin ─→ appsink → UDP
-//!                                        (rtprtxsend, aux)  ↑ RTPTWCCPackets  ←─ appsrc ← UDP (RTCP)
+//!           audiotestsrc → opusenc → opuspay ─┴ rtpfunnel → rtpbin ─────────→ appsink → UDP
+//!                   aux sender: rtprtxsend → rtpgccbwe ↑ RTPTWCCPackets ←─ appsrc ← UDP (RTCP)
 //! receiver  UDP → appsrc → rtpbin (rtprtxreceive, jitter buffer) → fakesink
 //!                           └ TWCC, RR, NACK, PLI → appsink → UDP
 //! ```
 //!
 //! The payloaders write the transport-wide sequence number's header extension (RFC 8285, id
 //! [`TWCC_EXT_ID`]); the receiver's session sends TWCC feedback; the sender's session turns it
-//! into the `RTPTWCCPackets` event that `rtpgccbwe` reads on its way upstream. `rtpgccbwe` paces
-//! the packets on its own thread and announces each new estimate (`notify::estimated-bitrate`),
-//! which this program hands to the encoder, audio's rate first taken off as rtcbench's senders do.
-//! A PLI or FIR reaches the encoder as GStreamer's force-key-unit event; NACKs are answered by
-//! `rtprtxsend` (RFC 4588) when the call has NACK on.
+//! into the `RTPTWCCPackets` event that `rtpgccbwe` reads on its way upstream. `rtpgccbwe` sits
+//! where its documentation puts it, right before the session: in `rtpbin`'s aux sender, after
+//! `rtprtxsend` (RFC 4588: NACKs answered when the call has NACK on), so that retransmissions are
+//! paced and counted with the rest. It paces the packets on its own thread and announces each new
+//! estimate (`notify::estimated-bitrate`), which this program hands to the encoder, audio's rate
+//! first taken off as rtcbench's senders do. A PLI or FIR reaches the encoder as GStreamer's
+//! force-key-unit event.
 //!
 //! This program owns the UDP socket (one per call end, RTP and RTCP multiplexed, RFC 5761), so
 //! that its log has the same records as `rtcbench-media`'s and the run the same trace tables
@@ -488,14 +490,17 @@ impl SendStack {
         let seq0 = |s: u16| format!("seqnum-offset={s}");
         let mut description = format!(
             "{description} ! {pay} name=pay pt={PT_VIDEO} ssrc={} {} timestamp-offset={} mtu={MTU} ! {ext} \
-             ! rtpfunnel name=funnel ! rtpgccbwe name=bwe",
+             ! rtpfunnel name=funnel",
             ids.video_ssrc,
             seq0(ids.video_seq0),
             ids.video_ts0,
         );
         let audio_rate = plan.audio.as_ref().map_or(0, |a| a.rate.as_bps());
         if let Some(audio) = &plan.audio {
-            let frame_ms = audio.packet_interval.as_millis().clamp(10, 60);
+            // Opus frames (RFC 6716 §2.1.4) of the call's packet interval, or the nearest one
+            // opusenc makes.
+            let interval = audio.packet_interval.as_millis();
+            let frame_ms = [10, 20, 40, 60].into_iter().min_by_key(|ms| (ms - interval).abs()).unwrap_or(20);
             description.push_str(&format!(
                 " audiotestsrc is-live=true wave=pink-noise ! audio/x-raw,rate=48000,channels=1 \
                  ! opusenc bitrate={} bitrate-type=cbr frame-size={frame_ms} \
@@ -516,20 +521,21 @@ impl SendStack {
             pipeline.by_name(name).ok_or_else(|| Failure::Config(format!("GStreamer: no element {name}")))
         };
         let (source, encoder, pay, bwe) =
-            (by_name("src")?, by_name("enc")?, by_name("pay")?, by_name("bwe")?);
+            (by_name("src")?, by_name("enc")?, by_name("pay")?, make("rtpgccbwe", "bwe")?);
         bwe.set_property("min-bitrate", bps_u32(plan.min_rate.as_bps()));
         bwe.set_property("max-bitrate", bps_u32(plan.max_rate.as_bps()));
         bwe.set_property("estimated-bitrate", bps_u32(plan.start_rate.as_bps()));
         let rtpbin = rtpbin()?;
-        if plan.nack {
-            let (video_ssrc, rtx_ssrc) = (ids.video_ssrc, ids.rtx_ssrc);
-            rtpbin.connect("request-aux-sender", false, move |args| {
-                let session = args[1].get::<u32>().unwrap_or(0);
-                rtx_sender(session, video_ssrc, rtx_ssrc).ok().map(|bin| bin.to_value())
-            });
-        }
+        // rtpgccbwe goes where its documentation puts it, right before the session: inside
+        // rtpbin's aux sender, after rtprtxsend, so that it paces and counts retransmissions too.
+        let retransmit = plan.nack.then_some((ids.video_ssrc, ids.rtx_ssrc));
+        let aux = bwe.clone();
+        rtpbin.connect("request-aux-sender", false, move |args| {
+            let session = args[1].get::<u32>().unwrap_or(0);
+            aux_sender(session, &aux, retransmit).ok().map(|bin| bin.to_value())
+        });
         pipeline.add(&rtpbin).map_err(|e| gst_failure("adding rtpbin", e))?;
-        link(&bwe, "src", &rtpbin, "send_rtp_sink_0")?;
+        link(&by_name("funnel")?, "src", &rtpbin, "send_rtp_sink_0")?;
         link(&rtpbin, "send_rtp_src_0", &by_name("rtp_out")?, "sink")?;
         link(&rtpbin, "send_rtcp_src_0", &by_name("rtcp_out")?, "sink")?;
         link(&by_name("rtcp_in")?, "src", &rtpbin, "recv_rtcp_sink_0")?;
@@ -790,29 +796,52 @@ fn set_report_interval(rtpbin: &gst::Element, report_interval: Duration) -> Resu
     Ok(())
 }
 
-/// `rtprtxsend` for `rtpbin`'s session `session` (its aux sender): video's packets are kept and
-/// a NACKed one sent again on the RTX stream (RFC 4588).
-fn rtx_sender(session: u32, video_ssrc: u32, rtx_ssrc: u32) -> Result<gst::Bin, Failure> {
+/// `rtpbin`'s aux sender for session `session`: `rtprtxsend` (video's packets kept and a NACKed
+/// one sent again on the RTX stream, RFC 4588) when `retransmit` names the video's and the RTX
+/// stream's SSRCs, then `bwe`, right before the session.
+fn aux_sender(session: u32, bwe: &gst::Element, retransmit: Option<(u32, u32)>) -> Result<gst::Bin, Failure> {
     let bin = gst::Bin::new();
-    let rtx = gst::ElementFactory::make("rtprtxsend")
-        .property(
-            "payload-type-map",
-            gst::Structure::builder("pt").field(PT_VIDEO.to_string(), u32::from(PT_RTX)).build(),
-        )
-        .property("ssrc-map", gst::Structure::builder("ssrc").field(video_ssrc.to_string(), rtx_ssrc).build())
-        .property("max-size-time", 1000u32)
-        .build()
-        .map_err(|e| gst_failure("rtprtxsend", e))?;
-    bin.add(&rtx).map_err(|e| gst_failure("rtprtxsend", e))?;
-    for (inner, outer) in [("sink", format!("sink_{session}")), ("src", format!("src_{session}"))] {
-        let pad = rtx.static_pad(inner).ok_or_else(|| Failure::Config("rtprtxsend: no pad".into()))?;
-        let ghost = gst::GhostPad::builder_with_target(&pad)
-            .map_err(|e| gst_failure("rtprtxsend", e))?
-            .name(outer.as_str())
-            .build();
-        bin.add_pad(&ghost).map_err(|e| gst_failure("rtprtxsend", e))?;
-    }
+    bin.add(bwe).map_err(|e| gst_failure("rtpgccbwe", e))?;
+    let first = match retransmit {
+        Some((video_ssrc, rtx_ssrc)) => {
+            let rtx = gst::ElementFactory::make("rtprtxsend")
+                .property(
+                    "payload-type-map",
+                    gst::Structure::builder("pt").field(PT_VIDEO.to_string(), u32::from(PT_RTX)).build(),
+                )
+                .property(
+                    "ssrc-map",
+                    gst::Structure::builder("ssrc").field(video_ssrc.to_string(), rtx_ssrc).build(),
+                )
+                .property("max-size-time", 1000u32)
+                .build()
+                .map_err(|e| gst_failure("rtprtxsend", e))?;
+            bin.add(&rtx).map_err(|e| gst_failure("rtprtxsend", e))?;
+            rtx.link(bwe).map_err(|e| gst_failure("linking rtprtxsend to rtpgccbwe", e))?;
+            rtx
+        }
+        None => bwe.clone(),
+    };
+    ghost(&bin, &first, "sink", &format!("sink_{session}"))?;
+    ghost(&bin, bwe, "src", &format!("src_{session}"))?;
     Ok(bin)
+}
+
+/// `element`'s pad `inner` as `bin`'s pad `outer`.
+fn ghost(bin: &gst::Bin, element: &gst::Element, inner: &str, outer: &str) -> Result<(), Failure> {
+    let pad = element
+        .static_pad(inner)
+        .ok_or_else(|| Failure::Config(format!("{}: no {inner} pad", element.name())))?;
+    let ghost = gst::GhostPad::builder_with_target(&pad)
+        .map_err(|e| gst_failure("ghost pad", e))?
+        .name(outer)
+        .build();
+    bin.add_pad(&ghost).map_err(|e| gst_failure("ghost pad", e))
+}
+
+/// An element of `factory` named `name`.
+fn make(factory: &str, name: &str) -> Result<gst::Element, Failure> {
+    gst::ElementFactory::make(factory).name(name).build().map_err(|e| gst_failure(factory, e))
 }
 
 /// `rtprtxreceive` for `rtpbin`'s session `session` (its aux receiver).
@@ -827,14 +856,8 @@ fn rtx_receiver(session: u32) -> Result<gst::Bin, Failure> {
         .build()
         .map_err(|e| gst_failure("rtprtxreceive", e))?;
     bin.add(&rtx).map_err(|e| gst_failure("rtprtxreceive", e))?;
-    for (inner, outer) in [("sink", format!("sink_{session}")), ("src", format!("src_{session}"))] {
-        let pad = rtx.static_pad(inner).ok_or_else(|| Failure::Config("rtprtxreceive: no pad".into()))?;
-        let ghost = gst::GhostPad::builder_with_target(&pad)
-            .map_err(|e| gst_failure("rtprtxreceive", e))?
-            .name(outer.as_str())
-            .build();
-        bin.add_pad(&ghost).map_err(|e| gst_failure("rtprtxreceive", e))?;
-    }
+    ghost(&bin, &rtx, "sink", &format!("sink_{session}"))?;
+    ghost(&bin, &rtx, "src", &format!("src_{session}"))?;
     Ok(bin)
 }
 

@@ -43,14 +43,17 @@ __all__ = [
     "GST_PLUGIN_RTP",
     "GST_RTP_ENV",
     "LOST_SHARE",
+    "RTP_STACK_REVISION",
     "SNOW",
     "SOURCE_SHARE",
     "binary",
     "check_codecs",
+    "check_rtp_stack",
     "encoder_config",
     "judge",
     "number_received_frames",
     "rtp_binary",
+    "rtp_stack_warnings",
     "version",
 ]
 
@@ -61,6 +64,10 @@ GST_RTP_ENV = "RTCBENCH_GST_RTP"
 GST_PLUGIN_RTP = "0.15.4"
 """The version of GStreamer's Rust RTP plugin (`gst-plugin-rtp`) whose `rtpgccbwe` the RTP stack's
 agent is built with (pinned in `crates/rtcbench-gst/Cargo.toml`): part of such a run's key."""
+RTP_STACK_REVISION = 1
+"""The revision of GStreamer's RTP stack as `rtcbench-gst-rtp` builds it (its pipelines and their
+settings, `crates/rtcbench-gst/src/rtp.rs`): part of an `rtpgccbwe` run's key, raised whenever
+they change."""
 CODECS = {"vp8": "vp8enc", "h264": "x264enc"}
 """A call's `video.codec` and the GStreamer encoder that encodes it."""
 SNOW = "snow"
@@ -112,6 +119,42 @@ def number_received_frames(logs: Mapping[tuple[str, str], list[dict[str, Any]]])
                 r["frame"] = frame
             kept.append(r)
         records[:] = kept
+
+
+def check_rtp_stack(variant: Variant, calls: Sequence[PlannedCall]) -> None:
+    """`InputError` (one line naming the call) for a call GStreamer's RTP stack cannot run: one
+    that sends no video (`rtpgccbwe` rates a video stream) or pauses its media (its pipelines do
+    not stop a stream and start it again)."""
+    for c in calls:
+        if c.plan.get("video") is None:
+            raise InputError(
+                f"{variant.scenario_id}: call {c.name} sends no video: GStreamer's rtpgccbwe rates a "
+                "video stream; run it with another --cc"
+            )
+        if c.plan.get("pauses"):
+            raise InputError(
+                f"{variant.scenario_id}: call {c.name} pauses its media (pause): GStreamer's RTP stack "
+                "cannot stop a stream and start it again; run it with another --cc"
+            )
+
+
+def rtp_stack_warnings(calls: Sequence[PlannedCall]) -> list[str]:
+    """What GStreamer's RTP stack does not apply of each call's plan, one line each: FEC (it sends
+    none) and a set TWCC interval (GStreamer 1.22's receiver sends feedback at every frame's last
+    packet, and has no setting for it)."""
+    warnings = []
+    for c in calls:
+        if c.plan.get("fec") is not None:
+            warnings.append(
+                f"{c.name}: fec = {c.plan['fec']!r} is not applied: GStreamer's RTP stack (rtpgccbwe) "
+                "sends no FEC"
+            )
+        if c.plan.get("twcc_interval") is not None:
+            warnings.append(
+                f"{c.name}: the TWCC interval {c.plan['twcc_interval']} is not applied: GStreamer 1.22's "
+                "receiver sends TWCC feedback at every frame's last packet"
+            )
+    return warnings
 
 
 @functools.cache

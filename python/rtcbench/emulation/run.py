@@ -200,6 +200,8 @@ def emulate(
         )
     if real_encoders:
         encoders, limited = gstreamer.judge(logs)
+        if meta["controller"] == GSTREAMER_CC:
+            info["warnings"].extend(gstreamer.rtp_stack_warnings(calls))
         info["version"] = gst_version
         info["encoders"] = encoders
         info["cpu_limited"] = sorted(call for call, e in encoders.items() if e["cpu_limited"])
