@@ -145,7 +145,8 @@ def _identity(
         if cc["name"] == GSTREAMER_CC:
             # GStreamer's own controller: a new version of its plugin is another controller.
             identity["gst_plugin_rtp"] = gstreamer.GST_PLUGIN_RTP
-            runtime = f"{runtime} gst-plugin-rtp={gstreamer.GST_PLUGIN_RTP} rtp-stack={gstreamer.RTP_STACK_REVISION}"
+            plugin, stack = gstreamer.GST_PLUGIN_RTP, gstreamer.RTP_STACK_REVISION
+            runtime = f"{runtime} gst-plugin-rtp={plugin} rtp-stack={stack}"
     identity["key"] = run_key(variant.fingerprint, cc, mode, runtime)
     return identity
 
