@@ -184,7 +184,7 @@ def test_gstreamers_goog_cc_rates_a_call_on_gstreamers_rtp_stack(tmp_path: Path)
     assert frames["render_us"].is_not_null().sum() >= 0.95 * frames.height
     assert frames["size"].sum() == encoder["bytes"] and frames["keyframe"][0]
     # The call climbs from its 300 kbit/s start on the 1 Mbit/s link (measured: utilisation
-    # 0.66 over 20 s) without a standing queue (p95 32 ms).
+    # 0.65-0.66 over 20 s) without a standing queue (p95 27-32 ms).
     video = next(f for f in result.summary["phases"][0]["flows"] if f["name"] == "call0.video")
     assert 0.3 < video["utilization"] <= 1.0
     assert video["qdelay_p95_ms"] < 150

@@ -72,7 +72,7 @@ TABLE = "001-5.3"
 CONTROLLERS = ("gcc", "nada", "scream")
 """The seed's three algorithms."""
 DRAFT_GCC = GSTREAMER_CC
-"""GStreamer's own GCC, `rtpgccbwe`: like the seed's GCC (its §4.2.3: "a freestanding GCC
+"""GStreamer's own GCC, `rtpgccbwe`: like the seed's GCC (its §4.5: "a freestanding GCC
 implementation", behind the 2016 draft, draft-ietf-rmcat-gcc-02) an implementation of the draft,
 where rtcbench's `gcc` follows today's libwebrtc. Run on GStreamer's own RTP stack; the simulator
 runs rtcbench's port of the draft beside it (`SIMULATED_AS`)."""
@@ -380,7 +380,7 @@ def table_rows(runs: pl.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str,
     by_stack: dict[str, dict[str, float | None]] = {stack: {} for stack in STACKS}
     present = set(runs.get_column("controller").unique())
     for m in MEASURES:
-        for cc in (c for c in ALL_CONTROLLERS if c in present or c in CONTROLLERS):
+        for cc in (c for c in ALL_CONTROLLERS if c in present):
             these = runs.filter((pl.col("key") == m.key) & (pl.col("controller") == cc))
             g = these.filter(pl.col("stack") == "gstreamer")
             fair = g.filter(pl.col("fair"))
