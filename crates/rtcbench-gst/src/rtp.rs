@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 use std::fs;
-use std::io::{self, BufRead, Write};
+use std::io;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -45,8 +45,10 @@ use gstreamer_app as gst_app;
 use serde::Deserialize;
 use serde_json::json;
 
-use rtcbench_live::media::{Codec, EncoderConfig};
-use rtcbench_live::process::{io_context, write_atomically, Failure, RunClock};
+use rtcbench_live::media::{Codec, EncoderConfig, Role};
+use rtcbench_live::process::{
+    io_context, ready_then_go, stdin_says_stop, write_atomically, Failure, RunClock,
+};
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::receiver::VideoPacket;
@@ -84,13 +86,6 @@ const FIFO_PRIORITY: i32 = 1;
 const FRAMES_KEPT: usize = 240;
 /// The version of the Rust plugin whose `rtpgccbwe` this program registers (Cargo.toml).
 const GST_PLUGIN_RTP: &str = "0.15.4";
-
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-enum Role {
-    Sender,
-    Receiver,
-}
 
 /// One end of a call: the media agents' configuration (`rtcbench.emulation.media`), with the
 /// codec and picture both ends need.
@@ -213,16 +208,7 @@ pub fn run(config_path: &Path) -> Result<(), Failure> {
     let scheduling = if sys::set_fifo_scheduling(FIFO_PRIORITY).is_ok() { "fifo" } else { "other" };
     let _ = sys::set_minimal_timer_slack();
 
-    println!("ready");
-    io::stdout().flush().map_err(io_context("stdout"))?;
-    let mut line = String::new();
-    io::stdin().lock().read_line(&mut line).map_err(io_context("stdin"))?;
-    let t0: i128 = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-        ["go", t0] => t0.parse().map_err(|_| Failure::Config(format!("bad start instant {t0:?}")))?,
-        [] | ["stop"] => return Ok(()),
-        _ => return Err(Failure::Config(format!("expected `go <monotonic ns>` on stdin, got {line:?}"))),
-    };
-    let run_clock = RunClock { t0_ns: t0 };
+    let Some(run_clock) = ready_then_go()? else { return Ok(()) };
     let _ = clock.set(run_clock);
     log.line(
         &json!({"event": "scheduling", "t_us": 0, "policy": scheduling, "role": cfg.role == Role::Sender}),
@@ -245,14 +231,7 @@ pub fn run(config_path: &Path) -> Result<(), Failure> {
         for &token in &ready {
             match token {
                 TOKEN_SIGNAL => break 'run,
-                TOKEN_STDIN => {
-                    let mut l = String::new();
-                    match io::stdin().lock().read_line(&mut l) {
-                        Ok(0) | Err(_) => break 'run,
-                        Ok(_) if l.trim() == "stop" => break 'run,
-                        Ok(_) => {}
-                    }
-                }
+                TOKEN_STDIN if stdin_says_stop() => break 'run,
                 TOKEN_TIMER => timer.clear(),
                 _ => {}
             }

@@ -17,14 +17,14 @@
 //! Exit status: 0 after a clean stop, 2 for a configuration it cannot use, 1 for a failed call.
 
 use std::fs;
-use std::io::{self, BufRead, Write};
+use std::io;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::pipe_controller::{self, PipeController, UserFeedback};
-use crate::process::{io_context, write_atomically, Failure, RunClock};
+use crate::process::{io_context, ready_then_go, stdin_says_stop, write_atomically, Failure, RunClock};
 use crate::sys::{self, Poll, Signals, Timer};
 use rtcbench_cc::factory;
 use rtcbench_cc::{AnyController, ControllerKind, ControllerMetrics, Metric};
@@ -45,9 +45,10 @@ const TOKEN_ENCODER: u64 = 4;
 /// Above normal tasks, below the relay (2): as the cross-traffic agents.
 const FIFO_PRIORITY: i32 = 1;
 
+/// Which end of a call a process is.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-enum Role {
+pub enum Role {
     Sender,
     Receiver,
 }
@@ -393,16 +394,7 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
     let scheduling = if sys::set_fifo_scheduling(FIFO_PRIORITY).is_ok() { "fifo" } else { "other" };
     let _ = sys::set_minimal_timer_slack();
 
-    println!("ready");
-    io::stdout().flush().map_err(io_context("stdout"))?;
-    let mut line = String::new();
-    io::stdin().lock().read_line(&mut line).map_err(io_context("stdin"))?;
-    let t0: i128 = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-        ["go", t0] => t0.parse().map_err(|_| Failure::Config(format!("bad start instant {t0:?}")))?,
-        [] | ["stop"] => return Ok(()),
-        _ => return Err(Failure::Config(format!("expected `go <monotonic ns>` on stdin, got {line:?}"))),
-    };
-    let clock = RunClock { t0_ns: t0 };
+    let Some(clock) = ready_then_go()? else { return Ok(()) };
     let now = || clock.now();
     if let Some(real) = &mut encoder {
         real.start(clock)?;
@@ -433,14 +425,7 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
         for &token in &ready {
             match token {
                 TOKEN_SIGNAL => break 'run,
-                TOKEN_STDIN => {
-                    let mut l = String::new();
-                    match io::stdin().lock().read_line(&mut l) {
-                        Ok(0) | Err(_) => break 'run,
-                        Ok(_) if l.trim() == "stop" => break 'run,
-                        Ok(_) => {}
-                    }
-                }
+                TOKEN_STDIN if stdin_says_stop() => break 'run,
                 TOKEN_TIMER => timer.clear(),
                 _ => {}
             }

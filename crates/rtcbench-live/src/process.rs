@@ -4,7 +4,7 @@
 //! atomically.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -80,5 +80,31 @@ impl RunClock {
     /// Now, as a scenario instant.
     pub fn now(self) -> Instant {
         self.instant(sys::monotonic_ns())
+    }
+}
+
+/// Says `ready` on stdout, then waits for `go <t0>` on stdin (the run's time zero, CLOCK_MONOTONIC
+/// nanoseconds): the run's clock, or None when told `stop` (or stdin ends) first.
+pub fn ready_then_go() -> Result<Option<RunClock>, Failure> {
+    println!("ready");
+    io::stdout().flush().map_err(io_context("stdout"))?;
+    let mut line = String::new();
+    io::stdin().lock().read_line(&mut line).map_err(io_context("stdin"))?;
+    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["go", t0] => {
+            let t0_ns = t0.parse().map_err(|_| Failure::Config(format!("bad start instant {t0:?}")))?;
+            Ok(Some(RunClock { t0_ns }))
+        }
+        [] | ["stop"] => Ok(None),
+        _ => Err(Failure::Config(format!("expected `go <monotonic ns>` on stdin, got {line:?}"))),
+    }
+}
+
+/// Reads the command waiting on stdin: whether it says to stop (`stop`, or stdin ended).
+pub fn stdin_says_stop() -> bool {
+    let mut line = String::new();
+    match io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => true,
+        Ok(_) => line.trim() == "stop",
     }
 }
