@@ -45,7 +45,7 @@ use gstreamer_app as gst_app;
 use serde::Deserialize;
 use serde_json::json;
 
-use rtcbench_live::media::{Codec, EncoderConfig, Role};
+use rtcbench_live::media::{call_socket, Codec, EncoderConfig, Role};
 use rtcbench_live::process::{
     io_context, ready_then_go, stdin_says_stop, write_atomically, Failure, RunClock,
 };
@@ -181,14 +181,7 @@ pub fn run(config_path: &Path) -> Result<(), Failure> {
     sys::terminate_with_parent().map_err(io_context("PR_SET_PDEATHSIG"))?;
     gst::init().map_err(|e| gst_failure("init", e))?;
     gstrsrtp::plugin_register_static().map_err(|e| gst_failure("registering rtpgccbwe", e))?;
-    let socket = UdpSocket::bind(cfg.local).map_err(io_context(format!("binding {}", cfg.local)))?;
-    socket.connect(cfg.peer).map_err(io_context(format!("connecting to {}", cfg.peer)))?;
-    socket.set_nonblocking(true).map_err(io_context("socket"))?;
-    sys::enable_receive_tos(&socket).map_err(io_context("IP_RECVTOS"))?;
-    if cfg.role == Role::Sender {
-        sys::set_ip_tos(&socket, cfg.plan.ecn).map_err(io_context("IP_TOS"))?;
-    }
-    let socket = Arc::new(socket);
+    let socket = Arc::new(call_socket(cfg.local, cfg.peer, cfg.role, cfg.plan.ecn)?);
     let log = Log::default();
     let clock: Arc<OnceLock<RunClock>> = Arc::default();
     let mut end = match cfg.role {

@@ -78,6 +78,24 @@ struct Config {
     encoder: Option<EncoderConfig>,
 }
 
+/// A call end's UDP socket: bound to `local`, connected to `peer`, non-blocking, reporting each
+/// datagram's ECN field; a sender's marks its datagrams with `ecn` (RFC 6679).
+pub fn call_socket(
+    local: SocketAddrV4,
+    peer: SocketAddrV4,
+    role: Role,
+    ecn: u8,
+) -> Result<UdpSocket, Failure> {
+    let socket = UdpSocket::bind(local).map_err(io_context(format!("binding {local}")))?;
+    socket.connect(peer).map_err(io_context(format!("connecting to {peer}")))?;
+    socket.set_nonblocking(true).map_err(io_context("socket"))?;
+    sys::enable_receive_tos(&socket).map_err(io_context("IP_RECVTOS"))?;
+    if role == Role::Sender {
+        sys::set_ip_tos(&socket, ecn).map_err(io_context("IP_TOS"))?;
+    }
+    Ok(socket)
+}
+
 /// A real video codec.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -369,13 +387,7 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
             Some(real)
         }
     };
-    let socket = UdpSocket::bind(cfg.local).map_err(io_context(format!("binding {}", cfg.local)))?;
-    socket.connect(cfg.peer).map_err(io_context(format!("connecting to {}", cfg.peer)))?;
-    socket.set_nonblocking(true).map_err(io_context("socket"))?;
-    sys::enable_receive_tos(&socket).map_err(io_context("IP_RECVTOS"))?;
-    if cfg.role == Role::Sender {
-        sys::set_ip_tos(&socket, plan.ecn).map_err(io_context("IP_TOS"))?;
-    }
+    let socket = call_socket(cfg.local, cfg.peer, cfg.role, plan.ecn)?;
     sys::terminate_with_parent().map_err(io_context("PR_SET_PDEATHSIG"))?;
     let signals = Signals::new().map_err(io_context("signalfd"))?;
     let timer = Timer::new().map_err(io_context("timerfd"))?;
