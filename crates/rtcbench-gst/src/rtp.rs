@@ -53,7 +53,7 @@ use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::receiver::VideoPacket;
 use rtcbench_rtp::CallPlan;
-use rtcbench_units::{DataSize, Duration, Instant};
+use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::ntp;
 use rtcbench_wire::rtcp::{self, RtcpMessage};
 use rtcbench_wire::vp8::Vp8DescriptorRepr;
@@ -914,8 +914,8 @@ struct ReceiveStack {
     keyframe_requests: u64,
     video_ssrc: u32,
     codec: Codec,
-    seq: Unwrapper,
-    picture_id: Unwrapper,
+    seq: SeqUnwrapper<16>,
+    picture_id: SeqUnwrapper<15>,
     log: Log,
 }
 
@@ -1033,8 +1033,8 @@ impl ReceiveStack {
             keyframe_requests: 0,
             video_ssrc: plan.ids.video_ssrc,
             codec: cfg.encoder.codec,
-            seq: Unwrapper::new(16),
-            picture_id: Unwrapper::new(15),
+            seq: SeqUnwrapper::new(),
+            picture_id: SeqUnwrapper::new(),
             log: log.clone(),
         })
     }
@@ -1055,9 +1055,9 @@ impl ReceiveStack {
             PT_RTX if body.len() > 2 => (u16::from_be_bytes([body[0], body[1]]), &body[2..]),
             _ => return,
         };
-        let seq = self.seq.extend(u64::from(seq));
+        let seq = extend(&mut self.seq, u64::from(seq));
         let Some((start, keyframe, picture_id)) = frame_flags(self.codec, body) else { return };
-        let picture_id = picture_id.map(|id| self.picture_id.extend(id));
+        let picture_id = picture_id.map(|id| extend(&mut self.picture_id, id));
         let packet = VideoPacket {
             seq,
             rtp_timestamp: rtp.timestamp,
@@ -1113,38 +1113,10 @@ impl ReceiveStack {
     }
 }
 
-/// A counter of `bits` bits (an RTP sequence number, a 15-bit VP8 picture ID) extended past its
-/// wraps, each value taken as the nearest to the highest so far.
-struct Unwrapper {
-    bits: u32,
-    highest: Option<u64>,
-}
-
-impl Unwrapper {
-    fn new(bits: u32) -> Self {
-        Self { bits, highest: None }
-    }
-
-    fn extend(&mut self, value: u64) -> u64 {
-        let modulus = 1u64 << self.bits;
-        let value = value % modulus;
-        let extended = match self.highest {
-            // A cycle up, so that the first values' predecessors stay positive.
-            None => value + modulus,
-            Some(h) => {
-                let forward = value.wrapping_sub(h) % modulus;
-                if forward < modulus / 2 {
-                    h + forward
-                } else {
-                    h.saturating_sub(modulus - forward)
-                }
-            }
-        };
-        if self.highest.is_none_or(|h| extended > h) {
-            self.highest = Some(extended);
-        }
-        extended
-    }
+/// A wrapping counter of `BITS` bits extended past its wraps (`SeqUnwrapper`), one cycle up so
+/// that a packet reordered before the first one stays positive.
+fn extend<const BITS: u32>(unwrapper: &mut SeqUnwrapper<BITS>, value: u64) -> u64 {
+    (unwrapper.unwrap(SeqNo::new(value)) + (1 << BITS)).max(0) as u64
 }
 
 /// Whether a video payload starts its frame, belongs to a key frame, and its picture ID: VP8's
@@ -1278,21 +1250,6 @@ mod tests {
         // STAP-A (§5.7.1) by its first NAL unit, here an SPS.
         assert_eq!(frame_flags(Codec::H264, &[0x78, 0x00, 0x02, 0x67, 0x42]), Some((true, true, None)));
         assert_eq!(frame_flags(Codec::H264, &[]), None);
-    }
-
-    #[test]
-    fn counters_are_extended_past_their_wraps_in_both_directions() {
-        let mut seq = Unwrapper::new(16);
-        let a = seq.extend(65534);
-        assert_eq!(seq.extend(65535), a + 1);
-        assert_eq!(seq.extend(0), a + 2);
-        assert_eq!(seq.extend(1), a + 3);
-        // Reordered across the wrap: still before.
-        assert_eq!(seq.extend(65535), a + 1);
-        let mut picture = Unwrapper::new(15);
-        let b = picture.extend(32767);
-        assert_eq!(picture.extend(0), b + 1);
-        assert_eq!(picture.extend(5), b + 6);
     }
 
     #[test]
