@@ -393,3 +393,39 @@ def test_a_verdict_is_invalid_only_if_it_read_an_unfair_run() -> None:
         [t], {("t", "a"): 2.0, ("t", "b"): 1.0}, {}, frozenset({unfair.label()})
     )
     assert [(f["chromium"], f["chromium_fair"]) for f in findings] == [(True, True), (True, False)]
+
+
+def test_an_attempt_the_testbed_failed_is_recorded_and_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rtcbench.browser.run import BrowserModeError
+    from rtcbench.identity import SIMULATE
+    from rtcbench.suite import _Job
+    from rtcbench.testbed.relay import RelayError
+
+    (case,) = [c for c in experiments.cases() if c.label() == "seed002-step-up"]
+    variant = reproduce._variant(case)
+    job = _Job.plan(variant, "gcc", "gcc", 1, tmp_path, None, SIMULATE)
+    real = reproduce._execute
+    failures: list[BaseException] = [RelayError("the relay did not stop within 5.0 s")]
+
+    def flaky(j: Any) -> dict[str, Any]:
+        if failures:
+            raise failures.pop()
+        return real(j)
+
+    monkeypatch.setattr(reproduce, "_execute", flaky)
+    summary, ran = reproduce._browser_run(job, tmp_path, 2, lambda s, f: None)
+    assert ran and summary["identity"]["key"] == job.path.parent.name
+    (note,) = (tmp_path / "rejected").iterdir()
+    assert note.name.endswith("-1.failed.txt")
+    assert note.read_text() == "RelayError: the relay did not stop within 5.0 s\n"
+    # The last attempt's failure is raised; a scenario the mode cannot run is not tried again.
+    shutil.rmtree(job.path)
+    failures[:] = [RelayError("the relay failed: boom")]
+    with pytest.raises(RelayError, match="boom"):
+        reproduce._browser_run(job, tmp_path, 1, lambda s, f: None)
+    failures[:] = [BrowserModeError("no calls")]
+    with pytest.raises(BrowserModeError):
+        reproduce._browser_run(job, tmp_path, 3, lambda s, f: None)
+    assert failures == [] and len(list((tmp_path / "rejected").iterdir())) == 1

@@ -212,10 +212,15 @@ starts its next run at once instead of waiting for this process to hand one out.
 
 
 def _run_parallel(
-    jobs: list[_Job], workers: int, on_done: Callable[[int, dict[str, Any]], None], *, here: bool = True
+    jobs: list[_Job],
+    workers: int,
+    on_done: Callable[[int, Any], None],
+    *,
+    here: bool = True,
+    execute: Callable[[_Job], Any] = _execute,
 ) -> None:
     """Runs `jobs` on `workers` worker processes, calling `on_done(index, summary)` in this process
-    as each finishes.
+    as each finishes (the summary, or what `execute`, a picklable function, returns instead).
 
     Starting a worker costs about as much as a few runs (it imports polars and rtcbench), so, with
     `here`, this process runs jobs itself until every worker is up: a suite never waits for a
@@ -246,10 +251,10 @@ def _run_parallel(
             while queue and len(running) < _QUEUED_PER_WORKER * ready:
                 i = queue.popleft()
                 with spawning():
-                    running[pool.submit(worker_job, _execute, jobs[i])] = i
+                    running[pool.submit(worker_job, execute, jobs[i])] = i
             if queue and here and starting:
                 i = queue.popleft()
-                on_done(i, _execute(jobs[i]))
+                on_done(i, execute(jobs[i]))
             elif running or starting:
                 pending: list[Future[Any]] = [*running, *starting]
                 # Not without a timeout: a signal may land in another thread, and the main thread

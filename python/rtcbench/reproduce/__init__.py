@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import polars as pl
 
@@ -40,7 +40,7 @@ from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
-from rtcbench.results import InputError, write_parquet_atomic
+from rtcbench.results import InputError, write_bytes_atomic, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _execute, _Job, _run_parallel, batch_folder, execute_plan
@@ -61,6 +61,7 @@ __all__ = [
     "SIM_SEEDS",
     "BrowserRuns",
     "Reproduction",
+    "browser_runs",
     "compare_periods",
     "machine_starved",
     "measure_case",
@@ -442,6 +443,44 @@ def _reject(folder: Path, out: Path) -> None:
     shutil.move(folder, target)
 
 
+def _failed_run(error: BaseException) -> bool:
+    """Whether `error`, raised by a real-time run, is the testbed failing during that run, which
+    another attempt may not meet: the relay did not stop in time (its writer thread behind on a
+    saturated machine), a browser step timed out, the TURN server or the SFU died. A scenario the
+    mode cannot run, or a machine without root, fails every attempt alike."""
+    from rtcbench.browser.chromium import BrowserError
+    from rtcbench.browser.sfu import SfuError
+    from rtcbench.browser.turn import TurnError
+    from rtcbench.testbed.relay import RelayError
+
+    return isinstance(error, (RelayError, BrowserError, TurnError, SfuError))
+
+
+def _note_failure(job: _Job, out: Path, error: BaseException) -> Path:
+    """Records a failed attempt of `job` in `<out>/rejected/`, beside the runs set aside, as a
+    one-line text file named as they are (the attempt left no folder: a run is written whole or
+    not at all)."""
+    rejected = out / "rejected"
+    rejected.mkdir(parents=True, exist_ok=True)
+    n = 1
+    name = f"{job.path.parent.parent.name}-{job.path.parent.name}"
+    while (target := rejected / f"{name}-{n}.failed.txt").exists():
+        n += 1
+    return write_bytes_atomic(target, f"{type(error).__name__}: {error}\n".encode())
+
+
+def _attempt(job: _Job) -> dict[str, Any] | None:
+    """Runs `job` (in a worker process): its summary, or None if the testbed failed during the run
+    (`_failed_run`; recorded by `_note_failure`)."""
+    try:
+        return _execute(job)
+    except Exception as e:
+        if not _failed_run(e):
+            raise
+        _note_failure(job, job.out, e)
+        return None
+
+
 Problem = Callable[[dict[str, Any], Path], str | None]
 """Why a real-time run is not a fair measurement of the network, or None (`run_problem`)."""
 
@@ -451,7 +490,9 @@ def _browser_run(
 ) -> tuple[dict[str, Any], bool]:
     """The summary of a real-time run, complete in `out` or run now (and whether it ran now). A
     run that is not a fair measurement (`problem`, by default a browser run's `run_problem`) is
-    set aside and run again, `attempts` runs in all; the last one is kept whatever it is."""
+    set aside and run again, `attempts` runs in all; the last one is kept whatever it is. An
+    attempt during which the testbed failed (`_failed_run`) is recorded in `<out>/rejected/` and
+    counts as one; the last one's error is raised."""
     unfair = run_problem if problem is None else problem
     kept = job.done()
     if kept is not None and (unfair(kept, job.path) is None or attempts == 1):
@@ -460,7 +501,13 @@ def _browser_run(
         _reject(job.path, out)
         attempts -= 1
     for attempt in range(1, attempts + 1):
-        summary = _execute(job)
+        try:
+            summary = _execute(job)
+        except Exception as e:
+            if attempt == attempts or not _failed_run(e):
+                raise
+            _note_failure(job, out, e)
+            continue
         if unfair(summary, job.path) is None or attempt == attempts:
             return summary, True
         _reject(job.path, out)
@@ -468,21 +515,75 @@ def _browser_run(
 
 
 def _shared_runs(
-    jobs: Sequence[_Job], workers: int, told: Callable[[int, dict[str, Any]], None]
+    jobs: Sequence[_Job],
+    workers: int,
+    told: Callable[[int, dict[str, Any]], None],
+    problem: Problem = run_problem,
 ) -> dict[int, dict[str, Any]]:
     """Runs `jobs` (cases that share the machine, none complete) `workers` at a time, each in a
     worker process of its own, and returns the summaries of the fair ones by index, telling `told`
     of each as it ends. An unfair one stays in its folder, for `_browser_run` to set aside and run
-    again alone."""
+    again alone (`problem` judges it); one during which the testbed failed (`_attempt`) left no
+    folder, and runs again alone too."""
     fair: dict[int, dict[str, Any]] = {}
 
-    def done(i: int, summary: dict[str, Any]) -> None:
-        if run_problem(summary, jobs[i].path) is None:
+    def done(i: int, summary: dict[str, Any] | None) -> None:
+        if summary is not None and problem(summary, jobs[i].path) is None:
             fair[i] = summary
             told(i, summary)
 
-    _run_parallel(list(jobs), workers, done, here=False)
+    _run_parallel(list(jobs), workers, done, here=False, execute=_attempt)
     return fair
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def browser_runs(
+    plan: Mapping[K, _Job],
+    shared: Collection[K],
+    out: Path,
+    *,
+    kept_only: bool = False,
+    attempts: int = 2,
+    browser_jobs: int = BROWSER_JOBS,
+    told: Callable[[K, dict[str, Any], bool], None] | None = None,
+    problem: Problem = run_problem,
+) -> dict[K, tuple[dict[str, Any], str | None]]:
+    """Each browser run of `plan`, in its order, as its summary and why it was not a fair
+    measurement (`problem`, by default a browser run's `run_problem`; None: it was). The runs of
+    `shared` (those that may share the machine: `shares_the_machine`) not complete in `out` run
+    `browser_jobs` at a time; every other run, and each shared one that was not fair, runs alone
+    (`attempts` runs in all; the last is kept whatever it is). With `kept_only`, nothing runs:
+    only the runs complete in `out` are returned. `told(key, summary, ran)` hears of each run as
+    it is kept or made."""
+    done: dict[K, tuple[dict[str, Any], str | None]] = {}
+    todo = [key for key in plan if key in shared and not kept_only and plan[key].done() is None]
+    fair: dict[K, dict[str, Any]] = {}
+    workers = min(browser_jobs, worker_count(None), len(todo))
+    if workers > 1:
+
+        def heard(i: int, summary: dict[str, Any]) -> None:
+            if told is not None:
+                told(todo[i], summary, True)
+
+        ran = _shared_runs([plan[k] for k in todo], workers, heard, problem)
+        fair = {todo[i]: summary for i, summary in ran.items()}
+    for key, job in plan.items():
+        if key in fair:
+            done[key] = (fair[key], None)
+            continue
+        if kept_only:
+            kept = job.done()
+            if kept is None:
+                continue
+            summary, ran_now = kept, False
+        else:
+            summary, ran_now = _browser_run(job, out, attempts, problem)
+        done[key] = (summary, problem(summary, job.path))
+        if told is not None:
+            told(key, summary, ran_now)
+    return done
 
 
 def reproduce(
@@ -497,13 +598,15 @@ def reproduce(
     command: str | None = None,
     on_run: Callable[[Case, str, int, dict[str, Any], bool], None] | None = None,
     progress: RunProgress | None = None,
+    write: bool = True,
 ) -> Reproduction:
     """Runs every case of `tables` in the simulator (`sim_seeds`, in parallel on `jobs` worker
     processes) and between Chromium peers as `browser` says (`BrowserRuns`): the cases that may
     share the machine (`shares_the_machine`) `browser_jobs` at a time, the others alone, each one
     that was not a fair measurement again alone (`attempts` runs in all). Measures every row and
-    finding, and writes the three tables to `out`. `on_run(case, mode, seed, summary, ran)` is
-    told of every run, `progress` of the simulated runs as they finish (as a suite's)."""
+    finding, and writes the three tables to `out` (unless not `write`). `on_run(case, mode, seed,
+    summary, ran)` is told of every run, `progress` of the simulated runs as they finish (as a
+    suite's)."""
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
     if browser_jobs < 1:
@@ -545,42 +648,19 @@ def reproduce(
             case: _Job.plan(variants[case], CONTROLLER, CONTROLLER, BROWSER_SEED, out, command, BROWSER)
             for case in chosen
         }
-        shared = [
-            case
-            for case, job in browser_plan.items()
-            if browser == "run" and shares_the_machine(variants[case]) and job.done() is None
-        ]
-        ran_shared: dict[Case, dict[str, Any]] = {}
-        workers = min(browser_jobs, worker_count(None), len(shared))
-        if workers > 1:
 
-            def told(i: int, summary: dict[str, Any]) -> None:
-                if on_run is not None:
-                    on_run(shared[i], BROWSER, BROWSER_SEED, summary, True)
-
-            fair = _shared_runs([browser_plan[case] for case in shared], workers, told)
-            ran_shared = {shared[i]: summary for i, summary in fair.items()}
-        for case in chosen:
-            job = browser_plan[case]
-            if case in ran_shared:
-                summary = ran_shared[case]
-                chromium_values.update(measure_case(tables, case, RunResult(job.path, summary)))
-                chromium_summaries[case] = summary
-                continue
-            if browser == "kept":
-                kept = job.done()
-                if kept is None:
-                    continue
-                summary, ran_now = kept, False
-            else:
-                summary, ran_now = _browser_run(job, out, attempts)
-            problem = run_problem(summary, job.path)
-            if problem is not None:
-                problems[case.label()] = problem
-            chromium_values.update(measure_case(tables, case, RunResult(job.path, summary)))
-            chromium_summaries[case] = summary
+        def told(case: Case, summary: dict[str, Any], ran_now: bool) -> None:
             if on_run is not None:
                 on_run(case, BROWSER, BROWSER_SEED, summary, ran_now)
+
+        shared = {case for case in chosen if shares_the_machine(variants[case])}
+        done = browser_runs(browser_plan, shared, out, kept_only=browser == "kept", attempts=attempts,
+                            browser_jobs=browser_jobs, told=told)  # fmt: skip
+        for case, (summary, problem) in done.items():
+            if problem is not None:
+                problems[case.label()] = problem
+            chromium_values.update(measure_case(tables, case, RunResult(browser_plan[case].path, summary)))
+            chromium_summaries[case] = summary
 
     rows, findings = table_rows(tables, chromium_values, sim_values, frozenset(problems))
     periods = referenced + [
@@ -597,8 +677,9 @@ def reproduce(
         problems,
         {case.label(): summaries for case, summaries in sim_summaries.items()},
     )
-    out.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(result.rows, out / ROWS)
-    write_parquet_atomic(result.findings, out / FINDINGS)
-    write_parquet_atomic(result.periods, out / PERIODS)
+    if write:
+        out.mkdir(parents=True, exist_ok=True)
+        write_parquet_atomic(result.rows, out / ROWS)
+        write_parquet_atomic(result.findings, out / FINDINGS)
+        write_parquet_atomic(result.periods, out / PERIODS)
     return result
