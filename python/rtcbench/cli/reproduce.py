@@ -56,9 +56,12 @@ def reproduce_cmd(
     stack: Annotated[
         str,
         typer.Option(
-            help="chromium: the seed tables on Chromium and the simulator; gstreamer: Sjölund and "
-            "Kevo 2022's three tests on its own kind of stack (--mode gstreamer, as root, in real "
-            "time) with gcc, nada and scream, beside the simulator (docs/reproduction.md).",
+            help="chromium: the seed tables on Chromium and the simulator; firefox: the wired seed "
+            "tables between Firefox ESR peers (as root, in real time), with the browser's own "
+            "degradation preference and with maintain-resolution, beside Chromium's reference and "
+            "the simulator; gstreamer: Sjölund and Kevo 2022's three tests on its own kind of stack "
+            "(--mode gstreamer, as root, in real time) with gcc, nada and scream, beside the "
+            "simulator (docs/reproduction.md).",
         ),
     ] = "chromium",
     runs: Annotated[int, typer.Option(help="--stack gstreamer: runs of each test and controller.")] = 5,
@@ -70,13 +73,22 @@ def reproduce_cmd(
             "own draft-02 GCC, rtpgccbwe (repeatable).",
         ),
     ] = None,
+    degradation: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="--stack firefox: one degradation preference instead of both: default (the "
+            "scenario's, Firefox's balanced) or maintain-resolution (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Re-run the seeds' experiments: each seed table of the reproduction set measured on
     Chromium 156 (--mode browser) and on the simulator with gcc (seeds 1-3), beside the seed's
     own numbers, with every finding judged on all three (docs/reproduction.md). Writes
     <out>/reproduction.parquet, findings.parquet, periods.parquet and reproduction.md. With
-    --stack gstreamer: gstreamer.parquet, gstreamer-runs.parquet, gstreamer-findings.parquet,
-    gstreamer-curves.parquet, the box plots and average curves, and gstreamer.md."""
+    --stack firefox: firefox.parquet, firefox-findings.parquet, firefox-periods.parquet,
+    firefox-runs.parquet and firefox.md. With --stack gstreamer: gstreamer.parquet,
+    gstreamer-runs.parquet, gstreamer-findings.parquet, gstreamer-curves.parquet, the box plots and
+    average curves, and gstreamer.md."""
     from rtcbench import reproduce
     from rtcbench.reproduce import experiments, report
     from rtcbench.results import InputError, write_bytes_atomic
@@ -95,17 +107,28 @@ def reproduce_cmd(
         how = "ran" if ran else "kept"
         err_console.print(escape(f"{how}: {case.label()} · {mode} · seed {seed}"), highlight=False)
 
+    if degradation and stack != "firefox":
+        raise InputError("--degradation: --stack firefox's option")
+    if stack == "firefox":
+        if given := [name for name, used in (("--cc", bool(cc)), ("--runs", runs != 5)) if used]:
+            raise InputError(f"{', '.join(given)}: --stack gstreamer's options, not --stack firefox's")
+        if export is not None:
+            raise InputError("--export-reference: Chromium's reference, not --stack firefox's")
+        if browser not in ("run", "kept"):
+            raise InputError(f"--browser with --stack firefox must be run or kept, got {browser!r}")
+        _firefox(out, chosen, degradation or None, browser == "kept", attempts, jobs, browser_jobs, command)
+        return
     if stack == "gstreamer":
         chromium_only = {
             "--table": bool(tables), "--browser": browser != "run", "--browser-jobs": browser_jobs != 2,
             "--export-reference": export is not None,
         }  # fmt: skip
         if given := [name for name, used in chromium_only.items() if used]:
-            raise InputError(f"{', '.join(given)}: Chromium's options, not --stack gstreamer's")
+            raise InputError(f"{', '.join(given)}: not options of --stack gstreamer (one seed's three tests)")
         _gstreamer(out, runs, cc or None, attempts, jobs, command)
         return
     if stack != "chromium":
-        raise InputError(f"--stack must be one of chromium, gstreamer, got {stack!r}")
+        raise InputError(f"--stack must be one of chromium, firefox, gstreamer, got {stack!r}")
     if cc or runs != 5:
         raise InputError("--cc, --runs: --stack gstreamer's options (Chromium runs gcc once)")
     if browser not in reproduce.BROWSER_RUNS:
@@ -178,3 +201,43 @@ def _gstreamer(
     names = [gstreamer.ROWS, gstreamer.RUNS, gstreamer.FINDINGS, gstreamer.CURVES]
     for path in [*(out / n for n in names), *written, out / "gstreamer.md"]:
         console.print(escape(f"→ {path}"), highlight=False)
+
+
+def _firefox(
+    out: Path,
+    tables: list[Any],
+    degradations: list[str] | None,
+    kept_only: bool,
+    attempts: int,
+    jobs: int | None,
+    browser_jobs: int,
+    command: str,
+) -> None:
+    """`rtcbench reproduce --stack firefox`: the wired seed tables between Firefox peers
+    (`rtcbench.reproduce.firefox`)."""
+    from rtcbench.reproduce import firefox
+    from rtcbench.results import write_bytes_atomic
+
+    def told(case: Any, stack: str, degradation: str, summary: dict[str, Any], ran: bool) -> None:
+        how = "ran" if ran else "kept"
+        what = f"{how}: {case.label()} · {stack}" + (f" · {degradation}" if degradation else "")
+        err_console.print(escape(what), highlight=False)
+
+    with _runs_bar() as progress:
+        result = firefox.reproduce_firefox(
+            out,
+            tables,
+            degradations=degradations or firefox.DEGRADATIONS,
+            kept_only=kept_only,
+            attempts=attempts,
+            jobs=jobs,
+            browser_jobs=browser_jobs,
+            command=command,
+            on_run=told,
+            progress=progress,
+        )
+    write_bytes_atomic(out / "firefox.md", firefox.markdown(result).encode())
+    for what, why in sorted(result.problems.items()):
+        err_console.print(escape(f"warning: {what}: {why}"), highlight=False, soft_wrap=True)
+    for name in (firefox.ROWS, firefox.FINDINGS, firefox.PERIODS, firefox.RUNS, "firefox.md"):
+        console.print(escape(f"→ {out / name}"), highlight=False)
