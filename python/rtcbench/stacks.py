@@ -3,16 +3,18 @@ emulated network, between Chromium peers, between Firefox peers, on GStreamer's 
 GStreamer's own RTP stack with its GCC (`rtpgccbwe`), with their rates and delays side by side
 (`rtcbench stacks`, docs/stacks.md).
 
-    result = compare_stacks(Path("results/stacks"))   # about 36 min: five stacks run in real time
+    result = compare_stacks(Path("results/stacks"))   # about 3 h: five stacks, five runs each, in real time
 
 Every stack runs the same scenario variant over the same network (the emulated runs share
 namespaces, relay, links and cross traffic; the simulator models them). What differs is the
 sender: rtcbench's `gcc` on its frame-size model (simulator, emulation), on a real libvpx encoder
 (GStreamer), a browser's own GoogCC, pacer and encoder (Chromium, Firefox, which vendors
 libwebrtc at its own revision), or GStreamer's RTP stack end to end with its own draft-02 GCC.
-Each stack is compared with Chromium phase by phase (the spans of constant capacity), with the
-calibration's rule (docs/calibration.md): sending rate within 15 %, queuing delay within 15 % or
-10 ms.
+Each stack runs each case `RUNS` times (seeds 1-5 by default). Its value in a phase (the spans of
+constant capacity) is the median of its fair runs, with their range; it is compared with
+Chromium's median by the calibration's rule (docs/calibration.md): sending rate within 15 %,
+queuing delay within 15 % or 10 ms. A difference the rule sees may still lie within the run-to-run
+spread of the two stacks: `overlaps` says whether their ranges meet.
 
 Runs complete in `out` are reused; a real-time run that was not a fair measurement (its relay
 missed its timing, an encoder was held back by the CPU, a call started late) is moved to
@@ -21,6 +23,7 @@ missed its timing, an encoder was held back by the CPU, a call started late) is 
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.calibrate import Case, compare_phases
+from rtcbench.calibrate import Case, _agrees, compare_phases
 from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, GSTREAMER_CC, SIMULATE
 from rtcbench.reproduce.report import _num
 from rtcbench.results import InputError, write_parquet_atomic
@@ -45,6 +48,7 @@ __all__ = [
     "REFERENCE",
     "ROWS",
     "ROWS_SCHEMA",
+    "RUNS",
     "STACKS",
     "Stack",
     "StackComparison",
@@ -98,6 +102,10 @@ CASES = (
 """Variable capacity (RFC 8867 §5.1), a step up from 400 kbit/s to 3 Mbit/s (De Cicco et al.
 2013), and a call against a CUBIC download (RFC 8867 §5.6): 340 s of calls per stack."""
 
+RUNS = 5
+"""Runs of each case on each stack by default (seeds 1-5): as many as Sjölund and Kevo 2022 made of
+each test, enough to tell a stack's difference from its run-to-run spread."""
+
 ROWS = "stacks.parquet"
 CURVES = "stacks-curves.parquet"
 
@@ -111,21 +119,32 @@ ROWS_SCHEMA = {
     "capacity_kbps": pl.Float64,
     "metric": pl.String,
     "value": pl.Float64,
+    "value_min": pl.Float64,
+    "value_max": pl.Float64,
+    "runs": pl.Int32,
     "reference": pl.Float64,
+    "reference_min": pl.Float64,
+    "reference_max": pl.Float64,
     "difference": pl.Float64,
     "agrees": pl.Boolean,
+    "overlaps": pl.Boolean,
     "fair": pl.Boolean,
+    "unfair_runs": pl.Int32,
     "problem": pl.String,
 }
 """One row per case, stack, video flow, phase (the spans of constant capacity) and metric
-(`send_rate_kbps`, `qdelay_p50_ms`, `qdelay_p95_ms`, `loss`): the stack's value, Chromium's
-(`reference`), their difference (value / reference - 1; value - reference for loss) and whether
-they agree (docs/calibration.md's rule). `fair`, `problem`: whether the stack's run was a fair
-measurement (`run_problem`) and why not."""
+(`send_rate_kbps`, `qdelay_p50_ms`, `qdelay_p95_ms`, `loss`): the stack's median over its runs
+(`value`; the fair ones, or all if none was fair) with their smallest and largest and how many,
+Chromium's (`reference`, the same way), their difference (value / reference - 1; value -
+reference for loss), whether the medians agree (docs/calibration.md's rule), and whether the two
+ranges overlap (a difference within the stacks' run-to-run spread). `fair`: whether the value
+comes from fair runs (`run_problem`); `unfair_runs`: how many of the stack's runs were not, and
+`problem` why the first of them was not."""
 
 CURVES_SCHEMA = {
     "case": pl.String,
     "stack": pl.String,
+    "seed": pl.Int32,
     "flow": pl.String,
     "kind": pl.String,
     "t_s": pl.Float64,
@@ -134,7 +153,7 @@ CURVES_SCHEMA = {
     "qdelay_ms": pl.Float64,
 }
 """Every run's video and TCP flows per second (the time series' windows averaged into 1 s bins),
-from which `figure` draws."""
+from which `figure` draws each stack's mean over its runs."""
 
 
 def stack(name: str) -> Stack:
@@ -166,7 +185,7 @@ def run_problem(s: Stack, summary: dict[str, Any], folder: Path | None = None) -
 class StackComparison:
     """What `compare_stacks` measured: the two tables (schemas above), where they are, the
     stacks' versions as their runs recorded them, the wall time of the runs made now, and the
-    runs kept although not fair (case · stack: why)."""
+    runs kept although not fair (case · stack · seed: why)."""
 
     out: Path
     rows: pl.DataFrame
@@ -218,79 +237,116 @@ def _curves(run: RunResult) -> pl.DataFrame:
     return per_second.join(names, on="flow").drop("flow").rename({"name": "flow"})
 
 
+def _aggregate(
+    runs: Sequence[tuple[list[dict[str, Any]], str | None]],
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Per (flow, phase, metric): the median, smallest and largest value of the fair runs (all of
+    them if none was fair), how many, and the runs that were not fair. `runs` are each run's phase
+    rows (`compare_phases` of the run with itself: its values as `simulated`) and its problem."""
+    fair = [rows for rows, problem in runs if problem is None]
+    problems = [problem for _, problem in runs if problem is not None]
+    used = fair or [rows for rows, _ in runs]
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for rows in used:
+        for r in rows:
+            key = (r["flow"], r["phase"], r["metric"])
+            entry = out.setdefault(key, {"row": r, "values": []})
+            if r["simulated"] is not None:
+                entry["values"].append(float(r["simulated"]))
+    for entry in out.values():
+        values = entry["values"]
+        entry.update(
+            median=statistics.median(values) if values else None,
+            low=min(values) if values else None,
+            high=max(values) if values else None,
+            runs=len(values),
+            fair=bool(fair),
+            unfair=len(problems),
+            problem=problems[0] if problems else None,
+        )
+    return out
+
+
 def compare_stacks(
     out: Path,
     cases: Sequence[Case] = CASES,
     stacks: Sequence[Stack] = STACKS,
     *,
-    seed: int = 1,
+    seeds: Sequence[int] = tuple(range(1, RUNS + 1)),
     attempts: int = 2,
     command: str | None = None,
-    on_run: Callable[[Case, Stack, dict[str, Any], bool], None] | None = None,
+    on_run: Callable[[Case, Stack, int, dict[str, Any], bool], None] | None = None,
 ) -> StackComparison:
-    """Runs every case on every stack (one run at a time: the real-time ones take the machine),
-    each not already complete in `out`, measures each against Chromium's run of the case (when
-    Chromium is among `stacks`), and writes `stacks.parquet` and `stacks-curves.parquet` to `out`.
-    `on_run(case, stack, summary, ran)` is told of every run."""
+    """Runs every case on every stack with each of `seeds` (one run at a time: the real-time ones
+    take the machine; a whole pass of the cases and stacks per seed, so that an interrupted
+    comparison has complete passes), each run not already complete in `out`, measures each stack
+    against Chromium's runs of the case (when Chromium is among `stacks`), and writes
+    `stacks.parquet` and `stacks-curves.parquet` to `out`. `on_run(case, stack, seed, summary,
+    ran)` is told of every run."""
     from rtcbench.reproduce import _browser_run
 
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
     if not stacks:
         raise InputError("give at least one --stack")
+    if not seeds:
+        raise InputError("--runs must be at least 1")
     started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
     curves: list[pl.DataFrame] = []
     versions: dict[str, set[str]] = {}
     problems: dict[str, str] = {}
+    variants = {case: _variant(case) for case in cases}
+    measured: dict[tuple[Case, str], list[tuple[list[dict[str, Any]], str | None]]] = {}
+    for seed in seeds:
+        for case in cases:
+            for s in stacks:
+                job = _Job.plan(
+                    variants[case], s.controller, s.controller, seed, out, command, s.mode, browser=s.browser
+                )
+
+                def unfair(summary: dict[str, Any], folder: Path, s: Stack = s) -> str | None:
+                    return run_problem(s, summary, folder)
+
+                with batch_folder(out, [job]):
+                    summary, ran = _browser_run(job, out, attempts, unfair)
+                problem = unfair(summary, job.path)
+                if problem is not None:
+                    problems[f"{case.label()} · {s.name} · seed {seed}"] = problem
+                own = compare_phases(case.label(), summary, summary)
+                measured.setdefault((case, s.name), []).append((own, problem))
+                if (version := _version(s, summary)) is not None:
+                    versions.setdefault(s.name, set()).add(version)
+                curves.append(
+                    _curves(RunResult(job.path, summary)).with_columns(
+                        pl.lit(case.label()).alias("case"),
+                        pl.lit(s.name).alias("stack"),
+                        pl.lit(seed, pl.Int32).alias("seed"),
+                    )
+                )
+                if on_run is not None:
+                    on_run(case, s, seed, summary, ran)
+    rows: list[dict[str, Any]] = []
     for case in cases:
-        variant = _variant(case)
-        summaries: dict[str, tuple[dict[str, Any], str | None]] = {}
+        reference = measured.get((case, REFERENCE))
+        ref = _aggregate(reference) if reference is not None else {}
         for s in stacks:
-            job = _Job.plan(
-                variant, s.controller, s.controller, seed, out, command, s.mode, browser=s.browser
-            )
-
-            def unfair(summary: dict[str, Any], folder: Path, s: Stack = s) -> str | None:
-                return run_problem(s, summary, folder)
-
-            with batch_folder(out, [job]):
-                summary, ran = _browser_run(job, out, attempts, unfair)
-            problem = unfair(summary, job.path)
-            if problem is not None:
-                problems[f"{case.label()} · {s.name}"] = problem
-            summaries[s.name] = (summary, problem)
-            if (version := _version(s, summary)) is not None:
-                versions.setdefault(s.name, set()).add(version)
-            curves.append(
-                _curves(RunResult(job.path, summary)).with_columns(
-                    pl.lit(case.label()).alias("case"), pl.lit(s.name).alias("stack")
+            for key, e in _aggregate(measured[(case, s.name)]).items():
+                r, c = e["row"], ref.get(key)
+                difference, agrees = _agrees(r["metric"], c["median"], e["median"]) if c else (None, None)
+                overlaps = (
+                    None
+                    if c is None or e["low"] is None or c["low"] is None
+                    else e["low"] <= c["high"] and c["low"] <= e["high"]
                 )
-            )
-            if on_run is not None:
-                on_run(case, s, summary, ran)
-        reference = summaries.get(REFERENCE)
-        for name, (summary, problem) in summaries.items():
-            base = reference[0] if reference is not None else summary
-            for r in compare_phases(case.label(), base, summary):
                 rows.append(
-                    {
-                        "case": r["case"],
-                        "stack": name,
-                        "flow": r["flow"],
-                        "phase": r["phase"],
-                        "start_s": r["start_s"],
-                        "end_s": r["end_s"],
-                        "capacity_kbps": r["capacity_kbps"],
-                        "metric": r["metric"],
-                        "value": r["simulated"],
-                        "reference": r["browser"] if reference is not None else None,
-                        "difference": r["difference"] if reference is not None else None,
-                        "agrees": r["agrees"] if reference is not None else None,
-                        "fair": problem is None,
-                        "problem": problem,
-                    }
-                )
+                    {"case": r["case"], "stack": s.name, "flow": r["flow"], "phase": r["phase"],
+                     "start_s": r["start_s"], "end_s": r["end_s"], "capacity_kbps": r["capacity_kbps"],
+                     "metric": r["metric"], "value": e["median"], "value_min": e["low"],
+                     "value_max": e["high"], "runs": e["runs"], "reference": c["median"] if c else None,
+                     "reference_min": c["low"] if c else None, "reference_max": c["high"] if c else None,
+                     "difference": difference, "agrees": agrees, "overlaps": overlaps, "fair": e["fair"],
+                     "unfair_runs": e["unfair"], "problem": e["problem"]}
+                )  # fmt: skip
     result = StackComparison(
         out,
         pl.DataFrame(rows, schema=ROWS_SCHEMA),
@@ -320,14 +376,19 @@ def figure_path(out: Path, case: str) -> Path:
 
 def figure(curves: pl.DataFrame, case: str) -> Any:
     """One case on every stack: each stack's video sending rate (and its TCP flow's, dashed)
-    against the capacity, and the video's queuing delay, per second."""
+    against the capacity, and the video's queuing delay, per second, the mean of its runs."""
     import matplotlib as mpl
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from rtcbench.plots import CAPACITY_COLOR, PALETTE, STYLE
 
-    these = curves.filter(pl.col("case") == case)
+    runs = curves.filter(pl.col("case") == case)
+    these = (
+        runs.group_by("stack", "flow", "kind", "t_s", maintain_order=True)
+        .agg(pl.col("send_kbps", "capacity_kbps", "qdelay_ms").mean())
+        .sort("stack", "flow", "t_s")
+    )
     names = [s.name for s in STACKS if s.name in set(these.get_column("stack").to_list())]
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(7.2, 6.0))
@@ -355,7 +416,8 @@ def figure(curves: pl.DataFrame, case: str) -> Any:
         delay.set_ylabel("queuing delay (ms)")
         delay.set_ylim(bottom=0.0)
         delay.set_xlabel("time (s)")
-        fig.suptitle(f"{case}: every stack", y=0.985)
+        n = runs.get_column("seed").n_unique()
+        fig.suptitle(f"{case}: every stack" + (f" (the mean of {n} runs each)" if n > 1 else ""), y=0.985)
         handles, labels = rate.get_legend_handles_labels()
         if handles:
             fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.54, 0.955), ncol=4)
@@ -364,8 +426,9 @@ def figure(curves: pl.DataFrame, case: str) -> Any:
 
 def markdown(result: StackComparison) -> str:
     """The comparison as Markdown: the stacks and their versions, per case and phase each stack's
-    video sending rate and queuing delay p95 beside Chromium's, the phases where a stack differs
-    from Chromium by more than the rule allows, and the runs that were not fair."""
+    video sending rate and queuing delay p95 (the median of its runs, and their range) beside
+    Chromium's, the phases where a stack differs from Chromium by more than the rule allows (and
+    whether within the runs' spread), and the runs that were not fair."""
     lines = ["# One case, every stack", "", "| stack | what sends | version |", "|---|---|---|"]
     for s in STACKS:
         if s.name in set(result.rows.get_column("stack").to_list()):
@@ -401,17 +464,24 @@ def markdown(result: StackComparison) -> str:
                     if row.height == 0:
                         cells.append("–")
                         continue
-                    value, agrees = row.item(0, "value"), row.item(0, "agrees")
-                    cells.append(_num(value) + (" ✗" if agrees is False and name != REFERENCE else ""))
+                    r = row.row(0, named=True)
+                    cell = _num(r["value"])
+                    if r["runs"] > 1 and r["value_min"] is not None:
+                        cell += f" ({_num(r['value_min'])}-{_num(r['value_max'])})"
+                    if r["agrees"] is False and name != REFERENCE:
+                        cell += " ~" if r["overlaps"] else " ✗"
+                    cells.append(cell)
                 lines.append(
                     f"| {flow} | {start:g}-{end:g} s | {_num(capacity)} | " + " | ".join(cells) + " |"
                 )
             lines.append("")
         apart = mine.filter((pl.col("agrees") == False) & (pl.col("stack") != REFERENCE))  # noqa: E712
         counted = mine.filter(pl.col("agrees").is_not_null() & (pl.col("stack") != REFERENCE))
+        spread = apart.filter(pl.col("overlaps") == True)  # noqa: E712
         lines.append(
-            f"✗: differs from Chromium beyond 15 % (or 10 ms of delay): {apart.height} of {counted.height} "
-            "comparisons of this case."
+            f"✗: the median differs from Chromium's beyond 15 % (or 10 ms of delay): {apart.height} of "
+            f"{counted.height} comparisons of this case; ~: of those, {spread.height} within the two "
+            "stacks' run-to-run ranges, which overlap."
         )
     if result.problems:
         lines += ["", "Runs kept although not fair measurements:", ""]

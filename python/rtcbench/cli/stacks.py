@@ -35,7 +35,13 @@ def stacks_cmd(
             "gstreamer, rtpgccbwe (GStreamer's own RTP stack and GCC).",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of every run (the model's draws, the browsers' clip).")] = 1,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Seed of the first run (the model's draws, the browsers' clip); the next runs count up."
+        ),
+    ] = 1,
+    runs: Annotated[int, typer.Option(help="Runs of each case on each stack (seeds SEED, SEED+1, ...).")] = 5,
     attempts: Annotated[
         int, typer.Option(help="Runs of a real-time case that was CPU-limited or missed its timing.")
     ] = 2,
@@ -43,25 +49,35 @@ def stacks_cmd(
     """One case, every stack: run each case on the simulator, on rtcbench's media agents over the
     emulated network, between Chromium peers, between Firefox peers and on GStreamer's encoder
     (all but the simulator as root, in real time), and compare each with Chromium phase by phase
-    (docs/stacks.md). The fixed three cases take about 30 minutes; it writes <out>/stacks.parquet,
+    (docs/stacks.md), each stack's median of --runs runs against Chromium's. The fixed three cases
+    take about 35 minutes a run (about 3 hours for five); it writes <out>/stacks.parquet,
     stacks-curves.parquet, a figure per case and stacks.md."""
     from rtcbench import stacks
     from rtcbench.calibrate import parse_case
     from rtcbench.plots import render
-    from rtcbench.results import write_bytes_atomic
+    from rtcbench.results import InputError, write_bytes_atomic
 
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     chosen = [parse_case(c) for c in cases] if cases else list(stacks.CASES)
     which = [stacks.stack(name) for name in stack_names] if stack_names else list(stacks.STACKS)
 
-    def told(case: Any, s: stacks.Stack, summary: dict[str, Any], ran: bool) -> None:
+    if runs < 1:
+        raise InputError(f"--runs must be at least 1, got {runs}")
+
+    def told(case: Any, s: stacks.Stack, run_seed: int, summary: dict[str, Any], ran: bool) -> None:
         how = "ran" if ran else "kept"
         problem = stacks.run_problem(s, summary)
-        line = f"{how}: {case.label()} · {s.name}" + (f" ({problem})" if problem else "")
+        line = f"{how}: {case.label()} · {s.name} · seed {run_seed}" + (f" ({problem})" if problem else "")
         err_console.print(escape(line), highlight=False)
 
     result = stacks.compare_stacks(
-        out, chosen, which, seed=seed, attempts=attempts, command=command, on_run=told
+        out,
+        chosen,
+        which,
+        seeds=tuple(range(seed, seed + runs)),
+        attempts=attempts,
+        command=command,
+        on_run=told,
     )
     written = []
     for case in result.curves.get_column("case").unique(maintain_order=True).to_list():
