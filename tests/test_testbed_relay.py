@@ -182,6 +182,44 @@ def test_a_frame_takes_the_links_delay_and_serialisation_and_no_less(tmp_path: P
     assert report.scheduling == "fifo" and report.departures == 20
 
 
+SEND_FOR = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    s.sendto(b"x" * 100, (sys.argv[1], 9000))
+    time.sleep(0.01)
+"""
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@needs_root
+def test_frames_before_go_do_not_keep_the_relay_busy(tmp_path: Path) -> None:
+    # Before `go` the relay waits for its start; frames a host sends meanwhile (its browser
+    # starting) stay in the relay's sockets. They made that wait a busy loop at real-time
+    # priority on the forwarding CPU, which starved a relay already running there: Firefox's
+    # runs side by side stalled 15-25 s, once per run, while the other one started.
+    v = variant(tmp_path, "relay-before-go", BULK_CUBIC)
+    with testbed.build(v) as bed:
+        r = relay.start(bed, v, seed=1, out_dir=tmp_path / "relay")
+        b = str(bed.topology.host("B").address.ip)
+        sender = bed.popen("A", [sys.executable, "-c", SEND_FOR, b, "1.5"])
+        time.sleep(0.3)
+        before = _cpu_s(r.process.pid)
+        time.sleep(1.0)
+        busy = _cpu_s(r.process.pid) - before
+        sender.wait(5)
+        r.go()
+        report = r.stop()
+    # Measured: 0.97 s of CPU in that second before the fix (a whole core), 0.00 after.
+    assert busy < 0.1, busy
+    assert report.scheduling == "fifo"
+
+
 def _allowed_cpus(pid: int, tid: int) -> str:
     status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
     return next(line.split()[1] for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
@@ -290,6 +328,8 @@ def test_an_overloaded_link_drops_what_its_queue_cannot_hold_and_says_so(tmp_pat
         report = r.stop()
     ab = report.links["ab"]
     sent = ab.packets_in
+    # The host took every frame as it came: no departure waited for room in a send buffer.
+    assert (report.send_waits, report.send_wait_max_ms, report.send_wait_total_s) == (0, 0.0, 0.0)
     # 3 Mbit/s into 2 Mbit/s for 2 s: a third is dropped, less the 50 ms the queue holds.
     assert ab.dropped == {"queue_full": pytest.approx(sent / 3, rel=0.1)}
     assert ab.packets_out + ab.dropped["queue_full"] == sent
@@ -410,3 +450,27 @@ def test_udp_background_takes_its_share_of_the_link_and_reaches_no_host(tmp_path
     # The echo shares the 4 Mbit/s link: at most one background packet ahead of it (2.4 ms).
     rtts = [float(x) for x in done.stdout.split()]
     assert min(rtts) >= 102.5 and statistics.median(rtts) < 106.0, rtts
+
+
+def test_a_relay_that_waited_for_room_in_a_send_buffer_says_so(tmp_path: Path) -> None:
+    # relay.json as the relay writes it for a run whose forwarding stopped on a full send buffer
+    # (Firefox's runs of seed000-5.2.8 stalled 18-23 s so; this is the line that names it).
+    report = {
+        "scheduling": "fifo", "cpu": 1, "keeping_up": False, "frames_in": 10, "frames_out": 10,
+        "lateness": {"departures": 10, "p50_us": 19.0, "p99_us": 18874000.0, "max_us": 18874000.0},
+        "refused": {"not_ipv4": 0, "no_host": 0, "no_route": 0}, "oversize": 0, "late_arrivals": 0,
+        "socket_drops": [0, 0], "records_lost": 0, "links": [], "elements": [], "wall_s": 240.0,
+        "cpu_s": 10.0, "forwarding_cpu_s": 9.0, "processed_until_us": 240_000_000,
+        "send_waits": [0, 19], "send_wait_max_ms": 1000.4, "send_wait_total_s": 19.2,
+    }  # fmt: skip
+    (tmp_path / "relay.json").write_text(json.dumps(report))
+    r = relay.RelayReport.read(tmp_path / "relay.json")
+    assert (r.send_waits, r.send_wait_max_ms, r.send_wait_total_s) == (19, 1000.4, 19.2)
+    assert "it waited for room in a full send buffer 19 times, up to 1000 ms, 19.2 s in all" in str(
+        r.warning()
+    )
+    # A report from before the relay counted its waits reads as none.
+    del report["send_waits"], report["send_wait_max_ms"], report["send_wait_total_s"]
+    (tmp_path / "relay.json").write_text(json.dumps(report))
+    old = relay.RelayReport.read(tmp_path / "relay.json")
+    assert old.send_waits == 0 and "send buffer" not in str(old.warning())

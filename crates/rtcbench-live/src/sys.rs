@@ -79,6 +79,14 @@ pub struct Received {
     pub truncated: bool,
 }
 
+/// Whether `PacketSocket::send_ipv4` found the socket's send buffer full, and then how long (ns)
+/// it waited for room: frames a host has not yet consumed count against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendWait {
+    None,
+    Waited(u64),
+}
+
 /// How long `PacketSocket::send_ipv4` waits for room in a full send buffer.
 const SEND_WAIT: Duration = Duration::from_secs(1);
 
@@ -172,16 +180,18 @@ impl PacketSocket {
     /// Sends an IPv4 packet to the host at the other end. A full send buffer is waited on, up to
     /// `SEND_WAIT`: the frame then leaves late, and the caller's lateness measure says by how
     /// much; after that the error is returned.
-    pub fn send_ipv4(&self, packet: &[u8]) -> io::Result<()> {
+    pub fn send_ipv4(&self, packet: &[u8]) -> io::Result<SendWait> {
         match self.try_send_ipv4(packet) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let asked = monotonic_ns();
                 let mut ready = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
                 let wait_ms = libc::c_int::try_from(SEND_WAIT.as_millis()).unwrap_or(libc::c_int::MAX);
                 // SAFETY: `ready` is one valid pollfd.
                 check(unsafe { libc::poll(&mut ready, 1, wait_ms) })?;
-                self.try_send_ipv4(packet)
+                self.try_send_ipv4(packet)?;
+                Ok(SendWait::Waited((monotonic_ns() - asked).max(0) as u64))
             }
-            other => other,
+            other => other.map(|()| SendWait::None),
         }
     }
 

@@ -111,6 +111,11 @@ class RelayReport:
     cpu: int | None = None
     """The CPU its forwarding thread was kept on, the namespaces' packet processing off it
     (`rtcbench.testbed.netns.relay_cpu`); None: it ran wherever the kernel put it."""
+    send_waits: int = 0
+    """Departures that found their interface's send buffer full and waited for room (frames a
+    host has not consumed yet count against the relay's socket); the forwarding stops meanwhile."""
+    send_wait_max_ms: float = 0.0
+    send_wait_total_s: float = 0.0
 
     @classmethod
     def read(cls, path: Path) -> RelayReport:
@@ -159,6 +164,9 @@ class RelayReport:
             forwarding_cpu_s=r["forwarding_cpu_s"],
             processed_until_s=r["processed_until_us"] / 1e6,
             cpu=r.get("cpu"),
+            send_waits=sum(r.get("send_waits", [])),
+            send_wait_max_ms=float(r.get("send_wait_max_ms", 0.0)),
+            send_wait_total_s=float(r.get("send_wait_total_s", 0.0)),
         )
 
     def warning(self) -> str | None:
@@ -166,12 +174,18 @@ class RelayReport:
         if not self.keeping_up:
             late = [e for e in self.elements if e.p99_us > LATENESS_GOAL_US]
             elements = "".join(f", {e.name}'s events by {e.p99_us:.0f} µs" for e in late)
+            waits = (
+                f"; it waited for room in a full send buffer {self.send_waits} times, up to "
+                f"{self.send_wait_max_ms:.0f} ms, {self.send_wait_total_s:.1f} s in all"
+                if self.send_waits
+                else ""
+            )
             return (
                 f"the relay could not keep up: departures late by {self.lateness_p99_us:.0f} µs at p99"
                 f"{elements} (goal {LATENESS_GOAL_US:.0f} µs; scheduling {self.scheduling}"
                 f"{'' if self.cpu is None else f' on CPU {self.cpu}'}; forwarding "
-                f"used {self.forwarding_cpu_s / max(self.wall_s, 1e-9):.0%} of a core); timing on this "
-                "path is not the scenario's"
+                f"used {self.forwarding_cpu_s / max(self.wall_s, 1e-9):.0%} of a core{waits}); timing on "
+                "this path is not the scenario's"
             )
         if any(self.socket_drops) or self.records_lost:
             return (

@@ -102,6 +102,12 @@ struct Report {
     late_arrivals: u64,
     /// Frames the kernel dropped at a full socket buffer, per interface.
     socket_drops: Vec<u32>,
+    /// Departures that found their interface's send buffer full (frames the host had not yet
+    /// consumed fill it) and waited for room, per interface, and the longest and total waits:
+    /// the forwarding stops while one waits, so these explain a run's worst lateness.
+    send_waits: Vec<u64>,
+    send_wait_max_ms: f64,
+    send_wait_total_s: f64,
     /// Capture or drop-log records lost because the writer fell behind.
     records_lost: u64,
     links: Vec<rtcbench_live::relay::LinkCounts>,
@@ -133,6 +139,13 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     let signals = Signals::new().map_err(io_context("signalfd"))?;
     let timer = Timer::new().map_err(io_context("timerfd"))?;
     let poll = Poll::new().map_err(io_context("epoll"))?;
+    // Before `go` the relay waits on its signals and stdin alone: a frame that reaches a socket
+    // then (a host's first packets while its browser starts) would keep a set with the sockets
+    // readable, and the wait a busy loop at real-time priority on the forwarding CPU, which
+    // starved a relay already running there for as long (18-25 s of a Firefox start-up).
+    let idle = Poll::new().map_err(io_context("epoll"))?;
+    idle.add(signals.as_raw_fd(), TOKEN_SIGNAL).map_err(io_context("epoll"))?;
+    idle.add(io::stdin().as_raw_fd(), TOKEN_STDIN).map_err(io_context("epoll"))?;
     poll.add(signals.as_raw_fd(), TOKEN_SIGNAL).map_err(io_context("epoll"))?;
     poll.add(timer.as_raw_fd(), TOKEN_TIMER).map_err(io_context("epoll"))?;
     poll.add(io::stdin().as_raw_fd(), TOKEN_STDIN).map_err(io_context("epoll"))?;
@@ -158,7 +171,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
 
     println!("ready");
     io::stdout().flush().map_err(io_context("stdout"))?;
-    let Some(t0) = wait_for_go(&poll)? else {
+    let Some(t0) = wait_for_go(&idle)? else {
         drop(records);
         finish_writer(writer)?;
         return Ok(());
@@ -192,6 +205,8 @@ fn run(config_path: &Path) -> Result<(), Failure> {
     let mut buf = vec![0u8; 65_536];
     let mut batch: Vec<(i128, usize, Vec<u8>)> = Vec::new();
     let mut wait = std::time::Duration::from_secs(1);
+    let (mut send_waits, mut send_wait_max_ns, mut send_wait_total_ns) =
+        (vec![0u64; sockets.len()], 0u64, 0u128);
     'run: loop {
         poll.wait(wait, &mut ready).map_err(io_context("epoll_wait"))?;
         relay.set_clock(to_instant(sys::monotonic_ns()));
@@ -264,9 +279,14 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         relay.set_clock(to_instant(sys::monotonic_ns()));
         relay.advance(to_instant(until));
         while let Some(d) = relay.poll_departure() {
-            sockets[d.to]
+            let waited = sockets[d.to]
                 .send_ipv4(d.frame.bytes())
                 .map_err(io_context(format!("sending on {}", cfg.interfaces[d.to].name)))?;
+            if let sys::SendWait::Waited(ns) = waited {
+                send_waits[d.to] += 1;
+                send_wait_max_ns = send_wait_max_ns.max(ns);
+                send_wait_total_ns += u128::from(ns);
+            }
             let sent = sys::monotonic_ns();
             lateness.record(sent - to_ns(d.due));
             frames_out += 1;
@@ -333,6 +353,9 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         oversize,
         late_arrivals: relay.late_arrivals,
         socket_drops: sockets.iter().map(|s| s.kernel_drops().unwrap_or(0)).collect(),
+        send_waits,
+        send_wait_max_ms: send_wait_max_ns as f64 / 1e6,
+        send_wait_total_s: send_wait_total_ns as f64 / 1e9,
         records_lost,
         links: relay.counts.clone(),
     };
@@ -343,7 +366,8 @@ fn run(config_path: &Path) -> Result<(), Failure> {
         .map_err(io_context("writing relay.json"))
 }
 
-/// Blocks until `go <t0>` (returns t0) or a stop (returns `None`).
+/// Blocks until `go <t0>` (returns t0) or a stop (returns `None`), on a `poll` that holds the
+/// signals and stdin only.
 fn wait_for_go(poll: &Poll) -> Result<Option<i128>, Failure> {
     let mut ready = Vec::new();
     loop {
