@@ -37,6 +37,7 @@ import polars as pl
 from rtcbench.browser.choice import CHROMIUM, FIREFOX
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce import (
+    _PERIOD_METRICS,
     BROWSER_JOBS,
     BROWSER_SEED,
     CONTROLLER,
@@ -276,8 +277,7 @@ def _periods(
         for flow in period["flows"]:
             if flow.get("kind") != "video":
                 continue
-            for metric, key, scale in (("send_rate_kbps", "mean_send_rate_bps", 1e-3),
-                                       ("qdelay_p95_ms", "qdelay_p95_ms", 1.0)):  # fmt: skip
+            for metric, key, scale in _PERIOD_METRICS:
                 f = None if flow.get(key) is None else float(flow[key]) * scale
                 c = chromium.get((label, flow["name"], float(span[0]), float(span[1]), metric))
                 sims = period_values(simulated, flow["name"], span, metric)
@@ -477,8 +477,7 @@ def markdown(result: FirefoxReproduction) -> str:
     lines.append("")
     for (table, source), t in result.rows.group_by(["table", "source"], maintain_order=True):
         lines += [f"## {source} (`{table}`)", ""]
-        header = "| | seed | Chromium 156 | " + " | ".join(f"Firefox, {d}" for d in degradations)
-        lines += [header + " | simulator |", "|---" * (3 + len(degradations)) + "|---|"]
+        lines += _header("", degradations)
         for key in dict.fromkeys(t.get_column("key").to_list()):
             per = {r["degradation"]: r for r in t.filter(pl.col("key") == key).iter_rows(named=True)}
             first = next(iter(per.values()))
@@ -490,26 +489,21 @@ def markdown(result: FirefoxReproduction) -> str:
                     cells.append("–")
                     continue
                 mark = "" if r["firefox_agrees_with_chromium"] is not False else " ≠"
-                cells.append(
-                    _num(r["firefox"]) + mark + ("" if r["firefox_fair"] is not False else " (invalid run)")
-                )
+                cells.append(_num(r["firefox"]) + mark + _invalid(r))
             lines.append(
                 f"| {first['label']}{unit} | {_num(first['seed'])} | {_num(first['chromium'])} | "
                 + " | ".join(cells)
                 + f" | {_num(first['simulated'])} |"
             )
-        lines += ["", "| finding | seed | Chromium 156 | " + " | ".join(f"Firefox, {d}" for d in degradations)
-                  + " | simulator |", "|---" * (3 + len(degradations)) + "|---|"]  # fmt: skip
+        lines += ["", *_header("finding", degradations)]
         fs = result.findings.filter(pl.col("table") == table)
         for text in dict.fromkeys(fs.get_column("finding").to_list()):
             per = {f["degradation"]: f for f in fs.filter(pl.col("finding") == text).iter_rows(named=True)}
             first = next(iter(per.values()))
             seed = "claimed" if first["seed"] is None else _yes(first["seed"])
             cells = [
-                "–" if d not in per else _yes(per[d]["firefox"]) + ("" if per[d]["firefox_fair"] is not False
-                                                                   else " (invalid run)")
-                for d in degradations
-            ]  # fmt: skip
+                "–" if d not in per else _yes(per[d]["firefox"]) + _invalid(per[d]) for d in degradations
+            ]
             lines.append(f"| {text} | {seed} | {_yes(first['chromium'])} | " + " | ".join(cells)
                          + f" | {_yes(first['simulated'])} |")  # fmt: skip
         lines.append("")
@@ -521,6 +515,17 @@ def markdown(result: FirefoxReproduction) -> str:
     if result.wall_s:
         lines += [f"Wall time of the runs made now: {result.wall_s / 60:.1f} min.", ""]
     return "\n".join(lines)
+
+
+def _header(first: str, degradations: Sequence[str]) -> list[str]:
+    """A seed table's (or its findings') header: the seed, Chromium, Firefox under each
+    degradation preference, the simulator."""
+    columns = [first, "seed", "Chromium 156", *(f"Firefox, {d}" for d in degradations), "simulator"]
+    return ["|" + "|".join(f" {c} " if c else " " for c in columns) + "|", "|---" * len(columns) + "|"]
+
+
+def _invalid(row: Mapping[str, Any]) -> str:
+    return " (invalid run)" if row["firefox_fair"] is False else ""
 
 
 def _spread(values: Sequence[float], unit: str = "") -> str:
