@@ -433,20 +433,28 @@ def period_row(
     }
 
 
-def _reject(folder: Path, out: Path) -> None:
-    """Moves a browser run that was not a fair measurement aside, where a reader can still see it."""
+def _set_aside(folder: Path, out: Path, suffix: str = "") -> Path:
+    """Where a run kept at `folder` (`<out>/<scenario>/<controller>/<key>/seed-N`) goes in
+    `<out>/rejected/`, with `suffix`: `<scenario>-<key>-<n><suffix>`, the first `n` not taken."""
     rejected = out / "rejected"
     rejected.mkdir(parents=True, exist_ok=True)
     n = 1
-    while (target := rejected / f"{folder.parent.parent.parent.name}-{folder.parent.name}-{n}").exists():
+    while (
+        target := rejected / f"{folder.parent.parent.parent.name}-{folder.parent.name}-{n}{suffix}"
+    ).exists():
         n += 1
-    shutil.move(folder, target)
+    return target
+
+
+def _reject(folder: Path, out: Path) -> None:
+    """Moves a browser run that was not a fair measurement aside, where a reader can still see it."""
+    shutil.move(folder, _set_aside(folder, out))
 
 
 def _failed_run(error: BaseException) -> bool:
     """Whether `error`, raised by a real-time run, is the testbed failing during that run, which
-    another attempt may not meet: the relay did not stop in time (its writer thread behind on a
-    saturated machine), a browser step timed out, the TURN server or the SFU died. A scenario the
+    another attempt may not meet: the relay did not stop in time, a browser step timed out, the
+    TURN server or the SFU died. A scenario the
     mode cannot run, or a machine without root, fails every attempt alike."""
     from rtcbench.browser.chromium import BrowserError
     from rtcbench.browser.sfu import SfuError
@@ -460,13 +468,9 @@ def _note_failure(job: _Job, out: Path, error: BaseException) -> Path:
     """Records a failed attempt of `job` in `<out>/rejected/`, beside the runs set aside, as a
     one-line text file named as they are (the attempt left no folder: a run is written whole or
     not at all)."""
-    rejected = out / "rejected"
-    rejected.mkdir(parents=True, exist_ok=True)
-    n = 1
-    name = f"{job.path.parent.parent.name}-{job.path.parent.name}"
-    while (target := rejected / f"{name}-{n}.failed.txt").exists():
-        n += 1
-    return write_bytes_atomic(target, f"{type(error).__name__}: {error}\n".encode())
+    return write_bytes_atomic(
+        _set_aside(job.path, out, ".failed.txt"), f"{type(error).__name__}: {error}\n".encode()
+    )
 
 
 def _attempt(job: _Job) -> dict[str, Any] | None:
