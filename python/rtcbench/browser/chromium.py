@@ -489,6 +489,17 @@ class Page:
         `BrowserError` naming the peer and `step` if it throws or the browser does not answer."""
         raise NotImplementedError
 
+    def start_sampling(self, interval_s: float) -> None:
+        """Samples `getStats()` of each of the page's connections every `interval_s`, from now
+        until the page's calls end (`rtcbench.close()`)."""
+        self.evaluate(f"rtcbench.start({round(interval_s * 1000)})", "start sampling")
+
+    def take_samples(self) -> list[dict[str, Any]]:
+        """The samples taken since the last call, oldest first: each its time (`t`, ms on the
+        wall clock), its connection's remote (`remote`) and the reports kept (`stats`)."""
+        samples: list[dict[str, Any]] = self.evaluate("rtcbench.take()", "collect the samples")
+        return samples
+
     def configure(
         self, ice_servers: list[dict[str, Any]], *, relay_only: bool = False, key: str | None = None
     ) -> None:
@@ -819,7 +830,7 @@ def sample_peers(
     usage read as often, under their names. The pages' connections stay open (`close` ends them)."""
     by_node = {p.node: p for p in peers}
     for peer in by_node.values():
-        peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
+        peer.start_sampling(SAMPLE_INTERVAL_S)
     servers = dict(servers or {})
     out = Samples({node: [] for node in by_node}, {name: [] for name in (*by_node, *servers)})
     start = time.monotonic()
@@ -834,7 +845,7 @@ def sample_peers(
         if now >= collect or now >= end:
             collect += collect_every_s
             for node, peer in by_node.items():
-                out.stats[node].extend(peer.evaluate("rtcbench.take()", "collect the samples"))
+                out.stats[node].extend(peer.take_samples())
         if now >= end:
             break
         tick = next_tick(tick, SAMPLE_INTERVAL_S, time.monotonic())

@@ -28,7 +28,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +159,37 @@ def _listen(bed: Testbed, node: str, process: subprocess.Popen[Any], timeout_s: 
             time.sleep(0.1)
 
 
+ESTIMATES_JS = """
+(() => {
+  // Firefox's parent process (system access): each open connection's bandwidth estimate, as
+  // about:webrtc shows it (WebrtcGlobalInformation's `bandwidthEstimations`, libwebrtc's
+  // Call::Stats::send_bandwidth_bps in bytes/s), with the SSRCs its sender sends on.
+  const S = globalThis.rtcbenchEstimates ??= {samples: [], timer: null};
+  S.start = intervalMs => {
+    clearInterval(S.timer);
+    S.timer = setInterval(() => {
+      const t = performance.timeOrigin + performance.now();
+      WebrtcGlobalInformation.getAllStats(({reports}) => {
+        for (const r of reports) {
+          const bw = (r.bandwidthEstimations ?? []).find(b => b.sendBandwidthBps != null);
+          const ssrcs = (r.outboundRtpStreamStats ?? []).map(o => o.ssrc);
+          if (!r.closed && bw && ssrcs.length) S.samples.push({t, ssrcs, bytes_per_s: bw.sendBandwidthBps});
+        }
+      });
+    }, intervalMs);
+    return true;
+  };
+  S.take = () => { const out = S.samples; S.samples = []; return out; };
+  return true;
+})()
+"""
+"""The sampler of Firefox's own bandwidth estimate, installed in its parent process: its
+`getStats()` has no `availableOutgoingBitrate`, but the browser's privileged statistics (what
+about:webrtc shows) carry the same number."""
+ESTIMATE_MAX_AGE_MS = 1000.0
+"""How old the parent process's estimate may be for a page's sample to take it."""
+
+
 @dataclass
 class Peer(Page):
     """One headless Firefox in a node's namespace, with one page that holds the calls."""
@@ -167,6 +198,10 @@ class Peer(Page):
     process: subprocess.Popen[Any]
     bidi: BiDi
     context: str = ""
+    chrome: str = ""
+    """The browser window's context in the parent process, where `ESTIMATES_JS` runs."""
+    estimates: list[dict[str, Any]] = field(default_factory=list)
+    """The parent process's estimates not yet older than every page sample taken."""
 
     @property
     def pid(self) -> int:
@@ -203,6 +238,9 @@ class Peer(Page):
             "--profile",
             str(profile),
             f"--remote-debugging-port={BIDI_PORT}",
+            # The parent process's scripts may be run (`ESTIMATES_JS`): the port is on the
+            # loopback of the node's own namespace, which only this process reaches.
+            "--remote-allow-system-access",
         ]
         with (work / "firefox.log").open("wb") as log:
             process = bed.popen(
@@ -261,11 +299,51 @@ class Peer(Page):
         self._command("browsingContext.navigate", params, "open the page")
         if clip:
             self.evaluate("rtcbench.useClip('clip.y4m')", "load the camera clip")
+        chrome = self._command("browsingContext.getTree", {"moz:scope": "chrome"}, "find the browser window")
+        self.chrome = chrome["contexts"][0]["context"]
+        self._evaluate_in(self.chrome, ESTIMATES_JS, "install the estimate sampler")
 
     def evaluate(self, expression: str, step: str, timeout_s: float = STEP_TIMEOUT_S) -> Any:
+        return self._evaluate_in(self.context, expression, step, timeout_s)
+
+    def start_sampling(self, interval_s: float) -> None:
+        super().start_sampling(interval_s)
+        self._evaluate_in(
+            self.chrome, f"rtcbenchEstimates.start({round(interval_s * 1000)})", "sample the estimates"
+        )
+
+    def take_samples(self) -> list[dict[str, Any]]:
+        """The page's samples (`Page.take_samples`), each with its connection's bandwidth
+        estimate from the parent process (`estimate_bps`, by the SSRC of each stream it sends)
+        where one at most `ESTIMATE_MAX_AGE_MS` older than the sample was taken."""
+        samples = super().take_samples()
+        self.estimates.extend(
+            self._evaluate_in(self.chrome, "rtcbenchEstimates.take()", "collect the estimates")
+        )
+        for sample in samples:
+            t = float(sample["t"])
+            sent = {
+                str(r["ssrc"]) for r in sample["stats"] if r.get("type") == "outbound-rtp" and "ssrc" in r
+            }
+            latest: dict[str, int] = {}
+            for e in self.estimates:  # oldest first: the last one taken before the sample wins
+                if t - ESTIMATE_MAX_AGE_MS <= float(e["t"]) <= t:
+                    for ssrc in sent.intersection(map(str, e["ssrcs"])):
+                        latest[ssrc] = round(float(e["bytes_per_s"]) * 8)
+            if latest:
+                sample["estimate_bps"] = latest
+        if samples:
+            # What no later sample can take is dropped: memory does not grow with the call.
+            last = float(samples[-1]["t"])
+            self.estimates = [e for e in self.estimates if float(e["t"]) >= last - ESTIMATE_MAX_AGE_MS]
+        return samples
+
+    def _evaluate_in(
+        self, context: str, expression: str, step: str, timeout_s: float = STEP_TIMEOUT_S
+    ) -> Any:
         # The value comes back as JSON text: one string, rather than BiDi's typed tree of it.
         wrapped = f"(async () => JSON.stringify((await ({expression})) ?? null))()"
-        params = {"expression": wrapped, "target": {"context": self.context}, "awaitPromise": True}
+        params = {"expression": wrapped, "target": {"context": context}, "awaitPromise": True}
         reply = self._command("script.evaluate", params, step, timeout_s)
         if reply.get("type") == "exception":
             text = reply.get("exceptionDetails", {}).get("text", "an exception")

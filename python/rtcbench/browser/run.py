@@ -351,7 +351,7 @@ class _Recorder:
 
     def collect(self) -> None:
         for node, peer in self.peers.items():
-            self.stats.setdefault(node, []).extend(peer.evaluate("rtcbench.take()", "collect the samples"))
+            self.stats.setdefault(node, []).extend(peer.take_samples())
 
     def describe(self, c: Connection, wait_s: float = DESCRIBE_WAIT_S) -> None:
         """Records what `c`'s pages negotiated and the candidate pair each selected. ICE may say
@@ -665,7 +665,7 @@ def browse(
             }
             peers = stack.enter_context(_peers(bed, conns, peers_dir, seed, browsers))
             for peer in peers.values():
-                peer.evaluate(f"rtcbench.start({round(SAMPLE_INTERVAL_S * 1000)})", "start sampling")
+                peer.start_sampling(SAMPLE_INTERVAL_S)
             t0 = r.go()
             t0_wall = time.time() - (time.monotonic() - t0)
             if traffic is not None:

@@ -31,8 +31,10 @@ its `remote-inbound-rtp` and its selected candidate pair's `availableOutgoingBit
 receiver's `inbound-rtp`. Counters are cumulative as the W3C webrtc-stats names them, converted to
 bits per second, seconds and snake case.
 
-**Controller.** GoogCC's target, as Chromium reports it (`availableOutgoingBitrate`), per sample,
-with the video encoder's `targetBitrate` beside it.
+**Controller.** GoogCC's target per sample, with the video encoder's `targetBitrate` beside it:
+Chromium's `availableOutgoingBitrate`; Firefox's, whose `getStats()` has no such member, from its
+parent process (libwebrtc's `send_bandwidth_bps`, as about:webrtc shows it), in the same column
+of the `stats` table.
 """
 
 from __future__ import annotations
@@ -649,6 +651,7 @@ def _stats(
             if not 0 <= t_us <= end_us:
                 continue
             reports = sample["stats"]
+            estimates = sample.get("estimate_bps") or {}
             pair = _selected_pair(reports)
             remote = {r.get("localId"): r for r in reports if r.get("type") == "remote-inbound-rtp"}
             for r in reports:
@@ -659,6 +662,9 @@ def _stats(
                         by_type["remote-inbound-rtp"] = remote[r["id"]]
                     row = {"t_us": t_us, "flow": s.flows[kind], "side": "sender"}
                     _take(row, _SENDER, by_type)
+                    if row.get("available_outgoing_bitrate_bps") is None:
+                        # Firefox's, from its parent process (`firefox.Peer.take_samples`).
+                        row["available_outgoing_bitrate_bps"] = estimates.get(str(r.get("ssrc")))
                     rows.append(row)
                 elif r.get("type") == "inbound-rtp" and (s := c.received_by(node)) and kind in s.flows:
                     row = {"t_us": t_us, "flow": s.flows[kind], "side": "receiver"}
