@@ -675,8 +675,9 @@ def _stats(
 
 
 def _controller(conns: Sequence[Connection], stats: pl.DataFrame) -> pl.DataFrame:
-    """GoogCC's target per sample of each call's sender (`availableOutgoingBitrate` of its
-    connection), with its video encoder's target beside it."""
+    """GoogCC's target per sample of each call's sender (`available_outgoing_bitrate_bps` of its
+    connection: Chromium's `availableOutgoingBitrate`, Firefox's parent-process estimate), with
+    its video encoder's target beside it."""
     call_of = {
         s.flows[k]: s.index for c in conns for s in c.streams for k in ("video", "audio") if k in s.flows
     }
