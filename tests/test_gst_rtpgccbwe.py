@@ -114,6 +114,20 @@ def test_what_the_rtp_stack_does_not_apply_is_said_per_call(tmp_path: Path) -> N
     ]
 
 
+def test_a_calls_jitter_buffer_settings_reach_the_rtp_stacks_plan_and_key_the_run(tmp_path: Path) -> None:
+    plain = _variant(tmp_path)
+    (call,) = call_plans(plain, 1)
+    assert "jitter_buffer" not in call.plan
+    settings = 'calls.0.jitter_buffer={ rtx_next_seqnum = false, rtx_min_delay = "20ms" }'
+    variant = _variant(tmp_path, [settings])
+    (call,) = call_plans(variant, 1)
+    assert call.plan["jitter_buffer"] == {"rtx_next_seqnum": False, "rtx_min_delay": "20ms"}
+    folder = runner.run_folder(tmp_path, variant, GSTREAMER_CC, 1, GSTREAMER)
+    assert folder != runner.run_folder(tmp_path, plain, GSTREAMER_CC, 1, GSTREAMER)
+    with pytest.raises(rtcbench.ScenarioError, match=r"calls\.0\.jitter_buffer.*needs NACK on"):
+        _variant(tmp_path, ["calls.0.nack=false", "calls.0.jitter_buffer={ rtx_next_seqnum = false }"])
+
+
 def _agent_config(tmp_path: Path, **changes: object) -> Path:
     (call,) = call_plans(_variant(tmp_path), 1)
     config = {

@@ -52,6 +52,7 @@ use rtcbench_live::process::{
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::receiver::VideoPacket;
+use rtcbench_rtp::call::JitterBuffer;
 use rtcbench_rtp::CallPlan;
 use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::ntp;
@@ -902,6 +903,17 @@ fn rtt_now(lsr: u32, dlsr: u32) -> Option<i64> {
     Some(ntp::compact_to_duration(rtt.max(0) as u32).as_micros())
 }
 
+/// Sets `rtpjitterbuffer`'s retransmission timing that the scenario's `jitter_buffer` gives.
+fn apply_jitter_buffer(buffer: &gst::Element, settings: &JitterBuffer) {
+    if let Some(on) = settings.rtx_next_seqnum {
+        buffer.set_property("rtx-next-seqnum", on);
+    }
+    if let Some(delay) = settings.rtx_min_delay {
+        // Validated at load: 0 to 10 s, so whole milliseconds fit a u32.
+        buffer.set_property("rtx-min-delay", u32::try_from(delay.as_millis()).unwrap_or(u32::MAX));
+    }
+}
+
 /// The receiving end: `rtpbin` with TWCC, NACK and RTX, and rtcbench's receive-side model as an
 /// instrument on the same packets.
 struct ReceiveStack {
@@ -942,11 +954,16 @@ impl ReceiveStack {
         };
         let rtpbin = rtpbin()?;
         if plan.nack {
-            // NACK for the video only, as browsers negotiate it (`rtcp-fb nack` on video).
+            // NACK for the video only, as browsers negotiate it (`rtcp-fb nack` on video), with
+            // the scenario's `jitter_buffer` settings where it gives them (GStreamer's otherwise).
             let video_ssrc = plan.ids.video_ssrc;
+            let settings = plan.jitter_buffer.unwrap_or_default();
             rtpbin.connect("new-jitterbuffer", false, move |args| {
                 if let (Ok(buffer), Ok(ssrc)) = (args[1].get::<gst::Element>(), args[3].get::<u32>()) {
                     buffer.set_property("do-retransmission", ssrc == video_ssrc);
+                    if ssrc == video_ssrc {
+                        apply_jitter_buffer(&buffer, &settings);
+                    }
                 }
                 None
             });
@@ -1201,6 +1218,22 @@ mod tests {
         bad[0] |= 0x20;
         *bad.last_mut().expect("a byte") = 200;
         assert!(parse_rtp(&bad).is_none());
+    }
+
+    #[test]
+    fn the_scenario_s_jitter_buffer_settings_reach_rtpjitterbuffer_and_others_keep_gstreamer_s() {
+        gst::init().expect("GStreamer");
+        let make = || gst::ElementFactory::make("rtpjitterbuffer").build().expect("rtpjitterbuffer");
+        let buffer = make();
+        let settings =
+            JitterBuffer { rtx_next_seqnum: Some(false), rtx_min_delay: Some(Duration::from_millis(20)) };
+        apply_jitter_buffer(&buffer, &settings);
+        assert!(!buffer.property::<bool>("rtx-next-seqnum"));
+        assert_eq!(buffer.property::<u32>("rtx-min-delay"), 20);
+        let untouched = make();
+        apply_jitter_buffer(&untouched, &JitterBuffer::default());
+        assert!(untouched.property::<bool>("rtx-next-seqnum"));
+        assert_eq!(untouched.property::<u32>("rtx-min-delay"), 0);
     }
 
     #[test]

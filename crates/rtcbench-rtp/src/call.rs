@@ -130,6 +130,24 @@ pub enum KeyframeRequest {
     Fir,
 }
 
+/// When the receiving jitter buffer of GStreamer's RTP stack (`rtpjitterbuffer`, which
+/// `--mode gstreamer --cc rtpgccbwe` runs) asks for a retransmission. Each field left out keeps
+/// GStreamer's own setting. rtcbench's receivers and the browsers' ask on a gap in the sequence
+/// numbers, as libwebrtc's `NackRequester` does, and have no such settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JitterBuffer {
+    /// `rtx-next-seqnum`: also ask for the packet after the newest one when it is later than
+    /// the packets' spacing and `rtx-delay` allow, with no gap seen (GStreamer's default: on).
+    /// Off, only a gap in the sequence numbers prompts a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtx_next_seqnum: Option<bool>,
+    /// `rtx-min-delay`: the least time to wait before a packet's first request (GStreamer's
+    /// default: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtx_min_delay: Option<Duration>,
+}
+
 /// How a call protects its video with FEC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -1695,6 +1713,7 @@ mod tests {
             fec,
             fec_rate: None,
             keyframe_request: KeyframeRequest::Pli,
+            jitter_buffer: None,
         }
     }
 

@@ -15,8 +15,8 @@ use rtcbench_wire::Ecn;
 use serde::{Deserialize, Serialize};
 
 use crate::call::{
-    audio_wire_rate, FecScheme, FeedbackMode, KeyframeRequest, Pause, Receiver, Sender, SenderParts,
-    StreamIds,
+    audio_wire_rate, FecScheme, FeedbackMode, JitterBuffer, KeyframeRequest, Pause, Receiver, Sender,
+    SenderParts, StreamIds,
 };
 
 /// One call, ready to build.
@@ -63,6 +63,10 @@ pub struct CallPlan {
     /// How the receiver asks for keyframes: PLI (as Chrome) or FIR.
     #[serde(default)]
     pub keyframe_request: KeyframeRequest,
+    /// GStreamer's RTP stack's receiving jitter buffer (the scenario's `jitter_buffer`); `None`:
+    /// GStreamer's own settings. Only `--mode gstreamer --cc rtpgccbwe` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_buffer: Option<JitterBuffer>,
 }
 
 /// The video source of a call (RFC 8593's model).
@@ -270,6 +274,10 @@ mod tests {
             fec: Some(FecScheme::Flexfec),
             fec_rate: Some(0.25),
             keyframe_request: KeyframeRequest::Fir,
+            jitter_buffer: Some(JitterBuffer {
+                rtx_next_seqnum: Some(false),
+                rtx_min_delay: Some(Duration::from_millis(20)),
+            }),
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CallPlan>(&json).unwrap(), plan);

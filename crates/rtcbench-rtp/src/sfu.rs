@@ -694,6 +694,7 @@ mod tests {
             fec: None,
             fec_rate: None,
             keyframe_request: KeyframeRequest::Pli,
+            jitter_buffer: None,
         }
     }
 

@@ -367,5 +367,6 @@ pub fn call_plan(
         fec: c.fec.as_ref().map_or(Some(FecScheme::Ulpfec), |f| f.get().scheme()),
         fec_rate: c.fec_rate,
         keyframe_request: c.keyframe_request.unwrap_or_default(),
+        jitter_buffer: c.jitter_buffer,
     }
 }

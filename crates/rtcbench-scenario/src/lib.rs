@@ -734,6 +734,14 @@ fn validate_call_settings(
             return err(format!("{p}.fec_rate"), "needs FEC on (`fec = false` for this call)".into());
         }
     }
+    if let Some(jb) = &c.jitter_buffer {
+        if c.nack == Some(false) {
+            return err(format!("{p}.jitter_buffer"), "needs NACK on (`nack = false` for this call)".into());
+        }
+        if let Some(d) = jb.rtx_min_delay {
+            within(origin, format!("{p}.jitter_buffer.rtx_min_delay"), d, Duration::ZERO, MAX_RTX_MIN_DELAY)?;
+        }
+    }
     Ok(())
 }
 
@@ -1669,6 +1677,31 @@ to = "B"
         let off = ["calls.0.fec=false".to_string(), "calls.0.fec_rate=0.2".to_string()];
         let e = load(MINIMAL, "my.toml", &off).unwrap_err();
         assert!(e.message.contains("needs FEC on"), "{e}");
+    }
+
+    #[test]
+    fn a_jitter_buffer_needs_nack_and_a_bounded_delay_and_keys_the_run() {
+        let plain = load(MINIMAL, "x", &[]).unwrap();
+        let sets =
+            ["calls.0.jitter_buffer={ rtx_next_seqnum = false, rtx_min_delay = \"20ms\" }".to_string()];
+        let set = load(MINIMAL, "x", &sets).unwrap();
+        let jb = set[0].spec.calls[0].jitter_buffer.unwrap();
+        assert_eq!(jb.rtx_next_seqnum, Some(false));
+        assert_eq!(jb.rtx_min_delay, Some(Duration::from_millis(20)));
+        assert_ne!(plain[0].fingerprint, set[0].fingerprint);
+        assert_eq!(plain[0].spec.calls[0].jitter_buffer, None);
+        let e = load(MINIMAL, "my.toml", &["calls.0.jitter_buffer={ rtx_min_delay = \"11s\" }".to_string()])
+            .unwrap_err();
+        assert!(e.to_string().contains("calls.0.jitter_buffer.rtx_min_delay"), "{e}");
+        let off = [
+            "calls.0.nack=false".to_string(),
+            "calls.0.jitter_buffer={ rtx_next_seqnum = false }".to_string(),
+        ];
+        let e = load(MINIMAL, "my.toml", &off).unwrap_err();
+        assert!(e.message.contains("needs NACK on"), "{e}");
+        let e = load(MINIMAL, "my.toml", &["calls.0.jitter_buffer={ rtx_delay = \"5ms\" }".to_string()])
+            .unwrap_err();
+        assert!(e.to_string().contains("rtx_delay"), "{e}");
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub const MAX_FEEDBACK_INTERVAL: Duration = MAX_DURATION;
 /// Audio packet intervals: from 1 ms (no codec packs less) to a second.
 pub const MIN_AUDIO_INTERVAL: Duration = Duration::from_millis(1);
 pub const MAX_AUDIO_INTERVAL: Duration = Duration::from_secs(1);
+/// Longest `jitter_buffer.rtx_min_delay`: 10 s, far beyond any jitter buffer's latency (a request
+/// that waits longer than the packet is kept is never sent).
+pub const MAX_RTX_MIN_DELAY: Duration = Duration::from_secs(10);
 /// Highest audio rate: 10 Mbit/s (multichannel studio audio is below 2 Mbit/s).
 pub const MAX_AUDIO_RATE: Bitrate = Bitrate::mbps(10);
 /// Most payload bytes of one audio packet (rate × `packet_interval`): a 1500-byte MTU less IPv4

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use rtcbench_rtp::call::{FecScheme, KeyframeRequest};
+use rtcbench_rtp::call::{FecScheme, JitterBuffer, KeyframeRequest};
 use rtcbench_units::{Bitrate, DataSize, Duration};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -792,6 +792,12 @@ pub struct CallSpec {
     /// or `"fir"` (RFC 5104). Default: `"pli"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyframe_request: Option<KeyframeRequest>,
+    /// When the receiving jitter buffer of GStreamer's RTP stack (`--mode gstreamer --cc
+    /// rtpgccbwe`) asks for retransmissions: `{ rtx_next_seqnum = false, rtx_min_delay = "20ms" }`,
+    /// `rtpjitterbuffer`'s properties of those names. Needs `nack` on. Default: GStreamer's own.
+    /// The other stacks' receivers ask on a gap in the sequence numbers and leave it unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_buffer: Option<JitterBuffer>,
 }
 
 impl CallSpec {
