@@ -169,6 +169,44 @@ def test_field_trials_key_a_browser_run_apart_and_run_nowhere_else(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
+def test_a_logged_browser_run_is_keyed_apart_and_runs_nowhere_else(tmp_path: Path) -> None:
+    # Logging costs the browsers CPU, so a logged run is another run than the same run unlogged;
+    # its identity and its summary say so. A mode that runs no browser refuses it before it runs.
+    (variant,) = resolve(str(_scenario(tmp_path)), [])
+    plain = runner.run_folder(tmp_path, variant, "gcc", 1, "browser")
+    logged = runner.run_folder(tmp_path, variant, "gcc", 1, "browser", Browsers(log=True))
+    assert logged != plain and logged.parent.parent == plain.parent.parent
+    assert runner._identity(variant, "gcc", "browser", Browsers(log=True))["browser_log"] is True
+    assert "browser_log" not in runner._identity(variant, "gcc", "browser")
+    for mode in ("simulate", "emulate", "gstreamer"):
+        refused = f"--browser-log .* applies to --mode browser, not --mode {mode}"
+        with pytest.raises(InputError, match=refused):
+            rtcbench.run(_scenario(tmp_path), "gcc", out=tmp_path / "out", mode=mode, browser_log=True)
+    assert not (tmp_path / "out").exists()
+
+
+@needs_testbed
+def test_a_logging_chromium_writes_its_webrtc_log_and_a_quiet_one_does_not(tmp_path: Path) -> None:
+    # `--browser-log` reaches Chromium's command line, and its webrtc sources then log at
+    # verbosity 1 into the peer's chromium.log; a peer started without it logs none of that.
+    (variant,) = resolve(str(_scenario(tmp_path)), [])
+
+    def command_line(peer: chromium.Peer) -> list[str]:
+        return Path(f"/proc/{peer.browser.process.pid}/cmdline").read_bytes().decode().split("\0")
+
+    def webrtc_lines(work: Path) -> list[str]:
+        text = (work / "chromium.log").read_text(errors="replace")
+        return [line for line in text.splitlines() if ":VERBOSE1:" in line and "/webrtc/" in line]
+
+    with testbed.build(variant) as bed:
+        with chromium.Peer.start(bed, "A", tmp_path / "A", log=True) as peer:
+            assert set(chromium.LOG_FLAGS) <= set(command_line(peer))
+        with chromium.Peer.start(bed, "B", tmp_path / "B") as peer:
+            assert not set(chromium.LOG_FLAGS) & set(command_line(peer))
+    assert webrtc_lines(tmp_path / "A")
+    assert not webrtc_lines(tmp_path / "B")
+
+
 @needs_testbed
 def test_a_peer_starts_chromium_with_the_field_trials_it_is_given(tmp_path: Path) -> None:
     # The trials reach the browser's own command line, in every process it starts from it; a peer

@@ -225,6 +225,10 @@ def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
             "--browser chooses a browser run's peers: it applies to --mode browser, not --mode simulate",
         ),
         (
+            ("run", "rfc8867-5.1", "--mode", "emulate", "--browser-log"),
+            "--browser-log writes the browsers' own logs: it applies to --mode browser, not --mode emulate",
+        ),
+        (
             ("run", "rfc8867-5.1", "--mode", "browser", "--browser", "safari"),
             "--browser must be chromium or firefox, or NODE=chromium|firefox items",
         ),

@@ -89,6 +89,7 @@ def test_browser_choice_takes_a_default_and_nodes_and_refuses_the_rest() -> None
         Browsers.parse("firefox,chromium")
     # Field trials are Chromium's: refused where no peer is Chromium.
     assert Browsers.parse("A=firefox", "WebRTC-Foo/On/").field_trials == "WebRTC-Foo/On/"
+    assert Browsers.parse("firefox", log=True) == Browsers("firefox", log=True)
     with pytest.raises(InputError, match="starts no Chromium"):
         Browsers.parse("firefox", "WebRTC-Foo/On/")
 
@@ -157,6 +158,9 @@ def test_the_line_under_a_run_names_each_browser_and_its_nodes() -> None:
         "Chromium 156.0 (B) and Firefox 153.7.0esr (A)"
     )
     assert _browsers({"calls": {}, "chromium": "156.0"}) == "Chromium 156.0"  # before Firefox
+    assert _browsers({**info, "browsers": {"A": "firefox"}, "browser_log": True}) == (
+        "Firefox 153.7.0esr, writing their libwebrtc logs"
+    )
 
 
 def _left_behind(work: Path) -> list[int]:
@@ -232,6 +236,23 @@ def test_a_firefox_call_crosses_an_emulated_megabit_and_leaves_nothing(tmp_path:
         run.path.glob("browser/peers/*/clip.y4m")
     )
     assert (run.path / "browser/peers/A/firefox.log").exists()
+
+
+@needs_firefox
+def test_a_logging_firefox_is_given_its_webrtc_log_and_a_quiet_one_is_not(tmp_path: Path) -> None:
+    # `--browser-log` reaches Firefox as MOZ_LOG in its environment (its libwebrtc then logs into
+    # the peer's firefox.log once a call runs); a peer started without it is not given one.
+    (variant,) = resolve(str(_scenario(tmp_path, ("A", "B"))), [])
+
+    def environment(peer: firefox.Peer) -> dict[str, str]:
+        pairs = Path(f"/proc/{peer.pid}/environ").read_bytes().decode(errors="replace").split("\0")
+        return dict(p.split("=", 1) for p in pairs if "=" in p)
+
+    with testbed.build(variant) as bed:
+        with firefox.Peer.start(bed, "A", tmp_path / "A", log=True) as peer:
+            assert firefox.LOG_ENV.items() <= environment(peer).items()
+        with firefox.Peer.start(bed, "B", tmp_path / "B") as peer:
+            assert environment(peer).get("MOZ_LOG") == os.environ.get("MOZ_LOG")
 
 
 @needs_firefox

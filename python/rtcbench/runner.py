@@ -121,8 +121,8 @@ def _identity(
     variant: Variant, controller: str | UserController, mode: str = SIMULATE, browsers: Browsers | None = None
 ) -> dict[str, Any]:
     """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`): a
-    browser run also by the browsers that ran it, their versions (`Browsers.describe`) and the
-    field trials its Chromium peers forced, if any."""
+    browser run also by the browsers that ran it, their versions (`Browsers.describe`), the
+    field trials its Chromium peers forced, if any, and whether they wrote their logs."""
     cc = controller_identity(controller)
     identity = {
         "key": "",
@@ -137,6 +137,10 @@ def _identity(
         if browsers.field_trials:
             identity["field_trials"] = browsers.field_trials
             runtime = f"{runtime or ''} field-trials={browsers.field_trials}"
+        if browsers.log:
+            # Logging costs the browsers some CPU: a logged run is another run.
+            identity["browser_log"] = True
+            runtime = f"{runtime or ''} browser-log"
     elif mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
 
@@ -194,24 +198,27 @@ def check_mode(mode: str) -> None:
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
-def check_browsers(browser: str, trials: str, mode: str) -> Browsers | None:
+def check_browsers(browser: str, trials: str, mode: str, log: bool = False) -> Browsers | None:
     """The browsers of a browser run (`--browser`, `Browsers.parse`) with the field trials its
     Chromium peers force (`--field-trials`, in the form Chromium's `--force-fieldtrials` takes:
-    `chromium.field_trials`); None for a mode that runs no browser. `InputError` for a value
-    that is not one, and for either option given to a mode that runs no browser."""
+    `chromium.field_trials`) and whether they write their libwebrtc's logs (`--browser-log`);
+    None for a mode that runs no browser. `InputError` for a value that is not one, and for any
+    of these options given to a mode that runs no browser."""
     if mode != BROWSER:
         only = f"it applies to --mode browser, not --mode {mode}"
         if trials:
             raise InputError(f"--field-trials sets Chromium's field trials: {only}")
         if browser not in ("", CHROMIUM):
             raise InputError(f"--browser chooses a browser run's peers: {only}")
+        if log:
+            raise InputError(f"--browser-log writes the browsers' own logs: {only}")
         return None
     if trials:
         # Imported here, as the testbed is (chromium's module starts browsers in namespaces).
         from rtcbench.browser.chromium import field_trials
 
         trials = field_trials(trials)
-    return Browsers.parse(browser, trials)
+    return Browsers.parse(browser, trials, log)
 
 
 class RunResult:
@@ -374,6 +381,7 @@ def run_variant(
     mode: str = SIMULATE,
     field_trials: str = "",
     browser: str = CHROMIUM,
+    browser_log: bool = False,
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
     trace is written while the run goes, so a run of any length takes bounded memory. Without
@@ -392,14 +400,16 @@ def run_variant(
     controller `gcc`: the browsers' own), with two tables more (`stats`, `usage`); `browser`
     chooses the peers' browsers (`chromium`, `firefox`, or per node: `firefox,B=chromium`;
     `Browsers.parse`) and `field_trials` forces Chromium field trials in every Chromium peer
-    (`Trial/Group/` pairs, as Chromium's `--force-fieldtrials` takes them: docs/browser.md); the
-    run is keyed by both. `mode="gstreamer"` is an emulated run whose senders encode real video
-    with GStreamer, the controller setting the encoder's target (docs/gstreamer.md); it is keyed
-    by GStreamer's version.
+    (`Trial/Group/` pairs, as Chromium's `--force-fieldtrials` takes them: docs/browser.md);
+    `browser_log` has every browser write its libwebrtc's log into its peer's folder
+    (docs/browser.md, "The browsers' own logs"); the run is keyed by all three.
+    `mode="gstreamer"` is an emulated run whose senders encode real video with GStreamer, the
+    controller setting the encoder's target (docs/gstreamer.md); it is keyed by GStreamer's
+    version.
     """
     check_seed(seed)
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode)
+    browsers = check_browsers(browser, field_trials, mode, browser_log)
     check_gstreamer_cc(controller, mode)
     if mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
@@ -629,6 +639,7 @@ def run(
     mode: str = SIMULATE,
     field_trials: str = "",
     browser: str = CHROMIUM,
+    browser_log: bool = False,
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -642,7 +653,7 @@ def run(
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode)
+    browsers = check_browsers(browser, field_trials, mode, browser_log)
     if isinstance(controller, str):
         controller = resolve_controller(controller)
     pcap = Path(pcap) if pcap is not None else None
@@ -666,6 +677,7 @@ def run(
             mode=mode,
             field_trials=browsers.field_trials if browsers is not None else "",
             browser=browser,
+            browser_log=browser_log,
         )
         for v in variants
     ]

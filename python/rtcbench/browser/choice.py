@@ -1,6 +1,7 @@
-"""Which browser each peer of a browser run is (`--browser`), and the Chromium field trials its
-Chromium peers force (`--field-trials`): what `rtcbench.runner` keys a browser run by, and
-`rtcbench.browser.run` starts. Light on purpose: the runner reads it before any testbed exists.
+"""Which browser each peer of a browser run is (`--browser`), the Chromium field trials its
+Chromium peers force (`--field-trials`) and whether the browsers write their libwebrtc's log
+(`--browser-log`): what `rtcbench.runner` keys a browser run by, and `rtcbench.browser.run`
+starts. Light on purpose: the runner reads it before any testbed exists.
 
     Browsers.parse("firefox")                  # every peer Firefox
     Browsers.parse("firefox,B=chromium")       # Firefox, but node B Chromium
@@ -28,15 +29,18 @@ _NODE = re.compile(r"[A-Za-z0-9_.-]+")
 @dataclass(frozen=True)
 class Browsers:
     """The browser of every peer: `default`, but the one `nodes` names for a node named there
-    (only where it differs from `default`, so one choice has one form); and the field trials
-    (`chromium.field_trials`'s form, "" for none) every Chromium peer forces."""
+    (only where it differs from `default`, so one choice has one form); the field trials
+    (`chromium.field_trials`'s form, "" for none) every Chromium peer forces; and whether every
+    peer writes its libwebrtc's log into its browser's log file (`log`: docs/browser.md, "The
+    browsers' own logs")."""
 
     default: str = CHROMIUM
     nodes: tuple[tuple[str, str], ...] = ()
     field_trials: str = ""
+    log: bool = False
 
     @classmethod
-    def parse(cls, text: str, field_trials: str = "") -> Browsers:
+    def parse(cls, text: str, field_trials: str = "", log: bool = False) -> Browsers:
         """`--browser`'s value: comma-separated items, each a browser (the default for every
         node, at most once) or `NODE=BROWSER`. `InputError`, one line naming `--browser` and the
         allowed values, for anything else; and for field trials where no peer is Chromium."""
@@ -56,7 +60,7 @@ class Browsers:
         if defaults > 1:
             raise InputError(f"--browser names the default browser more than once; got {text!r}")
         kept = tuple(sorted((n, b) for n, b in nodes.items() if b != default))
-        browsers = cls(default, kept, field_trials)
+        browsers = cls(default, kept, field_trials, log)
         if field_trials and not browsers.uses(CHROMIUM):
             raise InputError(
                 f"--field-trials sets Chromium's field trials, and --browser {text} starts no Chromium"

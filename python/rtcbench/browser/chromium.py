@@ -77,6 +77,13 @@ _FLAGS = (
     "--disable-features=WebRtcHideLocalIpsWithMdns",
 )
 
+LOG_FLAGS = ("--enable-logging=stderr", "--vmodule=*/webrtc/*=1")
+"""What makes Chromium write its libwebrtc's log to stderr, and so to the peer's `chromium.log`
+(`--browser-log`): the messages libwebrtc logs at `LS_INFO` and up, which Chromium's logging
+shows at verbosity 1 for its `webrtc` sources. Among them are GoogCC's estimate at each update
+(`goog_cc_network_control.cc`), the pacer's rate and padding budget (`pacing_controller.cc`),
+probe results and the loss-based estimator's holds. About 100 lines a second of call."""
+
 _TRIAL_PART = re.compile(r"\*?[A-Za-z0-9][A-Za-z0-9_.:,=+|-]*")
 """A trial's name (a leading `*` activates it) or its group: no slash, space or quote. Group
 strings carry parameters after a colon (libwebrtc's `QueueSize:350,MinBitrate:30000`)."""
@@ -534,11 +541,18 @@ class Peer(Page):
     @classmethod
     @contextlib.contextmanager
     def start(
-        cls, bed: Testbed, node: str, work: Path, clip: Path | None = None, trials: str = ""
+        cls,
+        bed: Testbed,
+        node: str,
+        work: Path,
+        clip: Path | None = None,
+        trials: str = "",
+        log: bool = False,
     ) -> Iterator[Peer]:
         """Starts the browser in `node`'s namespace with its profile and page under `work`, `clip`
-        as its camera and `trials` (checked by `field_trials`) forced; closes it (killing it if
-        need be) when the block ends."""
+        as its camera and `trials` (checked by `field_trials`) forced, writing its libwebrtc's
+        log into `work`'s `chromium.log` if `log` (`LOG_FLAGS`); closes it (killing it if need
+        be) when the block ends."""
         work.mkdir(parents=True, exist_ok=True)
         page = work / "peer.html"
         page.write_text(PAGE_HTML)
@@ -547,13 +561,15 @@ class Peer(Page):
             flags.append(f"--use-file-for-fake-video-capture={clip}")
         if trials:
             flags.append(f"--force-fieldtrials={trials}")
-        log = (work / "chromium.log").open("wb")
+        if log:
+            flags.extend(LOG_FLAGS)
+        stderr = (work / "chromium.log").open("wb")
         try:
             browser = devtools.launch(
-                [*flags, "about:blank"], popen=lambda args, **kw: bed.popen(node, args, **kw), stderr=log
+                [*flags, "about:blank"], popen=lambda args, **kw: bed.popen(node, args, **kw), stderr=stderr
             )
         except FileNotFoundError as e:
-            log.close()
+            stderr.close()
             raise BrowserError(f"peer {node}: {e}") from None
         try:
             peer = cls(node, browser, "")
@@ -561,7 +577,7 @@ class Peer(Page):
             yield peer
         finally:
             browser.close()
-            log.close()
+            stderr.close()
 
     def _open(self, page: Path) -> str:
         d = self.browser.devtools

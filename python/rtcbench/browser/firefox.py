@@ -46,6 +46,10 @@ FIREFOX = "firefox-esr"
 """The browser's executable (Debian's `firefox-esr`, installed by `scripts/install-firefox.sh`)."""
 BIDI_PORT = 9222
 """The port Firefox's WebDriver BiDi listens on, on the loopback of its node's namespace."""
+LOG_ENV = {"MOZ_LOG": "timestamp,webrtc_trace:4"}
+"""What makes Firefox write its libwebrtc's log to its output, and so to the peer's `firefox.log`
+(`--browser-log`): libwebrtc's messages at `LS_INFO` and up, timestamped, among them probe
+results, the loss-based estimator's holds and each stream's send statistics at its end."""
 START_TIMEOUT_S = 30.0
 """How long Firefox may take to listen for WebDriver BiDi."""
 CLOSE_TIMEOUT_S = 1.0
@@ -210,11 +214,18 @@ class Peer(Page):
     @classmethod
     @contextlib.contextmanager
     def start(
-        cls, bed: Testbed, node: str, work: Path, clip: Path | None = None, video: VideoSettings | None = None
+        cls,
+        bed: Testbed,
+        node: str,
+        work: Path,
+        clip: Path | None = None,
+        video: VideoSettings | None = None,
+        log: bool = False,
     ) -> Iterator[Peer]:
         """Starts Firefox in `node`'s namespace with its profile and page under `work`, playing
-        `clip` as its camera, its encoder set as `video` asks (`preferences`); closes it
-        (killing it if need be) when the block ends."""
+        `clip` as its camera, its encoder set as `video` asks (`preferences`), writing its
+        libwebrtc's log into `work`'s `firefox.log` if `log` (`LOG_ENV`); closes it (killing it if
+        need be) when the block ends."""
         exe = firefox()
         if exe is None:
             raise BrowserError(f"peer {node}: {FIREFOX} is not installed (make firefox)")
@@ -242,15 +253,15 @@ class Peer(Page):
             # loopback of the node's own namespace, which only this process reaches.
             "--remote-allow-system-access",
         ]
-        with (work / "firefox.log").open("wb") as log:
+        with (work / "firefox.log").open("wb") as output:
             process = bed.popen(
                 node,
                 [*args, "about:blank"],
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1"},
+                env={**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1", **(LOG_ENV if log else {})},
             )
         try:
             sock = _listen(bed, node, process, START_TIMEOUT_S)

@@ -528,7 +528,8 @@ def _peers(
     bed: Testbed, conns: Sequence[Connection], work: Path, seed: int, browsers: Browsers
 ) -> Iterator[dict[str, Page]]:
     """A browser in every node that sends or receives a call (not an SFU's), Chromium or Firefox
-    as `browsers` says, with its camera clip; Chromium peers force `browsers.field_trials`."""
+    as `browsers` says, with its camera clip; Chromium peers force `browsers.field_trials`, and
+    every peer writes its libwebrtc's log if `browsers.log`."""
     clips = work / "clips"
     clips.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -537,11 +538,12 @@ def _peers(
             sent = [s for c in conns for s in c.streams if s.src == node]
             clip = _clip_for(sent, clips, seed)
             if browsers.at(node) == FIREFOX:
-                start = firefox.Peer.start(bed, node, work / node, clip, firefox_video(node, sent))
+                video = firefox_video(node, sent)
+                start = firefox.Peer.start(bed, node, work / node, clip, video, browsers.log)
                 peers[node] = stack.enter_context(start)
             else:
                 peers[node] = stack.enter_context(
-                    Peer.start(bed, node, work / node, clip, browsers.field_trials)
+                    Peer.start(bed, node, work / node, clip, browsers.field_trials, browsers.log)
                 )
         yield peers
 
@@ -712,6 +714,7 @@ def browse(
         **browsers.versions(),
         "browsers": {node: browsers.at(node) for node in peer_nodes(conns)},
         "field_trials": browsers.field_trials or None,
+        "browser_log": browsers.log,
         "failure": rec.failure,
         "calls": {
             s.name: {

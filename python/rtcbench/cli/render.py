@@ -149,7 +149,8 @@ def _fairness_lines(s: dict[str, Any]) -> list[str]:
 
 def _browsers(info: dict[str, Any]) -> str:
     """`Chromium <version>` (or `Firefox <version>`, or both with the nodes of each), the field
-    trials Chromium forced and each call's set-up time, for the line under a browser run."""
+    trials Chromium forced, whether the browsers logged, and each call's set-up time, for the
+    line under a browser run."""
     setups = [
         f"{name} {setup['connected']:.2f} s"
         for name, call in info["calls"].items()
@@ -157,6 +158,8 @@ def _browsers(info: dict[str, Any]) -> str:
     ]
     joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
     trials = f" with field trials {info['field_trials']}" if info.get("field_trials") else ""
+    if info.get("browser_log"):
+        trials += ", writing their libwebrtc logs"
     # Runs from before Firefox peers record no `browsers`: all of them were Chromium.
     at = info.get("browsers") or {}
     names = {"chromium": "Chromium", "firefox": "Firefox"}

@@ -105,6 +105,14 @@ def run_cmd(
             "firefox,B=chromium (Firefox but node B Chromium); it keys the run."
         ),
     ] = "chromium",
+    browser_log: Annotated[
+        bool,
+        typer.Option(
+            "--browser-log",
+            help="With --mode browser: every browser writes its libwebrtc's log (GoogCC's estimates, "
+            "the pacer's padding, probes) into its peer's folder; it keys the run.",
+        ),
+    ] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only each run's results folder, one a line.")
     ] = False,
@@ -125,7 +133,7 @@ def run_cmd(
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names = _controller_list(cc)
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode)
+    browsers = check_browsers(browser, field_trials, mode, browser_log)
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
     if quiet and as_json:
@@ -158,6 +166,7 @@ def run_cmd(
                 mode=mode,
                 field_trials=browsers.field_trials if browsers is not None else "",
                 browser=browser,
+                browser_log=browser_log,
             )
             for name in names
         )
