@@ -158,8 +158,7 @@ def _browsers(info: dict[str, Any]) -> str:
     ]
     joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
     trials = f" with field trials {info['field_trials']}" if info.get("field_trials") else ""
-    if info.get("browser_log"):
-        trials += ", writing their libwebrtc logs"
+    logged = ", writing their libwebrtc logs" if info.get("browser_log") else ""
     # Runs from before Firefox peers record no `browsers`: all of them were Chromium.
     at = info.get("browsers") or {}
     names = {"chromium": "Chromium", "firefox": "Firefox"}
@@ -169,7 +168,7 @@ def _browsers(info: dict[str, Any]) -> str:
         + (f" ({', '.join(n for n, x in sorted(at.items()) if x == b)})" if len(used) > 1 else "")
         for b in used
     ]
-    return f"{' and '.join(ran)}{trials}{joined}"
+    return f"{' and '.join(ran)}{trials}{logged}{joined}"
 
 
 def _wifi_table(nodes: list[dict[str, Any]]) -> Table:
