@@ -238,21 +238,23 @@ def test_a_firefox_call_crosses_an_emulated_megabit_and_leaves_nothing(tmp_path:
     assert (run.path / "browser/peers/A/firefox.log").exists()
 
 
+def test_only_a_logging_firefox_is_given_moz_log() -> None:
+    # A peer started without `--browser-log` gets this process's MOZ_LOG (none, unless the user
+    # set one), never rtcbench's.
+    assert firefox.LOG_ENV.items() <= firefox.environment(True).items()
+    assert firefox.environment(False).get("MOZ_LOG") == os.environ.get("MOZ_LOG")
+    assert firefox.environment(False)["MOZ_CRASHREPORTER_DISABLE"] == "1"
+
+
 @needs_firefox
-def test_a_logging_firefox_is_given_its_webrtc_log_and_a_quiet_one_is_not(tmp_path: Path) -> None:
-    # `--browser-log` reaches Firefox as MOZ_LOG in its environment (its libwebrtc then logs into
-    # the peer's firefox.log once a call runs); a peer started without it is not given one.
+def test_a_logging_firefox_is_started_with_moz_log(tmp_path: Path) -> None:
+    # `--browser-log` reaches the Firefox process in its namespace as MOZ_LOG (its libwebrtc
+    # then logs into the peer's firefox.log once a call runs).
     (variant,) = resolve(str(_scenario(tmp_path, ("A", "B"))), [])
-
-    def environment(peer: firefox.Peer) -> dict[str, str]:
+    with testbed.build(variant) as bed, firefox.Peer.start(bed, "A", tmp_path / "A", log=True) as peer:
         pairs = Path(f"/proc/{peer.pid}/environ").read_bytes().decode(errors="replace").split("\0")
-        return dict(p.split("=", 1) for p in pairs if "=" in p)
-
-    with testbed.build(variant) as bed:
-        with firefox.Peer.start(bed, "A", tmp_path / "A", log=True) as peer:
-            assert firefox.LOG_ENV.items() <= environment(peer).items()
-        with firefox.Peer.start(bed, "B", tmp_path / "B") as peer:
-            assert environment(peer).get("MOZ_LOG") == os.environ.get("MOZ_LOG")
+        environment = dict(p.split("=", 1) for p in pairs if "=" in p)
+        assert firefox.LOG_ENV.items() <= environment.items()
 
 
 @needs_firefox

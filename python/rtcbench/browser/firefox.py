@@ -97,6 +97,12 @@ def firefox_version() -> str | None:
     return devtools.version_of(firefox(), "Firefox")
 
 
+def environment(log: bool) -> dict[str, str]:
+    """Firefox's environment: this process's, without the crash reporter, and with `LOG_ENV` if
+    `log`."""
+    return {**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1", **(LOG_ENV if log else {})}
+
+
 def preferences(video: VideoSettings | None) -> dict[str, bool | int | str]:
     """`PREFS`, with what a call's `video` asks of the encoder where Chromium reads it from the
     session description (`x-google-*-bitrate`, which Firefox ignores): Firefox's
@@ -261,7 +267,7 @@ class Peer(Page):
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1", **(LOG_ENV if log else {})},
+                env=environment(log),
             )
         try:
             sock = _listen(bed, node, process, START_TIMEOUT_S)
