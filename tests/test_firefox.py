@@ -37,6 +37,9 @@ MISSING = (
 )
 needs_firefox = pytest.mark.skipif(MISSING is not None, reason=f"runs browsers in namespaces: {MISSING}")
 
+LINK_BPS = 1_000_000
+"""Each direction's capacity in `LINKS`."""
+
 LINKS = """
 id = "firefox-calls"
 duration = "20s"
@@ -276,14 +279,17 @@ def test_firefox_and_chromium_call_each_other(tmp_path: Path) -> None:
     assert set(controller.get_column("call")) == {0, 1}
     late = controller.filter(pl.col("t_us") >= 10_000_000)
     for call, name in ((0, "call0.video"), (1, "call1.video")):
-        # Near or above what crossed the link (0.85: a rate may overshoot its target), and at
-        # most about 1.5 times it: GoogCC's delay-based rate stops rising at 1.5 times the
-        # acknowledged rate plus 10 kbit/s (libwebrtc's AimdRateControl) while the encoder sends
-        # less than it allows (Firefox: 801 against 539 kbit/s).
+        # Near or above what crossed the link (0.85: a rate may overshoot its target), and no
+        # more than the link carries. While the encoder sends less than the target, GoogCC's
+        # delay-based rate rises only to 1.5 times the acknowledged rate plus 10 kbit/s
+        # (libwebrtc's AimdRateControl; Firefox: 801 against 539 kbit/s), but a probe's result
+        # above that is kept as it is: one run's Firefox held its first probe's 920 kbit/s from
+        # 2 s to the end while sending 538. A probe measures the link, within its error (10 %:
+        # Chromium's first probes here read up to 1.08 Mbit/s).
         target = late.filter(pl.col("call") == call).get_column("target_bps")
         assert target.len() >= 15, (call, target)
         rate = _rate_after(run, name, 10.0)
-        assert 0.85 * rate <= target.median() <= 1.6 * rate + 50_000, (call, rate, target.median())
+        assert 0.85 * rate <= target.median() <= 1.1 * LINK_BPS, (call, rate, target.median())
 
 
 @needs_firefox

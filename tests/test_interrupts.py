@@ -128,9 +128,19 @@ def assert_clean(out: Path) -> None:
     assert partial == [], f"partial runs left: {partial}"
 
 
+def running(out: Path) -> int:
+    """How many runs are going under `out` (their temporary folders). A folder may be renamed or
+    removed while the walk reads it (a run moving into place): that walk counts as none, and the
+    caller polls again."""
+    try:
+        return len(list(out.rglob(".seed-*.tmp")))
+    except FileNotFoundError:
+        return 0
+
+
 def wait_for_simulation(p: subprocess.Popen[str], out: Path) -> None:
     """Until the run's temporary folder exists: the simulation is going."""
-    assert wait_until(lambda: any(out.rglob(".seed-*.tmp")) or p.poll() is not None, 30)
+    assert wait_until(lambda: running(out) > 0 or p.poll() is not None, 30)
     assert p.poll() is None, p.stderr.read() if p.stderr else ""
     time.sleep(0.3)
 
@@ -159,7 +169,7 @@ def _suite_args(out: Path, jobs: int = 2) -> list[str]:
 def test_a_suite_stops_its_workers_with_it(tmp_path: Path, sig: int) -> None:
     out = tmp_path / "out"
     p = start(_suite_args(out))
-    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    assert wait_until(lambda: running(out) >= 2 or p.poll() is not None, 60)
     workers = children(p.pid)
     assert len(workers) >= 2, "two workers are running"
     code, took, err = stop(p, sig)  # the parent only, as `kill` would
@@ -188,7 +198,7 @@ def test_a_command_started_in_the_background_stops_on_sigint(tmp_path: Path, com
     if command == "run":
         wait_for_simulation(p, out)
     else:
-        assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+        assert wait_until(lambda: running(out) >= 2 or p.poll() is not None, 60)
     code, took, err = stop(p, signal.SIGINT)
     assert code == 130, err
     assert took < STOP_WITHIN_S + (0 if command == "run" else 0.5), f"stopped in {took:.2f} s"
@@ -213,7 +223,7 @@ def test_ctrl_c_in_a_terminal_stops_every_process_quietly_and_leaves_nothing(
         )
         args = ["sweep", str(spec), "--jobs", "2", "--out", str(out)]
     p = start(args, start_new_session=True)
-    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    assert wait_until(lambda: running(out) >= 2 or p.poll() is not None, 60)
     workers = children(p.pid)
     assert len(workers) >= 2, "two workers are running"
     time.sleep(0.3)
@@ -228,7 +238,7 @@ def test_ctrl_c_in_a_terminal_stops_every_process_quietly_and_leaves_nothing(
 def test_workers_die_when_their_parent_is_killed(tmp_path: Path) -> None:
     out = tmp_path / "out"
     p = start(_suite_args(out))
-    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 2 or p.poll() is not None, 60)
+    assert wait_until(lambda: running(out) >= 2 or p.poll() is not None, 60)
     workers = children(p.pid)
     assert workers
     p.kill()
@@ -449,7 +459,7 @@ def test_a_sweep_stops_when_asked(tmp_path: Path) -> None:
     )
     out = tmp_path / "out"
     p = start(["sweep", str(spec), "--jobs", "2", "--out", str(out)])
-    assert wait_until(lambda: len(list(out.rglob(".seed-*.tmp"))) >= 1 or p.poll() is not None, 60)
+    assert wait_until(lambda: running(out) >= 1 or p.poll() is not None, 60)
     code, took, err = stop(p, signal.SIGINT)
     assert code == 130 and "interrupted: finished runs are kept; the same command resumes" in err, err
     assert took < STOP_WITHIN_S + 0.5
