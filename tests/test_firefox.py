@@ -284,8 +284,8 @@ def test_firefox_and_chromium_call_each_other(tmp_path: Path) -> None:
         # delay-based rate rises only to 1.5 times the acknowledged rate plus 10 kbit/s
         # (libwebrtc's AimdRateControl; Firefox: 801 against 539 kbit/s), but a probe's result
         # above that is kept as it is: one run's Firefox held its first probe's 920 kbit/s from
-        # 2 s to the end while sending 538. A probe measures the link, within its error (10 %:
-        # Chromium's first probes here read up to 1.08 Mbit/s).
+        # 2 s to the end while sending 538. A probe measures the link, within an error (10 %:
+        # Chromium's target in that run reached 1.08 Mbit/s in its first 4 s).
         target = late.filter(pl.col("call") == call).get_column("target_bps")
         assert target.len() >= 15, (call, target)
         rate = _rate_after(run, name, 10.0)
