@@ -185,14 +185,16 @@ def test_a_logged_browser_run_is_keyed_apart_and_runs_nowhere_else(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
+def _command_line(peer: chromium.Peer) -> list[str]:
+    """The arguments Chromium's browser process was started with."""
+    return Path(f"/proc/{peer.browser.process.pid}/cmdline").read_bytes().decode().split("\0")
+
+
 @needs_testbed
 def test_a_logging_chromium_writes_its_webrtc_log_and_a_quiet_one_does_not(tmp_path: Path) -> None:
     # `--browser-log` reaches Chromium's command line, and its webrtc sources then log at
     # verbosity 1 into the peer's chromium.log; a peer started without it logs none of that.
     (variant,) = resolve(str(_scenario(tmp_path)), [])
-
-    def command_line(peer: chromium.Peer) -> list[str]:
-        return Path(f"/proc/{peer.browser.process.pid}/cmdline").read_bytes().decode().split("\0")
 
     def webrtc_lines(work: Path) -> list[str]:
         text = (work / "chromium.log").read_text(errors="replace")
@@ -200,9 +202,9 @@ def test_a_logging_chromium_writes_its_webrtc_log_and_a_quiet_one_does_not(tmp_p
 
     with testbed.build(variant) as bed:
         with chromium.Peer.start(bed, "A", tmp_path / "A", log=True) as peer:
-            assert set(chromium.LOG_FLAGS) <= set(command_line(peer))
+            assert set(chromium.LOG_FLAGS) <= set(_command_line(peer))
         with chromium.Peer.start(bed, "B", tmp_path / "B") as peer:
-            assert not set(chromium.LOG_FLAGS) & set(command_line(peer))
+            assert not set(chromium.LOG_FLAGS) & set(_command_line(peer))
     assert webrtc_lines(tmp_path / "A")
     assert not webrtc_lines(tmp_path / "B")
 
@@ -212,15 +214,11 @@ def test_a_peer_starts_chromium_with_the_field_trials_it_is_given(tmp_path: Path
     # The trials reach the browser's own command line, in every process it starts from it; a peer
     # without trials forces none.
     (variant,) = resolve(str(_scenario(tmp_path)), [])
-
-    def command_line(peer: chromium.Peer) -> list[str]:
-        return Path(f"/proc/{peer.browser.process.pid}/cmdline").read_bytes().decode().split("\0")
-
     with testbed.build(variant) as bed:
         with chromium.Peer.start(bed, "A", tmp_path / "A", trials="WebRTC-Foo/Enabled/") as peer:
-            assert "--force-fieldtrials=WebRTC-Foo/Enabled/" in command_line(peer)
+            assert "--force-fieldtrials=WebRTC-Foo/Enabled/" in _command_line(peer)
         with chromium.Peer.start(bed, "B", tmp_path / "B") as peer:
-            assert not any(a.startswith("--force-fieldtrials") for a in command_line(peer))
+            assert not any(a.startswith("--force-fieldtrials") for a in _command_line(peer))
 
 
 @needs_testbed
