@@ -51,7 +51,7 @@ def test_the_stack_encodes_vp8_and_h264_and_refuses_other_codecs_in_one_line(tmp
     scenario = str(_scenario(tmp_path))
     for codec in ("vp8", "h264"):
         (variant,) = resolve(scenario, [f"calls.0.video.codec={codec}"])
-        gstreamer.check_codecs(variant)
+        gstreamer.check_video(variant)
     for codec in ("vp9", "av1"):
         (variant,) = resolve(scenario, [f"calls.0.video.codec={codec}"])
         with pytest.raises(InputError) as e:
@@ -60,6 +60,30 @@ def test_the_stack_encodes_vp8_and_h264_and_refuses_other_codecs_in_one_line(tmp
             f"gst-call: calls.0.video.codec = {codec!r}: "
             "the GStreamer stack encodes vp8 or h264 (vp8enc, x264enc)"
         )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_stack_scales_with_maintain_framerate_keeps_the_camera_otherwise_and_refuses_balanced(
+    tmp_path: Path,
+) -> None:
+    scenario = str(_scenario(tmp_path))
+    for preference, scale in ((None, False), ("maintain-resolution", False), ("maintain-framerate", True)):
+        overrides = [] if preference is None else [f"calls.0.video.degradation={preference}"]
+        (variant,) = resolve(scenario, [*overrides, "calls.0.video.picture=snow"])
+        gstreamer.check_video(variant)
+        (call,) = call_plans(variant, 1)
+        assert call.degradation == preference
+        assert gstreamer.encoder_config(call, tmp_path, 1) == {
+            "codec": "vp8", "picture": {"pattern": "snow"}, "scale": scale,
+        }  # fmt: skip
+    (variant,) = resolve(scenario, ["calls.0.video.degradation=balanced"])
+    with pytest.raises(InputError) as e:
+        rtcbench.run_variant(variant, "gcc", 1, tmp_path / "out", mode=GSTREAMER)
+    assert str(e.value) == (
+        "gst-call: calls.0.video.degradation = 'balanced': the GStreamer stack scales its picture "
+        "down the resolution ladder (maintain-framerate) or keeps the camera's resolution "
+        "(maintain-resolution, its default); balanced, which also lowers the frame rate, is a browser's"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -172,4 +196,30 @@ def test_a_gstreamer_call_sends_the_real_encoders_frames(
     assert 0.6 < video["utilization"] <= 1.0
     assert video["qdelay_p95_ms"] < 150
     assert result.tables.frames["freeze"].sum() == 0
+    assert _namespaces() == before and _agents_left() == []
+
+
+@needs_gstreamer
+def test_a_gstreamer_call_with_maintain_framerate_scales_its_picture_down_the_ladder(tmp_path: Path) -> None:
+    # A 640x360 camera from 300 kbit/s on a 250 kbit/s link. The video's first target is the
+    # call's 300 kbit/s less its packets' headers, below 640x360's start bitrate: the picture
+    # starts at 480x270, and goes to 320x180 when GoogCC's target falls below 200 kbit/s
+    # (measured: 8 changes in 20 s between the two, 602 of 602 frames encoded).
+    before = _namespaces()
+    overrides = ["calls.0.video.degradation=maintain-framerate", "links.0.capacity=250kbps"]
+    (variant,) = resolve(str(_scenario(tmp_path)), overrides)
+    result = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "out", mode=GSTREAMER, figure=False)
+    encoder = result.summary["gstreamer"]["encoders"]["call0"]
+    assert encoder["cpu_limited"] is False
+    frames = result.tables.frames.sort("frame")
+    sizes = list(zip(frames["width"], frames["height"], strict=True))
+    assert sizes[0] == (480, 270) and frames["keyframe"][0]
+    assert (320, 180) in sizes and set(sizes) <= {(640, 360), (480, 270), (320, 180)}, set(sizes)
+    # Every change of size is counted, and the encoder starts each new size with a key frame.
+    changes = [i for i in range(1, len(sizes)) if sizes[i] != sizes[i - 1]]
+    assert encoder["scaling"]["changes"] == len(changes) > 0
+    assert all(frames["keyframe"][i] for i in changes)
+    assert (encoder["scaling"]["width"], encoder["scaling"]["height"]) == sizes[-1]
+    # The frame rate is kept: the encoder coded at least 90 % of the camera's frames.
+    assert frames.height >= 0.9 * encoder["source_frames"]
     assert _namespaces() == before and _agents_left() == []

@@ -415,7 +415,7 @@ def run_variant(
         from rtcbench.emulation import gstreamer
         from rtcbench.emulation.media import call_plans
 
-        gstreamer.check_codecs(variant)
+        gstreamer.check_video(variant)
         if controller == GSTREAMER_CC:
             gstreamer.check_rtp_stack(variant, call_plans(variant, seed))
     elif mode != BROWSER:

@@ -27,6 +27,7 @@ __all__ = [
     "Table",
     "Variant",
     "builtin",
+    "call_tables",
     "numeric_value",
     "other_codecs",
     "read_toml",
@@ -216,14 +217,20 @@ def resolve(scenario: str | Path, sets: tuple[str, ...] | list[str] = ()) -> lis
     return [Variant(*row) for row in _core.expand(text, origin, list(sets))]
 
 
+def call_tables(variant: Variant) -> list[tuple[str, Mapping[str, Any]]]:
+    """(field, table) of every table that describes calls of `variant`: each `[[calls]]` entry,
+    and each conference's `call` table."""
+    places = [(f"calls.{i}", c) for i, c in enumerate(variant.calls)]
+    places += [(f"conferences.{i}.call", c.get("call", {})) for i, c in enumerate(variant.conferences)]
+    return places
+
+
 def other_codecs(variant: Variant) -> list[tuple[str, str]]:
     """(field, codec) of every call of `variant` whose `video.codec` is not `MODELLED_CODEC`: a
     `[[calls]]` entry's, or a conference's `call` table's."""
-    places = [(f"calls.{i}", c) for i, c in enumerate(variant.calls)]
-    places += [(f"conferences.{i}.call", c.get("call", {})) for i, c in enumerate(variant.conferences)]
     return [
         (f"{where}.video.codec", codec)
-        for where, call in places
+        for where, call in call_tables(variant)
         if (codec := (call.get("video") or {}).get("codec", MODELLED_CODEC)) != MODELLED_CODEC
     ]
 

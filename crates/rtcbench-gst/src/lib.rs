@@ -11,6 +11,10 @@
 //!        │ counted                              │ counted                 └ size, keyframe, pts
 //! ```
 //!
+//! With [`EncoderConfig::scale`] (the call's `video.degradation = "maintain-framerate"`) a
+//! [`Scaler`] sits between the queue and the encoder: libwebrtc's resolution ladder, as the model's
+//! encoder follows it, applied to the real picture (`videoscale ! capsfilter`).
+//!
 //! The leaky one-frame queue is the camera: a live source does not wait for a slow encoder, so a
 //! frame the encoder is not ready for is lost before it. The counts before and after the queue,
 //! the encoding latency (capture to appsink) and the process's CPU time say whether the encoder
@@ -23,7 +27,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 
 use gstreamer as gst;
 use gstreamer::prelude::*;
@@ -34,8 +38,9 @@ use rtcbench_live::media::{Codec, EncoderConfig, Picture, RealEncoder};
 use rtcbench_live::process::{Failure, RunClock};
 use rtcbench_live::sys;
 use rtcbench_media::encoder::EncodedFrame;
+use rtcbench_media::resolution::ResolutionLadder;
 use rtcbench_media::video::VideoConfig;
-use rtcbench_units::{Bitrate, DataSize};
+use rtcbench_units::{Bitrate, DataSize, Instant};
 
 mod clip;
 pub mod rtp;
@@ -69,6 +74,15 @@ struct Sample {
     ready_ns: i128,
     bytes: usize,
     keyframe: bool,
+    /// The encoded picture's size, from the encoder's caps.
+    size: Option<(u16, u16)>,
+}
+
+/// The picture's size that `caps` name.
+pub(crate) fn caps_size(caps: &gst::CapsRef) -> Option<(u16, u16)> {
+    let s = caps.structure(0)?;
+    let dim = |field: &str| s.get::<i32>(field).ok().and_then(|v| u16::try_from(v).ok());
+    Some((dim("width")?, dim("height")?))
 }
 
 /// Buffers that crossed a pad, counted by a probe on the pipeline's threads.
@@ -130,6 +144,117 @@ impl Latencies {
     }
 }
 
+/// libwebrtc's resolution ladder in front of a real encoder (`EncoderConfig::scale`): the rung
+/// the model's encoder would send at (`rtcbench_media::resolution`, libwebrtc's VP8 singlecast
+/// bitrate limits, down at once, up after 2 s at 110 % of the next rung's start bitrate), put on
+/// the picture by `videoscale` and a caps filter between the camera's queue and the encoder.
+///
+/// The ladder is read at every frame that enters `videoscale`, with the last target the encoder
+/// was given. A new rung sets the filter's caps there, so `videoscale` renegotiates before it
+/// scales that frame and the encoder starts again at the new size with a key frame (VP8 carries
+/// its frame size only in key frames, RFC 6386 §9.1).
+pub(crate) struct Scaler {
+    ladder: ResolutionLadder,
+    camera: (u16, u16),
+    target: Bitrate,
+    size: (u16, u16),
+    filter: gst::Element,
+    /// Changes of size between frames (not the first frame's, if its target moved the rung).
+    changes: u64,
+    framed: bool,
+}
+
+/// `videoscale` and its caps filter in a pipeline description, starting at `size`. The multi-tap
+/// bilinear filter averages every source pixel under a destination pixel, as libyuv's box filter
+/// does when libwebrtc scales a camera's frame down.
+fn scaler_description((width, height): (u16, u16)) -> String {
+    format!("videoscale name=scaler method=bilinear2 ! capsfilter name=scale caps=video/x-raw,width={width},height={height}")
+}
+
+/// The size a `camera` picture is encoded at on the ladder's `rung`: the camera's own at the top
+/// rung (the largest the camera allows), otherwise the camera's picture scaled to the rung's pixel
+/// count with its aspect kept, in even dimensions (I420 halves both for chroma).
+pub(crate) fn rung_size(camera: (u16, u16), rung: (u16, u16), top: bool) -> (u16, u16) {
+    if top {
+        return camera;
+    }
+    let pixels = |(w, h): (u16, u16)| f64::from(w) * f64::from(h);
+    let factor = (pixels(rung) / pixels(camera)).sqrt().min(1.0);
+    let even = |x: u16| ((f64::from(x) * factor / 2.0).round() as u16 * 2).max(2);
+    (even(camera.0), even(camera.1))
+}
+
+impl Scaler {
+    /// The ladder for a `camera` whose video starts at `start`, and the size it starts at.
+    fn ladder(camera: (u16, u16), start: Bitrate) -> (ResolutionLadder, (u16, u16)) {
+        let ladder = ResolutionLadder::new(camera.0, camera.1, start);
+        let mut first = ladder.clone();
+        let rung = first.on_frame(Instant::ZERO, start);
+        (ladder, rung_size(camera, rung, first.at_top()))
+    }
+
+    /// The scaler of a pipeline built with [`head`] for `cfg` and `camera` (`None` unless
+    /// `cfg.scale`): reads the ladder at each frame that reaches `videoscale`.
+    pub(crate) fn attach(
+        pipeline: &gst::Pipeline,
+        cfg: &EncoderConfig,
+        camera: Camera,
+    ) -> Result<Option<Arc<Mutex<Self>>>, Failure> {
+        if !cfg.scale {
+            return Ok(None);
+        }
+        let by_name = |name: &str| {
+            pipeline.by_name(name).ok_or_else(|| Failure::Config(format!("encoder: no element {name}")))
+        };
+        let (ladder, size) = Self::ladder(camera.size, camera.start);
+        let scaler = Arc::new(Mutex::new(Self {
+            ladder,
+            camera: camera.size,
+            target: camera.start,
+            size,
+            filter: by_name("scale")?,
+            changes: 0,
+            framed: false,
+        }));
+        let pad = by_name("scaler")?
+            .static_pad("sink")
+            .ok_or_else(|| Failure::Config("encoder: no scaler pad".into()))?;
+        let each = Arc::clone(&scaler);
+        pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            let now = Instant::from_micros((sys::monotonic_ns() / 1000) as i64);
+            each.lock().expect("scaler lock").on_frame(now);
+            gst::PadProbeReturn::Ok
+        });
+        Ok(Some(scaler))
+    }
+
+    /// The encoder's new target, which the next frames' rung follows.
+    pub(crate) fn set_target(&mut self, target: Bitrate) {
+        self.target = target;
+    }
+
+    fn on_frame(&mut self, now: Instant) {
+        let rung = self.ladder.on_frame(now, self.target);
+        let size = rung_size(self.camera, rung, self.ladder.at_top());
+        if size != self.size {
+            self.size = size;
+            self.changes += u64::from(self.framed);
+            let caps = gst::Caps::builder("video/x-raw")
+                .field("width", i32::from(size.0))
+                .field("height", i32::from(size.1))
+                .build();
+            self.filter.set_property("caps", caps);
+        }
+        self.framed = true;
+    }
+
+    /// What it did, for the encoder's record: how often the size changed from one frame to the
+    /// next, and the last size.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({"changes": self.changes, "width": self.size.0, "height": self.size.1})
+    }
+}
+
 /// A running pipeline and what it reported so far.
 pub struct GstEncoder {
     pipeline: gst::Pipeline,
@@ -141,6 +266,7 @@ pub struct GstEncoder {
     samples: mpsc::Receiver<Sample>,
     wake: UnixStream,
     clip_camera: Option<ClipCamera>,
+    scaler: Option<Arc<Mutex<Scaler>>>,
     /// Frames the picture drew.
     source_frames: PadCount,
     /// Frames that reached the encoder (the rest were lost in the leaky queue).
@@ -161,16 +287,32 @@ pub(crate) fn gst_failure(what: &str, e: impl std::fmt::Display) -> Failure {
 }
 
 /// The live picture and its encoder, as a `gst-launch` description that ends at the encoded
-/// frames (`source ! raw ! queue ! encoder name=enc ! caps`), the source named `src`; and a clip's
-/// frames when the picture is one (its camera thread plays them into the `appsrc`).
+/// frames (`source ! raw ! queue ! [scaler !] encoder name=enc ! caps`), the source named `src`;
+/// and a clip's frames when the picture is one (its camera thread plays them into the `appsrc`).
 pub(crate) struct Head {
     pub(crate) description: String,
     pub(crate) clip: Option<Vec<Arc<Vec<u8>>>>,
 }
 
-/// The picture and encoder of `cfg` at the call's camera size and frame rate.
-pub(crate) fn head(cfg: &EncoderConfig, camera: (u16, u16), fps: f64) -> Result<Head, Failure> {
-    let (width, height) = camera;
+/// A call's camera, and the rate its video starts at (the scaler's first rung).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Camera {
+    pub(crate) size: (u16, u16),
+    pub(crate) fps: f64,
+    pub(crate) start: Bitrate,
+}
+
+impl Camera {
+    /// The camera of a call's video settings (its start rate within its range).
+    pub(crate) fn of(size: (u16, u16), fps: f64, start: Bitrate, min: Bitrate, max: Bitrate) -> Self {
+        Self { size, fps, start: start.clamp(min, max) }
+    }
+}
+
+/// The picture and encoder of `cfg` at the call's camera size and frame rate, scaled in front of
+/// the encoder with `cfg.scale` ([`Scaler`]).
+pub(crate) fn head(cfg: &EncoderConfig, camera: Camera) -> Result<Head, Failure> {
+    let Camera { size: (width, height), fps, .. } = camera;
     let (num, den) = ((fps * 1000.0).round() as i32, 1000);
     let threads = if cfg.threads > 0 { format!(" threads={}", cfg.threads) } else { String::new() };
     let (encoder, caps_out) = match cfg.codec {
@@ -189,9 +331,14 @@ pub(crate) fn head(cfg: &EncoderConfig, camera: (u16, u16), fps: f64) -> Result<
             (format!("appsrc name=src is-live=true do-timestamp=true format=time caps={raw}"), Some(frames))
         }
     };
+    let scaler = if cfg.scale {
+        format!("{} ! ", scaler_description(Scaler::ladder(camera.size, camera.start).1))
+    } else {
+        String::new()
+    };
     let description = format!(
         "{source} ! {raw} ! queue max-size-buffers=1 max-size-bytes=0 max-size-time=0 leaky=downstream \
-         ! {encoder} ! {caps_out}"
+         ! {scaler}{encoder} ! {caps_out}"
     );
     Ok(Head { description, clip })
 }
@@ -220,7 +367,8 @@ pub(crate) fn check_bus(pipeline: &gst::Pipeline) -> Result<(), Failure> {
 impl GstEncoder {
     fn new(cfg: &EncoderConfig, video: &VideoConfig) -> Result<Self, Failure> {
         gst::init().map_err(|e| gst_failure("init", e))?;
-        let Head { description, clip } = head(cfg, video.camera, video.fps)?;
+        let camera = Camera::of(video.camera, video.fps, video.start_rate, video.min_rate, video.max_rate);
+        let Head { description, clip } = head(cfg, camera)?;
         let description = format!("{description} ! appsink name=sink sync=false max-buffers=0 drop=false");
         let pipeline = gst::parse::launch(&description)
             .map_err(|e| Failure::Config(format!("encoder: GStreamer refused the pipeline: {e}")))?
@@ -243,6 +391,7 @@ impl GstEncoder {
         };
         let sink =
             sink.downcast::<gst_app::AppSink>().map_err(|_| Failure::Config("encoder: no appsink".into()))?;
+        let scaler = Scaler::attach(&pipeline, cfg, camera)?;
 
         let (source_frames, encoder_input_frames) = (PadCount::default(), PadCount::default());
         source_frames.attach(&source, "src")?;
@@ -269,6 +418,7 @@ impl GstEncoder {
                         ready_ns,
                         bytes: buffer.size(),
                         keyframe: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
+                        size: sample.caps().and_then(caps_size),
                     };
                     tx.send(s).map_err(|_| gst::FlowError::Flushing)?;
                     // A full socket buffer already wakes the agent.
@@ -290,6 +440,7 @@ impl GstEncoder {
             samples,
             wake,
             clip_camera,
+            scaler,
             source_frames,
             encoder_input_frames,
             clock: None,
@@ -332,13 +483,14 @@ impl RealEncoder for GstEncoder {
             self.encoded += 1;
             self.keyframes += u64::from(s.keyframe);
             self.bytes += s.bytes as u64;
+            let (width, height) = s.size.unwrap_or(self.camera);
             out.push(EncodedFrame {
                 capture: clock.instant(capture_ns),
                 ready: clock.instant(s.ready_ns),
                 size: DataSize::bytes(s.bytes as u64),
                 keyframe: s.keyframe,
-                width: self.camera.0,
-                height: self.camera.1,
+                width,
+                height,
             });
         }
         Ok(())
@@ -347,6 +499,9 @@ impl RealEncoder for GstEncoder {
     fn set_target(&mut self, target: Bitrate) {
         self.targets += 1;
         set_encoder_target(&self.encoder, self.codec, target.as_bps());
+        if let Some(scaler) = &self.scaler {
+            scaler.lock().expect("scaler lock").set_target(target);
+        }
     }
 
     fn force_keyframe(&mut self) {
@@ -364,7 +519,9 @@ impl RealEncoder for GstEncoder {
         let _ = self.pipeline.set_state(gst::State::Null);
         let (major, minor, micro, _) = gst::version();
         let element = self.encoder.factory().map(|f| f.name().to_string()).unwrap_or_default();
+        let scaling = self.scaler.as_ref().map(|s| s.lock().expect("scaler lock").json());
         serde_json::json!({
+            "scaling": scaling,
             "gstreamer": format!("{major}.{minor}.{micro}"),
             "element": element,
             "width": self.camera.0,
@@ -381,5 +538,99 @@ impl RealEncoder for GstEncoder {
             "cpu_s": cpu_ns as f64 / 1e9,
             "wall_s": wall_ns as f64 / 1e9,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok<T>(result: Result<T, Failure>, what: &str) -> T {
+        match result {
+            Ok(value) => value,
+            Err(Failure::Config(message)) => panic!("{what}: {message}"),
+            Err(Failure::Io(doing, e)) => panic!("{what}: {doing}: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_rung_keeps_the_camera_s_aspect_in_even_dimensions() {
+        // A 16:9 camera lands on the ladder's own sizes.
+        assert_eq!(rung_size((1280, 720), (640, 360), false), (640, 360));
+        assert_eq!(rung_size((1280, 720), (480, 270), false), (480, 270));
+        assert_eq!(rung_size((1280, 720), (1280, 720), true), (1280, 720));
+        // A 4:3 camera keeps 4:3 at the rung's pixel count (640×360 = 230 400 ≈ 554×416), and
+        // its top rung is the camera itself, not the largest rung below it.
+        assert_eq!(rung_size((640, 480), (640, 360), true), (640, 480));
+        assert_eq!(rung_size((640, 480), (480, 270), false), (416, 312));
+        // A camera smaller than the rung is not scaled up.
+        assert_eq!(rung_size((160, 90), (320, 180), false), (160, 90));
+    }
+
+    /// Encodes `pattern` at 640×360 and 30 fps with the ladder in front, starting at 1 Mbit/s and
+    /// set to `target` after 10 frames; the sizes of the frames encoded, in order.
+    fn encoded_sizes(codec: Codec, target: Bitrate, frames: usize) -> Vec<(u16, u16, bool)> {
+        let cfg = EncoderConfig { codec, picture: Picture::Pattern("ball".into()), threads: 1, scale: true };
+        let video = VideoConfig {
+            camera: (640, 360),
+            start_rate: Bitrate::kbps(1000),
+            max_rate: Bitrate::kbps(2000),
+            ..VideoConfig::default()
+        };
+        let mut encoder = ok(GstEncoder::new(&cfg, &video), "pipeline");
+        encoder.set_target(Bitrate::kbps(1000));
+        ok(encoder.start(RunClock { t0_ns: sys::monotonic_ns() }), "start");
+        let (mut out, mut sizes) = (Vec::new(), Vec::new());
+        let deadline = sys::monotonic_ns() + 20_000_000_000;
+        while sizes.len() < frames && sys::monotonic_ns() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            ok(encoder.drain(&mut out), "drain");
+            for f in out.drain(..) {
+                sizes.push((f.width, f.height, f.keyframe));
+                if sizes.len() == 10 {
+                    encoder.set_target(target);
+                }
+            }
+        }
+        let record = encoder.finish();
+        let changed = u64::from(sizes.windows(2).any(|w| (w[0].0, w[0].1) != (w[1].0, w[1].1)));
+        assert_eq!(record["scaling"]["changes"], changed, "{record}");
+        sizes
+    }
+
+    #[test]
+    fn a_falling_target_scales_the_picture_down_and_the_encoder_starts_again_with_a_key_frame() {
+        for codec in [Codec::Vp8, Codec::H264] {
+            // 250 kbit/s is below 640×360's 300 and above 480×270's 200.
+            let sizes = encoded_sizes(codec, Bitrate::kbps(250), 40);
+            assert_eq!(sizes.len(), 40, "{codec:?}: {sizes:?}");
+            assert_eq!(sizes[..10].iter().map(|&(w, h, _)| (w, h)).collect::<Vec<_>>(), vec![(640, 360); 10]);
+            let first = sizes.iter().position(|&(w, _, _)| w == 480).expect("scaled down");
+            // The set target reaches the ladder at the next frame into the scaler: a few frames
+            // are already past it, in the encoder.
+            assert!(first <= 14, "{codec:?}: {sizes:?}");
+            assert!(sizes[first].2, "{codec:?}: the first 480×270 frame is a key frame: {sizes:?}");
+            assert!(sizes[first..].iter().all(|&(w, h, _)| (w, h) == (480, 270)), "{codec:?}: {sizes:?}");
+        }
+    }
+
+    #[test]
+    fn without_the_ladder_the_camera_s_size_is_encoded_at_every_rate() {
+        let cfg = EncoderConfig {
+            codec: Codec::Vp8,
+            picture: Picture::Pattern("ball".into()),
+            threads: 1,
+            scale: false,
+        };
+        let camera = Camera { size: (640, 360), fps: 30.0, start: Bitrate::kbps(150) };
+        let plain = ok(head(&cfg, camera), "head");
+        assert!(!plain.description.contains("videoscale"), "{}", plain.description);
+        let scaled = ok(head(&EncoderConfig { scale: true, ..cfg }, camera), "head");
+        // 150 kbit/s, the default start, starts at the ladder's first rung.
+        assert!(
+            scaled.description.contains("caps=video/x-raw,width=320,height=180"),
+            "{}",
+            scaled.description
+        );
     }
 }

@@ -54,13 +54,15 @@ use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::receiver::VideoPacket;
 use rtcbench_rtp::call::JitterBuffer;
 use rtcbench_rtp::CallPlan;
-use rtcbench_units::{DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::ntp;
 use rtcbench_wire::rtcp::{self, RtcpMessage};
 use rtcbench_wire::vp8::Vp8DescriptorRepr;
 
 use crate::clip::ClipCamera;
-use crate::{check_bus, gst_failure, head, set_encoder_target, Head, Latencies, PadCount};
+use crate::{
+    caps_size, check_bus, gst_failure, head, set_encoder_target, Camera, Head, Latencies, PadCount, Scaler,
+};
 
 /// The `--cc` name of GStreamer's GoogCC.
 pub const CONTROLLER: &str = "rtpgccbwe";
@@ -363,6 +365,8 @@ struct Encoded {
     capture_ns: i128,
     bytes: usize,
     keyframe: bool,
+    /// The encoded picture's size (the encoder's caps), if they said.
+    size: Option<(u16, u16)>,
 }
 
 /// Frames between the encoder and the packets that leave: numbered in the order the payloader
@@ -407,9 +411,10 @@ impl Frames {
         if self.recent.len() > FRAMES_KEPT {
             self.recent.pop_front();
         }
+        let (width, height) = frame.size.unwrap_or(camera);
         let record = json!({
             "event": "frame_encoded", "t_us": us(clock.instant(frame.capture_ns)), "frame": index,
-            "size": frame.bytes, "keyframe": frame.keyframe, "width": camera.0, "height": camera.1,
+            "size": frame.bytes, "keyframe": frame.keyframe, "width": width, "height": height,
             "rtp_ts": timestamp,
         });
         self.current = Some((record, timestamp, 1));
@@ -436,6 +441,7 @@ struct SendStack {
     encoder_input_frames: PadCount,
     latency: Arc<Mutex<Latencies>>,
     targets: Arc<Mutex<u64>>,
+    scaler: Option<Arc<Mutex<Scaler>>>,
     keyframe_requests: u64,
     log: Log,
     size: (u16, u16),
@@ -454,7 +460,8 @@ impl SendStack {
         let plan = &cfg.plan;
         let video = plan.video.as_ref().expect("checked: the call sends video");
         let ids = &plan.ids;
-        let Head { description, clip } = head(&cfg.encoder, video.camera, video.fps)?;
+        let camera = Camera::of(video.camera, video.fps, video.start_rate, video.min_rate, video.max_rate);
+        let Head { description, clip } = head(&cfg.encoder, camera)?;
         let ext = format!("application/x-rtp,extmap-{TWCC_EXT_ID}=(string){TWCC_URI}");
         let pay = match cfg.encoder.codec {
             Codec::Vp8 => "rtpvp8pay picture-id-mode=15-bit",
@@ -542,7 +549,8 @@ impl SendStack {
                 f.encoded_frames += 1;
                 f.keyframes += u64::from(keyframe);
                 f.bytes += buffer.size() as u64;
-                f.encoded.push_back(Encoded { capture_ns, bytes: buffer.size(), keyframe });
+                let size = pad.current_caps().as_deref().and_then(caps_size);
+                f.encoded.push_back(Encoded { capture_ns, bytes: buffer.size(), keyframe, size });
                 gst::PadProbeReturn::Ok
             });
         }
@@ -619,16 +627,20 @@ impl SendStack {
             );
         }
         let targets: Arc<Mutex<u64>> = Arc::default();
+        let scaler = Scaler::attach(&pipeline, &cfg.encoder, camera)?;
         {
             // rtpgccbwe's estimate: logged as the controller's target, and, audio's rate taken
             // off and clamped to the video's range, set as the encoder's.
-            let (log, clock, encoder, targets) =
-                (log.clone(), Arc::clone(clock), encoder.clone(), Arc::clone(&targets));
+            let (log, clock, encoder, targets, scaler) =
+                (log.clone(), Arc::clone(clock), encoder.clone(), Arc::clone(&targets), scaler.clone());
             let codec = cfg.encoder.codec;
             let (min, max) = (video.min_rate.as_bps(), video.max_rate.as_bps());
             let apply = move |estimate: u64, at: Option<Instant>| {
                 let target = estimate.saturating_sub(audio_rate).clamp(min, max);
                 set_encoder_target(&encoder, codec, target);
+                if let Some(scaler) = &scaler {
+                    scaler.lock().expect("scaler lock").set_target(Bitrate::bps(target));
+                }
                 *targets.lock().expect("targets lock") += 1;
                 if let Some(at) = at {
                     log.line(&json!({"event": "controller", "t_us": us(at), "target_bps": estimate,
@@ -663,6 +675,7 @@ impl SendStack {
             encoder_input_frames,
             latency,
             targets,
+            scaler,
             keyframe_requests: 0,
             log: log.clone(),
             size: video.camera,
@@ -716,6 +729,7 @@ impl SendStack {
             "frames_without_packets": frames.encoded.len(),
             "packets_without_frame": frames.unmatched,
             "targets_applied": *self.targets.lock().expect("targets lock"),
+            "scaling": self.scaler.as_ref().map(|s| s.lock().expect("scaler lock").json()),
             "keyframe_requests": self.keyframe_requests,
             "latency_ms": self.latency.lock().expect("latency lock").json(),
             "cpu_s": cpu_ns as f64 / 1e9,

@@ -114,6 +114,11 @@ pub struct EncoderConfig {
     /// Encoder threads (0: the encoder's choice).
     #[serde(default)]
     pub threads: u32,
+    /// Scale the picture down the resolution ladder as the target falls, in front of the encoder
+    /// (the call's `video.degradation = "maintain-framerate"`); otherwise the camera's resolution
+    /// is encoded at every rate.
+    #[serde(default)]
+    pub scale: bool,
 }
 
 /// What the real encoder encodes.

@@ -65,6 +65,11 @@ impl ResolutionLadder {
         }
         (LADDER[self.rung].0, LADDER[self.rung].1)
     }
+
+    /// Whether the ladder is at its top rung, the largest the camera allows.
+    pub fn at_top(&self) -> bool {
+        self.rung == self.top
+    }
 }
 
 #[cfg(test)]
@@ -110,5 +115,8 @@ mod tests {
         assert_eq!(l.on_frame(at(10_500), Bitrate::kbps(1000)), (960, 540));
         assert_eq!(l.on_frame(at(12_499), Bitrate::kbps(1000)), (960, 540));
         assert_eq!(l.on_frame(at(12_500), Bitrate::kbps(1000)), (1280, 720));
+        assert!(l.at_top());
+        l.on_frame(at(12_533), Bitrate::kbps(800));
+        assert!(!l.at_top());
     }
 }

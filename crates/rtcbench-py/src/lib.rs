@@ -228,6 +228,7 @@ fn call_plans(resolved: &Bound<'_, PyAny>, seed: u64) -> PyResult<String> {
                 "role": c.role.name(),
                 "codec": c.spec.video.as_ref().and_then(|v| v.codec).unwrap_or_default(),
                 "picture": c.spec.video.as_ref().and_then(|v| v.picture).unwrap_or_default(),
+                "degradation": c.spec.video.as_ref().and_then(|v| v.degradation),
                 "plan": plan,
             })
         })

@@ -1121,8 +1121,10 @@ pub struct VideoSpec {
     pub picture: Option<Picture>,
     /// How a browser's encoder gives way when the rate falls short (default: the browser's own,
     /// `balanced`): WebRTC's `RTCDegradationPreference`, which a browser run sets on the video
-    /// sender (`RTCRtpSender.setParameters`). The model and GStreamer's encoders have no such
-    /// choice, so the simulator and the other real-time modes leave it unused.
+    /// sender (`RTCRtpSender.setParameters`). The GStreamer stack scales its picture down the
+    /// model's resolution ladder with `maintain-framerate` and keeps the camera's resolution
+    /// otherwise (it refuses `balanced`); the model's encoder always follows the ladder, so the
+    /// simulator and the emulation leave it unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degradation: Option<Degradation>,
 }

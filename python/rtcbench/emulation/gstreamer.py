@@ -32,23 +32,25 @@ from typing import Any
 
 from rtcbench.emulation.media import PlannedCall
 from rtcbench.results import InputError
-from rtcbench.scenarios import Variant, other_codecs
+from rtcbench.scenarios import Variant, call_tables, other_codecs
 from rtcbench.testbed import binaries
 from rtcbench.testbed.netns import TestbedUnavailable
 
 __all__ = [
     "CODECS",
+    "DEGRADATIONS",
     "ENCODER_REVISION",
     "GST_MEDIA_ENV",
     "GST_PLUGIN_RTP",
     "GST_RTP_ENV",
     "LOST_SHARE",
     "RTP_STACK_REVISION",
+    "SCALED",
     "SNOW",
     "SOURCE_SHARE",
     "binary",
-    "check_codecs",
     "check_rtp_stack",
+    "check_video",
     "encoder_config",
     "judge",
     "number_received_frames",
@@ -73,6 +75,15 @@ CODECS = {"vp8": "vp8enc", "h264": "x264enc"}
 SNOW = "snow"
 """The `video.picture` that is `videotestsrc pattern=snow` (white noise, Sjölund and Kevo 2022's);
 the default, `noise-clip`, is the browsers' camera clip."""
+SCALED = "maintain-framerate"
+"""The `video.degradation` that scales a GStreamer sender's picture down libwebrtc's resolution
+ladder as its target falls (a `videoscale` in front of the encoder, the rung the model's encoder
+would send at: `rtcbench_media::resolution`), keeping the frame rate. Without it, or with
+`maintain-resolution`, the encoder gets the camera's resolution at every rate, as the pipelines
+of Sjölund and Kevo 2022 did, and only libvpx's or x264's own rate control gives way."""
+DEGRADATIONS = (SCALED, "maintain-resolution")
+"""The `video.degradation` values the GStreamer stack can do; `balanced`, which lowers the frame
+rate as well, is refused."""
 ENCODER_REVISION = 1
 """The revision of the encoders' settings and picture (`crates/rtcbench-gst`): part of a GStreamer
 run's key, raised whenever they change, as `MODEL_REVISION` is for the model."""
@@ -171,22 +182,35 @@ def version() -> str:
     raise TestbedUnavailable(f"cannot tell GStreamer's version from {exe} --version: {done.stdout.strip()!r}")
 
 
-def check_codecs(variant: Variant) -> None:
-    """`InputError` (one line) for a call whose `video.codec` GStreamer's stack has no encoder for."""
+def check_video(variant: Variant) -> None:
+    """`InputError` (one line) for a call whose `video.codec` GStreamer's stack has no encoder for,
+    or whose `video.degradation` it cannot do (`DEGRADATIONS`)."""
     for where, codec in other_codecs(variant):
         if codec not in CODECS:
             raise InputError(
                 f"{variant.scenario_id}: {where} = {codec!r}: the GStreamer stack encodes "
                 f"{' or '.join(CODECS)} (vp8enc, x264enc)"
             )
+    for where, call in call_tables(variant):
+        preference = (call.get("video") or {}).get("degradation")
+        if preference is not None and preference not in DEGRADATIONS:
+            raise InputError(
+                f"{variant.scenario_id}: {where}.video.degradation = {preference!r}: the GStreamer "
+                f"stack scales its picture down the resolution ladder (maintain-framerate) or keeps "
+                f"the camera's resolution (maintain-resolution, its default); {preference}, which "
+                f"also lowers the frame rate, is a browser's"
+            )
 
 
 def encoder_config(call: PlannedCall, folder: Path, seed: int) -> dict[str, Any]:
-    """The `encoder` of a sender's agent configuration for `call`: its codec and its picture,
-    `snow` (`videotestsrc`) or the noise clip the browsers' cameras play (`noise_clip`, at the
-    call's camera size and frame rate, with the run's seed, written into `folder` once)."""
+    """The `encoder` of a sender's agent configuration for `call`: its codec, its picture, `snow`
+    (`videotestsrc`) or the noise clip the browsers' cameras play (`noise_clip`, at the call's
+    camera size and frame rate, with the run's seed, written into `folder` once), and whether the
+    picture is scaled down the resolution ladder in front of the encoder (`scale`: the call's
+    `video.degradation` is `maintain-framerate`)."""
+    scale = call.degradation == SCALED
     if call.picture == SNOW:
-        return {"codec": call.codec, "picture": {"pattern": SNOW}}
+        return {"codec": call.codec, "picture": {"pattern": SNOW}, "scale": scale}
     from rtcbench.browser.chromium import noise_clip
     from rtcbench.browser.run import CLIP_SECONDS
 
@@ -196,7 +220,7 @@ def encoder_config(call: PlannedCall, folder: Path, seed: int) -> dict[str, Any]
     path = folder / f"camera-{width}x{height}-{fps}.y4m"
     if not path.exists():
         noise_clip(path, width=width, height=height, fps=fps, seconds=CLIP_SECONDS, seed=seed)
-    return {"codec": call.codec, "picture": {"clip": str(path)}}
+    return {"codec": call.codec, "picture": {"clip": str(path)}, "scale": scale}
 
 
 def judge(

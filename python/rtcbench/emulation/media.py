@@ -69,6 +69,9 @@ class PlannedCall:
     """The call's `video.codec` (the model and the browsers' default, VP8)."""
     picture: str = "noise-clip"
     """The call's `video.picture`: what a real encoder encodes (`--mode gstreamer`)."""
+    degradation: str | None = None
+    """The call's `video.degradation`, if set: whether a real encoder's picture is scaled down the
+    resolution ladder as the rate falls (`--mode gstreamer`)."""
 
 
 def plan(variant: Variant, seed: int) -> list[PlannedCall]:
@@ -88,7 +91,16 @@ def call_plans(variant: Variant, seed: int) -> list[PlannedCall]:
     `[[calls]]` entries and every conference's calls, an SFU's forward legs among them (pure)."""
     calls = json.loads(_core.call_plans(variant.core, seed))
     return [
-        PlannedCall(int(c["id"]), c["name"], c["from"], c["to"], c["plan"], c["codec"], c["picture"])
+        PlannedCall(
+            int(c["id"]),
+            c["name"],
+            c["from"],
+            c["to"],
+            c["plan"],
+            c["codec"],
+            c["picture"],
+            c["degradation"],
+        )
         for c in calls
     ]
 

@@ -139,7 +139,7 @@ def emulate(
     call) and `cpu_limited`."""
     require()
     if real_encoders:
-        gstreamer.check_codecs(variant)
+        gstreamer.check_video(variant)
         gst_version = gstreamer.version()
         gstreamer.binary()
     if isinstance(controller, UserController):
