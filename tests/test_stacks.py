@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from rtcbench import stacks
+from rtcbench import runner, stacks
 from rtcbench.results import InputError
 
 SIMULATOR = [stacks.stack("simulator")]
@@ -100,6 +100,21 @@ def test_each_real_stack_is_judged_by_its_own_rule() -> None:
     assert stacks.run_problem(gstreamer, limited) == "CPU-limited: the encoder of S1 did not keep up"
     assert stacks.run_problem(chromium, {"browser": {"failure": "no ICE"}}) == "failed: no ICE"
     assert stacks.run_problem(stacks.stack("simulator"), {"emulation": {"valid": False}}) is None
+
+
+def test_the_scaled_gstreamer_stack_runs_when_named_with_every_call_scaled() -> None:
+    scaled, plain = stacks.stack("gstreamer-scaled"), stacks.stack("gstreamer")
+    assert scaled not in stacks.STACKS and scaled in stacks.ALL_STACKS
+    assert (scaled.mode, scaled.controller) == (plain.mode, plain.controller)
+    for case in stacks.CASES:
+        variant = stacks._variant(case, scaled)
+        assert {c["video"]["degradation"] for c in variant.calls} == {"maintain-framerate"}
+        assert all("degradation" not in c["video"] for c in stacks._variant(case, plain).calls)
+        # Keyed apart from the camera-size runs, so both can share an --out folder.
+        folders = {
+            runner.run_folder(Path("o"), stacks._variant(case, s), "gcc", 1, s.mode) for s in (scaled, plain)
+        }
+        assert len(folders) == 2
 
 
 def test_bad_options_are_refused_in_one_line(tmp_path: Path) -> None:

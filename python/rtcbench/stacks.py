@@ -33,18 +33,21 @@ from typing import Any
 import polars as pl
 
 from rtcbench.calibrate import Case, _agrees, compare_phases
+from rtcbench.emulation.gstreamer import SCALED
 from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, GSTREAMER_CC, SIMULATE
 from rtcbench.reproduce.report import _num
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
-from rtcbench.scenarios import Variant, resolve
+from rtcbench.scenarios import Variant, call_tables, resolve
 from rtcbench.suite import _Job, batch_folder
 
 __all__ = [
+    "ALL_STACKS",
     "CASES",
     "CONTROLLER",
     "CURVES",
     "CURVES_SCHEMA",
+    "MORE_STACKS",
     "REFERENCE",
     "ROWS",
     "ROWS_SCHEMA",
@@ -74,6 +77,8 @@ class Stack:
     what: str = ""
     controller: str = "gcc"
     """The run's `--cc`: rtcbench's `gcc`, which a browser run takes as its own GoogCC's name."""
+    degradation: str | None = None
+    """The `video.degradation` every call of the case gets on this stack (None: the case's own)."""
 
 
 STACKS = (
@@ -90,6 +95,21 @@ STACKS = (
     ),
 )
 """The stacks, in the order they run (the simulator first: seconds; the others in real time)."""
+
+MORE_STACKS = (
+    Stack(
+        "gstreamer-scaled",
+        GSTREAMER,
+        what="as gstreamer, the picture scaled on the model's resolution ladder (maintain-framerate)",
+        degradation=SCALED,
+    ),
+)
+"""Stacks run only when named (`--stack`): the GStreamer stack with its picture scaled down the
+resolution ladder as the rate falls (docs/gstreamer.md, ADR 0010), which the default comparison
+leaves at the camera's size, GStreamer's own default."""
+
+ALL_STACKS = STACKS + MORE_STACKS
+"""Every stack, in the order they run and are shown."""
 
 REFERENCE = "chromium"
 """The stack every other is compared with: the one users run."""
@@ -158,10 +178,10 @@ from which `figure` draws each stack's mean over its runs."""
 
 def stack(name: str) -> Stack:
     """The stack called `name` (`InputError` naming the others)."""
-    for s in STACKS:
+    for s in ALL_STACKS:
         if s.name == name:
             return s
-    raise InputError(f"--stack must be one of {', '.join(s.name for s in STACKS)}, got {name!r}")
+    raise InputError(f"--stack must be one of {', '.join(s.name for s in ALL_STACKS)}, got {name!r}")
 
 
 def run_problem(s: Stack, summary: dict[str, Any], folder: Path | None = None) -> str | None:
@@ -195,13 +215,18 @@ class StackComparison:
     problems: dict[str, str]
 
 
-def _variant(case: Case) -> Variant:
+def _variant(case: Case, s: Stack | None = None) -> Variant:
+    """The case's one variant, as stack `s` runs it (its `degradation` on every call table)."""
     variants = resolve(case.scenario, list(case.sets))
     if len(variants) != 1:
         raise InputError(
             f"stacks case {case.label()} names {len(variants)} variants: give every variant's value"
         )
-    return variants[0]
+    if s is None or s.degradation is None:
+        return variants[0]
+    sets = [f"{where}.video.degradation={s.degradation}" for where, _ in call_tables(variants[0])]
+    (variant,) = resolve(case.scenario, [*case.sets, *sets])
+    return variant
 
 
 def _version(s: Stack, summary: dict[str, Any]) -> str | None:
@@ -295,13 +320,14 @@ def compare_stacks(
     curves: list[pl.DataFrame] = []
     versions: dict[str, set[str]] = {}
     problems: dict[str, str] = {}
-    variants = {case: _variant(case) for case in cases}
+    variants = {(case, s.name): _variant(case, s) for case in cases for s in stacks}
     measured: dict[tuple[Case, str], list[tuple[list[dict[str, Any]], str | None]]] = {}
     for seed in seeds:
         for case in cases:
             for s in stacks:
+                variant = variants[(case, s.name)]
                 job = _Job.plan(
-                    variants[case], s.controller, s.controller, seed, out, command, s.mode, browser=s.browser
+                    variant, s.controller, s.controller, seed, out, command, s.mode, browser=s.browser
                 )
 
                 def unfair(summary: dict[str, Any], folder: Path, s: Stack = s) -> str | None:
@@ -389,7 +415,7 @@ def figure(curves: pl.DataFrame, case: str) -> Any:
         .agg(pl.col("send_kbps", "capacity_kbps", "qdelay_ms").mean())
         .sort("stack", "flow", "t_s")
     )
-    names = [s.name for s in STACKS if s.name in set(these.get_column("stack").to_list())]
+    names = [s.name for s in ALL_STACKS if s.name in set(these.get_column("stack").to_list())]
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(7.2, 6.0))
         FigureCanvasAgg(fig)
@@ -430,10 +456,10 @@ def markdown(result: StackComparison) -> str:
     Chromium's, the phases where a stack differs from Chromium by more than the rule allows (and
     whether within the runs' spread), and the runs that were not fair."""
     lines = ["# One case, every stack", "", "| stack | what sends | version |", "|---|---|---|"]
-    for s in STACKS:
+    for s in ALL_STACKS:
         if s.name in set(result.rows.get_column("stack").to_list()):
             lines.append(f"| {s.name} | {s.what} | {result.versions.get(s.name, '–')} |")
-    names = [s.name for s in STACKS if s.name in set(result.rows.get_column("stack").to_list())]
+    names = [s.name for s in ALL_STACKS if s.name in set(result.rows.get_column("stack").to_list())]
     for case in result.rows.get_column("case").unique(maintain_order=True).to_list():
         mine = result.rows.filter(pl.col("case") == case)
         lines += [

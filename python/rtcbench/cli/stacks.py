@@ -32,7 +32,8 @@ def stacks_cmd(
         typer.Option(
             "--stack",
             help="A stack instead of all six (repeatable): simulator, emulation, chromium, firefox, "
-            "gstreamer, rtpgccbwe (GStreamer's own RTP stack and GCC).",
+            "gstreamer, rtpgccbwe (GStreamer's own RTP stack and GCC); or gstreamer-scaled, run only "
+            "when named (GStreamer with its picture scaled on the resolution ladder).",
         ),
     ] = None,
     seed: Annotated[
