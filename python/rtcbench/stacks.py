@@ -320,7 +320,12 @@ def compare_stacks(
     curves: list[pl.DataFrame] = []
     versions: dict[str, set[str]] = {}
     problems: dict[str, str] = {}
-    variants = {(case, s.name): _variant(case, s) for case in cases for s in stacks}
+    plain = {case: _variant(case) for case in cases}
+    variants = {
+        (case, s.name): plain[case] if s.degradation is None else _variant(case, s)
+        for case in cases
+        for s in stacks
+    }
     measured: dict[tuple[Case, str], list[tuple[list[dict[str, Any]], str | None]]] = {}
     for seed in seeds:
         for case in cases:
