@@ -85,7 +85,9 @@ def send_ratio(run: Path, start_s: float, end_s: float) -> float:
     packets = pl.read_parquet(run / "packets.parquet", columns=["t_us", "event", "kind", "size"])
     sent = packets.filter(window & (pl.col("event") == "sent") & (pl.col("kind") != "rtcp"))["size"].sum()
     target = pl.read_parquet(run / "controller.parquet").filter(window)["target_bps"].mean()
-    return float(sent) * 8 / (end_s - start_s) / float(target)  # type: ignore[arg-type]
+    if not isinstance(target, float) or target <= 0:
+        raise ValueError(f"{run}: no target in controller.parquet over {start_s:g}-{end_s:g} s")
+    return float(sent) * 8 / (end_s - start_s) / target
 
 
 def replay(run: Path, step_s: float) -> Replay:
@@ -123,7 +125,11 @@ def main() -> int:
         if not (run / "controller.parquet").is_file() or not (run / "packets.parquet").is_file():
             print(f"{run}: not a run's seed folder (no controller.parquet, packets.parquet)", file=sys.stderr)
             return 2
-        r = replay(run, args.step)
+        try:
+            r = replay(run, args.step)
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
         samples = " ".join(map(str, r.samples)) or "none"
         bound = "none" if math.isinf(r.upper_at_step) else f"{r.upper_at_step:.0f}"
         print(
