@@ -80,10 +80,11 @@ test-slow: build-release gst-agent
 lint: build-release gstreamer
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(BIN)/ruff check python tests benches examples
-	$(BIN)/ruff format --check python tests benches examples
+	$(BIN)/ruff check python tests benches examples experiments
+	$(BIN)/ruff format --check python tests benches examples experiments
 	$(BIN)/mypy
 	$(BIN)/mypy examples
+	$(BIN)/mypy --strict experiments/gcc-additive-increase/replay.py
 
 fmt:
 	$(CARGO) fmt --all
