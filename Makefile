@@ -84,7 +84,7 @@ lint: build-release gstreamer
 	$(BIN)/ruff format --check python tests benches examples experiments
 	$(BIN)/mypy
 	$(BIN)/mypy examples
-	$(BIN)/mypy --strict experiments/gcc-additive-increase/replay.py
+	$(BIN)/mypy experiments/gcc-additive-increase/replay.py
 
 fmt:
 	$(CARGO) fmt --all

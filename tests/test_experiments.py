@@ -15,10 +15,11 @@ EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 
 
 def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    name = f"experiments_{path.parent.name.replace('-', '_')}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module  # dataclasses look their module up by name
+    sys.modules[name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 

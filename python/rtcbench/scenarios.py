@@ -225,6 +225,12 @@ def call_tables(variant: Variant) -> list[tuple[str, Mapping[str, Any]]]:
     return places
 
 
+def degradation_sets(variant: Variant, degradation: str) -> list[str]:
+    """The `--set` overrides that give every call of `variant` (each `call_tables` entry) the
+    `video.degradation` `degradation`."""
+    return [f"{where}.video.degradation={degradation}" for where, _ in call_tables(variant)]
+
+
 def other_codecs(variant: Variant) -> list[tuple[str, str]]:
     """(field, codec) of every call of `variant` whose `video.codec` is not `MODELLED_CODEC`: a
     `[[calls]]` entry's, or a conference's `call` table's."""

@@ -38,7 +38,7 @@ from rtcbench.identity import BROWSER, EMULATE, GSTREAMER, GSTREAMER_CC, SIMULAT
 from rtcbench.reproduce.report import _num
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
-from rtcbench.scenarios import Variant, call_tables, resolve
+from rtcbench.scenarios import Variant, degradation_sets, resolve
 from rtcbench.suite import _Job, batch_folder
 
 __all__ = [
@@ -222,10 +222,14 @@ def _variant(case: Case, s: Stack | None = None) -> Variant:
         raise InputError(
             f"stacks case {case.label()} names {len(variants)} variants: give every variant's value"
         )
-    if s is None or s.degradation is None:
-        return variants[0]
-    sets = [f"{where}.video.degradation={s.degradation}" for where, _ in call_tables(variants[0])]
-    (variant,) = resolve(case.scenario, [*case.sets, *sets])
+    return variants[0] if s is None else _on_stack(case, variants[0], s)
+
+
+def _on_stack(case: Case, plain: Variant, s: Stack) -> Variant:
+    """`plain`, the case's one variant, as stack `s` runs it."""
+    if s.degradation is None:
+        return plain
+    (variant,) = resolve(case.scenario, [*case.sets, *degradation_sets(plain, s.degradation)])
     return variant
 
 
@@ -321,11 +325,7 @@ def compare_stacks(
     versions: dict[str, set[str]] = {}
     problems: dict[str, str] = {}
     plain = {case: _variant(case) for case in cases}
-    variants = {
-        (case, s.name): plain[case] if s.degradation is None else _variant(case, s)
-        for case in cases
-        for s in stacks
-    }
+    variants = {(case, s.name): _on_stack(case, plain[case], s) for case in cases for s in stacks}
     measured: dict[tuple[Case, str], list[tuple[list[dict[str, Any]], str | None]]] = {}
     for seed in seeds:
         for case in cases:

@@ -57,7 +57,7 @@ from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
 from rtcbench.reproduce.report import _num, _yes
 from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
-from rtcbench.scenarios import Variant, resolve
+from rtcbench.scenarios import Variant, degradation_sets, resolve
 from rtcbench.suite import RunProgress, _Job, batch_folder
 
 __all__ = [
@@ -172,8 +172,7 @@ def _variant(case: Case, degradation: str) -> Variant:
     (plain,) = resolve(case.scenario, list(case.sets))
     if degradation == "default":
         return plain
-    sets = [f"calls.{i}.video.degradation={degradation}" for i in range(len(plain.calls))]
-    variants = resolve(case.scenario, [*case.sets, *sets])
+    variants = resolve(case.scenario, [*case.sets, *degradation_sets(plain, degradation)])
     if len(variants) != 1:
         raise InputError(f"reproduction case {case.label()} names {len(variants)} variants")
     return variants[0]
