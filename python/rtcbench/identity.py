@@ -45,7 +45,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 14
+MODEL_REVISION = 15
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -76,13 +76,17 @@ scenario's minimum change); 13: as Chromium 156, `gcc` in a call with audio is n
 call's maximum, and its first probes are bounded by twice the streams' maximum (issue 34: `gcc`
 runs with audio whose path has room above the call's maximum change); 14: `gcc`'s loss-based
 estimator has the defaults Chromium 156 runs with (libwebrtc's of May 2025, not the `goog_cc`
-crate's of December 2024; issue 34: every `gcc` run changes)."""
+crate's of December 2024; issue 34: every `gcc` run changes); 15: the frames table gains the
+dates of each frame's stages (`encoded_us`, `first_sent_us`, `last_sent_us`, `last_arrival_us`,
+`decode_us`) and video flows the frame delay by stage (`stage_*_ms`, `frame_delay_mean_ms`; issue
+59: every other column and key of every earlier built-in run is bit-identical)."""
 
-BROWSER_REVISION = 10
+BROWSER_REVISION = 15
 """The revision of what a browser run depends on in rtcbench: the network model, the relay and the
 metrics, not rtcbench's media stack and controllers, which Chromium's peers do not use. It is
 raised with `MODEL_REVISION` whenever a change reaches what a browser run uses, and left alone
-otherwise, so hours of browser runs stay current across a controller fix: 11 left it at 10."""
+otherwise, so hours of browser runs stay current across a controller fix: 11 left it at 10; 15 raised
+it with the model's (a browser run's video flows gain the frame delay by stage its counters give)."""
 
 
 KEY_LENGTH = 12

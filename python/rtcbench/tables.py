@@ -21,6 +21,7 @@ import numpy.typing as npt
 import polars as pl
 
 from rtcbench import _core
+from rtcbench.stages import stage_expressions
 
 VIDEO = "video"
 AUDIO = "audio"
@@ -262,6 +263,8 @@ class _FlowRows:
                     *{"first_us"}.intersection(t.frames.columns),
                     # The gap since the flow's previous rendered frame, which a freeze lasts.
                     pl.col(RENDERED).diff().over("flow").alias("gap_us"),
+                    # Each frame's delay by stage, in ms (null where a boundary is not known).
+                    *stage_expressions(t.frames.columns),
                 ),
                 "flow",
                 RENDERED,

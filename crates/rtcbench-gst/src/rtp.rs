@@ -1110,9 +1110,9 @@ impl ReceiveStack {
                     "event": "frame_completed", "t_us": us(f.completed_at), "first_us": us(f.first_arrival),
                     "frame": null, "rtp_ts": f.rtp_timestamp,
                 })),
-                VideoEvent::Rendered { frame, at, freeze } => self.log.line(&json!({
-                    "event": "frame_rendered", "t_us": us(at), "frame": null, "rtp_ts": frame.rtp_timestamp,
-                    "freeze": freeze,
+                VideoEvent::Rendered { frame, decoded, at, freeze } => self.log.line(&json!({
+                    "event": "frame_rendered", "t_us": us(at), "decode_us": us(decoded), "frame": null,
+                    "rtp_ts": frame.rtp_timestamp, "freeze": freeze,
                 })),
                 // The model's decoder cannot go on (its first frame, or a frame it waited for
                 // too long, is missing): a key frame is asked for as a GStreamer decoder asks,

@@ -174,9 +174,9 @@ fn us(t: Instant) -> i64 {
 }
 
 impl CallObserver for Observer<'_> {
-    fn frame_encoded(&mut self, frame: &Frame, packets: u32) {
+    fn frame_encoded(&mut self, at: Instant, frame: &Frame, packets: u32) {
         self.log.line(&json!({
-            "event": "frame_encoded", "t_us": us(frame.capture), "frame": frame.index,
+            "event": "frame_encoded", "t_us": us(frame.capture), "encoded_us": us(at), "frame": frame.index,
             "size": frame.size.as_bytes(), "keyframe": frame.keyframe, "packets": packets,
             "width": frame.width, "height": frame.height,
         }));
@@ -188,8 +188,10 @@ impl CallObserver for Observer<'_> {
         }));
     }
 
-    fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {
-        self.log.line(&json!({"event": "frame_rendered", "t_us": us(at), "frame": frame, "freeze": freeze}));
+    fn frame_rendered(&mut self, frame: u64, decoded: Instant, at: Instant, freeze: bool) {
+        self.log.line(&json!({
+            "event": "frame_rendered", "t_us": us(at), "decode_us": us(decoded), "frame": frame, "freeze": freeze,
+        }));
     }
 
     fn packet_recovered(&mut self, at: Instant, seq: u16) {

@@ -60,8 +60,9 @@ pub const DECODE_TIME: Duration = Duration::from_millis(5);
 pub enum VideoEvent {
     /// Every packet of a frame arrived.
     Completed(CompletedFrame),
-    /// A frame was decoded and rendered at `at`; `freeze` if the wait for it was a freeze.
-    Rendered { frame: CompletedFrame, at: Instant, freeze: bool },
+    /// A frame left the jitter buffer for the decoder at `decoded` and was rendered at `at`;
+    /// `freeze` if the wait for it was a freeze.
+    Rendered { frame: CompletedFrame, decoded: Instant, at: Instant, freeze: bool },
     /// Request these (unwrapped) sequence numbers again (RFC 4585 generic NACK).
     Nack(Vec<u64>),
     /// Ask the sender for a keyframe (RFC 4585 PLI).
@@ -283,8 +284,9 @@ impl VideoReceiver {
                 return;
             }
             self.due = None;
-            self.release(frame, render, out - DECODE_TIME);
-            self.render(frame, now);
+            let decode_start = out - DECODE_TIME;
+            self.release(frame, render, decode_start);
+            self.render(frame, decode_start, now);
         }
         self.due = None;
     }
@@ -315,8 +317,8 @@ impl VideoReceiver {
         self.timing.on_frame_decoded();
     }
 
-    /// The decoded frame is handed to the renderer at `now`.
-    fn render(&mut self, frame: CompletedFrame, now: Instant) {
+    /// The frame, decoded from `decoded` on, is handed to the renderer at `now`.
+    fn render(&mut self, frame: CompletedFrame, decoded: Instant, now: Instant) {
         let mut skipped = 0;
         crate::drop_below(&mut self.frames, frame.first_seq + 1, |first, _| {
             skipped += u64::from(first != frame.first_seq);
@@ -330,7 +332,7 @@ impl VideoReceiver {
         }
         let freeze = self.freeze.on_frame(now);
         self.stats.frames_rendered += 1;
-        self.events.push_back(VideoEvent::Rendered { frame, at: now, freeze });
+        self.events.push_back(VideoEvent::Rendered { frame, decoded, at: now, freeze });
     }
 }
 

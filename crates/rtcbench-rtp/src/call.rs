@@ -790,7 +790,7 @@ impl Sender {
                 }
                 let timestamp = self.ids.video_ts0.wrapping_add(rtp_clock(frame.capture, VIDEO_CLOCK_HZ));
                 let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
-                obs.frame_encoded(&frame, plans.len() as u32);
+                obs.frame_encoded(now, &frame, plans.len() as u32);
                 self.resolution = (frame.width, frame.height);
                 if let Some(fec) = &mut self.fec {
                     fec.controller.on_encoded_frame(now, frame.size, frame.keyframe);
@@ -1602,10 +1602,10 @@ impl Receiver {
                         obs.frame_completed(frame, done.first_arrival, done.completed_at);
                     }
                 }
-                VideoEvent::Rendered { frame: done, at, freeze } => {
+                VideoEvent::Rendered { frame: done, decoded, at, freeze } => {
                     if let Some(k) = self.frame_of_ts.iter().position(|&(ts, _)| ts == done.rtp_timestamp) {
                         let (_, frame) = self.frame_of_ts[k];
-                        obs.frame_rendered(frame, at, freeze);
+                        obs.frame_rendered(frame, decoded, at, freeze);
                         // Frames before this one can no longer be rendered.
                         self.frame_of_ts.drain(..=k);
                     }
@@ -1662,7 +1662,7 @@ mod tests {
         fn packet_recovered(&mut self, _at: Instant, seq: u16) {
             self.recovered.push(seq);
         }
-        fn frame_rendered(&mut self, frame: u64, _at: Instant, _freeze: bool) {
+        fn frame_rendered(&mut self, frame: u64, _decoded: Instant, _at: Instant, _freeze: bool) {
             self.rendered.push(frame);
         }
     }
@@ -1911,7 +1911,7 @@ mod tests {
         #[derive(Default)]
         struct Keyframes(Vec<Instant>, usize);
         impl CallObserver for Keyframes {
-            fn frame_encoded(&mut self, frame: &rtcbench_media::video::Frame, _packets: u32) {
+            fn frame_encoded(&mut self, _at: Instant, frame: &rtcbench_media::video::Frame, _packets: u32) {
                 if frame.keyframe {
                     self.0.push(frame.capture);
                 }

@@ -9,14 +9,15 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 /// Receives an endpoint's events. Every method has an empty default, so an observer takes only
 /// what it records.
 pub trait CallObserver {
-    /// The sender's encoder produced `frame`, split into `packets` RTP packets.
-    fn frame_encoded(&mut self, _frame: &Frame, _packets: u32) {}
+    /// The sender's encoder produced `frame` at `at` (its capture instant is `frame.capture`),
+    /// split into `packets` RTP packets that now wait in the sender's queue.
+    fn frame_encoded(&mut self, _at: Instant, _frame: &Frame, _packets: u32) {}
     /// Every packet of video frame `frame` had arrived at the receiver at `at`, the first of them
     /// at `first`.
     fn frame_completed(&mut self, _frame: u64, _first: Instant, _at: Instant) {}
-    /// The receiver decoded and rendered video frame `frame` at `at`; `freeze` if the wait for it
-    /// was a freeze.
-    fn frame_rendered(&mut self, _frame: u64, _at: Instant, _freeze: bool) {}
+    /// Video frame `frame` left the receiver's jitter buffer for the decoder at `decoded` and was
+    /// rendered at `at`; `freeze` if the wait for it was a freeze.
+    fn frame_rendered(&mut self, _frame: u64, _decoded: Instant, _at: Instant, _freeze: bool) {}
     /// The receiver rebuilt lost video packet `seq` from FEC at `at`.
     fn packet_recovered(&mut self, _at: Instant, _seq: u16) {}
     /// The sender received a feedback message.

@@ -87,11 +87,11 @@ pub struct CallTrace<'a> {
 }
 
 impl CallObserver for CallTrace<'_> {
-    fn frame_encoded(&mut self, frame: &Frame, packets: u32) {
+    fn frame_encoded(&mut self, at: Instant, frame: &Frame, packets: u32) {
         let flow = self.plumbing.video_flow.expect("video flow exists with a video source");
-        self.trace.frames.encoded(flow, frame, packets);
+        self.trace.frames.encoded(flow, at, frame, packets);
         for &flow in self.mirrors {
-            self.trace.frames.encoded(flow, frame, packets);
+            self.trace.frames.encoded(flow, at, frame, packets);
         }
     }
 
@@ -101,9 +101,9 @@ impl CallObserver for CallTrace<'_> {
         }
     }
 
-    fn frame_rendered(&mut self, frame: u64, at: Instant, freeze: bool) {
+    fn frame_rendered(&mut self, frame: u64, decoded: Instant, at: Instant, freeze: bool) {
         if let Some(flow) = self.plumbing.video_flow {
-            self.trace.frames.rendered(flow, frame, at, freeze);
+            self.trace.frames.rendered(flow, frame, decoded, at, freeze);
         }
     }
 

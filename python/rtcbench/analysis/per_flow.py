@@ -10,6 +10,7 @@ import polars as pl
 from rtcbench.analysis.convergence import _settling_time
 from rtcbench.analysis.flows import _counted_frames, _flow, _flows, _frames_seen
 from rtcbench.analysis.time_series import _Windows
+from rtcbench.stages import STAGES, stage_key, stage_p95_key
 from rtcbench.tables import _US_PER_S, MEDIA_KINDS, RENDERED, VIDEO, Tables, _mean, _py, _quantiles, _std
 
 
@@ -84,6 +85,8 @@ def _flow_metrics(
     freeze_ms: float | None = None
     fd50: float | None = None
     fd95: float | None = None
+    fd_mean: float | None = None
+    stages: dict[str, float | None] = {}
     jitter_buffer: float | None = None
     height: float | None = None
     frame_loss: float | None = None
@@ -109,6 +112,7 @@ def _flow_metrics(
         encoded = counted.delta(flow, "sender", "frames_encoded", s, e)
         if encoded and decoded is not None:
             frame_loss = min(1.0, max(0.0, 1.0 - decoded / encoded))
+        stages = _counted_stages(t, flow, s, e, pk.owd_ms, jitter_buffer)
     elif video and _frames_seen(t, flow):
         fr = rows.frames.between(flow, s, e)
         if "height" in fr.columns:
@@ -119,6 +123,11 @@ def _flow_metrics(
         freeze_ms = float(fr.get_column("gap_us").filter(fr.get_column("freeze")).sum()) / 1000.0
         delay = (fr.get_column(RENDERED) - fr.get_column("capture_us")).cast(pl.Float64) / 1000.0
         fd50, fd95 = _quantiles(delay, (0.5, 0.95))
+        fd_mean = _mean(delay)
+        for stage in STAGES:
+            column = fr.get_column(stage.name)
+            stages[stage_key(stage)] = _mean(column)
+            (stages[stage_p95_key(stage)],) = _quantiles(column.drop_nulls(), (0.95,))
         if "first_us" in fr.columns:
             # From the frame's first packet to its render, as `jitterBufferDelay` counts.
             held = (fr.get_column(RENDERED) - fr.get_column("first_us")).drop_nulls()
@@ -184,6 +193,8 @@ def _flow_metrics(
         "freeze_duration_ms": freeze_ms,
         "frame_delay_p50_ms": fd50,
         "frame_delay_p95_ms": fd95,
+        "frame_delay_mean_ms": fd_mean,
+        **{k: stages.get(k) for stage in STAGES for k in (stage_key(stage), stage_p95_key(stage))},
         "jitter_buffer_ms": jitter_buffer,
         "frame_loss_ratio": frame_loss,
         "residual_loss_ratio": residual_loss,
@@ -191,4 +202,31 @@ def _flow_metrics(
         "fec_overhead": fec_overhead,
         "nack_count": nacks,
         "pli_count": plis,
+    }
+
+
+def _counted_stages(
+    t: Tables, flow: int, start_us: int, end_us: int, owd_ms: pl.Series, jitter_buffer: float | None
+) -> dict[str, float | None]:
+    """A browser's video flow's stage means over [start_us, end_us), from what its browsers
+    counted and the relay saw (docs/metrics.md, "Frame delay by stage"): the pacer's wait per
+    packet (`totalPacketSendDelay` over `packetsSent`), the packets' one-way delay through the
+    emulated network, the jitter buffer (`jitterBufferDelay` per emitted frame: from a frame's first
+    packet, so it holds the repair wait too) and the decoder (`totalProcessingDelay` per decoded
+    frame less that). The encoder and the repair wait are not counted apart: None, as every p95."""
+    counted = t._counted
+    send_s = counted.delta(flow, "sender", "total_packet_send_delay_s", start_us, end_us)
+    sent = counted.delta(flow, "sender", "packets_sent", start_us, end_us)
+    processing_s = counted.delta(flow, "receiver", "total_processing_delay_s", start_us, end_us)
+    decoded = counted.delta(flow, "receiver", "frames_decoded", start_us, end_us)
+    decode = (
+        max(0.0, processing_s / decoded * 1000.0 - jitter_buffer)
+        if processing_s is not None and decoded and jitter_buffer is not None
+        else None
+    )
+    return {
+        stage_key("send_queue"): send_s / sent * 1000.0 if send_s is not None and sent else None,
+        stage_key("network"): _mean(owd_ms),
+        stage_key("jitter_buffer"): jitter_buffer,
+        stage_key("decode"): decode,
     }

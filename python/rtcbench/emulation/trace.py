@@ -21,6 +21,7 @@ import polars as pl
 
 from rtcbench import _core, tables
 from rtcbench.emulation.media import FIRST_PORT, PlannedCall
+from rtcbench.stages import with_packet_dates
 from rtcbench.tables import Tables
 from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.relay_log import (
@@ -49,11 +50,12 @@ UDP, TCP = 17, 6
 
 FRAMES_SCHEMA = tables.dtypes("frames")
 """The frames table's columns (docs/traces.md, the core's schema)."""
-ENCODED_SCHEMA = {
-    c: t for c, t in FRAMES_SCHEMA.items() if c not in ("first_us", "complete_us", "render_us", "freeze")
-}
-"""Its columns of a frame as its sender encoded it; the receiver's `complete_us`, `render_us` and
-`freeze` follow."""
+_RECEIVER_COLUMNS = ("first_us", "complete_us", "decode_us", "render_us", "freeze")
+_PACKET_DATES = ("first_sent_us", "last_sent_us", "last_arrival_us")
+ENCODED_SCHEMA = {c: t for c, t in FRAMES_SCHEMA.items() if c not in (*_RECEIVER_COLUMNS, *_PACKET_DATES)}
+"""Its columns of a frame as its sender encoded it; the receiver's `first_us`, `complete_us`,
+`decode_us`, `render_us` and `freeze` follow, and the dates of its packets come from the packets
+table (`stages.with_packet_dates`)."""
 
 
 def _flow_ids(meta: Mapping[str, Any]) -> dict[str, int]:
@@ -279,6 +281,7 @@ def _frames(
     sender_logs: Mapping[int, list[dict[str, Any]]],
     receiver_logs: Mapping[int, list[dict[str, Any]]],
     end_us: int,
+    packets: pl.DataFrame,
 ) -> pl.DataFrame:
     encoded = [
         {
@@ -290,6 +293,8 @@ def _frames(
             "width": r["width"],
             "height": r["height"],
             "packets": r["packets"],
+            # Absent from a GStreamer RTP stack's log, which does not see its encoder's output.
+            "encoded_us": r.get("encoded_us"),
         }
         for k, records in sender_logs.items()
         if k in video_flow
@@ -304,7 +309,13 @@ def _frames(
         if r["event"] == "frame_completed" and r["t_us"] <= end_us
     ]
     rendered = [
-        {"flow": video_flow[k], "frame": r["frame"], "render_us": r["t_us"], "freeze": r["freeze"]}
+        {
+            "flow": video_flow[k],
+            "frame": r["frame"],
+            "decode_us": r.get("decode_us"),
+            "render_us": r["t_us"],
+            "freeze": r["freeze"],
+        }
         for k, records in receiver_logs.items()
         if k in video_flow
         for r in records
@@ -315,14 +326,23 @@ def _frames(
         completed, schema={"flow": pl.Int32, "frame": pl.Int64, "first_us": pl.Int64, "complete_us": pl.Int64}
     ).unique(["flow", "frame"], keep="first")
     shown = pl.DataFrame(
-        rendered, schema={"flow": pl.Int32, "frame": pl.Int64, "render_us": pl.Int64, "freeze": pl.Boolean}
+        rendered,
+        schema={
+            "flow": pl.Int32,
+            "frame": pl.Int64,
+            "decode_us": pl.Int64,
+            "render_us": pl.Int64,
+            "freeze": pl.Boolean,
+        },
     ).unique(["flow", "frame"], keep="first")
-    return (
+    joined = (
         frames.join(done, on=["flow", "frame"], how="left")
         .join(shown, on=["flow", "frame"], how="left")
         .with_columns(pl.col("freeze").fill_null(False))
         .sort("flow", "frame")
     )
+    dated = with_packet_dates(joined, packets)
+    return dated.select(c for c in FRAMES_SCHEMA if c in dated.columns)
 
 
 def _typed_rows(rows: list[dict[str, Any]], fixed: dict[str, Any]) -> pl.DataFrame:
@@ -441,7 +461,7 @@ def emulated_tables(
     return Tables(
         meta=dict(meta),
         packets=packets,
-        frames=_frames(video_flow, sender_logs, receiver_logs, end_us),
+        frames=_frames(video_flow, sender_logs, receiver_logs, end_us, packets),
         controller=_controller(sender_logs, receiver_logs, end_us),
         links=relay_links(relay_dir, end_us),
         feedback=_feedback(sender_logs, end_us),

@@ -155,8 +155,18 @@ pub struct FrameTable {
     pub width: Vec<i32>,
     pub height: Vec<i32>,
     pub packets: Vec<i32>,
+    /// When the frame left the encoder for the sender's queue.
+    pub encoded_us: Vec<i64>,
+    /// When the first and the last of its original packets (not retransmissions) left the sender.
+    pub first_sent_us: Vec<i64>,
+    pub last_sent_us: Vec<i64>,
     pub first_us: Vec<i64>,
+    /// When the last of its original packets to arrive arrived: the frame would have been
+    /// complete then, had none of them been lost.
+    pub last_arrival_us: Vec<i64>,
     pub complete_us: Vec<i64>,
+    /// When it left the jitter buffer for the decoder.
+    pub decode_us: Vec<i64>,
     pub render_us: Vec<i64>,
     pub freeze: Vec<bool>,
     /// Rows taken before the first row held here.
@@ -197,8 +207,8 @@ impl FrameTable {
         self.flow.is_empty()
     }
 
-    /// An encoded frame of `flow`, sent as `packets` RTP packets.
-    pub fn encoded(&mut self, flow: FlowId, encoded: &Frame, packets: u32) {
+    /// A frame of `flow` the encoder produced at `at`, sent as `packets` RTP packets.
+    pub fn encoded(&mut self, flow: FlowId, at: Instant, encoded: &Frame, packets: u32) {
         let Frame { index: frame, capture, size, keyframe: key, width, height, .. } = *encoded;
         let f = flow as usize;
         if self.flows.len() <= f {
@@ -220,8 +230,13 @@ impl FrameTable {
         self.width.push(i32::from(width));
         self.height.push(i32::from(height));
         self.packets.push(packets as i32);
+        self.encoded_us.push(at.as_micros());
+        self.first_sent_us.push(-1);
+        self.last_sent_us.push(-1);
         self.first_us.push(-1);
+        self.last_arrival_us.push(-1);
         self.complete_us.push(-1);
+        self.decode_us.push(-1);
         self.render_us.push(-1);
         self.freeze.push(false);
     }
@@ -232,6 +247,24 @@ impl FrameTable {
         Some(self.flows.get(flow as usize)?.row(frame)? - self.base)
     }
 
+    /// An original packet of `frame` of `flow` left its sender at `at`.
+    fn original_sent(&mut self, flow: FlowId, frame: u64, at: Instant) {
+        if let Some(row) = self.local_row(flow, frame) {
+            if self.first_sent_us[row] < 0 {
+                self.first_sent_us[row] = at.as_micros();
+            }
+            self.last_sent_us[row] = at.as_micros();
+        }
+    }
+
+    /// An original packet of `frame` of `flow` reached its receiver at `at`. One that arrives
+    /// after its frame was complete (overtaken by its retransmission) does not count.
+    fn original_arrived(&mut self, flow: FlowId, frame: u64, at: Instant) {
+        if let Some(row) = self.local_row(flow, frame).filter(|&r| self.complete_us[r] < 0) {
+            self.last_arrival_us[row] = self.last_arrival_us[row].max(at.as_micros());
+        }
+    }
+
     /// Every packet of `frame` of `flow` had arrived at `at`, the first of them at `first`.
     pub fn completed(&mut self, flow: FlowId, frame: u64, first: Instant, at: Instant) {
         if let Some(row) = self.local_row(flow, frame) {
@@ -240,9 +273,10 @@ impl FrameTable {
         }
     }
 
-    /// `frame` of `flow` was rendered at `at`.
-    pub fn rendered(&mut self, flow: FlowId, frame: u64, at: Instant, freeze: bool) {
+    /// `frame` of `flow` left the jitter buffer at `decoded` and was rendered at `at`.
+    pub fn rendered(&mut self, flow: FlowId, frame: u64, decoded: Instant, at: Instant, freeze: bool) {
         if let Some(row) = self.local_row(flow, frame) {
+            self.decode_us[row] = decoded.as_micros();
             self.render_us[row] = at.as_micros();
             self.freeze[row] = freeze;
         }
@@ -271,8 +305,13 @@ impl FrameTable {
             width: front(&mut self.width, n),
             height: front(&mut self.height, n),
             packets: front(&mut self.packets, n),
+            encoded_us: front(&mut self.encoded_us, n),
+            first_sent_us: front(&mut self.first_sent_us, n),
+            last_sent_us: front(&mut self.last_sent_us, n),
             first_us: front(&mut self.first_us, n),
+            last_arrival_us: front(&mut self.last_arrival_us, n),
             complete_us: front(&mut self.complete_us, n),
+            decode_us: front(&mut self.decode_us, n),
             render_us: front(&mut self.render_us, n),
             freeze: front(&mut self.freeze, n),
             base: self.base,
@@ -618,9 +657,17 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// A packet event.
+    /// A packet event. An original video packet's departure and arrival also date its frame's
+    /// stages (`frames.parquet`: `first_sent_us`, `last_sent_us`, `last_arrival_us`).
     pub fn packet(&mut self, t: Instant, event: PacketEvent, p: &Packet, drop: Option<(LinkId, DropReason)>) {
         self.packets.record(t, event, p, drop);
+        if let (PacketKind::Media, Some(frame)) = (p.kind, p.frame) {
+            match event {
+                PacketEvent::Sent => self.frames.original_sent(p.flow, frame, t),
+                PacketEvent::Received => self.frames.original_arrived(p.flow, frame, t),
+                _ => {}
+            }
+        }
     }
 
     /// A lost video packet of `flow` rebuilt from FEC.

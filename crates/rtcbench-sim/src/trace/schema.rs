@@ -113,7 +113,7 @@ pub const PACKETS: [Column; 13] = [
 ];
 
 /// `frames.parquet`: one row per video frame.
-pub const FRAMES: [Column; 12] = [
+pub const FRAMES: [Column; 17] = [
     col("flow", Int32, Required, Plain),
     col("frame", Int64, Required, Plain),
     col("capture_us", Int64, Required, Plain),
@@ -122,8 +122,13 @@ pub const FRAMES: [Column; 12] = [
     col("width", Int32, Extra, Plain),
     col("height", Int32, Extra, Plain),
     col("packets", Int32, Required, Plain),
+    col("encoded_us", Int64, Nullable, Sentinel),
+    col("first_sent_us", Int64, Nullable, Sentinel),
+    col("last_sent_us", Int64, Nullable, Sentinel),
     col("first_us", Int64, Nullable, Sentinel),
+    col("last_arrival_us", Int64, Nullable, Sentinel),
     col("complete_us", Int64, Nullable, Sentinel),
+    col("decode_us", Int64, Nullable, Sentinel),
     col("render_us", Int64, Nullable, Sentinel),
     col("freeze", Bool, Required, Plain),
 ];
@@ -251,8 +256,13 @@ impl super::FrameTable {
             I32(self.width),
             I32(self.height),
             I32(self.packets),
+            I64(self.encoded_us),
+            I64(self.first_sent_us),
+            I64(self.last_sent_us),
             I64(self.first_us),
+            I64(self.last_arrival_us),
             I64(self.complete_us),
+            I64(self.decode_us),
             I64(self.render_us),
             Bool(self.freeze),
         ];
