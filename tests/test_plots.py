@@ -199,8 +199,12 @@ def test_cdf_and_box_figures_take_any_number_of_series() -> None:
     delays = {"gcc": rng.exponential(20.0, 5_000), "nada": rng.exponential(8.0, 5_000), "scream": np.empty(0)}
     cdf = qdelay_cdf_figure(delays, "cdf")
     labels = [t.get_text() for t in cdf.axes[0].get_legend().get_texts()]
-    assert labels[0].startswith("gcc (p50 14") and labels[2] == "scream: no packets"
+    assert labels[0].startswith("gcc (p50 13.8") and labels[2] == "scream: no packets"
     assert_rendered(cdf)
+    # Given the numbers the tables show, the legend shows those rather than the pooled curve's.
+    shown = qdelay_cdf_figure(delays, "cdf", {"gcc": (12.25, 61.04), "nada": (None, 20.0)})
+    labels = [t.get_text() for t in shown.axes[0].get_legend().get_texts()]
+    assert labels[:2] == ["gcc (p50 12.2, p95 61.0 ms)", "nada (p95 20.0 ms)"]
     panels = [
         BoxPanel(
             "utilisation",
@@ -212,6 +216,7 @@ def test_cdf_and_box_figures_take_any_number_of_series() -> None:
     ]
     box = repetitions_figure(panels, ["gcc", "nada"], "box")
     assert [ax.get_title() for ax in box.axes] == ["utilisation", "loss"]
+    assert box.axes[0].get_ylim()[0] == 0.0, "a ratio's box plot starts at zero"
     # One box: nada's single run is a dot, with no box and no mean beside it.
     assert len(box.axes[0].patches) == 1
     assert_rendered(box)

@@ -34,7 +34,7 @@ from typer.testing import CliRunner
 import rtcbench
 from rtcbench import compare as cmp
 from rtcbench.cli import app
-from rtcbench.plots import PALETTE, Rendered
+from rtcbench.plots import CONTROLLER_COLORS, Rendered
 from rtcbench.report import Problem, build_report, figures
 from rtcbench.report.cache import CACHE_DIR
 from rtcbench.report.comparison import MATRIX_METRICS
@@ -186,9 +186,9 @@ def report(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
 
 
 def expected_figures(root: Path) -> set[str]:
-    """From the folder layout alone: per case, the controllers' first seeds over time, goodput
-    against delay, the CDF and the box plots over repetitions."""
-    kinds = ("time", "tradeoff", "cdf", "box")
+    """From the folder layout alone: per case, the controllers' first seeds over time, the frame
+    delay by stage, goodput against delay, the CDF and the box plots over repetitions."""
+    kinds = ("time", "stages", "tradeoff", "cdf", "box")
     return {f"{kind}--{case}" for case in case_folders(root) for kind in kinds}
 
 
@@ -262,9 +262,9 @@ def test_the_report_names_every_command_and_version(suite: Path, report: tuple[P
 
 
 def test_each_case_says_what_the_call_got_from_each_controller(report: tuple[Path, Path, str]) -> None:
-    """A report of two controllers says per case, head to head, goodput, freezes, delay and
-    utilisation of the second against the first (`compare.Comparison.in_short`); two repetitions
-    are too few for a verdict, so the means are given without one."""
+    """A report of two controllers says per case, head to head, goodput, frame delay, freezes,
+    delay and utilisation of the second against the first (`compare.Comparison.in_short`); two
+    repetitions are too few for a verdict, so the means are given without one, and said so."""
     text = html.unescape(report[0].read_text(encoding="utf-8"))
     for scenario, variant in (
         ("rfc8867-5.1", "delay=50ms,mechanism=link-rate"),
@@ -272,7 +272,8 @@ def test_each_case_says_what_the_call_got_from_each_controller(report: tuple[Pat
     ):
         start = text.index(f"{scenario} [{variant}]: nada against gcc: goodput ")
         sentence = text[start : text.index("</p>", start)]
-        assert "too few repetitions to judge" in sentence and "utilisation" in sentence, sentence
+        assert "2 and 2 runs, too few to judge" in sentence and "utilisation" in sentence, sentence
+        assert "frame delay p95 " in sentence and "worse" not in sentence and "better" not in sentence
 
 
 def test_the_html_references_nothing_remote(report: tuple[Path, Path, str]) -> None:
@@ -327,7 +328,7 @@ def test_the_same_results_give_the_same_report(suite: Path, tmp_path: Path) -> N
     b = build_report([suite], tmp_path / "b.html", run_figures="none", jobs=1, command="same")
     assert a.path.read_bytes() == b.path.read_bytes()
     # Per case: goodput against delay, the CDF and the box plots (no time figures here).
-    assert a.figures == b.figures and len(a.figures) == 3 * len(case_folders(suite))
+    assert a.figures == b.figures and len(a.figures) == 4 * len(case_folders(suite))
 
 
 PAGE_BYTES_PER_RUN = 60_000
@@ -488,7 +489,7 @@ def test_one_repetition_shows_values_and_variants_come_in_order(single: Path, tm
     runs = re.findall(r'<details class="run" id="run--([^"]+)"', text)
     assert runs[0].startswith(by_delay[0]) and runs[-1].startswith(by_delay[1])
     # One run per controller: values, no box plots and no intervals.
-    kinds = ("time", "tradeoff", "cdf")
+    kinds = ("time", "stages", "tradeoff", "cdf")
     assert sorted(Page(text).figures) == sorted(f"{kind}--{c}" for c in cases for kind in kinds)
     for c in cases:
         table = text.split(f'id="tbl-case--{c}"', 1)[1].split("</table>", 1)[0]
@@ -545,7 +546,7 @@ def test_missing_and_broken_results_are_named_and_the_rest_is_reported(suite: Pa
     assert any(str(broken["summary"]) in p and "left out" in p for p in page.problems)
     # The rest is there: 4 of 8 runs, one per controller and case, so no box plots; every case over
     # time and its CDF. Where a first seed is left out, the next seed is drawn over time.
-    kinds = ("time", "tradeoff", "cdf")
+    kinds = ("time", "stages", "tradeoff", "cdf")
     assert set(page.figures) == {f"{kind}--{c}" for c in case_folders(suite) for kind in kinds}
     assert len([t for t, kind in page.tables.items() if kind == "flows"]) == 4
     for k in ("timeseries", "json"):
@@ -564,7 +565,7 @@ def test_a_single_run_folder(suite: Path, tmp_path: Path) -> None:
     assert result.path == target / "report.html" and result.runs == 1 and result.problems == ()
     page = Page(result.path.read_text(encoding="utf-8"))
     # The run over time, its goodput against delay and its CDF: no box plots of one run.
-    assert len(page.figures) == 3
+    assert len(page.figures) == 4  # over time, by stage, goodput against delay, CDF
     assert set(result.figures) == set(page.figures)
     assert set(result.tables) == set(page.tables)
 
@@ -699,7 +700,7 @@ def test_a_screenshot_of_the_comparison_shows_the_verdicts(compared: Path, tmp_p
     drawn = Image.open(io.BytesIO(figure.screenshot)).convert("RGB")
     assert drawn.width > 400
     counts = drawn.getcolors(maxcolors=1 << 20) or []
-    for colour in PALETTE[:2]:  # each controller's runs and mean, in its colour
+    for colour in (CONTROLLER_COLORS["gcc"], CONTROLLER_COLORS["fixed"]):  # each its own colour
         rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
         near = sum(n for n, c in counts if sum(abs(x - y) for x, y in zip(c, rgb, strict=True)) <= 40)
         assert near > 30, (colour, near)

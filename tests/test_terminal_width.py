@@ -83,7 +83,7 @@ def test_the_comparison_reads_at_80_columns(suite_output: tuple[Path, str]) -> N
         # Every column's header whole on the header line: none was cut below its first word.
         assert re.search(r"metric\s+gcc\s+nada\s+B − A\s+95 % CI\s+verdict$", header.strip()), header
     rows = [line for line in lines if ("↑" in line or "↓" in line) and not line.startswith("↑/↓")]
-    verdicts = ("regression", "improvement", "no change", "no data", "too few reps")
+    verdicts = ("regression", "improvement", "no change", "not measured", "too few reps")
     assert rows and all(line.rstrip().endswith(verdicts) for line in rows), text
     # The case's name and run counts above its metrics, and a sentence per case after them.
     assert re.search(

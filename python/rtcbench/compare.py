@@ -32,6 +32,7 @@ import polars as pl
 from rtcbench import suite
 from rtcbench.analysis import bootstrap_means
 from rtcbench.results import SUMMARY, InputError, PathArg, read_summary, run_folders
+from rtcbench.stages import STAGES, stage_key, stage_p95_key
 from rtcbench.tables import VIDEO
 
 __all__ = [
@@ -58,13 +59,13 @@ __all__ = [
 ]
 
 Better = Literal["higher", "lower"]
-Verdict = Literal["regression", "improvement", "no change", "insufficient data", "too few repetitions"]
+Verdict = Literal["regression", "improvement", "no change", "too few repetitions", "not measured"]
 VERDICTS: tuple[Verdict, ...] = (
     "regression",
     "improvement",
     "no change",
-    "insufficient data",
     "too few repetitions",
+    "not measured",
 )
 
 MIN_REPS = 5
@@ -85,7 +86,9 @@ class CompareError(InputError):
 
 @dataclass(frozen=True)
 class Metric:
-    """One compared quantity: a column of `run_values`, with the side that is better."""
+    """One compared quantity: a column of `run_values`, with the side that is better and the
+    smallest difference that matters (`floor`, in the metric's own unit; per minute of the run
+    with `floor_per_minute`): a smaller one is not called, however certain."""
 
     name: str
     title: str
@@ -94,6 +97,14 @@ class Metric:
     scale: float
     digits: int
     definition: str
+    floor: float = 0.0
+    floor_per_minute: bool = False
+
+    def floor_for(self, duration_s: float | None) -> float:
+        """The floor for runs of `duration_s` (the per-minute floors scale with it)."""
+        if not self.floor_per_minute:
+            return self.floor
+        return self.floor * (duration_s or 60.0) / 60.0
 
     @property
     def heading(self) -> str:
@@ -124,6 +135,7 @@ METRICS: tuple[Metric, ...] = (
         3,
         "video flows' receive rate / the capacity of their path (`utilization`), mean over the run's "
         "video flows",
+        floor=0.05,
     ),
     Metric(
         "qdelay_p50_ms",
@@ -133,6 +145,7 @@ METRICS: tuple[Metric, ...] = (
         1.0,
         1,
         "video flows' median queuing delay, mean over the run's video flows",
+        floor=10.0,
     ),
     Metric(
         "qdelay_p95_ms",
@@ -142,6 +155,7 @@ METRICS: tuple[Metric, ...] = (
         1.0,
         1,
         "video flows' 95th-percentile queuing delay, mean over the run's video flows",
+        floor=10.0,
     ),
     Metric(
         "loss_ratio",
@@ -151,6 +165,7 @@ METRICS: tuple[Metric, ...] = (
         100.0,
         2,
         "video packets dropped / sent, mean over the run's video flows",
+        floor=0.005,
     ),
     Metric(
         "mean_goodput_bps",
@@ -161,6 +176,7 @@ METRICS: tuple[Metric, ...] = (
         0,
         "video flows' media payload received per second (`mean_goodput_bps`), mean over the run's "
         "video flows",
+        floor=50_000.0,
     ),
     Metric(
         "freezes",
@@ -170,6 +186,8 @@ METRICS: tuple[Metric, ...] = (
         1.0,
         1,
         "video flows' freezes (WebRTC's freeze test, `docs/metrics.md`), mean over the run's video flows",
+        floor=1.0,
+        floor_per_minute=True,
     ),
     Metric(
         "fps_mean",
@@ -179,6 +197,7 @@ METRICS: tuple[Metric, ...] = (
         1.0,
         1,
         "video flows' frames shown per second, mean over the run's video flows",
+        floor=1.0,
     ),
     Metric(
         "frame_delay_p95_ms",
@@ -189,15 +208,41 @@ METRICS: tuple[Metric, ...] = (
         0,
         "video flows' 95th-percentile capture-to-display delay of the frames shown, mean over the run's "
         "video flows",
+        floor=10.0,
     ),
     Metric(
-        "convergence_time_s",
-        "convergence",
+        "startup_s",
+        "start-up",
         "lower",
         "s",
         1.0,
         1,
-        "video flows' start-up convergence time to their fair share, mean over the flows that converged",
+        "video flows' start-up convergence: the time from a flow's start until its 1 s mean sending "
+        "rate is within [0.8, 1.1] x its fair share for 5 s (`convergence_time_s`), mean over the "
+        "flows that converged",
+        floor=2.0,
+    ),
+    Metric(
+        "reconvergence_s",
+        "after capacity change",
+        "lower",
+        "s",
+        1.0,
+        1,
+        "video flows' convergence to their fair share after a capacity change of their bottleneck "
+        "(`reconvergence_s`), mean over the changes after which they converged",
+        floor=2.0,
+    ),
+    Metric(
+        "recovery_s",
+        "recovery",
+        "lower",
+        "s",
+        1.0,
+        1,
+        "video flows' convergence to their fair share after a competing flow stopped on their link "
+        "or radio medium (`recovery_s`), mean over the stops after which they converged",
+        floor=2.0,
     ),
     Metric(
         "jain_index_video",
@@ -207,6 +252,7 @@ METRICS: tuple[Metric, ...] = (
         1.0,
         3,
         "Jain's index of the video flows' rates after settling; runs with two or more video flows",
+        floor=0.05,
     ),
     Metric(
         "jain_index_all",
@@ -217,6 +263,7 @@ METRICS: tuple[Metric, ...] = (
         3,
         "Jain's index of every data flow (video, TCP, CBR) of the least fair shared link; runs where "
         "two or more share one",
+        floor=0.05,
     ),
     Metric(
         "tcp_throughput_bps",
@@ -226,6 +273,7 @@ METRICS: tuple[Metric, ...] = (
         1e-3,
         0,
         "received bytes on the wire of the TCP flows per second while each runs, summed; runs with TCP",
+        floor=50_000.0,
     ),
     Metric(
         "feedback_bps",
@@ -235,6 +283,7 @@ METRICS: tuple[Metric, ...] = (
         1e-3,
         2,
         "RTCP sent, all calls and directions, on the wire",
+        floor=1_000.0,
     ),
 )
 BY_NAME = {m.name: m for m in METRICS}
@@ -248,6 +297,8 @@ COLUMNS: dict[str, pl.DataType] = {
     "b": pl.String(),
     "n_a": pl.Int64(),
     "n_b": pl.Int64(),
+    "runs_a": pl.Int64(),
+    "runs_b": pl.Int64(),
     "mean_a": pl.Float64(),
     "mean_b": pl.Float64(),
     "diff": pl.Float64(),
@@ -256,6 +307,7 @@ COLUMNS: dict[str, pl.DataType] = {
     "ci_high": pl.Float64(),
     "effect": pl.Float64(),
     "verdict": pl.String(),
+    "floor": pl.Float64(),
     "controller_a": pl.String(),
     "controller_b": pl.String(),
     "same_config": pl.Boolean(),
@@ -263,23 +315,55 @@ COLUMNS: dict[str, pl.DataType] = {
 """The columns of `compare`'s frame, in order (docs/compare.md, "The table")."""
 
 
+CONTEXT = (
+    "duration_s",
+    "frame_delay_mean_ms",
+    *(k for st in STAGES for k in (stage_key(st), stage_p95_key(st))),
+    "startup_first_window",
+)
+"""The columns of `run_values` beyond the metrics: what the sentences explain a difference with
+(the frame delay by stage, `docs/metrics.md`), the run's duration (the per-minute floors) and
+whether a video flow's start-up converged in its first window (under the measure's 1 s resolution:
+`docs/compare.md`, "Flags")."""
+
+ALIASES = {"convergence_time_s": "startup_s", "goodput_bps": "mean_goodput_bps", "utilisation": "utilization"}
+"""Other names a metric is asked for by: its summary key and the suite tables' columns."""
+
+
 def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     """One row per run (the keys of `suite-runs.parquet` and `path`) with a column per `METRICS`
-    entry, from the two suite tables.
+    entry and per `CONTEXT` column, from the two suite tables.
 
     Flow metrics are averaged over the run's video flows, as the suite's overview does: video is
-    what the controller adapts, while audio's rate is fixed by its codec. Jain's index is kept only
-    where it compares two or more video flows (it is 1 by definition with one), TCP throughput only
-    where the run has TCP flows. Null means "does not apply" or "not measured".
+    what the controller adapts, while audio's rate is fixed by its codec. Utilisation is kept only
+    for video flows whose path has a capacity of its own (not across a BSS or a cell, whose
+    capacity is a share of a medium: `docs/compare.md`). Jain's index is kept only where it
+    compares two or more video flows (it is 1 by definition with one), TCP throughput only where
+    the run has TCP flows. Null means "does not apply" or "not measured".
     """
     by = ["path"]
+    renamed = {"convergence_time_s": "startup_s"}
     per_flow = (
         "utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "mean_goodput_bps", "freezes",
-        "fps_mean", "frame_delay_p95_ms", "convergence_time_s",
+        "fps_mean", "frame_delay_p95_ms", "convergence_time_s", "reconvergence_s", "recovery_s",
+        *CONTEXT[1:-1],
     )  # fmt: skip
     # A summary from an older rtcbench may lack a metric: it is then not measured, not an error.
     flows = flows.with_columns(pl.lit(None, pl.Float64).alias(c) for c in per_flow if c not in flows.columns)
-    video = flows.filter(pl.col("kind") == VIDEO).group_by(by).agg(pl.col(*per_flow).mean())
+    if "radio_path" not in flows.columns:
+        flows = flows.with_columns(radio_path=pl.lit(None, pl.Boolean))
+    flows = flows.with_columns(
+        utilization=pl.when(pl.col("radio_path").fill_null(False)).then(None).otherwise(pl.col("utilization"))
+    )
+    video = (
+        flows.filter(pl.col("kind") == VIDEO)
+        .group_by(by)
+        .agg(
+            pl.col(*per_flow).cast(pl.Float64).mean(),
+            startup_first_window=(pl.col("convergence_time_s") == 0.0).any(),
+        )
+        .rename(renamed)
+    )
     tcp = (
         flows.filter(pl.col("kind") == "tcp")
         .group_by(by)
@@ -291,11 +375,18 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("video_flows") >= 2).then(pl.col("jain_index_video")).alias("jain_index_video"),
         pl.col("jain_index_all"),
         pl.col("feedback_bps").cast(pl.Float64),
+        duration_s=pl.col("simulated_s").cast(pl.Float64),
     )
     joined = base.join(video, on=by, how="left", maintain_order="left").join(
         tcp, on=by, how="left", maintain_order="left"
     )
-    return joined.select(*_KEYS, "path", *(pl.col(m.name).cast(pl.Float64) for m in METRICS))
+    return joined.select(
+        *_KEYS,
+        "path",
+        *(pl.col(m.name).cast(pl.Float64) for m in METRICS),
+        *(pl.col(c).cast(pl.Float64) for c in CONTEXT[:-1]),
+        pl.col("startup_first_window").fill_null(False),
+    )
 
 
 @dataclass(frozen=True)
@@ -443,19 +534,21 @@ def judge(
     n_a: int = MIN_REPS,
     n_b: int = MIN_REPS,
     min_reps: int = MIN_REPS,
+    floor: float = 0.0,
 ) -> Verdict:
     """The verdict on one metric of one cell.
 
-    A regression needs both: the interval of B − A excludes zero on the worse side (the change is
-    not the seeds' noise) and the relative change |B − A| / |A| exceeds `tolerance` (it is large
-    enough to matter). An improvement is the same on the better side. With A = 0 any change counts
-    as larger than the tolerance. Without an interval (fewer than two runs on a side), nothing is
-    flagged: "insufficient data"; with fewer than `min_reps` runs on a side: "too few
-    repetitions".
+    A side without a value: "not measured". Fewer than `min_reps` runs on a side (one run
+    included): "too few repetitions", the means given and nothing judged. Otherwise a regression
+    needs three things: the interval of B − A excludes zero on the worse side (the change is not
+    the seeds' noise), |B − A| exceeds `floor` (the smallest difference that matters for this
+    metric, in its unit) and the relative change |B − A| / |A| exceeds `tolerance` (with A = 0 any
+    change counts as larger). An improvement is the same on the better side; anything else is
+    "no change".
     """
-    if ci is None or mean_a is None or mean_b is None:
-        return "insufficient data"
-    if min(n_a, n_b) < min_reps:
+    if mean_a is None or mean_b is None:
+        return "not measured"
+    if min(n_a, n_b) < min_reps or ci is None:
         return "too few repetitions"
     low, high = ci
     # Bootstrap means of equal values can differ in the last bit; that is not a change.
@@ -463,6 +556,8 @@ def judge(
     if low <= eps and high >= -eps:
         return "no change"
     diff = mean_b - mean_a
+    if abs(diff) <= floor:
+        return "no change"
     if mean_a != 0 and abs(diff) / abs(mean_a) <= tolerance:
         return "no change"
     went_up = low > eps
@@ -504,55 +599,180 @@ class Comparison:
         return {v: int((rows.get_column("verdict") == v).sum()) for v in VERDICTS}
 
     def in_short(self, b: str) -> list[str]:
-        """One sentence per case of the comparison of `b` with the baseline: what the call got
-        from each side (`HEADLINE`: goodput, freezes, queuing delay, utilisation), the change with
-        its interval where the repetitions support a verdict, and "no clear difference" where they
-        do not tell the sides apart (docs/compare.md, "In short")."""
+        """One sentence per case of the comparison of `b` with the baseline: the metrics that
+        decide it, where B is worse and where it is better (`SENTENCE`: what the picture got, then
+        the delay and loss it cost, then how fast the rate settled), those without a clear
+        difference, and, where the frame delay differs, the stage of the frames' delay that makes
+        the difference (`docs/compare.md`, "In short"). A case with too few repetitions gets the
+        two means and no judgement (`note_once` says why, once)."""
         return [sentence for _, sentence in self.in_short_cases(b)]
 
     def in_short_cases(self, b: str) -> list[tuple[tuple[str, str, str], str]]:
         """`in_short` with each sentence's case: (scenario, variant, controller of side A)."""
-        rows = self.table.filter((pl.col("b") == b) & pl.col("metric").is_in(HEADLINE))
-        order = {m: i for i, m in enumerate(HEADLINE)}
+        rows = self.table.filter((pl.col("b") == b) & pl.col("metric").is_in(SENTENCE))
+        order = {m: i for i, m in enumerate(SENTENCE)}
+        runs_a, runs_b = self.side_runs(self.baseline), self.side_runs(b)
         out = []
         for key, group in rows.group_by(["scenario", "variant", "controller_a"], maintain_order=True):
             scenario, variant, controller = (str(k) if k is not None else "" for k in key)
             first = group.row(0, named=True)
             case = _case(scenario, variant, controller if self.mode == "folders" else None)
             ranked = sorted(group.iter_rows(named=True), key=lambda r: order[r["metric"]])
-            clauses = [_clause(BY_NAME[r["metric"]], r) for r in ranked]
-            sentence = f"{case}: {first['b']} against {first['a']}: {'; '.join(clauses)}."
-            out.append(((scenario, variant, controller), sentence))
+            cell = (pl.col("scenario") == scenario) & (pl.col("variant") == variant)
+            if self.mode == "folders":
+                cell &= pl.col("controller") == controller
+            context = (runs_a.filter(cell), runs_b.filter(cell))
+            body = _sentence(first["a"], first["b"], ranked, context)
+            out.append(
+                ((scenario, variant, controller), f"{case}: {first['b']} against {first['a']}: {body}")
+            )
         return out
 
+    def note_once(self) -> str | None:
+        """What a comparison without verdicts says once rather than in every sentence: "one run
+        each" when every compared cell has one run a side; None otherwise (the notes then name
+        the cases with too few repetitions)."""
+        measured = self.table.filter(pl.col("verdict") != "not measured")
+        most = measured.select(pl.max_horizontal(pl.col("n_a").max(), pl.col("n_b").max())).item()
+        if measured.height and most <= 1:
+            return "one run each: the means are given, no judgement (a verdict needs repetitions, --reps)"
+        return None
 
-HEADLINE = ("mean_goodput_bps", "freezes", "qdelay_p95_ms", "utilization")
-"""What `Comparison.in_short` says of each case: what the call got, and at what delay."""
 
-_FEWER = {"freezes"}
-"""Metrics that count things: "fewer", not "less"."""
+SENTENCE = (
+    "mean_goodput_bps",
+    "frame_delay_p95_ms",
+    "freezes",
+    "qdelay_p95_ms",
+    "loss_ratio",
+    "startup_s",
+    "recovery_s",
+    "utilization",
+)
+"""What `Comparison.in_short` weighs for each case, in this order: what the picture got (goodput,
+frame delay, freezes), what it cost (queuing delay, loss), how fast the rate settled (start-up,
+recovery after competition) and how much of its path it used."""
+
+STAGE_CAUSES = {
+    "encode": "{who}'s encoder holds frames longer",
+    "send_queue": "{who} holds frames at the sender",
+    "network": "{who}'s packets wait longer in the network's queues",
+    "repair": "{who} waits longer for retransmissions and FEC",
+    "jitter_buffer": "{who}'s receiver holds frames longer in its jitter buffer",
+    "decode": "{who}'s decoder takes longer",
+}
+"""How a sentence names the stage of the frames' delay that differs most (`rtcbench.stages`)."""
 
 
-def _clause(m: Metric, r: dict[str, Any]) -> str:
-    """One metric of one case, in words: the change and its interval if the verdict says there is
-    one, else why not."""
-    verdict = r["verdict"]
-    if verdict in ("improvement", "regression"):
-        more = r["diff"] > 0
-        word = "more" if more else ("fewer" if m.name in _FEWER else "less")
-        ci = m.interval(r)
-        size = f"{abs(100 * r['rel_diff']):.0f} % " if r["rel_diff"] is not None else ""
-        unit = f" {m.unit}" if m.unit else ""
-        judged = "better" if verdict == "improvement" else "worse"
-        effect = f", {effect_word(r['effect'])} effect" if r.get("effect") is not None else ""
-        return f"{size}{word} {m.title} ({ci}{unit}, {judged}{effect})"
-    if verdict == "no change":
-        return f"no clear difference in {m.title}"
-    if verdict == "too few repetitions":
-        return (
-            f"{m.title} {m.format(r['mean_a'])} against {m.format(r['mean_b'])}, too few repetitions to judge"
+def _judged(m: Metric, r: dict[str, Any]) -> str:
+    """A metric with a verdict: "frame delay p95 921 against 232 ms (+297 %, +592 … +776 ms, large
+    effect)", B's mean first."""
+    unit = f" {m.unit}" if m.unit else ""
+    change = f"{100 * r['rel_diff']:+.0f} %, " if r["rel_diff"] is not None else ""
+    effect = f", {effect_word(r['effect'])} effect" if r.get("effect") is not None else ""
+    return f"{_means(r)} ({change}{m.interval(r)}{unit}{effect})"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _mean_of(runs: pl.DataFrame, column: str) -> float | None:
+    if column not in runs.columns:
+        return None
+    values = runs.get_column(column).drop_nulls()
+    return float(values.mean()) if values.len() else None  # type: ignore[arg-type]
+
+
+def _stage_cause(
+    a: str, b: str, frame_delay: dict[str, Any], context: tuple[pl.DataFrame, pl.DataFrame]
+) -> str:
+    """Where the frame delays of `a` and `b` differ: the stage whose mean differs most in the
+    direction of the frame delay's difference, named for the slower side with both sides' p95."""
+    runs_a, runs_b = context
+    slower_is_b = frame_delay["diff"] > 0
+    toward = []
+    for st in STAGES:
+        ma, mb = _mean_of(runs_a, stage_key(st)), _mean_of(runs_b, stage_key(st))
+        if ma is not None and mb is not None and mb != ma and (mb > ma) == slower_is_b:
+            toward.append((abs(mb - ma), st))
+    if not toward:
+        return ""
+    st = max(toward, key=lambda x: x[0])[1]
+    slow = b if slower_is_b else a
+    slow_runs, fast_runs = (runs_b, runs_a) if slower_is_b else (runs_a, runs_b)
+    p_slow, p_fast = _mean_of(slow_runs, stage_p95_key(st)), _mean_of(fast_runs, stage_p95_key(st))
+    if p_slow is not None and p_fast is not None:
+        numbers = f"{st.title} p95 {p_slow:.0f} against {p_fast:.0f} ms"
+    else:
+        m_slow, m_fast = _mean_of(slow_runs, stage_key(st)), _mean_of(fast_runs, stage_key(st))
+        numbers = f"{st.title} {m_slow:.0f} against {m_fast:.0f} ms on average"
+    return f" Why: {STAGE_CAUSES[st.name].format(who=slow)} ({numbers})."
+
+
+def _means(r: dict[str, Any]) -> str:
+    m = BY_NAME[r["metric"]]
+    unit = f" {m.unit}" if m.unit else ""
+    return f"{m.title} {m.format(r['mean_b'])} against {m.format(r['mean_a'])}{unit}"
+
+
+def _sentence(a: str, b: str, rows: list[dict[str, Any]], context: tuple[pl.DataFrame, pl.DataFrame]) -> str:
+    """The body of a case's sentence (after "case: B against A: ")."""
+    measured = [r for r in rows if r["verdict"] != "not measured"]
+    if not measured:
+        return "nothing measured on both sides."
+    runs_a, runs_b = measured[0]["runs_a"], measured[0]["runs_b"]
+    if all(r["verdict"] == "too few repetitions" for r in measured):
+        said = "" if (runs_a, runs_b) == (1, 1) else f" ({runs_b} and {runs_a} runs, too few to judge)"
+        return f"{'; '.join(_means(r) for r in measured)}{said}."
+    # A metric measured in fewer runs than the case has (a flow that never converged in some).
+    partial = [
+        f"{BY_NAME[r['metric']].title} measured in {r['n_a']} of {runs_a} runs of {a} and {r['n_b']} of "
+        f"{runs_b} of {b}, not judged"
+        for r in measured
+        if r["verdict"] == "too few repetitions"
+    ]
+    worse = [_judged(BY_NAME[r["metric"]], r) for r in measured if r["verdict"] == "regression"]
+    better = [_judged(BY_NAME[r["metric"]], r) for r in measured if r["verdict"] == "improvement"]
+    same = [BY_NAME[r["metric"]].title for r in measured if r["verdict"] == "no change"]
+    parts = []
+    if worse:
+        parts.append(f"worse in {_and(worse)}")
+    if better:
+        parts.append(f"better in {_and(better)}")
+    if same:
+        parts.append(f"no clear difference in {_and(same)}")
+    body = "; ".join(parts + partial) + "."
+    frame_delay = next((r for r in measured if r["metric"] == "frame_delay_p95_ms"), None)
+    if frame_delay is not None and frame_delay["verdict"] in ("regression", "improvement"):
+        body += _stage_cause(a, b, frame_delay, context)
+    first_window = [
+        label
+        for label, runs in ((a, context[0]), (b, context[1]))
+        if runs.height and runs.get_column("startup_first_window").any()
+    ]
+    if first_window and any(r["metric"] == "startup_s" for r in measured):
+        body += (
+            f" Start-up within the first second in some runs of {_and(first_window)}: under what the "
+            "measure resolves (flagged)."
         )
-    return f"{m.title} not measured on both sides"
+    return body
+
+
+def _spelling(text: str) -> str:
+    return re.sub(r"[\s_\-]+", "_", text.strip().lower().rstrip("↑↓").strip())
+
+
+def metric_named(name: str) -> Metric | None:
+    """The metric `name` asks for: its name (`qdelay_p95_ms`), its heading as a table prints it
+    with or without the unit and arrow (`qdelay p95 ms ↓`, `utilisation`, `goodput kbit/s`), or
+    another name of it (`ALIASES`: `convergence_time_s`, `goodput_bps`); None if none."""
+    want = _spelling(name)
+    for m in METRICS:
+        names = {m.name, m.title, f"{m.title} {m.unit}", m.heading}
+        if want in {_spelling(n) for n in names}:
+            return m
+    return BY_NAME.get(ALIASES.get(want, ""))
 
 
 def _listed(values: Sequence[str] | None, what: str) -> list[str] | None:
@@ -666,10 +886,11 @@ def comparison(
     if chosen is None:
         wanted = list(METRICS)
     else:
-        unknown = [m for m in chosen if m not in BY_NAME]
+        found = [metric_named(m) for m in chosen]
+        unknown = [m for m, f in zip(chosen, found, strict=True) if f is None]
         if unknown:
             raise CompareError(f"unknown metric {unknown[0]!r} (allowed: {', '.join(BY_NAME)})")
-        wanted = [BY_NAME[m] for m in chosen]
+        wanted = list(dict.fromkeys(f for f in found if f is not None))
     sets = [load(Path(d)) for d in dirs]
     mode, sides = _sides(sets, names, baseline)
     named = ["scenario", "variant"] if mode == "controllers" else ["scenario", "variant", "controller"]
@@ -737,7 +958,8 @@ def comparison(
                 f"compared by name although the configuration differs (--any-config), "
                 f"{base.label} and {other.label}, {len(mixed)} case(s): {', '.join(mixed)}"
             )
-    if few:
+    single = bool(rows) and all(r["n_a"] <= 1 and r["n_b"] <= 1 for r in rows)
+    if few and not single:  # one run each is said once (`Comparison.note_once`)
         notes.append(
             f"no verdict for {len(few)} case(s) with fewer than {min_reps} repetitions on a side "
             f"(a bootstrap interval over fewer seeds is not reliable; --reps {min_reps} or more, or "
@@ -781,6 +1003,8 @@ def _row(
     rel = diff / abs(mean_a) if diff is not None and mean_a else None
     rng = _row_rng(seed, (scenario, variant, a, b, cc_a, cc_b, m.name))
     ci = bootstrap_ci(xa, xb, resamples=resamples, rng=rng) if diff is not None else None
+    durations = pl.concat([runs_a.get_column("duration_s"), runs_b.get_column("duration_s")]).drop_nulls()
+    floor = m.floor_for(float(durations.mean()) if durations.len() else None)  # type: ignore[arg-type]
     return {
         "scenario": scenario,
         "variant": variant,
@@ -790,6 +1014,8 @@ def _row(
         "b": b,
         "n_a": int(xa.size),
         "n_b": int(xb.size),
+        "runs_a": runs_a.height,
+        "runs_b": runs_b.height,
         "mean_a": mean_a,
         "mean_b": mean_b,
         "diff": diff,
@@ -798,8 +1024,17 @@ def _row(
         "ci_high": ci[1] if ci else None,
         "effect": cliffs_delta(xa, xb),
         "verdict": judge(
-            m.better, mean_a, mean_b, ci, tolerance, n_a=int(xa.size), n_b=int(xb.size), min_reps=min_reps
+            m.better,
+            mean_a,
+            mean_b,
+            ci,
+            tolerance,
+            n_a=int(xa.size),
+            n_b=int(xb.size),
+            min_reps=min_reps,
+            floor=floor,
         ),
+        "floor": floor,
         "controller_a": cc_a,
         "controller_b": cc_b,
     }

@@ -17,6 +17,7 @@ display, safe in worker processes and in notebooks that use another backend.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -31,19 +32,21 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.patches import Ellipse
+from matplotlib.patches import Ellipse, Patch
 from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
 from rtcbench.analysis import active_span_us
 from rtcbench.analysis.capacity import radio_hops
 from rtcbench.measure import scatter_sample
+from rtcbench.stages import STAGE_COLUMNS, STAGES, stage_expressions
 from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 __all__ = [
+    "CONTROLLER_COLORS",
     "PALETTE",
     "STYLE",
     "STYLES",
@@ -52,6 +55,7 @@ __all__ = [
     "FigureStyle",
     "Rendered",
     "RunColumn",
+    "StageBar",
     "TradeoffSeries",
     "average_figure",
     "is_background",
@@ -60,7 +64,10 @@ __all__ = [
     "render",
     "repetitions_figure",
     "run_figure",
+    "series_color",
+    "shade",
     "shown_flows",
+    "stage_figure",
     "tradeoff_figure",
 ]
 
@@ -104,7 +111,49 @@ STYLES: dict[str, dict[RcKeyType, Any]] = {
 """rcParams per figure style: "screen" for pages and terminals, "paper" for print."""
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-"""Colours of media flows, in `meta.flows` order (colour-blind-safe first pairs)."""
+"""The colours figures draw series in (colour-blind-safe first pairs); which series takes which is
+fixed by name (`series_color`), never by position in a figure."""
+CONTROLLER_COLORS = {
+    "gcc": "#1f77b4",
+    "gcc-draft": "#17becf",
+    "nada": "#ff7f0e",
+    "scream": "#2ca02c",
+    "rtpgccbwe": "#9467bd",
+    "fixed": "#8c564b",
+}
+"""Each built-in controller's colour in every figure: the same controller is the same colour in a
+run's figure, a case's CDF, box plots and trade-off, and `rtcbench stacks`. Any other name (a
+Python controller, a stack, a folder's label) takes a palette colour chosen by its name
+(`series_color`)."""
+_OTHER_COLORS = ("#d62728", "#e377c2", "#bcbd22", "#7f3c8d", "#3969ac", "#e68310")
+"""Colours for names `CONTROLLER_COLORS` does not have: none of the built-ins', nor the competing
+traffic's greys and olive."""
+
+
+def series_color(label: str) -> str:
+    """A series' colour, fixed by its name: a built-in controller's own (`CONTROLLER_COLORS`), also
+    for a label that names one after a folder (`old/gcc`) or a stack (`gcc · chromium`), else one
+    of `_OTHER_COLORS` chosen by a hash of the name, so a label has its colour in every figure
+    whatever else the figure shows."""
+    for part in re.split(r"[/ ·]+", label)[::-1]:
+        if part in CONTROLLER_COLORS:
+            return CONTROLLER_COLORS[part]
+    digest = hashlib.sha256(label.encode()).digest()
+    return _OTHER_COLORS[digest[0] % len(_OTHER_COLORS)]
+
+
+def shade(color: str, k: int) -> str:
+    """The `k`-th shade of `color`: itself for 0, then alternately darker and lighter, further each
+    time: the calls of one run, or the folders of one controller, told apart within its hue."""
+    if k == 0:
+        return color
+    rgb = np.array(mpl.colors.to_rgb(color))
+    step = 0.22 * ((k + 1) // 2)
+    mixed = rgb * (1 - step) if k % 2 else rgb + (1 - rgb) * step
+    r, g, b = (float(x) for x in np.clip(mixed, 0.0, 1.0))
+    return str(mpl.colors.to_hex((r, g, b)))
+
+
 CAPACITY_COLOR = "#222222"
 CAPACITY_STYLES = ("-", "--", ":", "-.")
 """One line style per bottleneck link when media flows cross several."""
@@ -139,8 +188,12 @@ def _media_flows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [f for f in meta["flows"] if f.get("kind") in MEDIA_KINDS]
 
 
-def _flow_colors(flows: list[dict[str, Any]]) -> dict[int, str]:
-    return {int(f["id"]): PALETTE[i % len(PALETTE)] for i, f in enumerate(flows)}
+def _flow_colors(flows: list[dict[str, Any]], controller: str) -> dict[int, str]:
+    """A run's media flows in its controller's colour, one shade per call (`shade`): a call's video
+    and audio share it and are told apart by their lines (the video's thicker)."""
+    calls = list(dict.fromkeys(f.get("call") for f in flows))
+    base = series_color(controller)
+    return {int(f["id"]): shade(base, calls.index(f.get("call"))) for f in flows}
 
 
 def _step_to_end(t_us: pl.Series, v: npt.NDArray[np.float64], end_s: float) -> tuple[Any, Any]:
@@ -191,7 +244,7 @@ _HEIGHT_MAX_PX = 800
 """Top of the encoded-height axis: the ladder's largest rung is 720p."""
 
 # Layout in inches, with fixed margins: constrained or tight layout draws a figure twice.
-_PANEL_IN = {"rates": 2.1, "calls": 1.3, "delay": 1.3, "loss": 0.85, "frames": 1.0}
+_PANEL_IN = {"rates": 2.1, "calls": 1.3, "delay": 1.3, "loss": 0.85, "frames": 1.0, "stages": 1.1}
 CALLS_PANEL_BELOW = 0.25
 """Panel (a′), the calls on their own scale, is drawn when their largest rate is below this share
 of panel (a)'s scale: beside 100 Mbit/s of TCP a 1 Mbit/s call is a line at zero."""
@@ -235,7 +288,8 @@ class _Run:
         for k, v in ts.partition_by("flow", as_dict=True).items():
             start, stop = spans.get(int(k[0]), (0, duration_us))
             by_flow[int(k[0])] = v.filter(pl.col("t_us").is_between(start, stop, closed="left")).sort("t_us")
-        return cls(column, 0.0, end_s, window_s, flows, _flow_colors(flows), by_flow)
+        colors = _flow_colors(flows, str(meta.get("controller") or column.label))
+        return cls(column, 0.0, end_s, window_s, flows, colors, by_flow)
 
     def series(self, fid: int) -> pl.DataFrame:
         return self.by_flow.get(fid, self.column.timeseries.clear())
@@ -410,6 +464,35 @@ def _frames_panel(ax: Axes, run: _Run, height: Axes) -> None:
             height.step(x, done.get_column("height").to_numpy(), where="post", color=color, lw=0.9, ls="--")
 
 
+STAGE_COLORS = ("#00224e", "#35456c", "#666970", "#948e77", "#c8b866", "#fee838")
+"""The stages of a frame's delay (`rtcbench.stages.STAGES`, in order), from cividis: a sequence of
+muted tones that no controller's colour is."""
+
+
+def _stages_panel(ax: Axes, run: _Run) -> None:
+    """(e) where the video's frames waited: per second, the mean of each stage of the delay of the
+    frames rendered in it (`rtcbench.stages`), stacked, so the top is the mean frame delay."""
+    frames = run.column.tables.frames
+    if not frames.height or not set(STAGE_COLUMNS) <= set(frames.columns):
+        return
+    rendered = frames.filter(pl.col("render_us").is_not_null()).with_columns(
+        stage_expressions(frames.columns)
+    )
+    per_s = (
+        rendered.with_columns(second=pl.col("render_us") // 1_000_000)
+        .group_by("second")
+        .agg(pl.col([st.name for st in STAGES]).mean().fill_null(0.0))
+        .sort("second")
+    )
+    if not per_s.height:
+        return
+    x = per_s.get_column("second").cast(pl.Float64).to_numpy() + run.shift_s
+    ys = [per_s.get_column(st.name).to_numpy() for st in STAGES]
+    ax.stackplot(x, *ys, colors=STAGE_COLORS, step="post", linewidth=0, labels=[st.title for st in STAGES])
+    if run.shift_s == 0:
+        ax.legend(loc="upper left", ncol=3, fontsize="x-small", frameon=False)
+
+
 _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
     "rates": (
         "Mbit/s",
@@ -427,6 +510,11 @@ _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
         "frame/s",
         "(d) frames completed at the receiver, {smooth} mean; ticks: freezes; dashed, right: encoded height",
         None,  # drawn with its second axis
+    ),
+    "stages": (
+        "frame delay (ms)",
+        "(e) frame delay by stage, 1 s means: encoder, sender queue, network, repair, jitter buffer, decoder",
+        _stages_panel,
     ),
 }
 """Per panel: y label, title, and what draws one run into it."""
@@ -472,7 +560,15 @@ def run_figure(columns: Sequence[RunColumn], title: str, *, style: FigureStyle =
         raise ValueError("no run to draw")
     runs = [_Run.of(c) for c in columns]
     video = any(f.get("kind") == VIDEO for r in runs for f in r.flows)
-    panels = ["rates", "calls", "delay", "loss", *(["frames"] if video else [])]
+    staged = video and any(set(STAGE_COLUMNS) <= set(r.column.tables.frames.columns) for r in runs)
+    panels = [
+        "rates",
+        "calls",
+        "delay",
+        "loss",
+        *(["frames"] if video else []),
+        *(["stages"] if staged else []),
+    ]
     # As few rows as COLUMNS_PER_ROW allows, filled evenly (six runs: two rows of three).
     per_row = -(-len(runs) // -(-len(runs) // COLUMNS_PER_ROW))
     groups = [runs[i : i + per_row] for i in range(0, len(runs), per_row)]
@@ -593,14 +689,26 @@ hundreds of thousands per controller; the curve needs no more than a figure has 
 
 
 def _series_colors(labels: Sequence[str]) -> dict[str, str]:
-    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+    """Each label's colour (`series_color`); labels of one colour (one controller in several
+    folders) take its shades in turn."""
+    bases = [series_color(label) for label in labels]
+    return {
+        label: shade(base, bases[:i].count(base))
+        for i, (label, base) in enumerate(zip(labels, bases, strict=True))
+    }
 
 
-def qdelay_cdf_figure(delays: Mapping[str, npt.NDArray[np.float64]], title: str) -> Figure:
+def qdelay_cdf_figure(
+    delays: Mapping[str, npt.NDArray[np.float64]],
+    title: str,
+    quantiles: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> Figure:
     """Empirical CDFs of per-packet queuing delay, one curve per controller (the CDFs of
     Qb = RTT - RTTm in De Cicco et al. 2013 slides; here owd - min owd of each flow,
     docs/metrics.md). `delays` maps a label to every delay sample it pooled (ms); an empty array is
-    listed as "no packets"."""
+    listed as "no packets". The legend gives each label's p50 and p95 from `quantiles` where given:
+    the report's (the mean over runs of each run's, the number every table and sentence shows),
+    not the pooled curve's own."""
     labels = list(delays)
     colors = _series_colors(labels)
     probs = np.linspace(0.0, 1.0, _CDF_POINTS)
@@ -616,14 +724,15 @@ def qdelay_cdf_figure(delays: Mapping[str, npt.NDArray[np.float64]], title: str)
                 ax.plot([], [], color=colors[label], label=f"{label}: no packets")
                 continue
             q = np.quantile(d, probs)
-            p50, p95 = np.quantile(d, [0.5, 0.95])
-            ax.step(
-                q,
-                probs,
-                where="post",
-                color=colors[label],
-                label=f"{label} (p50 {p50:.0f}, p95 {p95:.0f} ms)",
-            )
+            given = (quantiles or {}).get(label)
+            p50: float | None
+            p95: float | None
+            if given is None or given == (None, None):
+                p50, p95 = (float(x) for x in np.quantile(d, [0.5, 0.95]))
+            else:
+                p50, p95 = given
+            said = ", ".join(f"{name} {v:.1f}" for name, v in (("p50", p50), ("p95", p95)) if v is not None)
+            ax.step(q, probs, where="post", color=colors[label], label=f"{label} ({said} ms)")
         ax.set_xlabel("queuing delay (ms)")
         ax.set_ylabel("CDF")
         ax.set_ylim(0.0, 1.02)
@@ -711,6 +820,10 @@ def repetitions_figure(panels: Sequence[BoxPanel], labels: Sequence[str], title:
                 ax.text(0.5, 0.5, "n/a", transform=ax.transAxes, ha="center", va="center", color="#777777")
             ax.set_xticks(positions, labels, rotation=30 if rotate else 0, ha="right" if rotate else "center")
             ax.set_xlim(0.4, len(labels) + 0.8)
+            # Every panel's quantity is a rate, a ratio, a count or a delay: from zero, so that two
+            # boxes a hair apart (59.95 and 59.99 fps) look a hair apart.
+            if present and all(float(data[i].min()) >= 0.0 for i in present):
+                ax.set_ylim(bottom=0.0, top=max(ax.get_ylim()[1], 1e-9))
             ax.set_title(panel.title)
             ax.set_ylabel(panel.ylabel)
             ax.grid(axis="x", visible=False)
@@ -834,9 +947,11 @@ def tradeoff_figure(series: Sequence[TradeoffSeries], title: str, *, delay_label
             if ellipse is not None:
                 ellipse.set(facecolor=color, alpha=0.15, edgecolor=color, linewidth=1.0)
                 ax.add_patch(ellipse)
+            runs = f"{x.size} run{'s' if x.size != 1 else ''}"
             ax.plot(
                 float(x.mean()), float(y.mean()), "o", ms=8, color=color, markeredgecolor="#000000",
-                markeredgewidth=0.8, label=f"{s.label} ({x.size} run{'s' if x.size != 1 else ''})",
+                markeredgewidth=0.8,
+                label=f"{s.label} ({runs}: p95 {x.mean():.1f} ms, {y.mean() * 1e3:.0f} kbit/s)",
             )  # fmt: skip
         ax.set_xlabel(delay_label)
         ax.set_ylabel("video goodput (Mbit/s)")
@@ -928,3 +1043,66 @@ def render(fig: Figure, *, svg: bool = False, pdf: bool = False, palette: bool =
             )
             printable = document.getvalue()
     return Rendered(png.getvalue(), vector, printable)
+
+
+@dataclass(frozen=True)
+class StageBar:
+    """One label of `stage_figure`: the mean over its runs of each stage's mean (ms, in
+    `rtcbench.stages.STAGES` order; None where its runs cannot observe the stage), of the frame
+    delay's mean and of its p95, and how many runs."""
+
+    label: str
+    stages: Sequence[float | None]
+    frame_delay_mean_ms: float | None
+    frame_delay_p95_ms: float | None
+    runs: int
+
+
+def stage_figure(bars: Sequence[StageBar], title: str) -> Figure:
+    """Where each label's frames waited: one horizontal bar per label, its stages stacked in the
+    order a frame passes them (`rtcbench.stages`), so a bar is as long as the label's mean frame
+    delay, and beside it that mean and the frame delay's p95 (the tables' numbers). A stage a
+    label's runs cannot observe (a browser's encoder) is listed under its bar as not observed."""
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(6.4, 1.3 + 0.55 * max(1, len(bars))))
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
+        fig.subplots_adjust(
+            left=0.2, right=0.97, top=1 - 0.75 / fig.get_figheight(), bottom=0.5 / fig.get_figheight()
+        )
+        ys = np.arange(len(bars))[::-1].astype(float)
+        peak = 0.0
+        for y, bar in zip(ys, bars, strict=True):
+            left = 0.0
+            for k, v in enumerate(bar.stages):
+                if v is None or not np.isfinite(v):
+                    continue
+                ax.barh(y, v, left=left, height=0.6, color=STAGE_COLORS[k])
+                left += v
+            peak = max(peak, left)
+            said = []
+            if bar.frame_delay_mean_ms is not None:
+                said.append(f"mean {bar.frame_delay_mean_ms:.0f} ms")
+            if bar.frame_delay_p95_ms is not None:
+                said.append(f"p95 {bar.frame_delay_p95_ms:.0f} ms")
+            ax.text(left, y, "  " + ", ".join(said), va="center", ha="left", fontsize="small")
+            missing = [st.name for st, v in zip(STAGES, bar.stages, strict=True) if v is None]
+            if missing and len(missing) < len(STAGES):
+                ax.text(0.0, y - 0.42, "not observed: " + ", ".join(missing), va="center", fontsize="x-small",
+                        color="#555555")  # fmt: skip
+        ax.set_yticks(ys, [f"{b.label} ({b.runs} run{'s' if b.runs != 1 else ''})" for b in bars])
+        for tick, bar in zip(ax.get_yticklabels(), bars, strict=True):
+            tick.set_color(series_color(bar.label))
+        ax.set_xlim(0.0, max(peak, 1.0) * 1.35)
+        ax.set_xlabel("mean frame delay by stage (ms)")
+        ax.set_title(title)
+        ax.grid(axis="y", visible=False)
+        if peak > 0:
+            handles = [Patch(color=c, label=st.title) for st, c in zip(STAGES, STAGE_COLORS, strict=True)]
+            fig.legend(handles=handles, loc="upper center", ncol=3, fontsize="small", frameon=False,
+                       bbox_to_anchor=(0.5, 1 - 0.28 / fig.get_figheight()))  # fmt: skip
+        else:
+            ax.text(
+                0.5, 0.5, "no frame timing", transform=ax.transAxes, ha="center", va="center", color="#777777"
+            )
+    return fig

@@ -412,7 +412,7 @@ def figure(curves: pl.DataFrame, case: str) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from rtcbench.plots import CAPACITY_COLOR, PALETTE, STYLE
+    from rtcbench.plots import CAPACITY_COLOR, STYLE, series_color
 
     runs = curves.filter(pl.col("case") == case)
     these = (
@@ -432,8 +432,8 @@ def figure(curves: pl.DataFrame, case: str) -> Any:
             first = first.filter(pl.col("flow") == first.item(0, "flow"))
             rate.step(first["t_s"], first["capacity_kbps"], where="post", color=CAPACITY_COLOR, lw=1.4,
                       label="capacity")  # fmt: skip
-        for i, name in enumerate(names):
-            color = PALETTE[i % len(PALETTE)]
+        for name in names:
+            color = series_color(name)
             mine = these.filter(pl.col("stack") == name)
             for flow in mine.get_column("flow").unique(maintain_order=True).to_list():
                 f = mine.filter(pl.col("flow") == flow).sort("t_s")

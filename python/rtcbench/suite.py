@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core, runner
+from rtcbench.analysis.capacity import radio_hops
 from rtcbench.browser.choice import CHROMIUM
 from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
@@ -98,6 +99,7 @@ _FLOW_TYPES: dict[str, pl.DataType] = {
     "cross_throughput_bps": pl.Float64(),
     "cross_goodput_bps": pl.Float64(),
     "cross_throughput_run_bps": pl.Float64(),
+    "radio_path": pl.Boolean(),
     "path": pl.String(),
 }
 _RUN_TYPES: dict[str, pl.DataType] = {
@@ -334,6 +336,8 @@ def _flow_rows(summary: dict[str, Any], path: str) -> list[dict[str, Any]]:
         f["id"]: f["share_ratio"] for b in summary["fairness"].get("bottlenecks", []) for f in b["flows"]
     }
     cross = {f["id"]: f for f in summary["cross_traffic"]}
+    meta = summary.get("meta") or {}
+    radio = {int(f["id"]): bool(radio_hops(meta, f)) for f in meta.get("flows", [])}
     rows = []
     for f in summary["flows"]:
         m = dict(f)
@@ -345,6 +349,8 @@ def _flow_rows(summary: dict[str, Any], path: str) -> list[dict[str, Any]]:
         row["cross_throughput_bps"] = c.get("throughput_bps")
         row["cross_goodput_bps"] = c.get("goodput_bps")
         row["cross_throughput_run_bps"] = c.get("throughput_run_bps")
+        # Its path crosses a shared radio medium (a BSS, a cell): no capacity of its own to use up.
+        row["radio_path"] = radio.get(int(fid))
         row["path"] = path
         rows.append(row)
     return rows

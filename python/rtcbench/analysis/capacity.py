@@ -130,12 +130,28 @@ def phases(t: Tables, flow_or_link: int | str) -> list[Phase]:
 @dataclass(frozen=True)
 class Period(Phase):
     """A part of a capacity phase of a link during which the same flows share it: phases are cut
-    again wherever a flow whose bottleneck is the link starts or stops (`periods`)."""
+    again wherever a flow that shares the link, or the radio medium it is a hop of, starts or stops
+    (`periods`)."""
 
     phase: int
     """The index of the capacity phase it lies in (`phases`)."""
     flows: tuple[int, ...]
     """The ids of the flows bottlenecked at the link that run in it, in `meta.flows` order."""
+    sharing: tuple[int, ...] = ()
+    """The ids of every media and competing flow that shares the link or its medium and runs in
+    it (those of `flows` too), in `meta.flows` order."""
+    joined: tuple[int, ...] = ()
+    """Of those, the ones that started where it starts."""
+    left: tuple[int, ...] = ()
+    """The sharing flows that stopped where it starts (they ran in the period before)."""
+
+    @property
+    def capacity_changed(self) -> bool:
+        """It starts where the link's capacity changed (not at the start of the run)."""
+        return self.phase > 0 and self.start_us == self.phase_start_us
+
+    phase_start_us: int = 0
+    """Where its capacity phase starts."""
 
 
 SHARING_KINDS = (*MEDIA_KINDS, *CROSS_KINDS)
@@ -143,24 +159,53 @@ SHARING_KINDS = (*MEDIA_KINDS, *CROSS_KINDS)
 feedback starts and stops with its media)."""
 
 
+def sharing_flows(t: Tables, link: str) -> list[dict[str, Any]]:
+    """The media and competing flows that share `link`: those bottlenecked there and, when the link
+    is a radio hop (a Wi-Fi node's queue, an LTE buffer), every one whose path crosses a hop of
+    the same medium (a BSS's airtime, a cell's PRBs in one direction; `radio_links`), wherever its
+    bottleneck is: a TCP download to another station takes the same airtime as the call."""
+    medium = radio_links(t.meta).get(link)
+    on_medium = {name for name, m in radio_links(t.meta).items() if m == medium} if medium else set()
+    return [
+        f
+        for f in _flows(t)
+        if f.get("kind") in SHARING_KINDS
+        and (f.get("bottleneck") == link or on_medium.intersection(str(p) for p in f.get("path", [])))
+    ]
+
+
 def periods(t: Tables, link: str) -> list[Period]:
-    """The phases of `link` (`phases`), each cut wherever one of the media or competing flows
-    whose bottleneck it is starts or stops (`active_span_us`), so that such a flow runs through a
-    period or not at all: what a call got while it had the link to itself, then beside a TCP flow,
-    then alone again. A stretch in which none of them runs is not a period. `t.meta["flows"]`
-    must list every flow of the run (the boundaries come from all of them)."""
+    """The phases of `link` (`phases`), each cut wherever one of the flows that share it
+    (`sharing_flows`: bottlenecked there, or on the same radio medium) starts or stops
+    (`active_span_us`), so that such a flow runs through a period or not at all: what a call got
+    while it had the link to itself, then beside a TCP flow, then alone again. A stretch in which
+    no media or competing flow bottlenecked at `link` runs is not a period. `t.meta["flows"]` must
+    list every flow of the run (the boundaries come from all of them)."""
     dur = _duration_us(t)
     here = [f for f in _flows(t) if f.get("bottleneck") == link]
     spans = {int(f["id"]): active_span_us(f, dur) for f in here}
-    sharing = {int(f["id"]) for f in here if f.get("kind") in SHARING_KINDS}
-    starts_stops = {x for fid in sharing for x in spans[fid]}
+    own = {int(f["id"]) for f in here if f.get("kind") in SHARING_KINDS}
+    shared = {int(f["id"]): active_span_us(f, dur) for f in sharing_flows(t, link)}
+    starts_stops = {x for a_b in shared.values() for x in a_b}
     out: list[Period] = []
     for i, ph in enumerate(phases(t, link)):
         cuts = sorted({ph.start_us, ph.end_us, *(x for x in starts_stops if ph.start_us < x < ph.end_us)})
         for s, e in pairwise(cuts):
             running = tuple(fid for fid, (a, b) in spans.items() if a < e and s < b)
-            if sharing.intersection(running):
-                out.append(Period(s / _US_PER_S, e / _US_PER_S, ph.capacity_bps, i, running))
+            if own.intersection(running):
+                out.append(
+                    Period(
+                        s / _US_PER_S,
+                        e / _US_PER_S,
+                        ph.capacity_bps,
+                        i,
+                        running,
+                        sharing=tuple(fid for fid, (a, b) in shared.items() if a < e and s < b),
+                        joined=tuple(fid for fid, (a, _) in shared.items() if a == s and s > 0),
+                        left=tuple(fid for fid, (_, b) in shared.items() if b == s),
+                        phase_start_us=ph.start_us,
+                    )
+                )
     return out
 
 
@@ -185,6 +230,13 @@ def radio_hops(meta: dict[str, Any], flow: dict[str, Any]) -> list[str]:
     """The links of a flow's path that are a radio hop (`radio_links`), in path order."""
     radio = radio_links(meta)
     return [str(p) for p in flow.get("path", []) if str(p) in radio]
+
+
+def radio_flows(meta: dict[str, Any]) -> set[int]:
+    """The ids of the flows whose path crosses a radio hop (a BSS's airtime, a cell's PRBs): their
+    path has no capacity of its own, only a share of a medium, so the tables show no utilisation
+    for them (docs/compare.md)."""
+    return {int(f["id"]) for f in meta.get("flows", []) if radio_hops(meta, f)}
 
 
 def _delay_after_us(meta: dict[str, Any], flow: dict[str, Any], link: str) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from rtcbench.analysis.capacity import Period, periods, phases
+from rtcbench.analysis.capacity import Period, periods, phases, sharing_flows
 from rtcbench.analysis.convergence import _convergence_time, _reference_rates, _settling_time
 from rtcbench.analysis.flows import _clip, _flow, _flows, _is_media, active_span_us
 from rtcbench.analysis.per_flow import _flow_metrics
@@ -185,12 +185,18 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
                     "start_s": p.start_s,
                     "end_s": p.end_s,
                     "capacity_bps": p.capacity_bps,
+                    "capacity_changed": p.capacity_changed,
+                    "sharing": list(p.sharing),
+                    "joined": list(p.joined),
+                    "left": list(p.left),
                     "flows": in_period,
                 }
             )
     for f in flows:
         if f.get("kind") == VIDEO:
-            parts[int(f["id"])].run["convergence_time_s"] = _startup_convergence(t, windows, f)
+            run = parts[int(f["id"])].run
+            run["convergence_time_s"] = _startup_convergence(t, windows, f)
+            run.update(_after_events(t, f, out_periods))
     counts = {fid: p.counts for fid, p in parts.items()}
     out = {
         "flows": [parts[int(f["id"])].run for f in flows],
@@ -220,13 +226,44 @@ def _startup_convergence(t: Tables, windows: _Windows, f: dict[str, Any]) -> flo
         return None
     link_phases = phases(t, str(link))
     events = [ph.end_us for ph in link_phases]
-    for g in _flows(t):
-        if g.get("bottleneck") == link and g.get("call") != f.get("call"):
+    for g in sharing_flows(t, str(link)):
+        if g.get("call") is None or g.get("call") != f.get("call"):
             events += list(active_span_us(g, dur))
     end = min([e for e in events if e > a] + [b])
     capacity = next((ph.capacity_bps for ph in link_phases if ph.start_us <= a < ph.end_us), None)
     refs = _reference_rates(t, windows, str(link), a, end, capacity)
     return _convergence_time(windows, int(f["id"]), a, end, refs.get(int(f["id"])), "send_rate_bps")
+
+
+AFTER_EVENT_KEYS = ("reconvergence_s", "reconvergence_missed", "recovery_s", "recovery_missed")
+"""A video flow's convergence after the events of its run (`_after_events`)."""
+
+
+def _after_events(t: Tables, f: dict[str, Any], periods: list[dict[str, Any]]) -> dict[str, Any]:
+    """A video flow's convergence after each event of its bottleneck's periods (`AFTER_EVENT_KEYS`):
+    after a capacity change (`reconvergence_s`) and after competition left (`recovery_s`: a TCP or
+    CBR flow, or another call's media, on its link or its radio medium stopped), each the mean over
+    the events after which it converged within the period that follows, and the number of events
+    after which it did not (`*_missed`). None and 0 where the run has no such event while the flow
+    runs; a period that starts with both counts for both; the flow's own start is its start-up."""
+    fid, call = int(f["id"]), f.get("call")
+    calls = {int(g["id"]): g.get("call") for g in _flows(t)}
+    after: dict[str, list[float | None]] = {"reconvergence": [], "recovery": []}
+    for p in periods:
+        mine = next((g for g in p["flows"] if int(g["id"]) == fid), None)
+        if p["link"] != f.get("bottleneck") or mine is None or fid in p["joined"]:
+            continue
+        converged = mine.get("convergence_time_s")
+        if p["capacity_changed"]:
+            after["reconvergence"].append(converged)
+        if any(calls.get(int(g)) is None or calls.get(int(g)) != call for g in p["left"]):
+            after["recovery"].append(converged)
+    out: dict[str, Any] = {}
+    for name, times in after.items():
+        done = [x for x in times if x is not None]
+        out[f"{name}_s"] = sum(done) / len(done) if done else None
+        out[f"{name}_missed"] = len(times) - len(done)
+    return out
 
 
 def _period_of(part: FlowSummary, i: int) -> dict[str, Any] | None:

@@ -73,8 +73,9 @@ def compare_cmd(
     ] = False,
 ) -> None:
     """Compare result sets: means per case and metric, the difference B − A with a bootstrap 95 %
-    interval over the repetitions, and a verdict (regression, improvement, no change,
-    insufficient data, too few repetitions). See docs/compare.md."""
+    interval over the repetitions, and a verdict (regression, improvement, no change, too few
+    repetitions, not measured) where the difference is both certain and larger than the metric's
+    floor. See docs/compare.md."""
     if out is not None and (out.suffix == ".parquet" or (out.exists() and not out.is_dir())):
         _fail(f"--out {out}: give a folder: the table is written there as {COMPARISON_FILE}")
     try:

@@ -24,6 +24,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from rtcbench.analysis.capacity import radio_flows
 from rtcbench.compare import BY_NAME, Comparison
 from rtcbench.identity import TESTBED_INFO
 from rtcbench.results import sections
@@ -239,6 +240,20 @@ _FLOW_MEASURES = (
 """`print_summary`'s per-flow columns as an 80-column terminal shows them, beside their values."""
 
 
+def _began(period: dict[str, Any], names: dict[int, str], shown: int = 2) -> str:
+    """What began a period, as the phase table's "after" column says it: "capacity" where the
+    link's capacity changed, "+name" for a flow that joined the link or its medium, "-name" for one
+    that left (a few, then how many more); "" for the first period, and for a summary that does
+    not record it."""
+    said = ["capacity"] if period.get("capacity_changed") else []
+    for sign, key in (("+", "joined"), ("-", "left")):
+        ids = [int(i) for i in period.get(key, [])]
+        said += [sign + names.get(i, str(i)) for i in ids[:shown]]
+        if len(ids) > shown:
+            said.append(f"{sign}{len(ids) - shown} more")
+    return ", ".join(said)
+
+
 def _others(names: list[str], shown: int = 2) -> str:
     """The other flows of a period, as the phase table's "with" column names them: a few, then
     how many more."""
@@ -268,6 +283,9 @@ def print_summary(results: list[RunResult]) -> None:
         # goodput counts media payload only. The UDP background's "capacity" is what it leaves
         # to the others (RFC 8867 §4.2), so a utilisation of it would mean nothing.
         cross = {c["id"]: c for c in s.get("cross_traffic", [])}
+        # A path across a BSS or a cell has no capacity of its own: no utilisation is shown for
+        # it (docs/compare.md, "Utilisation over a radio medium").
+        on_radio = radio_flows(s.get("meta", {}))
         rows: list[list[str]] = []
         for f, span in zip(flows, spans, strict=True):
             c = cross.get(f["id"])
@@ -277,7 +295,7 @@ def print_summary(results: list[RunResult]) -> None:
                     f["name"],
                     _fmt(f["mean_send_rate_bps"], 1e-3),
                     _fmt(c["goodput_bps"] if c is not None else f["mean_goodput_bps"], 1e-3),
-                    _fmt(None if background else f["utilization"], 1, 2),
+                    _fmt(None if background or f["id"] in on_radio else f["utilization"], 1, 2),
                     _fmt(f["loss_ratio"], 100, 2),
                     _fmt(f["qdelay_p50_ms"], 1, 1),
                     _fmt(f["qdelay_p95_ms"], 1, 1),
@@ -327,24 +345,36 @@ def print_summary(results: list[RunResult]) -> None:
         several_links = len({ph["link"] for ph, _ in in_periods}) > 1
         # The competitors: other calls' video and competing traffic (not a call's own audio).
         rivals = {f["id"] for f in flows if f["kind"] != "audio"}
-        sharing = any(len([g for g in ph["flows"] if g["id"] in rivals]) > 1 for ph, _ in in_periods)
+        sharing = any(
+            len([i for i in (ph.get("sharing") or [g["id"] for g in ph["flows"]]) if i in rivals]) > 1
+            for ph, _ in in_periods
+        )
+        # What began each period, where the summary says (model revision 15): a capacity change,
+        # flows that joined (+) or left (-) the link or its radio medium.
+        names_of = {int(f["id"]): str(f["name"]) for f in s["flows"]}
+        began = {id(ph): _began(ph, names_of) for ph, _ in in_periods}
+        # Where only the capacity changes, the capacity column says so: no column for it alone.
+        events = any(ph.get("joined") or ph.get("left") for ph, _ in in_periods)
         p = Table(title=f"phases (video flow{'s' if several_flows else ''})", title_justify="left")
         names = [
-            "phase", *(["link"] if several_links else []), *(["flow"] if several_flows else []),
-            "capacity kbps", "send kbps", "util", "loss %", "qdelay p95 ms", "convergence s",
-            *(["with"] if sharing else []),
+            "phase", *(["after"] if events else []), *(["link"] if several_links else []),
+            *(["flow"] if several_flows else []), "capacity kbps", "send kbps", "util", "loss %",
+            "qdelay p95 ms", "convergence s", *(["with"] if sharing else []),
         ]  # fmt: skip
         for col in names:
             p.add_column(col, justify="left" if col in ("link", "flow", "with") else "right")
         for ph, f in in_periods:
-            others = [str(g["name"]) for g in ph["flows"] if g["id"] in rivals and g["id"] != f["id"]]
+            # The flows sharing its link or radio medium (model revision 15), else its link's.
+            with_ids = ph.get("sharing") or [g["id"] for g in ph["flows"]]
+            others = [names_of[i] for i in with_ids if i in rivals and i != f["id"] and i in names_of]
             p.add_row(
                 f"{ph['start_s']:.0f}-{ph['end_s']:.0f} s",
+                *([escape(began[id(ph)])] if events else []),
                 *([escape(str(ph["link"]))] if several_links else []),
                 *([escape(str(f["name"]))] if several_flows else []),
                 _fmt(ph["capacity_bps"], 1e-3),
                 _fmt(f["mean_send_rate_bps"], 1e-3),
-                _fmt(f["utilization"], 1, 2),
+                _fmt(None if f["id"] in on_radio else f["utilization"], 1, 2),
                 _fmt(f["loss_ratio"], 100, 2),
                 _fmt(f["qdelay_p95_ms"], 1, 1),
                 _fmt(f["convergence_time_s"], 1, 1),
@@ -609,8 +639,8 @@ VERDICT_STYLES = {
     "regression": "bold red",
     "improvement": "bold green",
     "no change": "",
-    "insufficient data": "dim",
     "too few repetitions": "dim",
+    "not measured": "dim",
 }
 
 
@@ -632,13 +662,13 @@ SHORT_VERDICTS = {
     "regression": "regression",
     "improvement": "improvement",
     "no change": "no change",
-    "insufficient data": "no data",
     "too few repetitions": "too few reps",
+    "not measured": "not measured",
 }
 """Verdicts as an 80-column comparison shows them."""
 
 
-def _print_comparison_narrow(result: Comparison, b: str, rows: pl.DataFrame) -> None:
+def _print_comparison_narrow(result: Comparison, b: str, rows: pl.DataFrame, judged: bool = True) -> None:
     """`print_comparison`'s table for a narrow terminal: the case's name and run counts on a line
     of their own above its metrics, the change without its relative size (the sentence after the
     tables has it), verdicts shortened."""
@@ -652,9 +682,10 @@ def _print_comparison_narrow(result: Comparison, b: str, rows: pl.DataFrame) -> 
         counts = sorted({f"{r['n_a']}/{r['n_b']}" for r in group})
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
         t.add_column("metric", no_wrap=True)
-        for col in (result.baseline, b, "B − A", "95 % CI"):
+        for col in (result.baseline, b, "B − A", *(("95 % CI",) if judged else ())):
             t.add_column(escape(col), justify="right", no_wrap=True)
-        t.add_column("verdict", no_wrap=True)
+        if judged:
+            t.add_column("verdict", no_wrap=True)
         for r in group:
             m = BY_NAME[r["metric"]]
             ci = m.interval(r) or "-"
@@ -665,13 +696,13 @@ def _print_comparison_narrow(result: Comparison, b: str, rows: pl.DataFrame) -> 
                 m.format(r["mean_a"]),
                 m.format(r["mean_b"]),
                 m.format(r["diff"], signed=True),
-                ci,
-                f"[{style}]{verdict}[/]" if style else verdict,
+                *((ci, f"[{style}]{verdict}[/]" if style else verdict) if judged else ()),
             )
         console.print(escape(f"{name} (runs A/B: {', '.join(counts)})"), highlight=False)
         console.print(t)
     console.print(
-        "↑/↓ higher/lower is better; 95 % CI: bootstrap interval of B − A over the repetitions",
+        "↑/↓ higher/lower is better"
+        + ("; 95 % CI: bootstrap interval of B − A over the repetitions" if judged else ""),
         highlight=False,
     )
 
@@ -685,6 +716,11 @@ def print_comparison(result: Comparison) -> None:
     case and metric (each case's name on its first row), regressions in red and improvements in
     green, then the verdict counts."""
     per_controller = result.mode == "folders"
+    # One run a side: the means, said once to be unjudged, and no interval or verdict columns.
+    once = result.note_once()
+    if once is not None:
+        console.print(escape(once), highlight=False)
+    judged = once is None
     for b in result.labels[1:]:
         rows = result.table.filter(result.table.get_column("b") == b)
         t = Table(
@@ -693,15 +729,17 @@ def print_comparison(result: Comparison) -> None:
             box=box.SIMPLE_HEAD,
             pad_edge=False,
             collapse_padding=True,
-            caption="↑/↓ higher/lower is better; 95 % CI: bootstrap interval of B − A over the "
-            "repetitions; runs: A/B",
+            caption="↑/↓ higher/lower is better; "
+            + ("95 % CI: bootstrap interval of B − A over the repetitions; " if judged else "")
+            + "runs: A/B",
             caption_justify="left",
         )
         t.add_column("case", min_width=20, max_width=30, overflow="fold")
         t.add_column("metric", no_wrap=True)
-        for col in (result.baseline, b, "B − A", "95 % CI", "runs"):
+        for col in (result.baseline, b, "B − A", *(("95 % CI",) if judged else ()), "runs"):
             t.add_column(escape(col), justify="right")
-        t.add_column("verdict")
+        if judged:
+            t.add_column("verdict")
         value_headers = ["metric", result.baseline, b, "B − A", "95 % CI", "runs", "verdict"]
         value_rows: list[tuple[str, ...]] = []
         for _, grouped in itertools.groupby(rows.iter_rows(named=True), _case_of_row):
@@ -718,7 +756,7 @@ def print_comparison(result: Comparison) -> None:
                 lines[len(group) - 1 :] = [" ".join(lines[len(group) - 1 :])]
             for i, r in enumerate(group):
                 m = BY_NAME[r["metric"]]
-                ci = m.interval(r) or ("undefined" if r["diff"] is not None else "-")
+                ci = m.interval(r) or "-"
                 diff = m.format(r["diff"], signed=True)
                 if r["rel_diff"] is not None:
                     diff += f" ({100 * r['rel_diff']:+.0f} %)"
@@ -734,10 +772,10 @@ def print_comparison(result: Comparison) -> None:
                     m.heading,
                     m.format(r["mean_a"]),
                     m.format(r["mean_b"]),
-                    f"[{style}]{diff}[/]" if style else diff,
-                    ci,
+                    f"[{style}]{diff}[/]" if style and judged else diff,
+                    *((ci,) if judged else ()),
                     f"{r['n_a']}/{r['n_b']}",
-                    f"[{style}]{r['verdict']}[/]" if style else r["verdict"],
+                    *((f"[{style}]{r['verdict']}[/]" if style else r["verdict"],) if judged else ()),
                     end_section=i + 1 == len(group),
                 )
         # The case column folds down to 20 characters; the others keep their width.
@@ -747,8 +785,9 @@ def print_comparison(result: Comparison) -> None:
         if _table_width([("case", ["x" * 20], False), *fixed]) <= console.width:
             console.print(t)
         else:
-            _print_comparison_narrow(result, b, rows)
+            _print_comparison_narrow(result, b, rows, judged)
         for sentence in result.in_short(b):
             console.print(escape(sentence), highlight=False)
-        counts = ", ".join(f"{v}: {n}" for v, n in result.counts(b).items())
-        console.print(escape(f"{b} vs {result.baseline}: {counts}"), highlight=False)
+        if judged:
+            counts = ", ".join(f"{v}: {n}" for v, n in result.counts(b).items() if n)
+            console.print(escape(f"{b} vs {result.baseline}: {counts}"), highlight=False)

@@ -42,7 +42,7 @@ from rtcbench import scorecard as sc
 from rtcbench.analysis import mean_ci
 from rtcbench.compare import MIN_REPS
 from rtcbench.identity import TESTBED_INFO
-from rtcbench.plots import BoxPanel, TradeoffSeries
+from rtcbench.plots import BoxPanel, StageBar, TradeoffSeries
 from rtcbench.report import tables as tb
 from rtcbench.report.comparison import comparison_section
 from rtcbench.report.figures import (
@@ -52,6 +52,7 @@ from rtcbench.report.figures import (
     CdfRun,
     CdfTask,
     FigureTask,
+    StageTask,
     TimeColumn,
     TimeTask,
     TradeoffTask,
@@ -70,6 +71,7 @@ from rtcbench.report.runs import (
     video_flows,
 )
 from rtcbench.results import InputError, write_bytes_atomic
+from rtcbench.stages import STAGES, stage_key
 from rtcbench.workers import worker_count
 
 __all__ = ["Problem", "ReportResult", "RunFigures", "build_report"]
@@ -226,27 +228,45 @@ BOX_CAPTION = (
     "Box plots over repetitions (Sjölund and Kevo 2022 §5.2): one dot per run; box from the first "
     "to the third quartile, median line, whiskers to 1.5 IQR; diamond and bar: mean and its 95 % bootstrap "
     "confidence interval (a controller with one run has its dot only). Utilisation = receive rate / "
-    "capacity of the video flows' path; latency = their queuing-delay p95; responsiveness = the "
-    "scorecard's {kind}; loss = dropped / sent; goodput = media payload received; freezes = of the "
-    "video shown; frame rate and frame delay p95 (capture to rendering) of the frames rendered "
-    "(means over the run's video flows)."
+    "capacity of the video flows' path (not shown across a BSS or a cell: docs/compare.md); "
+    "latency = their queuing-delay p95; responsiveness = {kind}; loss = dropped / sent; goodput = "
+    "media payload received; freezes = of the video shown; frame rate and frame delay p95 "
+    "(capture to rendering) of the frames rendered (means over the run's video flows). Every axis "
+    "starts at zero."
 )
 TRADEOFF_CAPTION = (
     "Video goodput against queuing delay, as Pantheon (Yan et al. 2018) and De Cicco et al. 2013 "
-    "draw schemes: one small dot per run, a large marker at each controller's mean and the 1-σ "
-    "ellipse of its runs. The delay axis runs from high to low: up and to the right is better. "
-    "Each run's values are means over its video flows (goodput = media payload received; delay = "
-    "the queuing-delay p95)."
+    "draw schemes: one small dot per run, a large marker at each controller's mean (given in the "
+    "legend) and the 1-σ ellipse of its runs. The delay axis runs from high to low: up and to the "
+    "right is better. Each run's values are means over its video flows (goodput = media payload "
+    "received; delay = the queuing-delay p95)."
 )
 CDF_CAPTION = (
     "Empirical CDF of the queuing delay (one-way delay - the flow's minimum) of every video packet "
     "received, pooled over the repetitions of each controller, as De Cicco et al. 2013 slides plot "
-    "the CDF of RTT - RTTmin."
+    "the CDF of RTT - RTTmin. The legend's p50 and p95 are the tables' (each run's, averaged over "
+    "the runs), not the pooled curve's."
+)
+
+
+STAGE_CAPTION = (
+    "Where the video's frames waited, per controller: each stage of a frame's delay from capture to "
+    "render (encoder, sender queue and pacer, network, retransmission and FEC wait, jitter buffer, "
+    'decoder; docs/metrics.md, "Frame delay by stage"), the mean over each run\'s frames, averaged '
+    "over the runs; the stages add up to the mean frame delay, given beside the bar with the frame "
+    "delay's p95 (the case table's). A browser run's frames cannot be dated: its stages are means "
+    "from its counters, and the ones those do not give are listed as not observed."
 )
 
 
 def _or_nan(value: float | None, scale: float = 1.0) -> float:
     return math.nan if value is None else value * scale
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the values there are (the tables' rule: a run without the value is left out)."""
+    present = [float(v) for v in values if v is not None and math.isfinite(v)]
+    return sum(present) / len(present) if present else None
 
 
 def _cases(
@@ -339,10 +359,30 @@ def _cases(
                 f"The CDF pools {pooled} of {len(members)} runs: the others lack {CDF_TABLE} (see Problems)."
             )
         cdf_id = f"cdf--{cid}"
+        quantiles = tuple(
+            (label, _mean([v["qdelay_p50_ms"] for v in vals]), _mean([v["qdelay_p95_ms"] for v in vals]))
+            for label, vals in values.items()
+        )
         tasks.append(
-            CdfTask(cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series), home)
+            CdfTask(
+                cdf_id, f"{heading}: queuing delay of the video packets", tuple(cdf_series), home, quantiles
+            )
         )
         captions[cdf_id] = ("cdf", CDF_CAPTION)
+        bars = tuple(
+            StageBar(
+                label,
+                tuple(_mean([v[stage_key(st)] for v in vals]) for st in STAGES),
+                _mean([v["frame_delay_mean_ms"] for v in vals]),
+                _mean([v["frame_delay_p95_ms"] for v in vals]),
+                len(vals),
+            )
+            for label, vals in values.items()
+        )
+        if any(b.frame_delay_mean_ms is not None for b in bars):
+            stage_id = f"stages--{cid}"
+            tasks.append(StageTask(stage_id, f"{heading}: where the video's frames waited", bars, home))
+            captions[stage_id] = ("stages", STAGE_CAPTION)
         if repeated:
             panels = []
             for m in tb.METRICS:
@@ -484,7 +524,13 @@ def build_report(
     for case in cases:
         case.figures = [
             figure_blocks[f]
-            for f in (f"time--{case.id}", f"tradeoff--{case.id}", f"cdf--{case.id}", f"box--{case.id}")
+            for f in (
+                f"time--{case.id}",
+                f"stages--{case.id}",
+                f"tradeoff--{case.id}",
+                f"cdf--{case.id}",
+                f"box--{case.id}",
+            )
             if f in figure_blocks
         ]
     for block in blocks:

@@ -25,6 +25,8 @@ MATRIX_METRICS = (
     "frame_delay_p95_ms",
     "qdelay_p95_ms",
     "loss_ratio",
+    "startup_s",
+    "recovery_s",
     "utilization",
 )
 """The matrix's columns: the picture the call got, then what it cost the network."""
@@ -63,6 +65,8 @@ class ComparisonSection:
     baseline: str
     sides: tuple[ComparedSide, ...]
     notes: tuple[str, ...]
+    once: str | None = None
+    """What a comparison without verdicts says once (`compare.Comparison.note_once`)."""
 
     def sentences(self, case: str) -> list[str]:
         """What each side's comparison says of the case with id `case`, in side order."""
@@ -93,7 +97,7 @@ def comparison_section(
         problems.append(Problem("comparison", f"{e}; the section is left out"))
         return None
     sides = tuple(_side(result, b, min_reps) for b in result.labels[1:])
-    return ComparisonSection(result.baseline, sides, result.notes)
+    return ComparisonSection(result.baseline, sides, result.notes, result.note_once())
 
 
 def _case_name(r: dict[str, Any], mode: str) -> str:
@@ -106,6 +110,7 @@ def _side(result: compare.Comparison, b: str, min_reps: int) -> ComparedSide:
     side_id = f"cmp--{slug(b)}"
     rows = result.table.filter(result.table.get_column("b") == b)
     sentences = dict(result.in_short_cases(b))
+    judged = result.note_once() is None
     matrix_rows: list[tuple[tb.Cell, ...]] = []
     cases: list[ComparedCase] = []
     for key, grouped in itertools.groupby(
@@ -116,37 +121,43 @@ def _side(result: compare.Comparison, b: str, min_reps: int) -> ComparedSide:
         name = _case_name(first, result.mode)
         cid = f"{side_id}--{slug(name)}"
         link = tb.Cell(name, title=f"details below (#{cid})")
-        matrix_rows.append((link, *(_matrix_cell(group.get(m), a, b) for m in MATRIX_METRICS)))
+        matrix_rows.append((link, *(_matrix_cell(group.get(m), a, b, judged) for m in MATRIX_METRICS)))
         cases.append(
             ComparedCase(
                 id=cid,
                 name=name,
                 case_id=case_id(first["scenario"], first["variant"]),
                 sentence=sentences.get(key, ""),
-                table=_case_table(f"tbl-{cid}", name, a, b, list(group.values())),
+                table=_case_table(f"tbl-{cid}", name, a, b, list(group.values()), judged),
             )
         )
     counts = result.counts(b)
-    said = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
+    said = "" if result.note_once() else ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
     matrix = tb.Table(
         id=f"tbl-{side_id}",
         kind="comparison-matrix",
-        caption=f"Who is better, {b} against {a}: per case and metric",
+        caption=f"Who is better, {b} against {a}: per case and metric"
+        if judged
+        else f"The change, {b} against {a}: per case and metric",
         header=("case", *(compare.BY_NAME[m].heading for m in MATRIX_METRICS)),
         rows=tuple(matrix_rows),
         filter=len(matrix_rows) > 10,
         note=(
-            f"A cell names the better side and by how much, where the {min_reps}+ "
-            "repetitions of each side support a verdict (the 95 % bootstrap interval of B − A "
-            "excludes 0 and the change exceeds 5 %): green where "
-            f"{b} is better, red where {a} is. ≈: no clear difference. In grey, the change without "
-            "a verdict (too few repetitions, or one run). Hover a cell for its interval and effect size."
+            f"Each cell gives the change of {b} against {a} (B − A over A); hover it for the runs."
+            if not judged
+            else f"A cell names the better side and by how much, where the {min_reps}+ "
+            "repetitions of each side support a verdict: the 95 % bootstrap interval of B − A "
+            "excludes 0, and the change exceeds both 5 % and the metric's floor, the smallest "
+            "difference that matters (docs/compare.md: 10 ms of delay, half a percentage point of "
+            f"loss, ...). Green where {b} is better, red where {a} is. ≈: no clear difference. In "
+            "grey, the change without a verdict (too few repetitions). Hover a cell for its interval "
+            "and effect size."
         ),
     )
     return ComparedSide(side_id, f"{b} compared with {a}", said, matrix, tuple(cases))
 
 
-def _matrix_cell(r: dict[str, Any] | None, a: str, b: str) -> tb.Cell:
+def _matrix_cell(r: dict[str, Any] | None, a: str, b: str, judged: bool = True) -> tb.Cell:
     if r is None:
         return tb.Cell("", cls="v-na")
     m = compare.BY_NAME[r["metric"]]
@@ -159,6 +170,8 @@ def _matrix_cell(r: dict[str, Any] | None, a: str, b: str) -> tb.Cell:
     if verdict == "no change":
         return tb.Cell("≈", title=title)
     change = "-" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.0f} %"
+    if not judged:  # one run each: the change, nothing to say of it
+        return tb.Cell(change, title=f"runs {r['n_a']}/{r['n_b']}", cls="v-na")
     return tb.Cell(change, title=f"{verdict}; {title}", cls="v-na")
 
 
@@ -174,7 +187,11 @@ def _effect(delta: float) -> str:
     return f"{delta:+.2f} ({compare.effect_word(delta)})"
 
 
-def _case_table(table_id: str, name: str, a: str, b: str, rows: list[dict[str, Any]]) -> tb.Table:
+def _case_table(
+    table_id: str, name: str, a: str, b: str, rows: list[dict[str, Any]], judged: bool = True
+) -> tb.Table:
+    """One case's rows of `rtcbench compare`; without the interval, effect size and verdict where
+    every cell has one run a side (`judged` false: nothing to say of a single difference)."""
     body = []
     for r in rows:
         m = compare.BY_NAME[r["metric"]]
@@ -189,16 +206,16 @@ def _case_table(table_id: str, name: str, a: str, b: str, rows: list[dict[str, A
                 tb.Cell(m.format(r["mean_a"]), cls="num"),
                 tb.Cell(m.format(r["mean_b"]), cls="num"),
                 tb.Cell(diff, cls="num"),
-                tb.Cell(ci, cls="num"),
-                tb.Cell(effect, cls="num"),
+                *((tb.Cell(ci, cls="num"), tb.Cell(effect, cls="num")) if judged else ()),
                 tb.Cell(f"{r['n_a']}/{r['n_b']}", cls="num"),
-                tb.Cell(r["verdict"], cls=_VERDICT_CLASS.get(r["verdict"], "v-na")),
+                *((tb.Cell(r["verdict"], cls=_VERDICT_CLASS.get(r["verdict"], "v-na")),) if judged else ()),
             )
         )
+    columns = CASE_COLUMNS if judged else ("B − A", "runs A/B")
     return tb.Table(
         id=table_id,
         kind="comparison",
         caption=f"{name}: {b} (B) against {a} (A)",
-        header=("metric", f"{a} (A)", f"{b} (B)", *CASE_COLUMNS),
+        header=("metric", f"{a} (A)", f"{b} (B)", *columns),
         rows=tuple(body),
     )

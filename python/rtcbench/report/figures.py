@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from rtcbench import plots, workers
 from rtcbench.analysis import packet_delays
 from rtcbench.measure import figure_tables
-from rtcbench.plots import BoxPanel, FigureStyle, Rendered, RunColumn, TradeoffSeries
+from rtcbench.plots import BoxPanel, FigureStyle, Rendered, RunColumn, StageBar, TradeoffSeries
 from rtcbench.report import cache
 from rtcbench.report.runs import Problem, Run, Source, find_runs, runs_ids, source_labels
 from rtcbench.results import regular_file, write_bytes_atomic
@@ -35,6 +35,7 @@ __all__ = [
     "BoxTask",
     "CdfTask",
     "FigureTask",
+    "StageTask",
     "TimeTask",
     "TradeoffTask",
     "draw",
@@ -93,17 +94,35 @@ class CdfRun:
 
 @dataclass(frozen=True)
 class CdfTask:
-    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled. `home`: the case's first
+    """`plots.qdelay_cdf_figure` of one case: per label, the runs pooled, and the p50 and p95 its
+    legend gives (the case table's: each run's, averaged over the runs). `home`: the case's first
     run, where the figure is cached."""
 
     id: str
     title: str
     series: tuple[tuple[str, tuple[CdfRun, ...]], ...]
     home: Path
+    quantiles: tuple[tuple[str, float | None, float | None], ...] = ()
 
     def key(self) -> str:
         runs = [(label, [(r.digest, list(r.flows)) for r in rs]) for label, rs in self.series]
-        return cache.figure_key("cdf", [self.title, runs])
+        return cache.figure_key("cdf", [self.title, runs, [list(q) for q in self.quantiles]])
+
+
+@dataclass(frozen=True)
+class StageTask:
+    """`plots.stage_figure` of one case: each label's frame delay by stage, from the summaries."""
+
+    id: str
+    title: str
+    bars: tuple[StageBar, ...]
+    home: Path
+
+    def key(self) -> str:
+        bars = [
+            [b.label, list(b.stages), b.frame_delay_mean_ms, b.frame_delay_p95_ms, b.runs] for b in self.bars
+        ]
+        return cache.figure_key("stages", [self.title, bars])
 
 
 @dataclass(frozen=True)
@@ -142,7 +161,7 @@ class TradeoffTask:
 TRADEOFF_DELAY = "queuing delay p95 of the video (ms)"
 """The delay the trade-off figure's x axis shows: each run's mean over its video flows."""
 
-FigureTask = TimeTask | CdfTask | BoxTask | TradeoffTask
+FigureTask = TimeTask | CdfTask | BoxTask | TradeoffTask | StageTask
 
 
 def _read(path: Path, problems: list[Problem], **kwargs: Any) -> pl.DataFrame | None:
@@ -189,7 +208,8 @@ def _cdf_figure(task: CdfTask, problems: list[Problem]) -> Figure:
         label: np.concatenate([np.empty(0), *(_received_delays(r, problems) for r in runs)])
         for label, runs in task.series
     }
-    return plots.qdelay_cdf_figure(delays, task.title)
+    quantiles = {label: (p50, p95) for label, p50, p95 in task.quantiles}
+    return plots.qdelay_cdf_figure(delays, task.title, quantiles or None)
 
 
 def draw(task: FigureTask, svg: bool = False) -> tuple[str, Rendered | None, list[Problem]]:
@@ -203,6 +223,8 @@ def draw(task: FigureTask, svg: bool = False) -> tuple[str, Rendered | None, lis
         fig = _cdf_figure(task, problems)
     elif isinstance(task, TradeoffTask):
         fig = plots.tradeoff_figure(task.series, task.title, delay_label=TRADEOFF_DELAY)
+    elif isinstance(task, StageTask):
+        fig = plots.stage_figure(task.bars, task.title)
     else:
         fig = plots.repetitions_figure(task.panels, task.labels, task.title)
     return task.id, (plots.render(fig, svg=svg) if fig is not None else None), problems

@@ -15,9 +15,11 @@ from typing import Any
 import polars as pl
 
 from rtcbench.analysis import mean_ci
+from rtcbench.analysis.capacity import radio_flows, radio_hops
 from rtcbench.plots import shown_flows
 from rtcbench.report.runs import Run, natural_key, video_flows
 from rtcbench.results import sections
+from rtcbench.stages import STAGES, stage_key
 from rtcbench.tables import MEDIA_KINDS, VIDEO
 
 __all__ = [
@@ -131,11 +133,16 @@ def phase_tables(run: Run, id_prefix: str) -> list[Table]:
     for the channel (all flows shown: the sum of their receive rates, and that over the capacity)."""
     phases = sections(run.summary)
     shown = {int(f["id"]): f for f in shown_flows(run.summary["meta"]["flows"])}
+    radio = radio_flows(run.summary["meta"])
     links = list(dict.fromkeys(str(p["link"]) for p in phases))
     tables = []
     for link in links:
         cols = [p for p in phases if p["link"] == link]
-        per_phase = [{int(f["id"]): f for f in p["flows"]} for p in cols]
+        # A path across a BSS or a cell has no capacity of its own: no utilisation (docs/compare.md).
+        per_phase = [
+            {int(f["id"]): {**f, "utilization": None} if int(f["id"]) in radio else f for f in p["flows"]}
+            for p in cols
+        ]
         ids = [fid for fid in shown if any(fid in pf for pf in per_phase)]
         ids.sort(key=lambda fid: (shown[fid].get("kind") not in MEDIA_KINDS, list(shown).index(fid)))
         rows: list[tuple[Cell, ...]] = []
@@ -191,6 +198,7 @@ def flows_table(run: Run, id_prefix: str) -> Table:
         "qdelay p50 ms", "qdelay p95 ms", "rtt ms", "convergence s", "fps", "freezes", "frame delay p95 ms",
     )  # fmt: skip
     shown = {int(f["id"]) for f in shown_flows(run.summary["meta"]["flows"])}
+    radio = radio_flows(run.summary["meta"])
     rows = []
     for f in run.summary["flows"]:
         if int(f["id"]) not in shown:
@@ -202,7 +210,7 @@ def flows_table(run: Run, id_prefix: str) -> Table:
                 _mbps(f.get("mean_send_rate_bps")),
                 _mbps(f.get("mean_recv_rate_bps")),
                 _mbps(f.get("mean_goodput_bps") if f.get("kind") in MEDIA_KINDS else None),
-                _pct(f.get("utilization")),
+                _pct(None if int(f["id"]) in radio else f.get("utilization")),
                 _num(f.get("loss_ratio"), 2, 100.0),
                 _num(f.get("qdelay_p50_ms"), 1),
                 _num(f.get("qdelay_p95_ms"), 1),
@@ -338,7 +346,7 @@ METRICS = (
 packet loss), then what the picture got: goodput, freezes, frame rate and frame delay p95."""
 
 REACTION = "reaction to capacity drops"
-STARTUP = "start-up convergence"
+STARTUP = "start-up"
 
 
 def responsiveness_of(scores: Iterable[Mapping[str, float | None]]) -> str:
@@ -364,15 +372,26 @@ def run_values(run: Run, scores: Mapping[str, float | None], responsiveness: str
         present = [float(f[key]) * scale for f in video if f.get(key) is not None]
         return _mean(present)
 
+    radio = {int(f["id"]) for f in run.summary["meta"]["flows"] if radio_hops(run.summary["meta"], f)}
+    wired = [f for f in video if int(f["id"]) not in radio]
+    utilisation = [float(f["utilization"]) for f in wired if f.get("utilization") is not None]
     return {
-        "utilization": of("utilization"),
+        # A path across a BSS or a cell has no capacity of its own to use up (docs/compare.md).
+        "utilization": _mean(utilisation),
+        "qdelay_p50_ms": of("qdelay_p50_ms"),
         "qdelay_p95_ms": of("qdelay_p95_ms"),
         "loss_pct": of("loss_ratio", 100.0),
         "goodput_kbps": of("mean_goodput_bps", 1e-3),
         "freezes": of("freezes"),
         "fps_mean": of("fps_mean"),
         "frame_delay_p95_ms": of("frame_delay_p95_ms"),
-        "responsiveness_s": scores.get("reaction" if responsiveness == REACTION else "startup"),
+        "frame_delay_mean_ms": of("frame_delay_mean_ms"),
+        **{stage_key(st): of(stage_key(st)) for st in STAGES},
+        # The reaction to a capacity drop is the scorecard's; a start-up time is `rtcbench
+        # compare`'s (the mean over the video flows that converged), the one number for it.
+        "responsiveness_s": scores.get("reaction")
+        if responsiveness == REACTION
+        else of("convergence_time_s"),
     }
 
 
@@ -415,8 +434,14 @@ def case_table(
             )
         )
     measured = (
-        "Per run: the video flows' utilisation, queuing-delay p95 and loss over the whole run "
-        f"(docs/metrics.md); responsiveness is the scorecard's {responsiveness} (docs/scorecard.md)."
+        "Per run: the video flows' utilisation (of a path with a capacity of its own: not across a "
+        "BSS or a cell), queuing-delay p95 and loss over the whole run, averaged over the video "
+        f"flows (docs/metrics.md); {responsiveness}: "
+        + (
+            "the scorecard's slowest reaction to a capacity drop (docs/scorecard.md)."
+            if responsiveness == REACTION
+            else "the video flows' start-up convergence, as rtcbench compare gives it (docs/compare.md)."
+        )
     )
     if single:
         caption = f"Per controller ({SINGLE_REPETITION})"
