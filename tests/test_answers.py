@@ -6,6 +6,7 @@ is shown; and says once, not on every line, that one run each judges nothing."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -164,3 +165,42 @@ def test_one_run_each_is_said_once_and_judged_nowhere(four: Path, tmp_path: Path
     section = page[page.index('<section id="comparison"') : page.index('<section id="cases"')]
     assert section.count("one run each") == 1
     assert "Verdicts over every case" not in section and "too few repetitions" not in section
+
+
+def test_recovery_after_the_tcp_flows_stop_is_measured_and_said(tmp_path: Path) -> None:
+    """seed000-5.4.7 near: the TCP flows of the cell stop at 180 s. GoogCC's downlink takes tens
+    of seconds to come back to its share, NADA's a few (Guerrero Viveros 2019 §6.4.2 saw GoogCC
+    recover slowly too). The summary, the run's phase table, the comparison and its sentence say
+    it."""
+    out = tmp_path / "lte"
+    run_suite(["seed000-5.4.7"], ["gcc", "nada"], reps=2, jobs=2, out=out, sets=["location=near"])
+    runs = cmp.load_runs(out)
+    gcc = runs.filter(pl.col("controller") == "gcc")["recovery_s"]
+    nada = runs.filter(pl.col("controller") == "nada")["recovery_s"]
+    assert gcc.null_count() == 0 and nada.null_count() == 0
+    assert gcc.min() > 20.0 and nada.max() < 10.0, (gcc.to_list(), nada.to_list())
+    # The downlink's period after 180 s began when both downloads of the cell stopped; before the
+    # other UE's download (from 60 s) shared the cell's downlink: a period of its own.
+    summary = next(out.glob("*/gcc/*/seed-1/summary.json")).read_text()
+    periods = [p for p in json.loads(summary)["periods"] if p["link"] == "cell:PC3:dl"]
+    assert [(p["start_s"], p["end_s"]) for p in periods] == [
+        (0.0, 60.0),
+        (60.0, 120.0),
+        (120.0, 180.0),
+        (180.0, 240.0),
+    ]
+    names = {int(f["id"]): f["name"] for f in json.loads(summary)["meta"]["flows"]}
+    assert sorted(names[i] for i in periods[3]["left"]) == ["tcp-down1", "tcp-down2"]
+    comparison = cmp.comparison([out], ["gcc", "nada"], min_reps=2)
+    row = comparison.table.filter(pl.col("metric") == "recovery_s").row(0, named=True)
+    assert row["verdict"] == "improvement", row
+    (sentence,) = comparison.in_short("nada")
+    assert re.search(r"better in .*recovery [\d.]+ against [\d.]+ s \(-\d+ %", sentence), sentence
+    done = subprocess.run(
+        [sys.executable, "-m", "rtcbench.cli", "run", "seed000-5.4.7", "--cc", "gcc", "--seed", "1",
+         "--set", "location=near", "--out", str(tmp_path / "one")],
+        capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    down = next(f for f in json.loads(summary)["flows"] if f["name"] == "down.video")
+    after = next(ln for ln in done.stdout.splitlines() if "180-240 s" in ln and "down.video" in ln)
+    assert "-tcp-down2, -tcp-down1" in after and f"{down['recovery_s']:.1f}" in after, after

@@ -320,6 +320,7 @@ CONTEXT = (
     "frame_delay_mean_ms",
     *(k for st in STAGES for k in (stage_key(st), stage_p95_key(st))),
     "startup_first_window",
+    "flags",
 )
 """The columns of `run_values` beyond the metrics: what the sentences explain a difference with
 (the frame delay by stage, `docs/metrics.md`), the run's duration (the per-minute floors) and
@@ -346,12 +347,14 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     per_flow = (
         "utilization", "qdelay_p50_ms", "qdelay_p95_ms", "loss_ratio", "mean_goodput_bps", "freezes",
         "fps_mean", "frame_delay_p95_ms", "convergence_time_s", "reconvergence_s", "recovery_s",
-        *CONTEXT[1:-1],
+        *CONTEXT[1:-2],
     )  # fmt: skip
     # A summary from an older rtcbench may lack a metric: it is then not measured, not an error.
     flows = flows.with_columns(pl.lit(None, pl.Float64).alias(c) for c in per_flow if c not in flows.columns)
     if "radio_path" not in flows.columns:
         flows = flows.with_columns(radio_path=pl.lit(None, pl.Boolean))
+    if "flags" not in flows.columns:
+        flows = flows.with_columns(flags=pl.lit(None, pl.String))
     flows = flows.with_columns(
         utilization=pl.when(pl.col("radio_path").fill_null(False)).then(None).otherwise(pl.col("utilization"))
     )
@@ -361,6 +364,10 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.col(*per_flow).cast(pl.Float64).mean(),
             startup_first_window=(pl.col("convergence_time_s") == 0.0).any(),
+            # Each video flow's flags, as "<flow>: <flag>" (none: "").
+            flags=pl.concat_str(pl.col("flow_name"), pl.lit(": "), pl.col("flags"))
+            .filter(pl.col("flags").fill_null("") != "")
+            .str.join("; "),
         )
         .rename(renamed)
     )
@@ -384,8 +391,9 @@ def run_values(flows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         *_KEYS,
         "path",
         *(pl.col(m.name).cast(pl.Float64) for m in METRICS),
-        *(pl.col(c).cast(pl.Float64) for c in CONTEXT[:-1]),
+        *(pl.col(c).cast(pl.Float64) for c in CONTEXT[:-2]),
         pl.col("startup_first_window").fill_null(False),
+        pl.col("flags").fill_null(""),
     )
 
 
@@ -746,16 +754,23 @@ def _sentence(a: str, b: str, rows: list[dict[str, Any]], context: tuple[pl.Data
     frame_delay = next((r for r in measured if r["metric"] == "frame_delay_p95_ms"), None)
     if frame_delay is not None and frame_delay["verdict"] in ("regression", "improvement"):
         body += _stage_cause(a, b, frame_delay, context)
-    first_window = [
-        label
+    flagged = [
+        f"{sum(1 for x in runs.get_column('flags') if x)} of {runs.height} runs of {label}"
         for label, runs in ((a, context[0]), (b, context[1]))
-        if runs.height and runs.get_column("startup_first_window").any()
+        if runs.height and "flags" in runs.columns and any(runs.get_column("flags"))
     ]
-    if first_window and any(r["metric"] == "startup_s" for r in measured):
-        body += (
-            f" Start-up within the first second in some runs of {_and(first_window)}: under what the "
-            "measure resolves (flagged)."
+    if flagged:
+        kinds = sorted(
+            {
+                flag.split(":")[1].strip()
+                for runs in context
+                if "flags" in runs.columns
+                for text in runs.get_column("flags")
+                for flag in str(text).split("; ")
+                if ":" in flag
+            }
         )
+        body += f" Flagged ({', '.join(kinds)}): {_and(flagged)}; see their runs."
     return body
 
 

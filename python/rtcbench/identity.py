@@ -78,8 +78,11 @@ runs with audio whose path has room above the call's maximum change); 14: `gcc`'
 estimator has the defaults Chromium 156 runs with (libwebrtc's of May 2025, not the `goog_cc`
 crate's of December 2024; issue 34: every `gcc` run changes); 15: the frames table gains the
 dates of each frame's stages (`encoded_us`, `first_sent_us`, `last_sent_us`, `last_arrival_us`,
-`decode_us`) and video flows the frame delay by stage (`stage_*_ms`, `frame_delay_mean_ms`; issue
-59: every other column and key of every earlier built-in run is bit-identical)."""
+`decode_us`) and video flows the frame delay by stage (`stage_*_ms`, `frame_delay_mean_ms`), their
+convergence after events (`reconvergence_s`, `recovery_s`) and their `flags`; periods record what
+began them, and on a radio hop are also cut where a flow sharing its medium starts or stops (issue
+59: a Wi-Fi or LTE run's periods, and its video flows' start-up convergence, change; every other
+column and key of every earlier built-in run is bit-identical)."""
 
 BROWSER_REVISION = 15
 """The revision of what a browser run depends on in rtcbench: the network model, the relay and the

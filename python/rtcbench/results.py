@@ -476,7 +476,7 @@ def _parse_summary(data: bytes, path: Path) -> dict[str, Any]:
 # dict is an object with those keys (`key?` may be missing, `*` is the shape of every other key;
 # without `*` other keys may hold anything).
 _NUMBER = (float, None)
-_FLOW = {"id": int, "name": str, "kind": str, "workload?": (str, None), "*": _NUMBER}
+_FLOW = {"id": int, "name": str, "kind": str, "workload?": (str, None), "flags?": [str], "*": _NUMBER}
 _SHARES = {
     "covers?": [str], "flows": [{"id": int, "name?": str, "share_ratio": _NUMBER, "*": _NUMBER}],
     "jain_index": _NUMBER, "min_share_ratio": _NUMBER, "max_share_ratio": _NUMBER,
@@ -491,7 +491,8 @@ _SUMMARY_SHAPE: dict[str, Any] = {
     "phases?": [{"index": int, "link": str, "start_s": float, "end_s": float, "capacity_bps": _NUMBER,
                  "flows": [_FLOW]}],
     "periods?": [{"index": int, "link": str, "phase": int, "start_s": float, "end_s": float,
-                  "capacity_bps": _NUMBER, "flows": [_FLOW]}],
+                  "capacity_bps": _NUMBER, "capacity_changed?": bool, "sharing?": [int], "joined?": [int],
+                  "left?": [int], "flows": [_FLOW]}],
     "fairness?": {"run": _SHARES, "phases?": [_SHARES], "bottlenecks?": [_SHARES]},
     "feedback_overhead?": {
         "rate_bps": _NUMBER, "share_of_media": _NUMBER,

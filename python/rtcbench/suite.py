@@ -100,6 +100,7 @@ _FLOW_TYPES: dict[str, pl.DataType] = {
     "cross_goodput_bps": pl.Float64(),
     "cross_throughput_run_bps": pl.Float64(),
     "radio_path": pl.Boolean(),
+    "flags": pl.String(),
     "path": pl.String(),
 }
 _RUN_TYPES: dict[str, pl.DataType] = {
@@ -351,6 +352,8 @@ def _flow_rows(summary: dict[str, Any], path: str) -> list[dict[str, Any]]:
         row["cross_throughput_run_bps"] = c.get("throughput_run_bps")
         # Its path crosses a shared radio medium (a BSS, a cell): no capacity of its own to use up.
         row["radio_path"] = radio.get(int(fid))
+        # What a reader must not take at face value (`analysis.flags`), one string: "" for none.
+        row["flags"] = "; ".join(f.get("flags") or []) if f.get("kind") == VIDEO else None
         row["path"] = path
         rows.append(row)
     return rows
@@ -449,10 +452,19 @@ class SuiteResult:
         by = ["scenario", "variant", "controller", "run_key"]
         run = [*by, "seed"]
         flows = self.flows.with_columns(_background=pl.col("workload").eq_missing("udp-background"))
+        for column, kind in (("radio_path", pl.Boolean), ("flags", pl.String)):
+            if column not in flows.columns:  # tables written before model revision 15
+                flows = flows.with_columns(pl.lit(None, kind).alias(column))
+        # A path across a BSS or a cell has no capacity of its own: no utilisation (docs/compare.md).
+        flows = flows.with_columns(
+            utilization=pl.when(pl.col("radio_path").fill_null(False))
+            .then(None)
+            .otherwise(pl.col("utilization"))
+        )
         video = (
             flows.filter(pl.col("kind") == VIDEO)
             .group_by(run, maintain_order=True)
-            .agg(pl.col(*_VIDEO_MEANS).mean())
+            .agg(pl.col(*_VIDEO_MEANS).mean(), _flagged=(pl.col("flags").fill_null("") != "").any())
         )
 
         def throughput(kind: str, background: bool = False) -> pl.DataFrame:
@@ -475,6 +487,7 @@ class SuiteResult:
             background_bps=pl.col("background_bps").mean(),
             jain_index_video=pl.col("jain_index_video").mean(),
             jain_index_all=pl.col("jain_index_all").mean(),
+            flagged=pl.col("_flagged").fill_null(False).sum(),
         )
 
 

@@ -128,6 +128,8 @@ def _flow_metrics(
             column = fr.get_column(stage.name)
             stages[stage_key(stage)] = _mean(column)
             (stages[stage_p95_key(stage)],) = _quantiles(column.drop_nulls(), (0.95,))
+        longest = fr.get_column("send_queue").max()
+        stages["stage_send_queue_max_ms"] = float(longest) if longest is not None else None  # type: ignore[arg-type]
         if "first_us" in fr.columns:
             # From the frame's first packet to its render, as `jitterBufferDelay` counts.
             held = (fr.get_column(RENDERED) - fr.get_column("first_us")).drop_nulls()
@@ -195,6 +197,7 @@ def _flow_metrics(
         "frame_delay_p95_ms": fd95,
         "frame_delay_mean_ms": fd_mean,
         **{k: stages.get(k) for stage in STAGES for k in (stage_key(stage), stage_p95_key(stage))},
+        "stage_send_queue_max_ms": stages.get("stage_send_queue_max_ms"),
         "jitter_buffer_ms": jitter_buffer,
         "frame_loss_ratio": frame_loss,
         "residual_loss_ratio": residual_loss,

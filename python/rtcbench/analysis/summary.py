@@ -13,6 +13,7 @@ import polars as pl
 
 from rtcbench.analysis.capacity import Period, periods, phases, sharing_flows
 from rtcbench.analysis.convergence import _convergence_time, _reference_rates, _settling_time
+from rtcbench.analysis.flags import flow_flags
 from rtcbench.analysis.flows import _clip, _flow, _flows, _is_media, active_span_us
 from rtcbench.analysis.per_flow import _flow_metrics
 from rtcbench.analysis.radio import lte_buffers, wifi_nodes
@@ -192,11 +193,14 @@ def assemble(t: Tables, parts: dict[int, FlowSummary], ts: pl.DataFrame) -> dict
                     "flows": in_period,
                 }
             )
+    minimum = {int(c["id"]): c.get("video_min_bps") for c in t.meta.get("calls", [])}
     for f in flows:
         if f.get("kind") == VIDEO:
             run = parts[int(f["id"])].run
             run["convergence_time_s"] = _startup_convergence(t, windows, f)
             run.update(_after_events(t, f, out_periods))
+            min_bps = minimum.get(int(f["call"])) if f.get("call") is not None else None
+            run["flags"] = flow_flags(f, run, windows, active_span_us(f, dur), min_bps)
     counts = {fid: p.counts for fid, p in parts.items()}
     out = {
         "flows": [parts[int(f["id"])].run for f in flows],

@@ -388,6 +388,10 @@ def print_summary(results: list[RunResult]) -> None:
             console.print(_lte_table(s["lte"]))
         for line in _fairness_lines(s):
             console.print(escape(line), highlight=False)
+        # What must not be taken at face value (analysis.flags): said under the numbers.
+        for f in flows:
+            for flag in f.get("flags") or []:
+                console.print(f"[yellow]flag:[/] {escape(str(f['name']))}: {escape(flag)}", highlight=False)
         where = f" → {r.path}" if r.path else ""
         if s.get("mode") in TESTBED_INFO:
             real = s[TESTBED_INFO[s["mode"]]]
@@ -455,6 +459,8 @@ def print_suite(result: SuiteResult) -> None:
         ("bg", lambda r: r["background_bps"], 0, 1e-3, True),
         ("jain v", lambda r: r["jain_index_video"], 3, 1, False),
         ("jain all", lambda r: r["jain_index_all"], 3, 1, True),
+        # Runs with a flagged video flow (analysis.flags): shown only where a run has one.
+        ("flagged", lambda r: r["flagged"] or None, 0, 1, True),
     ]
     rows = list(overview.iter_rows(named=True))
     shown = [m for m in measures if not m[4] or any(m[1](r) is not None for r in rows)]
@@ -465,7 +471,9 @@ def print_suite(result: SuiteResult) -> None:
         "queuing-delay p95 ms, loss %, goodput kbit/s, freezes, frames per second, frame delay p95 ms); "
         "tcp, cbr, "
         "bg: competing TCP, CBR and UDP-background kbit/s while they run; jain v: Jain's index of the "
-        "video flows; jain all: of every data flow on the least fair shared link",
+        "video flows; jain all: of every data flow on the least fair shared link; flagged: runs whose "
+        "video was starved, held at its sender, rendered nothing or started faster than measured "
+        "(rtcbench run or report names them)",
         caption_justify="left",
     )
     ids = ["scenario", "variant", "controller", *(["config"] if several else [])]

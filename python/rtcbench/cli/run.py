@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from rtcbench.analysis.capacity import radio_flows
 from rtcbench.cli.errors import _fail, guarded
 from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
 from rtcbench.cli.render import _fmt, console, print_controllers, print_scenarios, print_summary
@@ -204,7 +205,7 @@ def table_cmd(
     scenarios: Annotated[
         list[str] | None, typer.Argument(help="Scenario ids or files (default: every built-in scenario).")
     ] = None,
-    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc,fixed",
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP)] = "gcc",
     seed: Annotated[int, typer.Option(help="Seed of every run (0 to 2**64 - 1).")] = 1,
     sets: Annotated[
         list[str] | None,
@@ -214,19 +215,20 @@ def table_cmd(
     """Compare controllers on scenarios: one Markdown row per scenario variant, controller and flow.
 
     Rows are the video flows and the competing TCP and CBR flows, each over the time it runs:
-    utilisation (receive rate / capacity, the flow's share of the bottleneck), queuing-delay p95,
-    loss and, for video, the start-up convergence time (docs/metrics.md).
+    utilisation (receive rate / capacity, the flow's share of the bottleneck; none across Wi-Fi or
+    LTE), queuing-delay p95, loss and, for video, the start-up time (docs/metrics.md).
     """
     names = _controller_list(cc)
     ids = scenarios or [b.id for b in builtin()]
     rows = [
-        "| scenario | variant | controller | flow | utilisation | qdelay p95 ms | loss % | convergence s |",
+        "| scenario | variant | controller | flow | utilisation | qdelay p95 ms | loss % | start-up s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for scenario in ids:
         for v in resolve(scenario, sets or []):
             for name in names:
                 r = run_variant(v, name, seed, None, figure=False)
+                radio = radio_flows(r.summary["meta"])
                 for f in r.summary["flows"]:
                     if f["kind"] not in ("video", "tcp", "cbr"):
                         continue
@@ -235,7 +237,7 @@ def table_cmd(
                         v.variant or "-",
                         name,
                         f["name"],
-                        _fmt(f["utilization"], 1, 2),
+                        _fmt(None if f["id"] in radio else f["utilization"], 1, 2),
                         _fmt(f["qdelay_p95_ms"], 1, 0),
                         _fmt(f["loss_ratio"], 100, 2),
                         _fmt(f["convergence_time_s"], 1, 1),

@@ -40,6 +40,7 @@ import polars as pl
 from rtcbench import _core
 from rtcbench import scorecard as sc
 from rtcbench.analysis import mean_ci
+from rtcbench.analysis.capacity import radio_flows
 from rtcbench.compare import MIN_REPS
 from rtcbench.identity import TESTBED_INFO
 from rtcbench.plots import BoxPanel, StageBar, TradeoffSeries
@@ -187,11 +188,15 @@ def _headline(run: Run) -> str:
     def fmt(v: Any, spec: str, scale: float = 1.0) -> str:
         return "-" if v is None else format(float(v) * scale, spec)
 
+    radio = radio_flows(run.summary.get("meta", {}))
     line = (
-        f"{f['name']}: utilisation {fmt(f.get('utilization'), '.2f')}, "
+        f"{f['name']}: utilisation {fmt(None if int(f['id']) in radio else f.get('utilization'), '.2f')}, "
         f"queuing delay p95 {fmt(f.get('qdelay_p95_ms'), '.0f')} ms, "
         f"loss {fmt(f.get('loss_ratio'), '.2f', 100.0)} %"
     )
+    for g in video:
+        for flag in g.get("flags") or []:
+            line += f"; FLAG {g['name']}: {flag}"
     real = run.summary.get(TESTBED_INFO.get(run.mode, ""))
     if run.mode in TESTBED_INFO and isinstance(real, dict):
         late = real.get("relay", {}).get("lateness_us", {})
@@ -301,6 +306,18 @@ def _cases(
         table = tb.case_table(f"tbl-case--{cid}", values, kind)
         heading = scenario + (f" [{variant}]" if variant else "")
         notes = []
+        for label in present:
+            flagged = [
+                f"seed {r.seed}: "
+                + "; ".join(f"{g['name']} {x}" for g in video_flows(r.summary) for x in g.get("flags") or [])
+                for r in members
+                if series[r.path] == label and any(g.get("flags") for g in video_flows(r.summary))
+            ]
+            if flagged:
+                notes.append(
+                    f"Flagged, {label} (its runs' numbers are not to be taken at face value): "
+                    + " · ".join(flagged)
+                )
         if time_figures:
             first = _first_seeds(members, series, present)
             if first:
