@@ -51,11 +51,11 @@ GCC_UTILISATION = [(0.72, 0.95), (0.66, 0.90), (0.70, 0.93), (0.65, 0.94)]
 SECTION_4_SINGLE_RUN = (0.60, 0.94)
 
 
-SECTION_2_AT_100MS_LOW = {
-    5: "section 2 at 100 ms: 0.658, below the band's 0.66; over seeds 1-10 the model sits at the "
-    "band's bottom there (0.658-0.683, mean 0.674)"
-}
-"""Seeds whose single run misses Table 6.1's band, kept visible as strict expected failures."""
+SECTION_2_AT_100MS_LOW: dict[int, str] = {}
+"""Seeds whose single run misses Table 6.1's band, kept visible as strict expected failures. Seed 5
+did (section 2 at 100 ms: 0.658, below the band's 0.66) until `gcc`'s loss-based estimator took
+Chromium 156's defaults (model revision 14): it reads 0.763 there since, and seeds 1-10 all
+meet the bands."""
 
 
 @pytest.mark.parametrize(

@@ -521,9 +521,46 @@ class RunProgress:
 
 
 def _work(job: _Job) -> float:
-    """A job's share of a plan's work: its simulated seconds (at least 1)."""
+    """A job's simulated seconds (at least 1)."""
     duration = job.variant.spec.get("duration")
     return max(1.0, _core.duration_s(str(duration))) if duration is not None else 1.0
+
+
+PRIOR_SPEED = {"wired": 4000.0, "radio": 500.0}
+"""Simulated seconds per wall-clock second a run is expected to take before any run of its case has
+finished: a wired call runs at about 4 000x, a Wi-Fi BSS or an LTE cell at 500-1 700x (README,
+"Speed"). Only the ratio matters: the first finished runs scale it to the machine."""
+
+
+class _Cost:
+    """What each job of a plan is expected to cost in wall-clock seconds, so that a progress line
+    can say how long the rest will take (`RunProgress`): its simulated seconds at its case's speed,
+    learnt from that case's finished runs (a wired call and a BSS of ten stations differ tenfold
+    per simulated second); a case not yet seen runs at its network's prior speed (`PRIOR_SPEED`)
+    times what the finished runs say of this machine against the priors."""
+
+    def __init__(self, plan: list[_Job]) -> None:
+        self.sim = [_work(job) for job in plan]
+        self.case = [(job.variant.scenario_id, job.variant.variant, job.controller) for job in plan]
+        radio = [bool(job.variant.spec.get("wifi") or job.variant.spec.get("lte")) for job in plan]
+        self.prior = [1.0 / PRIOR_SPEED["radio" if r else "wired"] for r in radio]
+        self.seen: dict[tuple[str, str, str], list[float]] = {}
+        self.machine: list[float] = []
+
+    def learn(self, i: int, summary: dict[str, Any]) -> None:
+        wall, simulated = summary.get("wall_s"), summary.get("simulated_s")
+        if not (isinstance(wall, int | float) and isinstance(simulated, int | float)):
+            return
+        if wall > 0 and simulated > 0:
+            self.seen.setdefault(self.case[i], []).append(float(wall) / float(simulated))
+            self.machine.append(float(wall) / float(simulated) / self.prior[i])
+
+    def of(self, i: int) -> float:
+        rates = self.seen.get(self.case[i])
+        if rates:
+            return self.sim[i] * sum(rates) / len(rates)
+        factor = sum(self.machine) / len(self.machine) if self.machine else 1.0
+        return self.sim[i] * self.prior[i] * factor
 
 
 def execute_plan(
@@ -538,17 +575,24 @@ def execute_plan(
     `executor`."""
     summaries: list[dict[str, Any] | None] = [None] * len(plan)
     done = 0
-    work = [_work(job) for job in plan]
-    work_done = 0.0
+    cost = _Cost(plan)
+    ran: set[int] = set()
 
-    def finished(i: int, summary: dict[str, Any]) -> None:
-        nonlocal done, work_done
+    def finished(i: int, summary: dict[str, Any], now: bool = True) -> None:
+        nonlocal done
         summaries[i] = summary
         done += 1
-        work_done += work[i]
+        if not now:
+            return
+        ran.add(i)
+        cost.learn(i, summary)
         if isinstance(progress, RunProgress):
             job = plan[i]
             case = " ".join(p for p in (job.variant.scenario_id, job.variant.variant, job.controller) if p)
+            # The work is the expected wall time of the runs to make, re-estimated as each one
+            # teaches its case's speed: the time left does not jump when a slow case comes up.
+            work = [cost.of(k) for k in todo]
+            work_done = sum(w for k, w in zip(todo, work, strict=True) if k in ran)
             progress.update(done, len(plan), work_done, sum(work), f"{case} seed {job.seed}")
         elif progress is not None:
             progress(done, len(plan))
@@ -557,9 +601,13 @@ def execute_plan(
     for i, job in enumerate(plan):
         summary = job.done()
         if summary is not None:
-            finished(i, summary)
+            finished(i, summary, now=False)
         else:
             todo.append(i)
+    if isinstance(progress, RunProgress):
+        progress.update(done, len(plan), 0.0, sum(cost.of(k) for k in todo), "")
+    elif progress is not None:
+        progress(done, len(plan))
     if executor is not None and todo:
         executor([plan[i] for i in todo], lambda k, summary: finished(todo[k], summary))
     else:

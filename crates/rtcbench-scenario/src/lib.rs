@@ -191,8 +191,12 @@ fn set_in(item: &mut toml_edit::Item, segs: &[&str], value: &toml_edit::Value) -
             }),
         }
     };
+    // An element is named by its `name`, or, for a BSS's stations and a cell's UEs, by its `node`.
     if let Some(aot) = item.as_array_of_tables_mut() {
-        let names = aot.iter().map(|t| t.get("name").and_then(|n| n.as_str()).map(String::from)).collect();
+        let names = aot
+            .iter()
+            .map(|t| t.get("name").or_else(|| t.get("node")).and_then(|n| n.as_str()).map(String::from))
+            .collect();
         let idx = select(aot.len(), names, segs[0])?;
         let table = aot.get_mut(idx).expect("index checked");
         return set_in_table(table, &segs[1..], value);
@@ -201,7 +205,8 @@ fn set_in(item: &mut toml_edit::Item, segs: &[&str], value: &toml_edit::Value) -
         let names = arr
             .iter()
             .map(|v| {
-                v.as_inline_table().and_then(|t| t.get("name")).and_then(|n| n.as_str()).map(String::from)
+                let t = v.as_inline_table()?;
+                t.get("name").or_else(|| t.get("node")).and_then(|n| n.as_str()).map(String::from)
             })
             .collect();
         let idx = select(arr.len(), names, segs[0])?;
@@ -303,9 +308,12 @@ fn field_path(tree: &toml::Table, path: &[Segment]) -> String {
             }
             Segment::Index(i) if parent == "schedule" => out.push_str(&format!("[{i}]")),
             Segment::Index(i) => {
-                let by_name = depth == 1 && ["links", "wifi", "lte"].contains(&parent);
+                // Named as `--set` names them: by `name`, a station or a UE by its `node`.
+                let by_name =
+                    (depth == 1 && ["links", "wifi", "lte"].contains(&parent)) || ["stations", "ues"].contains(&parent);
                 let element = by_name.then(|| param::at(tree, &path[..=depth])).flatten();
-                match element.and_then(|e| e.get("name")).and_then(toml::Value::as_str) {
+                let name = element.and_then(|e| e.get("name").or_else(|| e.get("node")));
+                match name.and_then(toml::Value::as_str) {
                     Some(name) => out.push_str(&format!(".{name}")),
                     None => out.push_str(&format!(".{i}")),
                 }

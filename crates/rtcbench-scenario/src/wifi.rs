@@ -624,4 +624,16 @@ to = "W"
         let again = load(&v[1].to_toml(), "r", &[]).unwrap();
         assert_eq!(again[0].to_toml(), v[1].to_toml());
     }
+
+    #[test]
+    fn an_override_names_a_station_by_its_node() {
+        let sets = ["wifi.wlan.stations.S2.snr_db=12".to_string()];
+        let v = load(HOME, "w.toml", &sets).unwrap();
+        assert_eq!(v[0].spec.wifi[0].stations[1].snr_db.as_ref().map(|p| *p.get()), Some(12.0));
+        // By its index as before; an unknown node is named with those there are.
+        let v = load(HOME, "w.toml", &["wifi.wlan.stations.1.snr_db=15".to_string()]).unwrap();
+        assert_eq!(v[0].spec.wifi[0].stations[1].snr_db.as_ref().map(|p| *p.get()), Some(15.0));
+        let e = load(HOME, "w.toml", &["wifi.wlan.stations.S9.snr_db=12".to_string()]).unwrap_err();
+        assert!(e.message.contains("\"S1\", \"S2\""), "{e}");
+    }
 }

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from rtcbench.analysis.capacity import radio_flows
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
+from rtcbench.cli.options import CC_HELP, MODE_HELP, _controller_list, check_jobs
 from rtcbench.cli.render import _fmt, console, print_controllers, print_scenarios, print_summary
 from rtcbench.compare import RUNS_INDEX, load_runs
 from rtcbench.results import write_parquet_atomic
@@ -124,8 +124,9 @@ def run_cmd(
     jobs: Annotated[
         int | None,
         typer.Option(
-            help=f"Runs at a time, on worker processes ({JOBS_HELP}); default 1: in this process, "
-            "one after the other. Runs complete in OUT are then read back."
+            help="Runs at a time on worker processes, at most one per CPU; 1, the default, runs them in "
+            "this process, one after the other. A run whose folder in OUT is complete is read back, not "
+            "run again."
         ),
     ] = 1,
 ) -> None:
@@ -140,14 +141,15 @@ def run_cmd(
     if quiet and as_json:
         _fail("--quiet and --json: choose one")
     check_jobs(jobs)
-    parallel = jobs != 1
-    if parallel and mode != "simulate":
+    if jobs != 1 and mode != "simulate":
         _fail(f"--jobs runs simulations side by side; --mode {mode} runs in real time, one at a time")
-    if parallel and pcap is not None:
+    if jobs != 1 and pcap is not None:
         _fail("--pcap writes one capture at a time: give --jobs 1")
     overrides = sets or []
     batches: Iterable[list[RunResult]]
-    if parallel:
+    # A simulated run whose folder is complete is read back (its folder is keyed by what it ran),
+    # whatever --jobs; a capture, and a real-time run, are made anew.
+    if mode == "simulate" and pcap is None:
         # Every controller's variants at once; printed as `rtcbench run` prints them.
         batches = [
             run_parallel(scenario, names, seed, out, overrides, jobs=jobs, figure=figure, command=command)

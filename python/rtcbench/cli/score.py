@@ -19,14 +19,20 @@ def score_cmd(
     thresholds: Annotated[
         Path | None, typer.Option(help="TOML file overriding criteria thresholds (docs/scorecard.md).")
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="The folder to write scorecard.parquet into (default: FOLDER)."),
+    ] = None,
 ) -> None:
     """Judge every run under FOLDER against the RFC 8836 requirements (docs/scorecard.md): the
     test case × controller matrix and each controller's share of passes. The long table (one row
-    per run and criterion) is written to FOLDER/scorecard.parquet."""
+    per run and criterion) is written to OUT/scorecard.parquet (OUT: FOLDER unless --out)."""
     from rtcbench import scorecard as sc
 
     if not folder.is_dir():
         _fail(f"{folder}: not a folder")
+    if out is not None and (out.suffix == ".parquet" or (out.exists() and not out.is_dir())):
+        _fail(f"--out {out}: give a folder: the table is written there as scorecard.parquet")
     try:
         criteria = sc.load_thresholds(thresholds) if thresholds is not None else sc.CRITERIA
     except sc.ScorecardError as e:
@@ -42,6 +48,8 @@ def score_cmd(
         _fail(f"{folder}: no run could be scored{skipped}")
     for p in problems:
         err_console.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
-    write_parquet_atomic(table, folder / "scorecard.parquet")
+    target = out if out is not None else folder
+    target.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(table, target / "scorecard.parquet")
     print_scorecard(table, folders)
-    console.print(escape(f"table: {folder / 'scorecard.parquet'}"), highlight=False)
+    console.print(escape(f"table: {target / 'scorecard.parquet'}"), highlight=False)
