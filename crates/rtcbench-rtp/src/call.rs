@@ -553,6 +553,15 @@ fn cwnd_pushback(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Bitrate {
     target - Bitrate::bps(target.as_bps() / interval)
 }
 
+/// How many sequence numbers a mask needs to cover all of `seqs` (across the 16-bit wrap): one
+/// more than the largest distance from the lowest of them. 0 for none.
+fn seq_span(seqs: impl Iterator<Item = u16> + Clone) -> u16 {
+    seqs.clone()
+        .map(|base| seqs.clone().map(|s| s.wrapping_sub(base)).max().unwrap_or(0))
+        .min()
+        .map_or(0, |widest| widest.saturating_add(1))
+}
+
 /// Audio's share of a wire-rate target: its payload `rate` plus a header every `interval`.
 pub(crate) fn audio_wire_rate(ids: &StreamIds, rate: Bitrate, interval: Duration) -> Bitrate {
     let header = media_header(ids, true, 0, 0, false, None);
@@ -1007,6 +1016,18 @@ impl Sender {
         let packet = ProtectedBytes::from_rtp(header_bytes, PT_VIDEO, payload, descriptor_and_label)
             .expect("a header we wrote");
         let Some(batch) = fec.generator.add(packet, keyframe, header.marker) else { return };
+        // libwebrtc's `ForwardErrorCorrection::EncodeFec` makes no FEC for a set whose sequence
+        // numbers span more than one mask covers (`InsertZerosInPacketMasks` gives up). With
+        // ULPFEC that happens: its packets take the video stream's numbers as they leave, and
+        // while a long queue drains fast (a window-limited sender's RTP queue after the window
+        // reopens) the FEC of the sets just sent leaves among the next video packets.
+        let max_span = match fec.scheme {
+            FecScheme::Ulpfec => rtcbench_wire::fec::ulpfec::MAX_SPAN,
+            FecScheme::Flexfec => rtcbench_wire::fec::flexfec::MAX_SPAN,
+        };
+        if seq_span(batch.iter().flatten().map(|p| p.packet.seq.value() as u16)) > max_span {
+            return;
+        }
         // ULPFEC goes out with the protected stream's header (without frame marking) and the
         // timestamp of the last packet protected; FlexFEC with its own, stamped now.
         let (rtp, timestamp) = match fec.scheme {
@@ -1969,6 +1990,50 @@ mod tests {
         let n = (per_frame / 1200.0).ceil();
         let wire = payload + n * fps * 56.0 * 8.0;
         assert!((wire - 2e6).abs() < 1.0, "{wire}");
+    }
+
+    /// Sends one-packet frames with sequence numbers `seqs` through the ULPFEC generator at a
+    /// protection that closes a set every three frames; returns the bytes of FEC queued.
+    fn fec_queued_for(seqs: [u16; 3]) -> DataSize {
+        let plan = plan(Some(FecScheme::Ulpfec));
+        let controller =
+            factory::build(ControllerKind::Fixed, &plan.options(), 1.0, plan.limits(), Instant::ZERO);
+        let mut sender = plan.sender(controller);
+        // 100/256: a lone packet would get a whole FEC packet (too much overhead), four are
+        // needed above 80/256, so the set runs to max_frames and gets one FEC packet.
+        let params = FecParams { rate: 100, max_frames: 3 };
+        sender.fec.as_mut().unwrap().generator.set_protection(Protection { delta: params, key: params });
+        let descriptor_and_label = [0; rtcbench_wire::vp8::DESCRIPTOR_LEN + 4];
+        for (i, seq) in seqs.into_iter().enumerate() {
+            let marking = FrameMarking { start: true, end: true, independent: false };
+            let header = media_header(&plan.ids, false, seq, 90 * i as u32, true, Some(marking));
+            let mut data = vec![0; header.buffer_len()];
+            header.emit(&mut data).unwrap();
+            let now = Instant::from_millis(33 * i as i64);
+            sender.protect(now, &data, &descriptor_and_label, &header, DataSize::bytes(600), false);
+        }
+        sender.pacer.queue_size()
+    }
+
+    #[test]
+    fn an_fec_set_wider_than_one_mask_gets_no_fec_as_in_libwebrtc() {
+        // Nine FEC packets of earlier sets between each two of these: a set within 48 numbers.
+        assert!(fec_queued_for([1000, 1010, 1020]) > DataSize::ZERO);
+        // 29 between each two, as when a long queue drains fast: the set spans 61 numbers, more
+        // than a ULPFEC mask covers, and libwebrtc's EncodeFec makes no FEC for it. This used to
+        // panic ("at most 48 consecutive packets"; seed000-5.4.7 with SCReAM, seed 2).
+        assert_eq!(fec_queued_for([1000, 1030, 1060]), DataSize::ZERO);
+        // Across the 16-bit wrap, as close together as the first set.
+        assert!(fec_queued_for([65_530, 4, 14]) > DataSize::ZERO);
+    }
+
+    #[test]
+    fn seq_span_counts_across_the_wrap() {
+        assert_eq!(seq_span([5u16].into_iter()), 1);
+        assert_eq!(seq_span([1000u16, 1047].into_iter()), 48);
+        assert_eq!(seq_span([65_535u16, 46].into_iter()), 48);
+        assert_eq!(seq_span([7u16, 3, 5].into_iter()), 5);
+        assert_eq!(seq_span(std::iter::empty::<u16>()), 0);
     }
 
     #[test]
