@@ -100,3 +100,15 @@ def test_a_flow_starved_by_newreno_is_flagged_and_the_run_says_so(tmp_path: Path
 def test_an_unflagged_run_has_no_flag(controller: str) -> None:
     (r,) = rtcbench.run("rfc8867-5.1", controller, sets=["delay=50ms", "mechanism=link-rate"], figure=False)
     assert _video(r)["flags"] == []
+
+
+def test_screams_54_second_frame_delay_is_flagged_for_what_it_is() -> None:
+    """RFC 8867 §5.6 against NewReno in a 300 ms buffer, seed 1: SCReAM's window passes less than
+    its encoder's floor and its RTP queue grows to 1.1 MB (docs/findings/2026-11-29-scream-frame-
+    delay.md): a frame delay p95 of 54 s that is the age of the sender's queue. The run says so."""
+    (r,) = rtcbench.run("rfc8867-5.6", "scream", sets=["queue=300ms", "tcp_cc=newreno"], figure=False)
+    video = _video(r)
+    assert video["frame_delay_p95_ms"] > 30_000
+    assert video["stage_send_queue_p95_ms"] > 0.9 * video["frame_delay_p95_ms"]
+    kinds = [f.split(":")[0] for f in video["flags"]]
+    assert kinds == ["starved", "held at the sender"], video["flags"]
