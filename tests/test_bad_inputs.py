@@ -398,6 +398,7 @@ def test_environment_problems_keep_their_traceback_out_but_bugs_do_not(
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(run_command, "run", broken)
+    monkeypatch.setattr(run_command, "run_parallel", broken)
     (tmp_path / "s.toml").write_text(MINIMAL)
     with pytest.raises(ZeroDivisionError):
         main(["run", str(tmp_path / "s.toml")], capsys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,26 @@ RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*RTCBENCH, *args], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+def test_the_command_list_wraps_at_words_not_at_the_docstrings_lines() -> None:
+    # Each command's line in `rtcbench --help` is the first sentence of its docstring, reflowed:
+    # "write one results folder per / variant / and controller" was the docstring's own breaks
+    # wrapped again by the terminal.
+    from rtcbench.cli import commands
+
+    done = subprocess.run(
+        [*RTCBENCH, "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    listed = " ".join(done.stdout.replace("│", " ").split())
+    for info in commands.app.registered_commands:
+        line = commands.short_help(info.callback)  # type: ignore[arg-type]
+        assert "\n" not in line and line.endswith(".") and "(" not in line.split(")")[-1], line
+        assert f"{info.name} {line}" in listed, line
 
 
 def test_version_and_help_by_either_name_on_every_command() -> None:

@@ -40,14 +40,16 @@ def _panels(run: Path, **kw: object) -> dict[str, object]:
     return {ax.get_label(): ax for ax in fig.axes}
 
 
-def test_the_calls_get_their_own_panel_beside_tcp_and_the_radio_capacity_is_drawn(wifi_run: Path) -> None:
+def test_the_calls_get_their_own_panel_beside_tcp_and_no_radio_capacity_is_drawn(wifi_run: Path) -> None:
     panels = _panels(wifi_run)
     assert "calls" in panels
     rates, calls = panels["rates"], panels["calls"]
     # (a) is on the scale of 100 Mbit/s of TCP; (a′) on the call's 2.5 Mbit/s.
     assert rates.get_ylim()[1] > 50 and 2.0 < calls.get_ylim()[1] < 5.0  # type: ignore[attr-defined]
+    # A radio hop has no capacity of its own; its estimate follows the node's traffic (11 to
+    # 50 Mbit/s at the AP when a download starts), so it is not drawn as one (docs/compare.md).
     labels = [line.get_label() for line in rates.get_lines()]  # type: ignore[attr-defined]
-    assert "up.video path capacity (radio)" in labels and "down.video path capacity (radio)" in labels
+    assert not any("capacity" in label for label in labels), labels
 
 
 def test_a_call_that_fills_its_link_has_no_second_panel(tmp_path: Path) -> None:

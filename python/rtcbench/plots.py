@@ -37,7 +37,6 @@ from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
 from rtcbench.analysis import active_span_us
-from rtcbench.analysis.capacity import radio_hops
 from rtcbench.measure import scatter_sample
 from rtcbench.stages import STAGE_COLUMNS, STAGES, stage_expressions
 from rtcbench.tables import CROSS_KINDS, MEDIA_KINDS, VIDEO, Tables
@@ -311,10 +310,11 @@ class _Run:
 def _rates_panel(ax: Axes, run: _Run) -> None:
     """(a) capacity, each call's target, each media flow's sending (solid) and receive (dotted)
     rate, and the competing traffic: TCP and CBR summed per kind, each link's UDP background.
-    A link's capacity where it has one; a video flow whose path crosses a radio hop has its path
-    capacity instead (what the BSS's airtime or the cell's PRBs could have given it,
-    docs/metrics.md), thin and in its colour."""
-    t, flows, colors = run.column.tables, run.flows, run.colors
+    A link's capacity where it has one. A radio hop has none: the estimate of what its airtime or
+    PRBs could have given a flow (docs/metrics.md, "Utilisation") follows the node's own traffic
+    (an AP's reads 11 Mbit/s with a call alone and 50 with a download beside it, whose aggregates
+    use the air better), so it is not drawn as if it were a capacity (docs/compare.md)."""
+    t, flows = run.column.tables, run.flows
     links = list(dict.fromkeys(str(f["bottleneck"]) for f in flows if f.get("bottleneck") is not None))
     for i, link in enumerate(links):
         lk = t.links.filter(pl.col("link") == link).sort("t_us") if t.links.height else t.links
@@ -324,13 +324,6 @@ def _rates_panel(ax: Axes, run: _Run) -> None:
             x, y = run.steps(lk.get_column("t_us"), capacity)
             style = CAPACITY_STYLES[i % len(CAPACITY_STYLES)]
             ax.step(x, y, where="post", color=CAPACITY_COLOR, ls=style, lw=1.5, label=f"capacity ({link})")
-    for f in flows:
-        if f.get("kind") == VIDEO and radio_hops(t.meta, f):
-            w = run.series(int(f["id"]))
-            ax.plot(
-                run.mid(w), _values(w.get_column("capacity_bps"), 1e-6), color=colors[int(f["id"])],
-                lw=0.6, alpha=0.55, ls="-.", label=f"{f['name']} path capacity (radio)",
-            )  # fmt: skip
     _call_lines(ax, run)
     _competing_lines(ax, run)
 

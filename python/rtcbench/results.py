@@ -17,6 +17,7 @@ complete, so an interrupted run never leaves a half result where a finished one 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -691,10 +692,13 @@ def remove_unfinished(runs: Iterable[Path], root: Path, created: Sequence[Path])
 
 
 def make_parents(folder: Path) -> list[Path]:
-    """Creates `folder` and its missing parents; returns those it created, deepest first."""
+    """Creates `folder` and its missing parents; returns those it created, deepest first. A file
+    where a folder must be is `NotADirectoryError` naming it (mkdir would say "File exists")."""
     created: list[Path] = []
     for p in [folder, *folder.parents]:
         if p.exists():
+            if not p.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(p))
             break
         created.append(p)
     folder.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ module."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -36,20 +38,36 @@ app = typer.Typer(
 )
 
 
+def short_help(command: Callable[..., Any]) -> str:
+    """A command's line in `rtcbench --help`: the first sentence of its docstring, on one line.
+    Typer would show the docstring's first paragraph with its line breaks, which a terminal wraps
+    again: "write one results folder per / variant / and controller"."""
+    paragraph = " ".join((command.__doc__ or "").strip().split("\n\n")[0].split())
+    depth = 0
+    for i, c in enumerate(paragraph):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and c in ".:" and (i + 1 == len(paragraph) or paragraph[i + 1] == " "):
+            return paragraph[:i] + "."
+    return paragraph
+
+
 app.callback()(debug_option)
 # In the order `rtcbench --help` lists them.
-app.command("list")(list_cmd)
-app.command("run")(run_cmd)
-app.command("table")(table_cmd)
-app.command("suite")(suite_cmd)
-app.command("sweep")(sweep_cmd)
-app.command("calibrate")(calibrate_cmd)
-app.command("reproduce")(reproduce_cmd)
-app.command("stacks")(stacks_cmd)
-app.command("score")(score_cmd)
-app.command("compare")(compare_cmd)
-app.command("report")(report_cmd)
-app.command("figure")(figure_cmd)
+for name, command in (
+    ("list", list_cmd),
+    ("run", run_cmd),
+    ("table", table_cmd),
+    ("suite", suite_cmd),
+    ("sweep", sweep_cmd),
+    ("calibrate", calibrate_cmd),
+    ("reproduce", reproduce_cmd),
+    ("stacks", stacks_cmd),
+    ("score", score_cmd),
+    ("compare", compare_cmd),
+    ("report", report_cmd),
+    ("figure", figure_cmd),
+):
+    app.command(name, short_help=short_help(command))(command)
 
 
 def run_app(sigint: object = None) -> None:

@@ -222,8 +222,8 @@ def _first_seeds(members: Sequence[Run], series: Mapping[Path, str], labels: Seq
 TIME_CAPTION = (
     "Over time, {who} side by side, each panel on one scale: (a) bottleneck capacity, each call's "
     "target (dashed), each media flow's sending (solid) and receive (dotted) rate in 200 ms windows, "
-    "the competing TCP, CBR and UDP background traffic and, for a path over Wi-Fi or LTE, what its "
-    "radio hop could have given the video (dash-dot); (a′) where the calls are small beside the "
+    "and the competing TCP, CBR and UDP background traffic (a BSS or a cell has no capacity of its "
+    "own to draw); (a′) where the calls are small beside the "
     "rest, the calls alone on their own scale; (b) queuing delay, window mean and, "
     "dashed, the video's window p95; (c) loss by send time; (d) with video, frames completed at "
     "the receiver per second (1 s mean), freezes, and the encoded height (right axis). As "
