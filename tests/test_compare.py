@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -249,10 +250,11 @@ def test_each_case_is_said_in_one_sentence_with_its_intervals(suite: Path) -> No
     # fixed stays near its start rate: less goodput and utilisation, each with its interval.
     util = row(comparison.table, "rfc8867-5.1", "utilization")
     low, high = (BY_NAME_UTIL.format(util[k], signed=True) for k in ("ci_low", "ci_high"))
-    assert f"utilisation {100 * util['rel_diff']:+.0f} % ({low} … {high}, large effect)" in one
+    means = f"{util['mean_b']:.3f} against {util['mean_a']:.3f}"
+    assert f"utilisation {means} ({100 * util['rel_diff']:+.0f} %, {low} … {high}, large effect)" in one
     assert util["effect"] == -1.0, "every run of fixed below every run of gcc"
     worse = one[one.index("worse in ") : one.index("better in ") if "better in " in one else None]
-    assert "goodput -" in worse and "kbit/s, large effect)" in worse and "utilisation" in worse
+    assert re.search(r"goodput \d+ against \d+ kbit/s \(-\d+ %, ", worse) and "utilisation" in worse, worse
     # Each part lists its metrics in the order of SENTENCE.
     positions = [worse.find(m.title) for m in map(cmp.BY_NAME.get, cmp.SENTENCE) if m and m.title in worse]
     assert positions == sorted(positions)

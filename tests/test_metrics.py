@@ -649,7 +649,11 @@ def test_summary_structure_and_json(tables: Tables) -> None:
     assert [f["id"] for f in s["phases"][0]["flows"]] == [VIDEO, AUDIO]
     video = s["flows"][0]
     assert video["utilization"] == pytest.approx((49.75 + 49.0) / 100 / 1.5)
-    assert all(type(v) in (int, float, str, type(None)) for f in s["flows"] for v in f.values())
+    # Scalars, but a video flow's flags: a list of sentences (docs/metrics.md, "Flags").
+    assert all(
+        type(v) in (int, float, str, type(None)) for f in s["flows"] for k, v in f.items() if k != "flags"
+    )
+    assert all(isinstance(f.get("flags", []), list) for f in s["flows"])
 
 
 def test_summary_of_a_run_without_events() -> None:
@@ -672,7 +676,9 @@ def test_summary_of_a_run_without_events() -> None:
     assert f["settling_time_s"] is None
     assert f["freezes"] == 0
     # The run gains what happened after events (`AFTER_EVENT_KEYS`), which a phase does not have.
-    in_phase = {k: v for k, v in f.items() if not k.startswith("active_") and k not in AFTER_EVENT_KEYS}
+    in_phase = {
+        k: v for k, v in f.items() if not k.startswith("active_") and k not in (*AFTER_EVENT_KEYS, "flags")
+    }
     assert s["phases"] == [
         {"index": 0, "link": "fwd", "start_s": 0.0, "end_s": 2.0, "capacity_bps": None, "flows": [in_phase]}
     ]

@@ -49,7 +49,7 @@ def test_the_calls_get_their_own_panel_beside_tcp_and_no_radio_capacity_is_drawn
     # A radio hop has no capacity of its own; its estimate follows the node's traffic (11 to
     # 50 Mbit/s at the AP when a download starts), so it is not drawn as one (docs/compare.md).
     labels = [line.get_label() for line in rates.get_lines()]  # type: ignore[attr-defined]
-    assert not any("capacity" in label for label in labels), labels
+    assert not any("path capacity" in label for label in labels), labels
 
 
 def test_a_call_that_fills_its_link_has_no_second_panel(tmp_path: Path) -> None:
