@@ -46,8 +46,8 @@ def test_the_calls_get_their_own_panel_beside_tcp_and_no_radio_capacity_is_drawn
     rates, calls = panels["rates"], panels["calls"]
     # (a) is on the scale of 100 Mbit/s of TCP; (a′) on the call's 2.5 Mbit/s.
     assert rates.get_ylim()[1] > 50 and 2.0 < calls.get_ylim()[1] < 5.0  # type: ignore[attr-defined]
-    # A radio hop has no capacity of its own; its estimate follows the node's traffic (11 to
-    # 50 Mbit/s at the AP when a download starts), so it is not drawn as one (docs/compare.md).
+    # A radio hop has no capacity of its own; its estimate follows the node's traffic (71 to
+    # 100 Mbit/s at the AP when a download starts), so it is not drawn as one (docs/compare.md).
     labels = [line.get_label() for line in rates.get_lines()]  # type: ignore[attr-defined]
     assert not any("path capacity" in label for label in labels), labels
 
