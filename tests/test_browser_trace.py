@@ -206,12 +206,14 @@ def test_a_browsers_counts_give_the_video_metrics_where_no_frames_were_recorded(
         rows.append(
             {"t_us": t_us, "flow": 0, "side": "receiver", "frames_decoded": decoded, "frame_height": 360,
              "freeze_count": int(t_us >= 3_000_000), "total_freezes_duration_s": 0.4 * (t_us >= 3_000_000),
-             "jitter_buffer_delay_s": 0.05 * decoded, "jitter_buffer_emitted_count": decoded}
+             "jitter_buffer_delay_s": 0.05 * decoded, "jitter_buffer_emitted_count": decoded,
+             "total_processing_delay_s": 0.058 * decoded}
         )  # fmt: skip
         rows.append(
             {"t_us": t_us, "flow": 0, "side": "sender", "frames_encoded": 31 * t_us // 1_000_000,
              "round_trip_time_measurements": k,
-             "total_round_trip_time_s": 0.04 * min(k, 4) + 0.06 * max(0, k - 4)}
+             "total_round_trip_time_s": 0.04 * min(k, 4) + 0.06 * max(0, k - 4),
+             "packets_sent": 100 * k, "total_packet_send_delay_s": 0.002 * 100 * k}
         )  # fmt: skip
     t = _tables(rows)
     ts = timeseries(t)
@@ -229,6 +231,14 @@ def test_a_browsers_counts_give_the_video_metrics_where_no_frames_were_recorded(
     assert late["rtt_mean_ms"] == pytest.approx(60.0) and late["fps_mean"] == pytest.approx(30.0)
     # What a browser run cannot see is not guessed.
     assert m["frame_delay_p50_ms"] is None and m["residual_loss_ratio"] is None and m["fec_overhead"] is None
+    # Its frames' stages, from the counters (docs/metrics.md, "Frame delay by stage"): 2 ms in
+    # the pacer a packet, 50 ms in the jitter buffer a frame and 8 ms more to decode it; the
+    # encoder and the repair wait are not counted apart, and no stage has a p95.
+    assert m["stage_send_queue_ms"] == pytest.approx(2.0)
+    assert m["stage_jitter_buffer_ms"] == pytest.approx(50.0)
+    assert m["stage_decode_ms"] == pytest.approx(8.0)
+    assert m["stage_encode_ms"] is None and m["stage_repair_ms"] is None
+    assert m["stage_send_queue_p95_ms"] is None and m["frame_delay_mean_ms"] is None
 
 
 def _variant(tmp_path: Path, call: str) -> rtcbench.Variant:
