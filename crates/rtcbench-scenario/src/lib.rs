@@ -309,8 +309,8 @@ fn field_path(tree: &toml::Table, path: &[Segment]) -> String {
             Segment::Index(i) if parent == "schedule" => out.push_str(&format!("[{i}]")),
             Segment::Index(i) => {
                 // Named as `--set` names them: by `name`, a station or a UE by its `node`.
-                let by_name =
-                    (depth == 1 && ["links", "wifi", "lte"].contains(&parent)) || ["stations", "ues"].contains(&parent);
+                let by_name = (depth == 1 && ["links", "wifi", "lte"].contains(&parent))
+                    || ["stations", "ues"].contains(&parent);
                 let element = by_name.then(|| param::at(tree, &path[..=depth])).flatten();
                 let name = element.and_then(|e| e.get("name").or_else(|| e.get("node")));
                 match name.and_then(toml::Value::as_str) {
