@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from rtcbench.analysis.capacity import radio_hop_keys, radio_window_capacity
+from rtcbench.analysis.capacity import radio_hop_keys, radio_window_capacity, wired_hop_keys
 from rtcbench.runner import RunResult
 
 W = 200_000
@@ -92,6 +92,34 @@ def test_a_hop_is_lined_up_with_the_receptions_by_the_delay_after_it() -> None:
     assert (hop, shift) == ("wlan:S1", 150_000)
     # The samples of window 0 count 150 ms later: in window 1 (t = 100 ms) and 1 (t = 200 ms).
     assert _capacity(_links(WIFI), hop, shift) == {1: pytest.approx(12e6, rel=1e-12)}
+
+
+def test_a_path_across_a_radio_hop_counts_every_wired_link_of_it() -> None:
+    """A wired path's capacity is its bottleneck's; a path across a radio medium counts each of its
+    wired links, each lined up by the delay after it: the medium is its bottleneck unless a wired
+    link is narrower than the medium's lowest rate, and may still give more than a wider one."""
+    meta = {"links": [*META["links"], {"name": "core", "delay_us": 5_000}]}
+    wired = {"path": ["core", "wire"], "bottleneck": "wire"}
+    assert wired_hop_keys(meta, wired) == [("wire", 150_000)]
+    down = {"path": ["core", "wire", "wlan:AP"], "bottleneck": "wlan:AP"}
+    assert wired_hop_keys(meta, down) == [("core", 155_000), ("wire", 150_000)]
+    between_stations = {"path": ["wlan:S1", "wlan:AP"], "bottleneck": "wlan:S1"}
+    assert wired_hop_keys(meta, between_stations) == []
+
+
+def test_a_radio_bottleneck_keeps_the_wire_in_front_of_it(
+    simulate: Callable[..., tuple[RunResult, ...]],
+) -> None:
+    """seed000-5.3.8 at location A: the downloads' bottleneck is the AP's queue, which could have
+    given up to 121 Mbit/s in a window (gcc, seed 1), more than the 100 Mbit/s Ethernet before it;
+    their path's capacity never exceeds the wire."""
+    (r,) = simulate("seed000-5.3.8", sets=("pc3=A", "pc4=A"))
+    flows = {f["name"]: f for f in r.summary["meta"]["flows"]}
+    ts = r.timeseries
+    for name in ("tcp-down1", "tcp-down2", "down.video"):
+        assert flows[name]["bottleneck"] == "wlan:AP", flows[name]
+        cap = ts.filter(pl.col("flow_name") == name).get_column("capacity_bps").drop_nulls()
+        assert cap.len() > 1000 and cap.max() <= 100e6, (name, cap.len(), cap.max())
 
 
 def test_the_calls_over_wifi_and_lte_have_a_utilisation_between_0_and_1(

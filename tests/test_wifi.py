@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import rtcbench
+from rtcbench import analysis
 
 MAC_COLUMNS = (
     "airtime_share",
@@ -185,3 +186,75 @@ def test_the_same_seed_gives_the_same_wifi_run(tmp_path: Path) -> None:
     b = _run(path, tmp_path / "b")
     assert a.tables.links.equals(b.tables.links)
     assert a.tables.packets.equals(b.tables.packets)
+
+
+ANOMALY = """
+id = "wifi-anomaly"
+duration = "30s"
+[[links]]
+name = "ap-w"
+from = "AP"
+to = "W"
+capacity = "100Mbps"
+delay = "1ms"
+queue = { kind = "droptail", size = "1500KB" }
+[[links]]
+name = "w-ap"
+from = "W"
+to = "AP"
+capacity = "100Mbps"
+delay = "1ms"
+queue = { kind = "droptail", size = "1500KB" }
+[[wifi]]
+name = "wlan"
+ap = "AP"
+ap_queue = { mode = "shared", packets = 1000 }
+[[wifi.stations]]
+node = "FAST"
+phy = { mcs = 15 }
+[[wifi.stations]]
+node = "SLOW"
+phy = { mcs = 0 }
+[[tcp]]
+name = "dl"
+from = "W"
+to = "FAST"
+[[tcp]]
+name = "slow-up"
+from = "SLOW"
+to = "W"
+start = "10s"
+stop = "20s"
+"""
+
+
+def test_a_slow_station_moves_the_competition_into_the_bss(tmp_path: Path) -> None:
+    """Why a BSS counts at its slowest station's rate when a path's bottleneck is chosen
+    (docs/scenarios.md, "A path's bottleneck"): a TCP download to a station at MCS 15
+    (130 Mbit/s) behind a 100 Mbit/s wire fills the wire's queue while the MCS 0 station is idle,
+    and the AP's once that station uploads, as the slow station's frames take the air (Heusse et
+    al. 2003). Measured (seed 1, from 2 s after each change): 99 Mbit/s with 1.23 MB in the
+    wire's queue and 43 kB in the AP's; 52 Mbit/s with 50 kB and 1.06 MB."""
+    path = tmp_path / "anomaly.toml"
+    path.write_text(ANOMALY)
+    r = _run(path, tmp_path)
+    flows = {f["name"]: f for f in r.summary["meta"]["flows"]}
+    assert flows["dl"]["bottleneck"] == "wlan:AP"  # the medium's lowest rate: 6.5 Mbit/s
+
+    def over(a: int, b: int) -> tuple[float, float, float]:
+        def within(df: pl.DataFrame) -> pl.DataFrame:
+            return df.filter((pl.col("t_us") >= (a + 2) * 1_000_000) & (pl.col("t_us") < b * 1_000_000))
+
+        rate = within(r.timeseries.filter(pl.col("flow_name") == "dl"))["recv_rate_bps"].mean()
+        queues = within(r.tables.links).group_by("link").agg(pl.col("queue_bytes").mean())
+        q = dict(queues.iter_rows())
+        assert isinstance(rate, float)
+        return rate, q["w-ap"], q["wlan:AP"]
+
+    (alone, wire_alone, ap_alone), (shared, wire_shared, ap_shared) = over(0, 10), over(10, 20)
+    assert wire_alone > 10 * ap_alone, (wire_alone, ap_alone)
+    assert ap_shared > 10 * wire_shared, (wire_shared, ap_shared)
+    assert shared < 0.7 * alone, (alone, shared)
+    # The download's periods see the upload that halved it.
+    cuts = [(p.start_s, p.end_s) for p in analysis.periods(r.tables, "wlan:AP")]
+    assert cuts == [(0.0, 10.0), (10.0, 20.0), (20.0, 30.0)], cuts

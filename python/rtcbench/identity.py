@@ -80,9 +80,12 @@ crate's of December 2024; issue 34: every `gcc` run changes); 15: the frames tab
 dates of each frame's stages (`encoded_us`, `first_sent_us`, `last_sent_us`, `last_arrival_us`,
 `decode_us`) and video flows the frame delay by stage (`stage_*_ms`, `frame_delay_mean_ms`), their
 convergence after events (`reconvergence_s`, `recovery_s`) and their `flags`; periods record what
-began them, and on a radio hop are also cut where a flow sharing its medium starts or stops (issue
-59: a Wi-Fi or LTE run's periods, and its video flows' start-up convergence, change; every other
-column and key of every earlier built-in run is bit-identical)."""
+began them, and on a radio hop are also cut where a flow sharing its medium starts or stops; a path
+across a radio medium has it as its bottleneck in every variant unless a wired link is narrower
+than the medium's lowest rate, and its capacity counts every wired link of it (issue 59: a Wi-Fi or
+LTE run's periods, and its video flows' start-up convergence, change, and seed000-5.3.5 to 5.3.8's
+bottlenecks, phases, fairness and one path's capacity where a station is at location A; every
+other column and key of every earlier built-in run is bit-identical)."""
 
 BROWSER_REVISION = 15
 """The revision of what a browser run depends on in rtcbench: the network model, the relay and the

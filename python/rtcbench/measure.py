@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from rtcbench import analysis
-from rtcbench.analysis.capacity import radio_hop_keys, radio_links, radio_window_capacity
+from rtcbench.analysis.capacity import capacity_links, radio_hop_keys, radio_links, radio_window_capacity
 from rtcbench.results import regular_file
 from rtcbench.tables import (
     CROSS_KINDS,
@@ -228,11 +228,11 @@ def _capacity_tables(links: pl.DataFrame, meta: dict[str, Any]) -> Tables:
 
 def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any]) -> pl.DataFrame:
     """The links table as the capacity metrics read it (`tables._link_segments`: the utilisation,
-    the phases, the reference rates), of the flows' bottlenecks only: the samples before the end
-    of the run, the last of each instant, and of consecutive samples with one capacity only the
-    first. A capacity is piecewise constant, so these give the same integrals and phases, exactly,
+    the phases, the reference rates), of their links only (`capacity_links`): the samples before
+    the end of the run, the last of each instant, and of consecutive samples with one capacity
+    only the first. A capacity is piecewise constant, so these give the same integrals and phases, exactly,
     in a handful of rows where the table has one every few milliseconds per link."""
-    names = sorted({str(f["bottleneck"]) for f in meta["flows"] if f.get("bottleneck") is not None})
+    names = capacity_links(meta)
     dur = round(float(meta["duration_s"]) * 1_000_000)
     rows = (
         # `queue_bytes` too, which the schema requires (no metric reads it but the radio ones).

@@ -61,6 +61,13 @@ impl LteSpec {
         ue.position.as_ref().and_then(|p| self.positions.get(p.get())).unwrap_or(&ue.radio)
     }
 
+    /// The channel in direction `dir` of every place the scenario allows the cell's UEs: each of
+    /// its `positions` (a UE at one has its channel, whichever a variant picks) and each UE's own.
+    pub fn allowed_channels(&self, dir: LteDirection) -> impl Iterator<Item = ChannelQuality> + '_ {
+        let own = self.ues.iter().filter(|u| u.position.is_none()).map(|u| &u.radio);
+        self.positions.values().chain(own).filter_map(move |r| r.channel(dir))
+    }
+
     /// The name UE `k`'s buffer of direction `dir` has in `meta.links` and the links table:
     /// `<cell>:<ue>:dl` (at the eNB) or `<cell>:<ue>:ul` (at the UE).
     pub fn queue_name(&self, k: usize, dir: LteDirection) -> String {

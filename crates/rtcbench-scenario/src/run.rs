@@ -7,7 +7,7 @@
 
 use rtcbench_net::frame::IpFrame;
 use rtcbench_net::radio::lte::{Cell, Direction, Port as LtePort};
-use rtcbench_net::radio::wifi::{Bss, Port};
+use rtcbench_net::radio::wifi::Port;
 use rtcbench_net::rng::rng_for;
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,6 @@ use crate::calls::run_calls;
 use crate::cross::CrossPlan;
 use crate::elements::{link_config, udp_background_rate, DEFAULT_VIDEO_MAX, DEFAULT_VIDEO_MIN};
 use crate::lte::{cell_config, LteDirection};
-use crate::wifi::bss_config;
 use crate::{find_route, FlowId, Hop, LinkId, Scenario, ScenarioError, WorkloadSpec};
 
 /// Describes the run's links, calls and flows for the trace (`meta` in `summary.json`).
@@ -191,14 +190,28 @@ pub fn active_span(start: Option<Duration>, stop: Option<Duration>, end: Instant
     (start_s, stop.map_or(end_s, |s| s.as_secs_f64().min(end_s)))
 }
 
-/// The nominal rate of each hop kind, to choose a path's bottleneck: a link's lowest capacity,
-/// the PHY rate between two nodes of a BSS, the whole band at a UE's MCS at the start of the run.
-/// The radio rates are read off the elements the run builds, from the same configuration and
-/// random stream (an LTE channel's first report may be faded), built here and dropped.
+/// The nominal rate of each hop, to choose a path's bottleneck (docs/scenarios.md, "A path's
+/// bottleneck"): a link's lowest capacity, and for a hop across a shared radio medium the lowest
+/// rate the scenario allows that medium, the same for every hop of it and in every variant.
+///
+/// A BSS's airtime and a cell's PRBs in one direction are shared by every node on them, so what a
+/// hop carries depends on the other nodes, not on its own rate alone: in 802.11 a station at a low
+/// rate holds the medium longer per frame and drags every station down towards its rate (Heusse et
+/// al., "Performance anomaly of 802.11b", INFOCOM 2003), and an LTE scheduler shares the PRBs among
+/// the UEs that have data. The medium is therefore where flows crossing it compete, unless a wired
+/// link on the path is narrower than the medium's lowest rate. Taking the hop's own rate instead
+/// (the PHY rate of the variant's position, as before model revision 15) made a variant's choice
+/// depend on where it put the station: seed000-5.3.x's calls had the 100 Mbit/s Ethernet as
+/// bottleneck at location A (MCS 15, 130 Mbit/s) and the BSS at B (MCS 10, 39 Mbit/s), though
+/// in both the AP's queue filled and the Ethernet's did not.
 struct Rates {
     links: Vec<Bitrate>,
-    bsses: Vec<Bss<IpFrame>>,
-    cells: Vec<Cell<IpFrame>>,
+    /// Per BSS, the lowest PHY rate of [`crate::WifiSpec::allowed_rates`].
+    bsses: Vec<Bitrate>,
+    /// Per cell, downlink and uplink: the lowest whole-band rate at the nominal CQI of
+    /// [`crate::LteSpec::allowed_channels`] (a fading channel at its mean SINR, not a draw of the
+    /// run's seed).
+    cells: Vec<[Bitrate; 2]>,
 }
 
 impl Rates {
@@ -213,20 +226,24 @@ impl Rates {
                 link_config(l, trace, end).capacity.min_rate().unwrap_or(Bitrate::INFINITE)
             })
             .collect();
-        let bsses = spec
-            .wifi
-            .iter()
-            .map(|w| {
-                Bss::new(bss_config(w), rng_for(seed, &bss_rng_path(&w.name)))
-                    .map_err(|e| ScenarioError::new(origin, Some(format!("wifi.{}", w.name)), e.to_string()))
-            })
-            .collect::<Result<_, _>>()?;
+        let bsses = spec.wifi.iter().map(|w| w.allowed_rates().min().unwrap_or(Bitrate::INFINITE)).collect();
         let cells = spec
             .lte
             .iter()
             .map(|l| {
-                Cell::new(cell_config(l), rng_for(seed, &cell_rng_path(&l.name)))
-                    .map_err(|e| ScenarioError::new(origin, Some(format!("lte.{}", l.name)), e.to_string()))
+                // The cell's band, layers and MCS tables turn a CQI into a rate.
+                let cell = Cell::<IpFrame>::new(cell_config(l), rng_for(seed, &cell_rng_path(&l.name)))
+                    .map_err(|e| {
+                        ScenarioError::new(origin, Some(format!("lte.{}", l.name)), e.to_string())
+                    })?;
+                Ok(LteDirection::BOTH.map(|d| {
+                    let dir = match d {
+                        LteDirection::Down => Direction::Downlink,
+                        LteDirection::Up => Direction::Uplink,
+                    };
+                    let rates = l.allowed_channels(d).map(|c| cell.band_rate(dir, c.nominal_cqi()));
+                    rates.min().unwrap_or(Bitrate::INFINITE)
+                }))
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { links, bsses, cells })
@@ -235,18 +252,10 @@ impl Rates {
     fn of(&self, hop: Hop) -> Bitrate {
         match hop {
             Hop::Link(l) => self.links[usize::from(l)],
-            Hop::Wifi { bss, from, to } => {
-                let b = &self.bsses[usize::from(bss)];
-                let rate = |station: Port| b.phy_mode(station, Port::AP).rate();
-                // Station to station is relayed by the AP: the slower of the two.
-                match (from, to) {
-                    (Port::AP, s) | (s, Port::AP) => rate(s),
-                    (a, b) => rate(a).min(rate(b)),
-                }
-            }
+            Hop::Wifi { bss, .. } => self.bsses[usize::from(bss)],
             Hop::Lte { cell, from, to } => {
-                let (ue, dir) = ue_and_direction(from, to);
-                self.cells[usize::from(cell)].link_state(Instant::ZERO, ue, dir).band_rate
+                let (_, dir) = ue_and_direction(from, to);
+                self.cells[usize::from(cell)][usize::from(dir == Direction::Uplink)]
             }
         }
     }
@@ -381,9 +390,11 @@ impl RunPlan {
         let names = |hops: &[Hop]| -> Vec<String> {
             hops.iter().flat_map(|&h| queues(h)).map(|q| links[q].name.clone()).collect()
         };
-        // The narrowest hop by its nominal rate; the first of equals.
+        // The narrowest hop by its nominal rate ([`Rates`]); a radio medium before a wired link
+        // of the same rate (only a narrower wired link takes the competition away from it); the
+        // first of equals.
         let bottleneck = |hops: &[Hop]| -> String {
-            let narrowest = hops.iter().copied().min_by_key(|&h| rates.of(h));
+            let narrowest = hops.iter().copied().min_by_key(|&h| (rates.of(h), matches!(h, Hop::Link(_))));
             narrowest.map(|h| links[queues(h)[0]].name.clone()).unwrap_or_default()
         };
         // Routes were checked when the scenario was loaded.
@@ -524,5 +535,174 @@ impl RunPlan {
         };
         let cross = CrossPlan::new(spec, end);
         Ok(Self { meta, calls: call_routes, tcp, cbr, udp_background, cross })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load;
+
+    /// Each variant's name and the bottleneck of its calls' video flows, by flow name.
+    fn bottlenecks(text: &str, seed: u64) -> Vec<(String, Vec<(String, String)>)> {
+        let variants = load(text, "b.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        variants
+            .iter()
+            .map(|s| {
+                let meta = RunPlan::new(s, "gcc", seed).unwrap_or_else(|e| panic!("{e}")).meta;
+                let video = meta.flows.iter().filter(|f| f.kind == "video");
+                (s.variant.clone(), video.map(|f| (f.name.clone(), f.bottleneck.clone())).collect())
+            })
+            .collect()
+    }
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    /// A wired node W behind an AP (`$wire` each way), a station S whose position is a set
+    /// (near: HT MCS 15, 130 Mbit/s; far: MCS 10, 39 Mbit/s) and a call each way, the home
+    /// network of seed000-5.3.x.
+    const HOME: &str = r#"
+id = "b"
+duration = "10s"
+[[links]]
+name = "ap-w"
+from = "AP"
+to = "W"
+capacity = "$wire"
+queue = { size = "100ms" }
+[[links]]
+name = "w-ap"
+from = "W"
+to = "AP"
+capacity = "$wire"
+queue = { size = "100ms" }
+[[wifi]]
+name = "wlan"
+ap = "AP"
+positions = { near = { phy = { mcs = 15 } }, far = { phy = { mcs = 10 } } }
+[[wifi.stations]]
+node = "S"
+position = ["near", "far"]
+[[calls]]
+name = "up"
+from = "S"
+to = "W"
+[[calls]]
+name = "down"
+from = "W"
+to = "S"
+"#;
+
+    fn home(wire: &str) -> String {
+        HOME.replace("$wire", wire)
+    }
+
+    #[test]
+    fn a_bss_is_the_bottleneck_at_every_position_unless_a_wire_is_below_its_lowest_rate() {
+        // 100 Mbit/s is below the near position's 130 Mbit/s, not below the BSS's lowest
+        // (39 Mbit/s far): the BSS at both positions, as its queues are where the calls compete.
+        let radio = pairs(&[("up.video", "wlan:S"), ("down.video", "wlan:AP")]);
+        let got = bottlenecks(&home("100Mbps"), 1);
+        assert_eq!(
+            got.iter().map(|(v, _)| v.as_str()).collect::<Vec<_>>(),
+            ["position=near", "position=far"]
+        );
+        for (variant, got) in got {
+            assert_eq!(got, radio, "{variant}");
+        }
+        // A wire narrower than every rate of the BSS is the bottleneck at both positions.
+        let wired = pairs(&[("up.video", "ap-w"), ("down.video", "w-ap")]);
+        for (variant, got) in bottlenecks(&home("38Mbps"), 1) {
+            assert_eq!(got, wired, "{variant}");
+        }
+        // At the lowest rate itself (HT MCS 10, 20 MHz, long GI) the medium keeps it: only a
+        // narrower wire takes it away.
+        for (variant, got) in bottlenecks(&home("39Mbps"), 1) {
+            assert_eq!(got, radio, "{variant}");
+        }
+    }
+
+    #[test]
+    fn a_bss_counts_at_the_rate_of_its_slowest_station() {
+        // S alone at MCS 15 (130 Mbit/s) is faster than the 100 Mbit/s wire, which is then the
+        // bottleneck.
+        let fast = home("100Mbps")
+            .replace("positions = { near = { phy = { mcs = 15 } }, far = { phy = { mcs = 10 } } }\n", "")
+            .replace("position = [\"near\", \"far\"]", "phy = { mcs = 15 }");
+        let wired = pairs(&[("up.video", "ap-w"), ("down.video", "w-ap")]);
+        assert_eq!(bottlenecks(&fast, 1), [(String::new(), wired)]);
+        // A second station at MCS 0 (6.5 Mbit/s) holds the airtime longer per frame and slows
+        // every station towards its rate, so the BSS is the bottleneck of S's calls too.
+        let slow = "[[wifi.stations]]\nnode = \"S2\"\nphy = { mcs = 0 }\n[[calls]]\nname = \"up\"";
+        let with_slow = fast.replace("[[calls]]\nname = \"up\"", slow);
+        let radio = pairs(&[("up.video", "wlan:S"), ("down.video", "wlan:AP")]);
+        assert_eq!(bottlenecks(&with_slow, 1), [(String::new(), radio)]);
+    }
+
+    /// A wired node W behind an eNB (5 Mbit/s each way) and a UE with a call each way.
+    const CELL: &str = r#"
+id = "c"
+duration = "10s"
+[[links]]
+name = "enb-w"
+from = "ENB"
+to = "W"
+capacity = "5Mbps"
+queue = { size = "100ms" }
+[[links]]
+name = "w-enb"
+from = "W"
+to = "ENB"
+capacity = "5Mbps"
+queue = { size = "100ms" }
+[[lte]]
+name = "cell"
+enb = "ENB"
+positions = { near = { dl_cqi = 15, ul_cqi = 15 }, edge = { dl_cqi = 15, ul_cqi = 3 } }
+[[lte.ues]]
+node = "U"
+position = ["near", "edge"]
+[[calls]]
+name = "up"
+from = "U"
+to = "W"
+[[calls]]
+name = "down"
+from = "W"
+to = "U"
+"#;
+
+    #[test]
+    fn a_cells_directions_are_two_media_each_at_its_lowest_rate() {
+        // 5 MHz: CQI 15 carries 17.6 Mbit/s down and 18.3 up, CQI 3 1.8 Mbit/s up. The uplink's
+        // lowest rate (the edge) is below the 5 Mbit/s wire at both positions, the downlink's is
+        // not.
+        let expected = pairs(&[("up.video", "cell:U:ul"), ("down.video", "w-enb")]);
+        let got = bottlenecks(CELL, 1);
+        assert_eq!(
+            got.iter().map(|(v, _)| v.as_str()).collect::<Vec<_>>(),
+            ["position=near", "position=edge"]
+        );
+        for (variant, got) in got {
+            assert_eq!(got, expected, "{variant}");
+        }
+    }
+
+    #[test]
+    fn a_fading_channel_counts_at_its_mean_whatever_the_seed() {
+        // A mean SINR of 7 dB gives CQI 5, 3.4 Mbit/s down and 3.5 up at 5 MHz, below the
+        // 5 Mbit/s wire. Its Rayleigh fading at 120 km/h puts the first report anywhere from CQI 0
+        // to 6.2 Mbit/s, as each seed draws it; the choice must not follow the draw.
+        let fading =
+            CELL.replace("position = [\"near\", \"edge\"]", "sinr_db = 7.0\nspeed_kmh = 120.0").replace(
+                "positions = { near = { dl_cqi = 15, ul_cqi = 15 }, edge = { dl_cqi = 15, ul_cqi = 3 } }\n",
+                "",
+            );
+        let expected = pairs(&[("up.video", "cell:U:ul"), ("down.video", "cell:U:dl")]);
+        for seed in 0..32 {
+            assert_eq!(bottlenecks(&fading, seed), [(String::new(), expected.clone())], "seed {seed}");
+        }
     }
 }

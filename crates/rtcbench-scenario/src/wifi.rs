@@ -8,7 +8,7 @@ use rtcbench_net::radio::wifi::{
     ApQueueConfig, Band, BssConfig, EdcaParameterSet, ErrorModel, Interferer, QueueConfig, RateControl,
     RetryAdaptation, StationConfig,
 };
-use rtcbench_units::Duration;
+use rtcbench_units::{Bitrate, Duration};
 
 use super::limits::{MAX_DURATION, MAX_WIFI_QUEUE_PACKETS, MAX_WIFI_RETRY_LIMIT, MAX_WIFI_STATIONS};
 use super::{
@@ -40,6 +40,16 @@ impl WifiSpec {
             rate_control: st.rate_control.unwrap_or_default(),
         };
         st.position.as_ref().and_then(|p| self.positions.get(p.get())).map_or(own, RadioSpec::radio)
+    }
+
+    /// The PHY rate of every radio link the scenario allows the BSS's stations: each of its
+    /// `positions` (a station at one has its link, whichever a variant picks) and each station's
+    /// own link. The AP sends to a station at the station's rate, so these are every rate the
+    /// BSS's airtime is spent at (a station's configured mode; ARF moves about it at run time).
+    pub fn allowed_rates(&self) -> impl Iterator<Item = Bitrate> + '_ {
+        let positions = self.positions.values().map(|p| p.phy.as_ref());
+        let own = self.stations.iter().filter(|s| s.position.is_none()).map(|s| s.phy.as_ref());
+        positions.chain(own).map(|phy| phy_mode(phy.or(self.phy.as_ref())).rate())
     }
 
     /// The name the transmit queues of the BSS's node at `port` have in `meta.links` and the links

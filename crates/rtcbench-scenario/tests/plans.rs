@@ -108,3 +108,54 @@ fn every_built_in_run_is_planned_without_running() {
     }
     assert!(runs >= 100 && radio_flows >= 20, "{runs} runs, {radio_flows} flows over a BSS or a cell");
 }
+
+/// Every variant of a built-in scenario gives each flow (by name) the same bottleneck: the same
+/// link where the flow's path is the same in every variant, else a link of the same kind (a wired
+/// link, a BSS node's queue, an LTE buffer). Phases, periods, fair shares and Jain's index per
+/// bottleneck follow the bottleneck, so variants that differ only in a station's position must
+/// have the same one for their tables to line up (docs/scenarios.md, "A path's bottleneck").
+#[test]
+fn every_variant_gives_a_flow_the_same_bottleneck() {
+    use std::collections::BTreeMap;
+
+    use rtcbench_scenario::run::{LinkMeta, RunPlan};
+    let kind = |l: &LinkMeta| match (&l.wifi, &l.lte) {
+        (Some(_), _) => "wifi",
+        (_, Some(_)) => "lte",
+        _ => "wired",
+    };
+    let (mut compared, mut radio, mut moved) = (0, 0, 0);
+    for (id, _, _) in builtin::BUILTIN {
+        let (text, origin) = builtin::find(id).unwrap_or_else(|| panic!("no built-in {id}"));
+        // Per flow name: the first variant's (variant, path, bottleneck, its kind).
+        let mut first: BTreeMap<String, (String, Vec<String>, String, &str)> = BTreeMap::new();
+        for s in load(text, &origin, &[]).unwrap_or_else(|e| panic!("{e}")) {
+            let meta = RunPlan::new(&s, "gcc", 1).unwrap_or_else(|e| panic!("{id}: {e}")).meta;
+            for f in &meta.flows {
+                let link = meta.links.iter().find(|l| l.name == f.bottleneck).expect("a link of the run");
+                let Some((variant, path, bottleneck, k)) = first.get(&f.name) else {
+                    first.insert(
+                        f.name.clone(),
+                        (s.variant.clone(), f.path.clone(), f.bottleneck.clone(), kind(link)),
+                    );
+                    continue;
+                };
+                let at = format!("{id}: {} in {variant} and {}", f.name, s.variant);
+                if *path == f.path {
+                    assert_eq!(*bottleneck, f.bottleneck, "{at}: the same path, another bottleneck");
+                } else {
+                    assert_eq!(*k, kind(link), "{at}: {bottleneck} and {}", f.bottleneck);
+                    moved += 1;
+                }
+                compared += 1;
+                radio += usize::from(kind(link) != "wired");
+            }
+        }
+    }
+    // The seeds' Wi-Fi and LTE experiments vary the nodes' positions: radio bottlenecks were
+    // compared across variants, not only wired ones.
+    assert!(
+        compared >= 500 && radio >= 200,
+        "{compared} flows compared, {radio} at a radio hop, {moved} moved"
+    );
+}

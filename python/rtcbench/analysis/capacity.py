@@ -38,13 +38,6 @@ def _capacity_of(t: Tables, link: str) -> pl.DataFrame:
     return _link_segments(t, link) if seg is None else seg
 
 
-def _downstream_delay_us(t: Tables, flow: dict[str, Any]) -> int:
-    """Propagation delay from the flow's bottleneck to its receiver (the bottleneck's own delay and
-    every link after it): a packet received at x left the bottleneck queue at about x minus this."""
-    bottleneck = flow.get("bottleneck")
-    return _delay_after_us(t.meta, flow, str(bottleneck)) if bottleneck is not None else 0
-
-
 def _window_capacity(
     t: Tables,
     link: str,
@@ -246,6 +239,32 @@ def _delay_after_us(meta: dict[str, Any], flow: dict[str, Any], link: str) -> in
     return sum(delays.get(name, 0) for name in path[path.index(link) :]) if link in path else 0
 
 
+def wired_hop_keys(meta: dict[str, Any], flow: dict[str, Any]) -> list[tuple[str, int]]:
+    """The (wired link, propagation delay after it) pairs whose capacity bounds `flow`'s path
+    (`path_capacity`; the delay lines a link's capacity up with the receptions): its bottleneck,
+    or, if the path crosses a radio hop, every wired link of the path. A radio medium is the
+    bottleneck of a path across it unless a wired link is narrower than the medium's lowest rate
+    (docs/scenarios.md, "A path's bottleneck"), but what it gives a node varies with its load and
+    may exceed a wider wired link in some windows: seed000-5.3.8's AP at location A could have
+    given 121 Mbit/s behind its 100 Mbit/s Ethernet."""
+    path = [str(p) for p in flow.get("path", [])]
+    radio = radio_links(meta)
+    if any(p in radio for p in path):
+        links = [p for p in path if p not in radio]
+    else:
+        links = [str(flow["bottleneck"])] if flow.get("bottleneck") is not None else []
+    return [(link, _delay_after_us(meta, flow, link)) for link in links]
+
+
+def capacity_links(meta: dict[str, Any]) -> list[str]:
+    """The links whose capacity the metrics read, sorted: every flow's bottleneck (phases,
+    periods, fair shares) and the wired links that bound a path across a radio hop
+    (`wired_hop_keys`)."""
+    flows = meta.get("flows", [])
+    names = {str(f["bottleneck"]) for f in flows if f.get("bottleneck") is not None}
+    return sorted(names.union(link for f in flows for link, _ in wired_hop_keys(meta, f)))
+
+
 def radio_hop_keys(meta: dict[str, Any], flows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """The (radio link, delay after it) pairs of `flows`' paths: the hop capacities their time
     series need (`radio_window_capacity`)."""
@@ -340,8 +359,9 @@ def _hop_windows(radio: pl.DataFrame, hop: tuple[str, int], n_windows: int) -> n
 def path_capacity(
     wired: npt.NDArray[np.float64], radio: pl.DataFrame, hops: list[tuple[str, int]], n_windows: int
 ) -> npt.NDArray[np.float64]:
-    """A flow's capacity per window: its wired bottleneck's (`wired`, NaN = unlimited), or, if its
-    path has radio hops, the least of theirs and the wired one; NaN where a radio hop's is unknown."""
+    """A flow's capacity per window: its wired links' (`wired`: the least of `wired_hop_keys`, NaN
+    = unlimited), or, if its path has radio hops, the least of theirs and the wired one; NaN where
+    a radio hop's is unknown."""
     if not hops:
         return wired
     hop_caps = np.vstack([_hop_windows(radio, hop, n_windows) for hop in hops])

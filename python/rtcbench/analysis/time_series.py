@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,11 +11,11 @@ import numpy.typing as npt
 import polars as pl
 
 from rtcbench.analysis.capacity import (
-    _downstream_delay_us,
     _window_capacity,
     path_capacity,
     radio_hop_keys,
     radio_window_capacity,
+    wired_hop_keys,
 )
 from rtcbench.analysis.flows import _counted_frames, _flows, _frames_seen, _is_media
 from rtcbench.tables import RENDERED, VIDEO, Tables, _duration_us, _Parts
@@ -82,16 +83,13 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
         key = (pl.col(flow).cast(pl.Int64) * n_windows + pl.col("_w")).alias("_key")
         return df.select(key, pl.exclude(flow, "_w"))
 
-    # Capacity per (bottleneck, propagation delay after it), one array of windows each.
-    paths = [
-        (str(f["bottleneck"]), _downstream_delay_us(t, f)) if f.get("bottleneck") is not None else None
-        for f in flows
-    ]
-    known = sorted({p for p in paths if p is not None})
-    capacity = {p: _window_capacity(t, p[0], starts, ends, dur, p[1]) for p in known}
+    # Capacity per (wired link, propagation delay after it), one array of windows each; a flow's
+    # wired capacity is the least of its links' (`wired_hop_keys`), NaN (unlimited) if none limits.
+    keys = [wired_hop_keys(t.meta, f) for f in flows]
+    capacity = {k: _window_capacity(t, k[0], starts, ends, dur, k[1]) for k in sorted(set().union(*keys))}
     unlimited = np.full(n_windows, np.nan)
     radio = _radio_capacity(t, window_us)
-    wired = [unlimited if p is None else capacity[p] for p in paths]
+    wired = [functools.reduce(np.fmin, (capacity[k] for k in ks), unlimited) for ks in keys]
     flow_capacity = [
         path_capacity(cap, radio, radio_hop_keys(t.meta, [f]), n_windows)
         for f, cap in zip(flows, wired, strict=True)

@@ -7,7 +7,7 @@ use rtcbench_units::{DataSize, Duration};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::amc::{Bandwidth, MAX_MCS};
+use super::amc::{cqi_from_sinr_db, Bandwidth, MAX_MCS};
 
 /// One FDD cell: an eNB (port 0) and `ues.len()` UEs (ports 1, 2, …).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -202,6 +202,22 @@ pub enum ChannelQuality {
     /// f_d = v·f_c / c, drawn from the cell's generator (a sum of sinusoids after Zheng and
     /// Xiao 2003; `docs/lte.md`, "Fading").
     Fading { mean_sinr_db: f64, speed_kmh: f64, carrier_ghz: f64 },
+}
+
+impl ChannelQuality {
+    /// The CQI of the channel's nominal quality, the lowest it is given: its CQI, its SINR's
+    /// ([`cqi_from_sinr_db`]), a trace's lowest step, a fading channel's at its mean SINR (the
+    /// fading moves about the mean at random, so the mean is what the place gives). A scenario
+    /// compares the rate at this CQI with a wired link's capacity to choose a path's bottleneck.
+    pub fn nominal_cqi(&self) -> u8 {
+        match self {
+            Self::Cqi { cqi } => *cqi,
+            Self::CqiTrace { steps } => steps.iter().map(|s| s.cqi).min().unwrap_or(0),
+            Self::Sinr { sinr_db } => cqi_from_sinr_db(*sinr_db),
+            Self::SinrTrace { steps } => steps.iter().map(|s| cqi_from_sinr_db(s.sinr_db)).min().unwrap_or(0),
+            Self::Fading { mean_sinr_db, .. } => cqi_from_sinr_db(*mean_sinr_db),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -562,8 +562,9 @@ impl<P: NetPacket> Cell<P> {
         (cqi, self.band_rate(dir, cqi))
     }
 
-    /// The whole band's rate in direction `dir` at the MCS of `cqi` (0 when out of range).
-    fn band_rate(&self, dir: Direction, cqi: u8) -> Bitrate {
+    /// The whole band's rate in direction `dir` at the MCS of `cqi` (0 when out of range): the
+    /// single-user rate of a UE reporting `cqi`.
+    pub fn band_rate(&self, dir: Direction, cqi: u8) -> Bitrate {
         if cqi == 0 {
             return Bitrate::ZERO;
         }
