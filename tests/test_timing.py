@@ -85,6 +85,12 @@ def test_the_cross_traffic_agent_reads_its_quantiles_as_the_relay_does() -> None
     assert t.missed() is None
 
 
+def test_what_is_recorded_and_not_judged_never_makes_a_run_invalid() -> None:
+    page = sampled_timing("chromium at B", "browser", "statistics timer", [59_700.0], None)
+    assert page.missed() is None and judge([page]) == (True, [])
+    assert page.as_dict()["goal_us"] is None and page.as_dict()["kept"] is True
+
+
 def test_samples_are_read_at_rank_ceil_q_n() -> None:
     t = sampled_timing("chromium at A", "browser", "statistics timer", [3.0, -1.0, 1.0, 2.0], Goal(2.5))
     assert (t.count, t.p50_us, t.p99_us, t.max_us) == (4, 1.0, 3.0, 3.0)

@@ -66,7 +66,7 @@ from rtcbench.testbed.netns import Testbed, TestbedError, build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
 from rtcbench.testbed.timing import (
     BROWSER_CAMERA_GOAL,
-    BROWSER_GOAL,
+    PAGE_TIMER_GOAL,
     ProcessTiming,
     relay_timings,
     sampled_timing,
@@ -635,7 +635,7 @@ def page_timings(
         name = f"{browser} at {node}"
         out.append(
             sampled_timing(
-                name, "browser", "statistics timer", [x * 1e3 for x in late["timer"]], BROWSER_GOAL
+                name, "browser", "statistics timer", [x * 1e3 for x in late["timer"]], PAGE_TIMER_GOAL
             )
         )
         if late.get("draw"):

@@ -24,10 +24,10 @@ from rtcbench.testbed.relay import LATENESS_GOAL_US, RelayReport
 
 __all__ = [
     "BROWSER_CAMERA_GOAL",
-    "BROWSER_GOAL",
     "CAMERA_GOAL",
     "CROSS_GOAL",
     "MEDIA_GOAL",
+    "PAGE_TIMER_GOAL",
     "RELAY_GOAL",
     "Goal",
     "ProcessTiming",
@@ -82,12 +82,14 @@ on this machine, `videotestsrc`'s 2.3 ms and 16 ms; beside two busy loops the cl
 p99 and 36-40 ms at worst, the call's utilisation 0.80-0.87 against 0.92. A frame a whole frame
 time late arrives with the next one."""
 
-BROWSER_GOAL = Goal(50_000.0, 250_000.0)
-"""A browser page's 500 ms statistics timer within 50 ms at p99 and 250 ms at worst. The page's
-main thread does not encode or send (a Chromium camera and encoder run elsewhere), so this is a
-sign of a starved browser, not a cause: measured (the browser tests' 30 s call), Chromium's pages
-0.3-9.4 ms late at worst, Firefox's 2-7 ms; beside two busy loops Chromium's sending page 18-33 ms
-(two runs) and Firefox's 2-4 ms. 50 ms is a page not run for a frame and a half."""
+PAGE_TIMER_GOAL = None
+"""A browser page's 500 ms statistics timer is recorded and not judged. The page's main thread
+neither captures (a Chromium camera runs in the browser's capture service) nor encodes nor sends,
+so a late timer is a sign of a busy browser, not a late frame; what the frames did is judged at
+the cameras (`BROWSER_CAMERA_GOAL`) and by the machine judgement. Measured (the browser tests'
+calls): Chromium's pages 0.3-9.4 ms late at worst in four runs of the point-to-point call, a
+receiving page 60 ms once beside a BSS and CBR in a run whose camera and relay kept their goals;
+Firefox's pages 2-7 ms; beside two busy loops Chromium's sending page 18-33 ms."""
 
 BROWSER_CAMERA_GOAL = Goal(50_000.0, 100_000.0)
 """A browser's camera within 50 ms (a frame and a half at 30 fps) at p99 and 100 ms (three frames)
@@ -122,11 +124,14 @@ class ProcessTiming:
     p50_us: float
     p99_us: float
     max_us: float
-    goal: Goal
+    goal: Goal | None
+    """None: recorded, not judged."""
 
     def missed(self) -> str | None:
         """One line naming the process, what was late and by how much against its goal, or None
-        when it kept it."""
+        when it kept it (or has none)."""
+        if self.goal is None:
+            return None
         over = []
         if self.p99_us > self.goal.p99_us:
             over.append(f"{duration(self.p99_us)} at p99 (goal {duration(self.goal.p99_us)})")
@@ -144,12 +149,14 @@ class ProcessTiming:
             "what": self.what,
             "count": self.count,
             "lateness_us": {"p50": self.p50_us, "p99": self.p99_us, "max": self.max_us},
-            "goal_us": self.goal.as_dict(),
+            "goal_us": None if self.goal is None else self.goal.as_dict(),
             "kept": self.missed() is None,
         }
 
 
-def agent_timing(name: str, role: str, what: str, record: Mapping[str, Any], goal: Goal) -> ProcessTiming:
+def agent_timing(
+    name: str, role: str, what: str, record: Mapping[str, Any], goal: Goal | None
+) -> ProcessTiming:
     """A process's timing from what its log says (`count`, `p50_us`, `p99_us`, `max_us`: a media
     agent's `timing` record's `deadlines`, a cross-traffic source's, an encoder's `camera`)."""
     return ProcessTiming(
@@ -164,7 +171,9 @@ def agent_timing(name: str, role: str, what: str, record: Mapping[str, Any], goa
     )
 
 
-def sampled_timing(name: str, role: str, what: str, late_us: Sequence[float], goal: Goal) -> ProcessTiming:
+def sampled_timing(
+    name: str, role: str, what: str, late_us: Sequence[float], goal: Goal | None
+) -> ProcessTiming:
     """A process's timing from each lateness it measured (µs; early counts as on time), with the
     quantiles read as the agents read theirs: the value of rank ⌈q·n⌉."""
     ordered = sorted(max(0.0, float(x)) for x in late_us)
