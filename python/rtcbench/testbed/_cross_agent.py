@@ -156,9 +156,13 @@ class CbrSchedule:
         self.start_s, self.stop_s = start_s, stop_s
         self.sent = 0
 
+    def instant(self, i: int) -> float:
+        """When packet i leaves."""
+        return self.start_s + i * self.interval_s
+
     def poll_timeout(self) -> float | None:
         """When the next packet leaves, if any."""
-        t = self.start_s + self.sent * self.interval_s
+        t = self.instant(self.sent)
         return t if t < self.stop_s else None
 
     def on_timeout(self, now: float) -> int:
@@ -425,14 +429,14 @@ class CbrSource:
     def on_time(self, now: float, clock: Clock) -> None:
         if self.stopped:
             return
-        first = self.schedule.poll_timeout()
+        first = self.schedule.sent
         due = self.schedule.on_timeout(now)
         if due and not self.started:
             self.started = True
             self.log.write(self.name, "start", now)
-        for k in range(due):
-            # Packet k of those due left its instant this late (a late wake-up sends them at once).
-            self.late.record(clock.now() - (first or 0.0) - k * self.schedule.interval_s)
+        for i in range(first, first + due):
+            # How late packet i leaves against its instant (a late wake-up sends what is due at once).
+            self.late.record(clock.now() - self.schedule.instant(i))
             if len(self.payload) >= CBR_HEADER.size:
                 CBR_HEADER.pack_into(self.payload, 0, self.datagrams, clock.ns())
             try:
