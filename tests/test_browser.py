@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from tests.realtime import assert_valid
 
 import rtcbench
 from rtcbench import runner, testbed
@@ -228,6 +229,7 @@ def test_a_point_to_point_call_fills_an_emulated_megabit(tmp_path: Path) -> None
     (run,) = rtcbench.run(_scenario(tmp_path), "gcc", out=tmp_path / "out", mode="browser")
     s = run.summary
     assert s["mode"] == "browser" and s["browser"]["failure"] is None, s["browser"]
+    assert_valid(run)
     assert s["browser"]["chromium"] and s["identity"]["browser"] == s["browser"]["chromium"]
     video = next(f for f in s["flows"] if f["name"] == "call0.video")
     # What crossed the link after 10 s, IP packets as the link counts them: 0.75-0.95 of it.
@@ -344,6 +346,7 @@ def test_a_three_party_mesh_delivers_every_stream(tmp_path: Path) -> None:
     (run,) = rtcbench.run("mesh-3", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser")
     browsers = run.summary["browser"]
     assert browsers["failure"] is None
+    assert_valid(run)
     # Three connections, all offered within two seconds of time zero (signalled together, not
     # each after the ICE of the one before), each set up in seconds, each showing both ways'
     # video. Signalling a connection is three page round trips (offer, answer, limits): the three
@@ -372,6 +375,7 @@ def test_a_four_party_sfu_call_delivers_every_stream(tmp_path: Path) -> None:
     (run,) = rtcbench.run("sfu-4", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser")
     browsers = run.summary["browser"]
     assert browsers["failure"] is None
+    assert_valid(run)
     videos = _flows(run)
     publish = {n: f for n, f in videos.items() if n.endswith("-S.video")}
     views = {n: f for n, f in videos.items() if not n.endswith("-S.video")}
@@ -409,6 +413,7 @@ def test_a_call_relayed_through_turn_goes_through_the_relay_node(tmp_path: Path)
     (run,) = rtcbench.run("turn-relay", "gcc", out=tmp_path, sets=sets, mode="browser")
     browsers = run.summary["browser"]
     assert browsers["failure"] is None
+    assert_valid(run)
     setup = browsers["calls"]["call0"]["setup_s"]
     assert 0 < setup["connected"] < 5 and setup["first_frame"] is not None, setup
     (video,) = _flows(run).values()
@@ -525,6 +530,7 @@ def test_a_browser_call_crosses_a_bss_with_cbr_beside_it(tmp_path: Path) -> None
     (run,) = rtcbench.run(path, "gcc", out=tmp_path / "out", mode="browser")
     s = run.summary
     assert s["browser"]["failure"] is None, s["browser"]
+    assert_valid(run)
     video = next(f for f in s["flows"] if f["name"] == "call.video")
     assert video["mean_recv_rate_bps"] > 300_000 and video["fps_mean"] > 20, video
     # The CBR, over its own span (from 2 s on), as the cross-traffic agent sent it.

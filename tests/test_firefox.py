@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from tests.realtime import assert_valid
 
 import rtcbench
 from rtcbench import runner, testbed
@@ -189,6 +190,7 @@ def test_a_firefox_call_crosses_an_emulated_megabit_and_leaves_nothing(tmp_path:
     (run,) = rtcbench.run(_scenario(tmp_path, ("A", "B")), "gcc", out=out, mode="browser", browser="firefox")
     s, b = run.summary, run.summary["browser"]
     assert b["failure"] is None, b
+    assert_valid(run)
     assert b["firefox"] and b["chromium"] is None and b["browsers"] == {"A": "firefox", "B": "firefox"}
     assert s["identity"]["browser"] == f"firefox {b['firefox']}"
     video = next(f for f in s["flows"] if f["name"] == "call0.video")
@@ -264,6 +266,7 @@ def test_firefox_and_chromium_call_each_other(tmp_path: Path) -> None:
     (run,) = rtcbench.run(scenario, "gcc", out=tmp_path / "out", mode="browser", browser="A=firefox")
     b = run.summary["browser"]
     assert b["failure"] is None, b
+    assert_valid(run)
     assert b["browsers"] == {"A": "firefox", "B": "chromium"} and b["firefox"] and b["chromium"]
     assert run.summary["identity"]["browser"] == f"chromium {b['chromium']} A=firefox {b['firefox']}"
     flows = {f["name"]: f for f in run.summary["flows"] if f["kind"] == "video"}
@@ -301,6 +304,7 @@ def test_a_calls_degradation_preference_keeps_firefoxs_resolution(tmp_path: Path
     run = rtcbench.run_variant(variant, "gcc", out=tmp_path / "out", mode="browser", browser="A=firefox")
     b = run.summary["browser"]
     assert b["failure"] is None, b
+    assert_valid(run)
     flows = {f["name"]: f["id"] for f in run.summary["flows"] if f["kind"] == "video"}
     for call in ("call0", "call1"):
         sent = run.tables.stats.filter(
@@ -330,6 +334,7 @@ def test_a_firefox_call_relayed_through_turn_is_traced_over_both_legs(tmp_path: 
         "turn-relay", "gcc", out=tmp_path, sets=["duration=20s"], mode="browser", browser="firefox"
     )
     assert run.summary["browser"]["failure"] is None, run.summary["browser"]
+    assert_valid(run)
     video = next(f for f in run.summary["flows"] if f["name"] == "call0.video")
     assert video["fps_mean"] > 10 and _rate_after(run, "call0.video", 10.0) > 300_000, video
     media = run.tables.packets.filter((pl.col("flow") == video["id"]) & (pl.col("kind") == "media"))

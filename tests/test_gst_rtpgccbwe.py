@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from tests.realtime import assert_valid
 from tests.test_gstreamer import SCENARIO, _namespaces
 
 import rtcbench
@@ -175,6 +176,7 @@ def test_gstreamers_goog_cc_rates_a_call_on_gstreamers_rtp_stack(tmp_path: Path)
     result = rtcbench.run_variant(
         _variant(tmp_path), GSTREAMER_CC, 1, tmp_path / "out", mode=GSTREAMER, figure=False
     )
+    assert_valid(result)
     info = result.summary["gstreamer"]
     encoder = info["encoders"]["call0"]
     assert encoder["controller"] == f"rtpgccbwe (gst-plugin-rtp {gstreamer.GST_PLUGIN_RTP})"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.realtime import assert_valid
 from tests.test_firefox import CALL as FIREFOX_CALL
 from tests.test_firefox import LINKS as FIREFOX_LINKS
 
@@ -168,6 +169,7 @@ def test_a_gstreamer_call_sends_the_real_encoders_frames(
     overrides = [f"calls.0.video.codec={codec}", f"calls.0.video.picture={picture}"]
     (variant,) = resolve(str(_scenario(tmp_path)), overrides)
     result = rtcbench.run_variant(variant, cc, 1, tmp_path / "out", mode=GSTREAMER, figure=False)
+    assert_valid(result)
     info = result.summary["gstreamer"]
     assert info["version"] == gstreamer.version()
     encoder = info["encoders"]["call0"]
@@ -209,6 +211,7 @@ def test_a_gstreamer_call_with_maintain_framerate_scales_its_picture_down_the_la
     overrides = ["calls.0.video.degradation=maintain-framerate", "links.0.capacity=250kbps"]
     (variant,) = resolve(str(_scenario(tmp_path)), overrides)
     result = rtcbench.run_variant(variant, "gcc", 1, tmp_path / "out", mode=GSTREAMER, figure=False)
+    assert_valid(result)
     encoder = result.summary["gstreamer"]["encoders"]["call0"]
     assert encoder["cpu_limited"] is False
     frames = result.tables.frames.sort("frame")

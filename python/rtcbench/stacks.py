@@ -40,6 +40,7 @@ from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, degradation_sets, resolve
 from rtcbench.suite import _Job, batch_folder
+from rtcbench.testbed.timing import invalid_line
 
 __all__ = [
     "ALL_STACKS",
@@ -187,7 +188,8 @@ def stack(name: str) -> Stack:
 def run_problem(s: Stack, summary: dict[str, Any], folder: Path | None = None) -> str | None:
     """Why a run of stack `s` is not a fair measurement, or None: a browser run as the
     reproduction judges it (`reproduce.run_problem`), a GStreamer run whose relay missed its
-    timing or whose encoder did not keep up, an emulated run whose relay missed its timing."""
+    timing or whose encoder did not keep up, an emulated run that did not keep its timing (its
+    reasons: `rtcbench.testbed.timing.invalid_line`)."""
     if s.mode == BROWSER:
         from rtcbench.reproduce import run_problem as browser_problem
 
@@ -196,8 +198,8 @@ def run_problem(s: Stack, summary: dict[str, Any], folder: Path | None = None) -
         from rtcbench.reproduce.gstreamer import run_problem as gstreamer_problem
 
         return gstreamer_problem(summary)
-    if s.mode == EMULATE and (summary.get("emulation") or {}).get("valid") is False:
-        return "invalid: the relay did not keep to the scenario's timing"
+    if s.mode == EMULATE:
+        return invalid_line(summary.get("emulation") or {})
     return None
 
 

@@ -1,6 +1,7 @@
 //! A Y4M clip played as a live camera: a thread pushes its frames into an `appsrc`, in a loop, on
 //! the frame-rate grid from the instant it is started, as a camera delivers them whether or not
-//! the encoder is ready (the `appsrc` stamps each with the pipeline's running time).
+//! the encoder is ready (the `appsrc` stamps each with the pipeline's running time). How late it
+//! delivered each frame against its instant on that grid is kept ([`CameraTiming`]).
 
 use std::fs;
 use std::path::Path;
@@ -12,6 +13,8 @@ use gstreamer as gst;
 use gstreamer_app as gst_app;
 
 use rtcbench_live::sys;
+
+use crate::CameraTiming;
 
 /// One frame's bytes, shared by every buffer that carries it (no copy per loop).
 #[derive(Clone)]
@@ -79,7 +82,12 @@ pub(crate) struct ClipCamera {
 }
 
 impl ClipCamera {
-    pub(crate) fn new(src: gst_app::AppSrc, frames: Vec<Arc<Vec<u8>>>, fps: f64) -> Self {
+    pub(crate) fn new(
+        src: gst_app::AppSrc,
+        frames: Vec<Arc<Vec<u8>>>,
+        fps: f64,
+        timing: CameraTiming,
+    ) -> Self {
         let (start, started) = mpsc::channel::<i128>();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
@@ -99,6 +107,8 @@ impl ClipCamera {
                     // At most 100 ms at a time, so that a stop is seen at once.
                     thread::sleep(std::time::Duration::from_nanos(left.min(100_000_000) as u64));
                 }
+                // A frame delivered late is captured late: the thread was not run at its instant.
+                timing.record(sys::monotonic_ns() - due);
                 let frame = FrameBytes(Arc::clone(&frames[(k % frames.len() as u64) as usize]));
                 if src.push_buffer(gst::Buffer::from_slice(frame)).is_err() {
                     return; // the pipeline is stopping

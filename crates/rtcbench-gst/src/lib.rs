@@ -36,6 +36,7 @@ use gstreamer_video as gst_video;
 
 use rtcbench_live::media::{Codec, EncoderConfig, Picture, RealEncoder};
 use rtcbench_live::process::{Failure, RunClock};
+use rtcbench_live::stats::Lateness;
 use rtcbench_live::sys;
 use rtcbench_media::encoder::EncodedFrame;
 use rtcbench_media::resolution::ResolutionLadder;
@@ -102,6 +103,39 @@ impl PadCount {
 
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// How late the picture delivered each frame against its instant on the frame-rate grid: the
+/// clip's camera thread against time zero plus k frame times ([`ClipCamera`]), `videotestsrc`
+/// against its frame's timestamp (a live source pushes each frame at its instant in running
+/// time). Both run at normal priority, as an application's camera and encoder would, so a loaded
+/// machine makes them late; the run's validity holds this to a goal (`rtcbench.testbed.timing`).
+#[derive(Clone, Default)]
+pub(crate) struct CameraTiming(Arc<Mutex<Lateness>>);
+
+impl CameraTiming {
+    pub(crate) fn record(&self, late_ns: i128) {
+        self.0.lock().expect("camera timing lock").record(late_ns);
+    }
+
+    /// Times a live `videotestsrc`'s frames at its src pad.
+    pub(crate) fn attach_live_source(&self, source: &gst::Element) -> Result<(), Failure> {
+        let pad = source.static_pad("src").ok_or_else(|| Failure::Config("encoder: no src pad".into()))?;
+        let timing = self.clone();
+        pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
+            let pts = info.buffer().and_then(|b| b.pts());
+            if let Some((pts, base)) = pts.zip(pad.parent_element().and_then(|e| e.base_time())) {
+                timing.record(sys::monotonic_ns() - i128::from(base.nseconds() + pts.nseconds()));
+            }
+            gst::PadProbeReturn::Ok
+        });
+        Ok(())
+    }
+
+    /// For the encoder's record (`camera`): count, p50, p99 and max in µs.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!(self.0.lock().expect("camera timing lock").deadlines())
     }
 }
 
@@ -266,6 +300,7 @@ pub struct GstEncoder {
     samples: mpsc::Receiver<Sample>,
     wake: UnixStream,
     clip_camera: Option<ClipCamera>,
+    camera_timing: CameraTiming,
     scaler: Option<Arc<Mutex<Scaler>>>,
     /// Frames the picture drew.
     source_frames: PadCount,
@@ -379,15 +414,19 @@ impl GstEncoder {
             pipeline.by_name(name).ok_or_else(|| Failure::Config(format!("encoder: no element {name}")))
         };
         let (source, encoder, sink) = (by_name("src")?, by_name("enc")?, by_name("sink")?);
+        let camera_timing = CameraTiming::default();
         let clip_camera = match clip {
             Some(frames) => {
                 let src = source
                     .clone()
                     .downcast::<gst_app::AppSrc>()
                     .map_err(|_| Failure::Config("encoder: no appsrc".into()))?;
-                Some(ClipCamera::new(src, frames, video.fps))
+                Some(ClipCamera::new(src, frames, video.fps, camera_timing.clone()))
             }
-            None => None,
+            None => {
+                camera_timing.attach_live_source(&source)?;
+                None
+            }
         };
         let sink =
             sink.downcast::<gst_app::AppSink>().map_err(|_| Failure::Config("encoder: no appsink".into()))?;
@@ -440,6 +479,7 @@ impl GstEncoder {
             samples,
             wake,
             clip_camera,
+            camera_timing,
             scaler,
             source_frames,
             encoder_input_frames,
@@ -535,6 +575,7 @@ impl RealEncoder for GstEncoder {
             "targets_applied": self.targets,
             "keyframe_requests": self.keyframe_requests,
             "latency_ms": self.latency_ms.json(),
+            "camera": self.camera_timing.json(),
             "cpu_s": cpu_ns as f64 / 1e9,
             "wall_s": wall_ns as f64 / 1e9,
         })

@@ -49,6 +49,7 @@ use rtcbench_live::media::{call_socket, Codec, EncoderConfig, Role};
 use rtcbench_live::process::{
     io_context, ready_then_go, stdin_says_stop, write_atomically, Failure, RunClock,
 };
+use rtcbench_live::stats::Lateness;
 use rtcbench_live::sys::{self, Poll, Signals, Timer};
 use rtcbench_media::playout::{VideoEvent, VideoReceiver};
 use rtcbench_media::receiver::VideoPacket;
@@ -61,7 +62,8 @@ use rtcbench_wire::vp8::Vp8DescriptorRepr;
 
 use crate::clip::ClipCamera;
 use crate::{
-    caps_size, check_bus, gst_failure, head, set_encoder_target, Camera, Head, Latencies, PadCount, Scaler,
+    caps_size, check_bus, gst_failure, head, set_encoder_target, Camera, CameraTiming, Head, Latencies,
+    PadCount, Scaler,
 };
 
 /// The `--cc` name of GStreamer's GoogCC.
@@ -215,6 +217,9 @@ pub fn run(config_path: &Path) -> Result<(), Failure> {
     let mut ready = Vec::new();
     let mut buf = vec![0u8; 65_536];
     let mut unreachable = 0u64;
+    // How late the loop took up its own deadlines (the receiver's playout model; GStreamer paces
+    // and rates a sender on its own threads), as `rtcbench-media` measures its own.
+    let mut lateness = Lateness::default();
     'run: loop {
         // Compared on the monotonic clock: the run's clock reads zero until time zero.
         if !started && sys::monotonic_ns() >= run_clock.monotonic_ns(media_start) {
@@ -246,7 +251,9 @@ pub fn run(config_path: &Path) -> Result<(), Failure> {
             end.on_datagram(t, &buf[..n], tos);
         }
         let t = run_clock.now();
-        if started && t >= end.poll_timeout() {
+        let due = end.poll_timeout();
+        if started && t >= due {
+            lateness.record(sys::monotonic_ns() - run_clock.monotonic_ns(due));
             end.on_timeout(t);
         }
         end.check()?;
@@ -256,6 +263,7 @@ pub fn run(config_path: &Path) -> Result<(), Failure> {
     }
     let report = end.finish(run_clock.now());
     log.line(&report);
+    log.line(&json!({"event": "timing", "t_us": us(run_clock.now()), "deadlines": lateness.deadlines()}));
     log.line(&json!({"event": "end", "t_us": us(run_clock.now()), "peer_unreachable": unreachable}));
     log.write(&cfg.log).map_err(io_context(format!("writing {}", cfg.log.display())))
 }
@@ -436,6 +444,7 @@ struct SendStack {
     encoder: gst::Element,
     rtcp_in: gst_app::AppSrc,
     camera: Option<ClipCamera>,
+    camera_timing: CameraTiming,
     frames: Arc<Mutex<Frames>>,
     source_frames: PadCount,
     encoder_input_frames: PadCount,
@@ -653,13 +662,17 @@ impl SendStack {
                 apply(estimate, clock.get().map(|c| c.now()));
             });
         }
+        let camera_timing = CameraTiming::default();
         let camera = match clip {
             Some(clip_frames) => {
                 let src =
                     source.downcast::<gst_app::AppSrc>().map_err(|_| Failure::Config("no appsrc".into()))?;
-                Some(ClipCamera::new(src, clip_frames, video.fps))
+                Some(ClipCamera::new(src, clip_frames, video.fps, camera_timing.clone()))
             }
-            None => None,
+            None => {
+                camera_timing.attach_live_source(&source)?;
+                None
+            }
         };
         pipeline.set_state(gst::State::Paused).map_err(|e| gst_failure("pausing the pipeline", e))?;
         let rtcp_in = by_name("rtcp_in")?
@@ -670,6 +683,7 @@ impl SendStack {
             encoder,
             rtcp_in,
             camera,
+            camera_timing,
             frames,
             source_frames,
             encoder_input_frames,
@@ -732,6 +746,7 @@ impl SendStack {
             "scaling": self.scaler.as_ref().map(|s| s.lock().expect("scaler lock").json()),
             "keyframe_requests": self.keyframe_requests,
             "latency_ms": self.latency.lock().expect("latency lock").json(),
+            "camera": self.camera_timing.json(),
             "cpu_s": cpu_ns as f64 / 1e9,
             "wall_s": wall_ns as f64 / 1e9,
         })

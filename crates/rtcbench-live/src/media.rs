@@ -12,7 +12,9 @@
 //! Datagrams carry the bytes the endpoint wrote (RTP header and the start of the payload, where
 //! a video packet carries its frame's index for the receiver's trace; or RTCP), then zero bytes
 //! up to the wire size the endpoint asked for. Its log (`log`, JSON Lines, written
-//! atomically at the end) has every datagram sent and received and what the endpoint reported.
+//! atomically at the end) has every datagram sent and received, what the endpoint reported, and
+//! how late the agent took up the endpoint's deadlines (`timing`: its own timing error, which the
+//! run's validity holds to a goal, `rtcbench.testbed.timing`).
 //!
 //! Exit status: 0 after a clean stop, 2 for a configuration it cannot use, 1 for a failed call.
 
@@ -25,6 +27,7 @@ use std::rc::Rc;
 
 use crate::pipe_controller::{self, PipeController, UserFeedback};
 use crate::process::{io_context, ready_then_go, stdin_says_stop, write_atomically, Failure, RunClock};
+use crate::stats::Lateness;
 use crate::sys::{self, Poll, Signals, Timer};
 use rtcbench_cc::factory;
 use rtcbench_cc::{AnyController, ControllerKind, ControllerMetrics, Metric};
@@ -437,6 +440,11 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
     let mut sent_frames = 0u64;
     let mut unreachable = 0u64;
     let mut encoded = Vec::new();
+    // How late the loop took up the endpoint's deadlines (`poll_timeout`: a frame's capture, the
+    // pacer's next packet, a report, feedback, the controller's timer) against their instants:
+    // the instant the state machine is handed is the one it acts at, so this is what the call
+    // lost of the simulator's timing, a blocked or descheduled agent included.
+    let mut lateness = Lateness::default();
     'run: loop {
         let deadline = endpoint.poll_timeout().min(end);
         timer.arm(Some(clock.monotonic_ns(deadline))).map_err(io_context("timerfd"))?;
@@ -481,7 +489,9 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
             }
         }
         let t = now();
-        if t >= endpoint.poll_timeout() {
+        let due = endpoint.poll_timeout();
+        if t >= due {
+            lateness.record(sys::monotonic_ns() - clock.monotonic_ns(due));
             endpoint.on_timeout(t, &mut obs);
         }
         if let (Some(real), Endpoint::Sender(sender)) = (&mut encoder, &mut endpoint) {
@@ -544,6 +554,7 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
         let _ = write_atomically(&cfg.log, &log.lines);
         return Err(Failure::Config(why.clone()));
     }
+    log.line(&json!({"event": "timing", "t_us": us(now()), "deadlines": lateness.deadlines()}));
     log.line(
         &json!({"event": "end", "t_us": us(now()), "sent": sent_frames, "peer_unreachable": unreachable}),
     );

@@ -1,6 +1,7 @@
-//! The relay's timing error: how late each frame left against the instant its last link
-//! delivered it, kept as a histogram of 1 µs bins (memory fixed however long the run), so the
-//! report's percentiles are exact to the microsecond.
+//! How late a live process kept its time, kept as a histogram of 1 µs bins (memory fixed however
+//! long the run), so the report's percentiles are exact to the microsecond: the relay's timing
+//! error (how late each frame left against the instant its last link delivered it) and an agent's
+//! (how late it took up its state machine's deadlines, [`DeadlineLateness`]).
 
 use serde::Serialize;
 
@@ -24,6 +25,16 @@ pub struct LatenessSummary {
     pub p99_us: f64,
     pub max_us: f64,
     pub mean_us: f64,
+}
+
+/// What an agent's log says of its own timing (`rtcbench.testbed.timing` judges it): how many
+/// deadlines it took up and how late, in µs.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DeadlineLateness {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
 }
 
 impl Default for Lateness {
@@ -67,6 +78,16 @@ impl Lateness {
         self.max_ns as f64 / 1e3
     }
 
+    /// The summary an agent logs: count, p50, p99 and max.
+    pub fn deadlines(&self) -> DeadlineLateness {
+        DeadlineLateness {
+            count: self.count,
+            p50_us: self.quantile_us(0.50),
+            p99_us: self.quantile_us(0.99),
+            max_us: self.max_ns as f64 / 1e3,
+        }
+    }
+
     pub fn summary(&self) -> LatenessSummary {
         LatenessSummary {
             departures: self.count,
@@ -94,6 +115,17 @@ mod tests {
         assert_eq!(s.p50_us, 51.0); // the 51st smallest lies in [50, 51) µs
         assert_eq!(s.p99_us, 100.0); // the 100th of 101 lies in [99, 100) µs
         assert_eq!(s.max_us, 250_000.0);
+    }
+
+    #[test]
+    fn an_agent_s_summary_counts_its_deadlines_and_an_early_wake_up_as_on_time() {
+        let mut l = Lateness::default();
+        l.record(-5_000); // woken before its deadline: on time
+        for us in 1..=99 {
+            l.record(i128::from(us) * 1000);
+        }
+        let d = l.deadlines();
+        assert_eq!((d.count, d.p50_us, d.p99_us, d.max_us), (100, 50.0, 99.0, 99.0));
     }
 
     #[test]

@@ -121,7 +121,7 @@ PEER_JS = """
 window.rtcbench = (() => {
   const S = {pcs: {}, t: {}, senders: {}, audioSenders: {}, cameras: {}, microphone: null,
              samples: [], timer: null, config: {iceServers: []}, configs: {},
-             clip: null, drawTimer: null};
+             clip: null, drawTimer: null, late: {timer: [], draw: []}};
   const now = () => performance.timeOrigin + performance.now();
   const gathered = pc => new Promise(done => {
     if (pc.iceGatheringState === 'complete') return done();
@@ -180,6 +180,8 @@ window.rtcbench = (() => {
     const period = 1000 / clip.fps, start = performance.now();
     let k = 0;
     const draw = () => {
+      // How late this frame is drawn against its instant: the page's own timing error.
+      S.late.draw.push(performance.now() - (start + k * period));
       ctx.putImageData(clip.frames[k % clip.frames.length], 0, 0);
       capture();
       k += 1;
@@ -220,7 +222,8 @@ window.rtcbench = (() => {
     S.pcs[key] = pc;
     return pc;
   };
-  const KEPT = ['outbound-rtp', 'inbound-rtp', 'remote-inbound-rtp', 'candidate-pair', 'transport'];
+  const KEPT = ['outbound-rtp', 'inbound-rtp', 'remote-inbound-rtp', 'candidate-pair', 'transport',
+                'media-source'];
   const selectedPair = report => {
     let pair = null;
     report.forEach(s => {
@@ -353,8 +356,16 @@ window.rtcbench = (() => {
       if (pc) { pc.close(); delete S.pcs[key]; S.t[key].closed = now(); }
       return true;
     },
+    // getStats() every `intervalMs` on the page's clock; how late each sample was taken against
+    // its instant is kept (`timing`): the page's main thread, which also runs the connections'
+    // events and a Firefox peer's camera, was run when it asked to be.
     start(intervalMs) {
+      const begin = performance.now();
+      let k = 0;
       const take = async () => {
+        S.late.timer.push(performance.now() - (begin + k * intervalMs));
+        k += 1;
+        S.timer = setTimeout(take, Math.max(0, begin + k * intervalMs - performance.now()));
         const t = now();
         for (const [key, pc] of Object.entries(S.pcs)) {
           const report = await pc.getStats();
@@ -364,16 +375,17 @@ window.rtcbench = (() => {
         }
       };
       take();
-      S.timer = setInterval(take, intervalMs);
       return true;
     },
     take() { const out = S.samples; S.samples = []; return out; },
+    // How late the page's timers ran (ms): each statistics sample and each camera frame drawn.
+    timing() { return S.late; },
     times(key) {
       const pc = S.pcs[key];
       return Object.assign({ice: pc ? pc.iceConnectionState : 'closed'}, S.t[key]);
     },
     close() {
-      clearInterval(S.timer);
+      clearTimeout(S.timer);
       clearTimeout(S.drawTimer);
       Object.values(S.pcs).forEach(pc => pc.close());
       return true;
@@ -500,6 +512,14 @@ class Page:
         """Samples `getStats()` of each of the page's connections every `interval_s`, from now
         until the page's calls end (`rtcbench.close()`)."""
         self.evaluate(f"rtcbench.start({round(interval_s * 1000)})", "start sampling")
+
+    def timing(self) -> dict[str, list[float]]:
+        """How late the page's timers ran, in ms, each against its instant on the page's clock:
+        `timer`, every statistics sample (`start_sampling`); `draw`, every camera frame a page
+        that plays its clip into a canvas drew (a Firefox peer's camera; Chromium's fake camera
+        is the browser's own, out of the page's sight)."""
+        late: dict[str, list[float]] = self.evaluate("rtcbench.timing()", "read the page's timing")
+        return late
 
     def take_samples(self) -> list[dict[str, Any]]:
         """The samples taken since the last call, oldest first: each its time (`t`, ms on the

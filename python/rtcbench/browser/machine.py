@@ -28,6 +28,7 @@ import polars as pl
 
 __all__ = [
     "BUSY_SHARE",
+    "CPU_LIMITED_SHARE",
     "FRAME_RATE_KEPT",
     "WINDOW_S",
     "judge",
@@ -46,6 +47,10 @@ below 48 in 1-4 % of a run, at start-up)."""
 
 BUSY_SHARE = 0.7
 """The share of the machine's cores above which the run's processes left the encoders short."""
+
+CPU_LIMITED_SHARE = 0.05
+"""A browser run whose encoder reported "cpu" as its quality limitation in more than this share of
+its samples measured the machine, not the network."""
 
 
 def machine_cores() -> int:

@@ -25,6 +25,7 @@ says why (`browser.failure`), with what was recorded until then.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import shutil
 import time
@@ -54,15 +55,22 @@ from rtcbench.browser.chromium import (
     usages,
     wait_connected,
 )
-from rtcbench.browser.machine import judge, starved_warning
+from rtcbench.browser.machine import CPU_LIMITED_SHARE, judge, starved_warning
 from rtcbench.browser.trace import Connection, Stream, browser_tables
 from rtcbench.emulation.media import PlannedCall, call_plans
-from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info
+from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info, validity
 from rtcbench.scenarios import MODELLED_CODEC, Table, Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import Testbed, TestbedError, build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
+from rtcbench.testbed.timing import (
+    BROWSER_CAMERA_GOAL,
+    PAGE_TIMER_GOAL,
+    ProcessTiming,
+    relay_timings,
+    sampled_timing,
+)
 
 __all__ = [
     "CONTROLLER",
@@ -581,6 +589,70 @@ def _limitations(stats: pl.DataFrame, stream: Stream) -> dict[str, float] | None
     return {str(r): n / column.len() for r, n in sorted(column.value_counts().iter_rows())}
 
 
+def camera_shortfall_us(samples: Sequence[dict[str, Any]], fps: float) -> list[float]:
+    """How far short of its clip's frame rate a Chromium peer's camera fell in each interval
+    between its page's samples, in µs of frame time: the frames the rate asks for in the interval
+    less those the fake camera delivered (the `media-source` report's `frames`), beyond the one
+    frame a sample's instant can miss. A camera on time gives 0; one that skipped two frames of
+    30 fps in an interval, 33 ms. Chromium's camera skips frames it could not deliver in time,
+    it does not send them late: so its timing error shows as frames short."""
+    series: list[tuple[float, int]] = []
+    source = None
+    for sample in samples:
+        for r in sample.get("stats", []):
+            if r.get("type") != "media-source" or r.get("kind") != "video" or r.get("frames") is None:
+                continue
+            source = source or r.get("id")
+            if r.get("id") == source:
+                series.append((float(sample["t"]), int(r["frames"])))
+    # The camera's start is not its timing: the sender's first sample finds no frame yet, the next
+    # the first few (11 of 15 due, measured), so the intervals count from its second sample with
+    # frames.
+    started = [k for k, (_, frames) in enumerate(series) if frames > 0]
+    series = series[started[1] :] if len(started) > 1 else []
+    if fps <= 0:
+        return []
+    return [
+        max(0.0, (t1 - t0) / 1000.0 * fps - (f1 - f0) - 1.0) / fps * 1e6
+        for (t0, f0), (t1, f1) in itertools.pairwise(series)
+    ]
+
+
+def page_timings(
+    conns: Sequence[Connection],
+    browsers: Browsers,
+    late_ms: dict[str, dict[str, list[float]]],
+    stats: dict[str, list[dict[str, Any]]],
+) -> list[ProcessTiming]:
+    """Each browser's timing, as far as a run can see it: its page's statistics timer (every
+    browser); its camera's frames, drawn by the page on the clip's grid (Firefox) or delivered by
+    the fake camera against the clip's rate (Chromium, from `media-source` statistics). What the
+    browser does inside (its encoder's threads, its pacer) is not seen: its encoder's frame rate
+    and `qualityLimitationReason` are in the `stats` table and the machine judgement."""
+    out = []
+    for node, late in sorted(late_ms.items()):
+        browser = browsers.at(node)
+        name = f"{browser} at {node}"
+        out.append(
+            sampled_timing(
+                name, "browser", "statistics timer", [x * 1e3 for x in late["timer"]], PAGE_TIMER_GOAL
+            )
+        )
+        if late.get("draw"):
+            draws = [x * 1e3 for x in late["draw"]]
+            out.append(
+                sampled_timing(f"camera of {name}", "camera", "frames drawn", draws, BROWSER_CAMERA_GOAL)
+            )
+        sent = [s.video for c in conns for s in c.streams if s.src == node and s.video is not None]
+        if browser == CHROMIUM and sent:
+            short = camera_shortfall_us(stats.get(node, []), max(v.fps for v in sent))
+            if short:
+                out.append(
+                    sampled_timing(f"camera of {name}", "camera", "frames", short, BROWSER_CAMERA_GOAL)
+                )
+    return out
+
+
 def _setup(
     times: dict[str, dict[str, Any]] | None, c: Connection, t0_wall: float
 ) -> dict[str, float | None] | None:
@@ -686,6 +758,10 @@ def browse(
                     setup[c.key] = _setup(rec.times(c), c, t0_wall) if c.key in rec.described else None
             with contextlib.suppress(BrowserError):
                 rec.collect()
+            late_ms: dict[str, dict[str, list[float]]] = {}
+            for node, peer in peers.items():
+                with contextlib.suppress(BrowserError):
+                    late_ms[node] = peer.timing()
             for peer in peers.values():
                 with contextlib.suppress(BrowserError):
                     peer.evaluate("rtcbench.close()", "end the calls")
@@ -733,5 +809,18 @@ def browse(
     info["machine"] = machine
     if (warning := starved_warning(machine["starved_windows"], machine["cores"])) is not None:
         info["warnings"].append(warning)
+    processes = relay_timings(report) + (traffic.timings() if traffic is not None else [])
+    processes += page_timings(conns, browsers, late_ms, rec.stats)
+    # What the browsers' encoders said of the machine counts as a late process does: the run's
+    # rates there are the machine's.
+    more = [] if warning is None else [warning]
+    for name, call in sorted(info["calls"].items()):
+        share = (call["quality_limitation"] or {}).get("cpu", 0.0)
+        if share > CPU_LIMITED_SHARE:
+            more.append(
+                f"{name}: its encoder was limited by the CPU in {share:.0%} of its samples "
+                f"(at most {CPU_LIMITED_SHARE:.0%})"
+            )
+    info.update(validity(processes, more))
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Browsed(tables, info)

@@ -30,6 +30,7 @@ from rtcbench.identity import TESTBED_INFO
 from rtcbench.results import sections
 from rtcbench.runner import RunResult
 from rtcbench.suite import FLOWS_TABLE, RUNS_TABLE, RunProgress, SuiteResult
+from rtcbench.testbed.timing import invalid_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -414,14 +415,18 @@ def print_summary(results: list[RunResult]) -> None:
                 ),
                 highlight=False,
             )
-            if real.get("valid") is False:
-                err_console.print(
-                    "[bold red]invalid:[/] the relay did not keep to the scenario's timing (below)",
-                    highlight=False,
-                    soft_wrap=True,
-                )
+            # A real-time run says whether every process that keeps time kept it, and if not
+            # which fell behind and by how much (`rtcbench.testbed.timing`).
+            invalid = invalid_line(real)
+            if invalid is None:
+                console.print("valid: every process kept its timing", highlight=False)
+            else:
+                verdict = invalid.removeprefix("invalid: ")
+                err_console.print(f"[bold red]invalid:[/] {escape(verdict)}", highlight=False, soft_wrap=True)
+            reasons = set(real.get("reasons") or [])
             for w in real["warnings"]:
-                err_console.print(escape(f"warning: {w}"), highlight=False, soft_wrap=True)
+                if w not in reasons:
+                    err_console.print(escape(f"warning: {w}"), highlight=False, soft_wrap=True)
             if real.get("failure"):
                 err_console.print(
                     f"[bold red]failed:[/] {escape(real['failure'])}", highlight=False, soft_wrap=True

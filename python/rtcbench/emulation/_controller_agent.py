@@ -27,9 +27,11 @@ the method, and status 1: the agent reports it after the controller's label.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import operator
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -173,9 +175,24 @@ def serve(config: dict[str, Any]) -> None:
         raise SystemExit(f"{method}(now_us={now}) raised {type(e).__qualname__}: {e}") from None
 
 
+REALTIME_PRIORITY = 1
+"""The media agent's SCHED_FIFO priority, which the helper takes too where it may: the agent waits
+for each of its answers, so the helper's scheduling is the agent's. At normal priority beside two
+busy loops, a sender's deadlines were late by 3.8 ms at p99 and 33 ms at worst (the `fixed` call
+at 0.9 of 1 Mbit/s, `PyFixed`), against 0.1-0.4 ms at p99 for the built-in controller."""
+
+
+def _realtime() -> None:
+    """SCHED_FIFO at the agent's priority; without it (not root) the helper runs as it was."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as fh:
-        serve(json.load(fh))
+        cfg = json.load(fh)
+    _realtime()
+    serve(cfg)
 
 
 if __name__ == "__main__":

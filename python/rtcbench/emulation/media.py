@@ -24,6 +24,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from rtcbench.scenarios import Variant
 from rtcbench.testbed import binaries
 from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
+from rtcbench.testbed.timing import CAMERA_GOAL, MEDIA_GOAL, ProcessTiming, agent_timing
 
 MEDIA_ENV = "RTCBENCH_MEDIA"
 """Names the media agent binary to use instead of the one `make build` puts in the package."""
@@ -189,6 +191,22 @@ class MediaCalls:
     def logs(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """Each agent's records, by (call name, role)."""
         return {(a.call, a.role): read_log(a.log) for a in self.agents}
+
+    def timings(self, logs: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> list[ProcessTiming]:
+        """How late each agent took up its endpoint's deadlines (its log's `timing` record), and
+        how late each real encoder's camera delivered its frames (the `encoder` record's
+        `camera`), from the agents' `logs`; an agent that wrote none (it failed) is left out."""
+        out = []
+        for a in self.agents:
+            records = logs.get((a.call, a.role), [])
+            for r in records:
+                if r.get("event") == "timing":
+                    name = f"media {a.role} of {a.call} at {a.node}"
+                    out.append(agent_timing(name, "media", "deadlines", r["deadlines"], MEDIA_GOAL))
+                elif r.get("event") == "encoder" and r.get("camera") is not None:
+                    name = f"camera of {a.call} at {a.node}"
+                    out.append(agent_timing(name, "camera", "frames", r["camera"], CAMERA_GOAL))
+        return out
 
     def _close(self) -> None:
         for a in self.agents:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
 from rtcbench.testbed.netns import build, require
 from rtcbench.testbed.relay_log import RELAY_PACKETS
+from rtcbench.testbed.timing import ProcessTiming, judge, relay_timings
 
-__all__ = ["Emulated", "emulate", "planned_meta", "relay_info"]
+__all__ = ["Emulated", "emulate", "planned_meta", "relay_info", "validity"]
 
 END_MARGIN_S = 5.0
 """How long past its end (and the receivers' grace) a run may take to wind down before it counts
@@ -114,10 +116,18 @@ def relay_info(report: relay.RelayReport) -> dict[str, Any]:
             "records_lost": report.records_lost,
             "processed_until_s": report.processed_until_s,
         },
-        # A run whose relay missed its timing goal is not the scenario's: marked, never dropped.
-        "valid": report.keeping_up,
         "warnings": warnings,
     }
+
+
+def validity(processes: Sequence[ProcessTiming], more: Sequence[str] = ()) -> dict[str, Any]:
+    """What a real-time run's summary says of its timing (docs/emulation.md, "Timing and
+    validity"): every process that keeps time (`processes`: name, role, what it timed, its
+    lateness and goal, whether it kept it), `valid`, and `reasons`: one line per process that
+    missed its goal, then `more`. A run that is not valid is not the scenario's: marked, never
+    dropped."""
+    valid, reasons = judge(processes, more)
+    return {"processes": [p.as_dict() for p in processes], "valid": valid, "reasons": reasons}
 
 
 def emulate(
@@ -190,6 +200,12 @@ def emulate(
         gstreamer.number_received_frames(logs)
     tables = emulated_tables(meta, relay_dir, calls, flows, address, logs)
     policies = _agents_scheduling(logs, cross_dir if traffic is not None else None)
+    processes = relay_timings(report)
+    if calls_running is not None:
+        processes += calls_running.timings(logs)
+    if traffic is not None:
+        processes += traffic.timings()
+    limited: list[str] = []
     info = {
         "testbed": prefix,
         "wall_s": wall_s,
@@ -209,5 +225,8 @@ def emulate(
         info["encoders"] = encoders
         info["cpu_limited"] = sorted(call for call, e in encoders.items() if e["cpu_limited"])
         info["warnings"].extend(limited)
+    # A CPU-limited encoder fell behind its camera as a late process does: the run's rate is the
+    # machine's.
+    info.update(validity(processes, limited))
     (relay_dir / RELAY_PACKETS).unlink(missing_ok=True)
     return Emulated(tables, info)

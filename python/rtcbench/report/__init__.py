@@ -73,6 +73,7 @@ from rtcbench.report.runs import (
 )
 from rtcbench.results import InputError, write_bytes_atomic
 from rtcbench.stages import STAGES, stage_key
+from rtcbench.testbed.timing import invalid_line
 from rtcbench.workers import worker_count
 
 __all__ = ["Problem", "ReportResult", "RunFigures", "build_report"]
@@ -202,10 +203,12 @@ def _headline(run: Run) -> str:
         late = real.get("relay", {}).get("lateness_us", {})
         how = {"emulate": "emulated", "gstreamer": "GStreamer encoders"}.get(run.mode, "real browsers")
         line += f"; {how}, relay timing error p99 {fmt(late.get('p99'), '.0f')} µs"
-        if real.get("valid") is False:
-            line += "; INVALID: the relay did not keep to the scenario's timing"
+        if (invalid := invalid_line(real)) is not None:
+            line += f"; INVALID: {invalid.removeprefix('invalid: ')}"
+        reasons = set(real.get("reasons") or [])
         for warning in real.get("warnings") or []:
-            line += f"; WARNING: {warning}"
+            if warning not in reasons:
+                line += f"; WARNING: {warning}"
     return line
 
 

@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 import polars as pl
 
-from rtcbench.browser.machine import judge, starved_warning
+from rtcbench.browser.machine import CPU_LIMITED_SHARE, judge, starved_warning
 from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
@@ -44,6 +44,7 @@ from rtcbench.results import InputError, write_bytes_atomic, write_parquet_atomi
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _execute, _Job, _run_parallel, batch_folder, execute_plan
+from rtcbench.testbed.timing import invalid_line
 from rtcbench.workers import worker_count
 
 __all__ = [
@@ -77,9 +78,6 @@ __all__ = [
 CONTROLLER = "gcc"
 SIM_SEEDS = (1, 2, 3)
 BROWSER_SEED = 1
-CPU_LIMITED_SHARE = 0.05
-"""A browser run whose encoder reported "cpu" as its quality limitation in more than this share of
-its samples measured the machine, not the network."""
 
 LATE_START_S = 5.0
 """A browser run in which a call was offered (or, in runs made before offers were recorded, its
@@ -171,8 +169,8 @@ def run_problem(summary: dict[str, Any], folder: Path | None = None) -> str | No
     real = summary.get("browser") or {}
     if real.get("failure"):
         return f"failed: {real['failure']}"
-    if real.get("valid") is False:
-        return "invalid: the relay did not keep to the scenario's timing"
+    if (invalid := invalid_line(real)) is not None:
+        return invalid
     for f in summary.get("flows", []):
         if f.get("kind") == "video":
             share = cpu_limited(summary, f["name"])

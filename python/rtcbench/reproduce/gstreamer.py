@@ -42,6 +42,7 @@ from rtcbench.results import InputError, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _Job, batch_folder, execute_plan
+from rtcbench.testbed.timing import invalid_line
 
 __all__ = [
     "ALL_CONTROLLERS",
@@ -302,8 +303,8 @@ def run_problem(summary: Mapping[str, Any], folder: Path | None = None) -> str |
     timing goal, or a call's encoder did not keep up (`emulation.gstreamer.judge`). The run's
     `folder` is not read: the summary says it all."""
     real = summary.get("gstreamer") or {}
-    if real.get("valid") is False:
-        return "invalid: the relay did not keep to the scenario's timing"
+    if (invalid := invalid_line(real)) is not None:
+        return invalid
     if real.get("cpu_limited"):
         return f"CPU-limited: the encoder of {', '.join(real['cpu_limited'])} did not keep up"
     return None

@@ -23,7 +23,8 @@ after the start instant); `rtcbench.testbed.cross.read_logs` reads it. Each agen
 acknowledged), `stop` (`sent` bytes, `datagrams`) and `error` (`message`). A sink writes
 `accepted`, `delivered` per interval (`t` is the interval's start; `bytes` of payload,
 `datagrams` for CBR), `closed` (`how`: eof or reset) and, at its end, `end` (`bytes`,
-`datagrams`, `first` and `last` delivery, or null).
+`datagrams`, `first` and `last` delivery, or null). A source ends with `timing` (flow null):
+how late it kept its schedule (`deadlines`: `count`, `p50_us`, `p99_us`, `max_us`; `Lateness`).
 
 The on/off application and the CBR schedule are sans-IO (`OnOff`, `CbrSchedule`), as in the
 simulator (`crates/rtcbench-sim/src/traffic/{on_off,cbr}.rs`), which they follow step by step.
@@ -155,9 +156,13 @@ class CbrSchedule:
         self.start_s, self.stop_s = start_s, stop_s
         self.sent = 0
 
+    def instant(self, i: int) -> float:
+        """When packet i leaves."""
+        return self.start_s + i * self.interval_s
+
     def poll_timeout(self) -> float | None:
         """When the next packet leaves, if any."""
-        t = self.start_s + self.sent * self.interval_s
+        t = self.instant(self.sent)
         return t if t < self.stop_s else None
 
     def on_timeout(self, now: float) -> int:
@@ -168,6 +173,45 @@ class CbrSchedule:
             self.sent += 1
             due += 1
         return due
+
+
+class Lateness:
+    """How late a source acted against its schedule (each CBR packet against its instant, each
+    TCP flow's start and stop, each on/off burst's start), in 1 µs bins as the relay and the media
+    agents keep theirs (`rtcbench_live::stats`), so its percentiles are exact to the microsecond.
+    The run's validity holds it to a goal (`rtcbench.testbed.timing`)."""
+
+    def __init__(self) -> None:
+        self.bins: dict[int, int] = {}
+        self.count = 0
+        self.max_us = 0.0
+
+    def record(self, late_s: float) -> None:
+        late_us = max(0.0, late_s * 1e6)
+        k = int(late_us)
+        self.bins[k] = self.bins.get(k, 0) + 1
+        self.count += 1
+        self.max_us = max(self.max_us, late_us)
+
+    def quantile_us(self, q: float) -> float:
+        """The upper edge of the bin that holds the `q` quantile (never above the maximum)."""
+        if self.count == 0:
+            return 0.0
+        rank = min(max(1, math.ceil(q * self.count)), self.count)
+        seen = 0
+        for k in sorted(self.bins):
+            seen += self.bins[k]
+            if seen >= rank:
+                return min(float(k + 1), self.max_us)
+        return self.max_us
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "count": self.count,
+            "p50_us": self.quantile_us(0.5),
+            "p99_us": self.quantile_us(0.99),
+            "max_us": round(self.max_us, 3),
+        }
 
 
 # -- I/O ---------------------------------------------------------------------------------------
@@ -210,12 +254,13 @@ class TcpSource:
     `stop`, then closes abruptly (SO_LINGER 0: a reset, and whatever is queued is dropped), as the
     simulator's source "falls silent" at `stop`."""
 
-    def __init__(self, cfg: dict[str, Any], address: str, log: Log) -> None:
+    def __init__(self, cfg: dict[str, Any], address: str, log: Log, late: Lateness) -> None:
         self.name: str = cfg["name"]
         self.start_s: float = cfg["start_s"]
         self.stop_s: float = cfg["stop_s"]
         self.peer = (cfg["dst_address"], cfg["dst_port"])
         self.log = log
+        self.late = late
         self.state = "waiting"  # connecting, open, done
         self.sent = 0
         self.remaining = 0  # bytes of the current burst not yet handed to the kernel
@@ -271,6 +316,7 @@ class TcpSource:
 
     def on_time(self, now: float, sel: selectors.BaseSelector) -> None:
         if self.state == "waiting" and now >= self.start_s:
+            self.late.record(now - self.start_s)
             self.log.write(self.name, "start", now)
             err = self.sock.connect_ex(self.peer)
             if err not in (0, errno.EINPROGRESS):
@@ -279,6 +325,7 @@ class TcpSource:
             self.state = "connecting"
             sel.register(self.sock, selectors.EVENT_WRITE, self)
         if self.state in ("connecting", "open") and now >= self.stop_s:
+            self.late.record(now - self.stop_s)
             self.close(now, sel)
             return
         if self.on_off is not None and self.state in ("connecting", "open"):
@@ -287,7 +334,10 @@ class TcpSource:
                 burst = self.on_off.on_all_acked(now)
                 if burst is not None:
                     self.log.write(self.name, "burst", now, start=round(burst[0], 6), size=burst[1])
+            due = self.on_off.poll_timeout()
             size = self.on_off.on_timeout(now)
+            if size and due is not None:
+                self.late.record(now - due)
             if size:
                 self.remaining += size
                 if self.state == "open":  # idle, so waiting on nothing: now on the socket
@@ -347,13 +397,14 @@ class CbrSource:
     """One CBR flow at its source: datagrams of `packet_size` bytes on the wire from `start` until
     `stop`, paced by the monotonic clock."""
 
-    def __init__(self, cfg: dict[str, Any], address: str, log: Log) -> None:
+    def __init__(self, cfg: dict[str, Any], address: str, log: Log, late: Lateness) -> None:
         self.name: str = cfg["name"]
         self.start_s: float = cfg["start_s"]
         self.stop_s: float = cfg["stop_s"]
         self.schedule = CbrSchedule(cfg["rate_bps"], cfg["packet_size"], self.start_s, self.stop_s)
         self.payload = bytearray(cfg["packet_size"] - UDP_IPV4_HEADERS)
         self.log = log
+        self.late = late
         self.datagrams = 0
         self.send_errors = 0
         self.started = False
@@ -378,11 +429,14 @@ class CbrSource:
     def on_time(self, now: float, clock: Clock) -> None:
         if self.stopped:
             return
+        first = self.schedule.sent
         due = self.schedule.on_timeout(now)
         if due and not self.started:
             self.started = True
             self.log.write(self.name, "start", now)
-        for _ in range(due):
+        for i in range(first, first + due):
+            # How late packet i leaves against its instant (a late wake-up sends what is due at once).
+            self.late.record(clock.now() - self.schedule.instant(i))
             if len(self.payload) >= CBR_HEADER.size:
                 CBR_HEADER.pack_into(self.payload, 0, self.datagrams, clock.ns())
             try:
@@ -411,12 +465,13 @@ def run_source(cfg: dict[str, Any], go: Callable[[], Clock], log: Log) -> list[s
     cbr: list[CbrSource] = []
     sel = selectors.DefaultSelector()
     clock: Clock | None = None
+    late = Lateness()
     try:
         for flow in cfg["flows"]:
             if flow["kind"] == "tcp":
-                tcp.append(TcpSource(flow, address, log))
+                tcp.append(TcpSource(flow, address, log, late))
             else:
-                cbr.append(CbrSource(flow, address, log))
+                cbr.append(CbrSource(flow, address, log, late))
         clock = go()
         while True:
             now = clock.now()
@@ -439,6 +494,8 @@ def run_source(cfg: dict[str, Any], go: Callable[[], Clock], log: Log) -> list[s
             if not c.done:
                 c.close(now)
         sel.close()
+        if clock is not None:
+            log.write(None, "timing", now, deadlines=late.summary())
 
 
 def _wait(clock: Clock, sel: selectors.BaseSelector, deadline: float) -> None:

@@ -35,6 +35,7 @@ from rtcbench import _core
 from rtcbench.scenarios import Variant
 from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
+from rtcbench.testbed.timing import CROSS_GOAL, ProcessTiming, agent_timing
 from rtcbench.testbed.topology import MTU
 
 __all__ = [
@@ -308,6 +309,21 @@ class CrossTraffic:
             except BrokenPipeError:
                 pass  # the agent has ended: `wait` says why
         return self.t0
+
+    def timings(self) -> list[ProcessTiming]:
+        """How late each source kept its schedule (its log's `timing` record, written as it
+        ends); a source that wrote none (it failed) is left out. Sinks keep no schedule: they read
+        what arrives when it arrives."""
+        out = []
+        for a in self.agents:
+            if a.role != "source" or not a.log.is_file():
+                continue
+            for line in a.log.read_text().splitlines():
+                r = json.loads(line)
+                if r.get("event") == "timing":
+                    name = f"cross-traffic source at {a.node}"
+                    out.append(agent_timing(name, "cross", "schedule", r["deadlines"], CROSS_GOAL))
+        return out
 
     def wait(self, timeout: float | None = None) -> None:
         """Waits until every agent has ended (sources after their flows' stops, sinks at the end
