@@ -118,9 +118,10 @@ def test_fixed_rate_matches_the_simulation(
     assert emu.summary["identity"]["scenario_sha256"] == sim.summary["identity"]["scenario_sha256"]
     info = emu.summary["emulation"]
     # Every process that keeps time is listed with its lateness and goal: the relay (departures,
-    # and each link's events, held to 200 µs at p99 as its own `keeping_up` is) and both media
-    # agents (their deadlines). The run kept them all (`assert_valid` above), so it warns of
-    # nothing.
+    # and each link's events, held to 1 ms at p99 and 20 ms at worst for the run's validity) and
+    # both media agents (their deadlines). The run kept them all (`assert_valid` above); whether
+    # the relay also kept its own 200 µs performance goal (`keeping_up`) is the machine's, and a
+    # miss is one warning.
     processes = {p["name"]: p for p in info["processes"]}
     assert set(processes) == {
         "relay",
@@ -130,9 +131,15 @@ def test_fixed_rate_matches_the_simulation(
         "media receiver of video at B",
     }, processes
     assert all(p["kept"] and p["count"] > 0 for p in processes.values()), processes
-    assert processes["relay"]["goal_us"]["p99"] == LATENESS_GOAL_US and info["relay"]["keeping_up"]
+    assert processes["relay"]["goal_us"] == {"p99": 1000.0, "max": 20000.0}
     assert processes["media sender of video at A"]["goal_us"] == {"p99": 1000.0, "max": 20000.0}
-    assert info["valid"] is True and info["reasons"] == [] and info["warnings"] == [], info
+    assert info["valid"] is True and info["reasons"] == [], info
+    p99s = [
+        info["relay"]["lateness_us"]["p99"],
+        *(e["lateness_us"]["p99"] for e in info["relay"]["elements"]),
+    ]
+    assert info["relay"]["keeping_up"] == all(p <= LATENESS_GOAL_US for p in p99s), info
+    assert len(info["warnings"]) == (0 if info["relay"]["keeping_up"] else 1), info
     assert info["relay"]["records_lost"] == 0
     # The command line says so under the run's line; a run that fell behind says which process.
     print_summary([emu])

@@ -189,7 +189,8 @@ def _same_tables(sim: RunResult, emu: RunResult) -> None:
 
 def _timing(emu: RunResult, radio: str) -> None:
     """The relay reports its timing per element, the radio's among them, as processes of the
-    run, and is marked as not keeping up exactly when a p99 missed the goal."""
+    run, and is marked as not keeping up exactly when a p99 missed its 200 µs goal (a warning; the
+    run's validity asks 1 ms)."""
     relay = emu.summary["emulation"]["relay"]
     elements = {e["name"]: e for e in relay["elements"]}
     assert elements[radio]["kind"] in ("wifi", "lte") and elements[radio]["events"] > 1000
@@ -200,7 +201,10 @@ def _timing(emu: RunResult, radio: str) -> None:
         "relay",
         *(f"relay ({e['kind']} {e['name']})" for e in elements.values()),
     }
-    assert all(p["kept"] for p in listed) == relay["keeping_up"]
+    assert all(
+        p["kept"] == (p["lateness_us"]["p99"] <= 1000.0 and p["lateness_us"]["max"] <= 20000.0)
+        for p in listed
+    )
     assert 0 < relay["forwarding_cpu_share"] < 1.0 and relay["cpu_s"] > 0
     late = [w for w in emu.summary["emulation"]["warnings"] if w.startswith("the relay could not keep up")]
     assert len(late) == (0 if relay["keeping_up"] else 1)
