@@ -35,7 +35,9 @@ def test_the_simulator_stays_where_it_stood_against_chromium(tmp_path: Path) -> 
     assert rows.height > 0 and periods.height > 0, "no reference committed"
     result = reproduce.reproduce(tmp_path, _referenced(rows, periods), browser="none")
     simulated = {(r["table"], r["key"]): r["simulated"] for r in result.rows.iter_rows(named=True)}
-    moved = reference.changes(rows, simulated) + reference.period_changes(periods, result.simulated_summaries)
+    moved = reference.changes(rows, simulated) + reference.period_changes(
+        periods, result.simulated_summaries, result.simulated_folders
+    )
     assert not moved, "\n".join(map(str, moved))
 
 
@@ -82,6 +84,9 @@ def test_the_reference_round_trips_and_names_what_moved(tmp_path: Path) -> None:
         ].simulated_now
         is None
     )
+    # A span the run now cuts in several periods is still measured over the same span: its phase.
+    phase_only = {"periods": [], "phases": summary["periods"]}
+    assert reference.period_changes(ref_periods, {"seed002-step-up": [phase_only]}) == [gone]
 
 
 def test_a_reference_row_the_set_no_longer_has_is_named() -> None:

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from rtcbench import runner, stacks
+from rtcbench.identity import MODEL_REVISION
 from rtcbench.results import InputError
 
 SIMULATOR = [stacks.stack("simulator")]
@@ -40,7 +41,7 @@ def test_every_case_phase_and_metric_is_a_row(compared: stacks.StackComparison) 
     assert ((valued["value_min"] <= valued["value"]) & (valued["value"] <= valued["value_max"])).all()
     assert (valued["value"] - (valued["value_min"] + valued["value_max"]) / 2).abs().max() < 1e-9
     assert valued.filter(pl.col("value_min") < pl.col("value_max")).height > 0  # the seeds differ
-    assert compared.versions == {"simulator": "rtcbench model revision 14"}
+    assert compared.versions == {"simulator": f"rtcbench model revision {MODEL_REVISION}"}
     for name in (stacks.ROWS, stacks.CURVES):
         assert pl.read_parquet(compared.out / name).height > 0
     # The curves hold the TCP flow of RFC 8867 §5.6 beside the video.
@@ -84,7 +85,9 @@ def test_figures_and_markdown(compared: stacks.StackComparison) -> None:
         assert f"## {case.label()}" in text
         assert f"]({stacks.figure_path(Path(), case.label()).name})" in text
     assert (
-        "| simulator | rtcbench's gcc, pacer and frame-size model, simulated | rtcbench model revision 14 |"
+        "| simulator | rtcbench's gcc, pacer and frame-size model, simulated | rtcbench model revision "
+        + str(MODEL_REVISION)
+        + " |"
         in text
     )
     assert stacks.figure_path(Path("o"), "rfc8867-5.6 [queue=300ms,tcp_cc=cubic]") == Path(

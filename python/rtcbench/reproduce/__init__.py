@@ -25,6 +25,7 @@ Three tables are written to `out`, each by rename:
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import time
@@ -35,12 +36,13 @@ from typing import Any, Literal, TypeVar
 
 import polars as pl
 
+from rtcbench.analysis import active_span_us, flow_metrics
 from rtcbench.browser.machine import CPU_LIMITED_SHARE, judge, starved_warning
 from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
-from rtcbench.results import InputError, write_bytes_atomic, write_parquet_atomic
+from rtcbench.results import InputError, read_summary, write_bytes_atomic, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _execute, _Job, _run_parallel, batch_folder, execute_plan
@@ -279,6 +281,8 @@ class Reproduction:
     """Browser runs kept although not fair measurements (case label: why)."""
     simulated_summaries: dict[str, list[dict[str, Any]]]
     """Each case's simulated runs' summaries, by case label."""
+    simulated_folders: dict[str, list[Path]]
+    """The same runs' folders, in the same order."""
 
 
 def _mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None, int]:
@@ -373,17 +377,60 @@ def period_agrees(metric: str, chromium: float | None, simulated: float | None) 
 
 
 def period_values(
-    summaries: Sequence[dict[str, Any]], flow: str, span: tuple[float, float], metric: str
+    summaries: Sequence[dict[str, Any]],
+    flow: str,
+    span: tuple[float, float],
+    metric: str,
+    folders: Sequence[Path] = (),
 ) -> list[float]:
-    """A period metric (`PERIODS_SCHEMA`'s `metric`) of `flow` in the period spanning `span`, from
-    each summary that has that period."""
+    """A period metric (`PERIODS_SCHEMA`'s `metric`) of `flow` over `span`, from each summary that
+    measured the flow over exactly that span (a period, or else a phase of its bottleneck); if
+    none did, measured over the span on each run of `folders` (the same runs, as folders).
+
+    Periods are matched by their times, which the scenario fixes, but a reference made before
+    model revision 15 was cut by older rules: since then a period also ends where a flow sharing
+    the radio medium starts or stops, so a span of the committed reference can now be a phase, or
+    two periods, of the simulated run. The flow's numbers over that same span are what Chromium's
+    are set against."""
     key, scale = _PERIOD_KEYS[metric]
+    for s in summaries:
+        for spans in (s.get("periods", []), s.get("phases", [])):
+            if any((p["start_s"], p["end_s"]) == span for p in spans):
+                break
+        else:
+            if folders:
+                return [
+                    v * scale
+                    for path in folders
+                    if (v := _span_metrics(path, flow, span).get(key)) is not None
+                ]
     out = []
     for s in summaries:
-        for p in s.get("periods", []):
-            if (p["start_s"], p["end_s"]) == span:
-                out += [f[key] * scale for f in p["flows"] if f["name"] == flow and f.get(key) is not None]
+        for spans in (s.get("periods", []), s.get("phases", [])):
+            found = [
+                f[key] * scale
+                for p in spans
+                if (p["start_s"], p["end_s"]) == span
+                for f in p["flows"]
+                if f["name"] == flow and f.get(key) is not None
+            ]
+            if found:
+                out += found
+                break
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _span_metrics(folder: Path, flow: str, span: tuple[float, float]) -> dict[str, Any]:
+    """`flow_metrics` of the flow named `flow` of the run in `folder` over `span` (its part of it
+    while its source runs), or {} when the run has no such flow."""
+    run = RunResult(folder, read_summary(folder, required=("meta",), verify=False))
+    flows = {str(f["name"]): f for f in run.summary["meta"]["flows"]}
+    if flow not in flows:
+        return {}
+    start, stop = active_span_us(flows[flow], round(float(run.summary["simulated_s"]) * 1e6))
+    a, b = (round(x * 1e6) for x in span)
+    return flow_metrics(run.tables, run.timeseries, int(flows[flow]["id"]), max(a, start), min(b, stop))
 
 
 def compare_periods(
@@ -412,10 +459,12 @@ def period_row(
     metric: str,
     chromium: float | None,
     simulated: Sequence[dict[str, Any]],
+    folders: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """One `PERIODS_SCHEMA` row: Chromium's value of `metric` for `flow` in the period `span`
-    against the mean of the simulated summaries' values there."""
-    mean, sd, _ = _mean_sd(period_values(simulated, flow, span, metric))
+    against the mean of the simulated summaries' values there (`period_values`; `folders`: the
+    same runs' folders)."""
+    mean, sd, _ = _mean_sd(period_values(simulated, flow, span, metric, folders))
     return {
         "case": label,
         "flow": flow,
@@ -627,11 +676,13 @@ def reproduce(
         summaries, ran = execute_plan(plan, jobs, progress)
     sim_values: dict[RowId, list[float | None]] = {}
     sim_summaries: dict[Case, list[dict[str, Any]]] = {case: [] for case in chosen}
+    sim_folders: dict[str, list[Path]] = {case.label(): [] for case in chosen}
     for i, (job, summary) in enumerate(zip(plan, summaries, strict=True)):
         case = chosen[i // len(sim_seeds)]
         for row, value in measure_case(tables, case, RunResult(job.path, summary)).items():
             sim_values.setdefault(row, []).append(value)
         sim_summaries[case].append(summary)
+        sim_folders[case.label()].append(job.path)
         if on_run is not None:
             on_run(case, SIMULATE, job.seed, summary, i in ran)
 
@@ -643,7 +694,7 @@ def reproduce(
         from rtcbench.reproduce import reference
 
         chromium_values, referenced = reference.chromium(
-            {t.id for t in tables}, {case.label(): sims for case, sims in sim_summaries.items()}
+            {t.id for t in tables}, {case.label(): sims for case, sims in sim_summaries.items()}, sim_folders
         )
     elif browser != "none":
         browser_plan = {
@@ -678,6 +729,7 @@ def reproduce(
         time.perf_counter() - started,
         problems,
         {case.label(): summaries for case, summaries in sim_summaries.items()},
+        sim_folders,
     )
     if write:
         out.mkdir(parents=True, exist_ok=True)

@@ -79,12 +79,16 @@ def load(folder: Path = FOLDER) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def chromium(
-    tables: set[str], simulated: dict[str, list[dict[str, Any]]], folder: Path = FOLDER
+    tables: set[str],
+    simulated: dict[str, list[dict[str, Any]]],
+    runs: dict[str, list[Path]] | None = None,
+    folder: Path = FOLDER,
 ) -> tuple[dict[tuple[str, str], float | None], list[dict[str, Any]]]:
     """Chromium's half of a reproduction of `tables` (their ids) from the reference in `folder`:
     its value of every referenced row, by (table, key), and the referenced periods of those
     tables' cases as `PERIODS_SCHEMA` rows, each set against the simulated runs' summaries now
-    (`simulated`: by case label, as `Reproduction.simulated_summaries`)."""
+    (`simulated`: by case label, as `Reproduction.simulated_summaries`; `runs`: their folders,
+    as `Reproduction.simulated_folders`, to measure a span they no longer cut as a period)."""
     rows, periods = load(folder)
     values: dict[tuple[str, str], float | None] = {
         (r["table"], r["key"]): float(r["chromium"])
@@ -100,6 +104,7 @@ def chromium(
             ref["metric"],
             float(ref["chromium"]),
             simulated[ref["case"]],
+            (runs or {}).get(ref["case"], []),
         )
         for ref in periods.iter_rows(named=True)
         if ref["case"] in simulated
@@ -157,14 +162,20 @@ def changes(reference_rows: pl.DataFrame, simulated: dict[tuple[str, str], float
 
 
 def period_changes(
-    reference_periods: pl.DataFrame, simulated: dict[str, list[dict[str, Any]]]
+    reference_periods: pl.DataFrame,
+    simulated: dict[str, list[dict[str, Any]]],
+    runs: dict[str, list[Path]] | None = None,
 ) -> list[Change]:
     """The reference periods whose agreement with Chromium differs for the simulated runs'
-    summaries now (`simulated`: by case label, as `Reproduction.simulated_summaries`)."""
+    summaries now (`simulated`: by case label, as `Reproduction.simulated_summaries`; `runs`:
+    their folders, as `Reproduction.simulated_folders`, to measure a span they no longer cut as
+    a period, `period_values`)."""
     out = []
     for ref in reference_periods.iter_rows(named=True):
+        span = (ref["start_s"], ref["end_s"])
+        case = ref["case"]
         values = period_values(
-            simulated.get(ref["case"], []), ref["flow"], (ref["start_s"], ref["end_s"]), ref["metric"]
+            simulated.get(case, []), ref["flow"], span, ref["metric"], (runs or {}).get(case, [])
         )
         now = sum(values) / len(values) if values else None
         if bool(period_agrees(ref["metric"], ref["chromium"], now)) != bool(ref["agrees"]):
