@@ -513,3 +513,35 @@ def test_results_follow_the_umask(tmp_path: Path, umask: int, folder: int, file:
     (run,) = [p.parent for p in out.rglob("summary.json")]
     assert run.stat().st_mode & 0o777 == folder
     assert {p.stat().st_mode & 0o777 for p in run.iterdir()} == {file}
+
+
+def test_an_import_an_interrupt_cut_short_is_answered_as_the_interrupt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SIGTERM one second into `report`, as matplotlib loaded, once in about 80 tries: a pybind11
+    # module whose initialisation the interrupt cut short fails its import as "initialization
+    # failed", the interrupt its cause, and the command ended with that ImportError's traceback.
+    from rtcbench.cli import errors
+
+    @errors.guarded("no report was written")
+    def command() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise ImportError("initialization failed") from e
+
+    def app(**kw: object) -> int:
+        try:
+            command()
+        except errors.typer.Exit as e:
+            return int(e.exit_code)
+        return 0
+
+    assert _run_app_with(app, monkeypatch, capsys) == (130, ["interrupted: no report was written"])
+
+    @errors.guarded("no report was written")
+    def broken() -> None:
+        raise ImportError("no module named matplotlib")
+
+    with pytest.raises(ImportError, match="matplotlib"):
+        broken()  # not an interrupt: a bug, with its traceback

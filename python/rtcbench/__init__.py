@@ -16,9 +16,15 @@ and a Ctrl-C in that second ends as cleanly as one later (docs/cli.md).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# Not `typing.TYPE_CHECKING`: importing `typing` takes some 7 ms, most of what `import rtcbench`
+# costs, and the command line cannot answer an interrupt until this module and `rtcbench.cli`
+# are loaded (docs/cli.md, "Interrupts"). Type checkers take this name for theirs.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from rtcbench._core import ScenarioError
     from rtcbench.analysis import summarize, timeseries
     from rtcbench.compare import load_runs

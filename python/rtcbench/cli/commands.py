@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from rtcbench.cli.calibrate import calibrate_cmd
 from rtcbench.cli.compare import compare_cmd
-from rtcbench.cli.errors import debug_option, one_line, unanswered_interrupt
+from rtcbench.cli.errors import came_from_interrupt, debug_option, one_line, unanswered_interrupt
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
@@ -76,9 +76,11 @@ def run_app(sigint: object = None) -> None:
     interrupt_on_signals(sigint)
     try:
         code = app(standalone_mode=False, prog_name="rtcbench")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ImportError) as e:
         # Typer answers an interrupt while it parses with status 130 and no word, and one while it
         # builds the app not at all; a command answers its own (`errors.guarded`).
+        if not came_from_interrupt(e):
+            raise
         code = INTERRUPTED
     except typer.TyperException as e:
         # A mistake on the command line (unknown option, a value of the wrong type): one line and

@@ -95,6 +95,21 @@ def unanswered_interrupt() -> str:
     return "interrupted: nothing was started"
 
 
+def came_from_interrupt(e: BaseException) -> bool:
+    """Whether `e` is an interrupt, or an error an interrupt turned into: an extension module whose
+    initialisation the interrupt cut short fails its import as "initialization failed" (pybind11's
+    modules, matplotlib's among them), with the interrupt as its cause. Seen once in about 80
+    SIGTERMs one second into `report`, as matplotlib loaded."""
+    seen: set[int] = set()
+    at: BaseException | None = e
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return True
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return False
+
+
 def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, None]]:
     """Makes a command answer an interrupt with `interrupted` (one line, status 130), a user or
     environment error with one line (status 2), a failing Python controller with its traceback
@@ -109,7 +124,9 @@ def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, Non
             try:
                 command(*args, **kwargs)
                 _stage = "after"
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, ImportError) as e:
+                if not came_from_interrupt(e):
+                    raise
                 _stage = "told"
                 message = interrupted.format(out=kwargs.get("out") or "the results folder")
                 err_console.print(
