@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import math
 import os
 import re
@@ -453,20 +452,15 @@ def verify_files(folder: Path, summary: dict[str, Any]) -> str | None:
     return None
 
 
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON number")
-
-
 def _parse_summary(data: bytes, path: Path) -> dict[str, Any]:
-    """The JSON object of a summary, or `InputError`. rtcbench writes neither NaN nor Infinity
-    (`allow_nan=False`), so they are refused too. Nesting deeper than the parser's recursion limit
-    (about a thousand) ends in a `RecursionError`, quickly: the size is bounded before."""
+    """The JSON object of a summary, or `InputError` (`documents.parse_json`: bounded in size and
+    nesting; NaN and Infinity refused, as rtcbench writes neither)."""
+    from rtcbench.documents import parse_json
+
     try:
-        summary = json.loads(data.decode("utf-8"), parse_constant=_not_json)
-    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError, NaN, an integer of 4300 digits
-        raise InputError(f"{path}: not a complete summary ({e})") from None
-    except RecursionError:
-        raise InputError(f"{path}: not a complete summary (nested too deep)") from None
+        summary = parse_json(data, path)
+    except InputError as e:
+        raise InputError(f"{path}: not a complete summary ({str(e).removeprefix(f'{path}: ')})") from None
     if not isinstance(summary, dict):
         raise InputError(f"{path}: not a complete summary (not a JSON object)")
     return summary

@@ -1,16 +1,16 @@
 """Finding scenarios: a built-in id (`rtcbench list`) or a path to a TOML file.
 
-The one place Python reads TOML: a variant's resolved scenario (`Variant.spec` and its
-accessors, parsed once) and the other TOML documents rtcbench accepts (`read_toml`: a sweep file,
-scorecard thresholds, a results folder's `scenario.toml`). Loading and checking a scenario is the
-Rust loader's (`_core.expand`); what Python reads here is the text that loader resolved.
+A variant's resolved scenario is parsed here (`Variant.spec` and its accessors, parsed once):
+loading and checking a scenario is the Rust loader's (`_core.expand`), and what Python reads here
+is the text that loader resolved. The other TOML documents rtcbench accepts (a sweep file,
+scorecard thresholds, a results folder's `scenario.toml`) are read by `rtcbench.documents`.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,7 +30,6 @@ __all__ = [
     "call_tables",
     "numeric_value",
     "other_codecs",
-    "read_toml",
     "resolve",
     "typed_fields",
     "variant_fields",
@@ -239,39 +238,3 @@ def other_codecs(variant: Variant) -> list[tuple[str, str]]:
         for where, call in call_tables(variant)
         if (codec := (call.get("video") or {}).get("codec", MODELLED_CODEC)) != MODELLED_CODEC
     ]
-
-
-def read_toml(
-    path: Path, error: Callable[[str], Exception], *, strerror_only: bool = False
-) -> dict[str, Any]:
-    """A TOML document rtcbench reads besides a scenario to run: a sweep file, scorecard
-    thresholds, a results folder's `scenario.toml`. A file that cannot be read or is not TOML
-    raises `error("{path}: {reason}")`, the reason being the parser's message or the OSError's
-    (its `strerror` alone with `strerror_only`); text that is not UTF-8 raises `InputError`
-    (`results.read_text`). A syntax error names its line, as the scenario loader does:
-    `{path}:{line}: {reason}`."""
-    try:
-        text = read_text(path)
-    except OSError as e:
-        raise error(f"{path}: {(e.strerror or e) if strerror_only else e}") from e
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise error(_toml_syntax_error(path, text, e)) from e
-
-
-_TOML_PLACE = re.compile(r" \(at (?:line (\d+), column (\d+)|end of document)\)$")
-"""Where tomllib (Python 3.11 to 3.13) says the error is: at the end of its message."""
-
-
-def _toml_syntax_error(path: Path, text: str, e: tomllib.TOMLDecodeError) -> str:
-    """`{path}:{line}: {reason} (column {n})`; an error at the end of the text (an array or a
-    string left open) is on its last line."""
-    message = str(e)
-    place = _TOML_PLACE.search(message)
-    if place is None:
-        return f"{path}: {message}"
-    reason = message[: place.start()]
-    if place[1] is not None:
-        return f"{path}:{place[1]}: {reason} (column {place[2]})"
-    return f"{path}:{max(1, len(text.splitlines()))}: {reason} (at the end of the file)"

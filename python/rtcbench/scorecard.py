@@ -25,8 +25,8 @@ from typing import Any, Literal
 import polars as pl
 
 from rtcbench import analysis
+from rtcbench.documents import read_toml
 from rtcbench.results import InputError, PathArg, read_summary, regular_file, run_folders
-from rtcbench.scenarios import read_toml
 
 __all__ = [
     "CRITERIA",

@@ -38,9 +38,10 @@ from typing import Any
 import polars as pl
 
 from rtcbench import runner
+from rtcbench.documents import read_toml
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
-from rtcbench.scenarios import read_toml, resolve, typed_fields
+from rtcbench.scenarios import resolve, typed_fields
 from rtcbench.suite import (
     RunProgress,
     _Job,

@@ -5,6 +5,7 @@ module."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -70,10 +71,41 @@ for name, command in (
     app.command(name, short_help=short_help(command))(command)
 
 
+def undecodable(argv: list[str]) -> str | None:
+    """The line for the first of `argv` (the words after `rtcbench`) that is not UTF-8, naming the
+    option it is the value of (or the argument, by its place), or None. Python hands such bytes
+    over as lone surrogates (PEP 383), which every later step (a TOML value, a Parquet column, a
+    folder name in the index) would refuse with a traceback, some only after the simulation."""
+    for i, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raw = os.fsencode(arg)
+            shown = raw.decode("utf-8", "backslashreplace")
+            bad = raw[len(arg[: e.start].encode("utf-8"))]
+            if arg.startswith("--") and "=" in arg:
+                what = f"the value of {arg.split('=', 1)[0]}"
+                shown = shown.split("=", 1)[1]
+            elif arg.startswith("-"):
+                what = "an option's name"
+            elif i > 0 and argv[i - 1].startswith("-") and "=" not in argv[i - 1]:
+                what = f"the value of {argv[i - 1]}"
+            else:
+                what = f"argument {i + 1}"
+            return (
+                f"{what}, '{shown}', is not valid UTF-8 (byte 0x{bad:02x}): rtcbench takes options, "
+                "scenario names and paths as UTF-8 text"
+            )
+    return None
+
+
 def run_app(sigint: object = None) -> None:
     """Runs the command line and exits with its status. `sigint`: the SIGINT handler in force
     before `rtcbench.cli.main` set its own for loading."""
     interrupt_on_signals(sigint)
+    if (line := undecodable(sys.argv[1:])) is not None:
+        err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     try:
         code = app(standalone_mode=False, prog_name="rtcbench")
     except (KeyboardInterrupt, ImportError) as e:

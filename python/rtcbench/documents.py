@@ -1,0 +1,198 @@
+"""TOML and JSON documents that rtcbench's Python side reads from files it did not write itself in
+this process: a sweep file, scorecard thresholds, a results folder's `scenario.toml` and
+`summary.json`. A file is someone's input (or part of a folder someone handed over), so reading it
+is bounded before the parser sees it, and every way it can fail ends in one line naming the file.
+
+The bounds (docs/limits.md):
+- size: `MAX_BYTES`, checked while reading (`results.read_text`);
+- nesting: `MAX_NESTING` levels of arrays and inline tables (JSON: arrays and objects). Python's
+  parsers recurse once per level and end in `RecursionError` at about a thousand;
+- a dotted key of at most `MAX_KEY_PARTS` parts. `tomllib` keeps, for every part of a dotted key,
+  the key up to it: a 200 kB line `a.a.a…b = 1` took 21 GB before the kernel killed the process.
+
+Both are checked by a scan of the text before it is parsed (`_toml_shape`), so neither parser ever
+meets a document past them. The scenario loader (Rust, `toml` crate) has bounds of its own and
+answers in the same one-line form.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rtcbench.results import InputError, read_text
+
+__all__ = ["MAX_BYTES", "MAX_KEY_PARTS", "MAX_NESTING", "parse_json", "parse_toml", "read_toml"]
+
+MAX_BYTES = 8 * 1024 * 1024
+"""The largest document read, as for a scenario file (docs/limits.md)."""
+MAX_NESTING = 64
+"""Arrays and inline tables (JSON: arrays and objects) inside one another; rtcbench's own files
+nest at most six deep."""
+MAX_KEY_PARTS = 64
+"""Parts of one dotted key, its table header's included (`[a.b]` then `c.d = 1`: four)."""
+
+
+def read_toml(
+    path: Path, error: Callable[[str], Exception], *, strerror_only: bool = False
+) -> dict[str, Any]:
+    """The TOML document in `path`. A file that cannot be read or is not TOML within the bounds
+    raises `error("{path}: {reason}")`, the reason being the parser's message, the bound it went
+    past, or the OSError's (its `strerror` alone with `strerror_only`); text that is not UTF-8
+    raises `InputError` (`results.read_text`). A syntax error names its line, as the scenario
+    loader does: `{path}:{line}: {reason}`."""
+    try:
+        text = read_text(path, limit=MAX_BYTES)
+    except OSError as e:
+        raise error(f"{path}: {(e.strerror or e) if strerror_only else e}") from e
+    return parse_toml(text, path, error)
+
+
+def parse_toml(text: str, path: Path | str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """`text` (the contents of `path`) as a TOML document, or `error` with one line."""
+    if (bound := _toml_shape(text)) is not None:
+        line, reason = bound
+        raise error(f"{path}:{line}: {reason}")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise error(_toml_syntax_error(path, text, e)) from e
+    except (RecursionError, MemoryError) as e:  # past the scan's bounds only by a bug of the scan
+        raise error(f"{path}: too large or too deeply nested to read ({type(e).__name__})") from None
+
+
+def parse_json(data: bytes, path: Path | str) -> Any:
+    """`data` (the contents of `path`) as a JSON value, or `InputError` with one line. NaN and
+    Infinity are refused (rtcbench writes neither, `allow_nan=False`); so is nesting past
+    `MAX_NESTING`, before the parser recurses."""
+    if len(data) > MAX_BYTES:
+        raise InputError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB, not read")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    if _json_depth(text) > MAX_NESTING:
+        raise InputError(f"{path}: nested more than {MAX_NESTING} levels deep")
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except ValueError as e:  # JSONDecodeError, NaN, an integer of 4300 digits
+        raise InputError(f"{path}: not valid JSON ({e})") from None
+    except (RecursionError, MemoryError) as e:
+        raise InputError(f"{path}: too large or too deeply nested to read ({type(e).__name__})") from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON `text`, strings skipped (a scan; the
+    text need not be valid)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+_STRING = re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'', re.DOTALL)
+"""TOML's four kinds of string (multi-line ones first), to be skipped by `_toml_shape`."""
+
+
+def _toml_shape(text: str) -> tuple[int, str] | None:
+    """(line, reason) of the first place where TOML `text` goes past `MAX_NESTING` or
+    `MAX_KEY_PARTS`, or None. A scan, not a parse: strings and comments are skipped, brackets
+    counted, and the dots of a key counted where a key stands (a table header; the start of a line
+    outside brackets; after `{` or `,` in an inline table); a malformed text is left to the parser
+    to describe."""
+    nested = f"arrays and inline tables nested more than {MAX_NESTING} levels deep"
+    dotted = f"a dotted key of more than {MAX_KEY_PARTS} parts"
+    stack: list[str] = []  # the open arrays and inline tables
+    header = 0  # parts of the last table header: a key under it adds to them
+    parts = 0  # dots of the key being read
+    in_key, in_header, line_start = True, False, True
+    line, i, n = 1, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            m = _STRING.match(text, i)
+            end = n if m is None else m.end()
+            line += text.count("\n", i, end)
+            i, line_start = end, False
+            continue
+        if ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if ch == "\n":
+            line += 1
+            if not stack:
+                in_key, in_header, line_start, parts = True, False, True, 0
+            i += 1
+            continue
+        if ch in " \t\r":
+            i += 1
+            continue
+        if line_start and ch == "[" and not stack:
+            in_header, in_key, parts = True, True, 0
+            i += 2 if text.startswith("[[", i) else 1
+            line_start = False
+            continue
+        line_start = False
+        if ch == "." and in_key:
+            parts += 1
+            if parts + 1 + (0 if in_header or stack else header) > MAX_KEY_PARTS:
+                return line, dotted
+        elif ch == "]" and in_header:
+            header, in_header, in_key = parts + 1, False, False
+            i += 2 if text.startswith("]]", i) else 1
+            continue
+        elif ch == "=" and in_key:
+            in_key = False
+        elif ch in "[{":
+            stack.append(ch)
+            if len(stack) > MAX_NESTING:
+                return line, nested
+            in_key, parts = ch == "{", 0
+        elif ch in "]}":
+            if stack:
+                stack.pop()
+            in_key = False
+        elif ch == "," and stack and stack[-1] == "{":
+            in_key, parts = True, 0
+        i += 1
+    return None
+
+
+_TOML_PLACE = re.compile(r" \(at (?:line (\d+), column (\d+)|end of document)\)$")
+"""Where tomllib (Python 3.11 to 3.13) says the error is: at the end of its message."""
+
+
+def _toml_syntax_error(path: Path | str, text: str, e: tomllib.TOMLDecodeError) -> str:
+    """`{path}:{line}: {reason} (column {n})`; an error at the end of the text (an array or a
+    string left open) is on its last line."""
+    message = str(e)
+    place = _TOML_PLACE.search(message)
+    if place is None:
+        return f"{path}: {message}"
+    reason = message[: place.start()]
+    if place[1] is not None:
+        return f"{path}:{place[1]}: {reason} (column {place[2]})"
+    return f"{path}:{max(1, len(text.splitlines()))}: {reason} (at the end of the file)"
