@@ -467,3 +467,56 @@ def test_a_full_disk_leaves_no_folder_behind(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "w.toml"], (
         "folders made for the runs are removed"
     )
+
+
+def _rehash(run: Path) -> None:
+    """Records the run folder's files as they are now, as a hostile or careless tool would after
+    changing one: the folder passes the size and SHA-256 check, only its contents are wrong."""
+    from rtcbench.results import FILES_KEY, file_records
+
+    summary = json.loads((run / SUMMARY).read_text())
+    summary[FILES_KEY] = file_records(run)
+    (run / SUMMARY).write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize(
+    ("swap", "named"),
+    [
+        (
+            ("timeseries.parquet", "packets.parquet"),
+            "timeseries.parquet: lacks column(s) flow_name, send_rate_bps",
+        ),
+        (("links.parquet", "frames.parquet"), "links.parquet: lacks column(s)"),
+        (("frames.parquet", "controller.parquet"), "frames.parquet: lacks column(s)"),
+    ],
+    ids=["timeseries-is-packets", "links-is-frames", "frames-is-controller"],
+)
+def test_a_swapped_table_is_named_in_one_line_the_same_by_every_command(
+    two_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], swap: tuple[str, str], named: str
+) -> None:
+    # `reproduce --browser kept` on a run whose time series was swapped (and the folder's hashes
+    # recomputed) ended in polars' ColumnNotFoundError; the report named the run in ten lines.
+    import shutil
+
+    root = _copy(two_runs, tmp_path / "runs")
+    broken = _runs(root)[1]
+    shutil.copyfile(broken / swap[1], broken / swap[0])
+    _rehash(broken)
+    line = f"{broken / swap[0]}: "
+    # The reader every command uses (`reproduce` measures kept runs through it).
+    with pytest.raises(rtcbench.results.InputError) as e:
+        run = rtcbench.RunResult(broken, rtcbench.read_summary(broken))
+        run.timeseries if swap[0] == "timeseries.parquet" else run.tables  # noqa: B018
+    assert str(e.value).startswith(line) and named in str(e.value)
+    for args in (
+        ["report", str(root), "--jobs", "1", "--run-figures", "all", "--out", str(tmp_path / "report")],
+        ["figure", str(broken), "--out", str(tmp_path / "figures")],
+        *([["score", str(root)]] if swap[0] == "timeseries.parquet" else []),
+    ):
+        code, _, err = main(args, capsys)
+        assert "Traceback" not in err, err
+        assert named in err, (args[0], err)
+        # Every line that names the run gives that reason (`figure` of this run alone also ends
+        # with it: nothing could be drawn).
+        naming = [ln for ln in err.splitlines() if str(broken) in ln]
+        assert naming and all(f"{broken}/{named}" in ln for ln in naming), (args[0], err)

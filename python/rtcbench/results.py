@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rtcbench.tables import SCHEMA, Tables
+from rtcbench.tables import SCHEMA, Tables, schema_problem
 
 __all__ = [
     "BROWSER_TABLES",
@@ -381,15 +382,44 @@ def regular_file(path: Path) -> Path:
     return path
 
 
+def table_problem(path: Path) -> str | None:
+    """Why the Parquet file `path` (`<table>.parquet` of a run folder: a trace table or
+    `timeseries.parquet`) cannot be read as that table, from its footer alone, or None. The one
+    check every command that reads a run's tables makes first (`read_table`), so a folder whose
+    table was swapped, edited or written by another tool is named in the same line by each."""
+    table = path.name.removesuffix(".parquet")
+    try:
+        schema = dict(pl.read_parquet_schema(regular_file(path)))
+    except InputError as e:
+        return str(e).removeprefix(f"{path}: ")
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as e:
+        return f"not a Parquet file rtcbench can read ({type(e).__name__})"
+    if table in BROWSER_TABLES:
+        return None  # samples the browser gave, read column by column where present
+    return schema_problem(table, schema)
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    """The table in `path`, checked first (`table_problem`): `InputError` naming the file and
+    what is wrong, never a reader's own error from deep inside a metric. One chunk per column, as
+    tables made in memory have (float sums follow the chunks)."""
+    if (problem := table_problem(path)) is not None:
+        raise InputError(f"{path}: {problem}")
+    try:
+        return pl.read_parquet(regular_file(path)).rechunk()
+    except (pl.exceptions.PolarsError, pa.ArrowException) as e:
+        raise InputError(f"{path}: not a Parquet file rtcbench can read ({type(e).__name__})") from None
+
+
 def load_tables(folder: PathArg) -> Tables:
-    """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`)."""
+    """Reads a run folder back into `Tables` (its `meta` comes from `summary.json`); `InputError`
+    naming a table that is not what rtcbench writes (`read_table`)."""
     folder = Path(folder)
     summary = read_summary(folder, required=("meta",), verify=False)
-    # One chunk per column, as tables made in memory have (float sums follow the chunks).
-    frames = {name: pl.read_parquet(regular_file(folder / f"{name}.parquet")).rechunk() for name in TABLES}
+    frames = {name: read_table(folder / f"{name}.parquet") for name in TABLES}
     for name in BROWSER_TABLES:
         if (folder / f"{name}.parquet").is_file():
-            frames[name] = pl.read_parquet(regular_file(folder / f"{name}.parquet")).rechunk()
+            frames[name] = read_table(folder / f"{name}.parquet")
     return Tables(meta=summary["meta"], **frames)
 
 

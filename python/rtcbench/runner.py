@@ -50,7 +50,7 @@ from rtcbench.results import (
     file_records,
     load_tables,
     piece_frames,
-    regular_file,
+    read_table,
     remove_stale_runs,
     run_dir,
     tables_from_core,
@@ -253,7 +253,7 @@ class RunResult:
         """Per flow and 200 ms window: rates, delays, loss (docs/metrics.md)."""
         if self._timeseries is None:
             assert self.path is not None  # checked by the constructor
-            self._timeseries = pl.read_parquet(regular_file(self.path / "timeseries.parquet"))
+            self._timeseries = read_table(self.path / "timeseries.parquet")
         return self._timeseries
 
     def __repr__(self) -> str:

@@ -26,7 +26,7 @@ import polars as pl
 
 from rtcbench import analysis
 from rtcbench.documents import read_toml
-from rtcbench.results import InputError, PathArg, read_summary, regular_file, run_folders
+from rtcbench.results import InputError, PathArg, read_summary, read_table, run_folders
 
 __all__ = [
     "CRITERIA",
@@ -438,11 +438,7 @@ def read_run(folder: Path) -> RunView:
     summary = read_summary(folder)
     scenario = read_toml(folder / "scenario.toml", ScorecardError, strerror_only=True)
     ts_path = folder / "timeseries.parquet"
-    try:
-        ts = pl.read_parquet(regular_file(ts_path)) if ts_path.is_file() else None
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise ScorecardError(f"{ts_path}: unreadable ({type(e).__name__})") from None
-    return RunView(summary, scenario, ts)
+    return RunView(summary, scenario, read_table(ts_path) if ts_path.is_file() else None)
 
 
 def score_table(

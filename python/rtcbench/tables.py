@@ -73,6 +73,52 @@ def _schemas() -> dict[str, tuple[dict[str, pl.DataType], dict[str, pl.DataType]
 _SCHEMAS = _schemas()
 
 
+TIMESERIES: dict[str, pl.DataType] = {
+    "t_us": pl.Int64(), "flow": pl.Int32(), "flow_name": pl.String(),
+    "send_rate_bps": pl.Float64(), "media_send_rate_bps": pl.Float64(), "recv_rate_bps": pl.Float64(),
+    "goodput_bps": pl.Float64(), "capacity_bps": pl.Float64(), "utilization": pl.Float64(),
+    "target_bps": pl.Int64(), "owd_ms": pl.Float64(), "qdelay_ms": pl.Float64(),
+    "qdelay_p95_ms": pl.Float64(), "loss_ratio": pl.Float64(), "fps": pl.Float64(),
+    "frame_delay_ms": pl.Float64(),
+    "packets_sent": pl.Int64(), "packets_received": pl.Int64(), "packets_dropped": pl.Int64(),
+}  # fmt: skip
+"""The time series a run folder holds (`timeseries.parquet`, docs/metrics.md), in order: what
+`analysis.timeseries` computes and every reader of a run's time series expects."""
+
+
+def _kind(dtype: pl.DataType) -> str:
+    """What a column can be read as: "number", "text", "bool", or its own name."""
+    if dtype.is_numeric():
+        return "number"
+    if isinstance(dtype, pl.String | pl.Categorical | pl.Enum):
+        return "text"
+    if isinstance(dtype, pl.Boolean):
+        return "bool"
+    return str(dtype)
+
+
+def schema_problem(table: str, schema: dict[str, pl.DataType]) -> str | None:
+    """Why a table with columns `schema` cannot be read as `table` (a trace table of `SCHEMA`, or
+    "timeseries"), or None: a column every reader needs is missing, or a column holds another kind
+    of value (text where a number belongs) than the schema's. A number of another width is cast
+    when read, as a table without columns is the empty table (`_conform`)."""
+    if table == "timeseries":
+        required, known = TIMESERIES, TIMESERIES
+    else:
+        if not schema:
+            return None
+        required, nullable, optional = _SCHEMAS[table]
+        known = {**required, **nullable, **optional}
+    missing = [c for c in required if c not in schema]
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        return f"lacks column(s) {shown}: not a {table} table as rtcbench writes it (docs/traces.md)"
+    for c, dtype in known.items():
+        if c in schema and _kind(schema[c]) != _kind(dtype):
+            return f"column {c} holds {schema[c]}, where the {table} table has {dtype} (docs/traces.md)"
+    return None
+
+
 def dtypes(table: str) -> dict[str, pl.DataType]:
     """Every column of `table` the schema names, with its dtype, in order (a producer that builds
     the table itself types it with this)."""

@@ -23,6 +23,18 @@ const RATE_ALLOWED: &str = "a number with a unit bps, kbps, Mbps or Gbps (e.g. \
 const DURATION_ALLOWED: &str = "a number with a unit us, ms, s or min (e.g. \"300ms\", \"1.5s\")";
 const SIZE_ALLOWED: &str =
     "a number with a unit B, KB, MB or GB (SI: 1 KB = 1000 B), or KiB/MiB (e.g. \"60KB\", \"1500B\")";
+const RATE_RESOLUTION: &str = "0, or at least 1 bps (rates are counted in whole bit/s)";
+const DURATION_RESOLUTION: &str = "0, or at least 1us (times are counted in whole microseconds)";
+const SIZE_RESOLUTION: &str = "0, or at least 1 B (sizes are counted in whole bytes)";
+
+/// `value` (in the quantity's smallest unit) rounded to a whole number of it, or `Err` when it is
+/// above zero but below one: such a quantity would become zero or one, and either silently.
+fn whole(value: f64, err: impl FnOnce() -> ParseError) -> Result<f64, ParseError> {
+    if value > 0.0 && value < 1.0 {
+        return Err(err());
+    }
+    Ok(value.round())
+}
 
 /// Splits "2.5 Mbps" into (2.5, "Mbps"); the number must be finite and non-negative.
 fn split(text: &str) -> Option<(f64, &str)> {
@@ -54,7 +66,8 @@ impl FromStr for Bitrate {
             "Gbps" | "gbps" | "Gbit/s" => 1e9,
             _ => return Err(err()),
         };
-        Ok(Self::from_bps_f64(value * scale))
+        let below = || ParseError { text: text.to_string(), what: "bit rate", allowed: RATE_RESOLUTION };
+        Ok(Self::from_bps_f64(whole(value * scale, below)?))
     }
 }
 
@@ -70,7 +83,8 @@ impl FromStr for Duration {
             "min" => 60e6,
             _ => return Err(err()),
         };
-        Ok(Self::from_micros((value * scale_us).round() as i64))
+        let below = || ParseError { text: text.to_string(), what: "duration", allowed: DURATION_RESOLUTION };
+        Ok(Self::from_micros(whole(value * scale_us, below)? as i64))
     }
 }
 
@@ -88,7 +102,8 @@ impl FromStr for DataSize {
             "MiB" => 1024.0 * 1024.0,
             _ => return Err(err()),
         };
-        Ok(Self::bytes((value * scale).round() as u64))
+        let below = || ParseError { text: text.to_string(), what: "data size", allowed: SIZE_RESOLUTION };
+        Ok(Self::bytes(whole(value * scale, below)? as u64))
     }
 }
 
@@ -208,5 +223,20 @@ mod tests {
         assert!("-5ms".parse::<Duration>().is_err());
         assert!("fast".parse::<Bitrate>().is_err());
         assert!("60kb".parse::<DataSize>().is_err(), "kb (kilobits) is not a size");
+    }
+
+    #[test]
+    fn a_quantity_below_its_resolution_is_refused_not_rounded() {
+        // "0.5bps" was rounded up to 1 bit/s and ran; "0.4bps" became 0.
+        for text in ["0.5bps", "0.4bps", "1e-7Mbps"] {
+            let e = text.parse::<Bitrate>().unwrap_err();
+            assert!(e.to_string().contains("at least 1 bps"), "{e}");
+        }
+        assert!("0.5us".parse::<Duration>().unwrap_err().to_string().contains("at least 1us"));
+        assert!("0.0001KB".parse::<DataSize>().unwrap_err().to_string().contains("at least 1 B"));
+        // Zero stays zero, and a quantity of one or more keeps its nearest whole value.
+        assert_eq!("0bps".parse::<Bitrate>().unwrap(), Bitrate::bps(0));
+        assert_eq!("1.4bps".parse::<Bitrate>().unwrap(), Bitrate::bps(1));
+        assert_eq!("0ms".parse::<Duration>().unwrap(), Duration::from_micros(0));
     }
 }

@@ -18,7 +18,7 @@ from rtcbench.analysis.capacity import (
     wired_hop_keys,
 )
 from rtcbench.analysis.flows import _counted_frames, _flows, _frames_seen, _is_media
-from rtcbench.tables import RENDERED, VIDEO, Tables, _duration_us, _Parts
+from rtcbench.tables import RENDERED, TIMESERIES, VIDEO, Tables, _duration_us, _Parts
 
 DEFAULT_WINDOW_US = 200_000
 """W = 200 ms, RFC 8867 §3 and RFC 8868 §3 item 1."""
@@ -210,26 +210,7 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
             frame_delay_ms=pl.when(pl.col("_video")).then(pl.col("frame_delay_ms")),
         )
     )
-    return out.select(
-        "t_us",
-        "flow",
-        "flow_name",
-        pl.col(
-            "send_rate_bps",
-            "media_send_rate_bps",
-            "recv_rate_bps",
-            "goodput_bps",
-            "capacity_bps",
-            "utilization",
-        ).cast(pl.Float64),
-        pl.col("target_bps").cast(pl.Int64),
-        pl.col("owd_ms", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps", "frame_delay_ms").cast(
-            pl.Float64
-        ),
-        "packets_sent",
-        "packets_received",
-        "packets_dropped",
-    ).sort("flow", "t_us")
+    return out.select(pl.col(c).cast(dtype) for c, dtype in TIMESERIES.items()).sort("flow", "t_us")
 
 
 @dataclass(frozen=True)

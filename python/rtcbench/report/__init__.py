@@ -61,6 +61,7 @@ from rtcbench.report.figures import (
     write_figures,
 )
 from rtcbench.report.runs import (
+    TIMESERIES,
     Problem,
     Run,
     Source,
@@ -165,8 +166,8 @@ def _scores(
     and each run's values by criterion. A run that cannot be scored is a Problem."""
     frames = []
     for run in runs:
-        if not run.has("scenario.toml"):
-            continue  # already a problem: "missing scenario.toml"
+        if not run.has("scenario.toml") or TIMESERIES in run.unreadable:
+            continue  # already a problem: "missing scenario.toml", or the time series named
         try:
             table = sc.score_table([run.path])
         except Exception as e:  # a corrupt timeseries.parquet raises polars' own errors

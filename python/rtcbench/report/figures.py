@@ -337,7 +337,8 @@ def draw_runs(
     for run in runs:
         lacking = [name for name in RUN_FIGURE_TABLES if not run.has(name)]
         if lacking:
-            problems.append(Problem(str(run.path), f"not drawn: missing {', '.join(lacking)}"))
+            if absent := [name for name in lacking if name not in run.unreadable]:
+                problems.append(Problem(str(run.path), f"not drawn: missing {', '.join(absent)}"))
             continue
         try:
             t, ts = figure_tables(run.path, run.summary["meta"])

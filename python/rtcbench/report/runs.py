@@ -24,11 +24,13 @@ from rtcbench.results import (
     read_file,
     read_summary,
     run_folders,
+    table_problem,
 )
 from rtcbench.tables import MEDIA_KINDS, VIDEO
 
 __all__ = [
     "EXPECTED_FILES",
+    "TIMESERIES",
     "Problem",
     "Run",
     "Source",
@@ -82,6 +84,9 @@ class Run:
     missing: tuple[str, ...] = field(default=())
     digest: str = ""
     config: str = ""
+    unreadable: tuple[str, ...] = field(default=())
+    """The tables of `missing` that are there but not what rtcbench writes: already named in the
+    problems, so what leaves them out says nothing more."""
 
     @property
     def scenario(self) -> str:
@@ -216,12 +221,19 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
                 problems.append(
                     Problem(str(folder), f"missing {', '.join(missing)}; what needs it is left out")
                 )
+            # A table that is not what rtcbench writes is left out as a missing one is, named in
+            # the line `score`, `figure` and `reproduce` give for it (`results.read_table`).
+            unreadable: tuple[str, ...] = ()
+            for name in [n for n in EXPECTED_FILES if n.endswith(".parquet") and n not in missing]:
+                if (problem := table_problem(folder / name)) is not None:
+                    problems.append(Problem(str(folder / name), f"{problem}; what needs it is left out"))
+                    unreadable += (name,)
             try:
                 digest = hashlib.sha256(read_file(folder / SUMMARY, MAX_SUMMARY_BYTES)).hexdigest()
             except (OSError, InputError) as e:
                 problems.append(Problem(str(folder), f"summary.json unreadable ({e}); the run is left out"))
                 continue
-            runs.append(Run(folder, source, summary, missing, digest))
+            runs.append(Run(folder, source, summary, (*missing, *unreadable), digest, unreadable=unreadable))
     return _told_apart(runs)
 
 
