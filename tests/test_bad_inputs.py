@@ -506,14 +506,14 @@ def test_a_swapped_table_is_named_in_one_line_the_same_by_every_command(
     # The reader every command uses (`reproduce` measures kept runs through it).
     with pytest.raises(rtcbench.results.InputError) as e:
         run = rtcbench.RunResult(broken, rtcbench.read_summary(broken))
-        run.timeseries if swap[0] == "timeseries.parquet" else run.tables  # noqa: B018
+        _ = run.timeseries if swap[0] == "timeseries.parquet" else run.tables
     assert str(e.value).startswith(line) and named in str(e.value)
     for args in (
         ["report", str(root), "--jobs", "1", "--run-figures", "all", "--out", str(tmp_path / "report")],
         ["figure", str(broken), "--out", str(tmp_path / "figures")],
         *([["score", str(root)]] if swap[0] == "timeseries.parquet" else []),
     ):
-        code, _, err = main(args, capsys)
+        _, _, err = main(args, capsys)
         assert "Traceback" not in err, err
         assert named in err, (args[0], err)
         # Every line that names the run gives that reason (`figure` of this run alone also ends
