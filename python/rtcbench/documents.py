@@ -65,12 +65,12 @@ def parse_toml(text: str, path: Path | str, error: Callable[[str], Exception]) -
         raise error(f"{path}: too large or too deeply nested to read ({type(e).__name__})") from None
 
 
-def parse_json(data: bytes, path: Path | str) -> Any:
-    """`data` (the contents of `path`) as a JSON value, or `InputError` with one line. NaN and
-    Infinity are refused (rtcbench writes neither, `allow_nan=False`); so is nesting past
-    `MAX_NESTING`, before the parser recurses."""
-    if len(data) > MAX_BYTES:
-        raise InputError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB, not read")
+def parse_json(data: bytes, path: Path | str, limit: int = MAX_BYTES) -> Any:
+    """`data` (the contents of `path`, at most `limit` bytes) as a JSON value, or `InputError`
+    with one line. NaN and Infinity are refused (rtcbench writes neither, `allow_nan=False`); so is
+    nesting past `MAX_NESTING`, before the parser recurses."""
+    if len(data) > limit:
+        raise InputError(f"{path}: larger than {limit} bytes, not read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -488,7 +488,7 @@ def _parse_summary(data: bytes, path: Path) -> dict[str, Any]:
     from rtcbench.documents import parse_json
 
     try:
-        summary = parse_json(data, path)
+        summary = parse_json(data, path, MAX_SUMMARY_BYTES)
     except InputError as e:
         raise InputError(f"{path}: not a complete summary ({str(e).removeprefix(f'{path}: ')})") from None
     if not isinstance(summary, dict):
