@@ -520,3 +520,28 @@ def test_a_swapped_table_is_named_in_one_line_the_same_by_every_command(
         # with it: nothing could be drawn).
         naming = [ln for ln in err.splitlines() if str(broken) in ln]
         assert naming and all(f"{broken}/{named}" in ln for ln in naming), (args[0], err)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("a." * 100_000 + "b = 1\n", "scenario.toml:1: a dotted key of more than 64 parts"),
+        (
+            "a = " + "[" * 100_000 + "]" * 100_000,
+            "scenario.toml:1: arrays and inline tables nested more than 64",
+        ),
+    ],
+    ids=["dotted-key", "nested-arrays"],
+)
+def test_a_deep_scenario_toml_in_a_run_folder_is_one_line(
+    two_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, named: str
+) -> None:
+    # `score` read a run's scenario.toml with tomllib: RecursionError for the arrays, and for the
+    # dotted key 21 GB before the kernel killed it.
+    root = _copy(two_runs, tmp_path / "runs")
+    broken = _runs(root)[1]
+    (broken / "scenario.toml").write_text(text)
+    _rehash(broken)
+    code, _, err = main(["score", str(root)], capsys)
+    assert code == 0 and "Traceback" not in err, err
+    assert f"skipped: {broken}/{named}" in err, err
