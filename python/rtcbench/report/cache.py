@@ -76,8 +76,8 @@ def store(home: Path, fig_id: str, key: str, rendered: Rendered) -> bool:
     False, and nothing left behind, if the folder cannot be written; `PlantedLink`, and nothing
     written, if it is a link (`results.make_parents`)."""
     png_path, svg_path = _paths(home, fig_id, key)
-    make_parents(png_path.parent, home)
     try:
+        make_parents(png_path.parent, home)  # PlantedLink is not an OSError: it goes up
         if rendered.svg is not None:
             write_bytes_atomic(svg_path, rendered.svg)
         write_bytes_atomic(png_path, rendered.png)
