@@ -156,6 +156,28 @@ def test_report_score_and_compare_name_a_run_folder_that_is_a_link_alike(suite: 
     assert not leftovers(out, target)
 
 
+def test_sweep_refuses_a_point_folder_that_is_a_link_before_it_runs(tmp_path: Path) -> None:
+    from rtcbench import sweep
+
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        f'scenarios = ["{SCENARIO}"]\ncontrollers = ["gcc"]\nseeds = {{ first = 1, count = 1 }}\n'
+        '[grid]\nduration = ["2s"]\n',
+        encoding="utf-8",
+    )
+    (point,) = sweep.load(spec).points
+    out = tmp_path / "results"
+    out.mkdir()
+    target = outside(tmp_path)
+    (out / point.slug).symlink_to(target, target_is_directory=True)
+    before = snapshot(target)
+    done = cli("sweep", spec, "--out", out, "--jobs", "1")
+    assert snapshot(target) == before
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [f"error: {out / point.slug}: {LINK_WRITE}"]
+    assert not leftovers(out, target)
+
+
 @pytest.mark.parametrize("target_holds", ["nothing", "another run"])
 def test_suite_resume_puts_a_new_run_in_place_of_a_run_folder_that_is_a_link(
     suite: Path, tmp_path: Path, target_holds: str
