@@ -412,12 +412,12 @@ class ResultSet:
         return sorted(set(self.runs.get_column("controller")))
 
 
-def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+def _read_run(folder: Path, rel: str, root: Path) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
     """A run's suite-table rows and its scenario fingerprint; raises CompareError naming what is
-    wrong."""
+    wrong (a link below `root`, the folder given, among them: `results.LINK_READ`)."""
     summary_path = folder / SUMMARY
     try:
-        summary = read_summary(folder)
+        summary = read_summary(folder, root=root)
     except InputError as e:
         raise CompareError(str(e)) from None
     try:
@@ -428,6 +428,12 @@ def _read_run(folder: Path, rel: str) -> tuple[list[dict[str, Any]], dict[str, A
     if not isinstance(sha, str):
         raise CompareError(f"{summary_path}: malformed (identity.scenario_sha256 is not a string)")
     return flow_rows, run_row, sha
+
+
+def _skipped(problems: Sequence[str]) -> str:
+    """What an error that follows from runs left out says of them: how many, and the first, so
+    that a run folder that was skipped (a link, a broken run) is never left out unseen."""
+    return f"; {len(problems)} run folder(s) skipped, the first: {problems[0]}" if problems else ""
 
 
 def load(folder: PathArg) -> ResultSet:
@@ -447,7 +453,7 @@ def load(folder: PathArg) -> ResultSet:
     for run in run_folders(folder):
         rel = run.relative_to(folder).as_posix()
         try:
-            flows_of_run, run_row, sha = _read_run(run, rel)
+            flows_of_run, run_row, sha = _read_run(run, rel, folder)
         except CompareError as e:
             problems.append(str(e))
             continue
@@ -462,8 +468,9 @@ def load(folder: PathArg) -> ResultSet:
         run_rows.append(run_row)
         shas.append(sha)
     if not run_rows:
-        skipped = f"; {len(problems)} run folder(s) skipped, the first: {problems[0]}" if problems else ""
-        raise CompareError(f"{folder}: no complete run (no folder under it holds a summary.json{skipped})")
+        raise CompareError(
+            f"{folder}: no complete run (no folder under it holds a summary.json{_skipped(problems)})"
+        )
     flows, runs = suite.tables_of_rows(flow_rows, run_rows)
     digests = pl.DataFrame(
         {"path": [r["path"] for r in run_rows], "scenario_sha": shas},
@@ -827,11 +834,11 @@ def _sides(
         if unknown:
             raise CompareError(
                 f"{rs.folder}: no runs of {', '.join(map(repr, unknown))} "
-                f"(controllers there: {', '.join(present)})"
+                f"(controllers there: {', '.join(present)}{_skipped(rs.problems)})"
             )
         if len(names) < 2:
             raise CompareError(
-                f"{rs.folder}: holds runs of one controller only ({names[0]}); "
+                f"{rs.folder}: holds runs of one controller only ({names[0]}{_skipped(rs.problems)}); "
                 "give two controllers or a second folder"
             )
         mode: Literal["controllers", "folders"] = "controllers"

@@ -12,6 +12,15 @@ configuration finds its folder again.
 
 A run is written into a hidden temporary folder beside its destination and renamed into place when
 complete, so an interrupted run never leaves a half result where a finished one is expected.
+
+Links. The folder a user gives (`--out`, the folders of `report`, `score`, `compare`) is theirs and
+may be a symbolic link they chose; a link *inside* it was not made by rtcbench (results are copied,
+shared and downloaded) and is never followed to write or delete, nor to find a run. Every place
+that writes or deletes below the given folder goes through `unlinked` (by `make_parents`,
+`atomic_dir`, `remove_stale_runs`, `remove_unfinished`, or a reader's `read_summary(root=...)`),
+and every file is written under a temporary name made with O_CREAT | O_EXCL, which never follows
+a link, then renamed over its destination (`atomic_file`): a link found there is replaced, never
+written through. docs/security.md says what this guards against, and what not.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import polars as pl
@@ -42,6 +51,8 @@ from rtcbench.tables import SCHEMA, Tables, schema_problem
 __all__ = [
     "BROWSER_TABLES",
     "FILES_KEY",
+    "LINK_READ",
+    "LINK_WRITE",
     "MAX_SUMMARY_BYTES",
     "MAX_TEXT_BYTES",
     "SUMMARY",
@@ -49,8 +60,10 @@ __all__ = [
     "TABLES",
     "InputError",
     "PathArg",
+    "PlantedLink",
     "TraceWriter",
     "atomic_dir",
+    "atomic_file",
     "concat_pieces",
     "controller_folder",
     "file_records",
@@ -68,7 +81,9 @@ __all__ = [
     "run_folders",
     "sections",
     "tables_from_core",
+    "unlinked",
     "verify_files",
+    "write_bytes_atomic",
     "write_parquet",
     "write_parquet_atomic",
     "write_tables",
@@ -82,6 +97,46 @@ PathArg = str | os.PathLike[str]
 class InputError(ValueError):
     """A file or folder given to rtcbench that cannot be used (not UTF-8 text, corrupt, of the
     wrong kind); the message names it and says what is wrong, in one line."""
+
+
+LINK_WRITE = "a symbolic link; rtcbench does not write through links it did not make"
+LINK_READ = "a symbolic link; rtcbench does not follow links inside a results folder: the run is left out"
+
+
+class PlantedLink(InputError):
+    """A symbolic link below the folder a user gave, where rtcbench would write, delete or look for
+    a run (`unlinked`). One line: the link, then what rtcbench does not do through it (`LINK_WRITE`
+    or `LINK_READ`), so every command names it alike."""
+
+    def __init__(self, link: Path, what: str = LINK_WRITE) -> None:
+        super().__init__(link, what)  # both in `args`: a worker's error pickles back whole
+        self.link = link
+        self.what = what
+
+    def __str__(self) -> str:
+        return f"{self.link}: {self.what}"
+
+
+def unlinked(root: Path, path: Path, what: str = LINK_WRITE) -> Path:
+    """`path` (`root`, or a path below it built from `root`), if nothing below `root` on the way
+    to it, `path` included, is a symbolic link; `PlantedLink` naming the first that is. `root`
+    itself is the folder the user gave and may be a link they chose. The walk stops at the first
+    part that does not exist: what rtcbench creates from there on is its own.
+
+    The one check of every write and delete below a folder the user gave (module doc). It is a
+    check, not a lock: it guards against links a results folder held before the command started
+    (a shared or downloaded folder), not against a process that plants one while it runs, which
+    could as well write the files itself."""
+    here = root
+    for part in path.relative_to(root).parts:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            break
+        if stat.S_ISLNK(mode):
+            raise PlantedLink(here, what)
+    return path
 
 
 MAX_TEXT_BYTES = 64 << 20
@@ -197,8 +252,10 @@ _SEED_FOLDER = re.compile(r"seed-\d+")
 def run_folders(root: Path) -> list[Path]:
     """Every folder under `root` (or `root` itself) that is, or was meant to be, a run: it holds
     one of `RUN_FILES` or is named seed-N (`run_dir`), so an incomplete run is found and can be
-    named. Hidden folders are skipped: they are runs still being written (`atomic_dir`). Sorted,
-    so the same tree always gives the same order."""
+    named. Hidden folders are skipped: they are runs still being written (`atomic_dir`). A link
+    to a folder below `root` is listed but not followed, so that a reader names it
+    (`read_summary(root=...)`: `LINK_READ`) rather than leave it out unseen. Sorted, so the same
+    tree always gives the same order."""
     found: list[Path] = []
     for here, dirs, files in os.walk(root):
         folder = Path(here)
@@ -206,7 +263,10 @@ def run_folders(root: Path) -> list[Path]:
             found.append(folder)
             dirs[:] = []
             continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        visible = sorted(d for d in dirs if not d.startswith("."))
+        links = {d for d in visible if (folder / d).is_symlink()}
+        found += [folder / d for d in links]
+        dirs[:] = [d for d in visible if d not in links]
     return sorted(found)
 
 
@@ -279,7 +339,7 @@ def piece_frames(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, pl.Data
 _COMPRESSION = {"compression": "zstd", "compression_level": 1}
 
 
-def write_parquet(df: pl.DataFrame, path: Path) -> None:
+def write_parquet(df: pl.DataFrame, path: Path | BinaryIO) -> None:
     """Writes one results table: zstd at level 1, with column statistics.
 
     Level 1 rather than polars' default 3: on the RFC 8867 suite it writes about 15 % faster for
@@ -288,30 +348,39 @@ def write_parquet(df: pl.DataFrame, path: Path) -> None:
     df.write_parquet(path, **_COMPRESSION, statistics=True)  # type: ignore[arg-type]
 
 
-def write_bytes_atomic(final: Path, data: bytes) -> Path:
-    """`data` written under a temporary name in the same folder, then renamed to `final`: a reader
-    sees the old file or the new one, never a part, and an interrupted write leaves no temporary
-    file. Returns `final`."""
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+@contextmanager
+def atomic_file(final: Path) -> Iterator[BinaryIO]:
+    """A new file to write, under a temporary name in `final`'s folder, renamed to `final` when the
+    block ends: a reader sees the old file or the new one, never a part, and an error or an
+    interrupt removes the temporary file. The temporary file is made with O_CREAT | O_EXCL (by
+    `mkstemp`), which fails on anything already there, a link included, and the rename replaces
+    a link at `final` rather than writing through it. The file follows the umask, as any other."""
+    fd, name = tempfile.mkstemp(
+        prefix=f".{final.name}.{_HOST}.{os.getpid()}.", suffix=".tmp", dir=final.parent
+    )
+    tmp = Path(name)
     try:
-        tmp.write_bytes(data)
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            yield fh
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_bytes_atomic(final: Path, data: bytes) -> Path:
+    """`data` written to `final` by `atomic_file`. Returns `final`."""
+    with atomic_file(final) as fh:
+        fh.write(data)
     return final
 
 
 def write_parquet_atomic(df: pl.DataFrame, final: Path) -> None:
-    """`write_parquet` under a temporary name in the same folder, then a rename: readers see the
-    old file or the new one, never a part, and an interrupted write leaves the old file."""
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-    try:
-        write_parquet(df, tmp)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """`write_parquet` to `final` by `atomic_file`: readers see the old file or the new one, never
+    a part, and an interrupted write leaves the old file."""
+    with atomic_file(final) as fh:
+        write_parquet(df, fh)
 
 
 class TraceWriter:
@@ -606,14 +675,21 @@ def _shape_error(value: Any, shape: Any, where: str = "") -> str | None:
 
 
 def read_summary(
-    folder: PathArg, *, required: tuple[str, ...] = SUMMARY_KEYS, verify: bool = True
+    folder: PathArg,
+    *,
+    required: tuple[str, ...] = SUMMARY_KEYS,
+    verify: bool = True,
+    root: Path | None = None,
 ) -> dict[str, Any]:
     """A run's summary, checked: a regular file of at most `MAX_SUMMARY_BYTES` (`read_file`),
     JSON holding the `required` keys, every key it has of the shape its readers take for granted
     (`_SUMMARY_SHAPE`) and, with `verify`, every file it recorded unchanged (`verify_files`).
     `InputError` naming the folder or file otherwise, so a reader of many runs can name a broken
-    one and go on, and a suite runs it again."""
+    one and go on, and a suite runs it again. With `root`, the folder the reader was given, a
+    run folder reached through a link below it is one of those (`PlantedLink`, `LINK_READ`)."""
     folder = Path(folder)
+    if root is not None:
+        unlinked(root, folder, LINK_READ)
     path = folder / SUMMARY
     try:
         data = read_file(path, MAX_SUMMARY_BYTES)
@@ -677,10 +753,13 @@ def remove_stale(parent: Path, name: str | None = None) -> list[Path]:
     return removed
 
 
-def remove_stale_runs(controller_folder: Path) -> list[Path]:
+def remove_stale_runs(controller_folder: Path, root: Path) -> list[Path]:
     """`remove_stale` in every configuration folder of one controller (`run_dir`'s `<key>`
     level), and those folders if that leaves them empty: a run killed while it wrote one
-    configuration is cleaned up by the next run of any configuration of that controller."""
+    configuration is cleaned up by the next run of any configuration of that controller.
+    `PlantedLink` if a folder from below `root` (the results folder) to `controller_folder` is a
+    link; a configuration folder that is a link is left alone."""
+    unlinked(root, controller_folder)
     removed: list[Path] = []
     try:
         keys = [Path(e.path) for e in os.scandir(controller_folder) if e.is_dir(follow_symlinks=False)]
@@ -700,8 +779,18 @@ def remove_unfinished(runs: Iterable[Path], root: Path, created: Sequence[Path])
     removes what it leaves that holds no finished run. That is the temporary folders of its runs
     whose process is gone (a worker killed before its clean-up ended: `remove_stale`), then every
     folder between a run and `root` left empty, then `created` (`root` and the parents made for
-    it: `make_parents`) if empty. Finished runs, and anything else in `root`, stay."""
-    runs = list(runs)
+    it: `make_parents`) if empty. Finished runs, and anything else in `root`, stay. A run reached
+    through a link below `root` is left alone (`unlinked`): what the link points to is not the
+    batch's to clean."""
+
+    def own(path: Path) -> bool:
+        try:
+            unlinked(root, path)
+        except PlantedLink:
+            return False
+        return True
+
+    runs = [run for run in runs if own(run.parent)]
     between: set[Path] = set()
     for run in runs:
         for folder in run.parents:
@@ -715,9 +804,13 @@ def remove_unfinished(runs: Iterable[Path], root: Path, created: Sequence[Path])
             folder.rmdir()
 
 
-def make_parents(folder: Path) -> list[Path]:
+def make_parents(folder: Path, root: Path | None = None) -> list[Path]:
     """Creates `folder` and its missing parents; returns those it created, deepest first. A file
-    where a folder must be is `NotADirectoryError` naming it (mkdir would say "File exists")."""
+    where a folder must be is `NotADirectoryError` naming it (mkdir would say "File exists").
+    With `root` (the folder the user gave, `folder` inside it), `PlantedLink` before anything is
+    made if a folder below `root` on the way, `folder` included, is a link (`unlinked`)."""
+    if root is not None:
+        unlinked(root, folder)
     created: list[Path] = []
     for p in [folder, *folder.parents]:
         if p.exists():
@@ -730,16 +823,23 @@ def make_parents(folder: Path) -> list[Path]:
 
 
 @contextmanager
-def atomic_dir(final: Path) -> Iterator[Path]:
+def atomic_dir(final: Path, root: Path) -> Iterator[Path]:
     """Yields a temporary folder beside `final` and renames it to `final` on success.
 
     On an exception (or an interrupt) the temporary folder is removed, with the parents this
     call created if they are empty, and `final` is untouched. A previous result at `final` is
-    replaced only once the new one is complete. The folder follows the umask (not `mkdtemp`'s
-    0700), so colleagues on a shared machine can read results. Temporary folders of runs that
-    were killed (SIGKILL, a power cut) are removed by the next run of the same folder.
+    replaced only once the new one is complete; if that fails, it is put back. Neither the
+    temporary folder nor the replaced one (`.tmp`, `.old`) is left behind, on success or
+    failure. The folder follows the umask (not `mkdtemp`'s 0700), so colleagues on a shared
+    machine can read results. Temporary folders of runs that were killed (SIGKILL, a power cut)
+    are removed by the next run of the same folder.
+
+    `root` is the results folder the user gave: a link below it on the way to `final` is
+    `PlantedLink` before anything is made (`make_parents`). A link at `final` itself is not a
+    run (`run_folders`): it is replaced by the new run, and only the link is removed, never what
+    it points to.
     """
-    created = make_parents(final.parent)
+    created = make_parents(final.parent, root)
     remove_stale(final.parent, final.name)
     prefix = f".{final.name}.{_HOST}.{os.getpid()}."
     tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=final.parent))
@@ -756,11 +856,19 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     # The two renames go together: an interrupt between them would leave neither result.
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
-        if final.exists():
+        if final.is_symlink():
+            final.unlink()  # the link itself; rename cannot put a folder over it
+        elif final.exists():
             old = Path(tempfile.mkdtemp(prefix=prefix, suffix=".old", dir=final.parent))
             os.replace(final, old)
         os.replace(tmp, final)
+    except BaseException:
+        if old is not None and not os.path.lexists(final):
+            with contextlib.suppress(OSError):
+                os.replace(old, final)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -46,6 +45,7 @@ from rtcbench.results import (
     PathArg,
     TraceWriter,
     atomic_dir,
+    atomic_file,
     concat_pieces,
     file_records,
     load_tables,
@@ -448,8 +448,8 @@ def run_variant(
         return RunResult(None, summary, in_memory, measured.timeseries)
 
     path = run_folder(out, variant, cc, seed)
-    remove_stale_runs(path.parent.parent)
-    with atomic_dir(path) as tmp:
+    remove_stale_runs(path.parent.parent, out)
+    with atomic_dir(path, out) as tmp:
         core_run = _start(variant, cc, seed, pcap, PIECE_ROWS)
         meta = json.loads(core_run.meta)
         writer = TraceWriter(tmp)
@@ -586,8 +586,8 @@ def _testbed_variant(
         return RunResult(None, summary, tables, measured.timeseries)
 
     path = run_folder(out, variant, cc, seed, mode, browsers)
-    remove_stale_runs(path.parent.parent)
-    with atomic_dir(path) as tmp:
+    remove_stale_runs(path.parent.parent, out)
+    with atomic_dir(path, out) as tmp:
         tables, info = testbed_run(tmp / info_key)
         if pcap is not None:
             _place_capture(tmp / info_key / "relay", pcap)
@@ -621,9 +621,8 @@ def _testbed_variant(
 
 def _place_capture(relay_dir: Path, pcap: Path) -> None:
     """The relay's capture of what the hosts sent (`relay-in.pcap`), moved to `pcap` whole."""
-    tmp = pcap.with_name(f".{pcap.name}.tmp")
-    shutil.copyfile(relay_dir / "relay-in.pcap", tmp)
-    os.replace(tmp, pcap)
+    with open(relay_dir / "relay-in.pcap", "rb") as src, atomic_file(pcap) as dst:
+        shutil.copyfileobj(src, dst)
 
 
 def run(

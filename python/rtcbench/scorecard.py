@@ -432,24 +432,30 @@ def score_view(view: RunView, criteria: Sequence[Criterion] = CRITERIA) -> list[
     return out
 
 
-def read_run(folder: Path) -> RunView:
+def read_run(folder: Path, root: Path | None = None) -> RunView:
     """A run's results folder, as the criteria read it; `InputError` (a `ScorecardError` for a
-    missing scenario or time series) naming what is wrong."""
-    summary = read_summary(folder)
+    missing scenario or time series) naming what is wrong. With `root`, the folder given, a run
+    folder reached through a link below it is one (`results.read_summary`)."""
+    summary = read_summary(folder, root=root)
     scenario = read_toml(folder / "scenario.toml", ScorecardError, strerror_only=True)
     ts_path = folder / "timeseries.parquet"
     return RunView(summary, scenario, read_table(ts_path) if ts_path.is_file() else None)
 
 
 def score_table(
-    folders: Iterable[PathArg], criteria: Sequence[Criterion] = CRITERIA, problems: list[str] | None = None
+    folders: Iterable[PathArg],
+    criteria: Sequence[Criterion] = CRITERIA,
+    problems: list[str] | None = None,
+    root: Path | None = None,
 ) -> pl.DataFrame:
     """One row per (run, criterion): the long table behind every scorecard view. With
-    `problems`, a folder that cannot be read is reported there and skipped instead of raising."""
+    `problems`, a folder that cannot be read is reported there and skipped instead of raising;
+    with `root` (the folder `folders` were found in, `run_folders`), so is one reached through a
+    link below it."""
     rows = []
     for folder in map(Path, folders):
         try:
-            view = read_run(folder)
+            view = read_run(folder, root)
             scores = score_view(view, criteria)
         except InputError as e:
             if problems is None:

@@ -34,6 +34,7 @@ from rtcbench.results import (
     make_parents,
     read_summary,
     remove_unfinished,
+    unlinked,
     write_parquet_atomic,
 )
 from rtcbench.scenarios import ScenarioNotFound, Variant, builtin, resolve, typed_fields, variant_fields
@@ -184,9 +185,11 @@ class _Job:
     def done(self) -> dict[str, Any] | None:
         """The run's summary if its folder is complete and unchanged since it was written (every
         file as the summary recorded it); None if the run must run (again). The folder's name
-        is the run's key, so a complete folder holds this very configuration."""
+        is the run's key, so a complete folder holds this very configuration. A run folder that
+        is a link is not one (`results.run_folders`): it runs again, and the new run takes the
+        link's place (`results.atomic_dir`)."""
         try:
-            summary = read_summary(self.path)
+            summary = read_summary(self.path, root=self.out)
         except (InputError, OSError):
             return None
         identity = summary.get("identity")
@@ -501,7 +504,10 @@ def batch_folder(out: Path, plan: list[_Job]) -> Iterator[None]:
     """Makes `out` for the runs of `plan`. If the block fails (a full disk) or is interrupted,
     removes what it leaves without a finished run, `out` included if it made it and nothing was
     finished: its workers' temporary folders and the empty folders on the way to the runs
-    (`results.remove_unfinished`)."""
+    (`results.remove_unfinished`). A folder on the way to a run that is a link (a scenario's,
+    a sweep point's) is `PlantedLink` before anything runs (`results.unlinked`)."""
+    for job in plan:
+        unlinked(out, job.path.parent)
     created = make_parents(out)
     try:
         yield

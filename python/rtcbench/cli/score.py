@@ -41,7 +41,7 @@ def score_cmd(
     if not folders:
         _fail(f"{folder}: no run folders (none holds a summary.json)")
     problems: list[str] = []
-    table = sc.score_table(folders, criteria, problems)
+    table = sc.score_table(folders, criteria, problems, root=folder)
     if table.height == 0:
         # One line, naming the first problem, as `rtcbench compare` says it.
         skipped = f" ({len(problems)} run folder(s) skipped, the first: {problems[0]})" if problems else ""

@@ -5,7 +5,8 @@ A figure is stored in a hidden folder (`CACHE_DIR`) of one of the runs it is dra
 "home": a run's own figure in that run's folder, a case's figures in the folder of the case's first
 run. So the cache travels with the runs (copying or archiving a suite takes it along), a hidden
 folder is never taken for a run (`results.run_folders` skips them), and nothing is written outside
-the folders the report was given.
+the folders the report was given: a cache folder that is a symbolic link is not read, and `store`
+refuses it (`results.PlantedLink`) rather than write or prune through it.
 
 The key of a figure is the SHA-256 of what it is drawn from: the bytes of each run's `summary.json`
 (which records the SHA-256 of every trace file, and `results.read_summary` checks those before a
@@ -30,7 +31,7 @@ from typing import Any
 import matplotlib
 
 from rtcbench.plots import Rendered
-from rtcbench.results import write_bytes_atomic
+from rtcbench.results import PlantedLink, make_parents, unlinked, write_bytes_atomic
 
 __all__ = ["CACHE_DIR", "FIGURE_VERSION", "figure_key", "load", "store"]
 
@@ -58,22 +59,25 @@ def _paths(home: Path, fig_id: str, key: str) -> tuple[Path, Path]:
 
 
 def load(home: Path, fig_id: str, key: str, *, svg: bool) -> Rendered | None:
-    """The cached figure, or None if it is not there (or, with `svg`, lacks its SVG)."""
+    """The cached figure, or None if it is not there (or, with `svg`, lacks its SVG, or the cache
+    folder is a link)."""
     png_path, svg_path = _paths(home, fig_id, key)
     try:
+        unlinked(home, png_path.parent)
         png = png_path.read_bytes()
         return Rendered(png, svg_path.read_bytes() if svg else None)
-    except OSError:
+    except (OSError, PlantedLink):
         return None
 
 
 def store(home: Path, fig_id: str, key: str, rendered: Rendered) -> bool:
     """Keeps the figure in `home`'s cache folder (each file written under a temporary name, then
     renamed, so a reader never sees a part) and removes older entries of the same figure id.
-    False, and nothing left behind, if the folder cannot be written."""
+    False, and nothing left behind, if the folder cannot be written; `PlantedLink`, and nothing
+    written, if it is a link (`results.make_parents`)."""
     png_path, svg_path = _paths(home, fig_id, key)
     try:
-        png_path.parent.mkdir(exist_ok=True)
+        make_parents(png_path.parent, home)  # PlantedLink is not an OSError: it goes up
         if rendered.svg is not None:
             write_bytes_atomic(svg_path, rendered.svg)
         write_bytes_atomic(png_path, rendered.png)

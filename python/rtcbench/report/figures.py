@@ -28,7 +28,7 @@ from rtcbench.measure import figure_tables
 from rtcbench.plots import BoxPanel, FigureStyle, Rendered, RunColumn, StageBar, TradeoffSeries
 from rtcbench.report import cache
 from rtcbench.report.runs import Problem, Run, Source, find_runs, runs_ids, source_labels
-from rtcbench.results import regular_file, write_bytes_atomic
+from rtcbench.results import PlantedLink, regular_file, write_bytes_atomic
 from rtcbench.tables import Tables
 
 __all__ = [
@@ -298,7 +298,12 @@ def draw_all(
     for fig_id in drawn:
         rendered, found = results[fig_id]
         if rendered is not None and not found:
-            cache.store(by_id[fig_id].home, fig_id, keys[fig_id], rendered)
+            try:
+                cache.store(by_id[fig_id].home, fig_id, keys[fig_id], rendered)
+            except PlantedLink as e:
+                # Named once, however many figures that run's cache would have held.
+                if (link := Problem(str(e.link), e.what)) not in problems:
+                    problems.append(link)
     out: dict[str, Rendered] = {}
     for task in tasks:
         rendered, found = results[task.id]

@@ -17,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from rtcbench.results import (
+    LINK_READ,
     MAX_SUMMARY_BYTES,
     RUN_FILES,
     SUMMARY,
     InputError,
+    PlantedLink,
     read_file,
     read_summary,
     run_folders,
     table_problem,
+    unlinked,
 )
 from rtcbench.tables import MEDIA_KINDS, VIDEO
 
@@ -193,9 +196,10 @@ def runs_ids(runs: Sequence[Run], several: bool) -> dict[Path, str]:
 
 
 def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
-    """Every run folder under the sources. A folder without a readable `summary.json` is reported
-    in `problems` and left out; a run lacking another file is kept, with the file listed in
-    `Run.missing` and in `problems`."""
+    """Every run folder under the sources. A folder without a readable `summary.json`, or one
+    that is a link below its source (`results.LINK_READ`), is reported in `problems` and left
+    out; a run lacking another file is kept, with the file listed in `Run.missing` and in
+    `problems`."""
     runs: list[Run] = []
     for source in sources:
         if not source.path.is_dir():
@@ -205,6 +209,11 @@ def find_runs(sources: list[Source], problems: list[Problem]) -> list[Run]:
         if not folders:
             problems.append(Problem(str(source.path), "holds no run folder (none has a summary.json)"))
         for folder in folders:
+            try:
+                unlinked(source.path, folder, LINK_READ)
+            except PlantedLink as e:
+                problems.append(Problem(str(e.link), e.what))
+                continue
             present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
             missing = tuple(name for name in EXPECTED_FILES if name not in present)
             if "summary.json" in missing:

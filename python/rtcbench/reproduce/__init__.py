@@ -42,7 +42,7 @@ from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
-from rtcbench.results import InputError, read_summary, write_bytes_atomic, write_parquet_atomic
+from rtcbench.results import InputError, make_parents, read_summary, write_bytes_atomic, write_parquet_atomic
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _execute, _Job, _run_parallel, batch_folder, execute_plan
@@ -484,7 +484,7 @@ def _set_aside(folder: Path, out: Path, suffix: str = "") -> Path:
     """Where a run kept at `folder` (`<out>/<scenario>/<controller>/<key>/seed-N`) goes in
     `<out>/rejected/`, with `suffix`: `<scenario>-<key>-<n><suffix>`, the first `n` not taken."""
     rejected = out / "rejected"
-    rejected.mkdir(parents=True, exist_ok=True)
+    make_parents(rejected, out)
     n = 1
     while (
         target := rejected / f"{folder.parent.parent.parent.name}-{folder.parent.name}-{n}{suffix}"
