@@ -10,8 +10,9 @@ The bounds (docs/limits.md):
 - a dotted key of at most `MAX_KEY_PARTS` parts. `tomllib` keeps, for every part of a dotted key,
   the key up to it: a 200 kB line `a.a.a…b = 1` took 21 GB before the kernel killed the process.
 
-Both are checked by a scan of the text before it is parsed (`_toml_shape`), so neither parser ever
-meets a document past them. The scenario loader (Rust, `toml` crate) has bounds of its own and
+Both are checked by a scan of the text before it is parsed (`_toml_shape`, `_json_depth`: regular
+expressions and numpy, a few milliseconds a megabyte), so neither parser ever meets a document
+past them. The scenario loader (Rust, `toml` crate) has bounds of its own and
 answers in the same one-line form.
 """
 
@@ -24,17 +25,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtcbench.results import InputError, read_text
+import numpy as np
+
+from rtcbench.results import MAX_TEXT_BYTES, InputError, read_text
 
 __all__ = ["MAX_BYTES", "MAX_KEY_PARTS", "MAX_NESTING", "parse_json", "parse_toml", "read_toml"]
 
-MAX_BYTES = 8 * 1024 * 1024
-"""The largest document read, as for a scenario file (docs/limits.md)."""
+MAX_BYTES = MAX_TEXT_BYTES
+"""The largest document read: 64 MiB, room for a results folder's `scenario.toml` holding a
+schedule of `limits.MAX_SCHEDULE_STEPS` steps written out (docs/limits.md)."""
 MAX_NESTING = 64
 """Arrays and inline tables (JSON: arrays and objects) inside one another; rtcbench's own files
 nest at most six deep."""
 MAX_KEY_PARTS = 64
-"""Parts of one dotted key, its table header's included (`[a.b]` then `c.d = 1`: four)."""
+"""Parts of one dotted key (`a.b.c = 1`: three), or of one table header's."""
 
 
 def read_toml(
@@ -89,95 +93,60 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON number")
 
 
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_TOML_SKIPPED = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*', re.DOTALL
+)
+"""TOML's four kinds of string (multi-line ones first) and its comments: what a scan blanks."""
+_TOML_KEY = re.compile(r"(?:^|[\[{,])([^=\[\]{},\n]*)=", re.MULTILINE)
+"""A key: the text before `=` at the start of a line, or after `[`, `{` or `,`."""
+_TOML_HEADER = re.compile(r"^[ \t]*\[\[?([^\]\n]*)\]\]?", re.MULTILINE)
+"""A table header's key, `[a.b]` or `[[a.b]]`."""
+
+
+def _deepest(text: bytes) -> tuple[int, int]:
+    """The deepest nesting of `[`/`{` in `text` (its strings already blanked), and the offset
+    where it is first reached."""
+    if not text:
+        return 0, 0
+    codes = np.frombuffer(text, dtype=np.uint8)
+    depth = np.cumsum(
+        np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    )
+    at = int(np.argmax(depth))
+    return int(depth[at]), at
+
+
 def _json_depth(text: str) -> int:
     """The deepest nesting of arrays and objects in JSON `text`, strings skipped (a scan; the
     text need not be valid)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-    return deepest
-
-
-_STRING = re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'', re.DOTALL)
-"""TOML's four kinds of string (multi-line ones first), to be skipped by `_toml_shape`."""
+    return _deepest(_JSON_STRING.sub(b'""', text.encode("utf-8")))[0]
 
 
 def _toml_shape(text: str) -> tuple[int, str] | None:
     """(line, reason) of the first place where TOML `text` goes past `MAX_NESTING` or
-    `MAX_KEY_PARTS`, or None. A scan, not a parse: strings and comments are skipped, brackets
-    counted, and the dots of a key counted where a key stands (a table header; the start of a line
-    outside brackets; after `{` or `,` in an inline table); a malformed text is left to the parser
-    to describe."""
-    nested = f"arrays and inline tables nested more than {MAX_NESTING} levels deep"
-    dotted = f"a dotted key of more than {MAX_KEY_PARTS} parts"
-    stack: list[str] = []  # the open arrays and inline tables
-    header = 0  # parts of the last table header: a key under it adds to them
-    parts = 0  # dots of the key being read
-    in_key, in_header, line_start = True, False, True
-    line, i, n = 1, 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "\"'":
-            m = _STRING.match(text, i)
-            end = n if m is None else m.end()
-            line += text.count("\n", i, end)
-            i, line_start = end, False
-            continue
-        if ch == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        if ch == "\n":
-            line += 1
-            if not stack:
-                in_key, in_header, line_start, parts = True, False, True, 0
-            i += 1
-            continue
-        if ch in " \t\r":
-            i += 1
-            continue
-        if line_start and ch == "[" and not stack:
-            in_header, in_key, parts = True, True, 0
-            i += 2 if text.startswith("[[", i) else 1
-            line_start = False
-            continue
-        line_start = False
-        if ch == "." and in_key:
-            parts += 1
-            if parts + 1 + (0 if in_header or stack else header) > MAX_KEY_PARTS:
-                return line, dotted
-        elif ch == "]" and in_header:
-            header, in_header, in_key = parts + 1, False, False
-            i += 2 if text.startswith("]]", i) else 1
-            continue
-        elif ch == "=" and in_key:
-            in_key = False
-        elif ch in "[{":
-            stack.append(ch)
-            if len(stack) > MAX_NESTING:
-                return line, nested
-            in_key, parts = ch == "{", 0
-        elif ch in "]}":
-            if stack:
-                stack.pop()
-            in_key = False
-        elif ch == "," and stack and stack[-1] == "{":
-            in_key, parts = True, 0
-        i += 1
+    `MAX_KEY_PARTS`, or None. A scan, not a parse: strings and comments are blanked (their line
+    breaks kept), brackets counted, and the parts of every key counted (a table header's; the
+    text before `=` at the start of a line or after `[`, `{` or `,`). A header and a key under it
+    count apart: what `MAX_KEY_PARTS` guards against grows with the square of one key's parts. A
+    malformed text is left to the parser to describe."""
+
+    def blank(m: re.Match[str]) -> str:
+        found = m.group()
+        return "" if found[0] == "#" else '""' + "\n" * found.count("\n")
+
+    bare = _TOML_SKIPPED.sub(blank, text)
+    # A table header's own brackets are not nesting.
+    unheaded = _TOML_HEADER.sub(lambda m: " " * len(m.group()), bare).encode("utf-8")
+    depth, at = _deepest(unheaded)
+    if depth > MAX_NESTING:
+        line = unheaded[:at].count(b"\n") + 1
+        return line, f"arrays and inline tables nested more than {MAX_NESTING} levels deep"
+    for pattern in (_TOML_HEADER, _TOML_KEY):
+        for m in pattern.finditer(bare):
+            if m.group(1).count(".") >= MAX_KEY_PARTS:
+                line = bare.count("\n", 0, m.start(1)) + 1
+                return line, f"a dotted key of more than {MAX_KEY_PARTS} parts"
     return None
 
 
