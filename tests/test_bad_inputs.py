@@ -96,7 +96,7 @@ CASES: list[Case] = [
     ("capacity-huge", {"s.toml": scenario(('"1Mbps"', '"1e30Mbps"'))}, run(), 2,
      ["s.toml:9: links.forward.capacity:", "out of range"]),
     ("capacity-below-resolution", {"s.toml": scenario(('"1Mbps"', '"0.5bps"'))}, run(), 2,
-     ["links.forward.capacity:", "0, or at least 1 bps"]),
+     ["s.toml:9: links[0].capacity:", "0, or at least 1 bps"]),
     ("capacity-zero", {"s.toml": scenario(('"1Mbps"', '"0Mbps"'))}, run(), 2, ["links.forward.capacity:", "out of range"]),
     ("queue-zero-time", {"s.toml": queue("0ms")}, run(), 2, ["s.toml:10: links.forward.queue.size:", "out of range"]),
     ("queue-zero-bytes", {"s.toml": queue("0B")}, run(), 2, ["links.forward.queue.size:", "1500 B"]),
