@@ -151,6 +151,36 @@ def test_a_flow_longer_than_a_batch_is_measured_a_span_of_time_at_a_time(
     assert run_hashes(in_memory) == run_hashes(written)
 
 
+def test_a_run_of_many_windows_is_measured_a_span_of_time_at_a_time(
+    tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A window weighing as much as 40 packet rows makes every flow of this 120 s run weigh more
+    # than a batch, however few its packets, as a flow of a week-long run does (3 M windows): its
+    # time series is made a span of windows at a time, and the links table read in spans.
+    monkeypatch.setattr(measure, "WINDOW_ROWS", 40)
+    spans: dict[int, int] = {}
+    link_spans: list[int] = []
+    real, real_spans = measure._LongFlows.measure, measure._time_spans
+
+    def counting(self: measure._LongFlows, fid: int, *args: Any, **kwargs: Any) -> Any:
+        spans[fid] = len(self.spans[fid])
+        return real(self, fid, *args, **kwargs)
+
+    def counting_links(*args: Any) -> list[tuple[int, int]]:
+        got = real_spans(*args)
+        link_spans.append(len(got))
+        return got
+
+    monkeypatch.setattr(measure._LongFlows, "measure", counting)
+    monkeypatch.setattr(measure, "_time_spans", counting_links)
+    sets = ("delay=50ms",)
+    in_memory = rtcbench.run("rfc8867-5.2", "gcc", 3, sets=sets)[0]
+    written = rtcbench.run("rfc8867-5.2", "gcc", 3, out=tmp_path, sets=sets, figure=False)[0]
+    assert len(spans) >= 4 and min(spans.values()) >= 3, spans
+    assert max(link_spans) >= 3, link_spans
+    assert run_hashes(in_memory) == run_hashes(written)
+
+
 def test_a_long_run_draws_its_figure_from_its_files(tmp_path: Path, small_pieces: None) -> None:
     (r,) = rtcbench.run("rfc8867-5.1", "gcc", 1, out=tmp_path, sets=["delay=50ms", "mechanism=link-rate"])
     assert r.path is not None and (r.path / runner.FIGURE).stat().st_size > 20_000
