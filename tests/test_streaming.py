@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -179,6 +181,46 @@ def test_a_run_of_many_windows_is_measured_a_span_of_time_at_a_time(
     assert len(spans) >= 4 and min(spans.values()) >= 3, spans
     assert max(link_spans) >= 3, link_spans
     assert run_hashes(in_memory) == run_hashes(written)
+
+
+WEEK = Path(__file__).parent.parent / "benches" / "scenarios" / "week-1kbps-cbr.toml"
+"""One 1 kbit/s CBR flow on one link for up to a week: next to no packets, a links row every 10 ms
+and a time-series window every 200 ms."""
+
+_MEASURE = """
+import json, sys
+from pathlib import Path
+from rtcbench import measure
+folder = Path(sys.argv[1])
+meta = json.loads((folder / "summary.json").read_text())["meta"]
+measure.measure_folder(folder, meta, batch_rows=int(sys.argv[2]))
+status = Path("/proc/self/status").read_text().splitlines()
+print(next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024)
+"""
+"""Measures a results folder again, in a process of its own, and prints its peak RSS (MiB): the
+kernel's high-water mark of this program's memory (`getrusage`'s keeps the parent's across exec)."""
+
+
+def test_measuring_a_run_takes_memory_that_does_not_grow_with_its_simulated_time(tmp_path: Path) -> None:
+    # A batch of 100 000 rows, a tenth of the default: the time series is then made a span of
+    # 2.8 h at a time and the links table read 1000 s at a time, as a week is with the default
+    # batch. Measuring 16 h took 469 MiB more than 4 h (314 and 783 MiB: 0.94 GiB a simulated
+    # day, the whole links table held); now 28 MiB more (220 and 248: 57 MiB a day, the flow's
+    # rates and summary columns per window).
+    batch_rows = 100_000
+    peak_mib = {}
+    for hours in (4, 16):
+        sets = [f"duration={hours * 3600}s"]
+        (r,) = rtcbench.run(str(WEEK), "gcc", 1, out=tmp_path / f"{hours}h", sets=sets, figure=False)
+        measured = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(r.path), str(batch_rows)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        peak_mib[hours] = float(measured.stdout.split()[-1])
+    per_day = (peak_mib[16] - peak_mib[4]) / (12 / 24)
+    assert per_day < 200, f"measuring grew {per_day:.0f} MiB a simulated day; peak RSS (MiB) {peak_mib}"
 
 
 def test_a_long_run_draws_its_figure_from_its_files(tmp_path: Path, small_pieces: None) -> None:
