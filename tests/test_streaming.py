@@ -228,6 +228,22 @@ def test_a_long_run_draws_its_figure_from_its_files(tmp_path: Path, small_pieces
     assert r.path is not None and (r.path / runner.FIGURE).stat().st_size > 20_000
 
 
+def test_a_long_run_draws_its_time_series_in_blocks_of_windows(
+    tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100 s is 500 windows of 200 ms: drawn as 100 blocks of 5, each the mean of its windows.
+    monkeypatch.setattr(measure, "FIGURE_WINDOWS", 100)
+    sets = ["delay=50ms", "mechanism=link-rate", "duration=100s"]
+    (r,) = rtcbench.run("rfc8867-5.1", "gcc", 1, out=tmp_path, sets=sets)
+    assert r.path is not None and (r.path / runner.FIGURE).stat().st_size > 20_000
+    _, drawn = measure.figure_tables(r.path, r.summary["meta"])
+    video = next(int(f["id"]) for f in r.summary["meta"]["flows"] if f["kind"] == "video")
+    blocks = drawn.filter(pl.col("flow") == video)
+    assert blocks.get_column("t_us").to_list() == [i * 1_000_000 for i in range(100)]
+    windows = r.timeseries.filter((pl.col("flow") == video) & (pl.col("t_us") < 1_000_000))
+    assert blocks.get_column("send_rate_bps")[0] == pytest.approx(windows.get_column("send_rate_bps").mean())
+
+
 def test_a_run_too_long_to_keep_in_memory_asks_for_a_folder(tmp_path: Path) -> None:
     with pytest.raises(runner.TraceTooLarge, match=r"more than 10,000 trace rows.*out="):
         runner.run_variant(rtcbench.resolve("rfc8867-5.4")[0], "gcc", 1, max_memory_rows=10_000)

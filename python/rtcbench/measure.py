@@ -514,17 +514,37 @@ def _span_cuts(counts: list[tuple[int, int]], n_windows: int, budget: int) -> li
     return cuts
 
 
+FIGURE_WINDOWS = 50_000
+"""Windows of a flow's time series the run figure draws at most (2.8 h of 200 ms windows): a
+longer run's are drawn as means over as many consecutive windows as bring it under this (a week:
+61 windows, 12.2 s), read in a streaming pass. Drawn whole, a week's 3 M windows a flow took the
+figure past 1 GiB, for more points than it has pixels."""
+
+
 def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFrame]:
     """What `plots.run_figure` draws a run from, read from its folder with only the columns and
     flows it needs: the links, each call's target, the video frames, and the time series of the
-    media and competing (TCP, CBR, UDP background) flows."""
+    media and competing (TCP, CBR, UDP background) flows (of a long run, in blocks of windows:
+    `FIGURE_WINDOWS`)."""
     shown = [int(f["id"]) for f in meta["flows"] if f.get("kind") in (*MEDIA_KINDS, *CROSS_KINDS)]
-    ts = (
+    window = analysis.DEFAULT_WINDOW_US
+    n_windows = -(-round(float(meta["duration_s"]) * 1_000_000) // window)
+    block = -(-n_windows // FIGURE_WINDOWS) * window
+    rows = (
         pl.scan_parquet(regular_file(folder / "timeseries.parquet"))
         .select(_FIGURE_TS_COLUMNS)
         .filter(pl.col("flow").is_in(shown))
-        .collect()
     )
+    if block > window:
+        rows = (
+            rows.group_by("flow", pl.col("t_us") // block * block)
+            .agg(pl.exclude("flow", "t_us").mean())
+            .sort("flow", "t_us")
+            .select(_FIGURE_TS_COLUMNS)
+        )
+        ts = rows.collect(engine="streaming")
+    else:
+        ts = rows.collect()
     video = [int(f["id"]) for f in meta["flows"] if f.get("kind") == VIDEO]
     t = Tables(
         packets=pl.DataFrame(),
