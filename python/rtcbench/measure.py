@@ -5,14 +5,18 @@ Every metric of a flow comes from that flow's own rows (and its call's controlle
 rows, and its bottleneck's capacity), so a run is measured a few flows at a time: a batch of
 flows is read with their rows only, measured (`analysis.timeseries`, `analysis.flow_summaries`),
 its time series appended to `timeseries.parquet`, and dropped before the next batch is read. A
-flow with more rows than a batch (a fast TCP flow of a long run) is read a span of time at a time
-(`_LongFlows`): each span's time series is complete in itself (a window's rows are all in one
-span), and its summary adds up the integer counts of each span and keeps only its delays whole,
-8 bytes a received packet, for their exact quantiles (`tables._LongFlowRows`). The per-flow
-results are then put together (`analysis.assemble`): convergence and fairness from every flow's
-rates per window, which are kept. Memory is bounded by a batch (about `BATCH_ROWS` packet rows),
-not by the run's duration, but for those delays; the numbers are those of measuring the whole run
-at once, bit for bit, since each flow sees the same rows in the same order
+flow weighs its packet rows and `WINDOW_ROWS` per window of its time series; a flow that weighs
+more than a batch (a fast TCP flow of a long run, any flow of a run of days) is read a span of
+time at a time (`_LongFlows`): each span's time series is made for that span's windows only and
+is complete in itself (a window's rows are all in one span), and its summary adds up the integer
+counts of each span and keeps only its delays whole, 8 bytes a received packet, for their exact
+quantiles (`tables._LongFlowRows`), and the few columns of its windows the summary reads. The
+links table is read a span of time at a time too, for the capacity samples the metrics use
+(`_capacity_samples`). The per-flow results are then put together (`analysis.assemble`):
+convergence and fairness from every flow's rates per window, which are kept (28 bytes a flow and
+window). Memory is bounded by a batch (about `BATCH_ROWS` rows), not by the run's duration, but
+for those delays and rates (docs/limits.md, "Memory"); the numbers are those of measuring the
+whole run at once, bit for bit, since each flow sees the same rows in the same order
 (tests/test_streaming.py).
 """
 
