@@ -11,6 +11,11 @@ RSS at simulated 900, 3600 and 7200 s, peak RSS while simulating and while measu
 metrics read the files a batch of flows, or a span of one long flow, at a time), wall time, and,
 for comparison, the same scenario cut to 15 minutes in a fresh process.
 
+Then a week (`benches/scenarios/week-1kbps-cbr.toml`, issue 65 item 2): one 1 kbit/s CBR flow on
+one link for the longest run a scenario may ask for, next to no packets but a links row every
+10 ms and a time-series window every 200 ms. Budget: peak RSS while measuring under 1 GiB; printed
+with its slope per simulated day, from the same scenario cut to one day.
+
 Run by `make bench`; timing and memory live here, never in pass/fail tests.
 """
 
@@ -26,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 SCENARIO = Path(__file__).parent / "scenarios" / "two-hours-16calls-4cubic.toml"
+WEEK = Path(__file__).parent / "scenarios" / "week-1kbps-cbr.toml"
+DAY_S = 86_400
 BUDGET_MIB = 1024
 GROWTH = 0.10
 MARKS = (900.0, 3600.0, 7200.0)
@@ -39,8 +46,8 @@ def rss_mib() -> float:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
-def profile(duration_s: int | None) -> dict[str, Any]:
-    """Runs the scenario (cut to `duration_s` if given) in this process and returns its RSS
+def profile(scenario: Path, duration_s: int | None) -> dict[str, Any]:
+    """Runs `scenario` (cut to `duration_s` if given) in this process and returns its RSS
     profile: RSS when the simulation passed 900 s and its end, peaks by phase, wall time."""
     import rtcbench
     from rtcbench import runner
@@ -71,7 +78,7 @@ def profile(duration_s: int | None) -> dict[str, Any]:
     sets = [f"duration={duration_s}s"] if duration_s else []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        (r,) = rtcbench.run(str(SCENARIO), "gcc", 1, out=Path(out), sets=sets, figure=False)
+        (r,) = rtcbench.run(str(scenario), "gcc", 1, out=Path(out), sets=sets, figure=False)
         wall = time.perf_counter() - t0
         sizes = {p.name: p.stat().st_size for p in r.path.iterdir()} if r.path else {}
     done.set()
@@ -96,18 +103,20 @@ def profile(duration_s: int | None) -> dict[str, Any]:
     }
 
 
+def child(scenario: Path, arg: str) -> dict[str, Any]:
+    """`profile` in a fresh process: a peak is a property of the whole process."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(scenario), arg], capture_output=True, text=True, check=True
+    ).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        print(json.dumps(profile(int(sys.argv[2]) if sys.argv[2] != "full" else None)))
+        print(json.dumps(profile(Path(sys.argv[2]), int(sys.argv[3]) if sys.argv[3] != "full" else None)))
         return
-    results = {}
-    for label, arg in (("2 h", "full"), ("15 min", "900")):
-        # A fresh process each: a peak is a property of the whole process.
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", arg], capture_output=True, text=True, check=True
-        ).stdout
-        results[label] = json.loads(out.strip().splitlines()[-1])
-    long, quarter = results["2 h"], results["15 min"]
+    long, quarter = child(SCENARIO, "full"), child(SCENARIO, "900")
     at_900, at_3600, at_7200 = (long[f"rss_at_{m:.0f}s"] for m in MARKS)
     growth = at_3600 / at_900 - 1
     print(f"memory of {SCENARIO.name}: 16 calls + 4 CUBIC flows, 30 Mbit/s")
@@ -129,7 +138,22 @@ def main() -> None:
         f"(simulating {quarter['peak_simulating_mib']:.0f}, measuring {quarter['peak_measuring_mib']:.0f}), "
         f"whole run {quarter['wall_s']:.1f} s"
     )
-    ok = long["peak_mib"] < BUDGET_MIB and abs(growth) <= GROWTH
+    week, day = child(WEEK, "full"), child(WEEK, str(DAY_S))
+    slope = (week["peak_measuring_mib"] - day["peak_measuring_mib"]) / ((week["simulated_s"] - DAY_S) / DAY_S)
+    print(f"memory of {WEEK.name}: one 1 kbit/s CBR flow for a week")
+    print(
+        f"  week: simulated {week['simulated_s']:.0f} s in {week['sim_wall_s']:.1f} s, whole run "
+        f"{week['wall_s']:.1f} s, results {week['results_mb']:.0f} MB"
+    )
+    print(
+        f"  peak RSS while measuring: {week['peak_measuring_mib']:.0f} MiB (budget {BUDGET_MIB} MiB); "
+        f"one day: {day['peak_measuring_mib']:.0f} MiB; {slope:+.0f} MiB a simulated day"
+    )
+    print(
+        f"  peak RSS while simulating: {week['peak_simulating_mib']:.0f} MiB "
+        f"(one day: {day['peak_simulating_mib']:.0f})"
+    )
+    ok = long["peak_mib"] < BUDGET_MIB and abs(growth) <= GROWTH and week["peak_measuring_mib"] < BUDGET_MIB
     print("  within budget" if ok else "  OVER BUDGET")
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -151,9 +153,95 @@ def test_a_flow_longer_than_a_batch_is_measured_a_span_of_time_at_a_time(
     assert run_hashes(in_memory) == run_hashes(written)
 
 
+def test_a_run_of_many_windows_is_measured_a_span_of_time_at_a_time(
+    tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A window weighing as much as 40 packet rows makes every flow of this 120 s run weigh more
+    # than a batch, however few its packets, as a flow of a week-long run does (3 M windows): its
+    # time series is made a span of windows at a time, and the links table read in spans.
+    monkeypatch.setattr(measure, "WINDOW_ROWS", 40)
+    spans: dict[int, int] = {}
+    link_spans: list[int] = []
+    real, real_spans = measure._LongFlows.measure, measure._time_spans
+
+    def counting(self: measure._LongFlows, fid: int, *args: Any, **kwargs: Any) -> Any:
+        spans[fid] = len(self.spans[fid])
+        return real(self, fid, *args, **kwargs)
+
+    def counting_links(*args: Any) -> list[tuple[int, int]]:
+        got = real_spans(*args)
+        link_spans.append(len(got))
+        return got
+
+    monkeypatch.setattr(measure._LongFlows, "measure", counting)
+    monkeypatch.setattr(measure, "_time_spans", counting_links)
+    sets = ("delay=50ms",)
+    in_memory = rtcbench.run("rfc8867-5.2", "gcc", 3, sets=sets)[0]
+    written = rtcbench.run("rfc8867-5.2", "gcc", 3, out=tmp_path, sets=sets, figure=False)[0]
+    assert len(spans) >= 4 and min(spans.values()) >= 3, spans
+    assert max(link_spans) >= 3, link_spans
+    assert run_hashes(in_memory) == run_hashes(written)
+
+
+WEEK = Path(__file__).parent.parent / "benches" / "scenarios" / "week-1kbps-cbr.toml"
+"""One 1 kbit/s CBR flow on one link for up to a week: next to no packets, a links row every 10 ms
+and a time-series window every 200 ms."""
+
+_MEASURE = """
+import json, sys
+from pathlib import Path
+from rtcbench import measure
+folder = Path(sys.argv[1])
+meta = json.loads((folder / "summary.json").read_text())["meta"]
+measure.measure_folder(folder, meta, batch_rows=int(sys.argv[2]))
+status = Path("/proc/self/status").read_text().splitlines()
+print(next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024)
+"""
+"""Measures a results folder again, in a process of its own, and prints its peak RSS (MiB): the
+kernel's high-water mark of this program's memory (`getrusage`'s keeps the parent's across exec)."""
+
+
+def test_measuring_a_run_takes_memory_that_does_not_grow_with_its_simulated_time(tmp_path: Path) -> None:
+    # A batch of 100 000 rows, a tenth of the default: the time series is then made a span of
+    # 2.8 h at a time and the links table read 1000 s at a time, as a week is with the default
+    # batch. Measuring 16 h took 469 MiB more than 4 h (314 and 783 MiB: 0.94 GiB a simulated
+    # day, the whole links table held); now 28 MiB more (220 and 248: 57 MiB a day, the flow's
+    # rates and summary columns per window).
+    batch_rows = 100_000
+    peak_mib = {}
+    for hours in (4, 16):
+        sets = [f"duration={hours * 3600}s"]
+        (r,) = rtcbench.run(str(WEEK), "gcc", 1, out=tmp_path / f"{hours}h", sets=sets, figure=False)
+        measured = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(r.path), str(batch_rows)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        peak_mib[hours] = float(measured.stdout.split()[-1])
+    per_day = (peak_mib[16] - peak_mib[4]) / (12 / 24)
+    assert per_day < 200, f"measuring grew {per_day:.0f} MiB a simulated day; peak RSS (MiB) {peak_mib}"
+
+
 def test_a_long_run_draws_its_figure_from_its_files(tmp_path: Path, small_pieces: None) -> None:
     (r,) = rtcbench.run("rfc8867-5.1", "gcc", 1, out=tmp_path, sets=["delay=50ms", "mechanism=link-rate"])
     assert r.path is not None and (r.path / runner.FIGURE).stat().st_size > 20_000
+
+
+def test_a_long_run_draws_its_time_series_in_blocks_of_windows(
+    tmp_path: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100 s is 500 windows of 200 ms: drawn as 100 blocks of 5, each the mean of its windows.
+    monkeypatch.setattr(measure, "FIGURE_WINDOWS", 100)
+    sets = ["delay=50ms", "mechanism=link-rate", "duration=100s"]
+    (r,) = rtcbench.run("rfc8867-5.1", "gcc", 1, out=tmp_path, sets=sets)
+    assert r.path is not None and (r.path / runner.FIGURE).stat().st_size > 20_000
+    _, drawn = measure.figure_tables(r.path, r.summary["meta"])
+    video = next(int(f["id"]) for f in r.summary["meta"]["flows"] if f["kind"] == "video")
+    blocks = drawn.filter(pl.col("flow") == video)
+    assert blocks.get_column("t_us").to_list() == [i * 1_000_000 for i in range(100)]
+    windows = r.timeseries.filter((pl.col("flow") == video) & (pl.col("t_us") < 1_000_000))
+    assert blocks.get_column("send_rate_bps")[0] == pytest.approx(windows.get_column("send_rate_bps").mean())
 
 
 def test_a_run_too_long_to_keep_in_memory_asks_for_a_folder(tmp_path: Path) -> None:

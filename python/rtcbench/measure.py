@@ -5,19 +5,24 @@ Every metric of a flow comes from that flow's own rows (and its call's controlle
 rows, and its bottleneck's capacity), so a run is measured a few flows at a time: a batch of
 flows is read with their rows only, measured (`analysis.timeseries`, `analysis.flow_summaries`),
 its time series appended to `timeseries.parquet`, and dropped before the next batch is read. A
-flow with more rows than a batch (a fast TCP flow of a long run) is read a span of time at a time
-(`_LongFlows`): each span's time series is complete in itself (a window's rows are all in one
-span), and its summary adds up the integer counts of each span and keeps only its delays whole,
-8 bytes a received packet, for their exact quantiles (`tables._LongFlowRows`). The per-flow
-results are then put together (`analysis.assemble`): convergence and fairness from every flow's
-rates per window, which are kept. Memory is bounded by a batch (about `BATCH_ROWS` packet rows),
-not by the run's duration, but for those delays; the numbers are those of measuring the whole run
-at once, bit for bit, since each flow sees the same rows in the same order
+flow weighs its packet rows and `WINDOW_ROWS` per window of its time series; a flow that weighs
+more than a batch (a fast TCP flow of a long run, any flow of a run of days) is read a span of
+time at a time (`_LongFlows`): each span's time series is made for that span's windows only and
+is complete in itself (a window's rows are all in one span), and its summary adds up the integer
+counts of each span and keeps only its delays whole, 8 bytes a received packet, for their exact
+quantiles (`tables._LongFlowRows`), and the few columns of its windows the summary reads. The
+links table is read a span of time at a time too, for the capacity samples the metrics use
+(`_capacity_samples`). The per-flow results are then put together (`analysis.assemble`):
+convergence and fairness from every flow's rates per window, which are kept (28 bytes a flow and
+window). Memory is bounded by a batch (about `BATCH_ROWS` rows), not by the run's duration, but
+for those delays and rates (docs/limits.md, "Memory"); the numbers are those of measuring the
+whole run at once, bit for bit, since each flow sees the same rows in the same order
 (tests/test_streaming.py).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,7 +50,12 @@ __all__ = ["BATCH_ROWS", "Measured", "figure_tables", "measure_folder", "measure
 
 BATCH_ROWS = 1_000_000
 """Packet rows read at a time when measuring from files: about 200 MB of frames while a batch is
-measured (docs/limits.md)."""
+measured (docs/limits.md). Links rows are read as many at a time."""
+WINDOW_ROWS = 2
+"""What a window of a flow's time series weighs against `BATCH_ROWS`, in packet rows: its row of
+the series and the frames that make it take about twice a packet row's memory while measured
+(350 against 150 bytes). A flow's windows count even where it sent nothing: a week of a 1 kbit/s
+flow is 3 M windows for 50 000 packets."""
 
 _PACKET_COLUMNS = (
     "t_us",
@@ -62,6 +72,14 @@ categories: about 40 bytes a row."""
 _RATE_SCHEMA = {"flow": pl.Int32, "t_us": pl.Int64, "send_rate_bps": pl.Float64, "recv_rate_bps": pl.Float64}
 _RATE_COLUMNS = tuple(_RATE_SCHEMA)
 """What `analysis.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
+_SUMMARY_TS_COLUMNS = (
+    "t_us", "flow", "send_rate_bps", "recv_rate_bps", "goodput_bps", "capacity_bps", "target_bps",
+    "loss_ratio",
+)  # fmt: skip
+"""The time-series columns `analysis.flow_summaries` reads: what a flow measured a span of time at
+a time keeps of its windows (60 of their 140 bytes)."""
+_NEVER = np.iinfo(np.int64).max // 4
+"""A time later than any row's, and its negative earlier."""
 _FIGURE_TS_COLUMNS = (
     "t_us", "flow", "send_rate_bps", "recv_rate_bps", "qdelay_ms", "qdelay_p95_ms", "loss_ratio", "fps",
     "capacity_bps",
@@ -148,7 +166,7 @@ def measure_folder(
         # (one per row group read) adds in another order and may round differently.
         return query.collect().rechunk()
 
-    capacity = _capacity_samples(scan("links"), meta)
+    capacity = _capacity_samples(scan("links"), meta, batch_rows)
     radio_names = list(radio_links(meta))
     links = capacity.filter(~pl.col("link").is_in(radio_names))
     # The radio hops' capacity per window, from the radio links' rows, which no batch holds.
@@ -157,6 +175,8 @@ def measure_folder(
     radio = radio_window_capacity(scan("links"), meta, hops, window).with_columns(window_us=pl.lit(window))
     flows = sorted(int(f["id"]) for f in meta["flows"])
     sizes = dict(scan("packets").group_by("flow").len().collect(engine="streaming").iter_rows())
+    n_windows = max(1, -(-round(float(meta["duration_s"]) * 1_000_000) // window))
+    weights = {fid: sizes.get(fid, 0) + WINDOW_ROWS * n_windows for fid in flows}
     media = {int(f["id"]) for f in meta["flows"] if f.get("kind") in MEDIA_KINDS}
     media_links = analysis.media_links(meta)
     call_of = {int(f["id"]): f.get("call") for f in meta["flows"]}
@@ -167,19 +187,28 @@ def measure_folder(
     parts: dict[int, analysis.FlowSummary] = {}
     rates: list[pl.DataFrame] = []
     samples: list[pl.DataFrame] = []
-    long = _LongFlows.plan(scan("packets"), [f for f in flows if sizes.get(f, 0) > batch_rows], batch_rows)
+    long = _LongFlows.plan(
+        scan("packets"), [f for f in flows if weights[f] > batch_rows], batch_rows, n_windows
+    )
     writer = TraceWriter(folder)
     try:
-        for batch in _batches(sizes, flows, batch_rows):
+        for batch in _batches(weights, flows, batch_rows):
             if batch[0] in long.spans:
                 (fid,) = batch
                 flow_meta = _meta_for(meta, batch)
                 measured = long.measure(
-                    fid, scan, read, capacity, radio, flow_meta, media_links, sharing, delays and fid in media
+                    fid,
+                    scan,
+                    read,
+                    capacity,
+                    radio,
+                    flow_meta,
+                    media_links,
+                    sharing,
+                    delays and fid in media,
+                    functools.partial(writer.write, "timeseries"),
                 )
-                for ts in measured.timeseries:
-                    writer.write("timeseries", ts)
-                    rates.append(ts.select(_RATE_COLUMNS))
+                rates.append(measured.rates)
                 parts.update(measured.summary)
                 samples.extend(measured.delays)
                 continue
@@ -226,20 +255,62 @@ def _capacity_tables(links: pl.DataFrame, meta: dict[str, Any]) -> Tables:
     return Tables(packets=empty, frames=empty, controller=empty, links=links, feedback=empty, meta=meta)
 
 
-def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any]) -> pl.DataFrame:
+def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any], budget: int | None = None) -> pl.DataFrame:
     """The links table as the capacity metrics read it (`tables._link_segments`: the utilisation,
     the phases, the reference rates), of their links only (`capacity_links`): the samples before
     the end of the run, the last of each instant, and of consecutive samples with one capacity
     only the first. A capacity is piecewise constant, so these give the same integrals and phases, exactly,
-    in a handful of rows where the table has one every few milliseconds per link."""
+    in a handful of rows where the table has one every few milliseconds per link.
+
+    The table is read a span of time of at most about `budget` rows at a time (`BATCH_ROWS` if
+    not given): a link has a row every 10 ms, 8.6 M a day, which read whole took 0.8 GiB a
+    simulated day. Each span keeps its first sample of a link and the changes after it; the
+    changes of those, in time order, are the whole table's, since every change lies in a span."""
     names = capacity_links(meta)
     dur = round(float(meta["duration_s"]) * 1_000_000)
-    rows = (
-        # `queue_bytes` too, which the schema requires (no metric reads it but the radio ones).
-        links.select("t_us", "link", "queue_bytes", "capacity_bps")
-        .filter(pl.col("link").is_in(names) & (pl.col("t_us") < dur))
-        .collect()
+    # `queue_bytes` too, which the schema requires (no metric reads it but the radio ones).
+    rows = links.select("t_us", "link", "queue_bytes", "capacity_bps").filter(
+        pl.col("link").is_in(names) & (pl.col("t_us") < dur)
     )
+    spans = _time_spans(rows, BATCH_ROWS if budget is None else budget)
+    if len(spans) == 1:
+        return _capacity_changes(rows.collect(), names)
+    kept = [
+        _capacity_changes(rows.filter(pl.col("t_us").is_between(lo, hi, closed="left")).collect(), names)
+        for lo, hi in spans
+    ]
+    return _capacity_changes(pl.concat(kept), names)
+
+
+_SPAN_GRANULE_US = 1_000_000
+"""The unit of time a table is cut at into spans (`_time_spans`)."""
+
+
+def _time_spans(rows: pl.LazyFrame, budget: int) -> list[tuple[int, int]]:
+    """Spans of time [lo, hi), cut at whole seconds, that together hold every row of `rows` (by
+    `t_us`), each at most about `budget` of them (a second with more is a span of its own); one
+    span for all if they are that few. Counted in a streaming pass, which holds none of them."""
+    total = int(rows.select(pl.len()).collect(engine="streaming").item())
+    if total <= budget:
+        return [(-_NEVER, _NEVER)]
+    per_granule = (
+        rows.group_by((pl.col("t_us") // _SPAN_GRANULE_US).alias("_g"))
+        .len()
+        .sort("_g")
+        .collect(engine="streaming")
+    )
+    cuts, rows_in = [], 0
+    for g, n in per_granule.select("_g", "len").iter_rows():
+        if rows_in and rows_in + n > budget:
+            cuts.append(int(g) * _SPAN_GRANULE_US)
+            rows_in = 0
+        rows_in += n
+    return list(itertools.pairwise([-_NEVER, *cuts, _NEVER]))
+
+
+def _capacity_changes(rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """Of `rows` (t_us, link, queue_bytes, capacity_bps), per link of `names` in time order, the
+    last row of each instant, and of consecutive rows with one capacity the first."""
     kept = []
     for name in names:
         seg = rows.filter(pl.col("link") == name)
@@ -247,11 +318,12 @@ def _capacity_samples(links: pl.LazyFrame, meta: dict[str, Any]) -> pl.DataFrame
             seg = seg.sort("t_us", maintain_order=True)
         cap = pl.col("capacity_bps")
         first = pl.int_range(pl.len()) == 0
-        kept.append(
-            seg.filter(pl.col("t_us").ne_missing(pl.col("t_us").shift(-1))).filter(
-                first | cap.ne_missing(cap.shift(1))
-            )
+        changes = seg.filter(pl.col("t_us").ne_missing(pl.col("t_us").shift(-1))).filter(
+            first | cap.ne_missing(cap.shift(1))
         )
+        # Copied: the few rows a filter keeps may share the buffers of the rows it read (each
+        # span's one row of a week-long run's single capacity held its 1 M rows, 38 MB).
+        kept.append(changes.select(pl.all().gather(pl.int_range(pl.len()))))
     return pl.concat(kept) if kept else rows
 
 
@@ -262,28 +334,27 @@ _KEY_TIME = (
 )
 """The time a packets row counts at: its send time for a packet sent or dropped (loss is counted
 by send time), else when it happened. The metrics of a span of time read the rows whose time is in it."""
-_NEVER = np.iinfo(np.int64).max // 4
-"""A time later than any row's, and its negative earlier."""
 
 
 @dataclass(frozen=True)
 class _LongMeasured:
-    """A long flow measured (`_LongFlows.measure`): its time series a span at a time, its
+    """A long flow measured (`_LongFlows.measure`): its rates per window (`_RATE_COLUMNS`), its
     `FlowSummary`, and its figure's delay dots if asked for."""
 
-    timeseries: list[pl.DataFrame]
+    rates: pl.DataFrame
     summary: dict[int, analysis.FlowSummary]
     delays: list[pl.DataFrame]
 
 
 @dataclass(frozen=True)
 class _LongFlows:
-    """The flows of a run with more packet rows than a batch, and how each is read: in spans of
-    whole time-series windows of at most about a batch of rows each (a window with more is a
-    span of its own), with what needs the whole flow found first, in one pass over the file: the
-    least one-way delay (queuing delay is measured from it), how many packets it received (the
-    figure samples them evenly), and how far a row's time (`_KEY_TIME`) and its `t_us` lie apart,
-    so that a span is read from the row groups that can hold it only."""
+    """The flows of a run that weigh more than a batch (their packet rows and `WINDOW_ROWS` per
+    window of the run), and how each is read: in spans of whole time-series windows that weigh
+    at most about a batch each (a window with more rows is a span of its own), so that neither a
+    fast flow nor a long run is held whole, with what needs the whole flow found first, in one
+    pass over the file: the least one-way delay (queuing delay is measured from it), how many
+    packets it received (the figure samples them evenly), and how far a row's time (`_KEY_TIME`)
+    and its `t_us` lie apart, so that a span is read from the row groups that can hold it only."""
 
     spans: dict[int, list[tuple[int, int]]]
     floor_ms: dict[int, float]
@@ -291,7 +362,7 @@ class _LongFlows:
     reach_us: dict[int, tuple[int, int]]
 
     @classmethod
-    def plan(cls, packets: pl.LazyFrame, flows: list[int], budget: int) -> _LongFlows:
+    def plan(cls, packets: pl.LazyFrame, flows: list[int], budget: int, n_windows: int) -> _LongFlows:
         if not flows:
             return cls({}, {}, {}, {})
         rows = packets.filter(pl.col("flow").is_in(flows))
@@ -315,14 +386,9 @@ class _LongFlows:
         )
         spans: dict[int, list[tuple[int, int]]] = {}
         for fid in flows:
-            counts = per_window.filter(pl.col("flow") == fid)
-            cuts, rows_in = [], 0
-            for w, n in counts.select("_w", "len").iter_rows():
-                if rows_in and rows_in + n > budget:
-                    cuts.append(int(w) * window)
-                    rows_in = 0
-                rows_in += n
-            edges = [-_NEVER, *cuts, _NEVER]
+            counts = per_window.filter(pl.col("flow") == fid).select("_w", "len").rows()
+            cuts = _span_cuts([(int(w), int(n)) for w, n in counts], n_windows, budget)
+            edges = [-_NEVER, *(w * window for w in cuts), _NEVER]
             spans[fid] = list(itertools.pairwise(edges))
         floor, got, reach = {}, {}, {}
         columns = ("flow", "floor", "received", "early", "late")
@@ -344,9 +410,11 @@ class _LongFlows:
         media_links: list[str],
         sharing: dict[str, list[analysis.Period]],
         delays: bool,
+        write: Callable[[pl.DataFrame], None],
     ) -> _LongMeasured:
         """Measures flow `fid` a span at a time (`meta`: of this flow only; `media_links` and
-        `sharing`: the run's, `analysis.media_links` and `analysis.link_periods`)."""
+        `sharing`: the run's, `analysis.media_links` and `analysis.link_periods`), handing each
+        span's time series to `write` as it is made."""
         (f,) = meta["flows"]
         call = f.get("call")
         of_call = pl.col("call") == (int(call) if call is not None else -1)
@@ -385,7 +453,7 @@ class _LongFlows:
         cuts = [0, dur, a, b, *(x for ph in bounds for x in (ph.start_us, ph.end_us))]
         rows = _LongFlowRows(fid, cuts, self.floor_ms.get(fid), whole._by_flow, unrepaired)
 
-        series: list[pl.DataFrame] = []
+        series: list[pl.DataFrame] = []  # of `_SUMMARY_TS_COLUMNS`
         dots: list[pl.DataFrame] = []
         step = max(1, -(-self.received.get(fid, 0) // MAX_SCATTER))
         seen = 0
@@ -406,26 +474,81 @@ class _LongFlows:
                 seen += rx.height
             t.derive_and_release_packets()
             rows.add(t._by_flow)
-            ts = analysis.timeseries(t)
-            series.append(ts.filter(pl.col("t_us").is_between(lo, hi, closed="left")))
+            ts = analysis.timeseries(t, span_us=(lo, hi))
+            write(ts)
+            series.append(ts.select(_SUMMARY_TS_COLUMNS))
             del t, ts
         whole.__dict__["_by_flow"] = rows
         ts = pl.concat(series, rechunk=True)
+        del series
         summary = analysis.flow_summaries(whole, ts, media_links, sharing)
-        return _LongMeasured(series, summary, dots)
+        return _LongMeasured(ts.select(_RATE_COLUMNS), summary, dots)
+
+
+def _span_cuts(counts: list[tuple[int, int]], n_windows: int, budget: int) -> list[int]:
+    """Where to cut a flow's windows 0 to `n_windows` into spans that weigh at most about `budget`
+    (their rows, `counts` of (window, rows) for the windows that have some, in window order, and
+    `WINDOW_ROWS` per window): the windows to start a span at. A window with more rows than a
+    span may hold is a span of its own."""
+    most = max(1, budget // WINDOW_ROWS)
+    cuts: list[int] = []
+    start, rows_in, end_of_rows = 0, 0, 0
+
+    def cut_empty(until: int) -> None:
+        # Windows without rows from `start` to `until`, in spans of `most` windows.
+        nonlocal start
+        while until - start > most:
+            start += most
+            cuts.append(start)
+
+    for w, n in counts:
+        w = min(max(w, 0), n_windows)  # rows before the run or after its end count at its edges
+        if (rows_in or w > start) and rows_in + n + WINDOW_ROWS * (w + 1 - start) > budget:
+            if end_of_rows > start:
+                start = end_of_rows
+                cuts.append(start)
+            cut_empty(w)
+            rows_in = 0
+        rows_in += n
+        end_of_rows = w + 1
+    if rows_in + WINDOW_ROWS * (n_windows - start) > budget and start < end_of_rows < n_windows:
+        start = end_of_rows
+        cuts.append(start)
+    cut_empty(n_windows)
+    return cuts
+
+
+FIGURE_WINDOWS = 50_000
+"""Windows of a flow's time series the run figure draws at most (2.8 h of 200 ms windows): a
+longer run's are drawn as means over as many consecutive windows as bring it under this (a week:
+61 windows, 12.2 s), read in a streaming pass. Drawn whole, a week's 3 M windows a flow took the
+figure past 1 GiB, for more points than it has pixels."""
 
 
 def figure_tables(folder: Path, meta: dict[str, Any]) -> tuple[Tables, pl.DataFrame]:
     """What `plots.run_figure` draws a run from, read from its folder with only the columns and
     flows it needs: the links, each call's target, the video frames, and the time series of the
-    media and competing (TCP, CBR, UDP background) flows."""
+    media and competing (TCP, CBR, UDP background) flows (of a long run, in blocks of windows:
+    `FIGURE_WINDOWS`)."""
     shown = [int(f["id"]) for f in meta["flows"] if f.get("kind") in (*MEDIA_KINDS, *CROSS_KINDS)]
-    ts = (
+    window = analysis.DEFAULT_WINDOW_US
+    n_windows = -(-round(float(meta["duration_s"]) * 1_000_000) // window)
+    block = -(-n_windows // FIGURE_WINDOWS) * window
+    rows = (
         pl.scan_parquet(regular_file(folder / "timeseries.parquet"))
         .select(_FIGURE_TS_COLUMNS)
         .filter(pl.col("flow").is_in(shown))
-        .collect()
     )
+    if block > window:
+        rows = (
+            rows.group_by("flow", pl.col("t_us") // block * block)
+            .agg(pl.exclude("flow", "t_us").mean())
+            .sort("flow", "t_us")
+            .select(_FIGURE_TS_COLUMNS)
+        )
+        ts = rows.collect(engine="streaming")
+    else:
+        ts = rows.collect()
     video = [int(f["id"]) for f in meta["flows"] if f.get("kind") == VIDEO]
     t = Tables(
         packets=pl.DataFrame(),

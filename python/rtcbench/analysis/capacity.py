@@ -346,25 +346,33 @@ def radio_window_capacity(
     return out.cast(_RADIO_SCHEMA)  # type: ignore[arg-type]
 
 
-def _hop_windows(radio: pl.DataFrame, hop: tuple[str, int], n_windows: int) -> npt.NDArray[np.float64]:
-    """One hop's capacity per window of `radio_window_capacity`; NaN where it has none."""
-    out = np.full(n_windows, np.nan)
+def _hop_windows(
+    radio: pl.DataFrame, hop: tuple[str, int], index: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """One hop's capacity in the windows numbered `index` (consecutive) of
+    `radio_window_capacity`; NaN where it has none."""
+    out = np.full(index.size, np.nan)
+    if index.size == 0:
+        return out
     rows = radio.filter((pl.col("link") == hop[0]) & (pl.col("shift_us") == hop[1]))
-    w = rows.get_column("_w").to_numpy()
-    inside = (w >= 0) & (w < n_windows)
+    w = rows.get_column("_w").to_numpy() - index[0]
+    inside = (w >= 0) & (w < index.size)
     out[w[inside]] = rows.get_column("capacity_bps").to_numpy()[inside]
     return out
 
 
 def path_capacity(
-    wired: npt.NDArray[np.float64], radio: pl.DataFrame, hops: list[tuple[str, int]], n_windows: int
+    wired: npt.NDArray[np.float64],
+    radio: pl.DataFrame,
+    hops: list[tuple[str, int]],
+    index: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
-    """A flow's capacity per window: its wired links' (`wired`: the least of `wired_hop_keys`, NaN
-    = unlimited), or, if its path has radio hops, the least of theirs and the wired one; NaN where
-    a radio hop's is unknown."""
+    """A flow's capacity in the windows numbered `index` (consecutive): its wired links'
+    (`wired`: the least of `wired_hop_keys`, NaN = unlimited), or, if its path has radio hops, the
+    least of theirs and the wired one; NaN where a radio hop's is unknown."""
     if not hops:
         return wired
-    hop_caps = np.vstack([_hop_windows(radio, hop, n_windows) for hop in hops])
+    hop_caps = np.vstack([_hop_windows(radio, hop, index) for hop in hops])
     least = hop_caps.min(axis=0)  # NaN where any hop is unknown
     out: npt.NDArray[np.float64] = np.where(np.isnan(wired), least, np.minimum(least, wired))
     return out

@@ -37,15 +37,20 @@ def packet_delays(t: Tables) -> pl.DataFrame:
 
 
 def _counted_window_frames(
-    t: Tables, flow: int, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+    t: Tables,
+    flow: int,
+    index: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
 ) -> pl.DataFrame:
-    """A browser's video flow's frames decoded in each window (`stats`, `framesDecoded`)."""
+    """A browser's video flow's frames decoded in each window (`stats`, `framesDecoded`): the
+    windows numbered `index`, [starts, ends)."""
     edges = t._counted.at(flow, "receiver", "frames_decoded", np.append(starts, ends[-1:]))
     assert edges is not None  # `_counted_frames` said the receiver reported
     return pl.DataFrame(
         {
             "flow": np.full(len(starts), flow, dtype=np.int32),
-            "_w": np.arange(len(starts), dtype=np.int64),
+            "_w": index,
             "_frames": np.diff(edges),
             "frame_delay_ms": np.full(len(starts), np.nan),
         }
@@ -61,21 +66,35 @@ def _radio_capacity(t: Tables, window_us: int) -> pl.DataFrame:
     return radio_window_capacity(t.links.lazy(), t.meta, radio_hop_keys(t.meta, _flows(t)), window_us)
 
 
-def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
+def timeseries(
+    t: Tables, window_us: int = DEFAULT_WINDOW_US, span_us: tuple[int, int] | None = None
+) -> pl.DataFrame:
     """One row per flow and window [t_us, t_us + W) over [0, duration): rates, delays, loss, frames.
 
     Events are bucketed by integer division of their time (sent rows and drops by send time,
     receptions and frames by arrival/completion time), aggregated with one `group_by` each and
     joined onto the full flow x window grid, so empty windows exist (zero rates, null delays). A
     final partial window is normalised by its real length. Columns: `docs/metrics.md`.
+
+    With `span_us` = (lo, hi), only the windows that start in [lo, hi): the rows of the whole time
+    series there, bit for bit, in memory that follows the span rather than the run (a run of days
+    is measured a span of time at a time, `rtcbench.measure`).
     """
     if window_us <= 0:
         raise ValueError(f"window_us must be positive, got {window_us}")
     dur = _duration_us(t)
     n_windows = max(1, -(-dur // window_us))
     flows = _flows(t)
-    starts = np.arange(n_windows, dtype=np.int64) * window_us
+    first, last = 0, n_windows
+    if span_us is not None:
+        lo, hi = span_us
+        first = min(n_windows, max(0, -(-lo // window_us)))
+        last = max(first, min(n_windows, -(-hi // window_us)))
+    # Window indices are the run's (a window's `_w` is its start over W), whatever the span.
+    index = np.arange(first, last, dtype=np.int64)
+    starts = index * window_us
     ends = np.minimum(starts + window_us, dur)
+    n_span = index.size
 
     # A (flow, window) pair is keyed by one integer, flow * n_windows + window, so that every
     # aggregate below joins onto the grid on a single Int64 column.
@@ -87,31 +106,31 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     # wired capacity is the least of its links' (`wired_hop_keys`), NaN (unlimited) if none limits.
     keys = [wired_hop_keys(t.meta, f) for f in flows]
     capacity = {k: _window_capacity(t, k[0], starts, ends, dur, k[1]) for k in sorted(set().union(*keys))}
-    unlimited = np.full(n_windows, np.nan)
+    unlimited = np.full(n_span, np.nan)
     radio = _radio_capacity(t, window_us)
     wired = [functools.reduce(np.fmin, (capacity[k] for k in ks), unlimited) for ks in keys]
     flow_capacity = [
-        path_capacity(cap, radio, radio_hop_keys(t.meta, [f]), n_windows)
+        path_capacity(cap, radio, radio_hop_keys(t.meta, [f]), index)
         for f, cap in zip(flows, wired, strict=True)
     ]
     calls = [int(f["call"]) if _is_media(f) and f.get("call") is not None else None for f in flows]
     ids = pl.Series([int(f["id"]) for f in flows], dtype=pl.Int32)
     grid = pl.DataFrame(
         {
-            "flow": ids.gather(np.repeat(np.arange(len(flows)), n_windows)),
+            "flow": ids.gather(np.repeat(np.arange(len(flows)), n_span)),
             "flow_name": pl.Series([str(f.get("name", "")) for f in flows], dtype=pl.String).gather(
-                np.repeat(np.arange(len(flows)), n_windows)
+                np.repeat(np.arange(len(flows)), n_span)
             ),
-            "_w": np.tile(np.arange(n_windows, dtype=np.int64), len(flows)),
+            "_w": np.tile(index, len(flows)),
             "t_us": np.tile(starts, len(flows)),
             "_end": np.tile(ends, len(flows)),
             "_video": np.repeat(
                 np.array(
                     [f.get("kind") == VIDEO and _frames_seen(t, int(f["id"])) for f in flows], dtype=bool
                 ),
-                n_windows,
+                n_span,
             ),
-            "_call": pl.Series(calls, dtype=pl.Int32).gather(np.repeat(np.arange(len(flows)), n_windows)),
+            "_call": pl.Series(calls, dtype=pl.Int32).gather(np.repeat(np.arange(len(flows)), n_span)),
             "capacity_bps": np.concatenate(flow_capacity or [np.empty(0)]),
         },
         schema_overrides={"_w": pl.Int64, "capacity_bps": pl.Float64},
@@ -158,7 +177,7 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
         )
     )
     counted = [
-        _counted_window_frames(t, int(f["id"]), starts, ends)
+        _counted_window_frames(t, int(f["id"]), index, starts, ends)
         for f in flows
         if f.get("kind") == VIDEO and _counted_frames(t, int(f["id"]))
     ]
@@ -171,7 +190,7 @@ def timeseries(t: Tables, window_us: int = DEFAULT_WINDOW_US) -> pl.DataFrame:
     )
     call_win = (
         pl.DataFrame({"_call": sorted({c for c in calls if c is not None})}, schema={"_call": pl.Int32})
-        .join(pl.DataFrame({"_w": np.arange(n_windows, dtype=np.int64), "_end": ends}), how="cross")
+        .join(pl.DataFrame({"_w": index, "_end": ends}), how="cross")
         .sort("_end")
     )
     target = call_win.join_asof(
