@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -331,6 +331,20 @@ def _run_app_with(
     return ended.value.code, capsys.readouterr().err.strip().splitlines()
 
 
+def _app_of(command: Callable[[], None]) -> Callable[..., int]:
+    """An app that runs a guarded `command` and returns its exit status, as Typer's would."""
+    from rtcbench.cli import errors
+
+    def app(**kw: object) -> int:
+        try:
+            command()
+        except errors.typer.Exit as e:
+            return int(e.exit_code)
+        return 0
+
+    return app
+
+
 def _app_interrupted(**kw: object) -> int:
     raise KeyboardInterrupt
 
@@ -359,14 +373,7 @@ def test_a_command_that_answered_its_interrupt_gets_no_second_line(
     def command() -> None:
         raise KeyboardInterrupt
 
-    def app(**kw: object) -> int:
-        try:
-            command()
-        except errors.typer.Exit as e:
-            return int(e.exit_code)
-        return 0
-
-    assert _run_app_with(app, monkeypatch, capsys) == (130, ["interrupted: nothing was written"])
+    assert _run_app_with(_app_of(command), monkeypatch, capsys) == (130, ["interrupted: nothing was written"])
 
 
 def test_an_interrupt_another_thread_receives_waits_for_the_held_block() -> None:
@@ -530,14 +537,10 @@ def test_an_import_an_interrupt_cut_short_is_answered_as_the_interrupt(
         except KeyboardInterrupt as e:
             raise ImportError("initialization failed") from e
 
-    def app(**kw: object) -> int:
-        try:
-            command()
-        except errors.typer.Exit as e:
-            return int(e.exit_code)
-        return 0
-
-    assert _run_app_with(app, monkeypatch, capsys) == (130, ["interrupted: no report was written"])
+    assert _run_app_with(_app_of(command), monkeypatch, capsys) == (
+        130,
+        ["interrupted: no report was written"],
+    )
 
     @errors.guarded("no report was written")
     def broken() -> None:
