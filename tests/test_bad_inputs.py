@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -510,6 +511,12 @@ def test_a_swapped_table_is_named_in_one_line_the_same_by_every_command(
         run = rtcbench.RunResult(broken, rtcbench.read_summary(broken))
         _ = run.timeseries if swap[0] == "timeseries.parquet" else run.tables
     assert str(e.value).startswith(line) and named in str(e.value)
+    if swap[0] == "timeseries.parquet":
+        # `reproduce` reads a kept browser run's time series for its late starts.
+        from rtcbench import reproduce
+
+        with pytest.raises(rtcbench.results.InputError, match=re.escape(line + "lacks column(s)")):
+            reproduce.late_starts(rtcbench.read_summary(broken), broken)
     for args in (
         ["report", str(root), "--jobs", "1", "--run-figures", "all", "--out", str(tmp_path / "report")],
         ["figure", str(broken), "--out", str(tmp_path / "figures")],

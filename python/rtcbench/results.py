@@ -468,12 +468,19 @@ def table_problem(path: Path) -> str | None:
     return schema_problem(table, schema)
 
 
-def read_table(path: Path) -> pl.DataFrame:
-    """The table in `path`, checked first (`table_problem`): `InputError` naming the file and
-    what is wrong, never a reader's own error from deep inside a metric. One chunk per column, as
-    tables made in memory have (float sums follow the chunks)."""
+def checked_table(path: Path) -> Path:
+    """`path`, if `table_problem` finds nothing wrong with it; `InputError` naming the file and
+    what is wrong otherwise (for a reader that reads some of its columns)."""
     if (problem := table_problem(path)) is not None:
         raise InputError(f"{path}: {problem}")
+    return path
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    """The table in `path`, checked first (`checked_table`): `InputError` naming the file and
+    what is wrong, never a reader's own error from deep inside a metric. One chunk per column, as
+    tables made in memory have (float sums follow the chunks)."""
+    checked_table(path)
     try:
         return pl.read_parquet(regular_file(path)).rechunk()
     except (pl.exceptions.PolarsError, pa.ArrowException) as e:

@@ -42,7 +42,15 @@ from rtcbench.browser.run import cameras, connections
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE, cpu_limited
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.reproduce.experiments import TABLES, Case, SeedTable, cases
-from rtcbench.results import InputError, make_parents, read_summary, write_bytes_atomic, write_parquet_atomic
+from rtcbench.results import (
+    InputError,
+    checked_table,
+    make_parents,
+    read_summary,
+    read_table,
+    write_bytes_atomic,
+    write_parquet_atomic,
+)
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.suite import RunProgress, _execute, _Job, _run_parallel, batch_folder, execute_plan
@@ -211,8 +219,8 @@ def machine_starved(summary: dict[str, Any], folder: Path | None) -> tuple[list[
         if folder is None:
             return [], 0
         try:
-            stats = pl.read_parquet(folder / "stats.parquet")
-            usage = pl.read_parquet(folder / "usage.parquet")
+            stats = read_table(folder / "stats.parquet")
+            usage = read_table(folder / "usage.parquet")
         except (OSError, pl.exceptions.PolarsError) as e:
             raise InputError(f"{folder}: cannot read the run's stats and usage tables ({e})") from e
         variant = resolve(folder / "scenario.toml")[0]
@@ -236,7 +244,7 @@ def late_starts(summary: dict[str, Any], folder: Path) -> dict[str, float | None
         return {}
     try:
         columns = ["t_us", "flow_name", "send_rate_bps"]
-        series = pl.read_parquet(folder / "timeseries.parquet", columns=columns)
+        series = pl.read_parquet(checked_table(folder / "timeseries.parquet"), columns=columns)
     except (OSError, pl.exceptions.PolarsError) as e:
         raise InputError(f"{folder}: cannot read the run's time series ({e})") from e
     first = (
