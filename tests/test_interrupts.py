@@ -548,3 +548,50 @@ def test_an_import_an_interrupt_cut_short_is_answered_as_the_interrupt(
 
     with pytest.raises(ImportError, match="matplotlib"):
         broken()  # not an interrupt: a bug, with its traceback
+
+
+_INTERRUPT_IN_A_FINALIZER = """
+import time
+
+import rtcbench.cli.commands as commands
+from rtcbench.cli import errors, main
+
+
+class Collected:
+    def __del__(self):
+        # As SIGTERM landing while a weakref's callback runs: Python cannot raise it from here.
+        raise KeyboardInterrupt
+
+
+@errors.guarded("no figure was written")
+def command():
+    Collected()  # collected at once: the interrupt is swallowed, "Exception ignored in ..."
+    time.sleep(5)  # the command would run on, and end with status 0
+    print("finished")
+
+
+def app(**kw):
+    try:
+        command()
+    except errors.typer.Exit as e:  # as Typer's app returns it
+        return e.exit_code
+    return 0
+
+
+commands.app = app
+main()
+"""
+
+
+def test_an_interrupt_a_finalizer_swallows_in_the_command_still_stops_it(tmp_path: Path) -> None:
+    # Seen by tests/test_interrupt_trials.py: SIGTERM 1.2 s into `figure` landed in a weakref's
+    # callback; Python printed "Exception ignored in" and a traceback, and the command ran on to
+    # status 0. It is delivered again (`cli.errors.hear_swallowed_interrupts`).
+    (tmp_path / "swallowed.py").write_text(_INTERRUPT_IN_A_FINALIZER)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "swallowed"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr.strip().splitlines() == ["interrupted: no figure was written"], done.stderr
+    assert "finished" not in done.stdout and time.monotonic() - started < 5

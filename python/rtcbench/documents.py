@@ -80,13 +80,13 @@ def parse_json(data: bytes, path: Path | str, limit: int = MAX_BYTES) -> Any:
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
     if _json_depth(text) > MAX_NESTING:
-        raise InputError(f"{path}: nested more than {MAX_NESTING} levels deep")
+        raise InputError(f"{path}: nested too deep (more than {MAX_NESTING} levels)")
     try:
         return json.loads(text, parse_constant=_not_json)
     except ValueError as e:  # JSONDecodeError, NaN, an integer of 4300 digits
-        raise InputError(f"{path}: not valid JSON ({e})") from None
+        raise InputError(f"{path}: {e}") from None
     except (RecursionError, MemoryError) as e:
-        raise InputError(f"{path}: too large or too deeply nested to read ({type(e).__name__})") from None
+        raise InputError(f"{path}: too large or nested too deep to read ({type(e).__name__})") from None
 
 
 def _not_json(constant: str) -> Any:

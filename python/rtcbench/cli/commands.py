@@ -15,7 +15,13 @@ from rich.markup import escape
 
 from rtcbench.cli.calibrate import calibrate_cmd
 from rtcbench.cli.compare import compare_cmd
-from rtcbench.cli.errors import came_from_interrupt, debug_option, one_line, unanswered_interrupt
+from rtcbench.cli.errors import (
+    came_from_interrupt,
+    debug_option,
+    hear_swallowed_interrupts,
+    one_line,
+    unanswered_interrupt,
+)
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
@@ -103,6 +109,7 @@ def run_app(sigint: object = None) -> None:
     """Runs the command line and exits with its status. `sigint`: the SIGINT handler in force
     before `rtcbench.cli.main` set its own for loading."""
     interrupt_on_signals(sigint)
+    hear_swallowed_interrupts()
     if (line := undecodable(sys.argv[1:])) is not None:
         err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Annotated, ParamSpec
@@ -93,6 +95,46 @@ def unanswered_interrupt() -> str:
     if _stage == "after":
         return "interrupted: after the command had finished"
     return "interrupted: nothing was started"
+
+
+_REDELIVER_S = 0.05
+"""How long after an interrupt a finalizer swallowed it is delivered again (`hear_swallowed_interrupts`)."""
+
+
+def hear_swallowed_interrupts() -> None:
+    """Makes an interrupt that lands inside a finalizer or a callback from C stop the command all
+    the same. Python runs a signal's handler between two bytecodes of the main thread, which may be
+    inside a weakref's callback (seen: SIGTERM 1.2 s into `figure`, as matplotlib's objects were
+    collected); the KeyboardInterrupt cannot propagate from there, so Python printed "Exception
+    ignored in" with a traceback and the command ran on to status 0. Here such an interrupt is
+    delivered again a moment later, from another thread, unless the command answered one
+    meanwhile (an interrupt already unwinding can be reported this way too) or has finished;
+    either way nothing is printed for it. A command's workers do the same
+    (`workers._take_swallowed_interrupts`)."""
+    default = sys.unraisablehook
+    if getattr(default, "hears_interrupts", False):
+        return  # already (the command line run again in one process, as the tests do)
+    main = threading.main_thread().ident
+
+    def again() -> None:
+        if _stage in ("before", "running") and main is not None:
+            signal.pthread_kill(main, signal.SIGINT)
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            default(unraisable)
+            return
+        while True:  # an interrupt landing here too would be lost in turn
+            try:
+                timer = threading.Timer(_REDELIVER_S, again)
+                timer.daemon = True
+                timer.start()
+                return
+            except KeyboardInterrupt:
+                continue
+
+    hook.hears_interrupts = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def came_from_interrupt(e: BaseException) -> bool:
