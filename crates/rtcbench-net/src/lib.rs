@@ -1,6 +1,6 @@
 //! rtcbench's network elements as a library: a link ([`link`]: capacity schedule or delivery
 //! opportunities, propagation delay, NR-RBPDV jitter, random loss), its queue disciplines
-//! ([`queue`]: drop-tail, CoDel, FQ-CoDel, PIE, an L4S step marker), capacity traces
+//! ([`queue`]: drop-tail, CoDel, FQ-CoDel, PIE, an L4S step marker, DualPI2), capacity traces
 //! ([`link::capacity_trace`]), shared radio media ([`radio`]: an 802.11 BSS, an LTE FDD cell),
 //! the seeded random streams they draw from ([`rng`]) and the constant-bit-rate source of
 //! RFC 8867 §4.2's UDP background traffic ([`cbr`]).

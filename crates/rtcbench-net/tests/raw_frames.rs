@@ -1,15 +1,15 @@
 //! A link driven with plain byte buffers, raw IPv4/UDP packets as a relay reads them from the
 //! kernel, in the loop a relay runs (crate docs, "Driving an element"): departures follow
 //! serialisation plus delay to the microsecond, a full buffer drops, the step marker marks CE in
-//! the packet's own IP header (its checksum kept valid), and FQ-CoDel tells flows apart by their
-//! 5-tuple.
+//! the packet's own IP header (its checksum kept valid), FQ-CoDel tells flows apart by their
+//! 5-tuple, and DualPI2 classifies by the IP header's ECN field.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{Link, LinkConfig, QueueLimit};
-use rtcbench_net::queue::{FqCodelConfig, QueueDiscipline, StepConfig};
+use rtcbench_net::queue::{DualPi2Config, FqCodelConfig, QueueDiscipline, StepConfig};
 use rtcbench_net::rng::rng_for;
 use rtcbench_net::{DropReason, Ecn, IpFrame, NetPacket};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
@@ -177,6 +177,36 @@ fn the_step_marker_marks_ce_in_the_ip_header() {
         assert_eq!(f, &original);
     }
     assert_eq!(l.ce_marks(), 3 + 3 - 1, "ECT(1) packets 4 and 8, and the CE ones, but not packet 0");
+}
+
+#[test]
+fn dualpi2_queues_ect1_frames_first_and_marks_them_in_the_ip_header() {
+    // Three ECT(1) and three Not-ECT frames at 0 ms, interleaved, under Linux's defaults. The
+    // first goes on the wire at once; then the L queue is served first (its WRR credit starts at
+    // one MTU × (10 % − 90 %)), and its frames, having waited over the 1 ms step, leave CE. The
+    // classic frames follow unmarked: the two-MTU backlog rule spares them once the L queue is
+    // empty (p' is only 0.05 after the 16 ms update).
+    let mut l = link(QueueLimit::Unlimited, QueueDiscipline::DualPi2(DualPi2Config::linux()));
+    let codepoints = [Ecn::Ect1, Ecn::NotEct];
+    let arrivals: Vec<(Instant, IpFrame)> =
+        (0..6u8).map(|k| (ms(0), frame(4000, codepoints[usize::from(k) % 2], k))).collect();
+    let out = drive(&mut l, arrivals);
+    assert!(out.dropped.is_empty());
+    let order: Vec<u8> = out.delivered.iter().map(|(_, f)| tag(f)).collect();
+    assert_eq!(order, [0, 2, 4, 1, 3, 5]);
+    for (i, (t, f)) in out.delivered.iter().enumerate() {
+        assert_eq!(*t, Instant::ZERO + SERIALISATION * (i as i64 + 1) + DELAY);
+        let k = tag(f);
+        let want = match codepoints[usize::from(k) % 2] {
+            Ecn::Ect1 if k > 0 => Ecn::Ce,
+            other => other,
+        };
+        assert_eq!(ip::ecn(f.bytes()), Ok(want), "frame {k}");
+        assert!(header_checksum_ok(f.bytes()), "frame {k}: IPv4 header checksum");
+    }
+    let state = l.dualpi2_state().expect("a DualPI2 queue");
+    assert_eq!((state.l_marks, state.c_marks, state.l_drops, state.c_drops), (2, 0, 0, 0));
+    assert_eq!(l.ce_marks(), 2);
 }
 
 #[test]

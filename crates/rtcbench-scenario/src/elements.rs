@@ -7,7 +7,10 @@ use rtcbench_net::link::capacity_trace::CapacityTrace;
 use rtcbench_net::link::jitter::JitterConfig;
 use rtcbench_net::link::loss::LossModel;
 use rtcbench_net::link::{LinkConfig, QueueLimit};
-use rtcbench_net::queue::{CodelConfig, FqCodelConfig, PieConfig, QueueDiscipline, StepConfig};
+use rtcbench_net::queue::{
+    CodelConfig, DualPi2Config, FqCodelConfig, PiQueueDelay, PieConfig, QueueDiscipline, StepConfig,
+    RFC9332_RTT_MAX,
+};
 use rtcbench_net::radio::lte::CellConfig;
 use rtcbench_net::radio::wifi::BssConfig;
 use rtcbench_net::rng::{derive_seed, rng_for};
@@ -21,8 +24,8 @@ use super::lte::cell_config;
 use super::run::RunPlan;
 use super::wifi::bss_config;
 use super::{
-    find_route, CallSpec, CapacityMechanism, ControllerParams, EcnCodepoint, GccDeployment, Hop, LinkSpec,
-    LossSpec, QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError,
+    find_route, CallSpec, CapacityMechanism, ControllerParams, Dualpi2Defaults, Dualpi2PiDelay, EcnCodepoint,
+    GccDeployment, Hop, LinkSpec, LossSpec, QueueKind, QueueSize, QueueSpec, Scenario, ScenarioError,
 };
 
 /// The capacity a link's `capacity` or `schedule` describes: the capacity left to the flows.
@@ -86,6 +89,43 @@ fn queue_discipline(q: Option<&QueueSpec>) -> QueueDiscipline {
             let d = StepConfig::default();
             QueueDiscipline::Step(StepConfig { threshold: q.threshold.unwrap_or(d.threshold) })
         }
+        QueueKind::Dualpi2 => QueueDiscipline::DualPi2(dualpi2_config(q)),
+    }
+}
+
+/// The set `defaults` names, with the queue's fields over it. Under the RFC set, Tupdate, alpha and
+/// beta derive from target and RTT_max as RFC 9332 Fig. 2 ll. 12-14 say, so changing `target` or
+/// `rtt_max` changes them unless they are given; under Linux's they derive only from a given
+/// `rtt_max`.
+fn dualpi2_config(q: &QueueSpec) -> DualPi2Config {
+    let set = q.defaults.unwrap_or_default();
+    let d = match set {
+        Dualpi2Defaults::Rfc9332 => DualPi2Config::rfc9332(),
+        Dualpi2Defaults::Linux => DualPi2Config::linux(),
+    };
+    let target = q.target.unwrap_or(d.target);
+    let rtt_max = match set {
+        Dualpi2Defaults::Rfc9332 => Some(q.rtt_max.unwrap_or(RFC9332_RTT_MAX)),
+        Dualpi2Defaults::Linux => q.rtt_max,
+    };
+    let (t_update, alpha, beta) =
+        rtt_max.map_or((d.t_update, d.alpha, d.beta), |rtt| DualPi2Config::rfc9332_gains(target, rtt));
+    DualPi2Config {
+        target,
+        t_update: q.t_update.unwrap_or(t_update),
+        alpha: q.alpha.unwrap_or(alpha),
+        beta: q.beta.unwrap_or(beta),
+        coupling: q.coupling.unwrap_or(d.coupling),
+        l_min_th: q.l_min_th.unwrap_or(d.l_min_th),
+        l_range: q.l_range.unwrap_or(d.l_range),
+        th_len: q.th_len.unwrap_or(d.th_len),
+        pi_delay: q.pi_delay.map_or(d.pi_delay, |p| match p {
+            Dualpi2PiDelay::Classic => PiQueueDelay::Classic,
+            Dualpi2PiDelay::Max => PiQueueDelay::Max,
+        }),
+        classic_weight: q.classic_weight.unwrap_or(d.classic_weight),
+        drop_overload: q.drop_overload.unwrap_or(d.drop_overload),
+        min_backlog: q.min_backlog.unwrap_or(d.min_backlog),
     }
 }
 

@@ -592,8 +592,13 @@ fn validate_queue(q: &QueueSpec, p: &str, origin: &str) -> Result<(), ScenarioEr
         ))
     };
     let aqm = matches!(kind, QueueKind::Codel | QueueKind::FqCodel | QueueKind::Pie);
-    if q.target.is_some() && !aqm {
-        return reject("target", "codel, fq-codel, pie");
+    if q.target.is_some() && !aqm && kind != QueueKind::Dualpi2 {
+        return reject("target", "codel, fq-codel, pie, dualpi2");
+    }
+    if kind != QueueKind::Dualpi2 {
+        if let Some(field) = q.dualpi2_fields_set().first() {
+            return reject(field, "dualpi2");
+        }
     }
     if q.interval.is_some() && !matches!(kind, QueueKind::Codel | QueueKind::FqCodel) {
         return reject("interval", "codel, fq-codel");
@@ -602,7 +607,38 @@ fn validate_queue(q: &QueueSpec, p: &str, origin: &str) -> Result<(), ScenarioEr
         return reject("threshold", "step");
     }
     if q.ecn.is_some() && !aqm {
-        return reject("ecn", "codel, fq-codel, pie; step always marks");
+        return reject("ecn", "codel, fq-codel, pie; step and dualpi2 always mark");
+    }
+    Ok(())
+}
+
+/// The ranges of DualPI2's own fields (docs/limits.md); `target`, `rtt_max` and `l_min_th`
+/// are checked with the other AQM times.
+fn validate_dualpi2(q: &QueueSpec, qp: &str, origin: &str) -> Result<(), ScenarioError> {
+    use limits::*;
+    let field = |name: &str| format!("{qp}.{name}");
+    if let Some(t) = q.t_update {
+        within(origin, field("t_update"), t, MIN_DUALPI2_T_UPDATE, MAX_AQM_TIME)?;
+    }
+    if let Some(r) = q.l_range {
+        within(origin, field("l_range"), r, Duration::ZERO, MAX_AQM_TIME)?;
+    }
+    for (name, gain) in [("alpha", q.alpha), ("beta", q.beta)] {
+        if let Some(g) = gain {
+            within(origin, field(name), g, 0.0, MAX_DUALPI2_GAIN)?;
+        }
+    }
+    if let Some(k) = q.coupling {
+        within(origin, field("coupling"), k, MIN_DUALPI2_COUPLING, MAX_DUALPI2_COUPLING)?;
+    }
+    if let Some(n) = q.th_len {
+        within(origin, field("th_len"), n, 0, MAX_DUALPI2_TH_LEN)?;
+    }
+    if let Some(w) = q.classic_weight {
+        within(origin, field("classic_weight"), w, 0.0, 1.0)?;
+    }
+    if let Some(b) = q.min_backlog {
+        within(origin, field("min_backlog"), b, DataSize::ZERO, MAX_QUEUE_BYTES)?;
     }
     Ok(())
 }
@@ -1048,11 +1084,18 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 }
                 QueueSize::Unlimited => {}
             }
-            for (name, t) in [("target", q.target), ("interval", q.interval), ("threshold", q.threshold)] {
+            for (name, t) in [
+                ("target", q.target),
+                ("interval", q.interval),
+                ("threshold", q.threshold),
+                ("rtt_max", q.rtt_max),
+                ("l_min_th", q.l_min_th),
+            ] {
                 if let Some(t) = t {
                     within(origin, format!("{qp}.{name}"), t, Duration::from_micros(1), MAX_AQM_TIME)?;
                 }
             }
+            validate_dualpi2(q, &qp, origin)?;
         }
         if let Some(t) = &l.capacity_trace {
             validate_capacity_trace(l, t, &p, origin)?;
@@ -1940,6 +1983,93 @@ rate = "500kbps"
         )
         .unwrap_err();
         assert!(e.message.contains("below the highest scheduled capacity"), "{e}");
+    }
+
+    /// MINIMAL with the forward link's queue written as `queue`.
+    fn with_queue(queue: &str) -> String {
+        MINIMAL.replace("queue = { size = \"100ms\" }", queue)
+    }
+
+    /// The discipline the forward link of `text` is built with.
+    fn forward_discipline(text: &str) -> rtcbench_net::queue::QueueDiscipline {
+        let v = load(text, "x", &[]).unwrap_or_else(|e| panic!("{e}"));
+        elements::link_config(&v[0].spec.links[0], None, rtcbench_units::Instant::from_secs(10)).discipline
+    }
+
+    #[test]
+    fn dualpi2_queues_start_from_a_named_set_and_take_every_field() {
+        use rtcbench_net::queue::{DualPi2Config, PiQueueDelay, QueueDiscipline};
+        let dp = |queue: &str| match forward_discipline(&with_queue(queue)) {
+            QueueDiscipline::DualPi2(cfg) => cfg,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(dp(r#"queue = { kind = "dualpi2", size = "100ms" }"#), DualPi2Config::rfc9332());
+        assert_eq!(
+            dp(r#"queue = { kind = "dualpi2", size = "100ms", defaults = "linux" }"#),
+            DualPi2Config::linux()
+        );
+        // Every field over the Linux set.
+        let cfg = dp(r#"queue = { kind = "dualpi2", size = "100ms", defaults = "linux", target = "5ms",
+            t_update = "10ms", alpha = 0.3, beta = 4, coupling = 1.5, l_min_th = "2ms", l_range = "1ms",
+            th_len = 3, pi_delay = "classic", classic_weight = 0.25, drop_overload = false, min_backlog = "0B" }"#);
+        let want = DualPi2Config {
+            target: Duration::from_millis(5),
+            t_update: Duration::from_millis(10),
+            alpha: 0.3,
+            beta: 4.0,
+            coupling: 1.5,
+            l_min_th: Duration::from_millis(2),
+            l_range: Duration::from_millis(1),
+            th_len: 3,
+            pi_delay: PiQueueDelay::Classic,
+            classic_weight: 0.25,
+            drop_overload: false,
+            min_backlog: DataSize::ZERO,
+        };
+        assert_eq!(cfg, want);
+        // Under the RFC set, RTT_max and target derive Tupdate, alpha and beta (Fig. 2 ll. 12-14).
+        let cfg = dp(r#"queue = { kind = "dualpi2", size = "100ms", rtt_max = "30ms" }"#);
+        assert_eq!(cfg.t_update, Duration::from_millis(10));
+        assert!(
+            (cfg.alpha - 0.1 * 0.010 / 0.0009).abs() < 1e-12 && (cfg.beta - 10.0).abs() < 1e-12,
+            "{cfg:?}"
+        );
+        let cfg = dp(r#"queue = { kind = "dualpi2", size = "100ms", target = "5ms", alpha = 0.2 }"#);
+        assert_eq!((cfg.t_update, cfg.alpha), (Duration::from_millis(5), 0.2));
+        // The scenario writes back what it read.
+        let text =
+            with_queue(r#"queue = { kind = "dualpi2", size = "100ms", defaults = "linux", coupling = 3 }"#);
+        let v = load(&text, "x", &[]).unwrap();
+        assert_eq!(load(&v[0].to_toml(), "resolved", &[]).unwrap()[0].to_toml(), v[0].to_toml());
+    }
+
+    #[test]
+    fn dualpi2_fields_out_of_range_or_on_another_discipline_are_one_line_errors() {
+        let text = with_queue(r#"queue = { kind = "dualpi2", size = "100ms" }"#);
+        let cases = [
+            ("links.fwd.queue.coupling=0.5", "links.fwd.queue.coupling", "out of range (allowed: 1 to 255)"),
+            ("links.fwd.queue.classic_weight=1.5", "links.fwd.queue.classic_weight", "(allowed: 0 to 1)"),
+            ("links.fwd.queue.alpha=-1", "links.fwd.queue.alpha", "(allowed: 0 to 100)"),
+            ("links.fwd.queue.t_update=\"100us\"", "links.fwd.queue.t_update", "out of range"),
+            ("links.fwd.queue.th_len=20000", "links.fwd.queue.th_len", "(allowed: 0 to 10000)"),
+            ("links.fwd.queue.l_min_th=\"0ms\"", "links.fwd.queue.l_min_th", "out of range"),
+            ("links.fwd.queue.ecn=true", "links.fwd.queue.ecn", "dualpi2 always mark"),
+            ("links.fwd.queue.defaults=bsd", "links[0].queue.defaults", "expected `rfc9332` or `linux`"),
+        ];
+        for (set, field, message) in cases {
+            let e = load(&text, "x", &[set.to_string()]).unwrap_err();
+            assert!(
+                e.message.starts_with(&format!("{field}: ")) && e.message.contains(message),
+                "{set}: {e}"
+            );
+            assert!(!e.to_string().contains('\n'), "{set}: {e}");
+        }
+        // DualPI2's fields on another discipline are rejected, naming the one that reads them.
+        let e = load(&cross(""), "x", &["links.fwd.queue.coupling=2".to_string()]).unwrap_err();
+        assert!(
+            e.message.starts_with("links.fwd.queue.coupling: not used by fq-codel (only by dualpi2)"),
+            "{e}"
+        );
     }
 
     /// Nodes A, B, C, S and T, each linked to and from a hub H.

@@ -23,6 +23,17 @@ pub const MAX_QUEUE_BYTES: DataSize = DataSize::bytes(10_000_000_000);
 pub const MAX_QUEUE_TIME: Duration = Duration::from_secs(60);
 /// AQM targets, intervals and thresholds.
 pub const MAX_AQM_TIME: Duration = Duration::from_secs(10);
+/// DualPI2's update interval: at least 1 ms, since every interval of a run is an update (1 µs
+/// would be 3.6 billion updates an hour).
+pub const MIN_DUALPI2_T_UPDATE: Duration = Duration::from_millis(1);
+/// DualPI2's gains alpha and beta, in Hz: the defaults are 0.15 to 3.2 Hz; at 100 Hz a 10 ms
+/// change of delay already moves p' by 1 in one update.
+pub const MAX_DUALPI2_GAIN: f64 = 100.0;
+/// DualPI2's coupling factor k: Linux's range (a byte, at least 1); RFC 9332 recommends 2.
+pub const MIN_DUALPI2_COUPLING: f64 = 1.0;
+pub const MAX_DUALPI2_COUPLING: f64 = 255.0;
+/// DualPI2's Th_len, in packets: up to Linux's default packet limit.
+pub const MAX_DUALPI2_TH_LEN: u32 = 10_000;
 /// Feedback and report intervals: at least 1 ms (zero would schedule endless reports at one
 /// instant); at most the longest run (an interval beyond the run's end turns reports off).
 pub const MIN_FEEDBACK_INTERVAL: Duration = Duration::from_millis(1);

@@ -218,6 +218,8 @@ pub enum QueueKind {
     /// Marks ECT(1) packets whose sojourn exceeds `threshold` (L4S-style, RFC 9332); drop-tail
     /// otherwise.
     Step,
+    /// RFC 9332's DualQ Coupled AQM (DualPI2).
+    Dualpi2,
 }
 
 impl QueueKind {
@@ -229,6 +231,7 @@ impl QueueKind {
             Self::FqCodel => "fq-codel",
             Self::Pie => "pie",
             Self::Step => "step",
+            Self::Dualpi2 => "dualpi2",
         }
     }
 }
@@ -697,9 +700,91 @@ pub struct QueueSpec {
     /// The step marker's sojourn threshold (1 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<Duration>,
+    // DualPI2's parameters (docs/queues.md), each overriding the set `defaults` names; `target`
+    // above is shared with the other AQMs.
+    /// DualPI2: the parameter set the other fields override ("rfc9332", the default, or "linux").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<Dualpi2Defaults>,
+    /// RTT_max (RFC 9332 Fig. 2): derives `t_update`, `alpha` and `beta` where they are not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_max: Option<Duration>,
+    /// DualPI2's Tupdate: how often p' is updated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_update: Option<Duration>,
+    /// DualPI2's integral gain, in Hz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// DualPI2's proportional gain, in Hz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// DualPI2's coupling factor k (p_CL = k·p').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coupling: Option<f64>,
+    /// DualPI2's native L ramp: the sojourn where marking starts (minTh).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l_min_th: Option<Duration>,
+    /// DualPI2's native L ramp: over how long it rises to 1 (range; zero = a step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l_range: Option<Duration>,
+    /// DualPI2's Th_len: no native L marking while the L queue holds at most this many packets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub th_len: Option<u32>,
+    /// DualPI2's PI input: the C queue's delay ("classic") or the larger of both ("max").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pi_delay: Option<Dualpi2PiDelay>,
+    /// DualPI2's C-queue share of the scheduler when both queues are busy (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classic_weight: Option<f64>,
+    /// DualPI2 on overload: drop (true) or keep marking L and let the limit drop (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_overload: Option<bool>,
+    /// DualPI2: no coupled or classic signal while less than this is queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_backlog: Option<DataSize>,
+}
+
+/// Which DualPI2 parameter set a queue starts from.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dualpi2Defaults {
+    /// RFC 9332 Appendix A, Figure 2.
+    #[default]
+    Rfc9332,
+    /// Linux `sch_dualpi2`'s `dualpi2_reset_default`.
+    Linux,
+}
+
+/// What the PI controller of DualPI2 reads.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dualpi2PiDelay {
+    /// The C queue's head sojourn (RFC 9332 Appendix A.1).
+    Classic,
+    /// The larger head sojourn of the two queues (Linux).
+    Max,
 }
 
 impl QueueSpec {
+    /// The DualPI2 fields set, by name, for rejecting them on other disciplines.
+    pub fn dualpi2_fields_set(&self) -> Vec<&'static str> {
+        let set = [
+            ("defaults", self.defaults.is_some()),
+            ("rtt_max", self.rtt_max.is_some()),
+            ("t_update", self.t_update.is_some()),
+            ("alpha", self.alpha.is_some()),
+            ("beta", self.beta.is_some()),
+            ("coupling", self.coupling.is_some()),
+            ("l_min_th", self.l_min_th.is_some()),
+            ("l_range", self.l_range.is_some()),
+            ("th_len", self.th_len.is_some()),
+            ("pi_delay", self.pi_delay.is_some()),
+            ("classic_weight", self.classic_weight.is_some()),
+            ("drop_overload", self.drop_overload.is_some()),
+            ("min_backlog", self.min_backlog.is_some()),
+        ];
+        set.into_iter().filter(|(_, on)| *on).map(|(name, _)| name).collect()
+    }
+
     /// The discipline of a resolved scenario.
     pub fn kind(&self) -> QueueKind {
         self.kind.as_ref().map_or(QueueKind::Droptail, |k| *k.get())

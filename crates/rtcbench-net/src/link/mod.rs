@@ -35,7 +35,7 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::packet::{DropReason, FlowKey, NetPacket};
-use crate::queue::{Queue, QueueDiscipline};
+use crate::queue::{DualPi2State, Queue, QueueDiscipline};
 use crate::rng::SimRng;
 use capacity::CapacitySchedule;
 use jitter::{JitterConfig, NrRbpdv};
@@ -193,6 +193,11 @@ impl<P: NetPacket> Link<P> {
     /// Packets the queue marked CE so far.
     pub fn ce_marks(&self) -> u64 {
         self.queue.ce_marks()
+    }
+
+    /// The queue's DualPI2 state, if it runs DualPI2 ([`crate::queue::Queue::dualpi2_state`]).
+    pub fn dualpi2_state(&self) -> Option<DualPi2State> {
+        self.queue.dualpi2_state()
     }
 
     /// Offers a packet; returns it with the reason if the link drops it on arrival.

@@ -58,6 +58,12 @@ impl<P: NetPacket> Fifo<P> {
         Some(q)
     }
 
+    /// How long the packet at the head has waited by `now` (zero when empty): RFC 9332's
+    /// `q.time()`, which the DualQ's PI controller samples between dequeues.
+    pub(super) fn head_sojourn(&self, now: Instant) -> Duration {
+        self.packets.front().map_or(Duration::ZERO, |q| q.sojourn(now))
+    }
+
     pub(super) fn bytes(&self) -> DataSize {
         self.bytes
     }

@@ -1,6 +1,7 @@
 //! Queue disciplines of a link: drop-tail, CoDel (RFC 8289), FQ-CoDel (RFC 8290), PIE
-//! (RFC 8033) and an L4S step marker (the native AQM of RFC 9332's L queue in its simplest
-//! form), with ECN marking instead of dropping (RFC 3168 §5). `docs/queues.md` lists each
+//! (RFC 8033), an L4S step marker (the native AQM of RFC 9332's L queue in its simplest
+//! form) and DualPI2 (RFC 9332's DualQ Coupled AQM), with ECN marking instead of dropping
+//! (RFC 3168 §5). `docs/queues.md` lists each
 //! discipline's parameters, their sources, and where this code departs from the RFCs.
 //!
 //! A [`Queue`] is sans-IO like the link that owns it. The link offers each arriving packet with
@@ -15,6 +16,7 @@
 //! under every discipline: the link passes the room it has left to each `enqueue`.
 
 mod codel;
+mod dualpi2;
 mod fifo;
 mod fq_codel;
 mod pie;
@@ -31,6 +33,8 @@ use crate::packet::{DropReason, NetPacket};
 use crate::rng::SimRng;
 use codel::Codel;
 pub use codel::CodelConfig;
+use dualpi2::DualPi2;
+pub use dualpi2::{DualPi2Config, DualPi2State, PiQueueDelay, RFC9332_RTT_MAX, RFC9332_TARGET};
 use fifo::Fifo;
 use fq_codel::FqCodel;
 pub use fq_codel::FqCodelConfig;
@@ -50,6 +54,9 @@ pub enum QueueDiscipline {
     FqCodel(FqCodelConfig),
     Pie(PieConfig),
     Step(StepConfig),
+    /// RFC 9332's DualQ Coupled AQM.
+    #[serde(rename = "dualpi2")]
+    DualPi2(DualPi2Config),
 }
 
 /// A link's queue: the packets waiting to be serialised and the discipline that orders, marks
@@ -66,11 +73,12 @@ enum Discipline<P> {
     FqCodel(FqCodel<P>),
     Pie(Pie<P>),
     Step(StepMarker<P>),
+    DualPi2(DualPi2<P>),
 }
 
 impl<P: NetPacket> Queue<P> {
-    /// An empty queue. `rng` drives the discipline's random decisions: PIE's drops, and the
-    /// perturbation of FQ-CoDel's flow hash (one draw, when the queue is made).
+    /// An empty queue. `rng` drives the discipline's random decisions: PIE's drops, DualPI2's
+    /// marks and drops, and the perturbation of FQ-CoDel's flow hash (one draw, when the queue is made).
     pub fn new(discipline: &QueueDiscipline, mut rng: SimRng) -> Self {
         let discipline = match discipline {
             QueueDiscipline::DropTail => Discipline::DropTail(Fifo::default()),
@@ -78,6 +86,7 @@ impl<P: NetPacket> Queue<P> {
             QueueDiscipline::FqCodel(cfg) => Discipline::FqCodel(FqCodel::new(*cfg, rng.random())),
             QueueDiscipline::Pie(cfg) => Discipline::Pie(Pie::new(*cfg, rng)),
             QueueDiscipline::Step(cfg) => Discipline::Step(StepMarker::new(*cfg)),
+            QueueDiscipline::DualPi2(cfg) => Discipline::DualPi2(DualPi2::new(*cfg, rng)),
         };
         Self { discipline, signals: Signals::default() }
     }
@@ -95,6 +104,7 @@ impl<P: NetPacket> Queue<P> {
             }
             Discipline::Pie(q) => q.enqueue(now, pkt, limit, &mut self.signals),
             Discipline::Step(q) => q.enqueue(now, pkt, limit),
+            Discipline::DualPi2(q) => q.enqueue(now, pkt, limit),
         }
     }
 
@@ -110,6 +120,7 @@ impl<P: NetPacket> Queue<P> {
             Discipline::FqCodel(q) => q.dequeue(now, &mut self.signals),
             Discipline::Pie(q) => q.dequeue(now),
             Discipline::Step(q) => q.dequeue(now, &mut self.signals),
+            Discipline::DualPi2(q) => q.dequeue(now, &mut self.signals),
         }
     }
 
@@ -131,12 +142,22 @@ impl<P: NetPacket> Queue<P> {
             Discipline::FqCodel(q) => q.bytes(),
             Discipline::Pie(q) => q.fifo.bytes(),
             Discipline::Step(q) => q.fifo.bytes(),
+            Discipline::DualPi2(q) => q.bytes(),
         }
     }
 
     /// Packets this queue marked CE so far.
     pub fn ce_marks(&self) -> u64 {
         self.signals.ce_marks
+    }
+
+    /// A DualPI2 queue's queues, probabilities and counters (`None` under other disciplines):
+    /// read-only, for reports such as the links table.
+    pub fn dualpi2_state(&self) -> Option<DualPi2State> {
+        match &self.discipline {
+            Discipline::DualPi2(q) => Some(q.state()),
+            _ => None,
+        }
     }
 }
 
