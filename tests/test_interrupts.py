@@ -522,7 +522,7 @@ def test_results_follow_the_umask(tmp_path: Path, umask: int, folder: int, file:
     assert {p.stat().st_mode & 0o777 for p in run.iterdir()} == {file}
 
 
-def test_an_import_an_interrupt_cut_short_is_answered_as_the_interrupt(
+def test_an_error_an_interrupt_caused_is_answered_as_the_interrupt(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # SIGTERM one second into `report`, as matplotlib loaded, once in about 80 tries: a pybind11
@@ -540,6 +540,20 @@ def test_an_import_an_interrupt_cut_short_is_answered_as_the_interrupt(
     assert _run_app_with(_app_of(command), monkeypatch, capsys) == (
         130,
         ["interrupted: no report was written"],
+    )
+
+    @errors.guarded("no figure was written")
+    def cleanup_failed() -> None:
+        # SIGINT 1.1 s into `figure` (tests/test_interrupt_trials.py): the interrupt cut
+        # matplotlib's PDF stream short, and its clean-up failed on the half-made stream.
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise AttributeError("'Stream' object has no attribute 'pos'")
+
+    assert _run_app_with(_app_of(cleanup_failed), monkeypatch, capsys) == (
+        130,
+        ["interrupted: no figure was written"],
     )
 
     @errors.guarded("no report was written")

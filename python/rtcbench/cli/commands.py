@@ -115,11 +115,9 @@ def run_app(sigint: object = None) -> None:
         sys.exit(2)
     try:
         code = app(standalone_mode=False, prog_name="rtcbench")
-    except (KeyboardInterrupt, ImportError) as e:
+    except KeyboardInterrupt:
         # Typer answers an interrupt while it parses with status 130 and no word, and one while it
         # builds the app not at all; a command answers its own (`errors.guarded`).
-        if not came_from_interrupt(e):
-            raise
         code = INTERRUPTED
     except typer.TyperException as e:
         # A mistake on the command line (unknown option, a value of the wrong type): one line and
@@ -139,6 +137,12 @@ def run_app(sigint: object = None) -> None:
     except typer.Abort:
         err_console.print("aborted", highlight=False)
         sys.exit(1)
+    except Exception as e:
+        # An error an interrupt caused while the app was built (an import it cut short): the
+        # interrupt (`errors.came_from_interrupt`). Anything else is a bug, with its traceback.
+        if not came_from_interrupt(e):
+            raise
+        code = INTERRUPTED
     if code == INTERRUPTED and (line := unanswered_interrupt()):
         err_console.print(line, highlight=False, soft_wrap=True)
     sys.exit(code if isinstance(code, int) else 0)

@@ -138,10 +138,11 @@ def hear_swallowed_interrupts() -> None:
 
 
 def came_from_interrupt(e: BaseException) -> bool:
-    """Whether `e` is an interrupt, or an error an interrupt turned into: an extension module whose
-    initialisation the interrupt cut short fails its import as "initialization failed" (pybind11's
-    modules, matplotlib's among them), with the interrupt as its cause. Seen once in about 80
-    SIGTERMs one second into `report`, as matplotlib loaded."""
+    """Whether `e` is an interrupt, or an error raised while one was unwinding (the interrupt is
+    its cause or context): an extension module whose initialisation the interrupt cut short fails
+    its import as "initialization failed" (pybind11's, matplotlib's among them: once in about 80
+    SIGTERMs one second into `report`); a `finally` or `__exit__` that fails on the half-made state
+    the interrupt left (matplotlib's PDF writer, in `tests/test_interrupt_trials.py`)."""
     seen: set[int] = set()
     at: BaseException | None = e
     while at is not None and id(at) not in seen:
@@ -164,11 +165,20 @@ def guarded(interrupted: str) -> Callable[[Callable[_P, None]], Callable[_P, Non
             global _stage
             _stage = "running"
             try:
-                command(*args, **kwargs)
-                _stage = "after"
-            except (KeyboardInterrupt, ImportError) as e:
-                if not came_from_interrupt(e):
+                try:
+                    command(*args, **kwargs)
+                except typer.Exit:
                     raise
+                except Exception as e:
+                    # An error an interrupt caused is the interrupt: a library's clean-up that
+                    # fails on the state the interrupt left (matplotlib's PDF writer: "'Stream'
+                    # object has no attribute 'pos'", SIGINT 1.1 s into `figure`), an import it
+                    # cut short.
+                    if came_from_interrupt(e):
+                        raise KeyboardInterrupt from e
+                    raise
+                _stage = "after"
+            except KeyboardInterrupt:
                 _stage = "told"
                 message = interrupted.format(out=kwargs.get("out") or "the results folder")
                 err_console.print(
