@@ -451,7 +451,7 @@ def regular_file(path: Path) -> Path:
     return path
 
 
-def table_problem(path: Path) -> str | None:
+def table_problem(path: Path, columns: Sequence[str] | None = None) -> str | None:
     """Why the Parquet file `path` (`<table>.parquet` of a run folder: a trace table or
     `timeseries.parquet`) cannot be read as that table, from its footer alone, or None. The one
     check every command that reads a run's tables makes first (`read_table`), so a folder whose
@@ -465,13 +465,13 @@ def table_problem(path: Path) -> str | None:
         return f"not a Parquet file rtcbench can read ({type(e).__name__})"
     if table in BROWSER_TABLES:
         return None  # samples the browser gave, read column by column where present
-    return schema_problem(table, schema)
+    return schema_problem(table, schema, columns)
 
 
-def checked_table(path: Path) -> Path:
-    """`path`, if `table_problem` finds nothing wrong with it; `InputError` naming the file and
-    what is wrong otherwise (for a reader that reads some of its columns)."""
-    if (problem := table_problem(path)) is not None:
+def checked_table(path: Path, columns: Sequence[str] | None = None) -> Path:
+    """`path`, if `table_problem` finds nothing wrong with it (with `columns`: with the columns a
+    reader reads of it); `InputError` naming the file and what is wrong otherwise."""
+    if (problem := table_problem(path, columns)) is not None:
         raise InputError(f"{path}: {problem}")
     return path
 

@@ -12,6 +12,7 @@ RTP headers + payload, the `size` column).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -97,11 +98,14 @@ def _kind(dtype: pl.DataType) -> str:
     return str(dtype)
 
 
-def schema_problem(table: str, schema: dict[str, pl.DataType]) -> str | None:
+def schema_problem(
+    table: str, schema: dict[str, pl.DataType], columns: Sequence[str] | None = None
+) -> str | None:
     """Why a table with columns `schema` cannot be read as `table` (a trace table of `SCHEMA`, or
-    "timeseries"), or None: a column every reader needs is missing, or a column holds another kind
-    of value (text where a number belongs) than the schema's. A number of another width is cast
-    when read, as a table without columns is the empty table (`_conform`)."""
+    "timeseries"), or None: a column every reader needs (with `columns`: one of those, which is
+    all the reader reads) is missing, or a column holds another kind of value (text where a
+    number belongs) than the schema's. A number of another width is cast when read, as a table
+    without columns is the empty table (`_conform`)."""
     if table == "timeseries":
         required, known = TIMESERIES, TIMESERIES
     else:
@@ -109,6 +113,8 @@ def schema_problem(table: str, schema: dict[str, pl.DataType]) -> str | None:
             return None
         required, nullable, optional = _SCHEMAS[table]
         known = {**required, **nullable, **optional}
+    if columns is not None:
+        required = {c: known[c] for c in columns if c in known}
     missing = [c for c in required if c not in schema]
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")

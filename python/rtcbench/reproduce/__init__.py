@@ -242,9 +242,12 @@ def late_starts(summary: dict[str, Any], folder: Path) -> dict[str, float | None
     }
     if not starts:
         return {}
+    columns = ["t_us", "flow_name", "send_rate_bps"]
+    path = folder / "timeseries.parquet"
+    if path.is_file():
+        checked_table(path, columns)  # a swapped table: the line every command gives
     try:
-        columns = ["t_us", "flow_name", "send_rate_bps"]
-        series = pl.read_parquet(checked_table(folder / "timeseries.parquet"), columns=columns)
+        series = pl.read_parquet(path, columns=columns)
     except (OSError, pl.exceptions.PolarsError) as e:
         raise InputError(f"{folder}: cannot read the run's time series ({e})") from e
     first = (
