@@ -404,17 +404,6 @@ def period_values(
     two periods, of the simulated run. The flow's numbers over that same span are what Chromium's
     are set against."""
     key, scale = _PERIOD_KEYS[metric]
-    for s in summaries:
-        for spans in (s.get("periods", []), s.get("phases", [])):
-            if any((p["start_s"], p["end_s"]) == span for p in spans):
-                break
-        else:
-            if folders:
-                return [
-                    v * scale
-                    for path in folders
-                    if (v := _span_metrics(path, flow, span).get(key)) is not None
-                ]
     out = []
     for s in summaries:
         for spans in (s.get("periods", []), s.get("phases", [])):
@@ -428,6 +417,8 @@ def period_values(
             if found:
                 out += found
                 break
+    if not out and folders:
+        return [v * scale for path in folders if (v := _span_metrics(path, flow, span).get(key)) is not None]
     return out
 
 
