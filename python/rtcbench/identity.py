@@ -45,7 +45,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 15
+MODEL_REVISION = 16
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -85,14 +85,19 @@ across a radio medium has it as its bottleneck in every variant unless a wired l
 than the medium's lowest rate, and its capacity counts every wired link of it (issue 59: a Wi-Fi or
 LTE run's periods, and its video flows' start-up convergence, change, and seed000-5.3.5 to 5.3.8's
 bottlenecks, phases, fairness and one path's capacity where a station is at location A; every
-other column and key of every earlier built-in run is bit-identical)."""
+other column and key of every earlier built-in run is bit-identical); 16: the links table gains a
+DualPI2 queue's state (`l_queue_bytes` to `c_drops`), the feedback table the CE marks each RFC
+8888 report told of (`ce_reported`), and every flow its ECN counts (`ect0_packets_sent`,
+`ect1_packets_sent`, `ce_packets_received`, `ce_ratio`; video flows `ce_reported`) (issue 60:
+every earlier column and key of every built-in run is bit-identical)."""
 
-BROWSER_REVISION = 15
+BROWSER_REVISION = 16
 """The revision of what a browser run depends on in rtcbench: the network model, the relay and the
 metrics, not rtcbench's media stack and controllers, which Chromium's peers do not use. It is
 raised with `MODEL_REVISION` whenever a change reaches what a browser run uses, and left alone
 otherwise, so hours of browser runs stay current across a controller fix: 11 left it at 10; 15 raised
-it with the model's (a browser run's video flows gain the frame delay by stage its counters give)."""
+it with the model's (a browser run's video flows gain the frame delay by stage its counters give);
+16 too (a browser run's flows gain their ECN counts from the relay's packets)."""
 
 
 KEY_LENGTH = 12

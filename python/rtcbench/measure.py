@@ -68,7 +68,16 @@ _PACKET_COLUMNS = (
     "seq",
 )
 """The packets columns the metrics read (the others are for people and tools), their text as
-categories: about 40 bytes a row."""
+categories: about 40 bytes a row; and `ecn` where the table has it (`_packet_columns`)."""
+
+
+def _packet_columns(packets: pl.LazyFrame) -> tuple[str | pl.Expr, ...]:
+    """`_PACKET_COLUMNS`, with the ECN field when `packets` has it (tables written before it was
+    read have not)."""
+    has_ecn = "ecn" in packets.collect_schema().names()
+    return (*_PACKET_COLUMNS, pl.col("ecn").cast(pl.Categorical)) if has_ecn else _PACKET_COLUMNS
+
+
 _RATE_SCHEMA = {"flow": pl.Int32, "t_us": pl.Int64, "send_rate_bps": pl.Float64, "recv_rate_bps": pl.Float64}
 _RATE_COLUMNS = tuple(_RATE_SCHEMA)
 """What `analysis.assemble` compares flows by: every flow's rates per window (a few MB an hour)."""
@@ -216,7 +225,7 @@ def measure_folder(
             in_batch = pl.col("flow").is_in(batch)
             of_calls = pl.col("call").is_in(calls)
             t = Tables(
-                packets=read(scan("packets").select(_PACKET_COLUMNS).filter(in_batch)),
+                packets=read(scan("packets").select(_packet_columns(scan("packets"))).filter(in_batch)),
                 frames=read(scan("frames").filter(in_batch)),
                 controller=read(scan("controller").select("t_us", "call", "target_bps").filter(of_calls)),
                 links=capacity,
@@ -462,7 +471,7 @@ class _LongFlows:
             t = tables(
                 read(
                     scan("packets")
-                    .select(_PACKET_COLUMNS)
+                    .select(_packet_columns(scan("packets")))
                     .filter(pl.col("t_us").is_between(lo - early, hi + late, closed="left"))
                     .filter(in_flow & _KEY_TIME.is_between(lo, hi, closed="left"))
                 )

@@ -289,17 +289,26 @@ class _FlowRows:
     rtt: _Parts
     sent_media: _Parts
     unrepaired: _Parts
+    ecn_seen: bool
+    """Whether the packets table has the ECN field (`ecn`)."""
 
     @classmethod
     def of(cls, t: Tables) -> _FlowRows:
-        pk = t.packets.select("flow", "event", "sent_us", "size", "kind")
+        # The packets' ECN field (`ecn`), where the table has it: null otherwise.
+        ecn_seen = "ecn" in t.packets.columns
+        ecn = pl.col("ecn").cast(pl.String) if ecn_seen else pl.lit(None, pl.String)
+        pk = t.packets.select("flow", "event", "sent_us", "size", "kind", ecn.alias("ecn"))
         return cls(
             sent=_Parts.of(pk.filter(pl.col("event") == "sent").drop("event"), "flow", "sent_us"),
             dropped=_Parts.of(
                 pk.filter(pl.col("event") == "dropped").select("flow", "sent_us"), "flow", "sent_us"
             ),
             received=_Parts.of(
-                t.received.select("flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms"), "flow", "t_us"
+                t.received.select(
+                    "flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms", ce=ecn.alias("ecn") == "ce"
+                ),
+                "flow",
+                "t_us",
             ),
             frames=_Parts.of(
                 # `height` is absent from frames tables written before resolution was modelled.
@@ -341,6 +350,7 @@ class _FlowRows:
                 "call",
                 "t_us",
             ),
+            ecn_seen=ecn_seen,
         )
 
     def packet_stats(self, flow: int, start_us: int, end_us: int) -> PacketStats:
@@ -356,6 +366,10 @@ class _FlowRows:
         return PacketStats(
             sent=sent.height,
             sent_bytes=total(sent),
+            ect0_sent=int((sent.get_column("ecn") == "ect0").sum()),
+            ect1_sent=int((sent.get_column("ecn") == "ect1").sum()),
+            ce_received=int(rx.get_column("ce").sum()),
+            ecn_seen=self.ecn_seen,
             dropped=self.dropped.between(flow, start_us, end_us).height,
             received=rx.height,
             received_bytes=total(rx),
@@ -372,8 +386,8 @@ class _FlowRows:
 
 
 _SPAN_TOTALS = (
-    "sent", "sent_bytes", "dropped", "received", "received_bytes", "payload_received",
-    "originals", "original_bytes", "unnumbered_originals", "rtx_bytes", "fec_bytes",
+    "sent", "sent_bytes", "ect0_sent", "ect1_sent", "ce_received", "dropped", "received", "received_bytes",
+    "payload_received", "originals", "original_bytes", "unnumbered_originals", "rtx_bytes", "fec_bytes",
 )  # fmt: skip
 """The integer fields of `PacketStats`, as `_LongFlowRows` adds them up, in this order."""
 
@@ -426,6 +440,7 @@ class _LongFlowRows:
         self._before = np.zeros(len(self.cuts), dtype=np.int64)
         self._delays: list[pl.Series] = []
         self._owd: pl.Series | None = None
+        self._ecn_seen = False
 
     def add(self, rows: _FlowRows) -> None:
         """Adds a span of time of the flow's rows (`_FlowRows.of` the tables holding it; spans
@@ -435,6 +450,9 @@ class _LongFlowRows:
         columns = [
             _span_sums(rows.sent, f, cuts),
             _span_sums(rows.sent, f, cuts, "size"),
+            _span_sums(rows.sent, f, cuts, where=pl.col("ecn") == "ect0"),
+            _span_sums(rows.sent, f, cuts, where=pl.col("ecn") == "ect1"),
+            _span_sums(rows.received, f, cuts, where=pl.col("ce")),
             _span_sums(rows.dropped, f, cuts),
             _span_sums(rows.received, f, cuts),
             _span_sums(rows.received, f, cuts, "size"),
@@ -446,6 +464,7 @@ class _LongFlowRows:
             _span_sums(rows.sent_media, f, cuts, "size", pl.col("kind") == "fec"),
         ]
         self._totals += np.stack(columns, axis=1)
+        self._ecn_seen |= rows.ecn_seen
         lo, hi = np.searchsorted(rows.received.keys, [f, f + 1])
         self._before += _positions(rows.received, f, cuts) - lo
         self._delays.append(rows.received.rows.slice(int(lo), int(hi - lo)).get_column("owd_ms"))
@@ -478,6 +497,7 @@ class _LongFlowRows:
             owd_ms=owd,
             qdelay_ms=owd - floor,
             unrepaired=self.unrepaired.between(flow, start_us, end_us).height,
+            ecn_seen=self._ecn_seen,
         )
 
 
@@ -492,6 +512,11 @@ class PacketStats:
 
     sent: int
     sent_bytes: int
+    ect0_sent: int
+    ect1_sent: int
+    """Packets sent ECT(0) and ECT(1) (RFC 3168 §5, RFC 9331); 0 where the table has no `ecn`."""
+    ce_received: int
+    """Packets that arrived CE-marked."""
     dropped: int
     received: int
     received_bytes: int
@@ -505,6 +530,8 @@ class PacketStats:
     rtx_bytes: int
     fec_bytes: int
     unrepaired: int
+    ecn_seen: bool
+    """Whether the packets had their ECN field read (`ect0_sent`, `ect1_sent`, `ce_received`)."""
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,7 @@ impl CallObserver for Observer<'_> {
         self.log.line(&json!({
             "event": "feedback", "t_us": us(at), "kind": row.kind as u8, "size": row.size.as_bytes(),
             "rtt_us": row.rtt.map(|d| d.as_micros()), "fraction_lost": row.fraction_lost,
-            "packets_reported": row.packets_reported,
+            "packets_reported": row.packets_reported, "ce_reported": row.ce_reported,
         }));
     }
 

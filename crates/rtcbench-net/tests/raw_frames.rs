@@ -49,6 +49,10 @@ fn header_checksum_ok(bytes: &[u8]) -> bool {
 }
 
 fn link(queue: QueueLimit, discipline: QueueDiscipline) -> Link<IpFrame> {
+    link_with(queue, discipline, false)
+}
+
+fn link_with(queue: QueueLimit, discipline: QueueDiscipline, bleach_ecn: bool) -> Link<IpFrame> {
     let cfg = LinkConfig {
         name: "relay".into(),
         capacity: CapacitySchedule::constant(RATE),
@@ -58,6 +62,7 @@ fn link(queue: QueueLimit, discipline: QueueDiscipline) -> Link<IpFrame> {
         discipline,
         jitter: None,
         loss: LossModel::None,
+        bleach_ecn,
     };
     Link::new(
         cfg,
@@ -177,6 +182,26 @@ fn the_step_marker_marks_ce_in_the_ip_header() {
         assert_eq!(f, &original);
     }
     assert_eq!(l.ce_marks(), 3 + 3 - 1, "ECT(1) packets 4 and 8, and the CE ones, but not packet 0");
+}
+
+#[test]
+fn a_bleaching_link_clears_the_ecn_field_before_its_queue_reads_it() {
+    // Behind a bleaching hop every codepoint leaves Not-ECT with a valid header, so the step
+    // marker behind it has no L4S packet to mark, and DualPI2 would classify them all as classic.
+    let mut l = link_with(QueueLimit::Unlimited, QueueDiscipline::Step(StepConfig::default()), true);
+    let codepoints = [Ecn::Ect1, Ecn::Ect0, Ecn::NotEct, Ecn::Ce];
+    let arrivals: Vec<(Instant, IpFrame)> =
+        (0..8u8).map(|k| (ms(0), frame(4000, codepoints[usize::from(k) % 4], k))).collect();
+    let out = drive(&mut l, arrivals);
+    assert_eq!(out.delivered.len(), 8);
+    for (k, (_, f)) in out.delivered.iter().enumerate() {
+        assert_eq!(ip::ecn(f.bytes()), Ok(Ecn::NotEct), "packet {k}");
+        assert!(header_checksum_ok(f.bytes()), "packet {k}: IPv4 header checksum");
+        let mut original = frame(4000, codepoints[k % 4], k as u8);
+        original.set_ecn(Ecn::NotEct);
+        assert_eq!(f, &original, "packet {k}: only the ECN bits changed");
+    }
+    assert_eq!(l.ce_marks(), 0);
 }
 
 #[test]

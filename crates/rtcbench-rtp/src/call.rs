@@ -408,7 +408,12 @@ impl FeedbackIntake {
             RtcpMessage::CongestionControlFeedback(fb) => {
                 let report = self.adapter.on_ccfb(now, &fb);
                 let reported = fb.streams.iter().map(|s| s.reports.len()).sum();
-                obs.feedback(now, FeedbackRow::reporting(FeedbackKind::Ccfb, size, reported));
+                let ce = report.packets.iter().filter(|p| p.arrival.is_some() && p.ecn == Ecn::Ce).count();
+                let row = FeedbackRow {
+                    ce_reported: Some(ce as u32),
+                    ..FeedbackRow::reporting(FeedbackKind::Ccfb, size, reported)
+                };
+                obs.feedback(now, row);
                 Heard::Feedback(report)
             }
             RtcpMessage::Remb(remb) => {
@@ -430,6 +435,7 @@ impl FeedbackIntake {
                         rtt: report.rtt,
                         fraction_lost: report.loss.map(|l| l.fraction_lost),
                         packets_reported: None,
+                        ce_reported: None,
                     },
                 );
                 Heard::ReceiverReport(report)

@@ -65,11 +65,21 @@ pub struct FeedbackRow {
     pub rtt: Option<Duration>,
     pub fraction_lost: Option<f64>,
     pub packets_reported: Option<u32>,
+    /// RFC 8888 only: how many of the packets it reported for the first time arrived CE-marked
+    /// (RFC 8888 §3.1's ECN field), the marks the controller hears of.
+    pub ce_reported: Option<u32>,
 }
 
 impl FeedbackRow {
     /// A per-packet feedback message (TWCC, RFC 8888, REMB) reporting on `packets` packets.
     pub fn reporting(kind: FeedbackKind, size: DataSize, packets: usize) -> Self {
-        Self { kind, size, rtt: None, fraction_lost: None, packets_reported: Some(packets as u32) }
+        Self {
+            kind,
+            size,
+            rtt: None,
+            fraction_lost: None,
+            packets_reported: Some(packets as u32),
+            ce_reported: None,
+        }
     }
 }

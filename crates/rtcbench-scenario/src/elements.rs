@@ -173,6 +173,7 @@ pub fn link_config(l: &LinkSpec, trace: Option<&CapacityTrace>, end: Instant) ->
                 loss_bad: loss_bad.as_ref().map_or(1.0, |v| *v.get()),
             },
         },
+        bleach_ecn: l.bleach_ecn.unwrap_or(false),
     }
 }
 

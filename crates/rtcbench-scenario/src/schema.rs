@@ -156,6 +156,9 @@ pub struct LinkSpec {
     /// The link's rate under the `udp-background` mechanism (RFC 8867 §4.2: 4 Mbit/s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical_capacity: Option<Param<Bitrate>>,
+    /// ECN bleaching: the link clears the ECN field of every packet it carries (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bleach_ecn: Option<bool>,
 }
 
 /// RFC 8867 §4.2's two ways to vary the available capacity.

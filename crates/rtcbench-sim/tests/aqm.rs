@@ -88,6 +88,7 @@ fn run(discipline: QueueDiscipline, sources: &[Source], duration: Duration) -> O
         discipline,
         jitter: None,
         loss: LossModel::None,
+        bleach_ecn: false,
     };
     let mut link = Link::new(cfg, rng_for(1, "loss"), rng_for(1, "jitter"), rng_for(1, "queue"));
     let end = Instant::ZERO + duration;

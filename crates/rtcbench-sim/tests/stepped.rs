@@ -147,6 +147,7 @@ fn append(into: &mut Trace, mut more: Trace) {
     b.rtt_us.append(&mut e.rtt_us);
     b.fraction_lost.append(&mut e.fraction_lost);
     b.packets_reported.append(&mut e.packets_reported);
+    b.ce_reported.append(&mut e.ce_reported);
 }
 
 #[test]

@@ -107,6 +107,7 @@ fn link(
         discipline: QueueDiscipline::DropTail,
         jitter: None,
         loss,
+        bleach_ecn: false,
     };
     let rng = |what: &str| rng_for(seed, &format!("{name}/{what}"));
     Link::new(cfg, rng("loss"), rng("jitter"), rng("queue"))

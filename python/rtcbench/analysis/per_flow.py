@@ -70,6 +70,7 @@ def _flow_metrics(
 
     pk = rows.packet_stats(flow, s, e)
     n_sent, n_dropped = pk.sent, pk.dropped
+    ecn_seen = pk.ecn_seen
     qd = pk.qdelay_ms
     q25, q50, q90, q95 = _quantiles(qd, (0.25, 0.50, 0.90, 0.95))
     (owd50,) = _quantiles(pk.owd_ms, (0.5,))
@@ -95,6 +96,7 @@ def _flow_metrics(
     fec_overhead: float | None = None
     nacks: int | None = None
     plis: int | None = None
+    ce_reported: int | None = None
     if video and _counted_frames(t, flow):
         # A browser's frames: what its receiver and sender counted (`stats`).
         counted = t._counted
@@ -147,6 +149,7 @@ def _flow_metrics(
             nacks = int((fb.get_column("kind") == "nack").sum())
             # Keyframe requests: PLIs, or FIRs with `keyframe_request = "fir"`.
             plis = int(fb.get_column("kind").is_in(["pli", "fir"]).sum())
+            ce_reported = _ce_reported(t, int(call), s, e)
         if pk.originals and pk.unnumbered_originals == 0:
             rtx_overhead = pk.rtx_bytes / pk.original_bytes
             if not t.unobserved("residual_loss"):
@@ -176,6 +179,11 @@ def _flow_metrics(
         "bytes_sent": pk.sent_bytes,
         "bytes_received": pk.received_bytes,
         "loss_ratio": n_dropped / n_sent if n_sent else None,
+        "ect0_packets_sent": pk.ect0_sent if ecn_seen else None,
+        "ect1_packets_sent": pk.ect1_sent if ecn_seen else None,
+        "ce_packets_received": pk.ce_received if ecn_seen else None,
+        "ce_ratio": pk.ce_received / pk.received if ecn_seen and pk.received else None,
+        "ce_reported": ce_reported,
         "max_window_loss_ratio": _py(w.get_column("loss_ratio").max()) if w.height else None,
         "qdelay_mean_ms": _mean(qd),
         "qdelay_p25_ms": q25,
@@ -206,6 +214,17 @@ def _flow_metrics(
         "nack_count": nacks,
         "pli_count": plis,
     }
+
+
+def _ce_reported(t: Tables, call: int, start_us: int, end_us: int) -> int | None:
+    """The CE marks the call's RFC 8888 feedback reported over [start_us, end_us)
+    (`feedback.ce_reported`); None without RFC 8888 feedback whose marks were read."""
+    if "ce_reported" not in t.feedback.columns:
+        return None
+    in_interval = pl.col("t_us").is_between(start_us, end_us - 1)
+    ccfb = (pl.col("call") == call) & (pl.col("kind") == "ccfb") & in_interval
+    reported = t.feedback.filter(ccfb).get_column("ce_reported")
+    return int(reported.sum()) if reported.len() > reported.null_count() else None
 
 
 def _counted_stages(

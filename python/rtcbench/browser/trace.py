@@ -720,6 +720,7 @@ def _feedback(conns: Sequence[Connection], packets: pl.DataFrame, kinds: pl.Data
             rtt_us=pl.lit(None, pl.Int64),
             fraction_lost=pl.lit(None, pl.Float64),
             packets_reported=pl.lit(None, pl.Int32),
+            ce_reported=pl.lit(None, pl.Int32),
         )
         .cast(_FEEDBACK_SCHEMA)  # type: ignore[arg-type]
         .sort("t_us", "call", maintain_order=True)

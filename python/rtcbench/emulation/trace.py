@@ -407,6 +407,7 @@ def _feedback(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> p
             "rtt_us": r["rtt_us"],
             "fraction_lost": r["fraction_lost"],
             "packets_reported": r["packets_reported"],
+            "ce_reported": r.get("ce_reported"),
         }
         for k, records in sender_logs.items()
         for r in records
@@ -420,6 +421,7 @@ def _feedback(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> p
         "rtt_us": pl.Int64,
         "fraction_lost": pl.Float64,
         "packets_reported": pl.Int32,
+        "ce_reported": pl.Int32,
     }
     return pl.DataFrame(rows, schema=schema).sort("t_us", "call", maintain_order=True)
 

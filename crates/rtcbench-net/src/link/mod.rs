@@ -41,6 +41,7 @@ use capacity::CapacitySchedule;
 use jitter::{JitterConfig, NrRbpdv};
 use loss::{LossModel, LossProcess};
 use opportunities::{DeliveryOpportunities, OpportunityClock, OPPORTUNITY_SIZE};
+use rtcbench_wire::Ecn;
 
 /// How much a link's buffer holds: the hard limit under every queue discipline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +82,11 @@ pub struct LinkConfig {
     pub discipline: QueueDiscipline,
     pub jitter: Option<JitterConfig>,
     pub loss: LossModel,
+    /// ECN bleaching: every packet offered to the link leaves it Not-ECT (its ECN field cleared,
+    /// as a tunnel that does not follow RFC 6040 or a middlebox that rewrites the TOS byte
+    /// does; RFC 9330 §6.4.3 for what it does to L4S).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bleach_ecn: bool,
 }
 
 /// A link and its state, carrying packets of type `P`.
@@ -201,9 +207,12 @@ impl<P: NetPacket> Link<P> {
     }
 
     /// Offers a packet; returns it with the reason if the link drops it on arrival.
-    pub fn enqueue(&mut self, now: Instant, pkt: P) -> Result<(), (P, DropReason)> {
+    pub fn enqueue(&mut self, now: Instant, mut pkt: P) -> Result<(), (P, DropReason)> {
         if self.loss.lose() {
             return Err((pkt, DropReason::RandomLoss));
+        }
+        if self.cfg.bleach_ecn {
+            pkt.set_ecn(Ecn::NotEct);
         }
         if let Service::Opportunities(_) = self.service {
             // As mahimahi does before it queues a packet: deliver up to `now` first, so the
@@ -386,6 +395,7 @@ mod tests {
             discipline: QueueDiscipline::DropTail,
             jitter: None,
             loss: LossModel::None,
+            bleach_ecn: false,
         };
         Link::new(cfg, rng_for(1, "l"), rng_for(1, "j"), rng_for(1, "q"))
     }

@@ -473,6 +473,29 @@ pub struct LinkTable {
     pub scheduled_bps: Vec<i64>,
     pub queue_delay_us: Vec<i64>,
     pub cqi: Vec<i64>,
+    /// DualPI2 links only (NaN or −1 otherwise): [`DualPi2Sample`].
+    pub l_queue_bytes: Vec<i64>,
+    pub l_sojourn_us: Vec<i64>,
+    pub c_sojourn_us: Vec<i64>,
+    pub p_base: Vec<f64>,
+    pub p_c: Vec<f64>,
+    pub p_cl: Vec<f64>,
+    pub p_l: Vec<f64>,
+    pub l_marks: Vec<i64>,
+    pub c_marks: Vec<i64>,
+    pub l_drops: Vec<i64>,
+    pub c_drops: Vec<i64>,
+}
+
+/// A DualPI2 queue at a sample (RFC 9332): its state, with the marks and drops of each queue
+/// since the previous sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DualPi2Sample {
+    pub state: rtcbench_net::queue::DualPi2State,
+    pub l_marks: u64,
+    pub c_marks: u64,
+    pub l_drops: u64,
+    pub c_drops: u64,
 }
 
 pub use rtcbench_net::radio::sample::{Adaptation, MacSample, RadioSample};
@@ -514,6 +537,17 @@ impl LinkTable {
             scheduled_bps,
             queue_delay_us,
             cqi,
+            l_queue_bytes,
+            l_sojourn_us,
+            c_sojourn_us,
+            p_base,
+            p_c,
+            p_cl,
+            p_l,
+            l_marks,
+            c_marks,
+            l_drops,
+            c_drops,
         } = self;
         link.reserve_exact(rows);
         for c in [
@@ -531,10 +565,17 @@ impl LinkTable {
             scheduled_bps,
             queue_delay_us,
             cqi,
+            l_queue_bytes,
+            l_sojourn_us,
+            c_sojourn_us,
+            l_marks,
+            c_marks,
+            l_drops,
+            c_drops,
         ] {
             c.reserve_exact(rows);
         }
-        for c in [airtime_share, ampdu_mpdus, congestion_level, rb_share] {
+        for c in [airtime_share, ampdu_mpdus, congestion_level, rb_share, p_base, p_c, p_cl, p_l] {
             c.reserve_exact(rows);
         }
     }
@@ -547,6 +588,7 @@ impl LinkTable {
         capacity: Option<Bitrate>,
         queue: DataSize,
         limit: Option<DataSize>,
+        dualpi2: Option<DualPi2Sample>,
     ) {
         self.push(t, link, capacity, queue, limit);
         self.airtime_share.push(f64::NAN);
@@ -558,6 +600,7 @@ impl LinkTable {
         self.delivered_bps.push(-1);
         self.push_adaptation(None);
         self.push_radio(None);
+        self.push_dualpi2(dualpi2);
     }
 
     /// A Wi-Fi node's row: its queues (no capacity, a limit in packets rather than bytes) and
@@ -573,6 +616,7 @@ impl LinkTable {
         self.delivered_bps.push(mac.delivered.map_or(-1, |r| r.as_bps() as i64));
         self.push_adaptation(mac.adaptation);
         self.push_radio(None);
+        self.push_dualpi2(None);
     }
 
     /// An LTE UE's buffer in one direction: bytes waiting (no capacity, no fixed limit) and what
@@ -588,6 +632,24 @@ impl LinkTable {
         self.delivered_bps.push(-1);
         self.push_adaptation(None);
         self.push_radio(Some(r));
+        self.push_dualpi2(None);
+    }
+
+    #[inline(always)]
+    fn push_dualpi2(&mut self, d: Option<DualPi2Sample>) {
+        let count = |f: fn(&DualPi2Sample) -> u64| d.as_ref().map_or(-1, |d| f(d) as i64);
+        let prob = |f: fn(&DualPi2Sample) -> f64| d.as_ref().map_or(f64::NAN, f);
+        self.l_queue_bytes.push(d.map_or(-1, |d| d.state.l_bytes.as_bytes() as i64));
+        self.l_sojourn_us.push(d.map_or(-1, |d| d.state.l_sojourn.as_micros()));
+        self.c_sojourn_us.push(d.map_or(-1, |d| d.state.c_sojourn.as_micros()));
+        self.p_base.push(prob(|d| d.state.p_base));
+        self.p_c.push(prob(|d| d.state.p_c));
+        self.p_cl.push(prob(|d| d.state.p_cl));
+        self.p_l.push(prob(|d| d.state.p_l));
+        self.l_marks.push(count(|d| d.l_marks));
+        self.c_marks.push(count(|d| d.c_marks));
+        self.l_drops.push(count(|d| d.l_drops));
+        self.c_drops.push(count(|d| d.c_drops));
     }
 
     #[inline(always)]
@@ -632,6 +694,7 @@ pub struct FeedbackTable {
     pub rtt_us: Vec<i64>,
     pub fraction_lost: Vec<f64>,
     pub packets_reported: Vec<i32>,
+    pub ce_reported: Vec<i32>,
 }
 
 impl FeedbackTable {
@@ -643,6 +706,7 @@ impl FeedbackTable {
         self.rtt_us.push(r.rtt.map_or(-1, |d| d.as_micros()));
         self.fraction_lost.push(r.fraction_lost.unwrap_or(f64::NAN));
         self.packets_reported.push(r.packets_reported.map_or(-1, |n| n as i32));
+        self.ce_reported.push(r.ce_reported.map_or(-1, |n| n as i32));
     }
 }
 

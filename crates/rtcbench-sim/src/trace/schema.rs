@@ -142,7 +142,7 @@ pub const CONTROLLER: [Column; 4] = [
 ];
 
 /// `links.parquet`: every link's (and Wi-Fi node's, and LTE buffer's) state over time.
-pub const LINKS: [Column; 19] = [
+pub const LINKS: [Column; 30] = [
     col("t_us", Int64, Required, Plain),
     col("link", Text, Required, Link),
     col("capacity_bps", Int64, Nullable, Sentinel),
@@ -162,10 +162,21 @@ pub const LINKS: [Column; 19] = [
     col("scheduled_bps", Int64, Nullable, Sentinel),
     col("queue_delay_us", Int64, Nullable, Sentinel),
     col("cqi", Int64, Nullable, Sentinel),
+    col("l_queue_bytes", Int64, Nullable, Sentinel),
+    col("l_sojourn_us", Int64, Nullable, Sentinel),
+    col("c_sojourn_us", Int64, Nullable, Sentinel),
+    col("p_base", Float64, Nullable, Sentinel),
+    col("p_c", Float64, Nullable, Sentinel),
+    col("p_cl", Float64, Nullable, Sentinel),
+    col("p_l", Float64, Nullable, Sentinel),
+    col("l_marks", Int64, Nullable, Sentinel),
+    col("c_marks", Int64, Nullable, Sentinel),
+    col("l_drops", Int64, Nullable, Sentinel),
+    col("c_drops", Int64, Nullable, Sentinel),
 ];
 
 /// `feedback.parquet`: one row per feedback message a sender received.
-pub const FEEDBACK: [Column; 7] = [
+pub const FEEDBACK: [Column; 8] = [
     col("t_us", Int64, Required, Plain),
     col("call", Int32, Required, Plain),
     col("kind", Text, Required, Coded("feedback_kind")),
@@ -173,6 +184,7 @@ pub const FEEDBACK: [Column; 7] = [
     col("rtt_us", Int64, Nullable, Sentinel),
     col("fraction_lost", Float64, Nullable, Sentinel),
     col("packets_reported", Int32, Nullable, Sentinel),
+    col("ce_reported", Int32, Nullable, Sentinel),
 ];
 
 /// Every table, by the name of its file.
@@ -304,6 +316,17 @@ impl super::LinkTable {
             I64(self.scheduled_bps),
             I64(self.queue_delay_us),
             I64(self.cqi),
+            I64(self.l_queue_bytes),
+            I64(self.l_sojourn_us),
+            I64(self.c_sojourn_us),
+            F64(self.p_base),
+            F64(self.p_c),
+            F64(self.p_cl),
+            F64(self.p_l),
+            I64(self.l_marks),
+            I64(self.c_marks),
+            I64(self.l_drops),
+            I64(self.c_drops),
         ];
         named(&LINKS, values)
     }
@@ -321,6 +344,7 @@ impl super::FeedbackTable {
             I64(self.rtt_us),
             F64(self.fraction_lost),
             I32(self.packets_reported),
+            I32(self.ce_reported),
         ];
         named(&FEEDBACK, values)
     }

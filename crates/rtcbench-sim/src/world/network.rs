@@ -25,7 +25,7 @@ use rtcbench_units::Instant;
 use super::LINK_SAMPLE_INTERVAL;
 use crate::lte::LteNet;
 use crate::packet::{LinkId, Packet};
-use crate::trace::LinkTable;
+use crate::trace::{DualPi2Sample, LinkTable};
 use crate::wifi::WifiNet;
 
 /// An element of the caller's own, in place of the scenario's link of that name (for elements
@@ -75,6 +75,9 @@ pub(super) struct Network {
     /// Per link, the capacity left to the flows when UDP background traffic makes it (RFC 8867
     /// §4.2); the links table reports it instead of the physical rate.
     available: Vec<Option<CapacitySchedule>>,
+    /// Per link, its DualPI2 queue's marks and drops at the previous sample (L marks, C marks,
+    /// L drops, C drops): the links table counts them per sample.
+    dualpi2_counted: Vec<[u64; 4]>,
 }
 
 /// `with_element!(net, e, |el| expr)`: `expr` with `el` bound to `&mut` element `e` of `net`
@@ -191,6 +194,7 @@ impl Network {
             wifi,
             lte,
             available: spec.links.iter().map(|_| None).collect(),
+            dualpi2_counted: vec![[0; 4]; spec.links.len()],
         };
         let mut first_queue: LinkId = 0;
         for (e, &kind) in kinds.iter().enumerate() {
@@ -257,17 +261,22 @@ impl Network {
         let mut next = now + LINK_SAMPLE_INTERVAL;
         if self.others.is_empty() {
             // Every one of the scenario's links is a link, in order.
-            for (k, link) in self.links.iter().enumerate() {
-                self.sample_link(now, k, link, table, &mut next);
+            for k in 0..self.links.len() {
+                self.sample_link(now, k, k, table, &mut next);
             }
         } else {
             for k in 0..self.n_links {
                 match self.beside[k].kind {
-                    Kind::Link(i) => self.sample_link(now, k, &self.links[i as usize], table, &mut next),
+                    Kind::Link(i) => self.sample_link(now, k, i as usize, table, &mut next),
                     // Its queue's bytes: capacity and limit are not an element's to say.
-                    Kind::Other(i) => {
-                        table.record(now, k as LinkId, None, self.others[i as usize].queue_bytes(0), None)
-                    }
+                    Kind::Other(i) => table.record(
+                        now,
+                        k as LinkId,
+                        None,
+                        self.others[i as usize].queue_bytes(0),
+                        None,
+                        None,
+                    ),
                     Kind::Bss(_) | Kind::Cell(_) => {
                         unreachable!("the first elements are the scenario's links")
                     }
@@ -279,16 +288,10 @@ impl Network {
         next
     }
 
-    /// Link `k`'s row; `next` becomes its next capacity change if that is sooner.
+    /// Link `k`'s row (`links[i]`); `next` becomes its next capacity change if that is sooner.
     #[inline(always)]
-    fn sample_link(
-        &self,
-        now: Instant,
-        k: usize,
-        link: &Link<Packet>,
-        table: &mut LinkTable,
-        next: &mut Instant,
-    ) {
+    fn sample_link(&mut self, now: Instant, k: usize, i: usize, table: &mut LinkTable, next: &mut Instant) {
+        let link = &self.links[i];
         let capacity = match &self.available[k] {
             Some(free) => free.rate_at(now),
             None => link.capacity_at(now),
@@ -297,6 +300,18 @@ impl Network {
         if let Some(c) = changes.next_change_after(now) {
             *next = (*next).min(c);
         }
-        table.record(now, k as LinkId, capacity, link.queue_bytes(), link.queue_limit_at(now));
+        let dualpi2 = link.dualpi2_state().map(|state| {
+            let counts = [
+                state.l_marks,
+                state.c_marks,
+                state.l_drops + state.l_full_drops,
+                state.c_drops + state.c_full_drops,
+            ];
+            let [l_marks, c_marks, l_drops, c_drops] =
+                std::array::from_fn(|j| counts[j] - self.dualpi2_counted[k][j]);
+            self.dualpi2_counted[k] = counts;
+            DualPi2Sample { state, l_marks, c_marks, l_drops, c_drops }
+        });
+        table.record(now, k as LinkId, capacity, link.queue_bytes(), link.queue_limit_at(now), dualpi2);
     }
 }
