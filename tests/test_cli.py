@@ -228,7 +228,7 @@ def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:
         (("run", "no-such-scenario"), "no built-in scenario or file named 'no-such-scenario'"),
         (
             ("run", "rfc8867-5.1", "--cc", "bbr"),
-            "unknown controller 'bbr' (allowed: gcc, gcc-draft, nada, scream, fixed)",
+            "unknown controller 'bbr' (allowed: gcc, gcc-draft, nada, scream, scream2, fixed)",
         ),
         (("run", "rfc8867-5.1", "--set", "links.forward.delay=fast"), "links[0].delay"),
         (("run", "rfc8867-5.1", "--set", "links.nowhere.delay=5ms"), 'no element "nowhere"'),

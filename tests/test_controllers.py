@@ -18,6 +18,7 @@ SHORT = ["duration=15s"]
         ("gcc-draft", ["controller.gcc-draft.deployment=send-side"], {"twcc", "rr"}),
         ("nada", [], {"ccfb", "rr"}),
         ("scream", [], {"ccfb", "rr"}),
+        ("scream2", [], {"ccfb", "rr"}),
         ("fixed", [], {"twcc", "rr"}),
     ],
 )

@@ -117,6 +117,7 @@ CONTROLLER_COLORS = {
     "gcc-draft": "#17becf",
     "nada": "#ff7f0e",
     "scream": "#2ca02c",
+    "scream2": "#98df8a",
     "rtpgccbwe": "#9467bd",
     "fixed": "#8c564b",
 }

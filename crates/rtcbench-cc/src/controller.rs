@@ -12,6 +12,7 @@ use crate::gcc::GoogCc;
 use crate::gcc_draft::GccDraft;
 use crate::nada::Nada;
 use crate::scream::Scream;
+use crate::scream2::Scream2;
 
 /// A sans-IO congestion controller for one media sender (all its streams share it, as in a
 /// WebRTC transport). See the crate docs for the drive loop.
@@ -24,6 +25,9 @@ pub trait Controller {
     /// buffer) now holds `bytes`, the oldest waiting for `delay`. Reported whenever it changes
     /// notably and before each drain; NADA's rate shaping and SCReAM's media rate control use it.
     fn on_send_queue(&mut self, _now: Instant, _bytes: DataSize, _delay: Duration) {}
+    /// The video encoder produced a frame of `size` payload bytes (SCReAM v2's media rate
+    /// control tracks the frame period and the deviation of frame sizes from the nominal).
+    fn on_media_frame(&mut self, _now: Instant, _size: DataSize) {}
     /// The deadline returned by [`Controller::poll_timeout`] has passed.
     fn on_timeout(&mut self, now: Instant);
     /// When the controller next wants [`Controller::on_timeout`]; `None` if never.
@@ -124,12 +128,15 @@ pub enum ControllerKind {
     Nada,
     /// SCReAM, RFC 8298.
     Scream,
+    /// SCReAM v2, draft-ietf-ccwg-rfc8298bis-screamv2-01.
+    Scream2,
     /// A constant rate, for testing the simulator itself.
     Fixed,
 }
 
 impl ControllerKind {
-    pub const ALL: [Self; 5] = [Self::Gcc, Self::GccDraft, Self::Nada, Self::Scream, Self::Fixed];
+    pub const ALL: [Self; 6] =
+        [Self::Gcc, Self::GccDraft, Self::Nada, Self::Scream, Self::Scream2, Self::Fixed];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -137,6 +144,7 @@ impl ControllerKind {
             Self::GccDraft => "gcc-draft",
             Self::Nada => "nada",
             Self::Scream => "scream",
+            Self::Scream2 => "scream2",
             Self::Fixed => "fixed",
         }
     }
@@ -164,6 +172,10 @@ impl ControllerKind {
                 "SCReAM, RFC 8298: self-clocked congestion window with a queuing-delay target, \
                  media rate from the RTP queue, packet pacing; RFC 8888 feedback"
             }
+            Self::Scream2 => {
+                "SCReAM v2, draft-ietf-ccwg-rfc8298bis-screamv2-01: reference window from loss, \
+                 ECN-CE (L4S with ECT(1), classic with ECT(0)) and queue delay; RFC 8888 feedback"
+            }
             Self::Fixed => "constant target rate (the start rate); no congestion control, for testing",
         }
     }
@@ -177,6 +189,7 @@ pub enum AnyController {
     GccDraft(Box<GccDraft>),
     Nada(Box<Nada>),
     Scream(Box<Scream>),
+    Scream2(Box<Scream2>),
     Fixed(FixedRate),
     /// A rate set from outside the run (a learning agent); not selectable by name, the simulator
     /// gives it to the one call its options name.
@@ -191,6 +204,7 @@ macro_rules! dispatch {
             AnyController::GccDraft($c) => $e,
             AnyController::Nada($c) => $e,
             AnyController::Scream($c) => $e,
+            AnyController::Scream2($c) => $e,
             AnyController::Fixed($c) => $e,
             AnyController::External($c) => $e,
             AnyController::User($c) => $e,
@@ -207,6 +221,9 @@ impl Controller for AnyController {
     }
     fn on_send_queue(&mut self, now: Instant, bytes: DataSize, delay: Duration) {
         dispatch!(self, c => c.on_send_queue(now, bytes, delay))
+    }
+    fn on_media_frame(&mut self, now: Instant, size: DataSize) {
+        dispatch!(self, c => c.on_media_frame(now, size))
     }
     fn on_timeout(&mut self, now: Instant) {
         dispatch!(self, c => c.on_timeout(now))

@@ -30,6 +30,7 @@ pub mod gcc;
 pub mod gcc_draft;
 pub mod nada;
 pub mod scream;
+pub mod scream2;
 pub mod twcc;
 pub mod user;
 

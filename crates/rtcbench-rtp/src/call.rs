@@ -807,6 +807,7 @@ impl Sender {
                 let plans: Vec<_> = self.packetizer.packetize(frame.size).collect();
                 obs.frame_encoded(now, &frame, plans.len() as u32);
                 self.resolution = (frame.width, frame.height);
+                self.controller.on_media_frame(now, frame.size);
                 if let Some(fec) = &mut self.fec {
                     fec.controller.on_encoded_frame(now, frame.size, frame.keyframe);
                 }

@@ -162,6 +162,7 @@ impl CallPlan {
                 Deployment::ReceiveSide
             },
             scream_competing_flows_compensation: self.scream_competing_flows_compensation,
+            ecn: Ecn::from_bits(self.ecn),
         }
     }
 
@@ -282,5 +283,6 @@ mod tests {
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CallPlan>(&json).unwrap(), plan);
         assert_eq!(plan.options().gcc_draft_deployment, Deployment::SendSide);
+        assert_eq!(plan.options().ecn, Ecn::Ect0, "the call's codepoint reaches the controller");
     }
 }

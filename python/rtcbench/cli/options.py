@@ -9,7 +9,7 @@ from rtcbench.cli.render import err_console
 from rtcbench.workers import cpus
 
 CC_HELP = (
-    "Controllers, comma-separated: gcc, gcc-draft, nada, scream, fixed, or Python controller "
+    "Controllers, comma-separated: gcc, gcc-draft, nada, scream, scream2, fixed, or Python controller "
     "classes as package.module:Class or path/to/file.py:Class."
 )
 

@@ -307,6 +307,10 @@ pub struct AckSummary {
     pub bytes_received: DataSize,
     /// Packets newly reported received with ECN-CE (the increase of n_ECN).
     pub ce_marked: u64,
+    /// Packets reported received for the first time (SCReAM v2's data_units_acked).
+    pub packets_received: u64,
+    /// Bytes of those packets that were ECN-CE marked (SCReAM v2's bytes_newly_acked_ce).
+    pub bytes_ce: DataSize,
     pub newest: Option<NewestAck>,
 }
 
@@ -392,8 +396,10 @@ impl SentPacketList {
             }
             p.received = true;
             out.bytes_received += p.size;
+            out.packets_received += 1;
             if r.ecn == Ecn::Ce {
                 out.ce_marked += 1;
+                out.bytes_ce += p.size;
             }
             if let Some(since) = p.missing_since {
                 // Reordered (or a spurious loss): the window must cover this delay (§4.1.2.4).
@@ -837,14 +843,7 @@ impl NetworkCongestionControl {
     }
 
     fn feedback_deadline(&self) -> Option<Instant> {
-        if self.sent.bytes_in_flight().is_zero() {
-            return None;
-        }
-        let timeout = self
-            .s_rtt
-            .get()
-            .map_or(self.cfg.feedback_timeout_min, |s| (s * 2).max(self.cfg.feedback_timeout_min));
-        Some(self.last_progress + timeout)
+        feedback_deadline(&self.sent, self.last_progress, self.s_rtt.get(), self.cfg.feedback_timeout_min)
     }
 
     /// §4.1.2.1: a loss (or ECN) event, unless one happened less than one s_rtt ago.
@@ -977,6 +976,22 @@ impl NetworkCongestionControl {
             None => (fallback * self.cfg.pace_headroom).max(self.cfg.rate_pace_min),
         }
     }
+}
+
+/// When silence of the feedback writes off everything in flight (`scream` and `scream2`): no
+/// acknowledgement of anything new for `max(timeout_min, 2 × s_rtt)` since `last_progress`
+/// while bytes are in flight. `None` while nothing is in flight.
+pub(crate) fn feedback_deadline(
+    sent: &SentPacketList,
+    last_progress: Instant,
+    s_rtt: Option<Duration>,
+    timeout_min: Duration,
+) -> Option<Instant> {
+    if sent.bytes_in_flight().is_zero() {
+        return None;
+    }
+    let timeout = s_rtt.map_or(timeout_min, |s| (s * 2).max(timeout_min));
+    Some(last_progress + timeout)
 }
 
 /// Runs `tick` for every grid point `next, next + interval, …` that is ≤ `now` (at most
