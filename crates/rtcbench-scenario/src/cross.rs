@@ -38,6 +38,9 @@ pub struct TcpFlowPlan {
     pub start_us: i64,
     pub stop_us: i64,
     pub cc: TcpCc,
+    /// ECN-capable: classic ECN (RFC 3168) for NewReno and CUBIC, L4S (ECT(1) with AccECN) for
+    /// Prague, which is always ECN-capable.
+    pub ecn: bool,
     /// Delayed ACKs at the receiver.
     pub delayed_ack: bool,
     /// Linux's TCP Small Queues against the flow's first hop.
@@ -102,6 +105,7 @@ impl CrossPlan {
                         })
                     }
                 };
+                let cc = t.cc.as_ref().map_or(TcpCc::default(), |c| *c.get());
                 tcp.push(TcpFlowPlan {
                     name: t.flow_name(entry, k),
                     entry,
@@ -110,7 +114,8 @@ impl CrossPlan {
                     to: t.to.clone(),
                     start_us,
                     stop_us,
-                    cc: t.cc.as_ref().map_or(TcpCc::default(), |c| *c.get()),
+                    cc,
+                    ecn: cc == TcpCc::Prague || t.ecn.unwrap_or(false),
                     delayed_ack: t.delayed_ack.unwrap_or(true),
                     small_queues: t.small_queues.unwrap_or(false),
                     on_off,
@@ -225,8 +230,33 @@ stop = "5s"
         let cbr = &plan.cbr[0];
         assert_eq!((cbr.name.as_str(), cbr.rate_bps, cbr.packet_size_bytes), ("cbr0", 200_000, 1200));
         assert_eq!((cbr.start_us, cbr.stop_us), (0, 5_000_000));
+        assert!(!first.ecn && !bulk.ecn, "ECN is off unless asked for");
         // The plan crosses to Python and back as JSON.
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<CrossPlan>(&json).unwrap(), plan);
+    }
+
+    /// Prague is ECN-capable whether `ecn` is given or not; NewReno and CUBIC only when asked.
+    /// Turning it off for Prague is an error naming the field.
+    #[test]
+    fn prague_is_always_ecn_capable() {
+        let tcp = |cc: &str, ecn: &str| {
+            let text = CROSS.replace("cc = \"newreno\"", &format!("cc = \"{cc}\"\n{ecn}"));
+            crate::load(&text, "test", &[])
+        };
+        let ecn_of = |cc: &str, ecn: &str| {
+            let s = tcp(cc, ecn).unwrap().remove(0);
+            let plan = CrossPlan::new(&s.spec, Instant::from_micros(10_000_000));
+            (plan.tcp[0].cc, plan.tcp[0].ecn)
+        };
+        assert_eq!(ecn_of("prague", ""), (TcpCc::Prague, true));
+        assert_eq!(ecn_of("prague", "ecn = true"), (TcpCc::Prague, true));
+        assert_eq!(ecn_of("cubic", "ecn = true"), (TcpCc::Cubic, true));
+        assert_eq!(ecn_of("newreno", ""), (TcpCc::Newreno, false));
+        let err = tcp("prague", "ecn = false").unwrap_err().to_string();
+        assert!(err.contains("tcp.0.ecn:") && err.contains("ECT(1)"), "{err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+        let err = tcp("bbr", "").unwrap_err().to_string();
+        assert!(err.contains("tcp") && err.contains("prague") && !err.contains('\n'), "{err}");
     }
 }

@@ -1258,6 +1258,12 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
         if count == 0 {
             return err(format!("{p}.count"), "must be at least 1".into());
         }
+        if t.ecn == Some(false) && t.cc.as_ref().is_some_and(|c| *c.get() == TcpCc::Prague) {
+            return err(
+                format!("{p}.ecn"),
+                "prague always sends ECT(1) with Accurate ECN feedback (RFC 9331 §4); leave `ecn` out or set it true".into(),
+            );
+        }
         if let Some(WorkloadSpec::Short { size_min, size_max, files, initially_on, idle_mean }) = &t.workload
         {
             if size_min > size_max || size_min.as_bytes() == 0 {

@@ -1081,6 +1081,9 @@ pub enum TcpCc {
     /// RFC 9438 with HyStart++ (RFC 9406): Linux's default.
     #[default]
     Cubic,
+    /// TCP Prague (draft-briscoe-iccrg-prague-congestion-control-04): L4S's scalable congestion
+    /// control, ECT(1) with Accurate ECN feedback (RFC 9331 §4, RFC 9768), paced.
+    Prague,
 }
 
 /// One or more TCP flows between two nodes, ACKed over the way back.
@@ -1114,6 +1117,10 @@ pub struct TcpSpec {
     /// off, the first link is in the network and TCP fills its queue (`docs/tcp.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_queues: Option<bool>,
+    /// ECN (`docs/tcp.md`): NewReno and CUBIC with `true` send ECT(0) and respond to CE as RFC
+    /// 3168 says (default off); Prague always uses L4S ECN (ECT(1), AccECN), so `true` or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
 }
 
 impl TcpSpec {

@@ -36,7 +36,7 @@ fn segment_packet(now: Instant, at: Plumbing, seg: Segment) -> Packet {
         data: seg.header,
         seq: None,
         frame: None,
-        ecn: Ecn::NotEct,
+        ecn: seg.ecn,
     }
 }
 
@@ -237,7 +237,7 @@ impl TcpSink {
     /// A data segment arrived.
     pub fn on_packet(&mut self, now: Instant, pkt: &Packet) {
         let Ok(header) = TcpRepr::parse(&pkt.data) else { return };
-        self.receiver.on_segment(now, &header, pkt.payload);
+        self.receiver.on_segment(now, &header, pkt.payload, pkt.ecn);
         self.transmit(now);
     }
 

@@ -9,7 +9,6 @@
 //! deadline and moves packets between them. The harness does not use the simulator's world, so
 //! these checks exercise the TCP models and the link alone.
 
-use rtcbench_cc::feedback::Ecn;
 use rtcbench_sim::link::capacity::CapacitySchedule;
 use rtcbench_sim::link::loss::LossModel;
 use rtcbench_sim::link::{Link, LinkConfig, QueueLimit};
@@ -229,7 +228,7 @@ impl Dumbbell {
                 data: seg.header,
                 seq: None,
                 frame: None,
-                ecn: Ecn::NotEct,
+                ecn: seg.ecn,
             };
             self.next_packet_id += 1;
             self.enter_link(pkt);
@@ -265,7 +264,7 @@ impl Dumbbell {
         }
         let header = TcpRepr::parse(&pkt.data).expect("the endpoints emit valid headers");
         if pkt.route % 2 == FORWARD {
-            self.flows[f].receiver.on_segment(self.now, &header, pkt.payload);
+            self.flows[f].receiver.on_segment(self.now, &header, pkt.payload, pkt.ecn);
         } else {
             self.flows[f].sender.on_ack(self.now, &header);
             self.flows[f].record(self.now);

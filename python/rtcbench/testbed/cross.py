@@ -63,9 +63,10 @@ __all__ = [
 AGENT = Path(__file__).with_name("_cross_agent.py")
 """The agent, run by path with the standard library only (`python -I -S`)."""
 
-KERNEL_CC = {"newreno": "reno", "cubic": "cubic"}
+KERNEL_CC = {"newreno": "reno", "cubic": "cubic", "prague": "prague"}
 """A scenario's `cc` → the Linux congestion control set with TCP_CONGESTION (Linux calls
-NewReno "reno"). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
+NewReno "reno"; "prague" is L4STeam's out-of-tree module, which turns on ECT(1) and AccECN for
+its own sockets). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
 `TcpFlow` may ask for any congestion control the kernel has."""
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -179,6 +180,11 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
             raise CrossTrafficError(
                 f"{where}: {field_}.small_queues = true cannot be emulated: the kernel's TCP Small "
                 "Queues act on the sending host's own queue, and the emulated links are in the relay"
+            )
+        if t["ecn"] and t["cc"] != "prague":
+            raise CrossTrafficError(
+                f"{where}: {field_}.ecn = true cannot be emulated yet: the testbed does not set "
+                "net.ipv4.tcp_ecn in the sending namespace"
             )
         ends = (t["from"], t["to"])
         delack = t["delayed_ack"]

@@ -27,7 +27,7 @@ use crate::scheduler::Scheduler;
 use crate::trace::Trace;
 use crate::traffic::cbr::CbrSource;
 use crate::traffic::on_off::{OnOff, OnOffConfig};
-use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpSender};
+use crate::traffic::tcp::{Application, CongestionControl, ReceiverConfig, SenderConfig, TcpEcn, TcpSender};
 
 /// The per-packet feedback the receiver sends for a controller: what a built-in one needs
 /// (`rtcbench_cc::factory::feedback_mode`), what a user-defined one asked for, and transport-wide
@@ -287,9 +287,14 @@ fn build_tcp(
     let cc = match t.cc {
         TcpCc::Newreno => CongestionControl::NewReno,
         TcpCc::Cubic => CongestionControl::Cubic,
+        TcpCc::Prague => CongestionControl::Prague,
     };
     let mut ids = rng_for(seed, &format!("{}/ids", t.rng_path));
     let mut cfg = SenderConfig::new(cc);
+    // Prague's L4S ECN comes with it (`SenderConfig::new`); the others' is classic ECN.
+    if t.ecn && cc != CongestionControl::Prague {
+        cfg.ecn = TcpEcn::Classic;
+    }
     cfg.src_port = t.src_port;
     cfg.dst_port = t.dst_port;
     cfg.iss = ids.random();

@@ -9,14 +9,17 @@
 //! | proportional rate reduction | RFC 6937 | [`prr`] |
 //! | Reno congestion avoidance | RFC 5681 §3.1, RFC 3465 | [`newreno`] |
 //! | CUBIC | RFC 9438 | [`cubic`] |
+//! | TCP Prague (L4S) | draft-briscoe-iccrg-prague-congestion-control-04, RFC 9331 §4 | [`prague`] |
+//! | AccECN's ACE counter | RFC 9768 §3.2.2 | [`accecn`] |
 //! | HyStart++ | RFC 9406 | [`hystart`] |
-//! | sender: windows, recovery (SACK or NewReno), timeouts | RFC 5681, 6582, 6675, 6298, 6928 | [`sender`] |
-//! | receiver: cumulative ACK, SACK blocks, delayed ACKs | RFC 5681 §4.2, RFC 2018 §4 | [`receiver`] |
+//! | sender: windows, recovery (SACK or NewReno), timeouts, ECN response, pacing | RFC 5681, 6582, 6675, 6298, 6928, 3168 | [`sender`] |
+//! | receiver: cumulative ACK, SACK blocks, delayed ACKs, ECN feedback | RFC 5681 §4.2, RFC 2018 §4, RFC 3168 §6.1.3, RFC 9768 | [`receiver`] |
 //!
 //! Choices (details and deviations in `docs/tcp.md`): the connection starts established (no
 //! handshake); SMSS 1460 with no TCP options on data segments, so a full segment is a
-//! 1500-byte IPv4 packet; SACK and window scaling are assumed negotiated; no pacing (Linux
-//! CUBIC without the fq qdisc); delayed ACKs on at the receiver; Linux's RTO bounds.
+//! 1500-byte IPv4 packet; SACK and window scaling (and, with [`TcpEcn`], classic ECN or AccECN)
+//! are assumed negotiated; NewReno and CUBIC unpaced (Linux without the fq qdisc), Prague paced;
+//! delayed ACKs on at the receiver; Linux's RTO bounds.
 //!
 //! # Drive loop
 //!
@@ -26,9 +29,11 @@
 //! arrives at the same instant (a stack transmits between packets); then wait until the earliest
 //! deadline or the next arrival. The sender also reports [`SenderEvent`]s through `poll_event()`.
 
+pub mod accecn;
 pub mod cubic;
 pub mod hystart;
 pub mod newreno;
+pub mod prague;
 pub mod prr;
 pub mod receiver;
 pub mod rtt;
@@ -37,6 +42,7 @@ pub mod sender;
 pub mod wire;
 
 use rtcbench_units::DataSize;
+use rtcbench_wire::Ecn;
 
 pub use receiver::{DelayedAck, ReceiverConfig, ReceiverMetrics, TcpReceiver};
 pub use sender::{
@@ -47,6 +53,20 @@ pub use sender::{
 /// Linux's usual 7, for windows up to 8 MB.
 pub const WINDOW_SCALE_SHIFT: u8 = 7;
 
+/// The ECN a connection uses, negotiated in the handshake that is not simulated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TcpEcn {
+    /// Not ECN-capable: every packet Not-ECT.
+    #[default]
+    Off,
+    /// Classic ECN (RFC 3168): data ECT(0), the receiver echoes CE with ECE until the sender's
+    /// CWR, and the sender halves its window as for a loss, at most once per window.
+    Classic,
+    /// L4S (RFC 9331): data ECT(1), and Accurate ECN feedback (RFC 9768), the count of
+    /// CE-marked packets in the ACE field; TCP Prague's.
+    L4s,
+}
+
 /// A segment to put on the wire: real header bytes, the payload as a length.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Segment {
@@ -56,6 +76,8 @@ pub struct Segment {
     pub payload: DataSize,
     /// The payload was sent before.
     pub retransmission: bool,
+    /// The ECN field of the IP header the segment goes out with.
+    pub ecn: Ecn,
 }
 
 impl Segment {

@@ -33,15 +33,21 @@ impl NewReno {
         }
     }
 
-    /// ssthresh after a loss or a timeout: max(cwnd / 2, 2·SMSS), Linux's `tcp_reno_ssthresh`.
-    /// RFC 5681 §3.1 eq. (4) halves FlightSize instead, because cwnd may have grown far beyond
-    /// what an application-limited sender used; here cwnd only grows while it limits the sender,
+    /// ssthresh after a loss or a timeout ([`reno_ssthresh`]). RFC 5681 §3.1 eq. (4) halves
+    /// FlightSize instead, because cwnd may have grown far beyond what an application-limited
+    /// sender used; here cwnd only grows while it limits the sender,
     /// and FlightSize (which counts SACKed data) can exceed cwnd several times over when a loss
     /// is detected right after a recovery with many holes.
     pub fn on_congestion_event(&mut self, cwnd: DataSize) -> DataSize {
         self.bytes_acked = DataSize::ZERO;
-        DataSize::bytes(cwnd.as_bytes() / 2).max(self.smss * 2)
+        reno_ssthresh(cwnd, self.smss)
     }
+}
+
+/// Reno's multiplicative decrease: max(cwnd / 2, 2·SMSS), Linux's `tcp_reno_ssthresh`. Prague
+/// responds to loss the same way.
+pub fn reno_ssthresh(cwnd: DataSize, smss: DataSize) -> DataSize {
+    DataSize::bytes(cwnd.as_bytes() / 2).max(smss * 2)
 }
 
 #[cfg(test)]

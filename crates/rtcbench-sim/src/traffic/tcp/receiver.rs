@@ -7,13 +7,22 @@
 //! timeout, 40 ms) after it arrived. Linux's quick-ACK mode at the start of a connection is not
 //! modelled. Each ACK is built when its trigger arrives, so a driver that delivers several
 //! segments at one instant still gets one ACK per trigger.
+//!
+//! ECN feedback ([`TcpEcn`]): with classic ECN (RFC 3168 §6.1.3) a CE-marked segment sets ECE
+//! on every ACK until a segment with CWR arrives. With AccECN (RFC 9768 §3.2.2) the receiver
+//! counts CE-marked packets in r.cep and every ACK carries its low 3 bits in the ACE field; it
+//! also acknowledges at once a CE-marked segment that follows an unmarked one (Change-Triggered
+//! ACKs) and every second CE mark (Increment-Triggered ACKs, §3.2.2.5.1), so that the 3-bit
+//! field never wraps between two ACKs. ACKs themselves are sent Not-ECT.
 
 use std::collections::VecDeque;
 
 use rtcbench_units::{DataSize, Duration, Instant, SeqNo};
+use rtcbench_wire::Ecn;
 
+use super::accecn::{INCREMENT_TRIGGER, INITIAL_CEP};
 use super::wire::{unwrap_seq, SackBlock, TcpFlags, TcpRepr, MAX_SACK_BLOCKS};
-use super::{Segment, SenderConfig, WINDOW_SCALE_SHIFT};
+use super::{Segment, SenderConfig, TcpEcn, WINDOW_SCALE_SHIFT};
 
 /// Delayed ACK parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,11 +55,13 @@ pub struct ReceiverConfig {
     pub sack: bool,
     /// Advertised receive window (scaled by [`WINDOW_SCALE_SHIFT`]; at most 65535 << shift).
     pub window: DataSize,
+    /// The ECN feedback negotiated: none, RFC 3168's ECE/CWR, or AccECN's ACE counter.
+    pub ecn: TcpEcn,
 }
 
 impl ReceiverConfig {
-    /// The receiver at the other end of `sender`: ports swapped, delayed ACKs on, the largest
-    /// window the scale allows (so that it never limits the sender).
+    /// The receiver at the other end of `sender`: ports swapped, its ECN, delayed ACKs on, the
+    /// largest window the scale allows (so that it never limits the sender).
     pub fn for_sender(sender: &SenderConfig) -> Self {
         Self {
             src_port: sender.dst_port,
@@ -60,6 +71,7 @@ impl ReceiverConfig {
             delayed_ack: Some(DelayedAck::default()),
             sack: sender.sack,
             window: DataSize::bytes(u64::from(u16::MAX) << WINDOW_SCALE_SHIFT),
+            ecn: sender.ecn,
         }
     }
 }
@@ -73,6 +85,8 @@ pub struct ReceiverMetrics {
     pub bytes_out_of_order: DataSize,
     pub segments_received: u64,
     pub acks_sent: u64,
+    /// CE-marked segments received.
+    pub ce_received: u64,
 }
 
 /// A TCP receiver of one connection, assumed established.
@@ -94,6 +108,15 @@ pub struct TcpReceiver {
     pending: VecDeque<Segment>,
     segments_received: u64,
     acks_sent: u64,
+    /// r.cep (RFC 9768 §3.2.2): CE-marked packets received, from [`INITIAL_CEP`] (counted in
+    /// every mode, fed back only with AccECN).
+    r_cep: u64,
+    /// r.cep when the previous ACK was sent.
+    r_cep_acked: u64,
+    /// The previous packet arrived CE-marked (for AccECN's change-triggered ACKs).
+    last_ce: bool,
+    /// Classic ECN: a CE arrived and no CWR since, so ACKs carry ECE (RFC 3168 §6.1.3).
+    ece: bool,
 }
 
 impl TcpReceiver {
@@ -109,15 +132,40 @@ impl TcpReceiver {
             pending: VecDeque::new(),
             segments_received: 0,
             acks_sent: 0,
+            r_cep: INITIAL_CEP,
+            r_cep_acked: INITIAL_CEP,
+            last_ce: false,
+            ece: false,
         }
     }
 
-    /// A data segment arrived: its header and payload length.
-    pub fn on_segment(&mut self, now: Instant, header: &TcpRepr, payload: DataSize) {
+    /// A data segment arrived: its header, payload length and the ECN field it arrived with.
+    pub fn on_segment(&mut self, now: Instant, header: &TcpRepr, payload: DataSize, ecn: Ecn) {
         if payload.is_zero() {
             return;
         }
         self.segments_received += 1;
+        let ce = ecn == Ecn::Ce;
+        let change_triggered = ce && !self.last_ce;
+        self.last_ce = ce;
+        self.r_cep += u64::from(ce);
+        if self.cfg.ecn == TcpEcn::Classic {
+            // RFC 3168 §6.1.3: CWR stops the echo; a CE on the same segment starts it again.
+            self.ece = ce || (self.ece && !header.flags.cwr);
+        }
+        self.on_data(now, header, payload);
+        // RFC 9768 §3.2.2.5.1: the ACK the data called for (if any) carries the new count;
+        // otherwise a change to CE, or the second mark since the last ACK, is acknowledged now.
+        let unreported = self.r_cep - self.r_cep_acked;
+        if self.cfg.ecn == TcpEcn::L4s
+            && (unreported >= INCREMENT_TRIGGER || (change_triggered && unreported > 0))
+        {
+            self.ack_now();
+        }
+    }
+
+    /// Sequence-space bookkeeping and the ACK policy for data.
+    fn on_data(&mut self, now: Instant, header: &TcpRepr, payload: DataSize) {
         let start = unwrap_seq(self.rcv_nxt, header.seq);
         let end = start + payload.as_bytes();
         let had_holes = !self.out_of_order.is_empty();
@@ -178,8 +226,14 @@ impl TcpReceiver {
         self.unacked_full_segments = 0;
         self.ack_deadline = None;
         self.acks_sent += 1;
+        self.r_cep_acked = self.r_cep;
         let ack = self.ack_repr().to_bytes().expect("at most MAX_SACK_BLOCKS blocks");
-        self.pending.push_back(Segment { header: ack, payload: DataSize::ZERO, retransmission: false });
+        self.pending.push_back(Segment {
+            header: ack,
+            payload: DataSize::ZERO,
+            retransmission: false,
+            ecn: Ecn::NotEct,
+        });
     }
 
     /// The ACK for the current state: RCV.NXT and, with SACK, up to four SACK blocks, the most
@@ -193,7 +247,12 @@ impl TcpReceiver {
             // The receiver sends no data: its sequence number stays at its ISS (0) + 1.
             seq: wire(1),
             ack: wire(self.rcv_nxt),
-            flags: TcpFlags::ACK,
+            flags: match self.cfg.ecn {
+                TcpEcn::Off => TcpFlags::ACK,
+                TcpEcn::Classic => TcpFlags { ece: self.ece, ..TcpFlags::ACK },
+                // RFC 9768 §3.2.2.2: the least significant 3 bits of r.cep.
+                TcpEcn::L4s => TcpFlags::ACK.with_ace(self.r_cep as u32),
+            },
             window: (self.cfg.window.as_bytes() >> WINDOW_SCALE_SHIFT).min(u64::from(u16::MAX)) as u16,
             sack: self
                 .out_of_order
@@ -226,6 +285,7 @@ impl TcpReceiver {
             bytes_out_of_order: self.out_of_order.iter().map(|&(s, e)| DataSize::bytes(e - s)).sum(),
             segments_received: self.segments_received,
             acks_sent: self.acks_sent,
+            ce_received: self.r_cep - INITIAL_CEP,
         }
     }
 }
@@ -252,7 +312,7 @@ mod tests {
     fn deliver(r: &mut TcpReceiver, i: u64, ms: i64) {
         let mut h = r.ack_repr();
         h.seq = SeqNo::new(r.first_seq + i * MSS);
-        r.on_segment(Instant::from_millis(ms), &h, DataSize::bytes(MSS));
+        r.on_segment(Instant::from_millis(ms), &h, DataSize::bytes(MSS), Ecn::NotEct);
     }
 
     /// The ACKs waiting, as (ack in segments, SACK blocks in segments).
@@ -288,7 +348,7 @@ mod tests {
         let mut h = r.ack_repr();
         for i in 0..3 {
             h.seq = SeqNo::new(r.first_seq + i * 100);
-            r.on_segment(Instant::ZERO, &h, DataSize::bytes(100));
+            r.on_segment(Instant::ZERO, &h, DataSize::bytes(100), Ecn::NotEct);
         }
         assert!(acks(&mut r).is_empty());
         r.on_timeout(Instant::from_millis(40));
@@ -343,6 +403,65 @@ mod tests {
         r.cfg.sack = false;
         deliver(&mut r, 2, 0);
         assert_eq!(acks(&mut r), vec![(0, vec![])]);
+    }
+
+    fn deliver_ecn(r: &mut TcpReceiver, i: u64, ms: i64, ecn: Ecn) {
+        let mut h = r.ack_repr();
+        h.seq = SeqNo::new(r.first_seq + i * MSS);
+        r.on_segment(Instant::from_millis(ms), &h, DataSize::bytes(MSS), ecn);
+    }
+
+    /// The ACE fields of the ACKs waiting.
+    fn aces(r: &mut TcpReceiver) -> Vec<u8> {
+        std::iter::from_fn(|| r.poll_transmit(Instant::ZERO))
+            .map(|a| TcpRepr::parse(&a.header).unwrap().flags.ace())
+            .collect()
+    }
+
+    /// RFC 9768 §3.2.2: r.cep starts at 5 and every ACK carries it modulo 8; a CE after an
+    /// unmarked packet is acknowledged at once (Change-Triggered ACK), and so is the second CE
+    /// since the last ACK (Increment-Triggered ACK, n = 2), so the field cannot wrap between
+    /// two ACKs.
+    #[test]
+    fn accecn_counts_ce_in_the_ace_field() {
+        let mut sender = SenderConfig::new(CongestionControl::Prague);
+        sender.smss = DataSize::bytes(MSS);
+        let mut r = TcpReceiver::new(ReceiverConfig::for_sender(&sender));
+        deliver_ecn(&mut r, 0, 0, Ecn::Ect1);
+        deliver_ecn(&mut r, 1, 0, Ecn::Ect1);
+        assert_eq!(aces(&mut r), vec![5], "a delayed ACK of two unmarked segments");
+        deliver_ecn(&mut r, 2, 1, Ecn::Ce);
+        assert_eq!(aces(&mut r), vec![6], "change-triggered");
+        deliver_ecn(&mut r, 3, 2, Ecn::Ce);
+        assert!(aces(&mut r).is_empty(), "one more CE: waits for the second or the timer");
+        deliver_ecn(&mut r, 4, 3, Ecn::Ce);
+        assert_eq!(aces(&mut r), vec![0], "r.cep = 8 wraps to 0b000");
+        for i in 5..12 {
+            deliver_ecn(&mut r, i, 4, Ecn::Ce);
+        }
+        assert_eq!(aces(&mut r), vec![2, 4, 6], "every second CE");
+        assert_eq!(r.metrics().ce_received, 10);
+    }
+
+    /// RFC 3168 §6.1.3: after a CE every ACK carries ECE, until a segment with CWR arrives.
+    #[test]
+    fn classic_ecn_echoes_until_cwr() {
+        let mut r = receiver(false);
+        r.cfg.ecn = TcpEcn::Classic;
+        let ece = |r: &mut TcpReceiver| -> Vec<bool> {
+            std::iter::from_fn(|| r.poll_transmit(Instant::ZERO))
+                .map(|a| TcpRepr::parse(&a.header).unwrap().flags.ece)
+                .collect()
+        };
+        deliver_ecn(&mut r, 0, 0, Ecn::Ect0);
+        deliver_ecn(&mut r, 1, 0, Ecn::Ce);
+        deliver_ecn(&mut r, 2, 0, Ecn::Ect0);
+        assert_eq!(ece(&mut r), vec![false, true, true]);
+        let mut h = r.ack_repr();
+        h.seq = SeqNo::new(r.first_seq + 3 * MSS);
+        h.flags.cwr = true;
+        r.on_segment(Instant::ZERO, &h, DataSize::bytes(MSS), Ecn::Ect0);
+        assert_eq!(ece(&mut r), vec![false]);
     }
 
     #[test]

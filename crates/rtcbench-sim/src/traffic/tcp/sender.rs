@@ -1,5 +1,6 @@
-//! The TCP sender: segmentation, the congestion window (slow start, HyStart++, NewReno or
-//! CUBIC), loss recovery (SACK with PRR, or NewReno without SACK) and the retransmission timer.
+//! The TCP sender: segmentation, the congestion window (slow start, HyStart++, NewReno, CUBIC
+//! or Prague), loss recovery (SACK with PRR, or NewReno without SACK), the retransmission timer,
+//! the response to ECN feedback and, for Prague, pacing.
 //!
 //! The connection starts established: the handshake is not simulated, the first data byte is
 //! ISS + 1 and SACK is assumed negotiated when [`SenderConfig::sack`] is set.
@@ -25,19 +26,38 @@
 //! Every ACK that moves SND.UNA grows cwnd by the bytes it delivered (newly acknowledged or
 //! SACKed), in slow start by at most 2·SMSS (RFC 3465 §2.2) or HyStart++'s L·SMSS, provided
 //! cwnd limited the sender (Linux's `tcp_may_raise_cwnd` and `tcp_is_cwnd_limited`).
+//!
+//! # ECN ([`TcpEcn`])
+//!
+//! In the Open state, CE feedback reduces the window without a retransmission. NewReno and CUBIC
+//! respond as to a loss (RFC 3168 §6.1.2): ssthresh from the controller, cwnd = ssthresh, at most
+//! once per window of data, no growth on that ACK, and with classic ECN the next new segment
+//! carries CWR. Prague reduces cwnd × (1 − α/2) at most once per round trip and keeps growing for
+//! the unmarked bytes ([`Prague`]). During a recovery the loss has already reduced the window and
+//! marks only feed Prague's α. A reduction ends slow start (ssthresh = the new cwnd).
+//!
+//! # Pacing ([`SenderConfig::pacing`], on for Prague)
+//!
+//! After each segment the next waits payload / rate, at the rate of [`TcpSender::pacing_rate`];
+//! [`TcpSender::poll_timeout`] includes the pacer's deadline while it holds a segment back.
+//! Prague's window may fall below two segments: it is kept in bytes, at least two segments may
+//! be in flight, and the pacing rate cwnd / SRTT carries the fraction.
 
 use std::collections::VecDeque;
 
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo};
+use rtcbench_wire::Ecn;
 
+use super::accecn::AceDecoder;
 use super::cubic::Cubic;
 use super::hystart::HyStart;
 use super::newreno::NewReno;
+use super::prague::{self, Prague};
 use super::prr::Prr;
 use super::rtt::{RttEstimator, INITIAL_RTO, MAX_RTO, MIN_RTO};
 use super::scoreboard::{Delivery, Scoreboard, DUP_THRESH};
 use super::wire::{unwrap_seq, TcpFlags, TcpRepr};
-use super::{Segment, WINDOW_SCALE_SHIFT};
+use super::{Segment, TcpEcn, WINDOW_SCALE_SHIFT};
 
 /// SMSS with no TCP options on data segments: a 1500-byte IPv4 packet (20 + 20 + 1460).
 pub const DEFAULT_SMSS: DataSize = DataSize::bytes(1460);
@@ -54,6 +74,9 @@ pub enum CongestionControl {
     NewReno,
     /// CUBIC (RFC 9438).
     Cubic,
+    /// TCP Prague (draft-briscoe-iccrg-prague-congestion-control-04), L4S's scalable congestion
+    /// control: needs [`TcpEcn::L4s`].
+    Prague,
 }
 
 /// What the application gives the sender.
@@ -89,13 +112,20 @@ pub struct SenderConfig {
     /// The ceiling of the RTO, backoff included.
     pub max_rto: Duration,
     pub application: Application,
+    /// The ECN negotiated (Prague needs [`TcpEcn::L4s`]).
+    pub ecn: TcpEcn,
+    /// Pace transmissions at [`TcpSender::pacing_rate`] (Linux with the fq qdisc, which Prague
+    /// asks for); off, segments go out as soon as the windows allow.
+    pub pacing: bool,
 }
 
 impl SenderConfig {
     /// A bulk sender with `congestion_control` and Linux's defaults: SACK, IW10, RTO between
     /// 200 ms and 120 s, HyStart++ with CUBIC (Linux's CUBIC runs its own HyStart by default)
-    /// and none with NewReno (Linux's Reno has none).
+    /// and none with NewReno and Prague (Linux's Reno has none; Prague ends slow start at the
+    /// first CE mark); no ECN and no pacing, except for Prague: L4S ECN and pacing.
     pub fn new(congestion_control: CongestionControl) -> Self {
+        let prague = congestion_control == CongestionControl::Prague;
         Self {
             src_port: 49152,
             dst_port: 5001,
@@ -109,6 +139,8 @@ impl SenderConfig {
             min_rto: MIN_RTO,
             max_rto: MAX_RTO,
             application: Application::Bulk,
+            ecn: if prague { TcpEcn::L4s } else { TcpEcn::Off },
+            pacing: prague,
         }
     }
 }
@@ -161,6 +193,10 @@ pub struct SenderMetrics {
     pub timeouts: u64,
     /// Fast recovery episodes.
     pub recoveries: u64,
+    /// CE-marked packets the receiver reported (AccECN), or ACKs with ECE (classic ECN).
+    pub ce_marked: u64,
+    /// Window reductions on ECN feedback.
+    pub ecn_reductions: u64,
 }
 
 /// Something the application may want to know.
@@ -175,11 +211,12 @@ pub enum SenderEvent {
     },
 }
 
-/// The congestion controller proper: what differs between NewReno and CUBIC.
+/// The congestion controller proper: what differs between NewReno, CUBIC and Prague.
 #[derive(Clone, Debug)]
 enum Controller {
     NewReno(NewReno),
     Cubic(Cubic),
+    Prague(Prague),
 }
 
 impl Controller {
@@ -187,21 +224,25 @@ impl Controller {
         match kind {
             CongestionControl::NewReno => Self::NewReno(NewReno::new(smss)),
             CongestionControl::Cubic => Self::Cubic(Cubic::new(smss)),
+            CongestionControl::Prague => Self::Prague(Prague::new(smss)),
         }
     }
 
-    fn on_ack(&mut self, now: Instant, cwnd: DataSize, acked: DataSize, srtt: Duration) -> DataSize {
+    /// Congestion avoidance for an ACK of `info.delivered` bytes, `info.ce` packets CE-marked.
+    fn on_ack(&mut self, now: Instant, cwnd: DataSize, info: &AckInfo, srtt: Duration) -> DataSize {
         match self {
-            Self::NewReno(r) => r.on_ack(cwnd, acked),
-            Self::Cubic(c) => c.on_ack(now, cwnd, acked, srtt),
+            Self::NewReno(r) => r.on_ack(cwnd, info.delivered),
+            Self::Cubic(c) => c.on_ack(now, cwnd, info.delivered, srtt),
+            Self::Prague(p) => p.on_ack(cwnd, info.delivered, info.ce),
         }
     }
 
-    /// ssthresh after a loss.
+    /// ssthresh after a loss (or, for NewReno and CUBIC, CE feedback).
     fn on_congestion_event(&mut self, cwnd: DataSize) -> DataSize {
         match self {
             Self::NewReno(r) => r.on_congestion_event(cwnd),
             Self::Cubic(c) => c.on_congestion_event(cwnd),
+            Self::Prague(p) => p.on_congestion_event(cwnd),
         }
     }
 
@@ -210,6 +251,14 @@ impl Controller {
         match self {
             Self::NewReno(r) => r.on_congestion_event(cwnd),
             Self::Cubic(c) => c.on_timeout(cwnd),
+            Self::Prague(p) => p.on_congestion_event(cwnd),
+        }
+    }
+
+    fn prague(&self) -> Option<&Prague> {
+        match self {
+            Self::Prague(p) => Some(p),
+            _ => None,
         }
     }
 
@@ -269,6 +318,8 @@ struct AckInfo {
     /// A duplicate ACK (RFC 5681 §2; with SACK, RFC 6675 §2: one that SACKs new data).
     duplicate: bool,
     rtt: Option<Duration>,
+    /// CE-marked packets this ACK reports: AccECN's count, or 1 for an ECE flag (classic ECN).
+    ce: u64,
 }
 
 /// A TCP sender of one connection (see the module docs).
@@ -307,6 +358,20 @@ pub struct TcpSender {
     timeouts: u64,
     recoveries: u64,
     events: VecDeque<SenderEvent>,
+    /// s.cep and the ACE decoding (AccECN).
+    ace: AceDecoder,
+    /// ACKs that carried ECE (classic ECN).
+    ece_acks: u64,
+    ecn_reductions: u64,
+    /// NewReno and CUBIC reduce on CE once per window: not before SND.UNA reaches this (SND.NXT
+    /// at the last reduction).
+    ecn_recovery_point: u64,
+    /// Classic ECN: the next new segment carries CWR (RFC 3168 §6.1.2).
+    cwr_pending: bool,
+    /// The pacer lets the next segment go at this instant.
+    next_send: Option<Instant>,
+    /// The pacer holds a segment back until this instant.
+    pacing_wakeup: Option<Instant>,
 }
 
 impl TcpSender {
@@ -338,6 +403,13 @@ impl TcpSender {
             timeouts: 0,
             recoveries: 0,
             events: VecDeque::new(),
+            ace: AceDecoder::default(),
+            ece_acks: 0,
+            ecn_reductions: 0,
+            ecn_recovery_point: first_seq,
+            cwr_pending: false,
+            next_send: None,
+            pacing_wakeup: None,
             cfg,
         }
     }
@@ -358,8 +430,9 @@ impl TcpSender {
     // Transmission
     // -----------------------------------------------------------------------------------------
 
-    /// The next segment to send now, if the windows allow one.
+    /// The next segment to send now, if the windows and the pacer allow one.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        self.pacing_wakeup = None;
         if let Some(start) = self.newreno_retransmission() {
             return Some(self.retransmit(now, start));
         }
@@ -372,10 +445,21 @@ impl TcpSender {
             self.cwnd_limited = true;
             return None;
         }
-        Some(match next {
+        if let Some(at) = self.next_send.filter(|&t| t > now) {
+            // The congestion controller's rate, not the application, holds the sender back: as
+            // limiting as a full window for the growth rule.
+            self.pacing_wakeup = Some(at);
+            self.cwnd_limited = true;
+            return None;
+        }
+        let seg = match next {
             Next::Retransmit(start) => self.retransmit(now, start),
             Next::New(len) => self.send_new(now, len),
-        })
+        };
+        if self.cfg.pacing {
+            self.next_send = self.pacing_rate().map(|rate| now + rate.transmit_time(seg.payload));
+        }
+        Some(seg)
     }
 
     /// Something other than the congestion window stopped the sender with data waiting (TCP
@@ -387,11 +471,19 @@ impl TcpSender {
 
     /// The rate Linux would pace at (`tcp_update_pacing_rate`, net/ipv4/tcp_input.c):
     /// max(cwnd, bytes in flight) / SRTT, times 200 % while cwnd < ssthresh / 2 (slow start)
-    /// and 120 % after (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio`). `None` before the first
-    /// RTT sample. rtcbench's TCP does not pace; TCP Small Queues sizes its limit from it.
+    /// and 120 % after (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio`). Prague paces at 100 %
+    /// after slow start (Linux Prague sets its own rate) and from cwnd alone, so that a window
+    /// below the two segments allowed in flight still sets the rate; at least
+    /// [`prague::MIN_RATE`]. `None` before the first RTT sample. A sender with
+    /// [`SenderConfig::pacing`] paces at it; TCP Small Queues sizes its limit from it.
     pub fn pacing_rate(&self) -> Option<Bitrate> {
         let srtt = self.rtt.srtt().filter(|d| !d.is_zero())?;
-        let ratio = if self.cwnd * 2 < self.ssthresh { 2.0 } else { 1.2 };
+        let slow_start = self.cwnd * 2 < self.ssthresh;
+        if self.cc.prague().is_some() {
+            let ratio = if slow_start { 2.0 } else { 1.0 };
+            return Some((self.cwnd / srtt * ratio).max(prague::MIN_RATE));
+        }
+        let ratio = if slow_start { 2.0 } else { 1.2 };
         Some(self.cwnd.max(self.scoreboard.pipe()) / srtt * ratio)
     }
 
@@ -423,7 +515,18 @@ impl TcpSender {
             Phase::Recovery { mode: RecoveryMode::NewReno { .. }, .. } => self.flight_size(),
             _ => self.scoreboard.pipe(),
         };
-        self.cwnd.saturating_sub(in_flight) >= self.cfg.smss
+        self.sending_window().saturating_sub(in_flight) >= self.cfg.smss
+    }
+
+    /// The window that limits what is in flight: cwnd, except that Prague's fractional window
+    /// is rounded up to whole segments and at least two while open (Linux Prague), its pacing
+    /// rate carrying the fraction.
+    fn sending_window(&self) -> DataSize {
+        if self.cc.prague().is_none() || !matches!(self.phase, Phase::Open) {
+            return self.cwnd;
+        }
+        let smss = self.cfg.smss.as_bytes();
+        DataSize::bytes(self.cwnd.as_bytes().div_ceil(smss).max(2) * smss)
     }
 
     /// Payload of the next new segment: up to SMSS of the data written and not yet sent.
@@ -471,17 +574,27 @@ impl TcpSender {
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+        // RFC 3168 §6.1.2: CWR on the first new segment after a reduction.
+        let cwr = !retransmission && std::mem::take(&mut self.cwr_pending);
         let header = TcpRepr {
             src_port: self.cfg.src_port,
             dst_port: self.cfg.dst_port,
             seq: SeqNo::new(start),
             // The receiver sends no data: its ISS is 0 and the acknowledgment stays at 1.
             ack: SeqNo::new(1),
-            flags: TcpFlags::ACK,
+            flags: TcpFlags { cwr, ..TcpFlags::ACK },
             window: u16::MAX,
             sack: Vec::new(),
         };
-        Segment { header: header.to_bytes().expect("no SACK blocks"), payload, retransmission }
+        let ecn = match self.cfg.ecn {
+            TcpEcn::Off => Ecn::NotEct,
+            // RFC 3168 §6.1.5: retransmissions are not ECN-capable.
+            TcpEcn::Classic if retransmission => Ecn::NotEct,
+            TcpEcn::Classic => Ecn::Ect0,
+            // RFC 9331 §4.1: every packet of an L4S flow carries ECT(1).
+            TcpEcn::L4s => Ecn::Ect1,
+        };
+        Segment { header: header.to_bytes().expect("no SACK blocks"), payload, retransmission, ecn }
     }
 
     // -----------------------------------------------------------------------------------------
@@ -503,13 +616,21 @@ impl TcpSender {
             self.rtt.on_sample(r);
         }
         self.dupacks = if info.advanced { 0 } else { self.dupacks + u32::from(info.duplicate) };
+        if let Controller::Prague(p) = &mut self.cc {
+            p.on_feedback(self.snd_una, self.snd_nxt, info.delivered, info.ce);
+        }
         let ended_fast_recovery = self.leave_recovery_if_done();
         match self.phase {
             Phase::Open if self.loss_detected() => self.enter_recovery(info.delivered),
             Phase::Recovery { .. } => self.on_ack_in_recovery(now, &info),
             // The ACK that ends fast recovery was accounted for by it.
             _ if ended_fast_recovery => {}
-            Phase::Open | Phase::Loss { .. } => self.grow_cwnd(now, &info),
+            Phase::Open => {
+                if !self.respond_to_ce(&info) {
+                    self.grow_cwnd(now, &info);
+                }
+            }
+            Phase::Loss { .. } => self.grow_cwnd(now, &info),
         }
         if info.advanced {
             self.restart_timer(now);
@@ -536,7 +657,55 @@ impl TcpSender {
         let outstanding = self.snd_una < self.snd_nxt;
         let duplicate =
             !advanced && outstanding && if self.cfg.sack { !sacked.is_zero() } else { !window_changed };
-        AckInfo { advanced, acked, delivered: delivery.delivered, duplicate, rtt: rtt_sample(now, &delivery) }
+        let ce = match self.cfg.ecn {
+            TcpEcn::Off => 0,
+            TcpEcn::Classic => {
+                self.ece_acks += u64::from(header.flags.ece);
+                u64::from(header.flags.ece)
+            }
+            // RFC 9768 §3.2.2.5.2 bounds the count by the packets the ACK delivered.
+            TcpEcn::L4s => {
+                let packets = delivery.delivered.as_bytes().div_ceil(self.cfg.smss.as_bytes());
+                self.ace.on_ack(header.flags.ace(), packets)
+            }
+        };
+        AckInfo {
+            advanced,
+            acked,
+            delivered: delivery.delivered,
+            duplicate,
+            rtt: rtt_sample(now, &delivery),
+            ce,
+        }
+    }
+
+    /// CE feedback in the Open state (see the module docs); whether this ACK must not grow cwnd.
+    fn respond_to_ce(&mut self, info: &AckInfo) -> bool {
+        if info.ce == 0 {
+            return false;
+        }
+        let reduced = match &mut self.cc {
+            Controller::Prague(p) => {
+                let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
+                p.on_ce(self.cwnd, info.ce, self.snd_una, self.snd_nxt, srtt)
+            }
+            // RFC 3168 §6.1.2: as a loss, once per window, and "the TCP sender SHOULD NOT increase
+            // the congestion window in response to" an ECE.
+            _ if self.snd_una < self.ecn_recovery_point => return true,
+            cc => {
+                self.ecn_recovery_point = self.snd_nxt;
+                self.cwr_pending = self.cfg.ecn == TcpEcn::Classic;
+                Some(cc.on_congestion_event(self.cwnd))
+            }
+        };
+        if let Some(cwnd) = reduced {
+            self.ecn_reductions += 1;
+            self.cwnd = cwnd;
+            self.ssthresh = cwnd;
+            // RFC 9406 §4.2: congestion ends slow start, HyStart++'s too.
+            self.hystart = None;
+        }
+        self.cc.prague().is_none()
     }
 
     /// Marks what the SACK blocks cover; blocks outside (SND.UNA, SND.NXT] are ignored.
@@ -562,6 +731,8 @@ impl TcpSender {
     fn enter_recovery(&mut self, delivered: DataSize) {
         self.recoveries += 1;
         self.ssthresh = self.cc.on_congestion_event(self.cwnd);
+        // RFC 3168 §6.1.2: no second reduction for CE in the window this loss reduced.
+        self.ecn_recovery_point = self.snd_nxt;
         // RFC 9406 §4.2: a loss ends slow start; §4.3: HyStart++ only in the initial one.
         self.hystart = None;
         let mode = if self.cfg.sack {
@@ -656,7 +827,7 @@ impl TcpSender {
             self.slow_start(info);
         } else {
             let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
-            self.cwnd = self.cc.on_ack(now, self.cwnd, info.delivered, srtt);
+            self.cwnd = self.cc.on_ack(now, self.cwnd, info, srtt);
         }
     }
 
@@ -700,9 +871,12 @@ impl TcpSender {
     // Retransmission timeout
     // -----------------------------------------------------------------------------------------
 
-    /// When the retransmission timer expires.
+    /// When the retransmission timer expires, or the pacer lets a held segment go.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.rto_deadline
+        match (self.rto_deadline, self.pacing_wakeup) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The retransmission timer expired (RFC 6298 §5.4-5.6, RFC 5681 §3.1): cwnd = 1 SMSS (the
@@ -749,7 +923,17 @@ impl TcpSender {
             retransmits: self.retransmits,
             timeouts: self.timeouts,
             recoveries: self.recoveries,
+            ce_marked: match self.cfg.ecn {
+                TcpEcn::L4s => self.ace.ce_packets(),
+                _ => self.ece_acks,
+            },
+            ecn_reductions: self.ecn_reductions,
         }
+    }
+
+    /// Prague's α, the EWMA of the CE fraction; `None` for the other controllers.
+    pub fn prague_alpha(&self) -> Option<f64> {
+        self.cc.prague().map(Prague::alpha)
     }
 
     fn state(&self) -> CongestionState {

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use rtcbench_units::{DataSize, Duration, Instant, SeqNo};
+use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo};
 
 use super::wire::{SackBlock, TcpFlags, TcpRepr};
 use super::*;
@@ -302,4 +302,120 @@ fn acks_of_unsent_data_are_ignored() {
     assert_eq!(s.metrics().bytes_acked, DataSize::ZERO);
     s.on_ack(ms(10), &ack(10, &[]));
     assert_eq!(s.metrics().bytes_acked, segs(10));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ECN
+// ---------------------------------------------------------------------------------------------
+
+fn prague(pacing: bool, initial_window_segments: u64) -> TcpSender {
+    let mut cfg = SenderConfig::new(CongestionControl::Prague);
+    cfg.smss = DataSize::bytes(MSS);
+    cfg.iss = ISS;
+    cfg.pacing = pacing;
+    cfg.initial_window_segments = initial_window_segments;
+    TcpSender::new(cfg)
+}
+
+/// An ACK of everything before segment `next` whose ACE field carries r.cep = 5 + `ce_total`.
+fn ace_ack(next: u64, ce_total: u32) -> TcpRepr {
+    let mut a = ack(next, &[]);
+    a.flags = TcpFlags::ACK.with_ace(5 + ce_total);
+    a
+}
+
+/// RFC 9331 §4 through the sender: every segment ECT(1); the ACE count's first CE halves the
+/// window (α starts at 1) and ends slow start; a second CE in the same round trip does not
+/// reduce again; the end of the round trip updates α with the round's CE fraction (2 of 10).
+#[test]
+fn prague_reduces_once_per_round_trip_on_accecn_feedback() {
+    use rtcbench_wire::Ecn;
+    let mut s = prague(false, 10);
+    let ecns: Vec<Ecn> = std::iter::from_fn(|| s.poll_transmit(ms(0))).map(|seg| seg.ecn).collect();
+    assert_eq!(ecns, vec![Ecn::Ect1; 10]);
+    s.on_ack(ms(100), &ace_ack(2, 0));
+    assert_eq!((s.metrics().cwnd, s.metrics().state), (segs(12), CongestionState::SlowStart));
+    // One CE: 12 000 × (1 − 1/2) = 6000, then the unmarked segment adds 1000·1000/6000.
+    s.on_ack(ms(101), &ace_ack(4, 1));
+    let m = s.metrics();
+    assert_eq!((m.cwnd, m.ssthresh), (DataSize::bytes(6166), Some(DataSize::bytes(6000))));
+    assert_eq!((m.state, m.ce_marked, m.ecn_reductions), (CongestionState::CongestionAvoidance, 1, 1));
+    // A second CE before SND.UNA passes segment 10 (SND.NXT at the reduction): no reduction.
+    s.on_ack(ms(102), &ace_ack(6, 2));
+    assert_eq!(s.metrics().ecn_reductions, 1);
+    assert!(s.metrics().cwnd > DataSize::bytes(6166));
+    assert_eq!(s.prague_alpha(), Some(1.0));
+    // cwnd 6328 B: in flight may be 7 whole segments (rounded up), 4 are.
+    assert_eq!(indices(&send(&mut s, ms(102))), vec![10, 11, 12]);
+    s.on_ack(ms(103), &ace_ack(10, 2));
+    let alpha = s.prague_alpha().unwrap();
+    assert!((alpha - (1.0 + (0.2 - 1.0) / 16.0)).abs() < 1e-12, "{alpha}");
+    // The next round trip's CE reduces again, by α/2 = 47.5 %.
+    let before = s.metrics().cwnd;
+    s.on_ack(ms(200), &ace_ack(11, 3));
+    assert_eq!(s.metrics().ecn_reductions, 2);
+    assert_eq!(
+        s.metrics().ssthresh,
+        Some(DataSize::bytes((before.as_bytes() as f64 * (1.0 - alpha / 2.0)) as u64))
+    );
+}
+
+/// Pacing at cwnd/SRTT (×2 in slow start): after the first RTT sample the sender releases one
+/// segment, then holds the next for payload / rate and reports the instant in `poll_timeout`.
+#[test]
+fn prague_paces_at_cwnd_over_srtt() {
+    let mut s = prague(true, 10);
+    assert_eq!(send(&mut s, ms(0)).len(), 10, "no RTT sample yet: the initial window goes at once");
+    s.on_ack(ms(100), &ace_ack(2, 0));
+    // cwnd 12 000 B over 100 ms, ×2 in slow start: 1.92 Mbit/s, 4167 µs per 1000 B.
+    assert_eq!(s.pacing_rate(), Some(Bitrate::bps(1_920_000)));
+    assert_eq!(send(&mut s, ms(100)).len(), 1);
+    let next = ms(100) + Duration::from_micros(4167);
+    assert_eq!(s.poll_timeout(), Some(next));
+    assert!(s.poll_transmit(next - Duration::from_micros(1)).is_none());
+    assert_eq!(send(&mut s, next).len(), 1);
+}
+
+/// A window below two segments: in flight may be two segments, and the pacing rate is the
+/// fractional window over SRTT (RFC 9331 §4.3 "scale down to fractional windows").
+#[test]
+fn prague_fractional_window_is_carried_by_pacing() {
+    let mut s = prague(true, 3);
+    assert_eq!(send(&mut s, ms(0)).len(), 3);
+    // The first segment comes back CE-marked: 3000 × 1/2 = 1500 bytes, no growth (all marked).
+    s.on_ack(ms(100), &ace_ack(1, 1));
+    assert_eq!(s.metrics().cwnd, DataSize::bytes(1500));
+    assert_eq!(s.pacing_rate(), Some(Bitrate::kbps(120)), "1500 B per 100 ms");
+    assert!(send(&mut s, ms(100)).is_empty(), "two segments in flight fill the two-segment floor");
+    s.on_ack(ms(200), &ace_ack(2, 1));
+    let sent = send(&mut s, ms(200));
+    assert_eq!(sent.len(), 1, "the pacer holds the second one");
+    assert!(s.poll_timeout().unwrap() > ms(200));
+}
+
+/// RFC 3168 with CUBIC: ECT(0) data; an ECE reduces cwnd by β = 0.7 as a loss would, without a
+/// retransmission, once per window; the next new segment carries CWR; the ACK does not grow cwnd.
+#[test]
+fn classic_ecn_reduces_as_a_loss_once_per_window() {
+    use rtcbench_wire::Ecn;
+    let mut cfg = SenderConfig::new(CongestionControl::Cubic);
+    cfg.smss = DataSize::bytes(MSS);
+    cfg.iss = ISS;
+    cfg.hystart = false;
+    cfg.ecn = TcpEcn::Classic;
+    let mut s = TcpSender::new(cfg);
+    let first: Vec<Segment> = std::iter::from_fn(|| s.poll_transmit(ms(0))).collect();
+    assert!(first.iter().all(|seg| seg.ecn == Ecn::Ect0));
+    let ece = |next| TcpRepr { flags: TcpFlags { ece: true, ..TcpFlags::ACK }, ..ack(next, &[]) };
+    s.on_ack(ms(100), &ece(2));
+    let m = s.metrics();
+    assert_eq!((m.cwnd, m.ssthresh, m.ecn_reductions), (segs(7), Some(segs(7)), 1));
+    assert_eq!((m.retransmits, m.recoveries), (0, 0));
+    // A second ECE in the same window neither reduces nor grows.
+    s.on_ack(ms(101), &ece(5));
+    assert_eq!((s.metrics().cwnd, s.metrics().ecn_reductions), (segs(7), 1));
+    let next = s.poll_transmit(ms(101)).unwrap();
+    assert!(TcpRepr::parse(&next.header).unwrap().flags.cwr, "CWR on the first new segment");
+    let after = s.poll_transmit(ms(101)).unwrap();
+    assert!(!TcpRepr::parse(&after.header).unwrap().flags.cwr);
 }

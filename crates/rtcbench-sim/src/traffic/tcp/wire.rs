@@ -8,8 +8,8 @@
 //! |          Source Port          |       Destination Port        |
 //! |                        Sequence Number                        |
 //! |                    Acknowledgment Number                      |
-//! |  Data |       |C|E|U|A|P|R|S|F|                               |
-//! | Offset| Rsrvd |W|C|R|C|S|S|Y|I|            Window             |
+//! |  Data |     |A|C|E|U|A|P|R|S|F|                               |
+//! | Offset| Rsv |E|W|C|R|C|S|S|Y|I|            Window             |
 //! |           Checksum            |         Urgent Pointer        |
 //! |                    Options (0 to 40 bytes)                    |
 //! ```
@@ -18,8 +18,13 @@
 //! number of a received block) and right edge (the sequence number just after it). It is
 //! emitted as Linux does, behind two NOPs so that the blocks are 32-bit aligned.
 //!
+//! The three ECN flags are AE (RFC 9768 §3.2.2, the former NS bit: the lowest bit of byte 12),
+//! CWR and ECE (RFC 3168 §6.1, the top two bits of byte 13). Classic ECN uses ECE and CWR as RFC
+//! 3168 defines them; Accurate ECN reads AE, CWR and ECE together as the 3-bit ACE counter
+//! (RFC 9768 §3.2.2.2, [`TcpFlags::ace`]).
+//!
 //! Only what rtcbench's TCP uses is represented: ports, sequence and acknowledgment numbers,
-//! the SYN/ACK/FIN flags, the window and SACK blocks. On parse, other flags are ignored and other
+//! the SYN/ACK/FIN and ECN flags, the window and SACK blocks. On parse, other flags are ignored and other
 //! options (MSS, window scale, SACK-permitted, timestamps) are skipped by their length; on emit
 //! they are zero or absent. The checksum is written as 0 (the simulator does not corrupt bits;
 //! there is no IP pseudo-header to cover).
@@ -48,6 +53,12 @@ const SACK_BLOCK_LEN: usize = 8;
 const FLAG_FIN: u8 = 0x01;
 const FLAG_SYN: u8 = 0x02;
 const FLAG_ACK: u8 = 0x10;
+/// ECN-Echo (RFC 3168 §6.1), byte 13.
+const FLAG_ECE: u8 = 0x40;
+/// Congestion Window Reduced (RFC 3168 §6.1), byte 13.
+const FLAG_CWR: u8 = 0x80;
+/// Accurate ECN (RFC 9768 §3.2.2), the lowest bit of byte 12 (below the data offset).
+const FLAG_AE: u8 = 0x01;
 
 /// Why bytes are not a TCP header rtcbench can read, or a [`TcpRepr`] cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,26 +111,52 @@ pub fn unwrap_seq(reference: u64, wire: SeqNo<32>) -> u64 {
     }
 }
 
-/// The SYN, ACK and FIN control bits (RFC 9293 §3.1).
+/// The control bits rtcbench uses: SYN, ACK and FIN (RFC 9293 §3.1) and the ECN flags AE, CWR
+/// and ECE (RFC 3168 §6.1, RFC 9768 §3.2.2).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct TcpFlags {
     pub syn: bool,
     pub ack: bool,
     pub fin: bool,
+    pub ae: bool,
+    pub cwr: bool,
+    pub ece: bool,
 }
 
 impl TcpFlags {
     /// Only the ACK bit: every segment of an established connection.
-    pub const ACK: Self = Self { syn: false, ack: true, fin: false };
+    pub const ACK: Self = Self { syn: false, ack: true, fin: false, ae: false, cwr: false, ece: false };
 
-    const fn to_byte(self) -> u8 {
-        (if self.fin { FLAG_FIN } else { 0 })
-            | (if self.syn { FLAG_SYN } else { 0 })
-            | (if self.ack { FLAG_ACK } else { 0 })
+    /// The ACE field (RFC 9768 §3.2.2): AE, CWR and ECE read as a 3-bit number, AE
+    /// the most significant bit.
+    pub const fn ace(self) -> u8 {
+        (self.ae as u8) << 2 | (self.cwr as u8) << 1 | self.ece as u8
     }
 
-    const fn from_byte(b: u8) -> Self {
-        Self { syn: b & FLAG_SYN != 0, ack: b & FLAG_ACK != 0, fin: b & FLAG_FIN != 0 }
+    /// These flags with the ACE field set to the low 3 bits of `ace`.
+    pub const fn with_ace(self, ace: u32) -> Self {
+        Self { ae: ace & 4 != 0, cwr: ace & 2 != 0, ece: ace & 1 != 0, ..self }
+    }
+
+    /// Byte 12's flag bit (AE) and byte 13.
+    const fn to_bytes(self) -> (u8, u8) {
+        let b13 = (if self.fin { FLAG_FIN } else { 0 })
+            | (if self.syn { FLAG_SYN } else { 0 })
+            | (if self.ack { FLAG_ACK } else { 0 })
+            | (if self.ece { FLAG_ECE } else { 0 })
+            | (if self.cwr { FLAG_CWR } else { 0 });
+        (if self.ae { FLAG_AE } else { 0 }, b13)
+    }
+
+    const fn from_bytes(b12: u8, b13: u8) -> Self {
+        Self {
+            syn: b13 & FLAG_SYN != 0,
+            ack: b13 & FLAG_ACK != 0,
+            fin: b13 & FLAG_FIN != 0,
+            ae: b12 & FLAG_AE != 0,
+            cwr: b13 & FLAG_CWR != 0,
+            ece: b13 & FLAG_ECE != 0,
+        }
     }
 }
 
@@ -185,7 +222,7 @@ impl<'a> TcpHeader<'a> {
         4 * usize::from(self.buf[12] >> 4)
     }
     pub fn flags(&self) -> TcpFlags {
-        TcpFlags::from_byte(self.buf[13])
+        TcpFlags::from_bytes(self.buf[12], self.buf[13])
     }
     /// The receive window field, before any window scaling.
     pub fn window(&self) -> u16 {
@@ -293,8 +330,9 @@ impl TcpRepr {
         buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
         buf[4..8].copy_from_slice(&(self.seq.value() as u32).to_be_bytes());
         buf[8..12].copy_from_slice(&(self.ack.value() as u32).to_be_bytes());
-        buf[12] = ((len / 4) as u8) << 4;
-        buf[13] = self.flags.to_byte();
+        let (b12_flags, b13) = self.flags.to_bytes();
+        buf[12] = ((len / 4) as u8) << 4 | b12_flags;
+        buf[13] = b13;
         buf[14..16].copy_from_slice(&self.window.to_be_bytes());
         buf[16..20].fill(0); // checksum (see the module docs) and urgent pointer
         if !self.sack.is_empty() {
@@ -355,9 +393,31 @@ mod tests {
         let mut b = PURE_ACK;
         b[13] = 0x13; // ACK | SYN | FIN
         let f = TcpRepr::parse(&b).unwrap().flags;
-        assert_eq!(f, TcpFlags { syn: true, ack: true, fin: true });
+        assert_eq!(f, TcpFlags { syn: true, ack: true, fin: true, ..TcpFlags::default() });
         b[13] = 0x08; // PSH alone: not represented
         assert_eq!(TcpRepr::parse(&b).unwrap().flags, TcpFlags::default());
+        b[13] = 0xC0; // CWR | ECE (RFC 3168 §6.1)
+        let f = TcpRepr::parse(&b).unwrap().flags;
+        assert!(f.cwr && f.ece && !f.ae);
+    }
+
+    /// RFC 9768 §3.2.2: an ACK whose ACE field is 0b110 (AE and CWR set, ECE clear). AE is the
+    /// lowest bit of byte 12, under the data offset; CWR and ECE the top of byte 13.
+    #[test]
+    fn ace_field_bits_sit_where_rfc_9768_puts_them() {
+        let mut b = PURE_ACK;
+        b[12] = 0x51; // data offset 5, AE
+        b[13] = 0x90; // CWR, ACK
+        let r = TcpRepr::parse(&b).unwrap();
+        assert_eq!(r.flags.ace(), 0b110);
+        assert_eq!(r.to_bytes().unwrap(), b);
+        // Counters are written modulo 8: 13 = 0b1101 → 0b101 (AE and ECE).
+        let f = TcpFlags::ACK.with_ace(13);
+        assert_eq!((f.ae, f.cwr, f.ece, f.ace()), (true, false, true, 0b101));
+        let mut r = TcpRepr::parse(&PURE_ACK).unwrap();
+        r.flags = f;
+        let bytes = r.to_bytes().unwrap();
+        assert_eq!((bytes[12], bytes[13]), (0x51, 0x50));
     }
 
     /// An ACK with two SACK blocks as Linux lays it out (RFC 2018 §3): NOP, NOP, kind 5,
@@ -439,14 +499,15 @@ mod tests {
         (
             any::<(u16, u16, u32, u32, u16)>(),
             any::<(bool, bool, bool)>(),
+            any::<u32>(),
             proptest::collection::vec(block, 0..=MAX_SACK_BLOCKS),
         )
-            .prop_map(|((src_port, dst_port, s, a, window), (syn, ack, fin), sack)| TcpRepr {
+            .prop_map(|((src_port, dst_port, s, a, window), (syn, ack, fin), ace, sack)| TcpRepr {
                 src_port,
                 dst_port,
                 seq: seq(s),
                 ack: seq(a),
-                flags: TcpFlags { syn, ack, fin },
+                flags: TcpFlags { syn, ack, fin, ..TcpFlags::default() }.with_ace(ace),
                 window,
                 sack,
             })
