@@ -38,6 +38,11 @@ pub trait Controller {
     fn pacing_rate(&self) -> Option<Bitrate> {
         None
     }
+    /// How far ahead of its pacing rate the pacer may let video run after an idle spell, if the
+    /// controller's spec says (`None`: the pacer's own allowance, libwebrtc's 5 ms).
+    fn pacing_burst(&self) -> Option<Duration> {
+        None
+    }
     /// A limit on bytes in flight, if the controller is window-based.
     fn congestion_window(&self) -> Option<DataSize> {
         None
@@ -242,6 +247,9 @@ impl Controller for AnyController {
     }
     fn encoder_pushback_ratio(&self) -> f64 {
         dispatch!(self, c => c.encoder_pushback_ratio())
+    }
+    fn pacing_burst(&self) -> Option<Duration> {
+        dispatch!(self, c => c.pacing_burst())
     }
     fn poll_probe(&mut self) -> Option<ProbeCluster> {
         dispatch!(self, c => c.poll_probe())

@@ -686,7 +686,13 @@ impl Sender {
             ids: p.ids,
             start: p.start,
             stop: p.stop,
-            pacer: Pacer::new(PacerConfig::default(), p.controller.pacing_rate().unwrap_or(Bitrate::ZERO)),
+            pacer: Pacer::new(
+                PacerConfig {
+                    burst_time: p.controller.pacing_burst().unwrap_or(PacerConfig::default().burst_time),
+                    ..PacerConfig::default()
+                },
+                p.controller.pacing_rate().unwrap_or(Bitrate::ZERO),
+            ),
             controller: p.controller,
             video: p.video.map(Encoder::Model),
             packetizer: Packetizer::default(),

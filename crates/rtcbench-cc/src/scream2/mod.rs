@@ -146,6 +146,14 @@ impl Controller for Scream2 {
         Some(self.pacing())
     }
 
+    /// No burst: "the time interval between consecutive data unit transmissions is greater than
+    /// or equal to t_pace" (draft-ietf-ccwg-rfc8298bis-screamv2-01 §4.3.2). A burst of a few
+    /// packets after each frame's idle spell would wait in an L4S queue past its sub-millisecond
+    /// marking threshold and be marked although the link is far from full.
+    fn pacing_burst(&self) -> Option<Duration> {
+        Some(Duration::ZERO)
+    }
+
     /// ref_wnd × ref_wnd_overhead (§4.3.1): send a data unit of size `s` only if
     /// `bytes_in_flight + s ≤` this.
     fn congestion_window(&self) -> Option<DataSize> {
