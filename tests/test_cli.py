@@ -75,12 +75,13 @@ def test_list_filters_by_text_suite_and_network() -> None:
         return [line.split("│")[1].strip() for line in out.stdout.splitlines() if line.startswith("│ ") and
                 line.split("│")[1].strip() and line.split("│")[2].strip().isdigit()]  # fmt: skip
 
-    assert ids("--network", "lte") == ["seed000-5.4.6", "seed000-5.4.7", "rfc8869-2.1", "rfc8869-2.2"]
+    lte = ["seed000-5.4.6", "seed000-5.4.7", "rfc8869-2.1", "rfc8869-2.2", "l4s-lte"]
+    assert ids("--network", "lte") == lte
     assert set(ids("--network", "trace")) == {"trace-lte-drive", "trace-lte-walk", "trace-wifi-office"}
     assert ids("TCP", "--suite", "rfc8867") == ["rfc8867-5.6", "rfc8867-5.7", "rfc8867-5.7-burst30"]
     wifi = ids("--network", "wifi")
     assert "seed004-testbed" in wifi and all(
-        i.startswith(("seed000-5.3.", "seed004", "rfc8869-3.")) for i in wifi
+        i.startswith(("seed000-5.3.", "seed004", "rfc8869-3.", "l4s-wifi")) for i in wifi
     )
     bad = cli("list", "--network", "satellite")
     assert bad.returncode == 2 and "allowed: wired, wifi, lte, trace" in bad.stderr

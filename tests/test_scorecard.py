@@ -77,11 +77,15 @@ def test_a_thresholds_file_overrides_and_bad_ones_are_named(tmp_path: Path) -> N
 def test_a_single_call_is_judged_on_delay_reaction_and_startup_only(results: Path) -> None:
     table = sc.score_table(sc.run_folders(results))
     v = _verdicts(table, "rfc8867-5.1", "gcc")
-    # Alone on its path: no fairness, starvation or TCP verdicts.
+    # Alone on its path: no fairness, starvation or TCP verdicts; no DualPI2: no L4S ones.
     assert {k for k, (verdict, _) in v.items() if verdict == "n/a"} == {
         "self-fairness",
         "not-starved",
         "tcp-share",
+        "l-delay",
+        "marks-per-rtt",
+        "l4s-share",
+        "classic-share",
     }
     # rfc8867-5.1, 50 ms, link rate, seed 1: queuing delay p95 53 ms, loss 0.5 %, reacts in < 1.5 s.
     assert v["delay"][0] == "pass" and v["delay"][1] is not None and 30 < v["delay"][1] < 100

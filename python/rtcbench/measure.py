@@ -252,6 +252,7 @@ def measure_folder(
     summary = analysis.assemble(
         _capacity_tables(links, meta), parts, pl.concat(rates) if rates else pl.DataFrame(schema=_RATE_SCHEMA)
     )
+    summary = analysis.with_l4s(summary, scan("links"), meta)
     if not delays:
         return Measured(summary, None, None)
     return Measured(summary, None, pl.concat(samples) if samples else pl.DataFrame(schema=_DELAY_SCHEMA))

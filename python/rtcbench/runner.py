@@ -341,6 +341,8 @@ def _summary(
         **({"wifi": measured["wifi"]} if "wifi" in measured else {}),
         # Only a run with an LTE cell has it (analysis.lte_buffers).
         **({"lte": measured["lte"]} if "lte" in measured else {}),
+        # Only a run with a DualPI2 bottleneck has it (analysis.l4s).
+        **({"l4s": measured["l4s"]} if "l4s" in measured else {}),
         "meta": meta,
     }
 

@@ -170,6 +170,54 @@ CRITERIA: tuple[Criterion, ...] = (
         "RFC 8868 [1/3, 3] band between media and TCP; beyond 10:1 one side is starved",
     ),
     Criterion(
+        "l-delay",
+        "RFC 9330 §3",
+        "L4S: a low queue for L4S traffic",
+        "DualPI2 L-queue sojourn p99 (10 ms samples)",
+        "ms",
+        5.0,
+        10.0,
+        False,
+        "RFC 9330 §1: L4S aims at a queuing delay of about 1 ms on average and under a few ms at the "
+        "99th percentile; 5 ms passes, twice that warns (docs/l4s.md)",
+    ),
+    Criterion(
+        "marks-per-rtt",
+        "RFC 9332 §2.1",
+        "L4S: media answer marks as a scalable sender",
+        "L4S video's CE marks per round trip, as a factor from 2",
+        "×",
+        2.0,
+        4.0,
+        False,
+        "RFC 9332 §2.1 and draft-ietf-ccwg-rfc8298bis-screamv2-01 §7: a scalable sender settles near "
+        "two marks per round trip; within 2× of it (1-4) passes, within 4× warns",
+    ),
+    Criterion(
+        "l4s-share",
+        "RFC 9332 §2.1",
+        "L4S: media take the share the coupling gives them",
+        "L4S video's rate over the others', measured over predicted by the coupling",
+        "×",
+        0.8,
+        0.5,
+        True,
+        "RFC 9332 §2.1: the coupling gives a scalable flow about the rate of a Reno-friendly one "
+        "(docs/l4s.md, 'Coupling'); 80 % of the predicted balance passes, half warns",
+    ),
+    Criterion(
+        "classic-share",
+        "RFC 9330 §5.2",
+        "L4S: classic flows keep their share",
+        "classic flows' share beside the L4S video, measured over predicted by the coupling (worst period)",
+        "×",
+        0.8,
+        0.6,
+        True,
+        "RFC 9330 §5.2: L4S traffic must not starve classic traffic; the DualQ coupling sets the "
+        "balance (docs/l4s.md); within 20 % of its share passes",
+    ),
+    Criterion(
         "feedback",
         "R8.B",
         "modest feedback overhead",
@@ -402,6 +450,46 @@ def _tcp_share(view: RunView) -> tuple[float | None, str]:
     return max(media / tcp_rate, tcp_rate / media), ""
 
 
+def _l4s_links(view: RunView) -> list[dict[str, Any]]:
+    """The DualPI2 bottlenecks whose L queue served packets (`analysis.l4s`)."""
+    return [q for q in view.summary.get("l4s", []) if q.get("l_sojourn_p99_ms") is not None]
+
+
+def _l_delay(view: RunView) -> tuple[float | None, str]:
+    links = _l4s_links(view)
+    if not links:
+        return None, "n/a: no DualPI2 bottleneck with L4S traffic"
+    return max(float(q["l_sojourn_p99_ms"]) for q in links), ""
+
+
+def _marks_per_rtt(view: RunView) -> tuple[float | None, str]:
+    media = [m for q in _l4s_links(view) for m in q.get("media", []) if m.get("ce_per_rtt") is not None]
+    if not media:
+        return None, "n/a: no L4S video flow"
+    factors = [
+        max(m["ce_per_rtt"] / 2.0, 2.0 / m["ce_per_rtt"]) if m["ce_per_rtt"] > 0 else math.inf for m in media
+    ]
+    return max(factors), ""
+
+
+def _l4s_periods(view: RunView) -> list[dict[str, Any]]:
+    return [p for q in _l4s_links(view) for p in q.get("periods", [])]
+
+
+def _l4s_share(view: RunView) -> tuple[float | None, str]:
+    periods = _l4s_periods(view)
+    if not periods:
+        return None, "n/a: no L4S video beside other traffic"
+    return min(p["measured_ratio"] / p["predicted_ratio"] for p in periods), ""
+
+
+def _classic_share(view: RunView) -> tuple[float | None, str]:
+    periods = [p for p in _l4s_periods(view) if "classic_share_predicted" in p]
+    if not periods:
+        return None, "n/a: no classic flow beside L4S video"
+    return min(p["classic_share_measured"] / p["classic_share_predicted"] for p in periods), ""
+
+
 def _feedback(view: RunView) -> tuple[float | None, str]:
     share = view.summary.get("feedback_overhead", {}).get("share_of_media")
     return (100.0 * share, "") if share is not None else (None, "n/a: no feedback")
@@ -416,6 +504,10 @@ MEASURES: dict[str, Callable[[RunView], tuple[float | None, str]]] = {
     "self-fairness": _self_fairness,
     "not-starved": _not_starved,
     "tcp-share": _tcp_share,
+    "l-delay": _l_delay,
+    "marks-per-rtt": _marks_per_rtt,
+    "l4s-share": _l4s_share,
+    "classic-share": _classic_share,
     "feedback": _feedback,
 }
 

@@ -67,13 +67,14 @@ SUITES: dict[str, tuple[str, ...]] = {
     "rfc8869-cellular": ("rfc8869-2.",),
     "traces": ("trace-",),
     "topologies": ("mesh-", "sfu-", "one-to-many-", "turn-"),
+    "l4s": ("l4s-",),
 }
 """Suite names and the prefixes of the built-in scenario ids they select (the seeds' wired
 experiments are seeds 000 §5.2 and 001-003, their Wi-Fi ones seed 000 §5.3 and seed 004, their
 4G ones seed 000 §5.4;
 `rfc8869-wifi` RFC 8869 §3's Wi-Fi cases, `rfc8869-cellular` its §2 cellular ones; `traces`
 the scenarios over capacity traces;
-`topologies` the relayed call and the conferences)."""
+`topologies` the relayed call and the conferences; `l4s` the L4S cases, docs/l4s.md)."""
 
 MAX_REPS = 10_000
 """Most repetitions of a suite (a suite of 10 000 repetitions of the RFC 8867 set runs for days)."""

@@ -223,6 +223,18 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
     ("rfc8869-3.2-d", "scenarios/rfc8869/3.2-d.toml", include_str!("../../../scenarios/rfc8869/3.2-d.toml")),
     ("rfc8869-3.2-e", "scenarios/rfc8869/3.2-e.toml", include_str!("../../../scenarios/rfc8869/3.2-e.toml")),
     ("rfc8869-3.2-f", "scenarios/rfc8869/3.2-f.toml", include_str!("../../../scenarios/rfc8869/3.2-f.toml")),
+    ("l4s-5.1", "scenarios/l4s/5.1.toml", include_str!("../../../scenarios/l4s/5.1.toml")),
+    ("l4s-mixed", "scenarios/l4s/mixed.toml", include_str!("../../../scenarios/l4s/mixed.toml")),
+    ("l4s-cubic", "scenarios/l4s/cubic.toml", include_str!("../../../scenarios/l4s/cubic.toml")),
+    ("l4s-interop", "scenarios/l4s/interop.toml", include_str!("../../../scenarios/l4s/interop.toml")),
+    (
+        "l4s-classic-ecn",
+        "scenarios/l4s/classic-ecn.toml",
+        include_str!("../../../scenarios/l4s/classic-ecn.toml"),
+    ),
+    ("l4s-bleach", "scenarios/l4s/bleach.toml", include_str!("../../../scenarios/l4s/bleach.toml")),
+    ("l4s-wifi", "scenarios/l4s/wifi.toml", include_str!("../../../scenarios/l4s/wifi.toml")),
+    ("l4s-lte", "scenarios/l4s/lte.toml", include_str!("../../../scenarios/l4s/lte.toml")),
 ];
 
 /// The text of a built-in scenario and its origin for error messages.

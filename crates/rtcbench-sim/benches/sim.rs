@@ -96,6 +96,20 @@ fn lte(c: &mut Criterion) {
     g.finish();
 }
 
+/// The L4S case of issue 60, against its budget of 2000× real time: `scream2` (L4S mode) beside
+/// two TCP Prague flows over a 10 Mbit/s DualPI2 bottleneck (`benches/scenarios/l4s-scream2-2prague.toml`,
+/// 100 s).
+fn l4s(c: &mut Criterion) {
+    let text = include_str!("../../../benches/scenarios/l4s-scream2-2prague.toml");
+    let scenario = load(text, "benches/scenarios/l4s-scream2-2prague.toml", &[]).expect("loads").remove(0);
+    let mut g = c.benchmark_group("l4s");
+    g.throughput(Throughput::Elements(scenario.spec.duration.get().as_secs_f64() as u64));
+    g.bench_function("scream2-2prague", |b| {
+        b.iter(|| black_box(simulate(&scenario, ControllerKind::Scream2, 1).expect("run").events));
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     // Few, short samples: each run takes tens of milliseconds and the whole suite should stay
@@ -104,6 +118,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(WallDuration::from_secs(1))
         .measurement_time(WallDuration::from_secs(3));
-    targets = scheduler, rfc8867_5_1, wifi, lte
+    targets = scheduler, rfc8867_5_1, wifi, lte, l4s
 }
 criterion_main!(benches);

@@ -52,6 +52,7 @@ from rtcbench.analysis.summary import (
     media_links,
     summarize,
     traffic_summary,
+    with_l4s,
 )
 from rtcbench.analysis.time_series import DEFAULT_WINDOW_US, packet_delays, timeseries
 
@@ -97,4 +98,5 @@ __all__ = [
     "timeseries",
     "traffic_summary",
     "wifi_nodes",
+    "with_l4s",
 ]

@@ -15,6 +15,7 @@ from rtcbench.analysis.capacity import Period, periods, phases, sharing_flows
 from rtcbench.analysis.convergence import _convergence_time, _reference_rates, _settling_time
 from rtcbench.analysis.flags import flow_flags
 from rtcbench.analysis.flows import _clip, _flow, _flows, _is_media, active_span_us
+from rtcbench.analysis.l4s import dualpi2_links
 from rtcbench.analysis.per_flow import _flow_metrics
 from rtcbench.analysis.radio import lte_buffers, wifi_nodes
 from rtcbench.analysis.sharing import (
@@ -296,4 +297,11 @@ def summarize(t: Tables, ts: pl.DataFrame | None = None) -> dict[str, Any]:
     at a time.
     """
     ts = timeseries(t) if ts is None else ts
-    return assemble(t, flow_summaries(t, ts, media_links(t.meta)), ts)
+    return with_l4s(assemble(t, flow_summaries(t, ts, media_links(t.meta)), ts), t.links.lazy(), t.meta)
+
+
+def with_l4s(summary: dict[str, Any], links: pl.LazyFrame, meta: dict[str, Any]) -> dict[str, Any]:
+    """`summary` with its `l4s` block when the run has a DualPI2 bottleneck (`analysis.l4s`), read
+    from the whole links table (`links`, in memory or scanned from its file)."""
+    queues = dualpi2_links(links, meta, summary)
+    return {**summary, "l4s": queues} if queues else summary
