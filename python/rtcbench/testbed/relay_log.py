@@ -61,10 +61,14 @@ class TraceError(ValueError):
 
 
 def _relay_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
-    """One of the relay's trace files (`trace=True`), typed."""
+    """One of the relay's trace files (`trace=True`), typed; a column of `schema` the file lacks
+    is null (a column the relay does not sample, as the simulator's table has it null)."""
     if not path.is_file():
         raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
-    return pl.read_csv(path, schema=schema)
+    header = pl.read_csv(path, n_rows=0).columns
+    present = {c: dt for c, dt in schema.items() if c in header}
+    rows = pl.read_csv(path, schema_overrides=present, columns=list(present))
+    return rows.select(pl.col(c) if c in present else pl.lit(None, dt).alias(c) for c, dt in schema.items())
 
 
 def relay_packets(relay_dir: Path) -> pl.DataFrame:

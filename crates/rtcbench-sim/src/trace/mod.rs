@@ -473,18 +473,10 @@ pub struct LinkTable {
     pub scheduled_bps: Vec<i64>,
     pub queue_delay_us: Vec<i64>,
     pub cqi: Vec<i64>,
-    /// DualPI2 links only (NaN or −1 otherwise): [`DualPi2Sample`].
-    pub l_queue_bytes: Vec<i64>,
-    pub l_sojourn_us: Vec<i64>,
-    pub c_sojourn_us: Vec<i64>,
-    pub p_base: Vec<f64>,
-    pub p_c: Vec<f64>,
-    pub p_cl: Vec<f64>,
-    pub p_l: Vec<f64>,
-    pub l_marks: Vec<i64>,
-    pub c_marks: Vec<i64>,
-    pub l_drops: Vec<i64>,
-    pub c_drops: Vec<i64>,
+    /// DualPI2 links only: (row, its queue's sample), in row order. Most rows are not a DualPI2
+    /// link's, so the columns ([`schema::LINKS`] `l_queue_bytes` to `c_drops`) are made from these
+    /// when the table is handed out, null elsewhere, rather than pushed on every row.
+    pub dualpi2: Vec<(usize, DualPi2Sample)>,
 }
 
 /// A DualPI2 queue at a sample (RFC 9332): its state, with the marks and drops of each queue
@@ -537,17 +529,7 @@ impl LinkTable {
             scheduled_bps,
             queue_delay_us,
             cqi,
-            l_queue_bytes,
-            l_sojourn_us,
-            c_sojourn_us,
-            p_base,
-            p_c,
-            p_cl,
-            p_l,
-            l_marks,
-            c_marks,
-            l_drops,
-            c_drops,
+            dualpi2: _,
         } = self;
         link.reserve_exact(rows);
         for c in [
@@ -565,17 +547,10 @@ impl LinkTable {
             scheduled_bps,
             queue_delay_us,
             cqi,
-            l_queue_bytes,
-            l_sojourn_us,
-            c_sojourn_us,
-            l_marks,
-            c_marks,
-            l_drops,
-            c_drops,
         ] {
             c.reserve_exact(rows);
         }
-        for c in [airtime_share, ampdu_mpdus, congestion_level, rb_share, p_base, p_c, p_cl, p_l] {
+        for c in [airtime_share, ampdu_mpdus, congestion_level, rb_share] {
             c.reserve_exact(rows);
         }
     }
@@ -600,7 +575,9 @@ impl LinkTable {
         self.delivered_bps.push(-1);
         self.push_adaptation(None);
         self.push_radio(None);
-        self.push_dualpi2(dualpi2);
+        if let Some(d) = dualpi2 {
+            self.dualpi2.push((self.t_us.len() - 1, d));
+        }
     }
 
     /// A Wi-Fi node's row: its queues (no capacity, a limit in packets rather than bytes) and
@@ -616,7 +593,6 @@ impl LinkTable {
         self.delivered_bps.push(mac.delivered.map_or(-1, |r| r.as_bps() as i64));
         self.push_adaptation(mac.adaptation);
         self.push_radio(None);
-        self.push_dualpi2(None);
     }
 
     /// An LTE UE's buffer in one direction: bytes waiting (no capacity, no fixed limit) and what
@@ -632,24 +608,6 @@ impl LinkTable {
         self.delivered_bps.push(-1);
         self.push_adaptation(None);
         self.push_radio(Some(r));
-        self.push_dualpi2(None);
-    }
-
-    #[inline(always)]
-    fn push_dualpi2(&mut self, d: Option<DualPi2Sample>) {
-        let count = |f: fn(&DualPi2Sample) -> u64| d.as_ref().map_or(-1, |d| f(d) as i64);
-        let prob = |f: fn(&DualPi2Sample) -> f64| d.as_ref().map_or(f64::NAN, f);
-        self.l_queue_bytes.push(d.map_or(-1, |d| d.state.l_bytes.as_bytes() as i64));
-        self.l_sojourn_us.push(d.map_or(-1, |d| d.state.l_sojourn.as_micros()));
-        self.c_sojourn_us.push(d.map_or(-1, |d| d.state.c_sojourn.as_micros()));
-        self.p_base.push(prob(|d| d.state.p_base));
-        self.p_c.push(prob(|d| d.state.p_c));
-        self.p_cl.push(prob(|d| d.state.p_cl));
-        self.p_l.push(prob(|d| d.state.p_l));
-        self.l_marks.push(count(|d| d.l_marks));
-        self.c_marks.push(count(|d| d.c_marks));
-        self.l_drops.push(count(|d| d.l_drops));
-        self.c_drops.push(count(|d| d.c_drops));
     }
 
     #[inline(always)]

@@ -292,10 +292,26 @@ impl super::ControllerTable {
     }
 }
 
+/// One DualPI2 column of a links table of `rows` rows: `null` (the sentinel) on every row but a
+/// DualPI2 link's, whose sample gives `value`.
+fn dualpi2_column<T: Copy>(
+    samples: &[(usize, super::DualPi2Sample)],
+    rows: usize,
+    null: T,
+    value: impl Fn(&super::DualPi2Sample) -> T,
+) -> Vec<T> {
+    let mut column = vec![null; rows];
+    for (row, d) in samples {
+        column[*row] = value(d);
+    }
+    column
+}
+
 impl super::LinkTable {
     /// The table's columns, named and ordered by [`LINKS`].
     pub fn into_columns(self) -> Vec<(&'static str, Values)> {
         use Values::*;
+        let rows = self.t_us.len();
         let values = [
             I64(self.t_us),
             I16(self.link),
@@ -316,17 +332,17 @@ impl super::LinkTable {
             I64(self.scheduled_bps),
             I64(self.queue_delay_us),
             I64(self.cqi),
-            I64(self.l_queue_bytes),
-            I64(self.l_sojourn_us),
-            I64(self.c_sojourn_us),
-            F64(self.p_base),
-            F64(self.p_c),
-            F64(self.p_cl),
-            F64(self.p_l),
-            I64(self.l_marks),
-            I64(self.c_marks),
-            I64(self.l_drops),
-            I64(self.c_drops),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.state.l_bytes.as_bytes() as i64)),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.state.l_sojourn.as_micros())),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.state.c_sojourn.as_micros())),
+            F64(dualpi2_column(&self.dualpi2, rows, f64::NAN, |d| d.state.p_base)),
+            F64(dualpi2_column(&self.dualpi2, rows, f64::NAN, |d| d.state.p_c)),
+            F64(dualpi2_column(&self.dualpi2, rows, f64::NAN, |d| d.state.p_cl)),
+            F64(dualpi2_column(&self.dualpi2, rows, f64::NAN, |d| d.state.p_l)),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.l_marks as i64)),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.c_marks as i64)),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.l_drops as i64)),
+            I64(dualpi2_column(&self.dualpi2, rows, -1, |d| d.c_drops as i64)),
         ];
         named(&LINKS, values)
     }
