@@ -66,6 +66,13 @@ SCREAM_TRIAL = "WebRTC-Bwe-ScreamV2"
 """libwebrtc's ScreamV2 and its ECN modes (`mode:<L4S_MODES>`)."""
 
 
+ALWAYS_ONLY_UNTIL = 156
+"""The last Chromium major version measured whose libwebrtc knows ScreamV2's `always` mode (and
+`Enabled`) only: Chromium 156.0.8078.108's binary names neither `only_after_ce` nor
+`goog_cc_with_ect1` (nor their log lines), and forced anyway each ran GoogCC sending no ECT(1)
+(docs/findings/2026-11-29-chromium-l4s.md). Such a Chromium refuses the two modes."""
+
+
 def l4s_trials(mode: str) -> str:
     """The field trials of Chromium's L4S `mode` (one of `L4S_MODES`), as `--force-fieldtrials`
     takes them: RFC 8888 feedback offered and accepted, and ScreamV2's mode."""
@@ -122,8 +129,9 @@ class Browsers:
         """These browsers as a run of `controller` starts them: the L4S mode settled (`scream2`
         runs `always` unless `only_after_ce` was asked for; `gcc` runs none unless
         `goog_cc_with_ect1` was). `InputError`, one line naming the option and its allowed
-        values, for a mode of the other controller, for a controller no browser runs, for an L4S
-        mode with a Firefox peer (Gecko has no setting for it) and for `--field-trials`
+        values, for a mode of the other controller, for a controller no browser runs, for a mode
+        the installed Chromium does not have (`ALWAYS_ONLY_UNTIL`), for an L4S mode with a
+        Firefox peer (Gecko has no setting for it) and for `--field-trials`
         that set the L4S trials themselves."""
         if controller not in BROWSER_CONTROLLERS:
             raise InputError(
@@ -144,6 +152,16 @@ class Browsers:
                 f"{why} is Chromium's L4S mode, and Firefox ESR has no setting that turns it on: "
                 f"--browser must be chromium for every peer (got {self.describe_choice()})"
             )
+        if mode and mode != "always" and self.uses(CHROMIUM):
+            # Imported here: this module is read before any browser module is needed.
+            from rtcbench.browser import devtools
+
+            version = devtools.chromium_version()
+            if version is not None and int(version.split(".")[0]) <= ALWAYS_ONLY_UNTIL:
+                raise InputError(
+                    f"--browser-l4s {mode}: Chromium {version}'s libwebrtc has no such mode, only "
+                    f"ScreamV2's always (--cc scream2); forced anyway, it runs GoogCC without ECT(1)"
+                )
         named = {t.removeprefix("*") for t in self.field_trials.split("/")[::2] if t}
         if SCREAM_TRIAL in named or (mode and CCFB_TRIAL in named):
             raise InputError(
