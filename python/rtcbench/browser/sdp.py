@@ -14,8 +14,9 @@ keyframe request. An edit is made to a description as it passes from one page to
 both ends agree on it.
 
 Which congestion control feedback a call uses is negotiated here too, and SRTCP hides it on the
-wire (its reports are encrypted): RFC 8888's, offered as `a=rtcp-fb:* ack ccfb` (RFC 8888 §6,
-Chromium's L4S mode), or transport-wide congestion control (`a=rtcp-fb:<pt> transport-cc`);
+wire (its reports are encrypted): RFC 8888's, offered as `a=rtcp-fb:* ack ccfb` or, as Chromium
+156 writes it in its L4S mode, `a=rtcp-fb:<pt> ack ccfb` for each payload type (RFC 8888 §6), or
+transport-wide congestion control (`a=rtcp-fb:<pt> transport-cc`);
 `feedback_of` reads which from an offer and its answer.
 
 One edit is hygiene between browsers: Firefox 153, given codec preferences, still writes
@@ -117,7 +118,8 @@ def _feedbacks(sdp: str) -> set[str]:
 
 def feedback_of(offer: str, answer: str) -> str | None:
     """The congestion control feedback an offer and its answer agreed on: `ccfb` (RFC 8888,
-    `a=rtcp-fb:* ack ccfb` in both), else `transport-cc` (in both), else None."""
+    `a=rtcp-fb:* ack ccfb` or for a payload type, in both), else `transport-cc` (in both), else
+    None."""
     both = _feedbacks(offer) & _feedbacks(answer)
     if "ack ccfb" in both:
         return "ccfb"
