@@ -140,17 +140,10 @@ def _stream(
             raise refuse(f"feedback.{name}", "a browser sends feedback on Chromium's own timing")
     ecn = spec.get("ecn")
     if l4s and ecn not in (None, "ect1"):
-        raise BrowserModeError(
-            f'{where}.ecn: Chromium\'s L4S mode ({l4s}) sends every media packet ECT(1): ecn is "ect1" '
-            f"or left out, not {ecn!r}"
-        )
+        why = f'Chromium\'s L4S mode ({l4s}) sends every media packet ECT(1): "ect1" or left out'
+        raise refuse("ecn", why)
     if not l4s and ecn not in (None, "not-ect"):
-        raise BrowserModeError(
-            f"{where}.ecn: Chromium sends no ECN-capable media but in its L4S mode: run {ecn!r} with "
-            "--cc scream2 (ECT(1), ScreamV2) or --browser-l4s goog_cc_with_ect1, or leave ecn out"
-            if ecn == "ect1"
-            else f"{where}.ecn: Chromium sends ECT(1) in its L4S mode (--cc scream2) and never {ecn!r}"
-        )
+        raise refuse("ecn", "Chromium sends no ECN-capable media but in its L4S mode (--cc scream2: ECT(1))")
     if p["fec"] == "flexfec":
         raise refuse("fec", 'Chromium sends FlexFEC only under a field trial; use true ("ulpfec") or false')
     if spec.get("fec_rate") is not None:
