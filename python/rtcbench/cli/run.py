@@ -112,7 +112,8 @@ def run_cmd(
             "--browser-l4s",
             help="With --mode browser: Chromium's L4S mode (RFC 8888 feedback, media sent ECT(1)): "
             "always or only_after_ce with --cc scream2 (always by default), goog_cc_with_ect1 with "
-            "--cc gcc (GoogCC, which ignores CE); Chromium only; it keys the run.",
+            "--cc gcc (GoogCC, which ignores CE); Chromium only, and Chromium 156 has only always; "
+            "it keys the run.",
         ),
     ] = "",
     browser_log: Annotated[
