@@ -14,7 +14,7 @@ import polars as pl
 
 from rtcbench import _core
 from rtcbench._malloc import fix_mmap_threshold
-from rtcbench.browser.choice import CHROMIUM, Browsers
+from rtcbench.browser.choice import BROWSER_CONTROLLERS, CHROMIUM, Browsers
 from rtcbench.controller import (
     ControllerLike,
     UnknownController,
@@ -122,7 +122,8 @@ def _identity(
 ) -> dict[str, Any]:
     """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`): a
     browser run also by the browsers that ran it, their versions (`Browsers.describe`), the
-    field trials its Chromium peers forced, if any, and whether they wrote their logs."""
+    field trials its Chromium peers forced, if any (Chromium's L4S mode's among them, which
+    `l4s` names), and whether they wrote their logs."""
     cc = controller_identity(controller)
     identity = {
         "key": "",
@@ -133,10 +134,14 @@ def _identity(
     runtime = None
     if mode == BROWSER:
         browsers = browsers or Browsers()
+        if cc["name"] in BROWSER_CONTROLLERS:
+            browsers = browsers.for_controller(str(cc["name"]))
         runtime = identity["browser"] = browsers.describe(browsers.versions())
-        if browsers.field_trials:
-            identity["field_trials"] = browsers.field_trials
-            runtime = f"{runtime or ''} field-trials={browsers.field_trials}"
+        if browsers.forced_trials:
+            identity["field_trials"] = browsers.forced_trials
+            runtime = f"{runtime or ''} field-trials={browsers.forced_trials}"
+        if browsers.l4s:
+            identity["l4s"] = browsers.l4s
         if browsers.log:
             # Logging costs the browsers some CPU: a logged run is another run.
             identity["browser_log"] = True
@@ -198,16 +203,22 @@ def check_mode(mode: str) -> None:
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
-def check_browsers(browser: str, trials: str, mode: str, log: bool = False) -> Browsers | None:
+def check_browsers(
+    browser: str, trials: str, mode: str, log: bool = False, l4s: str = "", controllers: Sequence[str] = ()
+) -> Browsers | None:
     """The browsers of a browser run (`--browser`, `Browsers.parse`) with the field trials its
     Chromium peers force (`--field-trials`, in the form Chromium's `--force-fieldtrials` takes:
-    `chromium.field_trials`) and whether they write their libwebrtc's logs (`--browser-log`);
-    None for a mode that runs no browser. `InputError` for a value that is not one, and for any
-    of these options given to a mode that runs no browser."""
+    `chromium.field_trials`), Chromium's L4S mode (`--browser-l4s`, settled with each run's
+    controller by `Browsers.for_controller`) and whether they write their libwebrtc's logs
+    (`--browser-log`); None for a mode that runs no browser. `InputError` for a value that is not
+    one, for any of these options given to a mode that runs no browser, and for a browser run of
+    one of `controllers` (built-in names) that cannot be as asked."""
     if mode != BROWSER:
         only = f"it applies to --mode browser, not --mode {mode}"
         if trials:
             raise InputError(f"--field-trials sets Chromium's field trials: {only}")
+        if l4s:
+            raise InputError(f"--browser-l4s sets Chromium's L4S mode: {only}")
         if browser not in ("", CHROMIUM):
             raise InputError(f"--browser chooses a browser run's peers: {only}")
         if log:
@@ -218,7 +229,10 @@ def check_browsers(browser: str, trials: str, mode: str, log: bool = False) -> B
         from rtcbench.browser.chromium import field_trials
 
         trials = field_trials(trials)
-    return Browsers.parse(browser, trials, log)
+    browsers = Browsers.parse(browser, trials, log, l4s)
+    for name in controllers:
+        browsers.for_controller(name)
+    return browsers
 
 
 class RunResult:
@@ -384,6 +398,7 @@ def run_variant(
     field_trials: str = "",
     browser: str = CHROMIUM,
     browser_log: bool = False,
+    browser_l4s: str = "",
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
     trace is written while the run goes, so a run of any length takes bounded memory. Without
@@ -399,19 +414,22 @@ def run_variant(
     namespaces instead (docs/emulation.md; root and iproute2 needed, built-in controllers only),
     and its results folder has the same tables, keyed apart from the simulated run's. With
     `mode="browser"` its calls run between browser peers over such a network (docs/browser.md;
-    controller `gcc`: the browsers' own), with two tables more (`stats`, `usage`); `browser`
-    chooses the peers' browsers (`chromium`, `firefox`, or per node: `firefox,B=chromium`;
-    `Browsers.parse`) and `field_trials` forces Chromium field trials in every Chromium peer
-    (`Trial/Group/` pairs, as Chromium's `--force-fieldtrials` takes them: docs/browser.md);
-    `browser_log` has every browser write its libwebrtc's log into its peer's folder
-    (docs/browser.md, "The browsers' own logs"); the run is keyed by all three.
+    controller `gcc`, the browsers' own GoogCC, or `scream2`, Chromium's ScreamV2 in its L4S
+    mode), with two tables more (`stats`, `usage`); `browser` chooses the peers' browsers
+    (`chromium`, `firefox`, or per node: `firefox,B=chromium`; `Browsers.parse`) and
+    `field_trials` forces Chromium field trials in every Chromium peer (`Trial/Group/` pairs, as
+    Chromium's `--force-fieldtrials` takes them: docs/browser.md); `browser_l4s` chooses
+    Chromium's L4S mode (`always` or `only_after_ce` with `scream2`, `goog_cc_with_ect1` with
+    `gcc`; docs/browser.md, "Chromium's L4S mode"); `browser_log` has every browser write its
+    libwebrtc's log into its peer's folder (docs/browser.md, "The browsers' own logs"); the run
+    is keyed by all of them.
     `mode="gstreamer"` is an emulated run whose senders encode real video with GStreamer, the
     controller setting the encoder's target (docs/gstreamer.md); it is keyed by GStreamer's
     version.
     """
     check_seed(seed)
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode, browser_log)
+    browsers = check_browsers(browser, field_trials, mode, browser_log, browser_l4s)
     check_gstreamer_cc(controller, mode)
     if mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
@@ -423,6 +441,8 @@ def run_variant(
     elif mode != BROWSER:
         check_codecs(variant)
     cc = resolve_controller(controller)
+    if browsers is not None and controller_name(cc) in BROWSER_CONTROLLERS:
+        browsers = browsers.for_controller(controller_name(cc))
     started = time.perf_counter()
     out = Path(out) if out is not None else None
     pcap = Path(pcap) if pcap is not None else None
@@ -555,16 +575,16 @@ def _testbed_variant(
     Chromium peers (docs/browser.md). The summary says what the testbed reported under the mode's
     name (`emulation` or `browser`)."""
     # Imported here: the testbed is Linux-only and a simulated run needs none of it.
-    from rtcbench.browser.run import CONTROLLER as CHROMIUM_CC
     from rtcbench.browser.run import BrowserModeError, browse
     from rtcbench.emulation.run import emulate
 
     started = time.perf_counter()
     info_key = TESTBED_INFO[mode]
-    if mode == BROWSER and controller_name(cc) != CHROMIUM_CC:
+    if mode == BROWSER and controller_name(cc) not in BROWSER_CONTROLLERS:
         raise BrowserModeError(
-            "a browser run runs Chromium's own congestion control, libwebrtc's GoogCC: "
-            f"--cc {CHROMIUM_CC} (rtcbench's port of it), not {controller_name(cc)}"
+            "a browser run runs Chromium's own congestion control: libwebrtc's GoogCC, --cc gcc "
+            "(rtcbench's port of it), or its ScreamV2, --cc scream2 (Chromium's L4S mode), not "
+            f"{controller_name(cc)}"
         )
 
     def testbed_run(work: Path) -> tuple[Tables, dict[str, Any]]:
@@ -641,6 +661,7 @@ def run(
     field_trials: str = "",
     browser: str = CHROMIUM,
     browser_log: bool = False,
+    browser_l4s: str = "",
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -654,7 +675,7 @@ def run(
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode, browser_log)
+    browsers = check_browsers(browser, field_trials, mode, browser_log, browser_l4s)
     if isinstance(controller, str):
         controller = resolve_controller(controller)
     pcap = Path(pcap) if pcap is not None else None
@@ -679,6 +700,7 @@ def run(
             field_trials=browsers.field_trials if browsers is not None else "",
             browser=browser,
             browser_log=browser_log,
+            browser_l4s=browser_l4s,
         )
         for v in variants
     ]

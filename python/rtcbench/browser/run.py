@@ -11,15 +11,19 @@ signalled at the call's start and closed at its stop; coturn in the node a call 
 (relay-only ICE), Janus in an SFU conference's node (a room per conference); the scenario's TCP
 and CBR flows as kernel traffic (the emulated run's agents, `rtcbench.testbed.cross`). Each
 browser runs its own congestion control, its libwebrtc's GoogCC, which rtcbench's `gcc` is a port
-of: the run's controller is `gcc`. A scenario setting a browser has no equivalent for is refused
-before anything starts, with one line naming the field.
+of: the run's controller is `gcc`; or, in Chromium's L4S mode (`Browsers.l4s`:
+`rtcbench.browser.choice`), libwebrtc's ScreamV2 (`scream2`) or GoogCC sending ECT(1). A scenario
+setting a browser has no equivalent for is refused before anything starts, with one line naming
+the field.
 
 What is measured: the relay's packet log (every packet's arrival, departure or drop on the relay's
 clock, the first bytes of each UDP payload: the RTP header in the clear, SRTP encrypts payloads
 only), each page's `getStats()` every 500 ms, the CPU time and memory of each browser, the relay,
-Janus and coturn every 500 ms, and every call's set-up times. `rtcbench.browser.trace` makes the trace
-tables of them. A call that does not connect, or a browser that dies, ends the run: its summary
-says why (`browser.failure`), with what was recorded until then.
+Janus and coturn every 500 ms, every call's set-up times, and the session descriptions each page
+negotiated (`browser/sdp.json`: whether a call's feedback is RFC 8888's shows there, since SRTCP
+hides it on the wire). `rtcbench.browser.trace` makes the trace tables of them. A call that does
+not connect, or a browser that dies, ends the run: its summary says why (`browser.failure`), with
+what was recorded until then.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from rtcbench.browser.chromium import (
     wait_connected,
 )
 from rtcbench.browser.machine import CPU_LIMITED_SHARE, judge, starved_warning
+from rtcbench.browser.sdp import feedback_of
 from rtcbench.browser.trace import Connection, Stream, browser_tables
 from rtcbench.emulation.media import PlannedCall, call_plans
 from rtcbench.emulation.run import END_MARGIN_S, planned_meta, relay_info, validity
@@ -85,7 +90,11 @@ __all__ = [
 ]
 
 CONTROLLER = "gcc"
-"""The controller a browser run runs: Chromium's own, libwebrtc's GoogCC (rtcbench's `gcc`)."""
+"""The controller a browser run runs by default: Chromium's own, libwebrtc's GoogCC (rtcbench's
+`gcc`); `scream2` in Chromium's L4S mode (`Browsers.controller`)."""
+SDP_FILE = "sdp.json"
+"""The session descriptions each page of each connection negotiated, in the run's `browser/`
+folder: `{connection: {node: {"local": sdp, "remote": sdp}}}`."""
 COLLECT_EVERY_S = 5.0
 """How often the pages' `getStats()` samples are collected."""
 CLIP_SECONDS = 2.0
@@ -115,9 +124,12 @@ class Browsed:
     info: dict[str, Any]
 
 
-def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], end_s: float) -> Stream:
-    """A scenario call as the browsers run it (`spec`: its settings as written, at `where`);
-    `BrowserModeError` for what Chromium cannot do."""
+def _stream(
+    call: PlannedCall, spec: Table, where: str, flows: dict[str, int], end_s: float, l4s: str = ""
+) -> Stream:
+    """A scenario call as the browsers run it (`spec`: its settings as written, at `where`;
+    `l4s`: Chromium's L4S mode, which sends every media packet ECT(1)); `BrowserModeError` for
+    what Chromium cannot do."""
     p = call.plan
 
     def refuse(field_: str, why: str) -> BrowserModeError:
@@ -126,8 +138,12 @@ def _stream(call: PlannedCall, spec: Table, where: str, flows: dict[str, int], e
     for name in ("twcc_interval", "ccfb_interval", "report_interval"):
         if (spec.get("feedback") or {}).get(name) is not None:
             raise refuse(f"feedback.{name}", "a browser sends feedback on Chromium's own timing")
-    if spec.get("ecn") not in (None, "not-ect"):
-        raise refuse("ecn", "Chromium sends no ECN-capable media")
+    ecn = spec.get("ecn")
+    if l4s and ecn not in (None, "ect1"):
+        why = f'Chromium\'s L4S mode ({l4s}) sends every media packet ECT(1): "ect1" or left out'
+        raise refuse("ecn", why)
+    if not l4s and ecn not in (None, "not-ect"):
+        raise refuse("ecn", "Chromium sends no ECN-capable media but in its L4S mode (--cc scream2: ECT(1))")
     if p["fec"] == "flexfec":
         raise refuse("fec", 'Chromium sends FlexFEC only under a field trial; use true ("ulpfec") or false')
     if spec.get("fec_rate") is not None:
@@ -206,7 +222,7 @@ def _settings(variant: Variant, meta_call: dict[str, Any], index: int) -> tuple[
     )
 
 
-def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Connection]:
+def connections(variant: Variant, meta: dict[str, Any], seed: int, l4s: str = "") -> list[Connection]:
     """The peer connections a browser run opens for `variant`, each known to both its pages by
     its key. A `[[calls]]` entry or a one-to-many stream is one connection from its sender's page
     to its receiver's (a call's streams and its RTCP share it, as a browser bundles them); a
@@ -214,7 +230,7 @@ def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Conne
     (the key is the first stream's name); an SFU conference is one connection from each
     participant to the SFU (publish) and one from the SFU to each participant for each other
     participant's stream (forward), as Janus's VideoRoom makes them. Raises `BrowserModeError` for
-    a call Chromium cannot make as the scenario says."""
+    a call Chromium cannot make as the scenario says (in Chromium's L4S mode `l4s`, if any)."""
     end_s = float(meta["duration_s"])
     meta_calls = {int(m["id"]): m for m in meta["calls"]}
     streams: dict[int, Stream] = {}
@@ -223,7 +239,7 @@ def connections(variant: Variant, meta: dict[str, Any], seed: int) -> list[Conne
             continue  # an SFU's forward leg: it carries its publisher's stream (below)
         m = meta_calls[call.index]
         settings, where = _settings(variant, m, call.index)
-        streams[call.index] = _stream(call, settings, where, _flows_of(meta, call.index), end_s)
+        streams[call.index] = _stream(call, settings, where, _flows_of(meta, call.index), end_s, l4s)
     out: list[Connection] = []
     pairs: dict[tuple[str, frozenset[str]], Connection] = {}
     for index, m in sorted(meta_calls.items()):
@@ -536,8 +552,8 @@ def _peers(
     bed: Testbed, conns: Sequence[Connection], work: Path, seed: int, browsers: Browsers
 ) -> Iterator[dict[str, Page]]:
     """A browser in every node that sends or receives a call (not an SFU's), Chromium or Firefox
-    as `browsers` says, with its camera clip; Chromium peers force `browsers.field_trials`, and
-    every peer writes its libwebrtc's log if `browsers.log`."""
+    as `browsers` says, with its camera clip; Chromium peers force `browsers.forced_trials` (the
+    L4S mode's and `--field-trials`), and every peer writes its libwebrtc's log if `browsers.log`."""
     clips = work / "clips"
     clips.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -551,7 +567,7 @@ def _peers(
                 peers[node] = stack.enter_context(start)
             else:
                 peers[node] = stack.enter_context(
-                    Peer.start(bed, node, work / node, clip, browsers.field_trials, browsers.log)
+                    Peer.start(bed, node, work / node, clip, browsers.forced_trials, browsers.log)
                 )
         yield peers
 
@@ -653,6 +669,25 @@ def page_timings(
     return out
 
 
+def _descriptions(described: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each connection's session descriptions as each of its pages holds them (`SDP_FILE`)."""
+    return {
+        key: {node: {"local": v.get("local"), "remote": v.get("remote")} for node, v in sorted(views.items())}
+        for key, views in sorted(described.items())
+    }
+
+
+def _feedback_negotiated(views: dict[str, dict[str, Any]] | None, c: Connection) -> str | None:
+    """The congestion control feedback connection `c` negotiated (`sdp.feedback_of` of its
+    offer and answer, as the page of its offerer, or else its answerer, holds them): `ccfb`
+    (RFC 8888), `transport-cc` or None if neither, or if no page described it."""
+    for node in (c.offerer, c.answerer):
+        view = (views or {}).get(node)
+        if view and view.get("local") and view.get("remote"):
+            return feedback_of(view["local"], view["remote"])
+    return None
+
+
 def _setup(
     times: dict[str, dict[str, Any]] | None, c: Connection, t0_wall: float
 ) -> dict[str, float | None] | None:
@@ -682,20 +717,22 @@ def browse(
 ) -> Browsed:
     """Runs `variant`'s calls between browser peers on an emulated network, in real time: each
     Chromium or Firefox as `browsers` says (default: all Chromium), every Chromium with
-    `browsers.field_trials` forced (`chromium.field_trials`'s form). `work` receives the
+    `browsers.forced_trials` forced (`chromium.field_trials`'s form: Chromium's L4S mode's, if
+    `browsers.l4s`, and the field trials asked for). `work` receives the
     browsers' logs, the relay's files and (with `capture`) its pcaps; the camera clips and browser
     profiles are removed at the end. Raises `TestbedUnavailable` without root, `BrowserModeError`
     for a scenario browsers cannot run, `CrossTrafficError` for cross traffic that cannot be
     emulated, and a `TestbedError` naming what failed to start."""
     require()
     browsers = browsers or Browsers()
+    browsers = browsers.for_controller(browsers.controller)
     if browsers.uses(CHROMIUM) and devtools.chromium() is None:
         raise BrowserModeError("browser mode needs Chromium (make chromium installs Debian's)")
     if browsers.uses(FIREFOX) and firefox.firefox() is None:
         raise BrowserModeError("--browser firefox needs Firefox (make firefox installs Debian's firefox-esr)")
-    meta = planned_meta(variant, CONTROLLER, seed)
+    meta = planned_meta(variant, browsers.controller, seed)
     duration_s = float(meta["duration_s"])
-    conns = connections(variant, meta, seed)
+    conns = connections(variant, meta, seed, browsers.l4s)
     if not conns:
         raise BrowserModeError(
             f"{variant.scenario_id}: browser mode runs a scenario's calls, and it has none"
@@ -781,6 +818,7 @@ def browse(
         for played in peers_dir.glob("*/clip.y4m"):  # a Firefox page's link to its clip
             played.unlink(missing_ok=True)
     wall_s = time.monotonic() - started
+    (work / SDP_FILE).write_text(json.dumps(_descriptions(rec.described), indent=1) + "\n")
     tables, observed = browser_tables(
         meta, relay_dir, conns, rec.described, rec.stats, rec.usage, t0_wall, rec.t0, flows, address
     )
@@ -789,12 +827,14 @@ def browse(
         "wall_s": wall_s,
         **browsers.versions(),
         "browsers": {node: browsers.at(node) for node in peer_nodes(conns)},
-        "field_trials": browsers.field_trials or None,
+        "field_trials": browsers.forced_trials or None,
+        "l4s": browsers.l4s or None,
         "browser_log": browsers.log,
         "failure": rec.failure,
         "calls": {
             s.name: {
                 "connection": c.key,
+                "feedback": _feedback_negotiated(rec.described.get(c.key), c),
                 "setup_s": setup.get(c.key),
                 "quality_limitation": _limitations(tables.stats, s),
             }

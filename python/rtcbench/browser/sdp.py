@@ -13,6 +13,12 @@ retransmission requests off, removing `nack pli` leaves FIR (`ccm fir`, RFC 5104
 keyframe request. An edit is made to a description as it passes from one page to the other, so
 both ends agree on it.
 
+Which congestion control feedback a call uses is negotiated here too, and SRTCP hides it on the
+wire (its reports are encrypted): RFC 8888's, offered as `a=rtcp-fb:* ack ccfb` or, as Chromium
+156 writes it in its L4S mode, `a=rtcp-fb:<pt> ack ccfb` for each payload type (RFC 8888 §6), or
+transport-wide congestion control (`a=rtcp-fb:<pt> transport-cc`);
+`feedback_of` reads which from an offer and its answer.
+
 One edit is hygiene between browsers: Firefox 153, given codec preferences, still writes
 `a=rtcp-fb` lines for the codecs it left out of the `m=` line (VP9, AV1), and Chromium 156 refuses
 such an offer ("Failed to parse codecs correctly"); `drop_unlisted` removes them (RFC 8866 §5.14:
@@ -31,6 +37,7 @@ __all__ = [
     "describe",
     "drop_unlisted",
     "edit_video",
+    "feedback_of",
 ]
 
 TRANSPORT_CC = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
@@ -98,6 +105,25 @@ def describe(sdp: str) -> Described:
         elif m := _EXTMAP.match(line):
             s.extensions[int(m.group(1))] = m.group(2)
     return Described(sections)
+
+
+_RTCP_FB = re.compile(r"^a=rtcp-fb:(\S+)[ \t]+(.*?)\s*$")
+
+
+def _feedbacks(sdp: str) -> set[str]:
+    """The `a=rtcp-fb` feedback types `sdp` offers or accepts for any payload type (`ack ccfb`,
+    `transport-cc`, `nack`, ...)."""
+    return {m.group(2) for line in _lines(sdp) if (m := _RTCP_FB.match(line))}
+
+
+def feedback_of(offer: str, answer: str) -> str | None:
+    """The congestion control feedback an offer and its answer agreed on: `ccfb` (RFC 8888,
+    `a=rtcp-fb:* ack ccfb` or for a payload type, in both), else `transport-cc` (in both), else
+    None."""
+    both = _feedbacks(offer) & _feedbacks(answer)
+    if "ack ccfb" in both:
+        return "ccfb"
+    return "transport-cc" if "transport-cc" in both else None
 
 
 _PT_ATTRIBUTE = re.compile(r"^a=(?:rtpmap|fmtp|rtcp-fb):(\d+)[ \t]")

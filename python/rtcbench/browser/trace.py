@@ -576,6 +576,12 @@ _SENDER = (
     ("remote_fraction_lost", "remote-inbound-rtp", "fractionLost", 1, pl.Float64),
     ("remote_jitter_s", "remote-inbound-rtp", "jitter", 1, pl.Float64),
     ("available_outgoing_bitrate_bps", "candidate-pair", "availableOutgoingBitrate", 1, pl.Int64),
+    # ECN as Chromium counts it (its L4S mode; W3C webrtc-stats extensions of Chromium 156).
+    ("packets_sent_with_ect1", "outbound-rtp", "packetsSentWithEct1", 1, pl.Int64),
+    ("remote_packets_received_with_ect1", "remote-inbound-rtp", "packetsReceivedWithEct1", 1, pl.Int64),
+    ("remote_packets_received_with_ce", "remote-inbound-rtp", "packetsReceivedWithCe", 1, pl.Int64),
+    ("remote_packets_bleached_ect1", "remote-inbound-rtp", "packetsWithBleachedEct1Marking", 1, pl.Int64),
+    ("ccfb_messages_received", "transport", "ccfbMessagesReceived", 1, pl.Int64),
 )
 _RECEIVER = (
     ("bytes_received", "inbound-rtp", "bytesReceived", 1, pl.Int64),
@@ -608,6 +614,8 @@ _RECEIVER = (
     ("total_processing_delay_s", "inbound-rtp", "totalProcessingDelay", 1, pl.Float64),
     ("total_samples_received", "inbound-rtp", "totalSamplesReceived", 1, pl.Int64),
     ("concealed_samples", "inbound-rtp", "concealedSamples", 1, pl.Int64),
+    ("packets_received_with_ect1", "inbound-rtp", "packetsReceivedWithEct1", 1, pl.Int64),
+    ("packets_received_with_ce", "inbound-rtp", "packetsReceivedWithCe", 1, pl.Int64),
 )
 STATS_SCHEMA: dict[str, Any] = {
     "t_us": pl.Int64,
@@ -653,11 +661,12 @@ def _stats(
             reports = sample["stats"]
             estimates = sample.get("estimate_bps") or {}
             pair = _selected_pair(reports)
+            transport: dict[str, Any] = next((r for r in reports if r.get("type") == "transport"), {})
             remote = {r.get("localId"): r for r in reports if r.get("type") == "remote-inbound-rtp"}
             for r in reports:
                 kind = r.get("kind")
                 if r.get("type") == "outbound-rtp" and (s := c.sent_by(node)) and kind in s.flows:
-                    by_type = {"outbound-rtp": r, "candidate-pair": pair or {}}
+                    by_type = {"outbound-rtp": r, "candidate-pair": pair or {}, "transport": transport}
                     if r.get("id") in remote:
                         by_type["remote-inbound-rtp"] = remote[r["id"]]
                     row = {"t_us": t_us, "flow": s.flows[kind], "side": "sender"}

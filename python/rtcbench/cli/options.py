@@ -18,7 +18,8 @@ LABELS_HELP = "Comma-separated or repeated"
 MODE_HELP = (
     "simulate (rtcbench's simulator); emulate: real packets between Linux network namespaces, in "
     "real time (needs root; docs/emulation.md); or browser: the calls between real Chromium peers "
-    "over such a network (needs root and Chromium, --cc gcc; docs/browser.md); or gstreamer: emulated, "
+    "over such a network (needs root and Chromium, --cc gcc, or scream2 for Chromium's L4S mode; "
+    "docs/browser.md); or gstreamer: emulated, "
     "each sender encoding real video with GStreamer (vp8enc or x264enc; docs/gstreamer.md)."
 )
 

@@ -106,6 +106,16 @@ def run_cmd(
             "firefox,B=chromium (Firefox but node B Chromium); it keys the run."
         ),
     ] = "chromium",
+    browser_l4s: Annotated[
+        str,
+        typer.Option(
+            "--browser-l4s",
+            help="With --mode browser: Chromium's L4S mode (RFC 8888 feedback, media sent ECT(1)): "
+            "always or only_after_ce with --cc scream2 (always by default), goog_cc_with_ect1 with "
+            "--cc gcc (GoogCC, which ignores CE); Chromium only, and Chromium 156 has only always; "
+            "it keys the run.",
+        ),
+    ] = "",
     browser_log: Annotated[
         bool,
         typer.Option(
@@ -135,7 +145,9 @@ def run_cmd(
     command = "rtcbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     names = _controller_list(cc)
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode, browser_log)
+    browsers = check_browsers(
+        browser, field_trials, mode, browser_log, browser_l4s, [n for n in names if ":" not in n]
+    )
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
     if quiet and as_json:
@@ -170,6 +182,7 @@ def run_cmd(
                 field_trials=browsers.field_trials if browsers is not None else "",
                 browser=browser,
                 browser_log=browser_log,
+                browser_l4s=browser_l4s,
             )
             for name in names
         )
