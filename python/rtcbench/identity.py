@@ -97,7 +97,8 @@ metrics, not rtcbench's media stack and controllers, which Chromium's peers do n
 raised with `MODEL_REVISION` whenever a change reaches what a browser run uses, and left alone
 otherwise, so hours of browser runs stay current across a controller fix: 11 left it at 10; 15 raised
 it with the model's (a browser run's video flows gain the frame delay by stage its counters give);
-16 too (a browser run's flows gain their ECN counts from the relay's packets)."""
+16 too (a browser run's flows gain their ECN counts from the relay's packets, its stats table
+Chromium's ECN counters, its folder the negotiated SDP, and `--cc scream2` runs Chromium's ScreamV2)."""
 
 
 KEY_LENGTH = 12
