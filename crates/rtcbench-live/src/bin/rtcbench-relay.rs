@@ -59,13 +59,14 @@ fn main() -> ExitCode {
 const HEAD_BYTES: usize = 60 + 8 + MAX_UDP_HEAD;
 
 /// One thing for the writer thread. A frame's bytes are all of it when the relay captures, else
-/// its first `HEAD_BYTES`.
+/// its first `HEAD_BYTES`. A link sample is boxed: with its radio and DualPI2 columns it is several
+/// times the size of a frame's record, and comes only every 10 ms per link.
 enum Record {
     In { id: u64, at: Instant, iface: usize, bytes: Vec<u8> },
     Out { id: u64, at: Instant, bytes: Vec<u8> },
     Drop(Dropped),
     Background(BackgroundEvent),
-    Sample(LinkSample),
+    Sample(Box<LinkSample>),
 }
 
 #[derive(Serialize)]
@@ -305,7 +306,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             }
         }
         while let Some(s) = relay.poll_sample() {
-            send(Record::Sample(s), &mut records_lost);
+            send(Record::Sample(Box::new(s)), &mut records_lost);
         }
         if unread_after.is_some() || !batch.is_empty() {
             // Back for the rest of the burst, or the frames that came after `until`, before sleeping.
