@@ -14,7 +14,8 @@ table's `ecn` for that packet's `sent` or `received` row.
 The summary's ECN counts (`ect0_packets_sent`, `ect1_packets_sent`, `ce_packets_received`,
 `ce_ratio`, and the video flow's `ce_reported`, from the media agent's RFC 8888 feedback as
 SCReAMv2 gets it) are held against the same table, and the DualPI2 link's rows in the links table
-(the relay's samples) against the marks. Two emulated runs of 12 s: the default tier, as root.
+(the relay's samples) against the marks, as the summary's `l4s` block. Two emulated runs of 12 s:
+the default tier, as root.
 """
 
 from __future__ import annotations
@@ -210,6 +211,9 @@ def test_marks_through_the_relay_reach_the_capture_the_tables_and_the_feedback(t
     drops = run.tables.packets.filter((pl.col("event") == "dropped") & (pl.col("link") == "forward")).height
     assert int(dual["l_drops"].sum()) + int(dual["c_drops"].sum()) == drops
     assert int(dual["l_queue_bytes"].max()) > 0  # type: ignore[arg-type]
+    # So the summary has its `l4s` block (docs/l4s.md), as a simulated run over the same link.
+    (queue,) = run.summary["l4s"]
+    assert queue["link"] == "forward" and queue["l_marks"] == l_marks
 
 
 @needs_root
@@ -227,3 +231,5 @@ def test_a_bleaching_link_leaves_nothing_ect_and_nothing_to_mark(tmp_path: Path)
     dual = _dualpi2_rows(run)
     assert int(dual["l_queue_bytes"].max()) == 0  # type: ignore[arg-type]
     assert int(dual["l_marks"].sum()) == 0
+    (queue,) = run.summary["l4s"]
+    assert queue["link"] == "forward" and queue["l_marks"] == 0
