@@ -24,9 +24,10 @@ from pathlib import Path
 import pytest
 
 import rtcbench
-from rtcbench import _core, testbed
+from rtcbench import _core, tables, testbed
 from rtcbench.testbed import cross, relay
 from rtcbench.testbed.relay import RelayError
+from rtcbench.testbed.relay_log import RELAY_LINKS, relay_links
 
 MISSING = testbed.missing()
 needs_root = pytest.mark.skipif(MISSING is not None, reason=f"builds network namespaces: {MISSING}")
@@ -474,3 +475,24 @@ def test_a_relay_that_waited_for_room_in_a_send_buffer_says_so(tmp_path: Path) -
     (tmp_path / "relay.json").write_text(json.dumps(report))
     old = relay.RelayReport.read(tmp_path / "relay.json")
     assert old.send_waits == 0 and "send buffer" not in str(old.warning())
+
+
+def test_relay_link_samples_fill_every_column_of_the_links_table(tmp_path: Path) -> None:
+    """`relay-links.csv` carries the links table's columns, the DualPI2 ones included, typed as
+    the table types them; null where a column is not the element's."""
+    columns = list(tables.dtypes("links"))
+    dual = {"l_queue_bytes": "2500", "l_sojourn_us": "1200", "c_sojourn_us": "0", "p_base": "0.015625",
+            "p_c": "0.000244140625", "p_cl": "0.03125", "p_l": "1", "l_marks": "3", "c_marks": "0",
+            "l_drops": "1", "c_drops": "0"}  # fmt: skip
+    rows = [
+        {"t_us": "10000", "link": "ab", "capacity_bps": "1000000", "queue_bytes": "3750", **dual},
+        {"t_us": "10000", "link": "ba", "queue_bytes": "0"},
+    ]
+    (tmp_path / RELAY_LINKS).write_text(
+        "\n".join([",".join(columns), *(",".join(r.get(c, "") for c in columns) for r in rows)]) + "\n"
+    )
+    links = relay_links(tmp_path, end_us=20_000)
+    assert links.schema == tables.dtypes("links")
+    ab, ba = links.row(0, named=True), links.row(1, named=True)
+    assert (ab["l_queue_bytes"], ab["p_c"], ab["l_marks"], ab["l_drops"]) == (2500, 0.000244140625, 3, 1)
+    assert all(ba[c] is None for c in dual)

@@ -398,6 +398,9 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
         }
     };
     let socket = call_socket(cfg.local, cfg.peer, cfg.role, plan.ecn)?;
+    // The ECN field the socket sets now: each datagram gets its own (media the call's codepoint,
+    // RTCP Not-ECT, as the simulator sends them), changed only when it differs.
+    let mut socket_ecn = if cfg.role == Role::Sender { plan.ecn } else { 0 };
     sys::terminate_with_parent().map_err(io_context("PR_SET_PDEATHSIG"))?;
     let signals = Signals::new().map_err(io_context("signalfd"))?;
     let timer = Timer::new().map_err(io_context("timerfd"))?;
@@ -514,6 +517,10 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
             send_buf.clear();
             send_buf.extend_from_slice(&out.data);
             send_buf.resize(header_and_payload.max(out.data.len()), 0);
+            if out.ecn.bits() != socket_ecn {
+                sys::set_ip_tos(&socket, out.ecn.bits()).map_err(io_context("IP_TOS"))?;
+                socket_ecn = out.ecn.bits();
+            }
             match socket.send(&send_buf) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => unreachable += 1,

@@ -26,6 +26,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 use rtcbench_net::cbr::CbrSource;
 use rtcbench_net::link::Link;
+use rtcbench_net::queue::{DualPi2Sample, DualPi2Sampler};
 use rtcbench_net::radio::lte::{Cell, Direction};
 use rtcbench_net::radio::sample::{BssSampler, CellSampler, MacSample, RadioSample};
 use rtcbench_net::radio::wifi::Bss;
@@ -170,6 +171,9 @@ pub struct LinkSample {
     pub queue_limit: Option<DataSize>,
     /// A Wi-Fi node's MAC or an LTE buffer's scheduling since the previous sample.
     pub radio: Option<RadioColumns>,
+    /// A link with a DualPI2 queue: its state, and its marks and drops since the previous sample
+    /// (counted as the simulator counts them).
+    pub dualpi2: Option<DualPi2Sample>,
 }
 
 /// The links table's radio columns of one sample (`docs/traces.md`).
@@ -191,6 +195,8 @@ pub struct ElementTiming {
 /// Per element, what its samples are taken against.
 enum Sampler {
     Plain,
+    /// A link: its DualPI2 queue's counters at the previous sample, if it has one.
+    Link(DualPi2Sampler),
     Wifi(BssSampler),
     Lte(CellSampler),
 }
@@ -333,7 +339,16 @@ impl Relay {
         if let Some((name, _)) = replace.first() {
             return Err(format!("no link named {name} to put an element in place of"));
         }
-        let mut samplers: Vec<Sampler> = elements.iter().map(|_| Sampler::Plain).collect();
+        let mut samplers: Vec<Sampler> = elements
+            .iter()
+            .map(|e| {
+                if e.as_link().is_some() {
+                    Sampler::Link(DualPi2Sampler::default())
+                } else {
+                    Sampler::Plain
+                }
+            })
+            .collect();
         let mut kinds: Vec<&'static str> =
             elements.iter().map(|e| if e.as_link().is_some() { "link" } else { "other" }).collect();
         let mut names: Vec<String> = plan.links.iter().map(|l| l.name.clone()).collect();
@@ -547,9 +562,10 @@ impl Relay {
                 queue,
                 queue_limit: None,
                 radio,
+                dualpi2: None,
             };
             match (element, sampler) {
-                (AnyElement::Link(link), _) => {
+                (AnyElement::Link(link), sampler) => {
                     let background = self.background.iter().find(|b| b.link == k);
                     let mut capacity = link.capacity_at(t);
                     if let Some(b) = background {
@@ -561,9 +577,14 @@ impl Relay {
                     if let Some(c) = link.config().capacity.next_change_after(t) {
                         next = next.min(c);
                     }
+                    let dualpi2 = match (link.dualpi2_state(), sampler) {
+                        (Some(state), Sampler::Link(counter)) => Some(counter.sample(state)),
+                        _ => None,
+                    };
                     samples.push_back(LinkSample {
                         capacity,
                         queue_limit: link.queue_limit_at(t),
+                        dualpi2,
                         ..row(k, link.queue_bytes(), None)
                     });
                 }

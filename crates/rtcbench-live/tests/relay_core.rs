@@ -207,6 +207,60 @@ fn links_are_sampled_every_10_ms_and_at_each_capacity_change_as_the_simulator_sa
     assert_eq!(samples[0].queue_limit.map(|l| l.as_bytes()), Some(3000));
 }
 
+/// The IPv4 header checksum verifies: the header's 16-bit words sum to 0xffff.
+fn ipv4_checksum_ok(bytes: &[u8]) -> bool {
+    let ihl = usize::from(bytes[0] & 0x0f) * 4;
+    let mut sum: u32 = bytes[..ihl].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum == 0xffff
+}
+
+/// A DualPI2 link's samples carry its state and, per sample, the marks and drops since the
+/// previous one (as the simulator's links table counts them); other links' carry none. A frame
+/// the L queue marked leaves CE with a valid header checksum.
+#[test]
+fn a_dualpi2_links_samples_count_its_marks_and_drops() {
+    use rtcbench_net::queue::{DualPi2Config, QueueDiscipline};
+    let mut cfg = config();
+    let mut json = serde_json::to_value(&cfg.plan.links[0]).expect("serialises");
+    json["discipline"] =
+        serde_json::to_value(QueueDiscipline::DualPi2(DualPi2Config::rfc9332())).expect("serialises");
+    json["queue"] = serde_json::json!({"bytes": "6250B"});
+    cfg.plan.links[0] = serde_json::from_value(json).expect("a link");
+    cfg.plan.duration = Duration::from_micros(200_000);
+    let mut relay = Relay::new(&cfg).expect("fits together");
+    relay.sample_links();
+    let addr = |n: u8| SocketAddrV4::new(Ipv4Addr::new(10, 0, n, 2), 5000);
+    // Seven ECT(1) frames of 10 ms on the wire at once: the L queue marks those that waited past
+    // its 1 ms step, and the limit (the one on the wire included) refuses the last two.
+    for _ in 0..7 {
+        let frame = ipv4_udp_datagram(addr(1), addr(2), Ecn::Ect1, &[], 1250 - 28).expect("fits");
+        relay.arrive(ms(1), 0, frame);
+    }
+    relay.advance(ms(1000));
+    let departures: Vec<_> = std::iter::from_fn(|| relay.poll_departure()).collect();
+    let ce = departures.iter().filter(|d| d.frame.bytes()[1] & 0b11 == 0b11).count();
+    // The first went on the wire at once; the last found the L queue one packet long, which
+    // the native L AQM leaves alone (RFC 9332: Th_len, one packet).
+    assert_eq!((departures.len(), ce), (5, 3));
+    assert!(departures.iter().all(|d| ipv4_checksum_ok(d.frame.bytes())));
+    let dropped = std::iter::from_fn(|| relay.poll_dropped()).count();
+    assert_eq!(dropped, 2);
+    let samples: Vec<_> = std::iter::from_fn(|| relay.poll_sample()).collect();
+    let dual: Vec<_> = samples.iter().filter(|s| s.link == 0).map(|s| s.dualpi2.expect("DualPI2")).collect();
+    assert!(samples.iter().filter(|s| s.link != 0).all(|s| s.dualpi2.is_none()));
+    assert_eq!(dual.iter().map(|d| d.l_marks).sum::<u64>(), 3);
+    assert_eq!(dual.iter().map(|d| d.l_drops).sum::<u64>(), 2);
+    assert_eq!(dual.iter().map(|d| d.c_marks + d.c_drops).sum::<u64>(), 0);
+    // Each mark is counted once, at the first sample after it: they fall in several samples.
+    assert!(dual.iter().filter(|d| d.l_marks > 0).count() > 1);
+    // The L queue held the four that waited at the 10 ms sample; p_CL = min(2 p', 1).
+    assert_eq!(dual[1].state.l_bytes.as_bytes(), 4 * 1250);
+    assert!(dual.iter().all(|d| d.state.p_cl == (2.0 * d.state.p_base).min(1.0)));
+}
+
 #[path = "../../rtcbench-net/tests/toy/tap.rs"]
 mod tap;
 

@@ -62,7 +62,8 @@ class TraceError(ValueError):
 
 def _relay_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
     """One of the relay's trace files (`trace=True`), typed; a column of `schema` the file lacks
-    is null (a column the relay does not sample, as the simulator's table has it null)."""
+    is null (the relay samples every column of the links table, the DualPI2 ones included; a
+    relay built before a column existed reads as one that has nothing to say there)."""
     if not path.is_file():
         raise TraceError(f"{path}: missing (the relay writes it when asked for a trace)")
     header = pl.read_csv(path, n_rows=0).columns

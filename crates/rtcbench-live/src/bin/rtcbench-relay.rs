@@ -25,6 +25,7 @@ use rtcbench_live::relay::{
 };
 use rtcbench_live::stats::{Lateness, LatenessSummary};
 use rtcbench_live::sys::{self, PacketSocket, Poll, Signals, Timer};
+use rtcbench_net::queue::DualPi2Sample;
 use rtcbench_units::Instant;
 use rtcbench_wire::ip::FiveTuple;
 use rtcbench_wire::pcap::PcapWriter;
@@ -58,13 +59,14 @@ fn main() -> ExitCode {
 const HEAD_BYTES: usize = 60 + 8 + MAX_UDP_HEAD;
 
 /// One thing for the writer thread. A frame's bytes are all of it when the relay captures, else
-/// its first `HEAD_BYTES`.
+/// its first `HEAD_BYTES`. A link sample is boxed: with its radio and DualPI2 columns it is several
+/// times the size of a frame's record, and comes only every 10 ms per link.
 enum Record {
     In { id: u64, at: Instant, iface: usize, bytes: Vec<u8> },
     Out { id: u64, at: Instant, bytes: Vec<u8> },
     Drop(Dropped),
     Background(BackgroundEvent),
-    Sample(LinkSample),
+    Sample(Box<LinkSample>),
 }
 
 #[derive(Serialize)]
@@ -304,7 +306,7 @@ fn run(config_path: &Path) -> Result<(), Failure> {
             }
         }
         while let Some(s) = relay.poll_sample() {
-            send(Record::Sample(s), &mut records_lost);
+            send(Record::Sample(Box::new(s)), &mut records_lost);
         }
         if unread_after.is_some() || !batch.is_empty() {
             // Back for the rest of the burst, or the frames that came after `until`, before sleeping.
@@ -486,7 +488,8 @@ fn frame_columns(len: usize, bytes: &[u8], arriving: bool, udp_head: usize) -> S
 /// The header of `relay-links.csv`: the links table's columns (docs/traces.md), in its order.
 const LINKS_HEADER: &str = "t_us,link,capacity_bps,queue_bytes,queue_limit_bytes,airtime_share,mac_retries,\
 mac_drops,queue_drops,ampdu_mpdus,phy_rate_bps,delivered_bps,congestion_level,mac_capacity_bps,\
-extended_attempts,rb_share,scheduled_bps,queue_delay_us,cqi";
+extended_attempts,rb_share,scheduled_bps,queue_delay_us,cqi,l_queue_bytes,l_sojourn_us,c_sojourn_us,p_base,p_c,\
+p_cl,p_l,l_marks,c_marks,l_drops,c_drops";
 
 /// The radio columns of a sample (`LINKS_HEADER` from `airtime_share` on), filled as the
 /// simulator fills them (`rtcbench_sim::trace::LinkTable`): a Wi-Fi node's MAC, an LTE buffer's
@@ -533,6 +536,30 @@ fn radio_columns(radio: Option<&RadioColumns>) -> String {
         ]
         .join(","),
     }
+}
+
+/// The DualPI2 columns of a sample (`LINKS_HEADER` from `l_queue_bytes` on), filled as the
+/// simulator fills them (`rtcbench_sim::trace::LinkTable`); empty (null) for every element but a
+/// link with a DualPI2 queue.
+fn dualpi2_columns(d: Option<&DualPi2Sample>) -> String {
+    let Some(d) = d else {
+        return ",".repeat(10);
+    };
+    let s = &d.state;
+    [
+        s.l_bytes.as_bytes().to_string(),
+        s.l_sojourn.as_micros().to_string(),
+        s.c_sojourn.as_micros().to_string(),
+        s.p_base.to_string(),
+        s.p_c.to_string(),
+        s.p_cl.to_string(),
+        s.p_l.to_string(),
+        d.l_marks.to_string(),
+        d.c_marks.to_string(),
+        d.l_drops.to_string(),
+        d.c_drops.to_string(),
+    ]
+    .join(",")
 }
 
 fn frame_len(bytes: &[u8]) -> usize {
@@ -604,13 +631,14 @@ fn write_records(
                     let or_empty = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
                     writeln!(
                         w.writer,
-                        "{},{},{},{},{},{}",
+                        "{},{},{},{},{},{},{}",
                         micros(s.at),
                         links[s.link],
                         or_empty(s.capacity.map(|c| c.as_bps())),
                         s.queue.as_bytes(),
                         or_empty(s.queue_limit.map(|l| l.as_bytes())),
-                        radio_columns(s.radio.as_ref())
+                        radio_columns(s.radio.as_ref()),
+                        dualpi2_columns(s.dualpi2.as_ref())
                     )?;
                 }
             }

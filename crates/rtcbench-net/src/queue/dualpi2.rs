@@ -180,6 +180,41 @@ pub struct DualPi2State {
     pub c_full_drops: u64,
 }
 
+/// A DualPI2 queue at a sample (RFC 9332): its state, with the marks and drops of each queue
+/// since the previous sample. The links table's DualPI2 columns (docs/traces.md), in the
+/// simulator and in the emulation relay alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DualPi2Sample {
+    pub state: DualPi2State,
+    pub l_marks: u64,
+    pub c_marks: u64,
+    /// The AQM's drops and the arrivals refused at the limit, per queue.
+    pub l_drops: u64,
+    pub c_drops: u64,
+}
+
+/// Turns a DualPI2 queue's running counters into a sample's counts since the previous sample.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DualPi2Sampler {
+    /// L marks, C marks, L drops, C drops at the previous sample.
+    counted: [u64; 4],
+}
+
+impl DualPi2Sampler {
+    /// The sample of `state`; the next one counts from here.
+    pub fn sample(&mut self, state: DualPi2State) -> DualPi2Sample {
+        let counts = [
+            state.l_marks,
+            state.c_marks,
+            state.l_drops + state.l_full_drops,
+            state.c_drops + state.c_full_drops,
+        ];
+        let [l_marks, c_marks, l_drops, c_drops] = std::array::from_fn(|j| counts[j] - self.counted[j]);
+        self.counted = counts;
+        DualPi2Sample { state, l_marks, c_marks, l_drops, c_drops }
+    }
+}
+
 pub(super) struct DualPi2<P> {
     cfg: DualPi2Config,
     l: Fifo<P>,

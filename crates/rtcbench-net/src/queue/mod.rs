@@ -34,7 +34,9 @@ use crate::rng::SimRng;
 use codel::Codel;
 pub use codel::CodelConfig;
 use dualpi2::DualPi2;
-pub use dualpi2::{DualPi2Config, DualPi2State, PiQueueDelay, RFC9332_RTT_MAX, RFC9332_TARGET};
+pub use dualpi2::{
+    DualPi2Config, DualPi2Sample, DualPi2Sampler, DualPi2State, PiQueueDelay, RFC9332_RTT_MAX, RFC9332_TARGET,
+};
 use fifo::Fifo;
 use fq_codel::FqCodel;
 pub use fq_codel::FqCodelConfig;

@@ -479,17 +479,7 @@ pub struct LinkTable {
     pub dualpi2: Vec<(usize, DualPi2Sample)>,
 }
 
-/// A DualPI2 queue at a sample (RFC 9332): its state, with the marks and drops of each queue
-/// since the previous sample.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DualPi2Sample {
-    pub state: rtcbench_net::queue::DualPi2State,
-    pub l_marks: u64,
-    pub c_marks: u64,
-    pub l_drops: u64,
-    pub c_drops: u64,
-}
-
+pub use rtcbench_net::queue::DualPi2Sample;
 pub use rtcbench_net::radio::sample::{Adaptation, MacSample, RadioSample};
 
 impl LinkTable {

@@ -14,6 +14,7 @@
 
 use rtcbench_net::link::capacity::CapacitySchedule;
 use rtcbench_net::link::Link;
+use rtcbench_net::queue::DualPi2Sampler;
 use rtcbench_net::radio::lte::Cell;
 use rtcbench_net::radio::wifi::Bss;
 use rtcbench_net::rng::rng_for;
@@ -25,7 +26,7 @@ use rtcbench_units::Instant;
 use super::LINK_SAMPLE_INTERVAL;
 use crate::lte::LteNet;
 use crate::packet::{LinkId, Packet};
-use crate::trace::{DualPi2Sample, LinkTable};
+use crate::trace::LinkTable;
 use crate::wifi::WifiNet;
 
 /// An element of the caller's own, in place of the scenario's link of that name (for elements
@@ -75,9 +76,9 @@ pub(super) struct Network {
     /// Per link, the capacity left to the flows when UDP background traffic makes it (RFC 8867
     /// §4.2); the links table reports it instead of the physical rate.
     available: Vec<Option<CapacitySchedule>>,
-    /// Per link, its DualPI2 queue's marks and drops at the previous sample (L marks, C marks,
-    /// L drops, C drops): the links table counts them per sample.
-    dualpi2_counted: Vec<[u64; 4]>,
+    /// Per link, its DualPI2 queue's counters at the previous sample: the links table counts
+    /// marks and drops per sample.
+    dualpi2_counted: Vec<DualPi2Sampler>,
 }
 
 /// `with_element!(net, e, |el| expr)`: `expr` with `el` bound to `&mut` element `e` of `net`
@@ -194,7 +195,7 @@ impl Network {
             wifi,
             lte,
             available: spec.links.iter().map(|_| None).collect(),
-            dualpi2_counted: vec![[0; 4]; spec.links.len()],
+            dualpi2_counted: vec![DualPi2Sampler::default(); spec.links.len()],
         };
         let mut first_queue: LinkId = 0;
         for (e, &kind) in kinds.iter().enumerate() {
@@ -300,18 +301,7 @@ impl Network {
         if let Some(c) = changes.next_change_after(now) {
             *next = (*next).min(c);
         }
-        let dualpi2 = link.dualpi2_state().map(|state| {
-            let counts = [
-                state.l_marks,
-                state.c_marks,
-                state.l_drops + state.l_full_drops,
-                state.c_drops + state.c_full_drops,
-            ];
-            let [l_marks, c_marks, l_drops, c_drops] =
-                std::array::from_fn(|j| counts[j] - self.dualpi2_counted[k][j]);
-            self.dualpi2_counted[k] = counts;
-            DualPi2Sample { state, l_marks, c_marks, l_drops, c_drops }
-        });
+        let dualpi2 = link.dualpi2_state().map(|state| self.dualpi2_counted[k].sample(state));
         table.record(now, k as LinkId, capacity, link.queue_bytes(), link.queue_limit_at(now), dualpi2);
     }
 }
