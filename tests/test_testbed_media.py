@@ -86,7 +86,7 @@ def test_an_agent_refuses_an_unknown_controller_in_one_line(tmp_path: Path) -> N
     assert done.returncode == 2
     assert done.stderr == (
         f'rtcbench-media: {cfg}: controller "vegas" is not built in '
-        "(built-in: gcc, gcc-draft, nada, scream, fixed)\n"
+        "(built-in: gcc, gcc-draft, nada, scream, scream2, fixed)\n"
     )
 
 
