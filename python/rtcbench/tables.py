@@ -296,7 +296,8 @@ class _FlowRows:
     def of(cls, t: Tables) -> _FlowRows:
         # The packets' ECN field (`ecn`), where the table has it: null otherwise.
         ecn_seen = "ecn" in t.packets.columns
-        ecn = pl.col("ecn").cast(pl.String) if ecn_seen else pl.lit(None, pl.String)
+        # Kept as the table holds it (text or categories): compared with codepoint names only.
+        ecn = pl.col("ecn") if ecn_seen else pl.lit(None, pl.String)
         pk = t.packets.select("flow", "event", "sent_us", "size", "kind", ecn.alias("ecn"))
         return cls(
             sent=_Parts.of(pk.filter(pl.col("event") == "sent").drop("event"), "flow", "sent_us"),
@@ -304,9 +305,7 @@ class _FlowRows:
                 pk.filter(pl.col("event") == "dropped").select("flow", "sent_us"), "flow", "sent_us"
             ),
             received=_Parts.of(
-                t.received.select(
-                    "flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms", ce=ecn.alias("ecn") == "ce"
-                ),
+                t.received.select("flow", "t_us", "size", "payload", "owd_ms", "qdelay_ms", ce=ecn == "ce"),
                 "flow",
                 "t_us",
             ),

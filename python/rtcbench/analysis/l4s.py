@@ -43,14 +43,17 @@ def dualpi2_links(links: pl.LazyFrame, meta: dict[str, Any], summary: dict[str, 
     bottlenecks = sorted({str(f["bottleneck"]) for f in meta.get("flows", []) if f.get("bottleneck")})
     dual = links.filter(pl.col("p_base").is_not_null() & pl.col("link").is_in(bottlenecks))
     queues = _queues(dual).collect(engine="streaming")
+    run_flows = {int(f["id"]): f for f in summary["flows"]}
+    back = _return_owds_ms(meta, run_flows)
     out = []
     for row in queues.sort("link").iter_rows(named=True):
         name = str(row.pop("link"))
         coupling = row.pop("coupling")
         coupling = 2.0 if coupling is None else float(coupling)
+        # A bleaching hop upstream leaves the L queue empty: then no flow is in it.
         served = row["l_sojourn_p50_ms"] is not None
-        media = _l4s_media(meta, summary, name, served)
-        periods = _periods(meta, summary, name, coupling, served)
+        media = _l4s_media(meta, run_flows, back, name, served)
+        periods = _periods(summary, back, name, coupling, served)
         out.append({"link": name, **row, "coupling": coupling, "media": media, "periods": periods})
     return out
 
@@ -80,11 +83,14 @@ def _queues(dual: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _l4s_media(
-    meta: dict[str, Any], summary: dict[str, Any], link: str, l_served: bool
+    meta: dict[str, Any],
+    run_flows: dict[int, dict[str, Any]],
+    back: dict[int, float],
+    link: str,
+    l_served: bool,
 ) -> list[dict[str, Any]]:
     """The L4S video flows bottlenecked at `link` over their whole run: rate, round trip and CE
     marks per round trip."""
-    run_flows = {int(f["id"]): f for f in summary["flows"]}
     at_link = {int(m["id"]) for m in meta.get("flows", []) if m.get("bottleneck") == link}
     out = []
     for fid in sorted(at_link):
@@ -92,14 +98,14 @@ def _l4s_media(
         if f is None or f["kind"] != VIDEO:
             continue
         seconds = float(f.get("active_end_s") or 0.0) - float(f.get("active_start_s") or 0.0)
-        flow = _flow_in(meta, run_flows, f, seconds, l_served)
+        flow = _flow_in(f, seconds, back, l_served)
         if flow["queue"] == "L":
             out.append({k: flow[k] for k in ("id", "name", "rate_bps", "rtt_ms", "ce_per_rtt")})
     return out
 
 
 def _periods(
-    meta: dict[str, Any], summary: dict[str, Any], link: str, coupling: float, l_served: bool
+    summary: dict[str, Any], back: dict[int, float], link: str, coupling: float, l_served: bool
 ) -> list[dict[str, Any]]:
     """Per period of `link` in which an L4S video flow and another video or TCP flow are active:
     each flow's rate, round trip and CE marks per round trip, and the rate of the L video over the
@@ -107,16 +113,13 @@ def _periods(
     queue, 1.22/p' in the C queue) and measured. Where the others are all classic, the classic
     share too. A flow is in the L queue when it sent ECT(1) and the link's L queue served packets
     (`l_served`: a bleaching hop upstream leaves it empty)."""
-    run_flows = {int(f["id"]): f for f in summary["flows"]}
     window = {"L": 2.0 / coupling, "C": RENO_CONSTANT}
     out = []
     for p in summary.get("periods", []):
         seconds = p["end_s"] - p["start_s"]
         if p["link"] != link or seconds <= 0:
             continue
-        flows = [
-            _flow_in(meta, run_flows, f, seconds, l_served) for f in p["flows"] if f["kind"] in (VIDEO, "tcp")
-        ]
+        flows = [_flow_in(f, seconds, back, l_served) for f in p["flows"] if f["kind"] in (VIDEO, "tcp")]
         flows = [f for f in flows if f["rate_bps"] and f["rtt_ms"] > 0 and f["packet_bytes"] > 0]
         lv = next((f for f in flows if f["queue"] == "L" and f["kind"] == VIDEO), None)
         others = [f for f in flows if f is not lv]
@@ -142,41 +145,38 @@ def _periods(
     return out
 
 
-def _flow_in(
-    meta: dict[str, Any],
-    run_flows: dict[int, dict[str, Any]],
-    f: dict[str, Any],
-    seconds: float,
-    l_served: bool,
-) -> dict[str, Any]:
-    """One flow of a period: its queue (L if it sent ECT(1)), receive rate, mean packet size,
-    round trip (its median one-way delay in the period plus its return flow's median over the
-    run) and CE marks per round trip."""
+def _flow_in(f: dict[str, Any], seconds: float, back: dict[int, float], l_served: bool) -> dict[str, Any]:
+    """One flow over `seconds` (its summary `f`): its queue (L if it sent ECT(1) and the link's L
+    queue served packets), receive rate, mean packet size, round trip (its median one-way delay
+    plus its return flow's over the run, `back`) and CE marks per round trip."""
     sent = f.get("packets_sent") or 0
-    rtt_ms = (f.get("owd_p50_ms") or 0.0) + _return_owd_ms(meta, run_flows, int(f["id"]))
+    rtt_ms = (f.get("owd_p50_ms") or 0.0) + back.get(int(f["id"]), 0.0)
     ce = f.get("ce_packets_received")
-    rate = f.get("mean_recv_rate_bps") or 0.0
     return {
         "id": int(f["id"]),
         "name": f["name"],
         "kind": f["kind"],
         "queue": "L" if l_served and sent and (f.get("ect1_packets_sent") or 0) > sent / 2 else "C",
-        "rate_bps": rate,
+        "rate_bps": f.get("mean_recv_rate_bps") or 0.0,
         "packet_bytes": (f.get("bytes_sent") or 0) / sent if sent else 0.0,
         "rtt_ms": rtt_ms,
         "ce_per_rtt": ce / seconds * rtt_ms / 1000.0 if ce is not None and seconds > 0 else None,
     }
 
 
-def _return_owd_ms(meta: dict[str, Any], run_flows: dict[int, dict[str, Any]], fid: int) -> float:
-    """The median one-way delay of the flow that carries `fid`'s feedback back: a call's
-    receiver-side RTCP (`rtcp-rx`), a TCP flow's ACKs (`<name>.ack`); 0 if there is none."""
-    flows = {int(m["id"]): m for m in meta.get("flows", [])}
-    mine = flows.get(fid, {})
-    if mine.get("kind") in MEDIA_KINDS and mine.get("call") is not None:
-        feedback = [i for i, m in flows.items() if m.get("call") == mine["call"] and m.get("kind") == "rtcp"]
-        back = [i for i in feedback if str(flows[i].get("name", "")).endswith("rtcp-rx")]
-    else:
-        back = [i for i, m in flows.items() if m.get("name") == f"{mine.get('name')}.ack"]
-    owd = run_flows.get(back[0], {}).get("owd_p50_ms") if back else None
-    return float(owd) if owd is not None else 0.0
+def _return_owds_ms(meta: dict[str, Any], run_flows: dict[int, dict[str, Any]]) -> dict[int, float]:
+    """Per media and TCP flow, the median one-way delay over the run of the flow that carries its
+    feedback back: a call's receiver-side RTCP (`rtcp-rx`), a TCP flow's ACKs (`<name>.ack`)."""
+    flows = meta.get("flows", [])
+    rtcp_rx = {m.get("call"): int(m["id"]) for m in flows if str(m.get("name", "")).endswith("rtcp-rx")}
+    by_name = {m.get("name"): int(m["id"]) for m in flows}
+    out = {}
+    for m in flows:
+        if m.get("kind") in MEDIA_KINDS and m.get("call") is not None:
+            fid = rtcp_rx.get(m["call"])
+        else:
+            fid = by_name.get(f"{m.get('name')}.ack")
+        owd = run_flows.get(fid, {}).get("owd_p50_ms") if fid is not None else None
+        if owd is not None:
+            out[int(m["id"])] = float(owd)
+    return out

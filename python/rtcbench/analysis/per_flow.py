@@ -144,12 +144,13 @@ def _flow_metrics(
             fb = t.feedback.filter(
                 (pl.col("call") == int(call))
                 & pl.col("t_us").is_between(s, e - 1)
-                & pl.col("kind").is_in(["nack", "pli", "fir"])
+                & pl.col("kind").is_in(["nack", "pli", "fir", "ccfb"])
             )
-            nacks = int((fb.get_column("kind") == "nack").sum())
+            kinds = fb.get_column("kind")
+            nacks = int((kinds == "nack").sum())
             # Keyframe requests: PLIs, or FIRs with `keyframe_request = "fir"`.
-            plis = int(fb.get_column("kind").is_in(["pli", "fir"]).sum())
-            ce_reported = _ce_reported(t, int(call), s, e)
+            plis = int(kinds.is_in(["pli", "fir"]).sum())
+            ce_reported = _ce_reported(fb)
         if pk.originals and pk.unnumbered_originals == 0:
             rtx_overhead = pk.rtx_bytes / pk.original_bytes
             if not t.unobserved("residual_loss"):
@@ -216,14 +217,12 @@ def _flow_metrics(
     }
 
 
-def _ce_reported(t: Tables, call: int, start_us: int, end_us: int) -> int | None:
-    """The CE marks the call's RFC 8888 feedback reported over [start_us, end_us)
+def _ce_reported(feedback: pl.DataFrame) -> int | None:
+    """The CE marks a call's RFC 8888 feedback rows among `feedback` reported
     (`feedback.ce_reported`); None without RFC 8888 feedback whose marks were read."""
-    if "ce_reported" not in t.feedback.columns:
+    if "ce_reported" not in feedback.columns:
         return None
-    in_interval = pl.col("t_us").is_between(start_us, end_us - 1)
-    ccfb = (pl.col("call") == call) & (pl.col("kind") == "ccfb") & in_interval
-    reported = t.feedback.filter(ccfb).get_column("ce_reported")
+    reported = feedback.filter(pl.col("kind") == "ccfb").get_column("ce_reported")
     return int(reported.sum()) if reported.len() > reported.null_count() else None
 
 

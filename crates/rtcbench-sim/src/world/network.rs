@@ -78,7 +78,7 @@ pub(super) struct Network {
     available: Vec<Option<CapacitySchedule>>,
     /// Per link, its DualPI2 queue's counters at the previous sample: the links table counts
     /// marks and drops per sample.
-    dualpi2_counted: Vec<DualPi2Sampler>,
+    dualpi2_samplers: Vec<DualPi2Sampler>,
 }
 
 /// `with_element!(net, e, |el| expr)`: `expr` with `el` bound to `&mut` element `e` of `net`
@@ -195,7 +195,7 @@ impl Network {
             wifi,
             lte,
             available: spec.links.iter().map(|_| None).collect(),
-            dualpi2_counted: vec![DualPi2Sampler::default(); spec.links.len()],
+            dualpi2_samplers: vec![DualPi2Sampler::default(); spec.links.len()],
         };
         let mut first_queue: LinkId = 0;
         for (e, &kind) in kinds.iter().enumerate() {
@@ -301,7 +301,7 @@ impl Network {
         if let Some(c) = changes.next_change_after(now) {
             *next = (*next).min(c);
         }
-        let dualpi2 = link.dualpi2_state().map(|state| self.dualpi2_counted[k].sample(state));
+        let dualpi2 = link.dualpi2_state().map(|state| self.dualpi2_samplers[k].sample(state));
         table.record(now, k as LinkId, capacity, link.queue_bytes(), link.queue_limit_at(now), dualpi2);
     }
 }
