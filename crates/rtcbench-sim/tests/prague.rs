@@ -1,4 +1,4 @@
-//! TCP Prague through the whole simulator (the model is unit-tested in `traffic/tcp/`): alone over
+//! TCP Prague through the whole simulator (the model is unit-tested in the `rtcbench-tcp` crate): alone over
 //! an L4S step marker and over DualPI2, against CUBIC in DualPI2's coupled queues, and classic ECN
 //! CUBIC over an ECN CoDel. Run with `--nocapture` to print the measured numbers.
 

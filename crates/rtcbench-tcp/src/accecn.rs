@@ -55,7 +55,7 @@ impl AceDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traffic::tcp::wire::TcpFlags;
+    use crate::wire::TcpFlags;
 
     /// The receiver's counter as the ACE field carries it.
     fn ace(r_cep: u64) -> u8 {

@@ -463,7 +463,7 @@ impl TcpSender {
     }
 
     /// Something other than the congestion window stopped the sender with data waiting (TCP
-    /// Small Queues, see [`crate::cross::TcpSource`]): cwnd limited the sender only if it is
+    /// Small Queues, see `rtcbench_sim::cross::TcpSource`): cwnd limited the sender only if it is
     /// also full, so an open window stops cwnd growth (Linux's `tcp_is_cwnd_limited`).
     pub fn on_throttled(&mut self) {
         self.cwnd_limited = !self.window_open();

@@ -293,7 +293,7 @@ impl TcpReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traffic::tcp::CongestionControl;
+    use crate::CongestionControl;
 
     const MSS: u64 = 1000;
 
