@@ -21,13 +21,14 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 # The extension in release mode, with the [dev] extras (pytest, hypothesis, ruff, mypy, pandas),
-# and the emulation relay and media agent beside the package (python/rtcbench/_bin, where
+# and the emulation relay, media agent and Prague agent beside the package (python/rtcbench/_bin, where
 # rtcbench.testbed looks).
 build-release: $(STAMP)
 	$(BIN)/maturin develop --release -q -E dev
 	$(CARGO) build --release -q -p rtcbench-live --bins
 	install -D -m 0755 target/release/rtcbench-relay python/rtcbench/_bin/rtcbench-relay
 	install -D -m 0755 target/release/rtcbench-media python/rtcbench/_bin/rtcbench-media
+	install -D -m 0755 target/release/rtcbench-prague python/rtcbench/_bin/rtcbench-prague
 
 build: build-release
 

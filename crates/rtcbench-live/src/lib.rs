@@ -7,6 +7,7 @@
 pub mod config;
 pub mod media;
 pub mod pipe_controller;
+pub mod prague;
 pub mod process;
 pub mod relay;
 pub mod stats;

@@ -1,4 +1,4 @@
-//! What the live binaries (`rtcbench-relay`, `rtcbench-media`) share as processes: they take one
+//! What the live binaries (`rtcbench-relay`, `rtcbench-media`, `rtcbench-prague`) share as processes: they take one
 //! argument, a JSON configuration; they fail in one line on stderr, with status 2 for a
 //! configuration they cannot use and 1 for a system call that failed; they write their files
 //! atomically.

@@ -7,6 +7,7 @@
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -411,12 +412,25 @@ pub fn enable_receive_tos(socket: &impl AsRawFd) -> io::Result<()> {
 /// Reads one datagram without blocking: its length (cut to `buf`) and IP TOS byte; `Ok(None)`
 /// when none is waiting.
 pub fn receive_with_tos(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Option<(usize, u8)>> {
+    Ok(receive_from_with_tos(socket, buf)?.map(|(n, tos, _)| (n, tos)))
+}
+
+/// As [`receive_with_tos`], with the sender's address (`None` if it is not IPv4): what an
+/// unconnected socket that serves several peers needs.
+pub fn receive_from_with_tos(
+    socket: &impl AsRawFd,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, u8, Option<SocketAddrV4>)>> {
     // SAFETY: every pointer in `msg` refers to a live local buffer of the length given, and the
-    // control-message walk stays within `control` as the CMSG macros guarantee.
+    // control-message walk stays within `control` as the CMSG macros guarantee; `from` is read
+    // as a sockaddr_in only when the kernel says it wrote an AF_INET address of that size.
     unsafe {
         let mut control = [0u64; 8];
+        let mut from: libc::sockaddr_in = zeroed();
         let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
         let mut msg: libc::msghdr = zeroed();
+        msg.msg_name = std::ptr::from_mut(&mut from).cast();
+        msg.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
@@ -434,6 +448,19 @@ pub fn receive_with_tos(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Opt
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
-        Ok(Some((n as usize, tos)))
+        let ipv4 = msg.msg_namelen as usize == size_of::<libc::sockaddr_in>()
+            && libc::c_int::from(from.sin_family) == libc::AF_INET;
+        let peer = ipv4.then(|| {
+            SocketAddrV4::new(Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr)), u16::from_be(from.sin_port))
+        });
+        Ok(Some((n as usize, tos, peer)))
     }
+}
+
+/// A receive buffer of `bytes` whatever `net.core.rmem_max` says (SO_RCVBUFFORCE, which needs
+/// CAP_NET_ADMIN: the agents run as root in their namespaces), so that a late wake-up does not
+/// drop datagrams at the host.
+pub fn force_receive_buffer(socket: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_option(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes)
 }

@@ -23,7 +23,7 @@ from rtcbench import _core, tables
 from rtcbench.emulation.media import FIRST_PORT, PlannedCall
 from rtcbench.stages import with_packet_dates
 from rtcbench.tables import Tables
-from rtcbench.testbed.cross import CbrFlow, CrossFlow, TcpFlow
+from rtcbench.testbed.cross import PRAGUE_TCP_HEADER, CbrFlow, CrossFlow, TcpFlow
 from rtcbench.testbed.relay_log import (
     TraceError,
     background_flows,
@@ -107,7 +107,11 @@ def _flow_rules(
         rule(c.src, port, c.dst, port, UDP, -1, f"{c.name}.rtcp-tx", "rtcp")
         rule(c.dst, port, c.src, port, UDP, -1, f"{c.name}.rtcp-rx", "rtcp")
     for f in cross:
-        if isinstance(f, TcpFlow):
+        if isinstance(f, TcpFlow) and f.udp:
+            # rtcbench-prague's TCP over UDP: data one way, ACKs the other.
+            rule(f.src, f.src_port, f.dst, f.dst_port, UDP, None, f.name, "tcp")
+            rule(f.dst, f.dst_port, f.src, f.src_port, UDP, None, f"{f.name}.ack", "tcp_ack")
+        elif isinstance(f, TcpFlow):
             rule(f.src, f.src_port, f.dst, f.dst_port, TCP, None, f.name, None)
             rule(f.dst, f.dst_port, f.src, f.src_port, TCP, None, f"{f.name}.ack", None)
         elif isinstance(f, CbrFlow):
@@ -123,6 +127,19 @@ def _flow_rules(
         "kind": pl.String,
     }
     return pl.DataFrame(rows, schema=schema)
+
+
+def _tcp_payload() -> pl.Expr:
+    """A TCP packet's payload bytes: the relay's transport payload, less the TCP header that a
+    Prague datagram (rtcbench-prague's TCP over UDP) carries in its UDP payload."""
+    over_udp = pl.col("protocol") == UDP
+    return (
+        pl.when(over_udp & (pl.col("kind") == "tcp"))
+        .then(pl.col("payload") - PRAGUE_TCP_HEADER)
+        .when(over_udp & (pl.col("kind") == "tcp_ack"))
+        .then(pl.lit(0))
+        .otherwise(pl.col("payload"))
+    )
 
 
 def cross_sent(
@@ -145,7 +162,7 @@ def cross_sent(
         .then(pl.lit("tcp"))
         .otherwise(pl.lit("tcp_ack")),
         size="size",
-        payload="payload",
+        payload=_tcp_payload(),
         seq=pl.lit(None, pl.Int32),
         frame=pl.lit(None, pl.Int64),
         ecn_in="ecn",
@@ -235,7 +252,7 @@ def _packets(
         .then(pl.col("log_payload"))
         .when(pl.col("kind").is_in(["padding", "rtcp"]))
         .then(pl.lit(0))
-        .otherwise(pl.col("payload")),
+        .otherwise(_tcp_payload()),
         seq=pl.when(pl.col("kind") == "rtx").then(pl.col("log_seq")).otherwise(pl.col("seq")),
         frame=pl.when(
             ((pl.col("kind") == "media") & pl.col("pt").is_in([PT_VIDEO, PT_RED])) | (pl.col("kind") == "rtx")

@@ -14,7 +14,10 @@ ports and on/off parameters; what the kernel cannot do as the simulator does is 
 in one line naming the field (`CrossTrafficError`).
 `start` runs one agent per node and role (`_cross_agent.py`: a source where flows start, a sink
 where they end) through `Testbed.popen`, so they are stopped with the testbed whatever ends it.
-Why our own agent and not iperf3: docs/adr/0002-cross-traffic-agents.md.
+Why our own agent and not iperf3: docs/adr/0002-cross-traffic-agents.md. TCP Prague, which this
+kernel lacks, runs in a native agent of its own (`rtcbench-prague`, `crates/rtcbench-live/src/
+prague.rs`): the simulator's Prague sender and AccECN receiver over UDP, one per node and role
+beside the others, speaking the same protocol and writing the same log records.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from typing import Any
 
 from rtcbench import _core
 from rtcbench.scenarios import Variant
+from rtcbench.testbed import binaries
 from rtcbench.testbed.binaries import pipe
 from rtcbench.testbed.netns import Testbed, TestbedError
-from rtcbench.testbed.timing import CROSS_GOAL, ProcessTiming, agent_timing
+from rtcbench.testbed.timing import CROSS_GOAL, MEDIA_GOAL, ProcessTiming, agent_timing
 from rtcbench.testbed.topology import MTU
 
 __all__ = [
@@ -63,11 +67,22 @@ __all__ = [
 AGENT = Path(__file__).with_name("_cross_agent.py")
 """The agent, run by path with the standard library only (`python -I -S`)."""
 
-KERNEL_CC = {"newreno": "reno", "cubic": "cubic", "prague": "prague"}
+KERNEL_CC = {"newreno": "reno", "cubic": "cubic"}
 """A scenario's `cc` → the Linux congestion control set with TCP_CONGESTION (Linux calls
-NewReno "reno"; "prague" is L4STeam's out-of-tree module, which turns on ECT(1) and AccECN for
-its own sockets). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
+NewReno "reno"). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
 `TcpFlow` may ask for any congestion control the kernel has."""
+
+PRAGUE = "prague"
+"""A scenario's `cc = "prague"`: not the kernel's (L4STeam's out-of-tree `tcp_prague` is not in
+mainline Linux, and where a kernel has it the run would depend on the machine), but
+`rtcbench-prague`, the simulator's Prague over UDP (`TcpFlow.udp`)."""
+
+PRAGUE_ENV = "RTCBENCH_PRAGUE"
+"""Names the Prague agent binary to use instead of the one `make build` puts in the package."""
+
+PRAGUE_TCP_HEADER = 20
+"""Bytes of TCP header in front of a Prague datagram's payload: data segments carry no TCP
+options (the simulator's choice), so a data datagram's TCP payload is its UDP payload less 20."""
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
@@ -133,6 +148,9 @@ class TcpFlow:
     src_port: int = FIRST_SOURCE_PORT
     dst_port: int = TCP_SINK_PORT
     rng_key: str = ""
+    udp: bool = False
+    """Carried over UDP by `rtcbench-prague` (the simulator's TCP model, `cc` "prague") rather
+    than by the kernel's TCP."""
 
     kind = "tcp"
 
@@ -167,8 +185,9 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
     the TCP connections'.
 
     Raises `CrossTrafficError` for what the kernel cannot do as the simulator does:
-    `small_queues = true`, or `delayed_ack` that differs between two `[[tcp]]` entries to the
-    same node from the same node (the kernel turns delayed ACKs off per route)."""
+    `small_queues = true`, or `delayed_ack` that differs between two kernel `[[tcp]]` entries to
+    the same node from the same node (the kernel turns delayed ACKs off per route); and for an
+    on/off Prague flow, which `rtcbench-prague` does not run."""
     where = variant.scenario_id
     cross = json.loads(_core.cross_plan(variant.core))
     end_s = _core.duration_s(variant.duration)
@@ -188,14 +207,23 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
             )
         ends = (t["from"], t["to"])
         delack = t["delayed_ack"]
-        if ends in delayed_ack and delayed_ack[ends][0] != delack:
+        # rtcbench-prague's receiver delays ACKs per flow, as the simulator's; the kernel per route.
+        kernel_route = t["cc"] != PRAGUE
+        if kernel_route and ends in delayed_ack and delayed_ack[ends][0] != delack:
             raise CrossTrafficError(
                 f"{where}: {field_}.delayed_ack = {str(delack).lower()} differs from "
                 f"tcp.{delayed_ack[ends][1]} from {ends[0]} to {ends[1]}: the kernel turns delayed "
                 "ACKs off per route (quickack), for every connection between two hosts"
             )
-        delayed_ack.setdefault(ends, (delack, t["entry"]))
+        if kernel_route:
+            delayed_ack.setdefault(ends, (delack, t["entry"]))
         o = t["on_off"]
+        prague = t["cc"] == PRAGUE
+        if prague and o is not None:
+            raise CrossTrafficError(
+                f'{where}: {field_}.on_off with cc = "prague" cannot be emulated yet: rtcbench-prague '
+                'runs bulk flows only (allowed: no on_off, or cc = "newreno" or "cubic")'
+            )
         on_off = None
         if o is not None:
             on_off = OnOff(
@@ -212,12 +240,13 @@ def plan(variant: Variant, seed: int = 0) -> list[CrossFlow]:
                 dst=t["to"],
                 start_s=t["start_us"] / 1e6,
                 stop_s=min(t["stop_us"] / 1e6, end_s),
-                cc=KERNEL_CC[t["cc"]],
+                cc=PRAGUE if prague else KERNEL_CC[t["cc"]],
                 delayed_ack=delack,
                 on_off=on_off,
                 src_port=t["src_port"],
                 dst_port=t["dst_port"],
                 rng_key=f"{seed}/{t['rng_path']}/workload",
+                udp=prague,
             )
         )
     port = FIRST_SOURCE_PORT + len(flows)
@@ -251,8 +280,9 @@ def available_congestion_controls() -> set[str]:
 
 def require_congestion_controls(flows: Sequence[CrossFlow]) -> None:
     """`CrossTrafficError` (one line) unless the kernel has every congestion control the TCP
-    flows ask for. A missing one is loaded first if it is a module (`modprobe tcp_<name>`)."""
-    wanted = {f.cc: f.name for f in flows if isinstance(f, TcpFlow)}
+    flows ask for. A missing one is loaded first if it is a module (`modprobe tcp_<name>`). Prague
+    runs in rtcbench's own agent (`TcpFlow.udp`) and needs nothing of the kernel."""
+    wanted = {f.cc: f.name for f in flows if isinstance(f, TcpFlow) and not f.udp}
     have = available_congestion_controls()
     missing = sorted(set(wanted) - have)
     modprobe = shutil.which("modprobe")
@@ -283,6 +313,8 @@ class Agent:
     stderr: Path
     log: Path
     ready: bool = False
+    prague: bool = False
+    """`rtcbench-prague`, not the kernel-TCP and CBR agent."""
 
     def last_error(self) -> str:
         lines = [line for line in self.stderr.read_text(errors="replace").splitlines() if line.strip()]
@@ -326,7 +358,11 @@ class CrossTraffic:
                 continue
             for line in a.log.read_text().splitlines():
                 r = json.loads(line)
-                if r.get("event") == "timing":
+                if r.get("event") == "timing" and a.prague:
+                    # A paced sender, held to the media agents' goal.
+                    name = f"Prague source at {a.node}"
+                    out.append(agent_timing(name, "cross", "deadlines", r["deadlines"], MEDIA_GOAL))
+                elif r.get("event") == "timing":
                     name = f"cross-traffic source at {a.node}"
                     out.append(agent_timing(name, "cross", "schedule", r["deadlines"], CROSS_GOAL))
         return out
@@ -388,7 +424,10 @@ def start(
     require_congestion_controls(flows)
     log_dir.mkdir(parents=True, exist_ok=True)
     topo = bed.topology
-    for src, dst in sorted({(f.src, f.dst) for f in flows if isinstance(f, TcpFlow) and not f.delayed_ack}):
+    kernel = [f for f in flows if not (isinstance(f, TcpFlow) and f.udp)]
+    prague = [f for f in flows if isinstance(f, TcpFlow) and f.udp]
+    binary = prague_agent() if prague else None
+    for src, dst in sorted({(f.src, f.dst) for f in kernel if isinstance(f, TcpFlow) and not f.delayed_ack}):
         s, d = topo.host(src), topo.host(dst)
         route = ["ip", "route", "replace", f"{s.address.ip}/32", "via", str(d.net_address.ip)]
         route += ["dev", d.interface, "quickack", "1"]
@@ -400,26 +439,39 @@ def start(
         return str(topo.host(node).address.ip)
 
     traffic = CrossTraffic(flows, log_dir)
-    sinks = sorted({f.dst for f in flows}, key=lambda n: topo.host(n).index)
-    sources = sorted({f.src for f in flows}, key=lambda n: topo.host(n).index)
+
+    def ends(of: Sequence[CrossFlow], role: str) -> list[str]:
+        """The nodes where `of`'s flows start (sources) or end (sinks), in host order."""
+        return sorted({f.dst if role == "sink" else f.src for f in of}, key=lambda n: topo.host(n).index)
+
     try:
-        for role, nodes in (("sink", sinks), ("source", sources)):
-            for node in nodes:
-                mine = [f for f in flows if (f.dst if role == "sink" else f.src) == node]
-                index = topo.host(node).index
-                cfg: dict[str, Any] = {
-                    "address": address(node),
-                    "log": str(log_dir / f"{role}-h{index}.jsonl"),
-                    "flows": [_agent_flow(f, address) for f in mine],
-                }
-                if role == "sink":
-                    cfg |= {
-                        "interval_s": interval_s,
-                        "end_s": end_s,
-                        "tcp_port": TCP_SINK_PORT,
-                        "cbr_port": CBR_PORT,
+        for role in ("sink", "source"):
+            for group in (prague, kernel):
+                for node in ends(group, role):
+                    mine = [f for f in group if (f.dst if role == "sink" else f.src) == node]
+                    index = topo.host(node).index
+                    cfg: dict[str, Any] = {
+                        "address": address(node),
+                        "flows": [_agent_flow(f, address) for f in mine],
                     }
-                traffic.agents.append(_launch(bed, node, role, cfg, log_dir / f"{role}-h{index}.stderr"))
+                    if group is prague:
+                        assert binary is not None
+                        stem = log_dir / f"{role}-h{index}-prague"
+                        cfg |= {"role": role, "log": str(stem.with_suffix(".jsonl"))}
+                        if role == "sink":
+                            cfg |= {"interval_s": interval_s, "end_s": end_s, "port": TCP_SINK_PORT}
+                        traffic.agents.append(_launch_prague(bed, binary, node, role, cfg, stem))
+                        continue
+                    cfg["log"] = str(log_dir / f"{role}-h{index}.jsonl")
+                    if role == "sink":
+                        cfg |= {
+                            "interval_s": interval_s,
+                            "end_s": end_s,
+                            "tcp_port": TCP_SINK_PORT,
+                            "cbr_port": CBR_PORT,
+                        }
+                    stderr = log_dir / f"{role}-h{index}.stderr"
+                    traffic.agents.append(_launch(bed, node, role, cfg, stderr))
             # Sinks listen before any source exists.
             _await_ready(traffic)
     except BaseException:
@@ -453,7 +505,7 @@ def _check(flows: tuple[CrossFlow, ...], end_s: float) -> None:
             raise CrossTrafficError(
                 f"{f.name}: packet_size {f.packet_size_bytes} B is not {UDP_IPV4_HEADERS} to {MTU} bytes"
             )
-        if isinstance(f, TcpFlow):
+        if isinstance(f, TcpFlow) and not f.udp:
             other = back.setdefault((f.src, f.dst), f)
             if other.delayed_ack != f.delayed_ack:
                 raise CrossTrafficError(
@@ -464,10 +516,9 @@ def _check(flows: tuple[CrossFlow, ...], end_s: float) -> None:
 
 
 def _agent_flow(f: CrossFlow, address: Any) -> dict[str, Any]:
-    """A flow as the agents read it."""
+    """A flow as the agents read it (`_cross_agent.py`; a Prague flow as `rtcbench-prague`)."""
     out: dict[str, Any] = {
         "name": f.name,
-        "kind": f.kind,
         "start_s": f.start_s,
         "stop_s": f.stop_s,
         "src_address": address(f.src),
@@ -475,6 +526,9 @@ def _agent_flow(f: CrossFlow, address: Any) -> dict[str, Any]:
         "dst_address": address(f.dst),
         "dst_port": f.dst_port,
     }
+    if isinstance(f, TcpFlow) and f.udp:
+        return out | {"delayed_ack": f.delayed_ack}
+    out["kind"] = f.kind
     if isinstance(f, TcpFlow):
         out |= {"cc": f.cc, "rng_key": f.rng_key}
         if f.on_off is not None:
@@ -505,6 +559,30 @@ def _launch(bed: Testbed, node: str, role: str, cfg: dict[str, Any], stderr: Pat
     stdin.write(json.dumps(cfg) + "\n")
     stdin.flush()
     return Agent(node, role, process, stderr, Path(cfg["log"]))
+
+
+def prague_agent() -> Path:
+    """The `rtcbench-prague` binary (`$RTCBENCH_PRAGUE`, or the packaged one)."""
+    return binaries.find("rtcbench-prague", PRAGUE_ENV, "Prague agent")
+
+
+def _launch_prague(
+    bed: Testbed, binary: Path, node: str, role: str, cfg: dict[str, Any], stem: Path
+) -> Agent:
+    """`rtcbench-prague` with its configuration in a file beside its log."""
+    config = stem.with_suffix(".json")
+    config.write_text(json.dumps(cfg))
+    stderr = stem.with_suffix(".stderr")
+    with stderr.open("w") as err:
+        process = bed.popen(
+            node,
+            [str(binary), str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    return Agent(node, role, process, stderr, Path(cfg["log"]), prague=True)
 
 
 def _await_ready(traffic: CrossTraffic) -> None:
