@@ -91,10 +91,53 @@ impl Delivery {
     }
 }
 
+/// What the scoreboard's queries need, kept as segments change instead of counted over every
+/// segment at each ACK and each transmission: sums of each segment's [`Tally::of`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    /// RFC 6675's pipe, in bytes.
+    pipe: u64,
+    /// Segments deemed lost and not SACKed.
+    lost: usize,
+    /// Of those, the ones whose retransmission is not in flight (NextSeg rule 1's candidates).
+    unrepaired: usize,
+    /// SACKed segments.
+    sacked: usize,
+}
+
+impl Tally {
+    fn of(seg: &SentSegment) -> Self {
+        let lost = seg.lost && !seg.sacked;
+        Self {
+            pipe: seg.len().as_bytes() * seg.copies_in_flight(),
+            lost: usize::from(lost),
+            unrepaired: usize::from(lost && !seg.retransmit_in_flight),
+            sacked: usize::from(seg.sacked),
+        }
+    }
+
+    fn add(&mut self, seg: &SentSegment) {
+        let t = Self::of(seg);
+        self.pipe += t.pipe;
+        self.lost += t.lost;
+        self.unrepaired += t.unrepaired;
+        self.sacked += t.sacked;
+    }
+
+    fn remove(&mut self, seg: &SentSegment) {
+        let t = Self::of(seg);
+        self.pipe -= t.pipe;
+        self.lost -= t.lost;
+        self.unrepaired -= t.unrepaired;
+        self.sacked -= t.sacked;
+    }
+}
+
 /// The outstanding segments, oldest first.
 #[derive(Clone, Debug, Default)]
 pub struct Scoreboard {
     segments: VecDeque<SentSegment>,
+    tally: Tally,
 }
 
 impl Scoreboard {
@@ -106,10 +149,30 @@ impl Scoreboard {
         self.segments.iter()
     }
 
+    /// Changes one segment, keeping the tally.
+    fn change(tally: &mut Tally, seg: &mut SentSegment, f: impl FnOnce(&mut SentSegment)) {
+        tally.remove(seg);
+        f(seg);
+        tally.add(seg);
+    }
+
+    /// The tally agrees with a count over every segment (checked in debug builds, so every test
+    /// of the sender checks it at each query).
+    fn checked(&self) -> &Tally {
+        debug_assert_eq!(
+            self.tally,
+            self.segments.iter().fold(Tally::default(), |mut t, s| {
+                t.add(s);
+                t
+            })
+        );
+        &self.tally
+    }
+
     /// Records a new segment `[start, end)` sent at `now`; it must follow the last one.
     pub fn push(&mut self, start: u64, end: u64, now: Instant) {
         debug_assert!(self.segments.back().is_none_or(|s| s.end == start));
-        self.segments.push_back(SentSegment {
+        let seg = SentSegment {
             start,
             end,
             sent_at: now,
@@ -117,7 +180,9 @@ impl Scoreboard {
             sacked: false,
             lost: false,
             retransmit_in_flight: false,
-        });
+        };
+        self.tally.add(&seg);
+        self.segments.push_back(seg);
     }
 
     /// Removes the segments below the cumulative acknowledgment `ack`.
@@ -126,6 +191,7 @@ impl Scoreboard {
         while let Some(seg) = self.segments.front().filter(|s| s.end <= ack) {
             d.add(seg);
             d.acked += seg.len();
+            self.tally.remove(seg);
             self.segments.pop_front();
         }
         d
@@ -138,7 +204,7 @@ impl Scoreboard {
         for seg in self.segments.range_mut(first..).take_while(|s| s.start < right) {
             if !seg.sacked && seg.start >= left && seg.end <= right {
                 d.add(seg);
-                seg.sacked = true;
+                Self::change(&mut self.tally, seg, |s| s.sacked = true);
             }
         }
         d
@@ -148,6 +214,10 @@ impl Scoreboard {
     /// SACKed segments, or more than (DupThresh − 1)·SMSS SACKed bytes, above it. Returns whether
     /// any segment was newly marked.
     pub fn mark_lost(&mut self, smss: DataSize) -> bool {
+        // Only SACKed segments above a segment can make it lost.
+        if self.tally.sacked == 0 {
+            return false;
+        }
         let byte_threshold = smss * u64::from(DUP_THRESH - 1);
         let (mut sacked_segments, mut sacked_bytes) = (0, DataSize::ZERO);
         let mut newly_lost = false;
@@ -156,7 +226,7 @@ impl Scoreboard {
                 sacked_segments += 1;
                 sacked_bytes += seg.len();
             } else if !seg.lost && (sacked_segments >= DUP_THRESH || sacked_bytes > byte_threshold) {
-                seg.lost = true;
+                Self::change(&mut self.tally, seg, |s| s.lost = true);
                 newly_lost = true;
             }
         }
@@ -167,8 +237,10 @@ impl Scoreboard {
     /// acknowledgments, RFC 6582 §3.2).
     pub fn mark_first_lost(&mut self) {
         if let Some(seg) = self.segments.front_mut() {
-            seg.lost = true;
-            seg.retransmit_in_flight = false;
+            Self::change(&mut self.tally, seg, |s| {
+                s.lost = true;
+                s.retransmit_in_flight = false;
+            });
         }
     }
 
@@ -176,18 +248,23 @@ impl Scoreboard {
     /// in flight any more (RFC 6675 §5.1, as Linux's `tcp_enter_loss` marks them).
     pub fn mark_all_lost(&mut self) {
         for seg in self.segments.iter_mut().filter(|s| !s.sacked) {
-            seg.lost = true;
-            seg.retransmit_in_flight = false;
+            Self::change(&mut self.tally, seg, |s| {
+                s.lost = true;
+                s.retransmit_in_flight = false;
+            });
         }
     }
 
     /// Some segment is deemed lost.
     pub fn any_lost(&self) -> bool {
-        self.segments.iter().any(|s| s.lost && !s.sacked)
+        self.checked().lost > 0
     }
 
     /// NextSeg rule (1) of RFC 6675 §4: the first lost segment not yet retransmitted.
     pub fn next_lost(&self) -> Option<&SentSegment> {
+        if self.checked().unrepaired == 0 {
+            return None;
+        }
         self.segments.iter().find(|s| s.lost && !s.sacked && !s.retransmit_in_flight)
     }
 
@@ -196,15 +273,17 @@ impl Scoreboard {
         let i = self.segments.partition_point(|s| s.start < start);
         let seg = &mut self.segments[i];
         debug_assert_eq!(seg.start, start);
-        seg.sent_at = now;
-        seg.retransmitted = true;
-        seg.retransmit_in_flight = true;
+        Self::change(&mut self.tally, seg, |s| {
+            s.sent_at = now;
+            s.retransmitted = true;
+            s.retransmit_in_flight = true;
+        });
         seg.len()
     }
 
     /// RFC 6675 SetPipe: bytes presumed in the network.
     pub fn pipe(&self) -> DataSize {
-        self.segments.iter().map(|s| s.len() * s.copies_in_flight()).sum()
+        DataSize::bytes(self.checked().pipe)
     }
 }
 
