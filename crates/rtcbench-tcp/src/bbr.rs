@@ -601,7 +601,7 @@ impl Bbr {
 
     /// Linux's segments per TSO burst at the pacing rate (`bbr_tso_segs_goal`): about 1 ms of
     /// data, at least 2 segments above 1.2 Mbit/s.
-    fn tso_segs_goal(&self) -> u64 {
+    pub fn tso_segs_goal(&self) -> u64 {
         let per_burst = (self.pacing_rate.as_bps() / 8) >> PACING_SHIFT;
         let min_segs = if self.pacing_rate < MIN_TSO_RATE { 1 } else { 2 };
         (per_burst.min(MAX_TSO_BYTES) / self.smss.as_bytes()).max(min_segs).min(MAX_TSO_SEGS)

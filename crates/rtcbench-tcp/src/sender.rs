@@ -407,6 +407,18 @@ pub struct TcpSender {
     delivery_rate: DeliveryRate,
     /// Data segments sent, retransmissions included (Linux's `data_segs_out`).
     data_segments_sent: u64,
+    /// BBR's current burst of back-to-back segments.
+    burst: Option<Burst>,
+}
+
+/// Segments sent back to back at one instant and paced as one (a Linux TSO/GSO skb).
+#[derive(Clone, Copy, Debug)]
+struct Burst {
+    at: Instant,
+    segments: u64,
+    bytes: DataSize,
+    /// More segments may join it.
+    open: bool,
 }
 
 impl TcpSender {
@@ -447,6 +459,7 @@ impl TcpSender {
             pacing_wakeup: None,
             delivery_rate: DeliveryRate::new(Instant::ZERO),
             data_segments_sent: 0,
+            burst: None,
             cfg,
         }
     }
@@ -483,7 +496,8 @@ impl TcpSender {
             self.cwnd_limited = true;
             return None;
         }
-        if let Some(at) = self.next_send.filter(|&t| t > now) {
+        let in_burst = self.burst.is_some_and(|b| b.at == now && b.open);
+        if let Some(at) = self.next_send.filter(|&t| t > now && !in_burst) {
             // The congestion controller's rate, not the application, holds the sender back: as
             // limiting as a full window for the growth rule.
             self.pacing_wakeup = Some(at);
@@ -496,13 +510,29 @@ impl TcpSender {
         };
         if self.cfg.pacing {
             self.next_send = self.pacing_rate().map(|rate| now + rate.transmit_time(seg.payload));
-            // Linux's internal pacing, like fq, lets the first 10 segments go unpaced
-            // (`tcp_update_skb_after_send`).
-            if self.cc.bbr().is_some() && self.data_segments_sent <= 10 {
-                self.next_send = None;
+            if let Some(b) = self.cc.bbr() {
+                self.pace_bbr_burst(now, b.tso_segs_goal(), seg.payload);
             }
         }
         Some(seg)
+    }
+
+    /// BBR's departures as Linux makes them: segments leave in bursts of `goal` (BBR's TSO
+    /// goal, 2 at 10 Mbit/s: the kernel's departures in emulation come in pairs, half of the gaps
+    /// under 100 µs) sent back to back, each burst paced as one (`tcp_update_skb_after_send`);
+    /// a burst is cut short when the window closes. The first 10 segments go unpaced, as Linux's
+    /// internal pacing and fq let them.
+    fn pace_bbr_burst(&mut self, now: Instant, goal: u64, payload: DataSize) {
+        let burst = match self.burst {
+            Some(b) if b.at == now && b.open => Burst { segments: b.segments + 1, bytes: b.bytes + payload, ..b },
+            _ => Burst { at: now, segments: 1, bytes: payload, open: true },
+        };
+        self.burst = Some(Burst { open: burst.segments < goal, ..burst });
+        if self.data_segments_sent <= 10 {
+            self.next_send = None;
+        } else if let Some(rate) = self.pacing_rate() {
+            self.next_send = Some(now + rate.transmit_time(burst.bytes));
+        }
     }
 
     /// Draft-cheng-iccrg-delivery-rate-estimation, "Detecting application-limited phases" (Linux
