@@ -63,10 +63,10 @@ __all__ = [
 AGENT = Path(__file__).with_name("_cross_agent.py")
 """The agent, run by path with the standard library only (`python -I -S`)."""
 
-KERNEL_CC = {"newreno": "reno", "cubic": "cubic", "prague": "prague"}
+KERNEL_CC = {"newreno": "reno", "cubic": "cubic", "prague": "prague", "bbr": "bbr"}
 """A scenario's `cc` → the Linux congestion control set with TCP_CONGESTION (Linux calls
 NewReno "reno"; "prague" is L4STeam's out-of-tree module, which turns on ECT(1) and AccECN for
-its own sockets). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
+its own sockets; "bbr" is upstream Linux's BBR v1, which the simulator models, docs/tcp.md). A
 `TcpFlow` may ask for any congestion control the kernel has."""
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
