@@ -17,7 +17,9 @@
 //!   segment is deemed lost (RFC 6675 IsLost); lost segments are retransmitted first, then new
 //!   data, as much as PRR (RFC 6937) allows; at the end cwnd = ssthresh. Without SACK: NewReno
 //!   (RFC 6582 §3.2), with window inflation by duplicate ACKs and one retransmission per partial
-//!   ACK. The ACK that ends a recovery does not grow cwnd.
+//!   ACK. The ACK that ends a recovery does not grow cwnd. BBR sets cwnd itself instead
+//!   ([`Bbr`]: packet conservation, then growth toward its target, the saved cwnd restored at
+//!   the end), as Linux lets a `cong_control` controller do.
 //! * **Loss**: after a retransmission timeout (RFC 6298 §5, RFC 5681 §3.1): cwnd = 1 SMSS, every
 //!   unSACKed segment is lost and retransmitted in order in slow start, until everything sent
 //!   before the timeout is acknowledged. Without RACK (not modelled), a lost retransmission is
@@ -36,9 +38,10 @@
 //! the unmarked bytes ([`Prague`]). During a recovery the loss has already reduced the window and
 //! marks only feed Prague's α. A reduction ends slow start (ssthresh = the new cwnd).
 //!
-//! # Pacing ([`SenderConfig::pacing`], on for Prague)
+//! # Pacing ([`SenderConfig::pacing`], on for Prague and BBR)
 //!
-//! After each segment the next waits payload / rate, at the rate of [`TcpSender::pacing_rate`];
+//! After each segment the next waits payload / rate, at the rate of [`TcpSender::pacing_rate`]
+//! (BBR: after each burst of its TSO goal, as Linux paces an skb, and not before the 11th segment);
 //! [`TcpSender::poll_timeout`] includes the pacer's deadline while it holds a segment back.
 //! Prague's window may fall below two segments: it is kept in bytes, at least two segments may
 //! be in flight, and the pacing rate cwnd / SRTT carries the fraction.
@@ -524,7 +527,9 @@ impl TcpSender {
     /// internal pacing and fq let them.
     fn pace_bbr_burst(&mut self, now: Instant, goal: u64, payload: DataSize) {
         let burst = match self.burst {
-            Some(b) if b.at == now && b.open => Burst { segments: b.segments + 1, bytes: b.bytes + payload, ..b },
+            Some(b) if b.at == now && b.open => {
+                Burst { segments: b.segments + 1, bytes: b.bytes + payload, ..b }
+            }
             _ => Burst { at: now, segments: 1, bytes: payload, open: true },
         };
         self.burst = Some(Burst { open: burst.segments < goal, ..burst });
@@ -746,7 +751,7 @@ impl TcpSender {
     fn cwnd_on_ack(&mut self, now: Instant, info: &AckInfo, ended_fast_recovery: bool) {
         match self.phase {
             Phase::Open if self.loss_detected() => self.enter_recovery(info.delivered),
-            Phase::Recovery { .. } => self.on_ack_in_recovery(now, &info),
+            Phase::Recovery { .. } => self.on_ack_in_recovery(now, info),
             // The ACK that ends fast recovery was accounted for by it.
             _ if ended_fast_recovery => {}
             Phase::Open => {
