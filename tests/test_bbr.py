@@ -66,7 +66,7 @@ class Measured:
 def measure(tables: Tables, skip_s: float) -> Measured:
     """Per TCP flow, its throughput in Mbit/s (IP bytes received after `skip_s`); over all of
     them, the queueing delay p50 and p95 in ms (one-way delay less the 20 ms propagation and the
-    packet's serialisation at 10 Mbit/s) and the packets dropped."""
+    packet's serialisation at the `forward` link's capacity) and the packets dropped."""
     end_us = float(tables.packets["t_us"].max())  # type: ignore[arg-type]
     flows = {f["name"]: f["id"] for f in tables.meta["flows"] if f.get("kind") == "tcp"}
     tcp = {name: i for name, i in flows.items() if not name.endswith(".ack")}
@@ -79,7 +79,8 @@ def measure(tables: Tables, skip_s: float) -> Measured:
         name: float(received.filter(pl.col("flow") == i)["size"].sum()) * 8 / span_s / 1e6
         for name, i in tcp.items()
     }
-    serialisation_us = received["size"] * 8 * 1e6 / CAPACITY_BPS
+    capacity = tables.links.filter(pl.col("link") == "forward")["capacity_bps"].drop_nulls().max()
+    serialisation_us = received["size"] * 8 * 1e6 / float(capacity)  # type: ignore[arg-type]
     queue_ms = (received["t_us"] - received["sent_us"] - ONE_WAY_US - serialisation_us) / 1e3
     return Measured(
         rates_mbps=rates,
