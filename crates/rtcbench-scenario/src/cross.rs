@@ -256,7 +256,21 @@ stop = "5s"
         let err = tcp("prague", "ecn = false").unwrap_err().to_string();
         assert!(err.contains("tcp.0.ecn:") && err.contains("ECT(1)"), "{err}");
         assert!(!err.contains('\n'), "one line: {err}");
-        let err = tcp("bbr", "").unwrap_err().to_string();
-        assert!(err.contains("tcp") && err.contains("prague") && !err.contains('\n'), "{err}");
+        let err = tcp("vegas", "").unwrap_err().to_string();
+        assert!(err.contains("tcp") && err.contains("bbr") && !err.contains('\n'), "{err}");
+    }
+
+    /// BBR v1 ignores ECN: not ECN-capable by default, and `ecn = true` is an error naming the
+    /// field, in one line.
+    #[test]
+    fn bbr_is_not_ecn_capable() {
+        let text = CROSS.replace("cc = \"newreno\"", "cc = \"bbr\"");
+        let s = crate::load(&text, "test", &[]).unwrap().remove(0);
+        let plan = CrossPlan::new(&s.spec, Instant::from_micros(10_000_000));
+        assert_eq!((plan.tcp[0].cc, plan.tcp[0].ecn), (TcpCc::Bbr, false));
+        let text = CROSS.replace("cc = \"newreno\"", "cc = \"bbr\"\necn = true");
+        let err = crate::load(&text, "test", &[]).unwrap_err().to_string();
+        assert!(err.contains("tcp.0.ecn:") && err.contains("does not respond to ECN"), "{err}");
+        assert!(!err.contains('\n'), "one line: {err}");
     }
 }

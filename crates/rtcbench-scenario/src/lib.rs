@@ -1264,6 +1264,13 @@ fn validate(s: &ScenarioSpec, origin: &str) -> Result<(), ScenarioError> {
                 "prague always sends ECT(1) with Accurate ECN feedback (RFC 9331 §4); leave `ecn` out or set it true".into(),
             );
         }
+        if t.ecn == Some(true) && t.cc.as_ref().is_some_and(|c| *c.get() == TcpCc::Bbr) {
+            return err(
+                format!("{p}.ecn"),
+                "bbr (v1, as Linux's tcp_bbr) does not respond to ECN marks; leave `ecn` out or set it false"
+                    .into(),
+            );
+        }
         if let Some(WorkloadSpec::Short { size_min, size_max, files, initially_on, idle_mean }) = &t.workload
         {
             if size_min > size_max || size_min.as_bytes() == 0 {

@@ -1084,6 +1084,9 @@ pub enum TcpCc {
     /// TCP Prague (draft-briscoe-iccrg-prague-congestion-control-04): L4S's scalable congestion
     /// control, ECT(1) with Accurate ECN feedback (RFC 9331 §4, RFC 9768), paced.
     Prague,
+    /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) as Linux's `tcp_bbr`, paced;
+    /// it ignores ECN, so `ecn = true` is refused.
+    Bbr,
 }
 
 /// One or more TCP flows between two nodes, ACKed over the way back.
@@ -1118,7 +1121,8 @@ pub struct TcpSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_queues: Option<bool>,
     /// ECN (`docs/tcp.md`): NewReno and CUBIC with `true` send ECT(0) and respond to CE as RFC
-    /// 3168 says (default off); Prague always uses L4S ECN (ECT(1), AccECN), so `true` or absent.
+    /// 3168 says (default off); Prague always uses L4S ECN (ECT(1), AccECN), so `true` or absent;
+    /// BBR v1 does not respond to ECN, so `false` or absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<bool>,
 }

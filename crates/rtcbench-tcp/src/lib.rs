@@ -11,6 +11,8 @@
 //! | CUBIC | RFC 9438 | [`cubic`] |
 //! | TCP Prague (L4S) | draft-briscoe-iccrg-prague-congestion-control-04, RFC 9331 §4 | [`prague`] |
 //! | AccECN's ACE counter | RFC 9768 §3.2.2 | [`accecn`] |
+//! | BBR v1 (Linux `tcp_bbr`) | draft-cardwell-iccrg-bbr-congestion-control-00 | [`bbr`] |
+//! | delivery-rate samples | draft-cheng-iccrg-delivery-rate-estimation-00 | [`rate`] |
 //! | HyStart++ | RFC 9406 | [`hystart`] |
 //! | sender: windows, recovery (SACK or NewReno), timeouts, ECN response, pacing | RFC 5681, 6582, 6675, 6298, 6928, 3168 | [`sender`] |
 //! | receiver: cumulative ACK, SACK blocks, delayed ACKs, ECN feedback | RFC 5681 §4.2, RFC 2018 §4, RFC 3168 §6.1.3, RFC 9768 | [`receiver`] |
@@ -18,7 +20,8 @@
 //! Choices (details and deviations in `docs/tcp.md`): the connection starts established (no
 //! handshake); SMSS 1460 with no TCP options on data segments, so a full segment is a
 //! 1500-byte IPv4 packet; SACK and window scaling (and, with [`TcpEcn`], classic ECN or AccECN)
-//! are assumed negotiated; NewReno and CUBIC unpaced (Linux without the fq qdisc), Prague paced;
+//! are assumed negotiated; NewReno and CUBIC unpaced (Linux without the fq qdisc), Prague and BBR
+//! paced;
 //! delayed ACKs on at the receiver; Linux's RTO bounds.
 //!
 //! # Drive loop
@@ -30,11 +33,13 @@
 //! deadline or the next arrival. The sender also reports [`SenderEvent`]s through `poll_event()`.
 
 pub mod accecn;
+pub mod bbr;
 pub mod cubic;
 pub mod hystart;
 pub mod newreno;
 pub mod prague;
 pub mod prr;
+pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;

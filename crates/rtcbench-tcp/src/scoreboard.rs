@@ -17,6 +17,8 @@ use std::collections::VecDeque;
 
 use rtcbench_units::{DataSize, Instant};
 
+use super::rate::{TxRecord, TxState};
+
 /// DupThresh (RFC 6675 §2, RFC 5681 §3.2).
 pub const DUP_THRESH: u32 = 3;
 
@@ -37,6 +39,8 @@ pub struct SentSegment {
     pub lost: bool,
     /// A retransmission sent after it was marked lost is presumed in flight.
     pub retransmit_in_flight: bool,
+    /// The delivery-rate snapshot of its latest (re)transmission ([`super::rate`]).
+    pub tx: TxState,
 }
 
 impl SentSegment {
@@ -67,6 +71,9 @@ pub struct Delivery {
     /// Send time of the most recently sent newly delivered segment that was never
     /// retransmitted.
     pub newest_clean_send: Option<Instant>,
+    /// The most recently (re)sent newly delivered segment, retransmissions included: the
+    /// delivery-rate sample comes from it.
+    pub latest_tx: Option<TxRecord>,
 }
 
 impl Delivery {
@@ -76,6 +83,7 @@ impl Delivery {
         self.acked += other.acked;
         self.retransmitted |= other.retransmitted;
         self.newest_clean_send = self.newest_clean_send.max(other.newest_clean_send);
+        self.latest_tx = TxRecord::latest(self.latest_tx, other.latest_tx);
     }
 
     /// Counts `seg` if it was not delivered (SACKed) before.
@@ -88,6 +96,8 @@ impl Delivery {
         if !seg.retransmitted {
             self.newest_clean_send = self.newest_clean_send.max(Some(seg.sent_at));
         }
+        let tx = TxRecord { sent_at: seg.sent_at, end: seg.end, state: seg.tx };
+        self.latest_tx = TxRecord::latest(self.latest_tx, Some(tx));
     }
 }
 
@@ -138,6 +148,8 @@ impl Tally {
 pub struct Scoreboard {
     segments: VecDeque<SentSegment>,
     tally: Tally,
+    /// Segments marked lost so far, each time it is marked (Linux's `tp->lost`).
+    lost_marks: u64,
 }
 
 impl Scoreboard {
@@ -169,8 +181,14 @@ impl Scoreboard {
         &self.tally
     }
 
+    /// Segments marked lost so far (a segment marked again after its retransmission was lost
+    /// counts again).
+    pub fn lost_marks(&self) -> u64 {
+        self.lost_marks
+    }
+
     /// Records a new segment `[start, end)` sent at `now`; it must follow the last one.
-    pub fn push(&mut self, start: u64, end: u64, now: Instant) {
+    pub fn push(&mut self, start: u64, end: u64, now: Instant, tx: TxState) {
         debug_assert!(self.segments.back().is_none_or(|s| s.end == start));
         let seg = SentSegment {
             start,
@@ -180,6 +198,7 @@ impl Scoreboard {
             sacked: false,
             lost: false,
             retransmit_in_flight: false,
+            tx,
         };
         self.tally.add(&seg);
         self.segments.push_back(seg);
@@ -228,6 +247,7 @@ impl Scoreboard {
             } else if !seg.lost && (sacked_segments >= DUP_THRESH || sacked_bytes > byte_threshold) {
                 Self::change(&mut self.tally, seg, |s| s.lost = true);
                 newly_lost = true;
+                self.lost_marks += 1;
             }
         }
         newly_lost
@@ -237,6 +257,7 @@ impl Scoreboard {
     /// acknowledgments, RFC 6582 §3.2).
     pub fn mark_first_lost(&mut self) {
         if let Some(seg) = self.segments.front_mut() {
+            self.lost_marks += u64::from(!seg.lost || seg.retransmit_in_flight);
             Self::change(&mut self.tally, seg, |s| {
                 s.lost = true;
                 s.retransmit_in_flight = false;
@@ -248,6 +269,7 @@ impl Scoreboard {
     /// in flight any more (RFC 6675 §5.1, as Linux's `tcp_enter_loss` marks them).
     pub fn mark_all_lost(&mut self) {
         for seg in self.segments.iter_mut().filter(|s| !s.sacked) {
+            self.lost_marks += u64::from(!seg.lost || seg.retransmit_in_flight);
             Self::change(&mut self.tally, seg, |s| {
                 s.lost = true;
                 s.retransmit_in_flight = false;
@@ -268,13 +290,15 @@ impl Scoreboard {
         self.segments.iter().find(|s| s.lost && !s.sacked && !s.retransmit_in_flight)
     }
 
-    /// Records the retransmission of the segment starting at `start`; returns its length.
-    pub fn on_retransmit(&mut self, start: u64, now: Instant) -> DataSize {
+    /// Records the retransmission of the segment starting at `start`, with its new delivery-rate
+    /// snapshot; returns its length.
+    pub fn on_retransmit(&mut self, start: u64, now: Instant, tx: TxState) -> DataSize {
         let i = self.segments.partition_point(|s| s.start < start);
         let seg = &mut self.segments[i];
         debug_assert_eq!(seg.start, start);
         Self::change(&mut self.tally, seg, |s| {
             s.sent_at = now;
+            s.tx = tx;
             s.retransmitted = true;
             s.retransmit_in_flight = true;
         });
@@ -292,12 +316,18 @@ mod tests {
     use super::*;
 
     const MSS: u64 = 1000;
+    const TX: TxState = TxState {
+        delivered: DataSize::ZERO,
+        delivered_time: Instant::ZERO,
+        first_sent_time: Instant::ZERO,
+        app_limited: false,
+    };
 
     /// `n` segments of MSS bytes from sequence 0, sent at 1 ms intervals.
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push(i * MSS, (i + 1) * MSS, Instant::from_millis(i as i64));
+            b.push(i * MSS, (i + 1) * MSS, Instant::from_millis(i as i64), TX);
         }
         b
     }
@@ -324,7 +354,7 @@ mod tests {
         // (DupThresh discontiguous SACKed sequences) still applies.
         let mut b = Scoreboard::default();
         for i in 0..4 {
-            b.push(i * 100, (i + 1) * 100, Instant::ZERO);
+            b.push(i * 100, (i + 1) * 100, Instant::ZERO, TX);
         }
         b.on_sack_block(100, 300);
         assert!(!b.mark_lost(DataSize::bytes(MSS)));
@@ -341,7 +371,7 @@ mod tests {
         // 0 and 1 lost, 2-4 SACKed, 5 in flight.
         assert_eq!(lost(&b), vec![0, 1]);
         assert_eq!(b.pipe(), DataSize::bytes(MSS));
-        b.on_retransmit(0, Instant::from_millis(50));
+        b.on_retransmit(0, Instant::from_millis(50), TX);
         assert_eq!(b.pipe(), DataSize::bytes(2 * MSS));
         assert_eq!(b.next_lost().map(|s| s.start), Some(MSS));
     }
@@ -350,7 +380,7 @@ mod tests {
     fn cumulative_ack_reports_delivery_and_karn_samples() {
         let mut b = board(4);
         b.on_sack_block(MSS, 2 * MSS);
-        b.on_retransmit(0, Instant::from_millis(10));
+        b.on_retransmit(0, Instant::from_millis(10), TX);
         // Segment 0 retransmitted, 1 already SACKed, 2 newly acknowledged.
         let d = b.on_cumulative_ack(3 * MSS);
         assert_eq!(d.acked, DataSize::bytes(3 * MSS));
@@ -373,7 +403,7 @@ mod tests {
     fn timeout_marks_everything_unsacked_lost() {
         let mut b = board(4);
         b.on_sack_block(2 * MSS, 3 * MSS);
-        b.on_retransmit(0, Instant::from_millis(5));
+        b.on_retransmit(0, Instant::from_millis(5), TX);
         b.mark_all_lost();
         assert_eq!(lost(&b), vec![0, 1, 3]);
         assert_eq!(b.pipe(), DataSize::ZERO);

@@ -17,7 +17,9 @@
 //!   segment is deemed lost (RFC 6675 IsLost); lost segments are retransmitted first, then new
 //!   data, as much as PRR (RFC 6937) allows; at the end cwnd = ssthresh. Without SACK: NewReno
 //!   (RFC 6582 §3.2), with window inflation by duplicate ACKs and one retransmission per partial
-//!   ACK. The ACK that ends a recovery does not grow cwnd.
+//!   ACK. The ACK that ends a recovery does not grow cwnd. BBR sets cwnd itself instead
+//!   ([`Bbr`]: packet conservation, then growth toward its target, the saved cwnd restored at
+//!   the end), as Linux lets a `cong_control` controller do.
 //! * **Loss**: after a retransmission timeout (RFC 6298 §5, RFC 5681 §3.1): cwnd = 1 SMSS, every
 //!   unSACKed segment is lost and retransmitted in order in slow start, until everything sent
 //!   before the timeout is acknowledged. Without RACK (not modelled), a lost retransmission is
@@ -36,9 +38,10 @@
 //! the unmarked bytes ([`Prague`]). During a recovery the loss has already reduced the window and
 //! marks only feed Prague's α. A reduction ends slow start (ssthresh = the new cwnd).
 //!
-//! # Pacing ([`SenderConfig::pacing`], on for Prague)
+//! # Pacing ([`SenderConfig::pacing`], on for Prague and BBR)
 //!
-//! After each segment the next waits payload / rate, at the rate of [`TcpSender::pacing_rate`];
+//! After each segment the next waits payload / rate, at the rate of [`TcpSender::pacing_rate`]
+//! (BBR: after each burst of its TSO goal, as Linux paces an skb, and not before the 11th segment);
 //! [`TcpSender::poll_timeout`] includes the pacer's deadline while it holds a segment back.
 //! Prague's window may fall below two segments: it is kept in bytes, at least two segments may
 //! be in flight, and the pacing rate cwnd / SRTT carries the fraction.
@@ -49,11 +52,13 @@ use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo};
 use rtcbench_wire::Ecn;
 
 use super::accecn::AceDecoder;
+use super::bbr::{self, Bbr, BbrMetrics};
 use super::cubic::Cubic;
 use super::hystart::HyStart;
 use super::newreno::NewReno;
 use super::prague::{self, Prague};
 use super::prr::Prr;
+use super::rate::{DeliveryRate, RateSample};
 use super::rtt::{RttEstimator, INITIAL_RTO, MAX_RTO, MIN_RTO};
 use super::scoreboard::{Delivery, Scoreboard, DUP_THRESH};
 use super::wire::{unwrap_seq, TcpFlags, TcpRepr};
@@ -77,6 +82,9 @@ pub enum CongestionControl {
     /// TCP Prague (draft-briscoe-iccrg-prague-congestion-control-04), L4S's scalable congestion
     /// control: needs [`TcpEcn::L4s`].
     Prague,
+    /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) as Linux's `tcp_bbr`: a model
+    /// of the path's bandwidth and RTT sets a pacing rate and a cwnd cap ([`Bbr`]).
+    Bbr,
 }
 
 /// What the application gives the sender.
@@ -115,17 +123,22 @@ pub struct SenderConfig {
     /// The ECN negotiated (Prague needs [`TcpEcn::L4s`]).
     pub ecn: TcpEcn,
     /// Pace transmissions at [`TcpSender::pacing_rate`] (Linux with the fq qdisc, which Prague
-    /// asks for); off, segments go out as soon as the windows allow.
+    /// asks for, or Linux's internal pacing, which BBR always has); off, segments go out as soon
+    /// as the windows allow.
     pub pacing: bool,
+    /// Seeds the controller's random choices (BBR's start phase in ProbeBW).
+    pub seed: u64,
 }
 
 impl SenderConfig {
     /// A bulk sender with `congestion_control` and Linux's defaults: SACK, IW10, RTO between
     /// 200 ms and 120 s, HyStart++ with CUBIC (Linux's CUBIC runs its own HyStart by default)
     /// and none with NewReno and Prague (Linux's Reno has none; Prague ends slow start at the
-    /// first CE mark); no ECN and no pacing, except for Prague: L4S ECN and pacing.
+    /// first CE mark); no ECN and no pacing, except for Prague (L4S ECN and pacing) and BBR
+    /// (pacing, which Linux's BBR always does, with fq or by itself).
     pub fn new(congestion_control: CongestionControl) -> Self {
         let prague = congestion_control == CongestionControl::Prague;
+        let bbr = congestion_control == CongestionControl::Bbr;
         Self {
             src_port: 49152,
             dst_port: 5001,
@@ -140,7 +153,8 @@ impl SenderConfig {
             max_rto: MAX_RTO,
             application: Application::Bulk,
             ecn: if prague { TcpEcn::L4s } else { TcpEcn::Off },
-            pacing: prague,
+            pacing: prague || bbr,
+            seed: 0,
         }
     }
 }
@@ -211,20 +225,35 @@ pub enum SenderEvent {
     },
 }
 
-/// The congestion controller proper: what differs between NewReno, CUBIC and Prague.
+/// The congestion controller proper: what differs between NewReno, CUBIC, Prague and BBR.
+/// BBR sets cwnd itself on every ACK (Linux's `cong_control` hook), so the sender's slow start,
+/// congestion avoidance and PRR do not apply to it.
 #[derive(Clone, Debug)]
 enum Controller {
     NewReno(NewReno),
     Cubic(Cubic),
     Prague(Prague),
+    Bbr(Box<Bbr>),
 }
 
 impl Controller {
-    fn new(kind: CongestionControl, smss: DataSize) -> Self {
-        match kind {
+    fn new(cfg: &SenderConfig) -> Self {
+        let smss = cfg.smss;
+        match cfg.congestion_control {
             CongestionControl::NewReno => Self::NewReno(NewReno::new(smss)),
             CongestionControl::Cubic => Self::Cubic(Cubic::new(smss)),
             CongestionControl::Prague => Self::Prague(Prague::new(smss)),
+            CongestionControl::Bbr => {
+                let iw = smss * cfg.initial_window_segments;
+                Self::Bbr(Box::new(Bbr::new(smss, Instant::ZERO, iw, cfg.seed)))
+            }
+        }
+    }
+
+    fn bbr(&self) -> Option<&Bbr> {
+        match self {
+            Self::Bbr(b) => Some(b),
+            _ => None,
         }
     }
 
@@ -234,6 +263,7 @@ impl Controller {
             Self::NewReno(r) => r.on_ack(cwnd, info.delivered),
             Self::Cubic(c) => c.on_ack(now, cwnd, info.delivered, srtt),
             Self::Prague(p) => p.on_ack(cwnd, info.delivered, info.ce),
+            Self::Bbr(_) => cwnd,
         }
     }
 
@@ -243,6 +273,7 @@ impl Controller {
             Self::NewReno(r) => r.on_congestion_event(cwnd),
             Self::Cubic(c) => c.on_congestion_event(cwnd),
             Self::Prague(p) => p.on_congestion_event(cwnd),
+            Self::Bbr(b) => b.on_enter_recovery(cwnd).unwrap_or(DataSize::INFINITE),
         }
     }
 
@@ -252,6 +283,7 @@ impl Controller {
             Self::NewReno(r) => r.on_congestion_event(cwnd),
             Self::Cubic(c) => c.on_timeout(cwnd),
             Self::Prague(p) => p.on_congestion_event(cwnd),
+            Self::Bbr(b) => b.on_enter_recovery(cwnd).unwrap_or(DataSize::INFINITE),
         }
     }
 
@@ -320,6 +352,8 @@ struct AckInfo {
     rtt: Option<Duration>,
     /// CE-marked packets this ACK reports: AccECN's count, or 1 for an ECE flag (classic ECN).
     ce: u64,
+    /// The delivery-rate sample (only BBR reads it).
+    rate: RateSample,
 }
 
 /// A TCP sender of one connection (see the module docs).
@@ -372,6 +406,22 @@ pub struct TcpSender {
     next_send: Option<Instant>,
     /// The pacer holds a segment back until this instant.
     pacing_wakeup: Option<Instant>,
+    /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation), BBR's input.
+    delivery_rate: DeliveryRate,
+    /// Data segments sent, retransmissions included (Linux's `data_segs_out`).
+    data_segments_sent: u64,
+    /// BBR's current burst of back-to-back segments.
+    burst: Option<Burst>,
+}
+
+/// Segments sent back to back at one instant and paced as one (a Linux TSO/GSO skb).
+#[derive(Clone, Copy, Debug)]
+struct Burst {
+    at: Instant,
+    segments: u64,
+    bytes: DataSize,
+    /// More segments may join it.
+    open: bool,
 }
 
 impl TcpSender {
@@ -392,7 +442,7 @@ impl TcpSender {
             rto_deadline: None,
             cwnd: cfg.smss * cfg.initial_window_segments,
             ssthresh: DataSize::INFINITE,
-            cc: Controller::new(cfg.congestion_control, cfg.smss),
+            cc: Controller::new(&cfg),
             hystart: cfg.hystart.then(HyStart::new),
             phase: Phase::Open,
             dupacks: 0,
@@ -410,6 +460,9 @@ impl TcpSender {
             cwr_pending: false,
             next_send: None,
             pacing_wakeup: None,
+            delivery_rate: DeliveryRate::new(Instant::ZERO),
+            data_segments_sent: 0,
+            burst: None,
             cfg,
         }
     }
@@ -439,13 +492,15 @@ impl TcpSender {
         self.restart_after_idle(now);
         let Some(next) = self.next_segment() else {
             self.cwnd_limited = false;
+            self.check_app_limited();
             return None;
         };
         if !self.window_open() {
             self.cwnd_limited = true;
             return None;
         }
-        if let Some(at) = self.next_send.filter(|&t| t > now) {
+        let in_burst = self.burst.is_some_and(|b| b.at == now && b.open);
+        if let Some(at) = self.next_send.filter(|&t| t > now && !in_burst) {
             // The congestion controller's rate, not the application, holds the sender back: as
             // limiting as a full window for the growth rule.
             self.pacing_wakeup = Some(at);
@@ -458,8 +513,41 @@ impl TcpSender {
         };
         if self.cfg.pacing {
             self.next_send = self.pacing_rate().map(|rate| now + rate.transmit_time(seg.payload));
+            if let Some(b) = self.cc.bbr() {
+                self.pace_bbr_burst(now, b.tso_segs_goal(), seg.payload);
+            }
         }
         Some(seg)
+    }
+
+    /// BBR's departures as Linux makes them: segments leave in bursts of `goal` (BBR's TSO
+    /// goal, 2 at 10 Mbit/s: the kernel's departures in emulation come in pairs, half of the gaps
+    /// under 100 µs) sent back to back, each burst paced as one (`tcp_update_skb_after_send`);
+    /// a burst is cut short when the window closes. The first 10 segments go unpaced, as Linux's
+    /// internal pacing and fq let them.
+    fn pace_bbr_burst(&mut self, now: Instant, goal: u64, payload: DataSize) {
+        let burst = match self.burst {
+            Some(b) if b.at == now && b.open => {
+                Burst { segments: b.segments + 1, bytes: b.bytes + payload, ..b }
+            }
+            _ => Burst { at: now, segments: 1, bytes: payload, open: true },
+        };
+        self.burst = Some(Burst { open: burst.segments < goal, ..burst });
+        if self.data_segments_sent <= 10 {
+            self.next_send = None;
+        } else if let Some(rate) = self.pacing_rate() {
+            self.next_send = Some(now + rate.transmit_time(burst.bytes));
+        }
+    }
+
+    /// Draft-cheng-iccrg-delivery-rate-estimation, "Detecting application-limited phases" (Linux
+    /// `tcp_rate_check_app_limited`): nothing to send, the window not full and nothing lost
+    /// waiting for a retransmission, so the application holds the flight back.
+    fn check_app_limited(&mut self) {
+        let pipe = self.scoreboard.pipe();
+        if self.new_data_len() == 0 && pipe < self.cwnd && self.scoreboard.next_lost().is_none() {
+            self.delivery_rate.on_app_limited(pipe);
+        }
     }
 
     /// Something other than the congestion window stopped the sender with data waiting (TCP
@@ -477,6 +565,9 @@ impl TcpSender {
     /// [`prague::MIN_RATE`]. `None` before the first RTT sample. A sender with
     /// [`SenderConfig::pacing`] paces at it; TCP Small Queues sizes its limit from it.
     pub fn pacing_rate(&self) -> Option<Bitrate> {
+        if let Some(b) = self.cc.bbr() {
+            return Some(b.pacing_rate());
+        }
         let srtt = self.rtt.srtt().filter(|d| !d.is_zero())?;
         let slow_start = self.cwnd * 2 < self.ssthresh;
         if self.cc.prague().is_some() {
@@ -543,6 +634,11 @@ impl TcpSender {
     /// RFC 5681 §4.1: new data after more than an RTO without sending restarts from
     /// RW = min(IW, cwnd); CUBIC's epoch must not count the idle time (RFC 9438 §5.8).
     fn restart_after_idle(&mut self, now: Instant) {
+        // Linux skips the restart for a controller that sets cwnd itself (BBR's own restart is
+        // `Bbr::on_transmit_start`).
+        if self.cc.bbr().is_some() {
+            return;
+        }
         let idle = self.scoreboard.is_empty() && self.last_send.is_some_and(|t| now - t > self.rtt.rto());
         if idle && self.new_data_len() > 0 {
             self.cwnd = self.cwnd.min(self.cfg.smss * self.cfg.initial_window_segments);
@@ -553,19 +649,34 @@ impl TcpSender {
     fn send_new(&mut self, now: Instant, len: u64) -> Segment {
         let start = self.snd_nxt;
         self.snd_nxt += len;
-        self.scoreboard.push(start, self.snd_nxt, now);
+        let tx = self.tx_state(now);
+        self.scoreboard.push(start, self.snd_nxt, now, tx);
         self.emit(now, start, DataSize::bytes(len), false)
     }
 
     fn retransmit(&mut self, now: Instant, start: u64) -> Segment {
-        let len = self.scoreboard.on_retransmit(start, now);
+        let tx = self.tx_state(now);
+        let len = self.scoreboard.on_retransmit(start, now, tx);
         self.retransmits += 1;
         self.emit(now, start, len, true)
+    }
+
+    /// The delivery-rate snapshot of a transmission at `now`. With nothing in flight after an
+    /// application-limited spell, BBR restarts from idle (Linux's `CA_EVENT_TX_START`).
+    fn tx_state(&mut self, now: Instant) -> super::rate::TxState {
+        let tx = self.delivery_rate.on_send(now, self.scoreboard.is_empty());
+        if let Controller::Bbr(b) = &mut self.cc {
+            if tx.app_limited && self.scoreboard.pipe().is_zero() {
+                self.cwnd = b.on_transmit_start(now, self.cwnd, self.delivery_rate.delivered_time());
+            }
+        }
+        tx
     }
 
     /// Builds the segment and does the bookkeeping common to every transmission.
     fn emit(&mut self, now: Instant, start: u64, payload: DataSize, retransmission: bool) -> Segment {
         self.bytes_sent += payload;
+        self.data_segments_sent += 1;
         self.last_send = Some(now);
         if let Phase::Recovery { mode: RecoveryMode::Sack(prr), .. } = &mut self.phase {
             prr.on_sent(payload); // RFC 6937: prr_out += data sent
@@ -611,6 +722,8 @@ impl TcpSender {
         if ack < self.snd_una || ack > self.snd_nxt {
             return;
         }
+        let prior_in_flight = self.scoreboard.pipe();
+        let lost_before = self.scoreboard.lost_marks();
         let info = self.process_ack(now, ack, header);
         if let Some(r) = info.rtt {
             self.rtt.on_sample(r);
@@ -620,21 +733,65 @@ impl TcpSender {
             p.on_feedback(self.snd_una, self.snd_nxt, info.delivered, info.ce);
         }
         let ended_fast_recovery = self.leave_recovery_if_done();
-        match self.phase {
-            Phase::Open if self.loss_detected() => self.enter_recovery(info.delivered),
-            Phase::Recovery { .. } => self.on_ack_in_recovery(now, &info),
-            // The ACK that ends fast recovery was accounted for by it.
-            _ if ended_fast_recovery => {}
-            Phase::Open => {
-                if !self.respond_to_ce(&info) {
-                    self.grow_cwnd(now, &info);
-                }
+        if self.cc.bbr().is_some() {
+            if matches!(self.phase, Phase::Open) && self.loss_detected() {
+                self.enter_recovery(info.delivered);
             }
-            Phase::Loss { .. } => self.grow_cwnd(now, &info),
+            self.bbr_on_ack(now, &info, prior_in_flight, self.scoreboard.lost_marks() - lost_before);
+        } else {
+            self.cwnd_on_ack(now, &info, ended_fast_recovery);
         }
         if info.advanced {
             self.restart_timer(now);
             self.report_all_acked(now);
+        }
+    }
+
+    /// The window of NewReno, CUBIC and Prague after an ACK, by the sender's state.
+    fn cwnd_on_ack(&mut self, now: Instant, info: &AckInfo, ended_fast_recovery: bool) {
+        match self.phase {
+            Phase::Open if self.loss_detected() => self.enter_recovery(info.delivered),
+            Phase::Recovery { .. } => self.on_ack_in_recovery(now, info),
+            // The ACK that ends fast recovery was accounted for by it.
+            _ if ended_fast_recovery => {}
+            Phase::Open => {
+                if !self.respond_to_ce(info) {
+                    self.grow_cwnd(now, info);
+                }
+            }
+            Phase::Loss { .. } => self.grow_cwnd(now, info),
+        }
+    }
+
+    /// BBR's cwnd and pacing rate after an ACK (Linux's `bbr_main`, called where other
+    /// controllers grow or reduce cwnd: after the scoreboard and the loss state are updated).
+    fn bbr_on_ack(&mut self, now: Instant, info: &AckInfo, prior_in_flight: DataSize, losses: u64) {
+        let in_flight = self.scoreboard.pipe();
+        let sample = bbr::AckSample {
+            now,
+            rate: info.rate,
+            rtt: info.rtt,
+            srtt: self.rtt.srtt(),
+            losses,
+            lost_total: self.scoreboard.lost_marks(),
+            delivered: self.delivery_rate.delivered(),
+            delivered_time: self.delivery_rate.delivered_time(),
+            prior_in_flight,
+            in_flight,
+            pacing_delay: self.next_send.map_or(Duration::ZERO, |t| (t - now).max(Duration::ZERO)),
+            state: match self.phase {
+                Phase::Open => bbr::LossState::Open,
+                Phase::Recovery { .. } => bbr::LossState::Recovery,
+                Phase::Loss { .. } => bbr::LossState::Loss,
+            },
+            cwnd: self.cwnd,
+        };
+        let Controller::Bbr(b) = &mut self.cc else { return };
+        let response = b.on_ack(&sample);
+        self.cwnd = response.cwnd;
+        self.ssthresh = b.ssthresh().unwrap_or(DataSize::INFINITE);
+        if response.app_limited {
+            self.delivery_rate.on_app_limited(in_flight);
         }
     }
 
@@ -669,14 +826,9 @@ impl TcpSender {
                 self.ace.on_ack(header.flags.ace(), packets)
             }
         };
-        AckInfo {
-            advanced,
-            acked,
-            delivered: delivery.delivered,
-            duplicate,
-            rtt: rtt_sample(now, &delivery),
-            ce,
-        }
+        let rtt = rtt_sample(now, &delivery);
+        let rate = self.delivery_rate.on_ack(now, delivery.delivered, delivery.latest_tx, rtt);
+        AckInfo { advanced, acked, delivered: delivery.delivered, duplicate, rtt, ce, rate }
     }
 
     /// CE feedback in the Open state (see the module docs); whether this ACK must not grow cwnd.
@@ -742,7 +894,10 @@ impl TcpSender {
                 self.scoreboard.mark_first_lost();
             }
             let mut prr = Prr::new(self.flight_size(), self.cfg.smss);
-            self.cwnd = self.prr_cwnd(&mut prr, delivered);
+            // BBR sets the window in recovery itself (packet conservation).
+            if self.cc.bbr().is_none() {
+                self.cwnd = self.prr_cwnd(&mut prr, delivered);
+            }
             RecoveryMode::Sack(prr)
         } else {
             // RFC 6582 §3.2 step 2 (RFC 5681 §3.2 steps 2-3): retransmit, cwnd = ssthresh + 3·SMSS.
@@ -805,6 +960,11 @@ impl TcpSender {
         let Phase::Recovery { mode, .. } = std::mem::replace(&mut self.phase, Phase::Open) else {
             return false;
         };
+        // BBR restores its own cwnd on leaving recovery (Linux's `tcp_end_cwnd_reduction` leaves
+        // a `cong_control` controller's cwnd alone).
+        if self.cc.bbr().is_some() {
+            return true;
+        }
         self.cwnd = match mode {
             // RFC 6937 §3 (Linux `tcp_end_cwnd_reduction`): recovery ends at ssthresh.
             RecoveryMode::Sack(_) => self.ssthresh,
@@ -889,12 +1049,17 @@ impl TcpSender {
             return;
         }
         self.timeouts += 1;
-        if matches!(self.phase, Phase::Open) {
+        let (was_open, cwnd_before) = (matches!(self.phase, Phase::Open), self.cwnd);
+        if was_open && self.cc.bbr().is_none() {
             self.ssthresh = self.cc.on_timeout(self.cwnd);
         }
         self.hystart = None;
         self.cwnd = self.cfg.smss;
         self.scoreboard.mark_all_lost();
+        if let Controller::Bbr(b) = &mut self.cc {
+            let (delivered, at) = (self.delivery_rate.delivered(), self.delivery_rate.delivered_time());
+            b.on_timeout(was_open, cwnd_before, delivered, at, self.scoreboard.lost_marks());
+        }
         self.phase = Phase::Loss { recovery_point: self.snd_nxt };
         self.dupacks = 0;
         self.rtt.back_off();
@@ -934,6 +1099,11 @@ impl TcpSender {
     /// Prague's α, the EWMA of the CE fraction; `None` for the other controllers.
     pub fn prague_alpha(&self) -> Option<f64> {
         self.cc.prague().map(Prague::alpha)
+    }
+
+    /// BBR's model and mode; `None` for the other controllers.
+    pub fn bbr_metrics(&self) -> Option<BbrMetrics> {
+        self.cc.bbr().map(Bbr::metrics)
     }
 
     fn state(&self) -> CongestionState {

@@ -1,5 +1,5 @@
 //! The sender fed scripted ACKs: fast recovery with SACK and PRR, NewReno partial ACKs,
-//! timeouts, Karn's rule, slow start, and short flows.
+//! timeouts, Karn's rule, slow start, short flows, Prague's pacing and BBR's.
 
 use std::collections::VecDeque;
 
@@ -418,4 +418,33 @@ fn classic_ecn_reduces_as_a_loss_once_per_window() {
     assert!(TcpRepr::parse(&next.header).unwrap().flags.cwr, "CWR on the first new segment");
     let after = s.poll_transmit(ms(101)).unwrap();
     assert!(!TcpRepr::parse(&after.header).unwrap().flags.cwr);
+}
+
+/// BBR through the sender: the initial window goes unpaced, then segments leave in pairs (BBR's
+/// TSO goal above 1.2 Mbit/s), each pair held for its length at the pacing rate; the sender's
+/// recovery leaves cwnd to BBR (packet conservation: in flight + delivered, not PRR's share).
+#[test]
+fn bbr_paces_in_pairs_and_conserves_packets_in_recovery() {
+    let mut s = sender(CongestionControl::Bbr, true);
+    assert_eq!(send(&mut s, ms(0)).len(), 10, "the first 10 segments go unpaced");
+    s.on_ack(ms(50), &ack(2, &[]));
+    let m = s.bbr_metrics().unwrap();
+    assert_eq!(m.mode, bbr::Mode::Startup);
+    // 2.89 × 10 segments / 50 ms × 99 %: well above 1.2 Mbit/s, so bursts of two.
+    let rate = s.pacing_rate().unwrap();
+    assert!(rate > Bitrate::mbps(4), "{rate}");
+    let pair = send(&mut s, ms(50));
+    assert_eq!(indices(&pair), [10, 11]);
+    let next = s.poll_timeout().unwrap();
+    assert_eq!(next, ms(50) + rate.transmit_time(DataSize::bytes(2 * MSS)));
+    assert_eq!(indices(&send(&mut s, next)), [12, 13]);
+
+    // Segment 2 is lost: three segments SACKed above it start recovery with packet
+    // conservation, cwnd = pipe + delivered.
+    s.on_ack(ms(60), &ack(2, &[(3, 6)]));
+    let m = s.metrics();
+    assert_eq!(m.state, CongestionState::Recovery);
+    let pipe = m.bytes_in_flight.as_bytes();
+    assert_eq!(m.cwnd.as_bytes(), pipe + 3 * MSS, "in flight {pipe} + 3 delivered");
+    assert_eq!(indices(&send(&mut s, ms(60)))[0], 2, "the retransmission first");
 }

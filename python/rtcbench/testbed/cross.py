@@ -67,9 +67,9 @@ __all__ = [
 AGENT = Path(__file__).with_name("_cross_agent.py")
 """The agent, run by path with the standard library only (`python -I -S`)."""
 
-KERNEL_CC = {"newreno": "reno", "cubic": "cubic"}
+KERNEL_CC = {"newreno": "reno", "cubic": "cubic", "bbr": "bbr"}
 """A scenario's `cc` → the Linux congestion control set with TCP_CONGESTION (Linux calls
-NewReno "reno"). BBR (`bbr`) has no scenario name, the simulator having no BBR model; a
+NewReno "reno"; "bbr" is upstream Linux's BBR v1, which the simulator models, docs/tcp.md). A
 `TcpFlow` may ask for any congestion control the kernel has."""
 
 PRAGUE = "prague"

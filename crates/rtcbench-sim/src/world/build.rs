@@ -288,6 +288,7 @@ fn build_tcp(
         TcpCc::Newreno => CongestionControl::NewReno,
         TcpCc::Cubic => CongestionControl::Cubic,
         TcpCc::Prague => CongestionControl::Prague,
+        TcpCc::Bbr => CongestionControl::Bbr,
     };
     let mut ids = rng_for(seed, &format!("{}/ids", t.rng_path));
     let mut cfg = SenderConfig::new(cc);
@@ -298,6 +299,11 @@ fn build_tcp(
     cfg.src_port = t.src_port;
     cfg.dst_port = t.dst_port;
     cfg.iss = ids.random();
+    // BBR's random start phases in ProbeBW; drawn after the ISS, and only for BBR, so that no
+    // other flow's draws change.
+    if cc == CongestionControl::Bbr {
+        cfg.seed = ids.random();
+    }
     let app = t.on_off.map(|o| {
         cfg.application = Application::Writes;
         let on_off = OnOffConfig {
