@@ -2,87 +2,26 @@
 //! an L4S step marker and over DualPI2, against CUBIC in DualPI2's coupled queues, and classic ECN
 //! CUBIC over an ECN CoDel. Run with `--nocapture` to print the measured numbers.
 
-use rtcbench_cc::ControllerKind;
-use rtcbench_scenario::load;
-use rtcbench_sim::trace::PacketTable;
-use rtcbench_sim::{simulate, RunOutput};
+mod common;
 
-const RECEIVED: u8 = 1;
-const DROPPED: u8 = 2;
-const SEC: i64 = 1_000_000;
+use common::{flow_id, percentile, rate_bps, rows, CAPACITY, DROPPED, RECEIVED, SEC};
+use rtcbench_sim::trace::PacketTable;
+use rtcbench_sim::RunOutput;
+
 /// `packets.ecn` codes (RFC 3168 bits).
 const ECT1: u8 = 1;
 const CE: u8 = 3;
-/// Capacity of the bottleneck, bit/s.
-const CAPACITY: f64 = 10e6;
 /// One-way propagation delay of each direction, µs: a 20 ms base RTT.
 const ONE_WAY_US: i64 = 10_000;
-/// Serialisation of a full 1500-byte packet at 10 Mbit/s, µs.
-const SERIALISATION_US: i64 = 1_200;
 
-fn run(text: &str, seed: u64) -> RunOutput {
-    let mut variants = load(text, "prague.rs", &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(variants.len(), 1, "test scenarios have a single variant");
-    simulate(&variants.remove(0), ControllerKind::Fixed, seed).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A–B over a 10 Mbit/s forward link with `queue`, 20 ms base RTT, with the `[[tcp]]` entries in
-/// `tcp`, for `seconds`.
+/// The dumbbell with `queue`, 20 ms base RTT.
 fn dumbbell(queue: &str, tcp: &str, seconds: u32, seed: u64) -> RunOutput {
-    run(
-        &format!(
-            r#"
-id = "prague"
-duration = "{seconds}s"
-[[links]]
-name = "forward"
-from = "A"
-to = "B"
-delay = "10ms"
-capacity = "10Mbps"
-queue = {queue}
-[[links]]
-name = "backward"
-from = "B"
-to = "A"
-delay = "10ms"
-{tcp}
-"#
-        ),
-        seed,
-    )
+    common::dumbbell(10, queue, tcp, seconds, seed)
 }
 
-fn flow_id(out: &RunOutput, name: &str) -> i32 {
-    out.meta.flows.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("no flow {name}")).id as i32
-}
-
-/// Rows of `flow`'s packets with `event` in [from, to) µs.
-fn rows(p: &PacketTable, flow: i32, event: u8, (from, to): (i64, i64)) -> impl Iterator<Item = usize> + '_ {
-    (0..p.len()).filter(move |&i| p.flow[i] == flow && p.event[i] == event && (from..to).contains(&p.t_us[i]))
-}
-
-/// Bits per second of `flow` reaching its receiver in the span, IP bytes.
-fn rate_bps(p: &PacketTable, flow: i32, span: (i64, i64)) -> f64 {
-    let bytes: i64 = rows(p, flow, RECEIVED, span).map(|i| i64::from(p.size[i])).sum();
-    bytes as f64 * 8.0 / ((span.1 - span.0) as f64 / SEC as f64)
-}
-
-/// Queueing delay of each received packet of `flow`, ms, sorted: one-way delay less propagation
-/// and the packet's own serialisation (nothing else on the path queues).
+/// Queueing delay of each received packet of `flow`, ms, sorted.
 fn queueing_ms(p: &PacketTable, flow: i32, span: (i64, i64)) -> Vec<f64> {
-    let mut q: Vec<f64> = rows(p, flow, RECEIVED, span)
-        .map(|i| {
-            let serialisation = SERIALISATION_US * i64::from(p.size[i]) / 1500;
-            (p.t_us[i] - p.sent_us[i] - ONE_WAY_US - serialisation) as f64 / 1e3
-        })
-        .collect();
-    q.sort_by(f64::total_cmp);
-    q
-}
-
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    common::queueing_ms(p, &[flow], span, ONE_WAY_US)
 }
 
 const PRAGUE: &str = "[[tcp]]\nname = \"prague\"\nfrom = \"A\"\nto = \"B\"\ncc = \"prague\"";
