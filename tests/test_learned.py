@@ -1,0 +1,137 @@
+"""Learned estimators' observations (docs/learned.md, "The observation"): the challenge's 150
+numbers per 60 ms decision, from a run's packets table through the one builder in
+`rtcbench_cc::learned::observation`, held against the same quantities computed here directly
+from the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import rtcbench
+from rtcbench import _core, learned
+from rtcbench.runner import RunResult
+
+LOSSY = """
+id = "lossy"
+duration = "30s"
+
+[[links]]
+name = "forward"
+from = "A"
+to = "B"
+delay = "40ms"
+capacity = "2Mbps"
+loss = { model = "bernoulli", rate = 0.02 }
+queue = { kind = "droptail", size = "300ms" }
+
+[[links]]
+name = "backward"
+from = "B"
+to = "A"
+delay = "40ms"
+
+[[calls]]
+from = "A"
+to = "B"
+video = { min = "150kbps", max = "1500kbps", start = "500kbps" }
+audio = { rate = "20kbps" }
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    out = tmp_path_factory.mktemp("learned")
+    return rtcbench.run("rfc8867-5.1", "gcc", 1, out, ["duration=30s"], figure=False)[0]
+
+
+def _received(run: RunResult) -> pl.DataFrame:
+    flows = [
+        int(f["id"])
+        for f in run.tables.meta["flows"]
+        if f.get("call") == 0 and f["kind"] in ("video", "audio")
+    ]
+    return run.tables.packets.filter(
+        (pl.col("event") == "received")
+        & pl.col("flow").is_in(flows)
+        & pl.col("kind").is_in(["media", "padding", "rtx", "fec"])
+    )
+
+
+def test_one_observation_per_60_ms_decision(run: RunResult) -> None:
+    steps, obs = learned.observations(run.tables)
+    assert obs.shape == (500, learned.OBSERVATION_LEN) and obs.dtype == np.float32
+    assert steps[0] == 60_000 and steps[-1] == 30_000_000 and np.all(np.diff(steps) == 60_000)
+    assert np.isfinite(obs).all()
+
+
+def test_rates_counts_and_delays_are_the_tables(run: RunResult) -> None:
+    steps, obs = learned.observations(run.tables)
+    rx = _received(run).with_columns(delay_ms=(pl.col("t_us") - pl.col("sent_us")) / 1000.0)
+    for row in (99, 250, 499):
+        t = int(steps[row])
+        for long, length in ((False, 60_000), (True, 600_000)):
+            for i in range(learned.INTERVALS):
+                lo, hi = t - (i + 1) * length, t - i * length
+                inside = rx.filter((pl.col("t_us") >= lo) & (pl.col("t_us") < hi))
+                got = {name: learned.feature(obs, name, long=long, i=i)[row] for name in learned.FEATURES}
+                assert got["received_packets"] == inside.height
+                size = int(inside["size"].sum())
+                assert got["received_bytes"] == size
+                assert got["receiving_rate_bps"] == pytest.approx(size * 8 / (length / 1e6), rel=1e-6)
+                if inside.height:
+                    delays = inside["delay_ms"].to_numpy()
+                    mean = float(delays.mean())
+                    assert got["delay_ms"] == pytest.approx(mean - 200.0, abs=1e-3)
+                    assert got["delay_minus_minimum_ms"] == pytest.approx(
+                        mean - float(delays.min()), abs=1e-3
+                    )
+        # The minimum delay so far is the call's, in every interval.
+        seen = float(rx.filter(pl.col("t_us") < t)["delay_ms"].to_numpy().min())
+        assert learned.feature(obs, "minimum_seen_delay_ms", long=True, i=4)[row] == pytest.approx(
+            seen, abs=1e-3
+        )
+    # rfc8867-5.1's first variant: 50 ms one way; nothing is lost.
+    assert 50.0 <= learned.feature(obs, "minimum_seen_delay_ms")[-1] < 52.0
+    assert learned.feature(obs, "loss_ratio", long=True).max() == 0.0
+    shares = np.sum(
+        [learned.feature(obs, f"{k}_share", long=True, i=0) for k in ("video", "audio", "probe")], axis=0
+    )
+    counted = learned.feature(obs, "received_packets", long=True, i=0) > 0
+    assert (shares[counted] <= 1.0 + 1e-6).all() and (shares[counted] > 0.5).all()
+
+
+def test_losses_are_read_off_the_sequence_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "lossy.toml"
+    path.write_text(LOSSY)
+    (lossy,) = rtcbench.run(path, "gcc", 1, tmp_path / "out", figure=False)
+    _, obs = learned.observations(lossy.tables)
+    dropped = lossy.tables.packets.filter((pl.col("event") == "dropped") & (pl.col("kind") == "media")).height
+    sent = lossy.tables.packets.filter((pl.col("event") == "sent") & (pl.col("kind") == "media")).height
+    # Every 600 ms once: the long MIs at steps 10, 20, ... tile the run.
+    tiles = obs[9::10, learned.feature_index("loss_ratio", long=True, i=0)]
+    assert dropped / sent == pytest.approx(0.02, abs=0.006)
+    assert float(np.mean(tiles)) == pytest.approx(dropped / sent, abs=0.006)
+    per_event = learned.feature(obs, "lost_per_loss_event", long=True)
+    assert per_event.max() >= 1.0 and per_event[per_event > 0].min() >= 1.0
+
+
+def test_the_layout_and_bad_input() -> None:
+    assert learned.feature_index("receiving_rate_bps", long=False, i=0) == 0
+    assert learned.feature_index("received_packets", long=False, i=0) == 10
+    assert learned.feature_index("receiving_rate_bps", long=True, i=0) == 5
+    assert learned.feature_index("probe_share", long=True, i=4) == 149
+    with pytest.raises(ValueError, match="feature 'rate' is not one of receiving_rate_bps"):
+        learned.feature_index("rate", long=False, i=0)
+    one = np.zeros(1, dtype=np.int64)
+    with pytest.raises(ValueError, match="the packet arrays differ in length"):
+        _core.observations(one, one, one, one, one[:0], np.zeros(1, dtype=np.uint8), one + 1)
+    with pytest.raises(ValueError, match="packet class 7 is not 0-3"):
+        _core.observations(one, one, one, one, one, np.full(1, 7, dtype=np.uint8), one + 1)
+    with pytest.raises(ValueError, match="steps increasing"):
+        _core.observations(
+            one, one, one, one, one, np.zeros(1, dtype=np.uint8), np.array([5, 5], dtype=np.int64)
+        )
