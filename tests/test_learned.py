@@ -5,6 +5,7 @@ from the table."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -135,3 +136,63 @@ def test_the_layout_and_bad_input() -> None:
         _core.observations(
             one, one, one, one, one, np.zeros(1, dtype=np.uint8), np.array([5, 5], dtype=np.int64)
         )
+
+
+def test_a_call_record_round_trips_through_the_challenge_json(run: RunResult, tmp_path: Path) -> None:
+    record = learned.call_record(run.tables)
+    steps = record.observations.shape[0]
+    assert steps == 500 and record.policy_id == "gcc"
+    # The controller's target at each step, the bottleneck's capacity (rfc8867-5.1's first
+    # schedule starts at 1 Mbit/s) and no loss.
+    assert np.isfinite(record.bandwidth_predictions).all() and (record.bandwidth_predictions > 0).all()
+    assert record.true_capacity is not None and record.true_capacity[0] == 1_000_000
+    assert record.true_loss is not None and (record.true_loss == 0).all()
+    assert np.isnan(record.video_quality).all()
+    path = learned.write_call(record, tmp_path / "call.json")
+    back = learned.read_call(path)
+    assert np.array_equal(back.observations, record.observations)
+    assert np.array_equal(back.bandwidth_predictions, record.bandwidth_predictions)
+    assert back.true_capacity is not None and np.array_equal(back.true_capacity, record.true_capacity)
+    assert back.true_loss is not None and np.array_equal(back.true_loss, record.true_loss)
+    assert np.isnan(back.audio_quality).all() and back.policy_id == "gcc"
+    m = learned.offline_metrics(record.bandwidth_predictions, record.true_capacity)
+    assert 0.0 <= m["overestimation_rate"] <= m["error_rate"] <= 1.0 and m["steps"] == 500
+
+
+def test_offline_metrics_are_the_communitys() -> None:
+    x = np.array([1.5e6, 0.5e6, 2.0e6, np.nan])
+    y = np.array([1.0e6, 1.0e6, 1.0e6, 1.0e6])
+    m = learned.offline_metrics(x, y)
+    assert m["error_rate"] == pytest.approx((0.5 + 0.5 + 1.0) / 3)
+    assert m["overestimation_rate"] == pytest.approx((0.5 + 0 + 1.0) / 3)
+    assert m["mse_mbps2"] == pytest.approx((0.25 + 0.25 + 1.0) / 3)
+    assert m["steps"] == 3
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "a per-call record is a JSON object, not list"),
+        ("{", "not JSON"),
+        ('{"observations": [[1, 2]]}', "observations: must be a list of steps of 150 numbers each"),
+        (
+            '{"observations": [[0]], "bandwidth_predictions": [1]}',
+            "observations: must be a list of steps of 150 numbers each",
+        ),
+        ("OBS", "bandwidth_predictions: missing (a list with one number per step)"),
+        ("OBS_PRED_2", "bandwidth_predictions: 2 values for 1 steps of observations"),
+        ("OBS_PRED_TEXT", "bandwidth_predictions: must be a list of numbers"),
+    ],
+)
+def test_a_bad_call_record_is_one_line(tmp_path: Path, content: str, message: str) -> None:
+    obs = json.dumps([[0.0] * learned.OBSERVATION_LEN])
+    content = {
+        "OBS": f'{{"observations": {obs}}}',
+        "OBS_PRED_2": f'{{"observations": {obs}, "bandwidth_predictions": [1, 2]}}',
+        "OBS_PRED_TEXT": f'{{"observations": {obs}, "bandwidth_predictions": ["fast"]}}',
+    }.get(content, content)
+    path = tmp_path / "call.json"
+    path.write_text(content)
+    with pytest.raises(learned.LearnedDataError) as e:
+        learned.read_call(path)
+    assert str(e.value).startswith(f"{path}: ") and message in str(e.value) and "\n" not in str(e.value)

@@ -14,14 +14,33 @@ table: a call's received media (video, audio), its probing padding and its repai
 
 from __future__ import annotations
 
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from rtcbench import _core
+from rtcbench.results import read_text, write_bytes_atomic
 
-__all__ = ["FEATURES", "INTERVALS", "OBSERVATION_LEN", "STEP_US", "feature", "feature_index", "observations"]
+__all__ = [
+    "FEATURES",
+    "INTERVALS",
+    "OBSERVATION_LEN",
+    "STEP_US",
+    "CallRecord",
+    "LearnedDataError",
+    "call_record",
+    "feature",
+    "feature_index",
+    "observations",
+    "offline_metrics",
+    "read_call",
+    "write_call",
+]
 
 OBSERVATION_LEN = 150
 STEP_US = 60_000
@@ -138,3 +157,181 @@ def observations(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> tuple
         steps,
     )
     return steps, obs
+
+
+# -- the challenge's per-call records -------------------------------------------------------------
+
+
+class LearnedDataError(ValueError):
+    """A per-call record that cannot be read: one line naming the file, the field and what it
+    must be."""
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One call leg as the challenge's per-call JSON holds it: per 60 ms step the observation,
+    the policy's estimate, the audio and video quality (0-5, NaN where unknown) and, for emulated
+    calls, the true capacity and loss."""
+
+    observations: np.ndarray
+    """(steps, 150) float32."""
+    bandwidth_predictions: np.ndarray
+    video_quality: np.ndarray
+    audio_quality: np.ndarray
+    policy_id: str
+    true_capacity: np.ndarray | None = None
+    true_loss: np.ndarray | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "observations": self.observations.astype(float).tolist(),
+            "bandwidth_predictions": self.bandwidth_predictions.astype(float).tolist(),
+            "video_quality": self.video_quality.astype(float).tolist(),
+            "audio_quality": self.audio_quality.astype(float).tolist(),
+            "policy_id": self.policy_id,
+        }
+        if self.true_capacity is not None:
+            out["true_capacity"] = self.true_capacity.astype(float).tolist()
+        if self.true_loss is not None:
+            out["true_loss"] = self.true_loss.astype(float).tolist()
+        return out
+
+
+def _at_steps(times_us: np.ndarray, values: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The last value at or before each step (NaN before the first)."""
+    at = np.searchsorted(times_us, steps, side="right") - 1
+    out = np.full(len(steps), np.nan)
+    have = at >= 0
+    out[have] = values[at[have]]
+    return out
+
+
+def call_record(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> CallRecord:
+    """Call `call` of a run as the challenge's per-call record: the observations, the estimate
+    its controller had at each step (the controller table's `target_bps`), the capacity of its
+    video's bottleneck (the links table's `capacity_bps`) and the share of its media packets
+    sent in the step that the network dropped. The quality columns are NaN: rtcbench has no
+    model of the challenge's audio and video quality scores (docs/learned.md)."""
+    steps, obs = observations(tables, call, step_us=step_us)
+    controller = tables.controller.filter(pl.col("call") == call).sort("t_us")
+    predictions = _at_steps(
+        controller["t_us"].to_numpy(), controller["target_bps"].cast(pl.Float64).to_numpy(), steps
+    )
+    flows = [f for f in tables.meta["flows"] if f.get("call") == call and f.get("kind") in ("video", "audio")]
+    video = next((f for f in flows if f["kind"] == "video"), flows[0])
+    capacity = None
+    if video.get("bottleneck") is not None:
+        link = tables.links.filter(pl.col("link") == video["bottleneck"]).sort("t_us")
+        capacity = _at_steps(link["t_us"].to_numpy(), link["capacity_bps"].cast(pl.Float64).to_numpy(), steps)
+    ids = [int(f["id"]) for f in flows]
+    media = tables.packets.filter(pl.col("flow").is_in(ids) & (pl.col("kind") == "media"))
+    step = (pl.col("sent_us") // step_us).alias("step")
+    sent = media.filter(pl.col("event") == "sent").group_by(step).len("sent")
+    dropped = media.filter(pl.col("event") == "dropped").group_by(step).len("dropped")
+    per_step = sent.join(dropped, on="step", how="left").with_columns(pl.col("dropped").fill_null(0))
+    loss = np.zeros(len(steps))
+    # Step k (ending at steps[k]) holds the packets sent in [steps[k] - step_us, steps[k]).
+    index = per_step["step"].to_numpy()
+    fraction = (per_step["dropped"] / per_step["sent"]).to_numpy()
+    keep = index < len(steps)
+    loss[index[keep]] = fraction[keep]
+    nan = np.full(len(steps), np.nan)
+    return CallRecord(
+        observations=obs,
+        bandwidth_predictions=predictions,
+        video_quality=nan,
+        audio_quality=nan.copy(),
+        policy_id=str(tables.meta.get("controller", "")),
+        true_capacity=capacity,
+        true_loss=loss,
+    )
+
+
+def write_call(record: CallRecord, path: Path) -> Path:
+    """Writes `record` as the challenge's per-call JSON (NaN as JSON's NaN, as its files have it),
+    whole or not at all."""
+    return write_bytes_atomic(path, json.dumps(record.to_json(), separators=(",", ":")).encode())
+
+
+MAX_CALL_BYTES = 512 << 20
+"""The largest per-call JSON `read_call` reads (a 2-hour call is about 60 MB)."""
+
+
+def read_call(path: Path) -> CallRecord:
+    """A per-call JSON in the challenge's format (its testbed or emulated sets, or `write_call`'s).
+    `LearnedDataError`, one line naming the file and field, for anything else."""
+    try:
+        text = read_text(path, MAX_CALL_BYTES)
+    except (OSError, ValueError) as e:
+        raise LearnedDataError(f"{path}: cannot be read: {e}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise LearnedDataError(f"{path}: not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise LearnedDataError(f"{path}: a per-call record is a JSON object, not {type(data).__name__}")
+
+    def series(name: str, required: bool = True) -> np.ndarray | None:
+        if name not in data:
+            if required:
+                raise LearnedDataError(f"{path}: {name}: missing (a list with one number per step)")
+            return None
+        try:
+            values = np.asarray(data[name], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise LearnedDataError(f"{path}: {name}: must be a list of numbers") from None
+        if values.ndim != 1:
+            raise LearnedDataError(f"{path}: {name}: must be a list of numbers, one per step")
+        return values
+
+    raw = data.get("observations")
+    try:
+        obs = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError):
+        obs = np.zeros(0, dtype=np.float32)
+    if obs.ndim != 2 or obs.shape[1] != OBSERVATION_LEN:
+        raise LearnedDataError(
+            f"{path}: observations: must be a list of steps of {OBSERVATION_LEN} numbers each"
+        )
+    steps = obs.shape[0]
+    fields: dict[str, np.ndarray | None] = {}
+    for name, required in (
+        ("bandwidth_predictions", True),
+        ("video_quality", True),
+        ("audio_quality", True),
+        ("true_capacity", False),
+        ("true_loss", False),
+    ):
+        values = fields[name] = series(name, required)
+        if values is not None and len(values) != steps:
+            raise LearnedDataError(f"{path}: {name}: {len(values)} values for {steps} steps of observations")
+    policy = data.get("policy_id", "")
+    if not isinstance(policy, str | int):
+        raise LearnedDataError(f"{path}: policy_id: must be a string")
+    predictions, video, audio = (
+        fields["bandwidth_predictions"],
+        fields["video_quality"],
+        fields["audio_quality"],
+    )
+    assert predictions is not None and video is not None and audio is not None
+    return CallRecord(
+        obs, predictions, video, audio, str(policy), fields["true_capacity"], fields["true_loss"]
+    )
+
+
+def offline_metrics(predictions: np.ndarray, true_capacity: np.ndarray) -> dict[str, float]:
+    """How a call's estimates x hold against the true capacity y, as the challenge's community
+    reports them, each a mean over the steps where both are known and y > 0: the error rate
+    min(1, |x − y| / y), the over-estimation rate max(0, (x − y) / y), and the mean squared error
+    in (Mbit/s)²."""
+    x, y = np.asarray(predictions, dtype=np.float64), np.asarray(true_capacity, dtype=np.float64)
+    known = np.isfinite(x) & np.isfinite(y) & (y > 0)
+    if not known.any():
+        return {"error_rate": math.nan, "overestimation_rate": math.nan, "mse_mbps2": math.nan, "steps": 0.0}
+    x, y = x[known], y[known]
+    return {
+        "error_rate": float(np.mean(np.minimum(1.0, np.abs(x - y) / y))),
+        "overestimation_rate": float(np.mean(np.maximum(0.0, (x - y) / y))),
+        "mse_mbps2": float(np.mean(((x - y) / 1e6) ** 2)),
+        "steps": float(known.sum()),
+    }
