@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 import rtcbench
+from doc_blocks import run_python_blocks
 from rtcbench import _core, learned
 from rtcbench.runner import RunResult
 
@@ -196,3 +197,9 @@ def test_a_bad_call_record_is_one_line(tmp_path: Path, content: str, message: st
     with pytest.raises(learned.LearnedDataError) as e:
         learned.read_call(path)
     assert str(e.value).startswith(f"{path}: ") and message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_pages_code_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    page = Path(__file__).resolve().parents[1] / "docs" / "learned.md"
+    assert run_python_blocks(page, every_block_shows_output=False) == 1
