@@ -6,6 +6,8 @@ from the table."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +16,10 @@ import pytest
 
 import rtcbench
 from doc_blocks import run_python_blocks
-from rtcbench import _core, learned
+from rtcbench import _core, learned, results
 from rtcbench.runner import RunResult
+
+RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
 
 LOSSY = """
 id = "lossy"
@@ -203,3 +207,43 @@ def test_the_pages_code_runs_as_written(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)
     page = Path(__file__).resolve().parents[1] / "docs" / "learned.md"
     assert run_python_blocks(page, every_block_shows_output=False) == 1
+
+
+def test_export_writes_every_call_of_a_folder_of_runs_and_round_trips(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    rtcbench.run("rfc8867-5.1", "gcc", 1, runs, ["duration=6s"], figure=False)
+    out = tmp_path / "records"
+    done = subprocess.run([*RTCBENCH, "export", str(runs), "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    folders = results.run_folders(runs)
+    records = sorted(out.rglob("call0.json"))
+    assert len(records) == len(folders) >= 2
+    steps = pl.read_parquet(out / "steps.parquet")
+    assert steps.height == 100 * len(folders) and steps["observation"].dtype == pl.Array(pl.Float32, 150)
+    # Exported and read back: the same observations, estimates and true capacities as the runs'.
+    for folder in folders:
+        name = folder.relative_to(runs).as_posix()
+        back = learned.read_call(out / name / "call0.json")
+        direct = learned.call_record(results.load_tables(folder))
+        assert np.array_equal(back.observations, direct.observations)
+        assert np.array_equal(back.bandwidth_predictions, direct.bandwidth_predictions)
+        assert back.true_capacity is not None and direct.true_capacity is not None
+        assert np.array_equal(back.true_capacity, direct.true_capacity)
+        mine = steps.filter(pl.col("run") == name).sort("step")
+        assert np.array_equal(mine["observation"].to_numpy(), direct.observations)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing"], "missing: not a folder"),
+        (["empty"], "empty: no run folders (none holds a summary.json)"),
+    ],
+)
+def test_export_refuses_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run(
+        [*RTCBENCH, "export", *args, "--out", "records"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {message}"
+    assert not (tmp_path / "records").exists()
