@@ -247,3 +247,17 @@ def test_export_refuses_in_one_line(tmp_path: Path, args: list[str], message: st
     )
     assert done.returncode == 2 and done.stderr.strip() == f"error: {message}"
     assert not (tmp_path / "records").exists()
+
+
+def test_export_does_not_follow_a_link_planted_among_the_runs(tmp_path: Path) -> None:
+    runs, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
+    rtcbench.run("rfc8867-5.1", "gcc", 1, elsewhere, ["duration=3s"], figure=False)
+    rtcbench.run("rfc8867-5.1", "fixed", 1, runs, ["duration=3s"], figure=False)
+    (runs / "planted").symlink_to(elsewhere, target_is_directory=True)
+    out = tmp_path / "records"
+    done = subprocess.run([*RTCBENCH, "export", str(runs), "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "a link, not followed" in done.stderr
+    assert not (out / "planted").exists()
+    exported = set(pl.read_parquet(out / "steps.parquet")["run"])
+    assert len(exported) == 4 and all(r.startswith("rfc8867-5.1@") and "/fixed/" in r for r in exported)

@@ -42,6 +42,13 @@ def export_cmd(
     with atomic_dir(out, out.parent) as tmp:
         for run in folders:
             name = run.relative_to(folder).as_posix() if run != folder else run.name
+            rel = run.relative_to(folder)
+            if any((folder / p).is_symlink() for p in (rel, *rel.parents) if p != Path(".")):
+                # Planted in the folder (docs/security.md): named, never followed.
+                err_console.print(
+                    f"[yellow]skipped:[/] {escape(f'{run}: a link, not followed')}", highlight=False
+                )
+                continue
             tables = load_tables(run)
             for call in sorted({int(f["call"]) for f in tables.meta["flows"] if f.get("call") is not None}):
                 try:
