@@ -58,6 +58,7 @@ def test_version_and_help_by_either_name_on_every_command() -> None:
         "reproduce",
         "stacks",
         "score",
+        "export",
         "compare",
         "report",
         "table",

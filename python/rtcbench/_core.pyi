@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
+import numpy as np
 
 Ecn = Literal["not-ect", "ect1", "ect0", "ce"]
 
@@ -173,6 +174,18 @@ def duration_s(text: str) -> float:
 def rate_bps(text: str) -> int:
     """A rate as a scenario writes it (`"2Mbps"`), in bit/s (the loader's parser)."""
     ...
+
+def observations(
+    arrival_us: np.ndarray,
+    sent_us: np.ndarray,
+    size: np.ndarray,
+    stream: np.ndarray,
+    seq: np.ndarray,
+    class_code: np.ndarray,
+    steps_us: np.ndarray,
+) -> np.ndarray:
+    """Learned estimators' observations (float32, one row of 150 per step) of the packets a
+    receiver got (`rtcbench_cc::learned::observation`)."""
 
 def cross_plan(resolved: Resolved | str) -> str:
     """JSON: `{"tcp": [...], "cbr": [...]}`, every connection and flow as the simulator builds it

@@ -28,6 +28,7 @@ pub mod feedback;
 pub mod fixed;
 pub mod gcc;
 pub mod gcc_draft;
+pub mod learned;
 pub mod nada;
 pub mod scream;
 pub mod scream2;

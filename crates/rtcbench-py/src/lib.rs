@@ -5,6 +5,7 @@
 //! advanced in steps, for the learning environment.
 
 mod controller;
+mod learned;
 mod run;
 mod simulation;
 
@@ -366,6 +367,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyResolved>()?;
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(learned::observations, m)?)?;
     m.add_function(wrap_pyfunction!(network_plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_meta, m)?)?;
     m.add_function(wrap_pyfunction!(trace_codes, m)?)?;

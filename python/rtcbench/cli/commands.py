@@ -22,6 +22,7 @@ from rtcbench.cli.errors import (
     one_line,
     unanswered_interrupt,
 )
+from rtcbench.cli.export import export_cmd
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
 from rtcbench.cli.report import report_cmd
@@ -70,6 +71,7 @@ for name, command in (
     ("reproduce", reproduce_cmd),
     ("stacks", stacks_cmd),
     ("score", score_cmd),
+    ("export", export_cmd),
     ("compare", compare_cmd),
     ("report", report_cmd),
     ("figure", figure_cmd),
