@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{flow_id, percentile, rate_bps, rows, CAPACITY, DROPPED, RECEIVED, SEC};
+use common::{flow_id, percentile, rate_bps, rows, CAPACITY, DROPPED, RECEIVED, SEC, SERIALISATION_US};
 use rtcbench_sim::trace::PacketTable;
 use rtcbench_sim::RunOutput;
 
