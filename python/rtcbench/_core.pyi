@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
+
 import numpy as np
 
 Ecn = Literal["not-ect", "ect1", "ect0", "ce"]
