@@ -43,22 +43,27 @@ def _result_hashes() -> ModuleType:
     return module
 
 
-def _run_one(task: tuple[str, str, int, tuple[str, ...]]) -> tuple[dict[str, Any], float]:
-    """Hashes of every variant of one scenario with one controller, keyed without the run key."""
+def _run_one(task: tuple[str, str, int, tuple[str, ...]]) -> tuple[dict[str, Any], float, str | None]:
+    """Hashes of every variant of one scenario with one controller, keyed without the run key;
+    or why the scenario cannot run as asked (a bad `--set`), as one line: the core's errors do
+    not cross back from a worker process."""
     import rtcbench  # imported in the worker: each process loads the extension once
 
     scenario, cc, seed, sets = task
     hashes = _result_hashes()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rtcbench-hash-") as tmp:
-        rtcbench.run(scenario, cc, seed, out=tmp, sets=sets, figure=False)
+        try:
+            rtcbench.run(scenario, cc, seed, out=tmp, sets=sets, figure=False)
+        except ValueError as e:
+            return {}, 0.0, str(e).splitlines()[0]
         found = hashes.hashes(Path(tmp))
     out: dict[str, Any] = {}
     for path, h in found.items():
         # <scenario[@variant]>/<controller>/<run key>/seed-<n>: drop the run key.
         parts = path.split("/")
         out["/".join([*parts[:2], *parts[3:]])] = h
-    return out, time.perf_counter() - start
+    return out, time.perf_counter() - start, None
 
 
 def record(args: argparse.Namespace) -> int:
@@ -70,7 +75,11 @@ def record(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {}
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for (scenario, cc, _, _), (hashes, wall) in zip(tasks, pool.map(_run_one, tasks), strict=True):
+        for (scenario, cc, _, _), (hashes, wall, error) in zip(tasks, pool.map(_run_one, tasks), strict=True):
+            if error is not None:
+                pool.shutdown(cancel_futures=True)
+                print(f"error: {scenario} with {cc}: {error}", file=sys.stderr)
+                return 2
             result.update(hashes)
             print(f"{scenario:<28} {cc:<10} {len(hashes):>3} runs {wall:6.1f} s", file=sys.stderr)
     meta = {"seed": args.seed, "controllers": ccs, "sets": args.set, "scenarios": scenarios}
