@@ -322,18 +322,8 @@ def _launch(
     bed: Testbed, exe: Path, node: str, call: str, role: str, cfg: dict[str, Any], out: Path
 ) -> Agent:
     index = Path(cfg["log"]).stem
-    cfg_path = out / f"{index}.json"
-    cfg_path.write_text(json.dumps(cfg))
     stderr = out / f"{index}.stderr"
-    with stderr.open("w") as err:
-        process = bed.popen(
-            node,
-            [str(exe), str(cfg_path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
+    process = binaries.launch(bed, node, exe, cfg, out / f"{index}.json", stderr)
     return Agent(call, role, node, process, Path(cfg["log"]), stderr)
 
 

@@ -570,18 +570,8 @@ def _launch_prague(
     bed: Testbed, binary: Path, node: str, role: str, cfg: dict[str, Any], stem: Path
 ) -> Agent:
     """`rtcbench-prague` with its configuration in a file beside its log."""
-    config = stem.with_suffix(".json")
-    config.write_text(json.dumps(cfg))
     stderr = stem.with_suffix(".stderr")
-    with stderr.open("w") as err:
-        process = bed.popen(
-            node,
-            [str(binary), str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
+    process = binaries.launch(bed, node, binary, cfg, stem.with_suffix(".json"), stderr)
     return Agent(node, role, process, stderr, Path(cfg["log"]), prague=True)
 
 

@@ -301,19 +301,9 @@ def start(
     (at most `MAX_UDP_HEAD`)."""
     exe = binary()
     out_dir.mkdir(parents=True, exist_ok=True)
-    cfg_path = out_dir / "relay-config.json"
     cfg = config(bed, variant, seed, out_dir, capture=capture, trace=trace, udp_head=udp_head)
-    cfg_path.write_text(json.dumps(cfg))
     stderr_path = out_dir / "relay.stderr"
-    with stderr_path.open("w") as err:
-        process = bed.popen(
-            None,
-            [str(exe), str(cfg_path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
+    process = binaries.launch(bed, None, exe, cfg, out_dir / "relay-config.json", stderr_path)
     relay = Relay(process, out_dir, stderr_path)
     stdout = pipe(process.stdout)
     readable, _, _ = select.select([stdout], [], [], READY_TIMEOUT_S)
