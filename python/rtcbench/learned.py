@@ -139,7 +139,7 @@ def observations(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> tuple
         .then(pl.col("seq").cast(pl.Int64))
         .otherwise(None),
     )
-    media_rows = received.filter(pl.col("stream_seq").is_not_null()).with_row_index("_r")
+    media_rows = received.filter(pl.col("stream_seq").is_not_null())
     unwrapped = media_rows.with_columns(stream_seq=_unwrapped(pl.col("stream_seq")).over("flow")).select(
         "t_us", "packet", "flow", "stream_seq"
     )
