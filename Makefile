@@ -103,6 +103,7 @@ bench: build-release
 	$(CARGO) bench -p rtcbench-sim --bench sim
 	$(BIN)/python benches/cli_timing.py
 	$(BIN)/python benches/python_controller.py
+	$(BIN)/python benches/onnx_controller.py
 	$(BIN)/python benches/env_steps.py
 	$(BIN)/python benches/suite_timing.py
 	$(BIN)/python benches/report_timing.py

@@ -48,6 +48,18 @@ audio = { rate = "20kbps" }
 """
 
 
+def _received_delay_ms(arrival_us: np.ndarray, sent_us: np.ndarray) -> np.ndarray:
+    """One-way delays as the receiver reads them: the send instant from the packet's 24-bit
+    abs-send-time (6.18 fixed-point seconds, 64 s wrap), placed within 32 s of the arrival."""
+    ticks_per_s = 1 << 18
+
+    def ticks(us: np.ndarray) -> np.ndarray:
+        return np.asarray(np.round((us % 64_000_000) * ticks_per_s / 1e6).astype(np.int64) & 0xFFFFFF)
+
+    d = (ticks(arrival_us) - ticks(sent_us) + (1 << 23)) % (1 << 24) - (1 << 23)
+    return np.asarray(np.round(d * 1e6 / ticks_per_s) / 1000.0)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     out = tmp_path_factory.mktemp("learned")
@@ -76,7 +88,8 @@ def test_one_observation_per_60_ms_decision(run: RunResult) -> None:
 
 def test_rates_counts_and_delays_are_the_tables(run: RunResult) -> None:
     steps, obs = learned.observations(run.tables)
-    rx = _received(run).with_columns(delay_ms=(pl.col("t_us") - pl.col("sent_us")) / 1000.0)
+    rx = _received(run)
+    rx = rx.with_columns(delay_ms=_received_delay_ms(rx["t_us"].to_numpy(), rx["sent_us"].to_numpy()))
     for row in (99, 250, 499):
         t = int(steps[row])
         for long, length in ((False, 60_000), (True, 600_000)):

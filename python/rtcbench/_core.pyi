@@ -188,6 +188,24 @@ def observations(
     """Learned estimators' observations (float32, one row of 150 per step) of the packets a
     receiver got (`rtcbench_cc::learned::observation`)."""
 
+class Policy:
+    """A learned policy in ONNX (`rtcbench_onnx`), loaded from its bytes; `ValueError` (one line)
+    for a model without the challenge's interface (docs/controllers/onnx.md)."""
+
+    def __init__(self, data: bytes, name: str) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def has_cell_state(self) -> bool: ...
+    @property
+    def sha256(self) -> str: ...
+    def state(self) -> list[list[float]]: ...
+    def reset(self) -> None: ...
+    def step(self, obs: np.ndarray) -> tuple[float, float | None]: ...
+    def run(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
 def cross_plan(resolved: Resolved | str) -> str:
     """JSON: `{"tcp": [...], "cbr": [...]}`, every connection and flow as the simulator builds it
     (`rtcbench_scenario::cross::CrossPlan`)."""
@@ -227,6 +245,7 @@ class Run:
         seed: int,
         *,
         factory: Callable[[int, int], object] | None = None,
+        policy: Policy | None = None,
         pcap: str | None = None,
         piece_rows: int = ...,
         slice_events: int = ...,

@@ -27,6 +27,7 @@ from typing import Any
 
 from rtcbench import _core
 from rtcbench.controller import UserController
+from rtcbench.learned import OnnxController
 
 __all__ = [
     "BROWSER",
@@ -156,11 +157,14 @@ def _cell_repr(cell: Any) -> str:
         return "<empty>"
 
 
-def controller_identity(controller: str | UserController) -> dict[str, str | None]:
+def controller_identity(controller: str | UserController | OnnxController) -> dict[str, str | None]:
     """The controller as a run's identity counts it: its name, and for a Python controller the
-    SHA-256 of its defining file and of its state (None where there is none)."""
+    SHA-256 of its defining file and of its state, for a learned policy the SHA-256 of the model
+    (None where there is none)."""
     if isinstance(controller, str):
         return {"name": controller, "source_sha256": None, "state_sha256": None}
+    if isinstance(controller, OnnxController):
+        return {"name": controller.name, "source_sha256": controller.sha256, "state_sha256": None}
     return {
         "name": controller.name,
         "source_sha256": _source_sha256(controller.origin),

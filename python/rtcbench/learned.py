@@ -24,18 +24,23 @@ import numpy as np
 import polars as pl
 
 from rtcbench import _core
-from rtcbench.results import read_text, write_bytes_atomic
+from rtcbench.results import InputError, read_file, read_text, write_bytes_atomic
 
 __all__ = [
     "FEATURES",
     "INTERVALS",
+    "MAX_MODEL_BYTES",
     "OBSERVATION_LEN",
+    "ONNX",
     "STEP_US",
     "CallRecord",
     "LearnedDataError",
+    "OnnxController",
     "call_record",
+    "decision_steps",
     "feature",
     "feature_index",
+    "load_onnx",
     "observations",
     "offline_metrics",
     "read_call",
@@ -68,6 +73,47 @@ FEATURES = (
 
 _CLASS = {"video": 0, "audio": 1, "probe": 2, "other": 3}
 _RTP_SEQ = 1 << 16
+
+
+# -- ONNX policies as controllers ------------------------------------------------------------------
+
+ONNX = "onnx:"
+"""The prefix of a learned policy's controller name: ``--cc onnx:path/to/model.onnx``."""
+MAX_MODEL_BYTES = 32 << 20
+"""The largest model loaded (`rtcbench_onnx::MAX_MODEL_BYTES`; the challenge asked for under 10 MB)."""
+
+
+@dataclass(frozen=True)
+class OnnxController:
+    """A learned policy as a run needs it (``--cc onnx:MODEL``, docs/controllers/onnx.md): loaded
+    and checked once, named ``onnx:<file stem>`` in traces and results folders, and keyed by the
+    SHA-256 of the model's bytes (two models of one name are two controllers)."""
+
+    name: str
+    path: Path
+    sha256: str
+    policy: Any
+    """The loaded `_core.Policy`; each run makes its own instances of it."""
+
+
+def load_onnx(spec: str) -> OnnxController:
+    """The policy ``onnx:PATH`` names; `InputError` (one line naming the file and what is wrong)
+    for a missing, unreadable, huge or non-ONNX file and for a model without the challenge's
+    interface."""
+    raw = spec.removeprefix(ONNX)
+    if not raw:
+        raise InputError(f"--cc {spec}: name the model, as onnx:path/to/model.onnx")
+    path = Path(raw)
+    try:
+        data = read_file(path, MAX_MODEL_BYTES)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the model: {e.strerror or e}") from None
+    name = f"{ONNX}{path.stem}"
+    try:
+        policy = _core.Policy(data, name)
+    except ValueError as e:
+        raise InputError(f"{path}: {e}") from None
+    return OnnxController(name=name, path=path, sha256=policy.sha256, policy=policy)
 
 
 def feature_index(name: str, *, long: bool, i: int) -> int:
@@ -108,10 +154,23 @@ def _fec_shares_sequence(received: pl.DataFrame) -> bool:
     return received.filter(pl.col("kind") == "fec").height > 0 and gaps(["media", "fec"]) < gaps(["media"])
 
 
+def decision_steps(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> np.ndarray:
+    """The decision instants (µs) of call `call`'s receiver: every multiple of `step_us` after the
+    call starts, up to the end of the run, as a learned policy at the receiver decides
+    (`rtcbench_cc::learned::first_decision`)."""
+    start_us = 0
+    for c in tables.meta.get("calls", []):
+        if c.get("id") == call:
+            start_us = round(float(c.get("start_s") or 0.0) * 1e6)
+    end_us = round(float(tables.meta["duration_s"]) * 1e6)
+    first = (start_us // step_us + 1) * step_us
+    return np.arange(first, end_us + 1, step_us, dtype=np.int64)
+
+
 def observations(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> tuple[np.ndarray, np.ndarray]:
-    """The decision instants (µs, every `step_us` from the first, up to the end of the run) and
-    the observation at each, (steps, 150) float32, of call `call`'s receiver. `tables` is a
-    run's tables (`RunResult.tables`, `results.load`): its `meta` and `packets`."""
+    """The decision instants (µs, `decision_steps`) and the observation at each, (steps, 150)
+    float32, of call `call`'s receiver: what a learned policy at that receiver sees. `tables` is
+    a run's tables (`RunResult.tables`, `results.load`): its `meta` and `packets`."""
     flows = {int(f["id"]): f for f in tables.meta["flows"] if f.get("call") == call}
     media = {i: str(f["kind"]) for i, f in flows.items() if f.get("kind") in ("video", "audio")}
     if not media:
@@ -145,8 +204,7 @@ def observations(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> tuple
     )
     received = received.drop("stream_seq").join(unwrapped, on=["t_us", "packet", "flow"], how="left")
     received = received.sort("t_us", "packet")
-    end_us = round(float(tables.meta["duration_s"]) * 1e6)
-    steps = np.arange(step_us, end_us + 1, step_us, dtype=np.int64)
+    steps = decision_steps(tables, call, step_us=step_us)
     obs = _core.observations(
         received["t_us"].cast(pl.Int64).to_numpy(),
         received["sent_us"].cast(pl.Int64).to_numpy(),
@@ -206,17 +264,39 @@ def _at_steps(times_us: np.ndarray, values: np.ndarray, steps: np.ndarray) -> np
     return out
 
 
+DECIDED_AT = "rx_decided_at_ms"
+POLICY_ESTIMATE = "rx_policy_estimate_bps"
+"""The controller table's columns of a learned policy's decisions (docs/controllers/onnx.md)."""
+
+
 def call_record(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> CallRecord:
     """Call `call` of a run as the challenge's per-call record: the observations, the estimate
-    its controller had at each step (the controller table's `target_bps`), the capacity of its
+    at each step (a learned policy's own, step by step; any other controller's target, the
+    controller table's `target_bps` at or before the step), the capacity of its
     video's bottleneck (the links table's `capacity_bps`) and the share of its media packets
     sent in the step that the network dropped. The quality columns are NaN: rtcbench has no
     model of the challenge's audio and video quality scores (docs/learned.md)."""
     steps, obs = observations(tables, call, step_us=step_us)
     controller = tables.controller.filter(pl.col("call") == call).sort("t_us")
-    predictions = _at_steps(
-        controller["t_us"].to_numpy(), controller["target_bps"].cast(pl.Float64).to_numpy(), steps
-    )
+    if DECIDED_AT in controller.columns:
+        # A learned policy's run: its own estimate at each step (docs/controllers/onnx.md).
+        decisions = (
+            controller.select(
+                at_us=(pl.col(DECIDED_AT) * 1000).round().cast(pl.Int64),
+                estimate=pl.col(POLICY_ESTIMATE).cast(pl.Float64),
+            )
+            .drop_nulls()
+            .unique("at_us", keep="last")
+            .sort("at_us")
+        )
+        predictions = np.full(len(steps), np.nan)
+        at = np.searchsorted(steps, decisions["at_us"].to_numpy())
+        hit = (at < len(steps)) & (steps[np.minimum(at, len(steps) - 1)] == decisions["at_us"].to_numpy())
+        predictions[at[hit]] = decisions["estimate"].to_numpy()[hit]
+    else:
+        predictions = _at_steps(
+            controller["t_us"].to_numpy(), controller["target_bps"].cast(pl.Float64).to_numpy(), steps
+        )
     flows = [f for f in tables.meta["flows"] if f.get("call") == call and f.get("kind") in ("video", "audio")]
     video = next((f for f in flows if f["kind"] == "video"), flows[0])
     capacity = None
@@ -231,9 +311,9 @@ def call_record(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> CallRe
     per_step = sent.join(dropped, on="step", how="left").with_columns(pl.col("dropped").fill_null(0))
     loss = np.zeros(len(steps))
     # Step k (ending at steps[k]) holds the packets sent in [steps[k] - step_us, steps[k]).
-    index = per_step["step"].to_numpy()
+    index = per_step["step"].to_numpy() - (int(steps[0]) // step_us - 1 if len(steps) else 0)
     fraction = (per_step["dropped"] / per_step["sent"]).to_numpy()
-    keep = index < len(steps)
+    keep = (index >= 0) & (index < len(steps))
     loss[index[keep]] = fraction[keep]
     nan = np.full(len(steps), np.nan)
     return CallRecord(

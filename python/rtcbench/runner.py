@@ -35,6 +35,7 @@ from rtcbench.identity import (
     provenance,
     run_key,
 )
+from rtcbench.learned import ONNX, OnnxController, load_onnx
 from rtcbench.measure import figure_tables, measure_folder, measure_tables
 from rtcbench.results import (
     BROWSER_TABLES,
@@ -83,9 +84,13 @@ FIGURE = "overview.png"
 """The standard figure of a run: rates against capacity, queuing delay, loss."""
 
 
-ControllerArg = str | ControllerLike | UserController
+ControllerArg = str | ControllerLike | UserController | OnnxController
 """A controller as runs take it: a built-in name (`controllers`), ``package.module:Class`` or
-``path/to/file.py:Class``, or a Python controller (`rtcbench.controller.user_controller`)."""
+``path/to/file.py:Class``, ``onnx:path/to/model.onnx`` (a learned policy,
+`rtcbench.learned.load_onnx`), or a Python controller (`rtcbench.controller.user_controller`)."""
+
+Resolved = str | UserController | OnnxController
+"""A controller as `resolve_controller` gives it."""
 
 
 def controllers() -> list[tuple[str, str]]:
@@ -93,16 +98,19 @@ def controllers() -> list[tuple[str, str]]:
     return list(_core.controllers())
 
 
-def resolve_controller(controller: ControllerArg, *, share_instance: bool = True) -> str | UserController:
-    """A built-in controller's name as it is; a Python controller as the `UserController` that builds
-    it per call (``share_instance``: see `rtcbench.controller.user_controller`). Raises
-    `UnknownController` (or its `ControllerNotFound`) for a name that is neither."""
-    if isinstance(controller, UserController):
+def resolve_controller(controller: ControllerArg, *, share_instance: bool = True) -> Resolved:
+    """A built-in controller's name as it is; a learned policy (``onnx:MODEL``) loaded and checked
+    (`InputError` for a bad model); a Python controller as the `UserController` that builds it per
+    call (``share_instance``: see `rtcbench.controller.user_controller`). Raises
+    `UnknownController` (or its `ControllerNotFound`) for a name that is none of these."""
+    if isinstance(controller, UserController | OnnxController):
         return controller
     if isinstance(controller, str):
         known = [n for n, _ in controllers()]
         if controller in known or controller == GSTREAMER_CC:
             return controller
+        if controller.startswith(ONNX):
+            return load_onnx(controller)
         if ":" in controller:
             return load_controller(controller)
         raise UnknownController(
@@ -112,13 +120,13 @@ def resolve_controller(controller: ControllerArg, *, share_instance: bool = True
     return user_controller(controller, share_instance=share_instance)
 
 
-def controller_name(controller: str | UserController) -> str:
+def controller_name(controller: Resolved) -> str:
     """The name runs, traces and results folders give a resolved controller."""
     return controller if isinstance(controller, str) else controller.name
 
 
 def _identity(
-    variant: Variant, controller: str | UserController, mode: str = SIMULATE, browsers: Browsers | None = None
+    variant: Variant, controller: Resolved, mode: str = SIMULATE, browsers: Browsers | None = None
 ) -> dict[str, Any]:
     """What a run is, as its summary records it and its folder is keyed (`rtcbench.identity`): a
     browser run also by the browsers that ran it, their versions (`Browsers.describe`), the
@@ -163,7 +171,7 @@ def _identity(
 def run_folder(
     out: Path,
     variant: Variant,
-    controller: str | UserController,
+    controller: Resolved,
     seed: int,
     mode: str = SIMULATE,
     browsers: Browsers | None = None,
@@ -325,7 +333,7 @@ def summarize_core(
 
 def _summary(
     variant: Variant,
-    controller: str | UserController,
+    controller: Resolved,
     seed: int,
     meta: dict[str, Any],
     measured: dict[str, Any],
@@ -370,14 +378,15 @@ def _pieces(core_run: Any, meta: dict[str, Any]) -> Iterator[dict[str, pl.DataFr
         core_run.close()
 
 
-def _start(variant: Variant, cc: str | UserController, seed: int, pcap: Path | None, piece_rows: int) -> Any:
+def _start(variant: Variant, cc: Resolved, seed: int, pcap: Path | None, piece_rows: int) -> Any:
     fix_mmap_threshold()
     name = controller_name(cc)
     return _core.Run(
         variant.core,
         name,
         seed,
-        factory=None if isinstance(cc, str) else cc.make,
+        factory=cc.make if isinstance(cc, UserController) else None,
+        policy=cc.policy if isinstance(cc, OnnxController) else None,
         pcap=str(pcap) if pcap is not None else None,
         piece_rows=piece_rows,
         slice_events=SLICE_EVENTS,
@@ -510,7 +519,7 @@ def run_variant(
 def _finish_folder(
     tmp: Path,
     variant: Variant,
-    cc: str | UserController,
+    cc: Resolved,
     seed: int,
     meta: dict[str, Any],
     tables: Tables | None,
@@ -561,7 +570,7 @@ def _finish_folder(
 
 def _testbed_variant(
     variant: Variant,
-    cc: str | UserController,
+    cc: Resolved,
     seed: int,
     out: Path | None,
     *,

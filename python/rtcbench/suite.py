@@ -25,7 +25,6 @@ import polars as pl
 from rtcbench import _core, runner
 from rtcbench.analysis.capacity import radio_hops
 from rtcbench.browser.choice import CHROMIUM
-from rtcbench.controller import UserController
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
 from rtcbench.results import (
     FILES_KEY,
@@ -173,7 +172,7 @@ class _Job:
 
     @classmethod
     def plan(
-        cls, variant: Variant, controller: str, resolved: str | UserController, seed: int, out: Path,
+        cls, variant: Variant, controller: str, resolved: runner.Resolved, seed: int, out: Path,
         command: str | None, mode: str = SIMULATE, *, figure: bool = False, browser: str = CHROMIUM,
     ) -> _Job:  # fmt: skip
         """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it.

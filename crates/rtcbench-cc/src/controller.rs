@@ -10,6 +10,7 @@ use crate::feedback::{FeedbackReport, ProbeCluster, SentPacket};
 use crate::fixed::FixedRate;
 use crate::gcc::GoogCc;
 use crate::gcc_draft::GccDraft;
+use crate::learned::FollowEstimate;
 use crate::nada::Nada;
 use crate::scream::Scream;
 use crate::scream2::Scream2;
@@ -199,6 +200,9 @@ pub enum AnyController {
     /// A rate set from outside the run (a learning agent); not selectable by name, the simulator
     /// gives it to the one call its options name.
     External(Box<ExternalRate>),
+    /// Follows a receiver-side learned estimator's REMB (`--cc onnx:MODEL`); not selectable by
+    /// name, the simulator and the agents build it for a learned policy.
+    Learned(Box<FollowEstimate>),
     User(Box<dyn Controller>),
 }
 
@@ -212,6 +216,7 @@ macro_rules! dispatch {
             AnyController::Scream2($c) => $e,
             AnyController::Fixed($c) => $e,
             AnyController::External($c) => $e,
+            AnyController::Learned($c) => $e,
             AnyController::User($c) => $e,
         }
     };

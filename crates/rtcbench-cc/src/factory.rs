@@ -8,6 +8,7 @@ use crate::feedback::Ecn;
 use crate::fixed::FixedRate;
 use crate::gcc::{GccConfig, GoogCc};
 use crate::gcc_draft::{Deployment, GccDraft, GccDraftConfig};
+use crate::learned::{FollowEstimate, LearnedPolicy};
 use crate::nada::{Nada, NadaConfig};
 use crate::scream::{Scream, ScreamConfig};
 use crate::scream2::{Scream2, Scream2Config};
@@ -72,6 +73,9 @@ pub enum FeedbackMode {
     Ccfb { interval: Duration },
     /// draft-ietf-rmcat-gcc-02's receive-side estimator, reporting REMB.
     Remb { config: Box<GccDraftConfig>, start_rate: Bitrate },
+    /// A learned policy at the receiver, reporting its estimates in REMB
+    /// (`crate::learned::LearnedEstimator`).
+    Learned(LearnedPolicy),
 }
 
 /// The feedback intervals a scenario may set (`None`: the controller's default).
@@ -110,6 +114,12 @@ pub fn feedback_mode(
         ControllerKind::Scream2 => intervals.ccfb(SCREAM2_CCFB_INTERVAL),
         _ => intervals.twcc(),
     }
+}
+
+/// The sender of a call whose receiver runs a learned policy: it follows the policy's REMB
+/// within `limits`.
+pub fn follow_estimate(RateLimits { min, max, start, .. }: RateLimits) -> AnyController {
+    AnyController::Learned(Box::new(FollowEstimate::new(min, max, start)))
 }
 
 /// Builds the controller a call's sender runs, with the call's rate limits and priority weight
@@ -211,7 +221,9 @@ mod tests {
                 AnyController::Scream(_) => ControllerKind::Scream,
                 AnyController::Scream2(_) => ControllerKind::Scream2,
                 AnyController::Fixed(_) => ControllerKind::Fixed,
-                AnyController::External(_) | AnyController::User(_) => unreachable!("not built by kind"),
+                AnyController::External(_) | AnyController::Learned(_) | AnyController::User(_) => {
+                    unreachable!("not built by kind")
+                }
             };
             assert_eq!(built, kind, "{}", kind.name());
         }

@@ -29,10 +29,12 @@ use crate::pipe_controller::{self, PipeController, UserFeedback};
 use crate::process::{io_context, ready_then_go, stdin_says_stop, write_atomically, Failure, RunClock};
 use crate::stats::Lateness;
 use crate::sys::{self, Poll, Signals, Timer};
-use rtcbench_cc::factory;
+use rtcbench_cc::factory::{self, FeedbackMode};
+use rtcbench_cc::learned::LearnedPolicy;
 use rtcbench_cc::{AnyController, ControllerKind, ControllerMetrics, Metric};
 use rtcbench_media::encoder::EncodedFrame;
 use rtcbench_media::video::{Frame, VideoConfig};
+use rtcbench_onnx::{OnnxModel, SharedModel, MAX_MODEL_BYTES};
 use rtcbench_rtp::{CallObserver, CallPlan, FeedbackRow, Incoming, OutKind, Outgoing, Receiver, Sender};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
 use rtcbench_wire::rtp::{RtpHeaderRepr, IPV4_UDP_OVERHEAD};
@@ -79,6 +81,37 @@ struct Config {
     /// A sender's real encoder, instead of the RFC 8593 model.
     #[serde(default)]
     encoder: Option<EncoderConfig>,
+    /// A learned policy (`controller` is then its name): the receiver runs it, the sender
+    /// follows its REMB (`rtcbench_cc::learned`).
+    #[serde(default)]
+    policy: Option<PolicyFile>,
+}
+
+/// A learned policy's model as the run was keyed by it: the file, and the SHA-256 its bytes
+/// must have (a model replaced since the run was planned is refused, not run under the old key).
+#[derive(Debug, Deserialize)]
+struct PolicyFile {
+    path: PathBuf,
+    sha256: String,
+}
+
+impl PolicyFile {
+    fn load(&self, name: &str) -> Result<LearnedPolicy, Failure> {
+        let what = |e: String| Failure::Config(format!("{}: {e}", self.path.display()));
+        let file = fs::File::open(&self.path).map_err(|e| what(format!("cannot read the model: {e}")))?;
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut io::Read::take(file, MAX_MODEL_BYTES as u64 + 1), &mut bytes)
+            .map_err(|e| what(format!("cannot read the model: {e}")))?;
+        let model = OnnxModel::from_bytes(&bytes).map_err(|e| what(e.0))?;
+        if model.sha256() != self.sha256 {
+            return Err(what(format!(
+                "the model changed since the run was planned (SHA-256 {}, planned {})",
+                model.sha256(),
+                self.sha256
+            )));
+        }
+        Ok(LearnedPolicy::new(name, std::sync::Arc::new(SharedModel(std::sync::Arc::new(model)))))
+    }
 }
 
 /// A call end's UDP socket: bound to `local`, connected to `peer`, non-blocking, reporting each
@@ -324,7 +357,8 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
     let known = || ControllerKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
     let user = cfg.python.is_some() || cfg.user_feedback.is_some();
     let kind = ControllerKind::from_name(&cfg.controller);
-    if kind.is_none() && !user {
+    let learned = cfg.policy.as_ref().map(|p| p.load(&cfg.controller)).transpose()?;
+    if kind.is_none() && !user && learned.is_none() {
         return Err(Failure::Config(format!(
             "{}: controller {:?} is not built in (built-in: {})",
             config_path.display(),
@@ -338,6 +372,13 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
     };
     let controller_failure: pipe_controller::Failure = Rc::default();
     let mut endpoint = match (cfg.role, kind, &cfg.python) {
+        (Role::Sender, _, None) if learned.is_some() => {
+            Endpoint::Sender(Box::new(plan.sender(factory::follow_estimate(plan.limits()))))
+        }
+        (Role::Receiver, _, None) if learned.is_some() => {
+            let policy = learned.clone().expect("checked by the guard");
+            Endpoint::Receiver(Box::new(plan.receiver(FeedbackMode::Learned(policy))))
+        }
         (Role::Sender, _, Some(python)) => {
             let (controller, _) =
                 PipeController::spawn(python, plan, controller_failure.clone()).map_err(Failure::Config)?;
@@ -541,7 +582,9 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
                 "frame": out.frame,
             }));
         }
-        if controller_failure.borrow().is_some() {
+        if controller_failure.borrow().is_some()
+            || learned.as_ref().is_some_and(|l| l.failure.get().is_some())
+        {
             break;
         }
         if now() >= end {
@@ -555,6 +598,10 @@ pub fn run(config_path: &Path, real: Option<EncoderFactory<'_>>) -> Result<(), F
             fields.insert("t_us".into(), json!(us(now())));
         }
         log.line(&report);
+    }
+    if let Some(why) = learned.as_ref().and_then(|l| l.failure.get()) {
+        let _ = write_atomically(&cfg.log, &log.lines);
+        return Err(Failure::Config(why.to_string()));
     }
     if let Some(why) = controller_failure.borrow().as_ref() {
         // The log so far is kept: it shows what the call did until the controller failed.

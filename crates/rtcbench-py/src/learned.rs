@@ -1,12 +1,19 @@
 //! The learned estimators' observation (`rtcbench_cc::learned`) over a run's table: what
 //! `rtcbench.learned` exports and what the gym and the ONNX controller read, from one builder.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rtcbench_cc::learned::{Arrival, ObservationBuilder, PacketClass, OBSERVATION_LEN};
+use rtcbench_cc::learned::{
+    as_received, Arrival, Decision, LearnedPolicy, ObservationBuilder, PacketClass, Policy, OBSERVATION_LEN,
+};
+use rtcbench_onnx::{OnnxModel, OnnxPolicy, SharedModel};
 use rtcbench_units::{DataSize, Duration, Instant};
+
+use crate::controller::ControllerError;
 
 /// `PacketClass` by code: 0 video, 1 audio, 2 probe, 3 other.
 fn class(code: u8) -> PyResult<PacketClass> {
@@ -66,7 +73,8 @@ pub(crate) fn observations<'py>(
         while next < n && arrival[next] < step {
             builder.on_arrival(&Arrival {
                 arrival: instant(arrival[next]),
-                sent: instant(sent[next]),
+                // As the receiver reads it: from the packet's abs-send-time.
+                sent: as_received(instant(arrival[next]), instant(sent[next])),
                 size: DataSize::bytes(size[next].max(0) as u64),
                 seq: (seq[next] >= 0).then(|| (stream[next] as u32, seq[next] as u64)),
                 class: class(codes[next])?,
@@ -77,4 +85,105 @@ pub(crate) fn observations<'py>(
         out.row_mut(row).iter_mut().zip(o).for_each(|(cell, v)| *cell = v);
     }
     Ok(out.into_pyarray(py))
+}
+
+/// A learned policy in ONNX (`rtcbench_onnx`), loaded from its bytes: what `--cc onnx:MODEL`
+/// runs at each call's receiver, and what `rtcbench.learned` runs offline on observations.
+///
+/// `Policy(data, name)` raises `ValueError` (one line) for a model that is not ONNX, is too
+/// large, or does not have the challenge's interface. `step(obs)` takes one observation
+/// (150 float32) and returns `(estimate, spread)` (the spread `None` if the model gives
+/// none), carrying the recurrent state to the next step; `reset()` zeroes it; `run(obs)`
+/// runs a (steps, 150) array from a zero state and returns the estimates and spreads (NaN
+/// where there is none); a failed decision raises `ControllerError`.
+/// A column of numbers handed to Python.
+type Series<'py> = Bound<'py, PyArray1<f64>>;
+
+#[pyclass(module = "rtcbench", name = "Policy")]
+pub(crate) struct PyPolicy {
+    pub(crate) name: String,
+    pub(crate) model: Arc<OnnxModel>,
+    /// The instance `step` advances (a Python object may be shared between threads; one step
+    /// runs at a time).
+    instance: Mutex<OnnxPolicy>,
+}
+
+impl PyPolicy {
+    /// The policy as a run's calls share it.
+    pub(crate) fn learned(&self) -> LearnedPolicy {
+        LearnedPolicy::new(self.name.clone(), Arc::new(SharedModel(self.model.clone())))
+    }
+
+    fn decide(&self, obs: &[f32]) -> PyResult<Decision> {
+        let obs: &[f32; OBSERVATION_LEN] = obs.try_into().map_err(|_| {
+            PyValueError::new_err(format!("an observation has {OBSERVATION_LEN} numbers, not {}", obs.len()))
+        })?;
+        let mut instance = self.instance.lock().unwrap_or_else(PoisonError::into_inner);
+        instance.decide(obs).map_err(|e| ControllerError::new_err(format!("{}: {e}", self.name)))
+    }
+}
+
+#[pymethods]
+impl PyPolicy {
+    #[new]
+    fn new(data: &[u8], name: &str) -> PyResult<Self> {
+        let model = Arc::new(OnnxModel::from_bytes(data).map_err(|e| PyValueError::new_err(e.0))?);
+        let instance = model.instance().map_err(PyValueError::new_err)?;
+        Ok(Self { name: name.to_string(), model, instance: Mutex::new(instance) })
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// H, the size of the recurrent state (0 for a feed-forward policy).
+    #[getter]
+    fn hidden_size(&self) -> usize {
+        self.model.hidden_size()
+    }
+
+    #[getter]
+    fn has_cell_state(&self) -> bool {
+        self.model.has_cell_state()
+    }
+
+    /// SHA-256 of the model's bytes (hex).
+    #[getter]
+    fn sha256(&self) -> &str {
+        self.model.sha256()
+    }
+
+    /// The current recurrent state, hidden then cell, each a list of H floats.
+    fn state(&self) -> Vec<Vec<f32>> {
+        self.instance.lock().unwrap_or_else(PoisonError::into_inner).state()
+    }
+
+    fn reset(&mut self) -> PyResult<()> {
+        *self.instance.lock().unwrap_or_else(PoisonError::into_inner) =
+            self.model.instance().map_err(PyValueError::new_err)?;
+        Ok(())
+    }
+
+    fn step(&mut self, obs: PyReadonlyArray1<'_, f32>) -> PyResult<(f64, Option<f64>)> {
+        let d = self.decide(obs.as_slice()?)?;
+        Ok((d.estimate, d.spread))
+    }
+
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        obs: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<(Series<'py>, Series<'py>)> {
+        self.reset()?;
+        let obs = obs.as_array();
+        let (mut estimates, mut spreads) = (Vec::with_capacity(obs.nrows()), Vec::with_capacity(obs.nrows()));
+        for row in obs.rows() {
+            let row: Vec<f32> = row.iter().copied().collect();
+            let d = self.decide(&row)?;
+            estimates.push(d.estimate);
+            spreads.push(d.spread.unwrap_or(f64::NAN));
+        }
+        Ok((estimates.into_pyarray(py), spreads.into_pyarray(py)))
+    }
 }

@@ -365,6 +365,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PySimulation>()?;
     m.add_class::<run::PyRun>()?;
     m.add_class::<PyResolved>()?;
+    m.add_class::<learned::PyPolicy>()?;
     m.add_class::<simulation::PyIntervalStats>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(learned::observations, m)?)?;

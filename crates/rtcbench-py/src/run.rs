@@ -12,9 +12,12 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use rtcbench_cc::learned::PolicyFailure;
 use rtcbench_sim::streamed::{Message, RunFailure, StreamOptions, StreamedRun};
 use rtcbench_sim::{ControllerChoice, RunOptions};
 
+use crate::controller::ControllerError;
+use crate::learned::PyPolicy;
 use crate::{builtin_kind, one_variant, scenario_err, trace_to_dict, user_controller};
 
 /// How long Python waits for a piece before it looks for signals again.
@@ -50,6 +53,8 @@ pub(crate) struct PyRun {
     run: StreamedRun,
     meta: String,
     failure: Option<Arc<OnceLock<PyErr>>>,
+    /// A learned policy's first failure (`--cc onnx:MODEL`).
+    policy_failure: Option<PolicyFailure>,
     done: Option<(u64, f64)>,
     closed: bool,
 }
@@ -68,6 +73,11 @@ impl PyRun {
             }
             if let Some(e) = self.failure.as_ref().and_then(|f| f.get()) {
                 let e = e.clone_ref(py);
+                self.stop(py);
+                return Err(e);
+            }
+            if let Some(e) = self.policy_failure.as_ref().and_then(PolicyFailure::get) {
+                let e = ControllerError::new_err(e.to_string());
                 self.stop(py);
                 return Err(e);
             }
@@ -102,27 +112,39 @@ impl PyRun {
     #[new]
     // The Python signature: keyword options of one constructor.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (resolved, controller, seed, *, factory = None, pcap = None, piece_rows = 1 << 20, slice_events = 100_000))]
+    #[pyo3(signature = (resolved, controller, seed, *, factory = None, policy = None, pcap = None, piece_rows = 1 << 20, slice_events = 100_000))]
     fn new(
         py: Python<'_>,
         resolved: &Bound<'_, PyAny>,
         controller: &str,
         seed: u64,
         factory: Option<Bound<'_, PyAny>>,
+        policy: Option<PyRef<'_, PyPolicy>>,
         pcap: Option<std::path::PathBuf>,
         piece_rows: usize,
         slice_events: u64,
     ) -> PyResult<Self> {
         let s = one_variant(resolved, "Run()")?;
-        let (choice, failure, hold) = match factory {
-            Some(factory) => {
+        let mut policy_failure = None;
+        let (choice, failure, hold) = match (factory, policy) {
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "a run has a Python controller or a learned policy, not both",
+                ))
+            }
+            (None, Some(policy)) => {
+                let learned = policy.learned();
+                policy_failure = Some(learned.failure.clone());
+                (ControllerChoice::Learned(learned), None, None)
+            }
+            (Some(factory), None) => {
                 let calls = rtcbench_scenario::calls::count(&s.spec);
                 let (choice, failure) = user_controller(&factory, controller, calls)?;
                 let hold: Box<rtcbench_sim::streamed::Hold> =
                     Box::new(|work: &mut dyn FnMut()| Python::attach(|_| work()));
                 (choice, Some(failure), Some(hold))
             }
-            None => (ControllerChoice::from(builtin_kind(controller)?), None, None),
+            (None, None) => (ControllerChoice::from(builtin_kind(controller)?), None, None),
         };
         if piece_rows == 0 || slice_events == 0 {
             return Err(PyValueError::new_err("piece_rows and slice_events must be at least 1"));
@@ -130,7 +152,7 @@ impl PyRun {
         let stream = StreamOptions { slice_events, piece_rows, pcap, hold };
         let run = StreamedRun::start(s, choice, seed, RunOptions::default(), stream)
             .map_err(|e| PyOSError::new_err(format!("cannot start the run's thread: {e}")))?;
-        let mut this = Self { run, meta: String::new(), failure, done: None, closed: false };
+        let mut this = Self { run, meta: String::new(), failure, policy_failure, done: None, closed: false };
         match this.next(py)? {
             Message::Started(meta) => {
                 this.meta = serde_json::to_string(&meta).map_err(|e| PyValueError::new_err(e.to_string()))?;

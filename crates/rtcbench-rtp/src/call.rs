@@ -41,6 +41,7 @@ use rtcbench_cc::ccfb::CcfbReceiver;
 pub use rtcbench_cc::factory::FeedbackMode;
 use rtcbench_cc::feedback::Ecn;
 use rtcbench_cc::gcc_draft::RembEstimator;
+use rtcbench_cc::learned::LearnedEstimator;
 use rtcbench_cc::twcc::TwccReceiver;
 use rtcbench_cc::{AnyController, Controller, ControllerMetrics, FeedbackReport, LossReport};
 use rtcbench_media::audio::AudioSource;
@@ -1164,6 +1165,15 @@ impl Sender {
         self.controller_rows.remote = m;
     }
 
+    /// The receiver's learned policy took a decision (its metrics set by
+    /// [`Sender::set_remote_metrics`]): a controller row now, however soon after the last, so
+    /// that the trace holds every decision beside the sender's target at that instant.
+    pub fn record_remote_decision<O: CallObserver>(&mut self, now: Instant, obs: &mut O) {
+        self.controller_rows.decided = true;
+        let target = self.controller.target_rate();
+        self.controller_rows.record(now, &self.controller, target, obs);
+    }
+
     /// Reads the controller's decisions: encoder target, pacing rate, probes.
     fn apply_controller<O: CallObserver>(&mut self, now: Instant, obs: Option<&mut O>) {
         let target = self.controller.target_rate();
@@ -1227,6 +1237,9 @@ pub(crate) struct ControllerRows {
     last: Option<(Instant, Bitrate)>,
     /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
     pub(crate) remote: Option<ControllerMetrics>,
+    /// A receiver-side learned policy decided since the last row: the next row is written
+    /// whatever the gap, so that the trace holds every decision.
+    pub(crate) decided: bool,
 }
 
 impl ControllerRows {
@@ -1237,8 +1250,11 @@ impl ControllerRows {
         target: Bitrate,
         obs: &mut O,
     ) {
-        if self.last.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target) {
+        if self.decided
+            || self.last.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target)
+        {
             self.last = Some((now, target));
+            self.decided = false;
             obs.controller(
                 now,
                 target,
@@ -1256,6 +1272,7 @@ enum FeedbackGen {
     Twcc(TwccReceiver),
     Ccfb(CcfbReceiver),
     Remb(Box<RembEstimator>),
+    Learned(Box<LearnedEstimator>),
 }
 
 impl FeedbackGen {
@@ -1270,10 +1287,20 @@ impl FeedbackGen {
             FeedbackMode::Remb { config, start_rate } => {
                 Self::Remb(Box::new(RembEstimator::new(*config, start_rate, now)))
             }
+            FeedbackMode::Learned(policy) => Self::Learned(Box::new(LearnedEstimator::new(&policy, now))),
         }
     }
 
-    fn on_rtp(&mut self, now: Instant, h: &RtpHeaderRepr, size: DataSize, ecn: Ecn) {
+    /// An RTP packet arrived (`payload`: what follows its header).
+    fn on_rtp(
+        &mut self,
+        now: Instant,
+        h: &RtpHeaderRepr,
+        payload: &[u8],
+        size: DataSize,
+        ecn: Ecn,
+        ids: &StreamIds,
+    ) {
         match self {
             Self::Twcc(g) => {
                 if let Some(seq) = h.transport_seq {
@@ -1287,6 +1314,12 @@ impl FeedbackGen {
                     g.on_packet(now, abs, size);
                 }
             }
+            Self::Learned(g) => {
+                if let Some(abs) = h.abs_send_time {
+                    let (class, seq) = crate::learned::classify(ids, h, payload);
+                    g.on_packet(now, abs, size, seq, class);
+                }
+            }
         }
     }
 
@@ -1295,6 +1328,7 @@ impl FeedbackGen {
             Self::Twcc(g) => g.poll_timeout(),
             Self::Ccfb(g) => g.poll_timeout(),
             Self::Remb(g) => g.poll_timeout().unwrap_or(Instant::FAR_FUTURE),
+            Self::Learned(g) => g.poll_timeout().unwrap_or(Instant::FAR_FUTURE),
         }
     }
 
@@ -1315,12 +1349,22 @@ impl FeedbackGen {
                 });
                 remb.map(|r| r.to_bytes().expect(encodes)).into_iter().collect()
             }
+            Self::Learned(g) => {
+                g.on_timeout(now);
+                let remb = g.poll_remb().map(|bitrate| RembRepr {
+                    sender_ssrc: ids.receiver_ssrc,
+                    bitrate,
+                    ssrcs: vec![ids.video_ssrc, ids.audio_ssrc],
+                });
+                remb.map(|r| r.to_bytes().expect(encodes)).into_iter().collect()
+            }
         }
     }
 
     fn estimator_metrics(&self) -> Option<ControllerMetrics> {
         match self {
             Self::Remb(g) => Some(g.metrics()),
+            Self::Learned(g) => Some(g.metrics()),
             _ => None,
         }
     }
@@ -1432,9 +1476,18 @@ impl Receiver {
         }
     }
 
-    /// The receiver-side estimator's state (gcc-draft receive-side), if there is one.
+    /// The receiver-side estimator's state (gcc-draft receive-side, a learned policy), if there
+    /// is one.
     pub fn estimator_metrics(&self) -> Option<ControllerMetrics> {
         self.feedback.estimator_metrics()
+    }
+
+    /// Whether a learned policy decided since the last call.
+    pub fn take_decision(&mut self) -> bool {
+        match &mut self.feedback {
+            FeedbackGen::Learned(g) => g.take_decided(),
+            _ => false,
+        }
     }
 
     fn send_rtcp(&mut self, data: Vec<u8>) {
@@ -1463,9 +1516,10 @@ impl Receiver {
             return;
         }
         let Ok((h, header_len)) = RtpHeaderRepr::parse(pkt.data) else { return };
-        self.feedback.on_rtp(now, &h, pkt.size, pkt.ecn);
-        if matches!(self.feedback, FeedbackGen::Remb(_)) {
-            // A REMB goes out at once when the estimate drops (GCC-02 §3).
+        self.feedback.on_rtp(now, &h, &pkt.data[header_len..], pkt.size, pkt.ecn, &self.ids);
+        if matches!(self.feedback, FeedbackGen::Remb(_) | FeedbackGen::Learned(_)) {
+            // A REMB goes out at once when the estimate drops (GCC-02 §3), or when a learned
+            // policy decided before this packet.
             for data in self.feedback.poll_transmit(now, &self.ids) {
                 self.send_rtcp(data);
             }

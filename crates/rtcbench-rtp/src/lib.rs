@@ -10,6 +10,7 @@
 //! same endpoints from a UDP socket and the monotonic clock.
 
 pub mod call;
+mod learned;
 pub mod observe;
 pub mod plan;
 pub mod sfu;

@@ -69,7 +69,7 @@ def export_cmd(
                             "run": [name] * steps,
                             "call": [call] * steps,
                             "step": np.arange(steps, dtype=np.int64),
-                            "t_us": (np.arange(steps, dtype=np.int64) + 1) * learned.STEP_US,
+                            "t_us": learned.decision_steps(tables, call),
                             "bandwidth_prediction_bps": record.bandwidth_predictions,
                             "true_capacity_bps": nan
                             if record.true_capacity is None

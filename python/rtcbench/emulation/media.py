@@ -32,6 +32,7 @@ from typing import Any
 from rtcbench import _core
 from rtcbench.controller import Controller, UserController
 from rtcbench.identity import GSTREAMER_CC
+from rtcbench.learned import OnnxController
 from rtcbench.scenarios import Variant
 from rtcbench.testbed import binaries
 from rtcbench.testbed.binaries import pipe
@@ -245,7 +246,7 @@ def start(
     variant: Variant,
     *,
     seed: int,
-    controller: str | UserController,
+    controller: str | UserController | OnnxController,
     out_dir: Path,
     end_s: float | None = None,
     real_encoders: bool = False,
@@ -305,6 +306,9 @@ def start(
                     }
                 elif helper is not None:
                     cfg["user_feedback"] = feedback
+                if isinstance(controller, OnnxController):
+                    # The agents read the model and check it is the one the run is keyed by.
+                    cfg["policy"] = {"path": str(controller.path.resolve()), "sha256": controller.sha256}
                 real = real_encoders and role == "sender" and c.plan.get("video") is not None
                 if real or gst_rtp:
                     # The RTP stack's receiver needs the codec too (its caps, its frames).

@@ -26,6 +26,7 @@ from rtcbench.controller import UserController
 from rtcbench.emulation import gstreamer, media
 from rtcbench.emulation.trace import emulated_tables
 from rtcbench.identity import GSTREAMER_CC
+from rtcbench.learned import OnnxController
 from rtcbench.scenarios import Variant
 from rtcbench.tables import Tables
 from rtcbench.testbed import cross, relay
@@ -49,7 +50,9 @@ class Emulated:
     info: dict[str, Any]
 
 
-def planned_meta(variant: Variant, controller: str | UserController, seed: int) -> dict[str, Any]:
+def planned_meta(
+    variant: Variant, controller: str | UserController | OnnxController, seed: int
+) -> dict[str, Any]:
     """The run's `meta` (nodes, links, calls, flows and their ids) as the scenario plans it
     (`_core.run_meta`, what a simulated run of the same variant, controller and seed writes),
     computed without running anything: an emulated or browser run's tables use the same flow ids."""
@@ -132,7 +135,7 @@ def validity(processes: Sequence[ProcessTiming], more: Sequence[str] = ()) -> di
 
 def emulate(
     variant: Variant,
-    controller: str | UserController,
+    controller: str | UserController | OnnxController,
     seed: int,
     work: Path,
     *,

@@ -21,6 +21,7 @@ import polars as pl
 
 from rtcbench import _core, tables
 from rtcbench.emulation.media import FIRST_PORT, PlannedCall
+from rtcbench.learned import DECIDED_AT
 from rtcbench.stages import with_packet_dates
 from rtcbench.tables import Tables
 from rtcbench.testbed.cross import PRAGUE_TCP_HEADER, CbrFlow, CrossFlow, TcpFlow
@@ -411,7 +412,16 @@ def _controller(
     remote = _typed_rows(estimates, {"t_us": pl.Int64, "call": pl.Int32}).sort(
         "t_us", "call", maintain_order=True
     )
-    return table.join_asof(remote, on="t_us", by="call", strategy="backward")
+    joined = table.join_asof(remote, on="t_us", by="call", strategy="backward", check_sortedness=False)
+    if DECIDED_AT not in remote.columns:
+        return joined
+    # A learned policy: a row at each decision too, with the sender's target as last logged, as
+    # the simulator records every decision (docs/controllers/onnx.md, "What the trace holds").
+    decisions = remote.filter(pl.col("t_us") <= end_us).join_asof(
+        table, on="t_us", by="call", strategy="backward", check_sortedness=False
+    )
+    decisions = decisions.filter(pl.col("target_bps").is_not_null()).select(joined.columns)
+    return pl.concat([joined, decisions.cast(joined.schema)]).sort("t_us", "call", maintain_order=True)
 
 
 def _feedback(sender_logs: Mapping[int, list[dict[str, Any]]], end_us: int) -> pl.DataFrame:

@@ -48,6 +48,7 @@ fn feedback_mode(
         ControllerChoice::Builtin(kind) => {
             factory::feedback_mode(*kind, &plan.options(), intervals, start_rate)
         }
+        ControllerChoice::Learned(p) => FeedbackMode::Learned(p.clone()),
     }
 }
 
@@ -377,6 +378,7 @@ fn build_controller(
             factory::build(*kind, &plan.options(), plan.priority, limits, start)
         }
         ControllerChoice::User(u) => AnyController::User((u.build)(&setup)),
+        ControllerChoice::Learned(_) => factory::follow_estimate(limits),
     };
     (ctrl, setup)
 }

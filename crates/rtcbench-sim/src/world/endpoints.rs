@@ -5,6 +5,7 @@ use rtcbench_rtp::sfu::Toward;
 use rtcbench_units::Instant;
 
 use super::{Event, Peer, World};
+use crate::call::CallTrace;
 use crate::packet::Packet;
 
 /// Hands an element the buffer its outbox was emptied from, so that its next packets need no
@@ -46,9 +47,21 @@ impl World {
     }
 
     pub(super) fn flush_receiver(&mut self, now: Instant, i: u32) {
+        let decided = self.receivers[i as usize].take_decision();
         if let Some(m) = self.receivers[i as usize].estimator_metrics() {
             match self.receiver_peers[i as usize] {
-                Peer::Sender(s) => self.senders[s as usize].set_remote_metrics(Some(m)),
+                Peer::Sender(s) => {
+                    let sender = &mut self.senders[s as usize];
+                    sender.set_remote_metrics(Some(m));
+                    if decided {
+                        let obs = &mut CallTrace {
+                            trace: &mut self.trace,
+                            plumbing: &self.plumbings[s as usize],
+                            mirrors: &self.frame_mirrors[s as usize],
+                        };
+                        sender.record_remote_decision(now, obs);
+                    }
+                }
                 Peer::Downlink(f, leg) => self.forwarders[f as usize].set_remote_metrics(leg, Some(m)),
             }
         }

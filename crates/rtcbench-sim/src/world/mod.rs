@@ -23,6 +23,7 @@ mod route;
 mod run;
 
 use rtcbench_cc::external::{ExternalRate, IntervalStats};
+use rtcbench_cc::learned::LearnedPolicy;
 use rtcbench_cc::{AnyController, Controller, ControllerKind};
 use rtcbench_units::{Bitrate, Duration, Instant};
 
@@ -72,6 +73,9 @@ pub enum ControllerChoice {
     Builtin(ControllerKind),
     /// A controller defined outside the workspace (a Python class, through rtcbench-py).
     User(UserController),
+    /// A learned policy at each call's receiver (`--cc onnx:MODEL`), whose estimates the sender
+    /// follows (`rtcbench_cc::learned`).
+    Learned(LearnedPolicy),
 }
 
 impl ControllerChoice {
@@ -80,6 +84,7 @@ impl ControllerChoice {
         match self {
             Self::Builtin(kind) => kind.name(),
             Self::User(u) => &u.name,
+            Self::Learned(p) => &p.name,
         }
     }
 }
