@@ -340,3 +340,48 @@ def test_an_emulated_call_runs_the_policy_in_its_agents(model_path: Path, tmp_pa
     assert follows.height > 50
     clamped = follows["remb_bps"].clip(170_000, 1_520_000)
     assert (follows["target_bps"] - clamped).abs().max() <= 1_000
+
+
+def test_evaluate_data_scores_a_policy_on_records(
+    onnx_run: RunResult, model_path: Path, tmp_path: Path
+) -> None:
+    """`rtcbench evaluate --data`: the policy that made a record agrees with it to the bit/s the
+    trace keeps; a constant policy's scores are the community's metrics of that constant against
+    the record's true capacity; files that are not records are named and left out."""
+    data = tmp_path / "records"
+    record = learned.call_record(onnx_run.tables, 0)
+    (data / "run").mkdir(parents=True)
+    learned.write_call(record, data / "run" / "call0.json")
+    (data / "notes.json").write_text('{"observations": 3}')
+    table, skipped = learned.evaluate_records(learned.load_onnx(f"onnx:{model_path}"), data)
+    assert table["record"].to_list() == ["run/call0.json"]
+    assert table["agreement_error_rate"][0] < 1e-5
+    assert len(skipped) == 1 and "notes.json: observations" in skipped[0]
+    assert record.true_capacity is not None
+    want = learned.offline_metrics(record.bandwidth_predictions, record.true_capacity)
+    assert table["error_rate"][0] == pytest.approx(want["error_rate"], abs=1e-6)
+    assert table["behaviour_error_rate"][0] == pytest.approx(want["error_rate"], abs=1e-9)
+
+    constant = _feed_forward(tmp_path, bias=1e6)
+    out = tmp_path / "scores.parquet"
+    cli = subprocess.run(
+        [*RTCBENCH, "evaluate", "--data", str(data), "--cc", f"onnx:{constant}", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert "skipped:" in cli.stderr and "notes.json" in cli.stderr
+    scores = pl.read_parquet(out)
+    ones = np.full(len(record.bandwidth_predictions), 1e6)
+    assert scores["error_rate"][0] == pytest.approx(
+        learned.offline_metrics(ones, record.true_capacity)["error_rate"]
+    )
+    assert "1 record(s)" in cli.stdout
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cli = subprocess.run(
+        [*RTCBENCH, "evaluate", "--data", str(empty), "--cc", f"onnx:{model_path}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cli.returncode == 2 and len(cli.stderr.strip().splitlines()) == 1, cli.stderr
+    assert "no per-call record" in cli.stderr

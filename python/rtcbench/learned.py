@@ -38,6 +38,7 @@ __all__ = [
     "OnnxController",
     "call_record",
     "decision_steps",
+    "evaluate_records",
     "feature",
     "feature_index",
     "load_onnx",
@@ -415,3 +416,58 @@ def offline_metrics(predictions: np.ndarray, true_capacity: np.ndarray) -> dict[
         "mse_mbps2": float(np.mean(((x - y) / 1e6) ** 2)),
         "steps": float(known.sum()),
     }
+
+
+# -- scoring a policy on records -------------------------------------------------------------------
+
+SCORES = ("error_rate", "overestimation_rate", "mse_mbps2")
+"""The offline metrics `evaluate_records` reports, each a mean per call, then over calls."""
+
+
+def evaluate_records(controller: OnnxController, folder: Path) -> tuple[pl.DataFrame, list[str]]:
+    """A learned policy scored offline on every per-call record under `folder` (``*.json``, in
+    path order; the challenge's files or `rtcbench export`'s): the policy runs on each record's
+    observations from a zero state, as at the start of a call, and its estimates are held against
+    the record's true capacity (`offline_metrics`, where the record has one) beside the record's own
+    estimates (the behaviour policy's, `behaviour_*`), and against those estimates
+    (`agreement_error_rate`: 0 when the policy is the one that made the record).
+
+    One row per record; the second value lists the files left out, one line each (not a record, a
+    link: never followed). A decision that fails raises `ControllerError` naming the policy."""
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for path in sorted(folder.rglob("*.json")):
+        parts = path.relative_to(folder).parts
+        if any(folder.joinpath(*parts[: i + 1]).is_symlink() for i in range(len(parts))):
+            skipped.append(f"{path}: a link, not followed")
+            continue
+        try:
+            record = read_call(path)
+        except LearnedDataError as e:
+            skipped.append(str(e))
+            continue
+        estimates, _ = controller.policy.run(record.observations)
+        row: dict[str, Any] = {
+            "record": path.relative_to(folder).as_posix(),
+            "policy_id": record.policy_id,
+            "steps": len(estimates),
+            "mean_estimate_bps": float(np.mean(estimates)) if len(estimates) else math.nan,
+            "agreement_error_rate": offline_metrics(estimates, record.bandwidth_predictions)["error_rate"],
+        }
+        for prefix, x in (("", estimates), ("behaviour_", record.bandwidth_predictions)):
+            metrics = (
+                offline_metrics(x, record.true_capacity)
+                if record.true_capacity is not None
+                else dict.fromkeys(SCORES, math.nan)
+            )
+            row.update({f"{prefix}{name}": metrics[name] for name in SCORES})
+        rows.append(row)
+    schema = {
+        "record": pl.String,
+        "policy_id": pl.String,
+        "steps": pl.Int64,
+        "mean_estimate_bps": pl.Float64,
+        "agreement_error_rate": pl.Float64,
+        **{f"{p}{n}": pl.Float64 for p in ("", "behaviour_") for n in SCORES},
+    }
+    return pl.DataFrame(rows, schema=schema), skipped

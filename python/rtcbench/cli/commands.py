@@ -22,6 +22,7 @@ from rtcbench.cli.errors import (
     one_line,
     unanswered_interrupt,
 )
+from rtcbench.cli.evaluate import evaluate_cmd
 from rtcbench.cli.export import export_cmd
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
@@ -72,6 +73,7 @@ for name, command in (
     ("stacks", stacks_cmd),
     ("score", score_cmd),
     ("export", export_cmd),
+    ("evaluate", evaluate_cmd),
     ("compare", compare_cmd),
     ("report", report_cmd),
     ("figure", figure_cmd),
