@@ -104,6 +104,7 @@ bench: build-release
 	$(BIN)/python benches/cli_timing.py
 	$(BIN)/python benches/python_controller.py
 	$(BIN)/python benches/onnx_controller.py
+	$(BIN)/python benches/rollouts_ray.py
 	$(BIN)/python benches/env_steps.py
 	$(BIN)/python benches/suite_timing.py
 	$(BIN)/python benches/report_timing.py

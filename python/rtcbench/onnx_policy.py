@@ -21,7 +21,7 @@ import numpy as np
 
 from rtcbench.results import write_bytes_atomic
 
-__all__ = ["OPSET", "LstmWeights", "lstm_policy", "save"]
+__all__ = ["OPSET", "LstmWeights", "MlpWeights", "lstm_policy", "mlp_policy", "save"]
 
 OBSERVATION_LEN = 150
 OPSET = 17
@@ -129,3 +129,71 @@ def lstm_policy(weights: LstmWeights, *, producer: str = "rtcbench") -> Any:
 def save(model: Any, path: str | Path) -> Path:
     """Writes `model` to `path`, whole or not at all."""
     return write_bytes_atomic(Path(path), model.SerializeToString())
+
+
+@dataclass
+class MlpWeights:
+    """A feed-forward policy's parameters: the estimate is exp(relu(z · w1 + b1) · w2 + b2) bit/s,
+    where z = log(1 + max(obs, 0) · `obs_scale`) feature by feature: `w1` [150, K], `b1` [K],
+    `w2` [K, 1], `b2` [1]. No recurrent state (the observation's long intervals carry the history);
+    the spread output is 0."""
+
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: np.ndarray
+    obs_scale: np.ndarray
+
+    @property
+    def hidden(self) -> int:
+        return int(self.w1.shape[1])
+
+
+def mlp_policy(weights: MlpWeights, *, producer: str = "rtcbench") -> Any:
+    """The `onnx.ModelProto` of a feed-forward policy with `weights` (`MlpWeights`): input `obs`,
+    output `output` [1, 1, 2] (the estimate, then 0)."""
+    onnx = _onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    f32 = np.float32
+
+    def const(name: str, value: np.ndarray) -> Any:
+        return numpy_helper.from_array(np.asarray(value), name)
+
+    initializers = [
+        const("obs_scale", weights.obs_scale.astype(f32).reshape(1, OBSERVATION_LEN)),
+        const("zero", np.zeros(1, dtype=f32)),
+        const("one", np.ones(1, dtype=f32)),
+        const("w1", weights.w1.astype(f32)),
+        const("b1", weights.b1.astype(f32)),
+        const("w2", weights.w2.astype(f32)),
+        const("b2", weights.b2.astype(f32)),
+        const("spread", np.zeros((1, 1), dtype=f32)),
+        const("flat", np.array([1, OBSERVATION_LEN], dtype=np.int64)),
+        const("out_shape", np.array([1, 1, 2], dtype=np.int64)),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["obs", "flat"], ["x"]),
+        helper.make_node("Max", ["x", "zero"], ["x_pos"]),
+        helper.make_node("Mul", ["x_pos", "obs_scale"], ["x_scaled"]),
+        helper.make_node("Add", ["x_scaled", "one"], ["x_plus_one"]),
+        helper.make_node("Log", ["x_plus_one"], ["z"]),
+        helper.make_node("MatMul", ["z", "w1"], ["h_lin"]),
+        helper.make_node("Add", ["h_lin", "b1"], ["h_pre"]),
+        helper.make_node("Relu", ["h_pre"], ["h"]),
+        helper.make_node("MatMul", ["h", "w2"], ["y_lin"]),
+        helper.make_node("Add", ["y_lin", "b2"], ["log_rate"]),
+        helper.make_node("Exp", ["log_rate"], ["rate"]),
+        helper.make_node("Concat", ["rate", "spread"], ["pair"], axis=1),
+        helper.make_node("Reshape", ["pair", "out_shape"], ["output"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp_policy",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 1, OBSERVATION_LEN])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 1, 2])],
+        initializers,
+    )
+    model = helper.make_model(graph, producer_name=producer, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    return model
