@@ -1,5 +1,6 @@
-"""`rtcbench evaluate --data`: a learned policy scored offline on the challenge's per-call records
-(docs/learned.md, "Scoring a policy on records")."""
+"""`rtcbench evaluate`: a controller, learned or not, scored over suites against a baseline
+(docs/learned.md, "Evaluating a controller"), or a learned policy scored offline on the challenge's
+per-call records (`--data`, "Scoring a policy on records")."""
 
 from __future__ import annotations
 
@@ -10,24 +11,95 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.render import console, err_console
+from rtcbench.cli.options import CC_HELP, JOBS_HELP, _controller_list, check_jobs
+from rtcbench.cli.render import _runs_bar, console, err_console
+from rtcbench.cli.suite import RAY_HELP
 
 
-@guarded("nothing was written")
+@guarded("finished runs are kept in {out}; the same command resumes them")
 def evaluate_cmd(
-    data: Annotated[
-        Path,
-        typer.Option(help="A folder of per-call records (*.json: the challenge's, or `rtcbench export`'s)."),
-    ],
-    cc: Annotated[str, typer.Option(help="The policy to score: onnx:path/to/model.onnx.")],
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Suite names, built-in scenario ids or TOML files.", show_default=False),
+    ] = None,
+    cc: Annotated[str, typer.Option("--cc", help=CC_HELP + " With --data: the policy, onnx:MODEL.")] = "gcc",
+    baseline: Annotated[str, typer.Option(help="The controller every other is compared with.")] = "gcc",
+    reps: Annotated[int, typer.Option(help="Seeds per scenario variant, from --seed on.")] = 3,
+    seed: Annotated[int, typer.Option(help="Seed of the first repetition.")] = 1,
+    jobs: Annotated[
+        int | None, typer.Option(help=f"Worker processes ({JOBS_HELP}; 1 runs in this process).")
+    ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Also write one row per record to this Parquet file.")
+        Path | None,
+        typer.Option(
+            help="Results folder (default results/evaluate); with --data, a Parquet file of the scores."
+        ),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
+    ] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Score a learned policy offline on the per-call records (*.json) under this folder."
+        ),
     ] = None,
 ) -> None:
-    """Score a learned policy offline on the per-call records under --data: it runs on each
-    record's observations from a zero state, and its estimates are held against the record's true
-    capacity with the community's metrics (error rate, over-estimation rate, MSE in (Mbit/s)²,
-    each a mean per call, then over calls), beside the record's own estimates."""
+    """Score controllers over suites (RFC 8867, RFC 8869, the seeds', l4s...) against a baseline:
+    each run's video quality (rtcbench's score, docs/learned.md), utilisation, goodput, queuing
+    delay, loss, freezes and frame delay, paired with the baseline's run of the same scenario
+    variant and seed, with 95 % bootstrap intervals of the differences; writes
+    <out>/evaluate.parquet and <out>/evaluate-runs.parquet beside the suite's tables. With --data,
+    score a learned policy offline on per-call records instead."""
+    if data is not None:
+        if names:
+            _fail("--data scores a policy on records; it takes no suites")
+        _evaluate_records(data, cc, out)
+        return
+    from rtcbench import evaluate
+
+    if not names:
+        _fail("name the suites or scenarios to evaluate on (e.g. rfc8867), or score records with --data")
+    controllers = [c for c in _controller_list(cc) if c != baseline]
+    if not controllers:
+        _fail(f"--cc names no controller but the baseline {baseline}")
+    check_jobs(jobs)
+    folder = out or Path("results/evaluate")
+    with _runs_bar() as progress:
+        result = evaluate.evaluate(
+            list(names or []), controllers, baseline=baseline, reps=reps, jobs=jobs, out=folder,
+            sets=sets or [], seed=seed, ray_address=ray, progress=progress,
+        )  # fmt: skip
+    _print_comparison(result.comparison, baseline)
+    console.print(escape(f"→ {folder / 'evaluate.parquet'}"), highlight=False)
+
+
+def _print_comparison(table: object, baseline: str) -> None:
+    import polars as pl
+
+    assert isinstance(table, pl.DataFrame)
+    for controller in table["controller"].unique(maintain_order=True).to_list():
+        if controller == baseline:
+            continue
+        rows = table.filter(pl.col("controller") == controller)
+        counts = rows["pairs"].to_list()
+        pairs = max(counts) if counts else 0
+        console.print(escape(f"{controller} against {baseline}, {pairs} paired runs"), highlight=False)
+        console.print(
+            f"{'':<20} {'it':>11} {'baseline':>11} {'difference [95 % CI]':>34}  verdict", highlight=False
+        )
+        for r in rows.iter_rows(named=True):
+            ci = f"{r['difference']:.4g} [{r['ci_low']:.4g}, {r['ci_high']:.4g}]"
+            line = (
+                f"{r['metric']:<20} {r['mean']:>11.4g} {r['baseline_mean']:>11.4g} {ci:>34}  {r['verdict']}"
+            )
+            console.print(escape(line), highlight=False)
+
+
+def _evaluate_records(data: Path, cc: str, out: Path | None) -> None:
+    """A learned policy scored offline on per-call records (`learned.evaluate_records`)."""
     import math
 
     import polars as pl
