@@ -3,25 +3,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from tests.modules import load
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_bwe.py"
 
 
 @pytest.fixture(scope="module")
 def train_bwe() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_bwe", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_bwe"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load(EXAMPLE)
 
 
 def test_a_short_training_runs_and_is_no_worse_than_random_actions(train_bwe: ModuleType) -> None:

@@ -4,13 +4,12 @@ gives are in docs/learned.md."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from tests.modules import load
 
 import rtcbench
 from rtcbench import _core
@@ -22,12 +21,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "examples" / "models" / "bc-gcc.
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_onnx_policy", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_onnx_policy"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load(EXAMPLE)
 
 
 def test_the_pipeline_runs_at_toy_size(example: ModuleType, tmp_path: Path) -> None:
