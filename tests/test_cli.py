@@ -166,7 +166,7 @@ def test_list_names_every_builtin_scenario_and_controller() -> None:
     assert out.returncode == 0, out.stderr
     for b in rtcbench.builtin():
         assert b.id in out.stdout
-    assert "gcc" in out.stdout and "fixed" in out.stdout
+    assert "gcc" in out.stdout and "fixed" in out.stdout and "onnx:MODEL" in out.stdout
 
 
 def test_run_writes_one_complete_folder_per_variant(tmp_path: Path) -> None:

@@ -9,8 +9,9 @@ from rtcbench.cli.render import err_console
 from rtcbench.workers import cpus
 
 CC_HELP = (
-    "Controllers, comma-separated: gcc, gcc-draft, nada, scream, scream2, fixed, or Python controller "
-    "classes as package.module:Class or path/to/file.py:Class."
+    "Controllers, comma-separated: gcc, gcc-draft, nada, scream, scream2, fixed, learned policies as "
+    "onnx:path/to/model.onnx, or Python controller classes as package.module:Class or "
+    "path/to/file.py:Class."
 )
 
 LABELS_HELP = "Comma-separated or repeated"

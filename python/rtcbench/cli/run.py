@@ -66,7 +66,12 @@ def list_cmd(
             continue
         rows.append((s.id, str(len(variants)), ", ".join(networks), s.title, s.source))
     print_scenarios(rows)
-    print_controllers(controllers())
+    learned = (
+        "onnx:MODEL",
+        "a learned policy in ONNX with the MMSys 2024 challenge's interface, run at each call's "
+        "receiver, its estimates sent by REMB (docs/controllers/onnx.md)",
+    )
+    print_controllers([*controllers(), learned])
 
 
 @guarded("no half-written run is left; finished variants are kept in {out}")
