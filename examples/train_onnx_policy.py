@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -90,7 +91,12 @@ def collect(
         parts = [rollout(job) for job in jobs]
     else:
         import ray
+        from ray import cloudpickle
 
+        # The workers may not have this file (a cluster elsewhere, or it was loaded by path):
+        # its functions travel by value.
+        if rollout.__module__ != "__main__":
+            cloudpickle.register_pickle_by_value(sys.modules[rollout.__module__])
         if not ray.is_initialized():
             if ray_address == "local":
                 ray.init(num_cpus=workers, include_dashboard=False)

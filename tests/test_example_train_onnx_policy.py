@@ -48,3 +48,18 @@ def test_the_shipped_policy_is_small_and_runs(tmp_path: Path) -> None:
     assert policy.hidden_size == 0
     run = rtcbench.run("rfc8867-5.1", f"onnx:{SHIPPED}", 1, tmp_path, ["duration=10s"], figure=False)[0]
     assert run.summary["controller"] == "onnx:bc-gcc"
+
+
+def test_rollouts_on_ray_are_the_serial_ones(example: ModuleType) -> None:
+    """The same jobs as Ray tasks on a local one-CPU cluster give the same steps, bit for bit: the
+    runs are a pure function of their seeds wherever they run."""
+    import ray
+
+    jobs = [example.Job("rfc8867-5.1", ("delay=50ms", "mechanism=link-rate", "duration=6s"), 1)]
+    x, y, _ = example.collect(jobs)
+    try:
+        xr, yr, _ = example.collect(jobs, "local", workers=1)
+    finally:
+        ray.shutdown()
+    np.testing.assert_array_equal(x, xr)
+    np.testing.assert_array_equal(y, yr)
