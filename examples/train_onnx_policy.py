@@ -96,7 +96,7 @@ def collect(
         # The workers may not have this file (a cluster elsewhere, or it was loaded by path):
         # its functions travel by value.
         if rollout.__module__ != "__main__":
-            cloudpickle.register_pickle_by_value(sys.modules[rollout.__module__])
+            cloudpickle.register_pickle_by_value(sys.modules[rollout.__module__])  # type: ignore[no-untyped-call]
         if not ray.is_initialized():
             if ray_address == "local":
                 ray.init(num_cpus=workers, include_dashboard=False)
