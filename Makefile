@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml | $(PY)
 build-release: $(STAMP)
 	$(BIN)/maturin develop --release -q -E dev
 	$(CARGO) build --release -q -p rtcbench-live --bins
+	$(CARGO) build --release -q -p rtcbench-live --features onnx --bin rtcbench-media
 	install -D -m 0755 target/release/rtcbench-relay python/rtcbench/_bin/rtcbench-relay
 	install -D -m 0755 target/release/rtcbench-media python/rtcbench/_bin/rtcbench-media
 	install -D -m 0755 target/release/rtcbench-prague python/rtcbench/_bin/rtcbench-prague

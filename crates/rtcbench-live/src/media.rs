@@ -34,6 +34,7 @@ use rtcbench_cc::learned::LearnedPolicy;
 use rtcbench_cc::{AnyController, ControllerKind, ControllerMetrics, Metric};
 use rtcbench_media::encoder::EncodedFrame;
 use rtcbench_media::video::{Frame, VideoConfig};
+#[cfg(feature = "onnx")]
 use rtcbench_onnx::{OnnxModel, SharedModel, MAX_MODEL_BYTES};
 use rtcbench_rtp::{CallObserver, CallPlan, FeedbackRow, Incoming, OutKind, Outgoing, Receiver, Sender};
 use rtcbench_units::{Bitrate, DataSize, Duration, Instant};
@@ -92,10 +93,20 @@ struct Config {
 #[derive(Debug, Deserialize)]
 struct PolicyFile {
     path: PathBuf,
+    #[cfg_attr(not(feature = "onnx"), allow(dead_code))]
     sha256: String,
 }
 
 impl PolicyFile {
+    #[cfg(not(feature = "onnx"))]
+    fn load(&self, _name: &str) -> Result<LearnedPolicy, Failure> {
+        Err(Failure::Config(format!(
+            "{}: this agent was built without learned policies (rtcbench-live's `onnx` feature)",
+            self.path.display()
+        )))
+    }
+
+    #[cfg(feature = "onnx")]
     fn load(&self, name: &str) -> Result<LearnedPolicy, Failure> {
         let what = |e: String| Failure::Config(format!("{}: {e}", self.path.display()));
         let file = fs::File::open(&self.path).map_err(|e| what(format!("cannot read the model: {e}")))?;
