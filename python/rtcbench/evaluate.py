@@ -174,13 +174,13 @@ def evaluate(
         progress=progress,
     )  # fmt: skip
     runs = per_run(result)
-    comparison = compare(runs, _name(result, baseline))
+    comparison = compare(runs, _name(baseline))
     write_parquet_atomic(runs, out / "evaluate-runs.parquet")
     write_parquet_atomic(comparison, out / "evaluate.parquet")
     return EvaluateResult(runs, comparison, result, out)
 
 
-def _name(result: suite.SuiteResult, controller: str) -> str:
+def _name(controller: str) -> str:
     """The name the runs give `controller` (``onnx:path/x.onnx`` runs as ``onnx:x``)."""
     from rtcbench import runner
 

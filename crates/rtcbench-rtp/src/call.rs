@@ -1169,9 +1169,8 @@ impl Sender {
     /// [`Sender::set_remote_metrics`]): a controller row now, however soon after the last, so
     /// that the trace holds every decision beside the sender's target at that instant.
     pub fn record_remote_decision<O: CallObserver>(&mut self, now: Instant, obs: &mut O) {
-        self.controller_rows.decided = true;
         let target = self.controller.target_rate();
-        self.controller_rows.record(now, &self.controller, target, obs);
+        self.controller_rows.write(now, &self.controller, target, obs);
     }
 
     /// Reads the controller's decisions: encoder target, pacing rate, probes.
@@ -1237,9 +1236,6 @@ pub(crate) struct ControllerRows {
     last: Option<(Instant, Bitrate)>,
     /// State of the receiver-side estimator (gcc-draft's REMB chain), traced with the sender's.
     pub(crate) remote: Option<ControllerMetrics>,
-    /// A receiver-side learned policy decided since the last row: the next row is written
-    /// whatever the gap, so that the trace holds every decision.
-    pub(crate) decided: bool,
 }
 
 impl ControllerRows {
@@ -1250,20 +1246,29 @@ impl ControllerRows {
         target: Bitrate,
         obs: &mut O,
     ) {
-        if self.decided
-            || self.last.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target)
-        {
-            self.last = Some((now, target));
-            self.decided = false;
-            obs.controller(
-                now,
-                target,
-                controller.pacing_rate(),
-                &controller.metrics(),
-                self.remote.as_ref(),
-            );
+        if self.last.is_none_or(|(t, last)| now - t >= CONTROLLER_ROW_MIN_GAP || last != target) {
+            self.write(now, controller, target, obs);
         }
     }
+
+    /// A row now, whatever the gap since the last.
+    pub(crate) fn write<O: CallObserver>(
+        &mut self,
+        now: Instant,
+        controller: &AnyController,
+        target: Bitrate,
+        obs: &mut O,
+    ) {
+        self.last = Some((now, target));
+        obs.controller(now, target, controller.pacing_rate(), &controller.metrics(), self.remote.as_ref());
+    }
+}
+
+/// A REMB of `bitrate` from the receiver of `ids`, for its video and audio streams.
+fn remb(ids: &StreamIds, bitrate: Bitrate) -> Vec<u8> {
+    let repr =
+        RembRepr { sender_ssrc: ids.receiver_ssrc, bitrate, ssrcs: vec![ids.video_ssrc, ids.audio_ssrc] };
+    repr.to_bytes().expect("our own feedback always encodes")
 }
 
 /// The receiver's feedback generator for the chosen mode.
@@ -1342,21 +1347,11 @@ impl FeedbackGen {
                 if g.poll_timeout().is_some_and(|t| t <= now) {
                     g.on_timeout(now);
                 }
-                let remb = g.poll_remb(now).map(|bitrate| RembRepr {
-                    sender_ssrc: ids.receiver_ssrc,
-                    bitrate,
-                    ssrcs: vec![ids.video_ssrc, ids.audio_ssrc],
-                });
-                remb.map(|r| r.to_bytes().expect(encodes)).into_iter().collect()
+                g.poll_remb(now).map(|bitrate| remb(ids, bitrate)).into_iter().collect()
             }
             Self::Learned(g) => {
                 g.on_timeout(now);
-                let remb = g.poll_remb().map(|bitrate| RembRepr {
-                    sender_ssrc: ids.receiver_ssrc,
-                    bitrate,
-                    ssrcs: vec![ids.video_ssrc, ids.audio_ssrc],
-                });
-                remb.map(|r| r.to_bytes().expect(encodes)).into_iter().collect()
+                g.poll_remb().map(|bitrate| remb(ids, bitrate)).into_iter().collect()
             }
         }
     }

@@ -5,7 +5,7 @@ per-call records (`--data`, "Scoring a policy on records")."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -14,6 +14,9 @@ from rtcbench.cli.errors import _fail, guarded
 from rtcbench.cli.options import CC_HELP, JOBS_HELP, _controller_list, check_jobs
 from rtcbench.cli.render import _runs_bar, console, err_console
 from rtcbench.cli.suite import RAY_HELP
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @guarded("finished runs are kept in {out}; the same command resumes them")
@@ -76,10 +79,9 @@ def evaluate_cmd(
     console.print(escape(f"→ {folder / 'evaluate.parquet'}"), highlight=False)
 
 
-def _print_comparison(table: object, baseline: str) -> None:
+def _print_comparison(table: pl.DataFrame, baseline: str) -> None:
     import polars as pl
 
-    assert isinstance(table, pl.DataFrame)
     for controller in table["controller"].unique(maintain_order=True).to_list():
         if controller == baseline:
             continue

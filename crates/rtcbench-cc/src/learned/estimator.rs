@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use rtcbench_units::{Bitrate, DataSize, Duration, Instant, SeqNo, SeqUnwrapper};
+use rtcbench_units::{Bitrate, DataSize, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::rtp::{abs_send_time_delta, abs_send_time_from};
 
 use super::observation::{Arrival, ObservationBuilder, PacketClass, STEP};
@@ -174,7 +174,7 @@ impl LearnedEstimator {
         ControllerMetrics::new()
             .with("policy_estimate", Metric::Rate(d.map(|d| Bitrate::from_bps_f64(d.estimate))))
             .with("policy_spread", Metric::Real(d.and_then(|d| d.spread)))
-            .with("decided_at", Metric::Time(at.map(|t: Duration| t)))
+            .with("decided_at", Metric::Time(at))
     }
 }
 
@@ -185,6 +185,7 @@ mod tests {
     use super::*;
     use crate::learned::observation::{Feature, OBSERVATION_LEN};
     use crate::learned::policy::PolicySource;
+    use rtcbench_units::Duration;
 
     /// Records every observation it is given; decides the received packets of the latest short
     /// interval × 1000 bit/s, or fails from its `fail_at`th decision on.
