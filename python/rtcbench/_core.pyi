@@ -4,6 +4,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 Ecn = Literal["not-ect", "ect1", "ect0", "ce"]
 
@@ -299,14 +300,25 @@ class IntervalStats:
 
 class Simulation:
     """A run of one resolved variant advanced in steps; call `external_call` sends at the rate
-    `set_target` gives it, the other calls run the built-in `controller`."""
+    `set_target` gives it (or, with `agent=True`, its receiver sends the estimates `set_estimate`
+    gives, one per 60 ms decision), the other calls run the built-in `controller`."""
 
     def __init__(
-        self, resolved: Resolved | str, controller: str, seed: int, *, external_call: int = 0
+        self,
+        resolved: Resolved | str,
+        controller: str,
+        seed: int,
+        *,
+        external_call: int = 0,
+        agent: bool = False,
     ) -> None: ...
     def run_until(self, t_us: int) -> None: ...
     def set_target(self, bps: float) -> None: ...
     def take_interval(self) -> IntervalStats: ...
+    def next_observation(self) -> tuple[int, npt.NDArray[np.float32]] | None: ...
+    def set_estimate(self, bps: float) -> None: ...
+    @property
+    def agent_failure(self) -> str | None: ...
     def finish(self) -> dict[str, Any]: ...
     def drop_trace(self) -> None: ...
     @property

@@ -32,7 +32,7 @@ try:
 except ImportError as e:  # pragma: no cover (the dev extra installs it)
     raise ImportError("rtcbench.env needs gymnasium: pip install 'rtcbench[gym]' (or gymnasium>=0.29)") from e
 
-from rtcbench import _core
+from rtcbench import _core, learned
 from rtcbench._malloc import fix_mmap_threshold
 from rtcbench.runner import (
     MAX_MEMORY_ROWS,
@@ -45,9 +45,13 @@ from rtcbench.runner import (
 from rtcbench.scenarios import Variant, resolve
 
 __all__ = [
+    "CHALLENGE_ENV_ID",
+    "CHALLENGE_REWARDS",
     "ENV_ID",
     "FEATURES",
     "BandwidthEstimationEnv",
+    "ChallengeEnv",
+    "ChallengeQoeReward",
     "Interval",
     "QoeReward",
     "RewardFn",
@@ -55,6 +59,8 @@ __all__ = [
 
 ENV_ID = "rtcbench/BandwidthEstimation-v0"
 """The id `gymnasium.make` knows the environment by, once `rtcbench.env` is imported."""
+CHALLENGE_ENV_ID = "rtcbench/ChallengeBandwidthEstimation-v0"
+"""`ChallengeEnv`'s id."""
 
 FEATURES: tuple[str, ...] = (
     "receive_rate",
@@ -144,6 +150,47 @@ REWARDS: dict[str, RewardFn] = {"qoe": QoeReward()}
 """Rewards by name."""
 
 
+def _one_variant(scenario: str | Path, sets: Sequence[str]) -> Variant:
+    variants = resolve(scenario, list(sets))
+    if len(variants) != 1:
+        names = ", ".join(v.variant for v in variants)
+        raise ValueError(
+            f"scenario {str(scenario)!r} has {len(variants)} variants ({names}); pick one with "
+            f"sets, e.g. sets={[f'{kv}' for kv in variants[0].variant.split(',')]!r}"
+        )
+    return variants[0]
+
+
+def _other_calls_controller(controller: str) -> str:
+    known = [n for n, _ in controllers()]
+    if controller not in known:
+        raise ValueError(
+            f"unknown controller {controller!r} for the other calls (allowed: {', '.join(known)})"
+        )
+    return controller
+
+
+def _call_index(call: int) -> int:
+    if not (isinstance(call, int) and call >= 0):
+        raise ValueError(f"call is the index of one of the scenario's calls; got {call!r}")
+    return call
+
+
+def _episode_result(
+    sim: _core.Simulation | None, trace_whole: bool, variant: Variant, controller: str, seed: int | None
+) -> RunResult:
+    if sim is None:
+        raise RuntimeError("call reset() first: there is no episode")
+    if not trace_whole:
+        raise TraceTooLarge(
+            "the episode's trace was not kept (keep_trace=False, or more than "
+            f"{MAX_MEMORY_ROWS:,} rows); run the scenario with rtcbench.run(..., out=...) to measure it"
+        )
+    raw = sim.finish()
+    summary, tables, ts = summarize_core(variant, f"external+{controller}", seed or 0, raw)
+    return RunResult(path=None, summary=summary, tables=tables, timeseries=ts)
+
+
 def _ms(us: int | None) -> float | None:
     return None if us is None else us / 1e3
 
@@ -198,14 +245,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         # beyond, so a long episode stays in bounded memory); `keep_trace=False` keeps none.
         self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
         self._trace_whole = True
-        variants = resolve(scenario, list(sets))
-        if len(variants) != 1:
-            names = ", ".join(v.variant for v in variants)
-            raise ValueError(
-                f"scenario {str(scenario)!r} has {len(variants)} variants ({names}); pick one with "
-                f"sets, e.g. sets={[f'{kv}' for kv in variants[0].variant.split(',')]!r}"
-            )
-        self.variant: Variant = variants[0]
+        self.variant: Variant = _one_variant(scenario, sets)
         if not (isinstance(step_ms, int | float) and math.isfinite(step_ms) and step_ms >= 0.001):
             raise ValueError(f"step_ms is a duration of at least 0.001 ms; got {step_ms!r}")
         self.step_us = round(step_ms * 1000)
@@ -220,15 +260,8 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         else:
             names = ", ".join(REWARDS)
             raise TypeError(f"reward is a name ({names}) or a function of an Interval; got {reward!r}")
-        known = [n for n, _ in controllers()]
-        if controller not in known:
-            raise ValueError(
-                f"unknown controller {controller!r} for the other calls (allowed: {', '.join(known)})"
-            )
-        self.controller = controller
-        if not (isinstance(call, int) and call >= 0):
-            raise ValueError(f"call is the index of one of the scenario's calls; got {call!r}")
-        self.call = call
+        self.controller = _other_calls_controller(controller)
+        self.call = _call_index(call)
         # Built once here so that a scenario the simulator cannot run, or a call it does not have,
         # fails now, and so that the call's rate limits are known.
         check_codecs(self.variant)
@@ -356,18 +389,8 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         not ended, the rest of it runs at the last rate set. Ends the episode; `reset` starts
         another."""
         sim = self._sim
-        if sim is None:
-            raise RuntimeError("call reset() first: there is no episode")
         self._sim = None
-        if not self._trace_whole:
-            raise TraceTooLarge(
-                "the episode's trace was not kept (keep_trace=False, or more than "
-                f"{MAX_MEMORY_ROWS:,} rows); run the scenario with rtcbench.run(..., out=...) to measure it"
-            )
-        raw = sim.finish()
-        name = f"external+{self.controller}"
-        summary, tables, ts = summarize_core(self.variant, name, self.seed_used or 0, raw)
-        return RunResult(path=None, summary=summary, tables=tables, timeseries=ts)
+        return _episode_result(sim, self._trace_whole, self.variant, self.controller, self.seed_used)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -381,5 +404,185 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         self._sim = None
 
 
+ChallengeRewardFn = Callable[[npt.NDArray[np.float32], float, float], float]
+"""A reward of `ChallengeEnv`: a number from one observation (150 float32) and the (lowest,
+highest) rate in bit/s of the reward's range."""
+
+
+@dataclass(frozen=True)
+class ChallengeQoeReward:
+    """`QoeReward` read from the challenge's observation after a step: its most recent 60 ms
+    interval at the receiver,
+
+        r = rate · log(receiving rate / low) / log(high / low)
+            − delay · queuing delay (ms) / 100 − loss · loss ratio
+
+    with the receiving rate floored at `low` (the rate term is 0 to 1 over the call's media
+    rates) and no delay term in an interval that received nothing.
+    """
+
+    rate: float = 1.0
+    delay: float = 1.0
+    loss: float = 1.0
+
+    def __call__(self, obs: npt.NDArray[np.float32], low: float, high: float) -> float:
+        receive = max(float(obs[_RECEIVING_RATE]), low)
+        r = self.rate * math.log(receive / low) / math.log(high / low)
+        if obs[_RECEIVED_PACKETS] > 0:
+            r -= self.delay * float(obs[_QUEUING_DELAY]) / 100.0
+        return r - self.loss * float(obs[_LOSS_RATIO])
+
+
+_RECEIVING_RATE = learned.feature_index("receiving_rate_bps", long=False, i=0)
+_RECEIVED_PACKETS = learned.feature_index("received_packets", long=False, i=0)
+_QUEUING_DELAY = learned.feature_index("queuing_delay_ms", long=False, i=0)
+_LOSS_RATIO = learned.feature_index("loss_ratio", long=False, i=0)
+
+CHALLENGE_REWARDS: dict[str, ChallengeRewardFn] = {"qoe": ChallengeQoeReward()}
+"""`ChallengeEnv`'s rewards by name."""
+
+
+class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
+    """The MMSys 2024 bandwidth estimation challenge's task on one call of any rtcbench scenario,
+    on the path `--cc onnx:MODEL` runs a model on (docs/env.md, "The challenge's task").
+
+    Every 60 ms, on the run's grid after the call starts, the policy at the call's receiver is
+    given the challenge's observation (150 float32, `rtcbench.learned.FEATURES`, computed by the
+    receiver from the packets that arrived before the decision's instant) and returns an
+    estimate in bit/s; the receiver sends it in a REMB and the sender follows it within the
+    call's limits. So an agent that gives a model's estimates makes the run `rtcbench run --cc
+    onnx:MODEL` makes, table for table (tests/test_env_challenge.py), and a policy trained here
+    runs back through `--cc onnx:` unchanged.
+
+    Arguments are `BandwidthEstimationEnv`'s (``scenario``, ``sets``, ``controller`` of the other
+    calls, ``call``, ``keep_trace``), and:
+
+    - ``reward``: ``"qoe"`` (`ChallengeQoeReward`) or a function of (observation, low, high).
+    - ``rate_range``: the (low, high) bit/s the reward's rate term spans; the call's media limits
+      by default.
+
+    The action is the estimate, bit/s, as the challenge's `output[0, 0, 0]` (a finite number
+    >= 0; the sender clamps what it follows to the call's limits). Wrap the environment to act
+    on another scale (the training example acts on log(rate)). The observation after `reset` is
+    the first decision's; each `step` takes that decision and runs to the next one (``info``:
+    ``t_us``, its instant). The episode ends (``terminated``) when the next decision would fall
+    after the run's end.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
+
+    def __init__(
+        self,
+        scenario: str | Path,
+        *,
+        sets: Sequence[str] = (),
+        reward: str | ChallengeRewardFn = "qoe",
+        controller: str = "gcc",
+        call: int = 0,
+        rate_range: tuple[float, float] | None = None,
+        render_mode: str | None = None,
+        keep_trace: bool = True,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r}: this environment renders nothing (None)")
+        self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
+        self._trace_whole = True
+        self.variant: Variant = _one_variant(scenario, sets)
+        if isinstance(reward, str):
+            if reward not in CHALLENGE_REWARDS:
+                raise ValueError(
+                    f"unknown reward {reward!r} (allowed: {', '.join(CHALLENGE_REWARDS)}, or a function)"
+                )
+            self.reward_fn: ChallengeRewardFn = CHALLENGE_REWARDS[reward]
+        elif callable(reward):
+            self.reward_fn = reward
+        else:
+            raise TypeError(
+                f"reward is a name ({', '.join(CHALLENGE_REWARDS)}) or a function; got {reward!r}"
+            )
+        self.controller = _other_calls_controller(controller)
+        self.call = _call_index(call)
+        check_codecs(self.variant)
+        probe = _core.Simulation(self.variant.core, controller, 0, external_call=call, agent=True)
+        info = probe.call_info
+        self.start_rate_bps = float(info.start_rate_bps)
+        low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
+        if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high):
+            raise ValueError(
+                f"rate_range is (lowest, highest) bit/s, 0 < lowest < highest; got {rate_range!r}"
+            )
+        self.min_rate_bps, self.max_rate_bps = float(low), float(high)
+        self.render_mode = render_mode
+        self.action_space = spaces.Box(0.0, np.inf, shape=(1,), dtype=np.float32)
+        self.observation_space = spaces.Box(
+            -np.inf, np.inf, shape=(learned.OBSERVATION_LEN,), dtype=np.float32
+        )
+        self._sim: _core.Simulation | None = None
+        self._next_us = 0
+        self.seed_used: int | None = None
+        """The scenario seed of the current episode."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
+        super().reset(seed=seed)
+        run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
+        self.seed_used = run_seed
+        fix_mmap_threshold()
+        self._sim = _core.Simulation(
+            self.variant.core, self.controller, run_seed, external_call=self.call, agent=True
+        )
+        self._trace_whole = True
+        obs, _ = self._to_next_decision()
+        return obs, {"t_us": self._next_us, "seed": run_seed}
+
+    def step(
+        self, action: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
+        sim = self._sim
+        if sim is None:
+            raise RuntimeError("call reset() before step()")
+        if sim.done or self._next_us > sim.end_us:
+            raise RuntimeError("the episode has ended (terminated); call reset() to start another")
+        a = float(action[0]) if isinstance(action, np.ndarray | list | tuple) else float(action)
+        if not (math.isfinite(a) and a >= 0):
+            raise ValueError(f"an action is an estimate in bit/s, a finite number >= 0; got {action!r}")
+        sim.set_estimate(a)
+        sim.run_until(self._next_us)
+        obs, terminated = self._to_next_decision()
+        reward = self.reward_fn(obs, self.min_rate_bps, self.max_rate_bps)
+        return obs, reward, terminated, False, {"t_us": self._next_us}
+
+    def _to_next_decision(self) -> tuple[npt.NDArray[np.float32], bool]:
+        """Runs every event before the next decision and returns its observation, and whether
+        it falls after the run's end (then the run has reached its end)."""
+        sim = self._sim
+        assert sim is not None
+        nxt = sim.next_observation()
+        if nxt is None:
+            raise RuntimeError(f"the call's policy stopped deciding: {sim.agent_failure}")
+        at, _ = nxt
+        terminated = at > sim.end_us
+        sim.run_until(min(at - 1, sim.end_us))
+        if sim.trace_rows > self._trace_bound:
+            sim.drop_trace()
+            self._trace_whole = False
+        at, obs = sim.next_observation() or nxt
+        self._next_us = at
+        return obs, terminated
+
+    def episode_result(self) -> RunResult:
+        """The episode as `rtcbench.run_variant` reports a run (`BandwidthEstimationEnv.episode_result`):
+        if it has not ended, the rest of it runs at the last estimate. Ends the episode."""
+        sim = self._sim
+        self._sim = None
+        return _episode_result(sim, self._trace_whole, self.variant, self.controller, self.seed_used)
+
+    def close(self) -> None:
+        self._sim = None
+
+
 if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point="rtcbench.env:BandwidthEstimationEnv")
+if CHALLENGE_ENV_ID not in gym.registry:
+    gym.register(id=CHALLENGE_ENV_ID, entry_point="rtcbench.env:ChallengeEnv")

@@ -1,17 +1,21 @@
 //! A run advanced in steps from Python (`rtcbench_sim::Simulation`), for the learning environment
 //! `rtcbench.env.BandwidthEstimationEnv`: between steps, Python sets the target rate of one call
 //! (its controller is `rtcbench_cc::external::ExternalRate`) and reads what that call's feedback
-//! said in the step.
+//! said in the step; or (`agent=True`, for `rtcbench.env.ChallengeEnv`) it reads the observation
+//! that call's receiver will give its next 60 ms decision and sets the estimate the decision
+//! sends, as an ONNX policy's would be (`rtcbench_cc::learned::Agent`).
 //!
 //! The steps keep the GIL. A 60 ms step of a call takes some 10 µs of simulation, less than
 //! releasing and taking back the GIL would let another thread gain, and a `Simulation` is
 //! `unsendable` anyway (it may hold controllers that are not `Send`); vectorised environments
 //! run in parallel in processes, not threads.
 
+use numpy::{PyArray1, ToPyArray};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rtcbench_cc::external::IntervalStats;
+use rtcbench_cc::learned::Agent;
 use rtcbench_sim::{RunOptions, Simulation};
 use rtcbench_units::{Bitrate, Duration, Instant};
 
@@ -75,6 +79,8 @@ impl PyIntervalStats {
 pub(crate) struct PySimulation {
     /// `None` once `finish` has taken the run.
     sim: Option<Simulation>,
+    /// Sets the external call's estimates, if they are set at its receiver.
+    agent: Option<Agent>,
 }
 
 impl PySimulation {
@@ -86,6 +92,24 @@ impl PySimulation {
     }
 }
 
+impl PySimulation {
+    fn agent(&self) -> PyResult<&Agent> {
+        self.agent.as_ref().ok_or_else(|| {
+            PyRuntimeError::new_err(
+                "this simulation sets the call's rate (set_target); make it with agent=True",
+            )
+        })
+    }
+    fn no_agent(&self, what: &str) -> PyResult<()> {
+        match self.agent {
+            Some(_) => Err(PyRuntimeError::new_err(format!(
+                "{what}: this simulation sets the call's estimates at its receiver (agent=True); use set_estimate"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 fn finished() -> PyErr {
     PyRuntimeError::new_err("the simulation has finished (finish() was called)")
 }
@@ -93,13 +117,48 @@ fn finished() -> PyErr {
 #[pymethods]
 impl PySimulation {
     #[new]
-    #[pyo3(signature = (resolved, controller, seed, *, external_call = 0))]
-    fn new(resolved: &Bound<'_, PyAny>, controller: &str, seed: u64, external_call: u32) -> PyResult<Self> {
+    #[pyo3(signature = (resolved, controller, seed, *, external_call = 0, agent = false))]
+    fn new(
+        resolved: &Bound<'_, PyAny>,
+        controller: &str,
+        seed: u64,
+        external_call: u32,
+        agent: bool,
+    ) -> PyResult<Self> {
         let s = one_variant(resolved, "Simulation()")?;
         let kind = builtin_kind(controller)?;
-        let options = RunOptions { external: Some(external_call), ..RunOptions::default() };
+        let agent = agent.then(Agent::new);
+        let options =
+            RunOptions { external: Some(external_call), agent: agent.clone(), ..RunOptions::default() };
         let sim = Simulation::new(&s, kind.into(), seed, options).map_err(scenario_err)?;
-        Ok(Self { sim: Some(sim) })
+        Ok(Self { sim: Some(sim), agent })
+    }
+
+    /// With `agent=True`: the instant (µs) of the external call's next decision and the
+    /// observation (150 float32) its receiver will give it, if every event before the instant
+    /// has run and nothing arrives until it; `None` once a decision failed (`agent_failure`).
+    fn next_observation<'py>(&self, py: Python<'py>) -> PyResult<Option<(i64, Bound<'py, PyArray1<f32>>)>> {
+        self.agent()?;
+        Ok(self.sim()?.next_observation().map(|(at, obs)| (at.as_micros(), obs.to_pyarray(py))))
+    }
+
+    /// With `agent=True`: the estimate (bit/s, finite, >= 0) the external call's next decision
+    /// sends to its sender in a REMB.
+    fn set_estimate(&mut self, bps: f64) -> PyResult<()> {
+        if !(bps.is_finite() && bps >= 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "an estimate is a finite number of bit/s, at least 0; got {bps}"
+            )));
+        }
+        self.agent()?.set(bps);
+        Ok(())
+    }
+
+    /// With `agent=True`: why the external call's decisions stopped (a decision came with no
+    /// estimate set), or `None`.
+    #[getter]
+    fn agent_failure(&self) -> PyResult<Option<String>> {
+        Ok(self.sim()?.agent_failure().map(str::to_owned))
     }
 
     /// Runs every event due at or before `t_us` (at most the end of the run).
@@ -110,6 +169,7 @@ impl PySimulation {
 
     /// Sets the controlled call's target rate (bit/s, at least 1) from now on.
     fn set_target(&mut self, bps: f64) -> PyResult<()> {
+        self.no_agent("set_target")?;
         if !(bps.is_finite() && bps >= 1.0) {
             return Err(PyValueError::new_err(format!(
                 "a target rate is a finite number of bit/s, at least 1; got {bps}"
@@ -121,6 +181,7 @@ impl PySimulation {
 
     /// What feedback said since the last call (or the start of the run) until now.
     fn take_interval(&mut self) -> PyResult<PyIntervalStats> {
+        self.no_agent("take_interval")?;
         Ok(PyIntervalStats::from(&self.sim_mut()?.take_external_interval()))
     }
 

@@ -1477,6 +1477,15 @@ impl Receiver {
         self.feedback.estimator_metrics()
     }
 
+    /// A learned policy's next decision instant and the observation it will see, if the
+    /// receiver runs one ([`LearnedEstimator::next_observation`]).
+    pub fn next_observation(&self) -> Option<(Instant, [f32; rtcbench_cc::learned::OBSERVATION_LEN])> {
+        match &self.feedback {
+            FeedbackGen::Learned(g) => g.next_observation(),
+            _ => None,
+        }
+    }
+
     /// Whether a learned policy decided since the last call.
     pub fn take_decision(&mut self) -> bool {
         match &mut self.feedback {

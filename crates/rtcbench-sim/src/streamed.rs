@@ -222,9 +222,9 @@ fn drive(
     let mut hold = hold.unwrap_or_else(|| Box::new(|work: &mut dyn FnMut()| work()));
     run.capture = pcap.is_some();
     let mut built = None;
-    let mut controller = Some(controller);
+    let mut inputs = Some((controller, run));
     hold(&mut || {
-        let choice = controller.take().expect("built once");
+        let (choice, run) = inputs.take().expect("built once");
         built = Some(Simulation::new(scenario, choice, seed, run));
     });
     let mut sim = match built.expect("the hold runs its work") {

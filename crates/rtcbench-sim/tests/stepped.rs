@@ -1,11 +1,15 @@
 //! A [`Simulation`] advanced in steps is the run [`simulate`] makes in one go, and the call whose
 //! rate is set from outside ([`RunOptions::external`]) sends at that rate and reports what its
-//! feedback said.
+//! feedback said; a call whose estimates are set from outside ([`RunOptions::agent`]) runs as a
+//! learned policy does.
 
+use std::sync::Arc;
+
+use rtcbench_cc::learned::{Agent, Decision, Feature, LearnedPolicy, Policy, PolicySource, OBSERVATION_LEN};
 use rtcbench_cc::ControllerKind;
 use rtcbench_scenario::{builtin, load, Scenario};
 use rtcbench_sim::trace::{ColumnData, Trace};
-use rtcbench_sim::{simulate, simulate_with, RunOptions, RunOutput, Simulation};
+use rtcbench_sim::{simulate, simulate_with, ControllerChoice, RunOptions, RunOutput, Simulation};
 use rtcbench_units::{Bitrate, Duration, Instant};
 
 const RECEIVED: u8 = 1;
@@ -480,4 +484,72 @@ fn the_links_table_grows_once_rather_than_by_doubling() {
     let links = simulate(&s, ControllerKind::Fixed, 1).expect("runs").trace.links;
     assert_eq!(links.len(), 12 * 2001, "a row per link and buffer, every 10 ms from 0 to 20 s");
     assert_eq!(links.capacity(), links.len());
+}
+
+/// A policy of the test's own: 1.25 × the latest short interval's receiving rate, at least
+/// 300 kbit/s.
+fn scripted_estimate(obs: &[f32; OBSERVATION_LEN]) -> f64 {
+    (1.25 * f64::from(obs[Feature::ReceivingRate.index(false, 0)])).max(300e3)
+}
+
+struct Scripted;
+
+impl Policy for Scripted {
+    fn decide(&mut self, obs: &[f32; OBSERVATION_LEN]) -> Result<Decision, String> {
+        Ok(Decision { estimate: scripted_estimate(obs), spread: None })
+    }
+}
+
+impl PolicySource for Scripted {
+    fn instance(&self) -> Result<Box<dyn Policy>, String> {
+        Ok(Box::new(Self))
+    }
+}
+
+#[test]
+fn an_agent_that_decides_as_a_policy_makes_the_policys_run() {
+    // The gym's path (the call's estimates set from outside, one per 60 ms decision, from the
+    // observation read before it) against the same policy run as `--cc onnx:` runs a model.
+    let s = builtin_scenario("rfc8867-5.1", &["duration=20s"]);
+    let learned = ControllerChoice::Learned(LearnedPolicy::new("scripted", Arc::new(Scripted)));
+    let policy_run = simulate_with(&s, learned, 2, RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+
+    let agent = Agent::new();
+    let options = RunOptions { external: Some(0), agent: Some(agent.clone()), ..RunOptions::default() };
+    let mut sim =
+        Simulation::new(&s, ControllerKind::Gcc.into(), 2, options).unwrap_or_else(|e| panic!("{e}"));
+    let mut decisions = 0;
+    while let Some((at, obs)) = sim.next_observation() {
+        if at > sim.end() {
+            break;
+        }
+        // Every event before the decision, none at it: a packet arriving at `at` is not seen.
+        sim.run_until(at - Duration::from_micros(1));
+        let (again, obs_now) = sim.next_observation().expect("the policy decides");
+        assert_eq!(again, at);
+        if decisions > 0 {
+            assert_ne!(obs, obs_now, "packets arrived during the step");
+        }
+        agent.set(scripted_estimate(&obs_now));
+        sim.run_until(at);
+        decisions += 1;
+    }
+    assert_eq!(sim.agent_failure(), None);
+    assert!(decisions > 300, "{decisions} decisions in 20 s");
+    let agent_run = sim.finish();
+    assert_eq!(agent_run.events, policy_run.events);
+    assert_identical(&agent_run.trace, &policy_run.trace);
+    assert_eq!(agent_run.meta.calls[0].controller, "external");
+}
+
+#[test]
+fn an_agent_that_skips_a_decision_stops_deciding() {
+    let s = builtin_scenario("rfc8867-5.1", &["duration=5s"]);
+    let options = RunOptions { external: Some(0), agent: Some(Agent::new()), ..RunOptions::default() };
+    let mut sim =
+        Simulation::new(&s, ControllerKind::Gcc.into(), 2, options).unwrap_or_else(|e| panic!("{e}"));
+    sim.run_until(Instant::from_secs(1));
+    let failure = sim.agent_failure().expect("the first decision had no estimate");
+    assert!(failure.contains("the decision at 0.060 s failed: no estimate was set"), "{failure}");
+    assert_eq!(sim.next_observation(), None);
 }

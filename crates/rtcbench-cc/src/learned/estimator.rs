@@ -19,7 +19,7 @@ use std::fmt;
 use rtcbench_units::{Bitrate, DataSize, Instant, SeqNo, SeqUnwrapper};
 use rtcbench_wire::rtp::{abs_send_time_delta, abs_send_time_from};
 
-use super::observation::{Arrival, ObservationBuilder, PacketClass, STEP};
+use super::observation::{Arrival, ObservationBuilder, PacketClass, OBSERVATION_LEN, STEP};
 use super::policy::{Decision, LearnedPolicy, Policy, PolicyFailure};
 use crate::controller::{ControllerMetrics, Metric};
 
@@ -152,6 +152,13 @@ impl LearnedEstimator {
                 }
             }
         }
+    }
+
+    /// The next decision's instant and the observation it will see if nothing arrives before
+    /// it; `None` once the policy failed. A driver that decides from outside
+    /// ([`super::Agent`]) reads it after running every event before the instant.
+    pub fn next_observation(&self) -> Option<(Instant, [f32; OBSERVATION_LEN])> {
+        self.policy.as_ref().map(|_| (self.next, self.builder.observation(self.next)))
     }
 
     /// Whether a decision was taken since the last call (for a trace that records each).

@@ -198,6 +198,12 @@ impl ObservationBuilder {
         while self.losses.front().is_some_and(|l| l.at < horizon) {
             self.losses.pop_front();
         }
+        self.observation(now)
+    }
+
+    /// The observation at `now`, forgetting nothing: what [`ObservationBuilder::observe`] will
+    /// return at `now` if nothing arrives before (every interval reads only its own span).
+    pub fn observation(&self, now: Instant) -> [f32; OBSERVATION_LEN] {
         let mut out = [0f32; OBSERVATION_LEN];
         for (long, length) in [(false, STEP), (true, LONG)] {
             for i in 0..INTERVALS {

@@ -4,6 +4,7 @@
 use rand::RngExt;
 use rtcbench_cc::external::ExternalRate;
 use rtcbench_cc::factory::{self, USER_CCFB_INTERVAL};
+use rtcbench_cc::learned::LearnedPolicy;
 use rtcbench_cc::AnyController;
 use rtcbench_net::rng::rng_for;
 use rtcbench_rtp::sfu::{DownlinkParts, Forwarder, ForwarderParts};
@@ -59,6 +60,7 @@ pub(super) fn build_world(
     mut controller: ControllerChoice,
     seed: u64,
     options: RunOptions,
+    agent: Option<LearnedPolicy>,
     elements: Vec<ElementOverride>,
 ) -> Result<(World, Meta, Vec<CallSetup>), ScenarioError> {
     let spec = &s.spec;
@@ -91,6 +93,18 @@ pub(super) fn build_world(
             ),
         ));
     }
+    if let Some(call) = options.external.filter(|&c| agent.is_some() && run[c as usize].role != Role::Call) {
+        return Err(ScenarioError::new(
+            &origin,
+            Some("calls".to_string()),
+            format!(
+                "the call whose estimates are set from outside is call {call} ({}), an SFU's leg; choose a call between two endpoints",
+                run[call as usize].name
+            ),
+        ));
+    }
+    // The external call's controller when its estimates are set from outside: a learned policy.
+    let mut agent = agent.map(ControllerChoice::Learned);
     let mut routes = Vec::new();
     let mut calls = Calls::default();
     let mut setups = Vec::new();
@@ -134,8 +148,12 @@ pub(super) fn build_world(
         let external = options.external == Some(call);
         let setup = match rc.role {
             Role::Call | Role::Publish => {
+                let (choice, rate_external) = match &mut agent {
+                    Some(a) if external => (a, false),
+                    _ => (&mut controller, external),
+                };
                 let (plan, mut sender, receiver, setup) =
-                    build_call(rc, call, &mut controller, external, &spec.controller, seed, end);
+                    build_call(rc, call, choice, rate_external, &spec.controller, seed, end);
                 // The trace's controller columns are fixed by its first row: include the
                 // receiver-side estimator's from the start.
                 sender.set_remote_metrics(receiver.estimator_metrics());

@@ -23,7 +23,7 @@ mod route;
 mod run;
 
 use rtcbench_cc::external::{ExternalRate, IntervalStats};
-use rtcbench_cc::learned::LearnedPolicy;
+use rtcbench_cc::learned::{Agent, LearnedPolicy, OBSERVATION_LEN};
 use rtcbench_cc::{AnyController, Controller, ControllerKind};
 use rtcbench_units::{Bitrate, Duration, Instant};
 
@@ -55,7 +55,7 @@ pub struct RunOutput {
 }
 
 /// Options of a run beyond (scenario, controller, seed).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Keep every packet's bytes for a capture file.
     pub capture: bool,
@@ -65,6 +65,12 @@ pub struct RunOptions {
     /// `external`. The other calls run the run's controller (a [`UserController`] is built for
     /// those only). It must be a call with a sender (not an SFU's forward leg).
     pub external: Option<u32>,
+    /// With [`RunOptions::external`]: that call's receiver runs `agent` as a learned policy
+    /// (`--cc onnx:MODEL`'s path: decisions every 60 ms, REMB, a sender that follows), whose
+    /// estimates are set from outside ([`Simulation::next_observation`], [`Agent::set`]),
+    /// instead of the sender running [`ExternalRate`]. The call must have a receiver of its own
+    /// (not an SFU's publish leg).
+    pub agent: Option<Agent>,
 }
 
 /// The controller every call of a run uses.
@@ -246,6 +252,8 @@ pub struct Simulation {
     /// What each call's controller was told about its call.
     setups: Vec<CallSetup>,
     external: Option<u32>,
+    /// The external call's policy, if its estimates are set from outside ([`RunOptions::agent`]).
+    agent: Option<LearnedPolicy>,
     /// Every event due at or before this instant has run.
     now: Instant,
     /// Every event of the run has run: nothing will be recorded any more.
@@ -277,17 +285,12 @@ impl Simulation {
         options: RunOptions,
         elements: Vec<ElementOverride>,
     ) -> Result<Self, ScenarioError> {
-        let (mut world, meta, setups) = build::build_world(s, controller, seed, options, elements)?;
+        let external = options.external;
+        let agent = options.agent.as_ref().map(Agent::policy);
+        let (mut world, meta, setups) =
+            build::build_world(s, controller, seed, options, agent.clone(), elements)?;
         world.start();
-        Ok(Self {
-            world,
-            meta,
-            setups,
-            external: options.external,
-            now: Instant::ZERO,
-            exhausted: false,
-            events: 0,
-        })
+        Ok(Self { world, meta, setups, external, agent, now: Instant::ZERO, exhausted: false, events: 0 })
     }
 
     /// Processes every event due at or before `t` (at most the end of the run); `now()` is then
@@ -392,7 +395,9 @@ impl Simulation {
             self.world.sender_of_call[call as usize].expect("checked: the external call has a sender");
         match self.world.senders[sender as usize].controller_mut() {
             AnyController::External(c) => (sender, c),
-            _ => unreachable!("the external call runs ExternalRate"),
+            _ => panic!(
+                "the external call's estimates are set at its receiver (RunOptions::agent), not its rate"
+            ),
         }
     }
 
@@ -407,6 +412,22 @@ impl Simulation {
         if c.set_target(now, rate) {
             self.world.wake(Event::Sender(sender));
         }
+    }
+
+    /// The external call's next decision instant and the observation its policy will see, if
+    /// its estimates are set from outside ([`RunOptions::agent`]) and no decision failed. Read
+    /// it after running every event before the instant, then set the decision's estimate.
+    pub fn next_observation(&self) -> Option<(Instant, [f32; OBSERVATION_LEN])> {
+        self.agent.as_ref()?;
+        let call = self.external?;
+        let receiver = self.world.receiver_plumbings.iter().position(|p| p.call == call)?;
+        self.world.receivers[receiver].next_observation()
+    }
+
+    /// Why the external call's policy stopped deciding (a decision without an estimate set,
+    /// or an estimate that is not a finite number >= 0), if it did.
+    pub fn agent_failure(&self) -> Option<&str> {
+        self.agent.as_ref()?.failure.get()
     }
 
     /// What feedback said about the external call's packets since the last call (or the start of
