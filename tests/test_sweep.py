@@ -3,6 +3,8 @@ table, resuming after an interruption, and mistakes in the file."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import socket
@@ -251,3 +253,31 @@ def test_the_cli_prints_names_and_paths_as_they_are(tmp_path: Path) -> None:
     assert f"index: {out / sw.RUNS_TABLE}, {out / sw.FLOWS_TABLE}" in done.stdout, done.stdout
     unknown = cli("run", ":x:[bold]", "--out", str(tmp_path / "o"))
     assert unknown.returncode == 2 and "named ':x:[bold]'" in unknown.stderr, unknown.stderr
+
+
+def test_a_sweep_runs_a_learned_policy_found_beside_its_file(tmp_path: Path) -> None:
+    """`onnx:MODEL` in a sweep file: the model beside the file (not in the working directory)
+    runs every point next to `gcc`, each run keyed by the model's content."""
+    shipped = Path(__file__).resolve().parents[1] / "examples" / "models" / "bc-gcc.onnx"
+    shutil.copy(shipped, tmp_path / "policy.onnx")
+    spec = sw.load(
+        _spec(tmp_path, SPEC.replace('controllers = ["fixed"]', 'controllers = ["gcc", "onnx:policy.onnx"]'))
+    )
+    assert spec.controllers[1] == f"onnx:{tmp_path / 'policy.onnx'}"
+    result = sw.run_sweep(spec, tmp_path / "out", jobs=2)
+    assert result.ran == 8
+    runs = result.runs
+    assert sorted(runs["controller"].unique()) == ["gcc", "onnx:policy"]
+    policy = runs.filter(pl.col("controller") == "onnx:policy")
+    assert policy.height == 4 and (policy["video_goodput_bps"] > 0).all()
+    model_sha = hashlib.sha256(shipped.read_bytes()).hexdigest()
+    summaries = list((tmp_path / "out").rglob("onnx.policy/*/seed-*/summary.json"))
+    assert len(summaries) == 4
+    for summary in summaries:
+        identity = json.loads(summary.read_text())["identity"]
+        assert identity["controller"] == {
+            "name": "onnx:policy",
+            "source_sha256": model_sha,
+            "state_sha256": None,
+        }
+        assert summary.parent.parent.name == identity["key"]

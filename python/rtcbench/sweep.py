@@ -40,6 +40,7 @@ import polars as pl
 from rtcbench import runner
 from rtcbench.documents import read_toml
 from rtcbench.identity import REAL_TIME_MODES, SIMULATE
+from rtcbench.learned import ONNX
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
 from rtcbench.scenarios import resolve, typed_fields
 from rtcbench.suite import (
@@ -159,6 +160,8 @@ def load(path: PathArg) -> SweepSpec:
     ccs = doc.get("controllers", ["gcc"])
     if not isinstance(ccs, list) or not ccs or not all(isinstance(c, str) for c in ccs):
         raise _fail(path, "controllers: a non-empty list of controller names")
+    # A learned policy's model, like a scenario file, is found next to the sweep file first.
+    ccs = [_beside(path, c) for c in ccs]
     twice = sorted(c for c, n in Counter(ccs).items() if n > 1)
     if twice:
         raise _fail(
@@ -190,6 +193,16 @@ def load(path: PathArg) -> SweepSpec:
         for combo in itertools.product(*axes):
             points.setdefault(SweepPoint(base + combo))
     return SweepSpec(path, tuple(scenarios), tuple(ccs), seeds, tuple(points))
+
+
+def _beside(sweep_file: Path, controller: str) -> str:
+    """``onnx:MODEL`` with a relative MODEL that exists beside the sweep file, as that file;
+    anything else as it is."""
+    if not controller.startswith(ONNX):
+        return controller
+    model = Path(controller.removeprefix(ONNX))
+    local = sweep_file.parent / model
+    return f"{ONNX}{local}" if not model.is_absolute() and local.is_file() else controller
 
 
 def _check_size(path: Path, listed: int, axes: list[int], runs_per_point: int) -> None:
