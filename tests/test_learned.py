@@ -16,7 +16,7 @@ import pytest
 
 import rtcbench
 from doc_blocks import run_python_blocks
-from rtcbench import _core, learned, results
+from rtcbench import _core, learned, quality, results
 from rtcbench.runner import RunResult
 
 RTCBENCH = [sys.executable, "-m", "rtcbench.cli"]
@@ -165,16 +165,40 @@ def test_a_call_record_round_trips_through_the_challenge_json(run: RunResult, tm
     assert np.isfinite(record.bandwidth_predictions).all() and (record.bandwidth_predictions > 0).all()
     assert record.true_capacity is not None and record.true_capacity[0] == 1_000_000
     assert record.true_loss is not None and (record.true_loss == 0).all()
-    assert np.isnan(record.video_quality).all()
+    # rtcbench's quality score over the 600 ms before each step, from the first frame shown on.
+    shown = np.isfinite(record.video_quality)
+    assert not shown[0] and shown[5:].all()
+    assert (record.video_quality[shown] >= 1).all() and (record.video_quality[shown] <= 5).all()
     path = learned.write_call(record, tmp_path / "call.json")
     back = learned.read_call(path)
     assert np.array_equal(back.observations, record.observations)
     assert np.array_equal(back.bandwidth_predictions, record.bandwidth_predictions)
     assert back.true_capacity is not None and np.array_equal(back.true_capacity, record.true_capacity)
     assert back.true_loss is not None and np.array_equal(back.true_loss, record.true_loss)
+    np.testing.assert_array_equal(back.video_quality, record.video_quality)
     assert np.isnan(back.audio_quality).all() and back.policy_id == "gcc"
     m = learned.offline_metrics(record.bandwidth_predictions, record.true_capacity)
     assert 0.0 <= m["overestimation_rate"] <= m["error_rate"] <= 1.0 and m["steps"] == 500
+
+
+def test_the_step_quality_is_rate_less_stalls_less_delay() -> None:
+    """`quality.step_quality` by hand: 1 Mbit/s received over the window, frames 100 ms old; a
+    freeze over half the window costs half the stall penalty; 275 ms old frames cost half the
+    delay penalty; nothing before the first frame shown."""
+    steps = np.array([300_000, 1_200_000, 2_400_000, 3_600_000])
+    # 1 Mbit/s: 75 000 bytes every 600 ms, in packets of 1250 bytes every 10 ms.
+    received = np.arange(0, 4_000_000, 10_000)
+    sizes = np.full(len(received), 1250)
+    rendered = np.arange(500_000, 4_000_000, 33_333)
+    delay = np.where(rendered < 3_000_000, 100.0, 275.0)
+    frozen = np.array([[1_800_000, 2_100_000]])
+    q = quality.step_quality(steps, received, sizes, rendered, delay, frozen)
+    full = float(quality.rate_quality(np.array([1e6]))[0])
+    assert np.isnan(q[0])
+    assert q[1] == pytest.approx(full)
+    assert q[2] == pytest.approx(full - quality.STALL_PENALTY * 0.5)
+    assert q[3] == pytest.approx(full - 0.5 * quality.DELAY_PENALTY)
+    assert full == pytest.approx(1 + 4 * np.log1p(10) / np.log1p(25))
 
 
 def test_offline_metrics_are_the_communitys() -> None:

@@ -21,21 +21,18 @@ import numpy as np
 import polars as pl
 
 from rtcbench import suite
+from rtcbench.identity import SIMULATE
+from rtcbench.quality import (
+    DELAY_BAD_MS,
+    DELAY_GOOD_MS,
+    DELAY_PENALTY,
+    FULL_RATE_BPS,
+    RATE_KNEE_BPS,
+    STALL_PENALTY,
+)
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
 
 __all__ = ["METRICS", "EvaluateResult", "evaluate", "quality_expr"]
-
-FULL_RATE_BPS = 2_500_000.0
-"""The video rate the quality score counts as full quality (libwebrtc's default maximum for
-1280×720)."""
-RATE_KNEE_BPS = 100_000.0
-"""The rate below which the quality's rate component falls steeply (its log's knee)."""
-DELAY_GOOD_MS = 150.0
-DELAY_BAD_MS = 400.0
-"""ITU-T G.114's one-way delay for most interactive applications, and its upper planning limit:
-frame delay p95 between them costs up to `DELAY_PENALTY`."""
-DELAY_PENALTY = 1.0
-STALL_PENALTY = 3.0
 
 METRICS: dict[str, bool] = {
     "quality": True,

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from rtcbench import _core
+from rtcbench import _core, quality
 from rtcbench.results import InputError, read_file, read_text, write_bytes_atomic
+from rtcbench.tables import RENDERED
 
 __all__ = [
     "FEATURES",
@@ -275,8 +276,9 @@ def call_record(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> CallRe
     at each step (a learned policy's own, step by step; any other controller's target, the
     controller table's `target_bps` at or before the step), the capacity of its
     video's bottleneck (the links table's `capacity_bps`) and the share of its media packets
-    sent in the step that the network dropped. The quality columns are NaN: rtcbench has no
-    model of the challenge's audio and video quality scores (docs/learned.md)."""
+    sent in the step that the network dropped. `video_quality` is rtcbench's own score over the
+    600 ms before each step (`rtcbench.quality.step_quality`), not the challenge's MOS model;
+    `audio_quality` is NaN (docs/learned.md)."""
     steps, obs = observations(tables, call, step_us=step_us)
     controller = tables.controller.filter(pl.col("call") == call).sort("t_us")
     if DECIDED_AT in controller.columns:
@@ -316,15 +318,47 @@ def call_record(tables: Any, call: int = 0, *, step_us: int = STEP_US) -> CallRe
     fraction = (per_step["dropped"] / per_step["sent"]).to_numpy()
     keep = (index >= 0) & (index < len(steps))
     loss[index[keep]] = fraction[keep]
-    nan = np.full(len(steps), np.nan)
     return CallRecord(
         observations=obs,
         bandwidth_predictions=predictions,
-        video_quality=nan,
-        audio_quality=nan.copy(),
+        video_quality=_video_quality(tables, video, steps),
+        audio_quality=np.full(len(steps), np.nan),
         policy_id=str(tables.meta.get("controller", "")),
         true_capacity=capacity,
         true_loss=loss,
+    )
+
+
+def _video_quality(tables: Any, video: dict[str, Any], steps: np.ndarray) -> np.ndarray:
+    """`quality.step_quality` of the call's video flow at each step (NaN for an audio-only call)."""
+    if video["kind"] != "video":
+        return np.full(len(steps), np.nan)
+    flow = int(video["id"])
+    received = (
+        tables.packets.filter(
+            (pl.col("flow") == flow) & (pl.col("event") == "received") & (pl.col("kind") == "media")
+        )
+        .select("t_us", "size")
+        .sort("t_us")
+    )
+    frames = (
+        tables.frames.filter((pl.col("flow") == flow) & pl.col(RENDERED).is_not_null())
+        .sort(RENDERED)
+        .select(
+            RENDERED,
+            delay_ms=(pl.col(RENDERED) - pl.col("capture_us")) / 1e3,
+            gap_start=pl.col(RENDERED).shift(1),
+            freeze="freeze",
+        )
+    )
+    frozen = frames.filter(pl.col("freeze") & pl.col("gap_start").is_not_null()).select("gap_start", RENDERED)
+    return quality.step_quality(
+        steps.astype(np.int64),
+        received["t_us"].to_numpy(),
+        received["size"].to_numpy(),
+        frames[RENDERED].to_numpy(),
+        frames["delay_ms"].to_numpy(),
+        frozen.to_numpy().reshape(-1, 2),
     )
 
 
