@@ -7,6 +7,7 @@ model ends in one line with nothing left half-made."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -16,10 +17,12 @@ import numpy as np
 import polars as pl
 import pytest
 from tests.realtime import assert_valid
+from tests.test_gstreamer import SCENARIO as GST_SCENARIO
+from tests.test_gstreamer import needs_gstreamer
 
 import rtcbench
-from rtcbench import _core, learned, onnx_policy, testbed
-from rtcbench.identity import EMULATE
+from rtcbench import _core, evaluate, learned, onnx_policy, testbed
+from rtcbench.identity import EMULATE, GSTREAMER
 from rtcbench.results import InputError
 from rtcbench.runner import RunResult
 
@@ -340,6 +343,51 @@ def test_an_emulated_call_runs_the_policy_in_its_agents(model_path: Path, tmp_pa
     assert follows.height > 50
     clamped = follows["remb_bps"].clip(170_000, 1_520_000)
     assert (follows["target_bps"] - clamped).abs().max() <= 1_000
+
+
+@needs_root
+def test_evaluate_scores_a_policy_on_the_emulated_stack(model_path: Path, tmp_path: Path) -> None:
+    """`rtcbench evaluate --mode emulate`: the policy and the baseline run by rtcbench's agents in
+    namespaces, paired on the same scenario and seed, the comparison naming its stack."""
+    scenario = tmp_path / "emu-onnx.toml"
+    scenario.write_text(EMULATED.replace('duration = "10s"', 'duration = "6s"'))
+    result = evaluate.evaluate(
+        [str(scenario)], [f"onnx:{model_path}"], baseline="gcc", reps=1, out=tmp_path / "eval", mode=EMULATE
+    )
+    assert result.suite.runs["mode"].to_list() == [EMULATE, EMULATE]
+    assert sorted(result.runs["controller"].to_list()) == ["gcc", "onnx:lstm128"]
+    mine = result.comparison.filter(
+        (pl.col("controller") == "onnx:lstm128") & (pl.col("metric") == "utilization")
+    )
+    assert mine["pairs"].to_list() == [1] and mine["mode"].to_list() == [EMULATE]
+    assert mine["mean"][0] > 0 and mine["baseline_mean"][0] > 0
+    assert (tmp_path / "eval" / "evaluate.parquet").is_file()
+
+
+@needs_gstreamer
+def test_a_gstreamer_call_runs_the_policy_in_its_sender_and_receiver(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """`--mode gstreamer`: the GStreamer agent's receiver runs the model every 60 ms and its
+    sender's encoder follows the REMB."""
+    scenario = tmp_path / "gst-onnx.toml"
+    scenario.write_text(GST_SCENARIO)
+    r = rtcbench.run(
+        scenario, f"onnx:{model_path}", 1, tmp_path / "out", ["duration=10s"], figure=False, mode=GSTREAMER
+    )[0]
+    assert_valid(r)
+    assert r.summary["identity"]["controller"]["source_sha256"] == onnx_policy_sha(model_path)
+    ctl = r.tables.controller.filter(pl.col("call") == 0).sort("t_us")
+    decided = ctl[learned.DECIDED_AT].drop_nulls().unique()
+    assert len(decided) > 0.9 * (10_000 / 60)
+    follows = ctl.filter(pl.col("remb_bps").is_not_null() & (pl.col("t_us") > 1_000_000))
+    assert follows.height > 50
+    video = next(f for f in r.summary["flows"] if f["kind"] == "video")
+    assert video["packets_received"] > 0
+
+
+def onnx_policy_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_evaluate_data_scores_a_policy_on_records(

@@ -157,21 +157,24 @@ def evaluate(
     seed: int = 1,
     ray_address: str | None = None,
     progress: Callable[[int, int], None] | suite.RunProgress | None = None,
+    mode: str = SIMULATE,
 ) -> EvaluateResult:
     """Runs `suites` (suite names, scenario ids or files) with every controller and the baseline,
-    `reps` seeds from `seed`, and compares each with the baseline. Writes the suite's folders and
+    `reps` seeds from `seed`, on the stack `mode` names (the simulator, or emulated calls of
+    rtcbench's agents or GStreamer's, in real time one at a time, as `suite.run_suite` runs
+    them), and compares each with the baseline on the same stack. Writes the suite's folders and
     tables under `out`, then `out/evaluate-runs.parquet` (`per_run`) and
-    `out/evaluate.parquet` (`compare`)."""
+    `out/evaluate.parquet` (`compare`, with the stack in its `mode` column)."""
     out = Path(out)
     if not controllers:
         raise InputError("--cc names no controller to evaluate")
     everyone = list(dict.fromkeys([*controllers, baseline]))
     result = suite.run_suite(
         suites, everyone, reps=reps, jobs=jobs, out=out, sets=sets, seed=seed, ray_address=ray_address,
-        progress=progress,
+        progress=progress, mode=mode,
     )  # fmt: skip
     runs = per_run(result)
-    comparison = compare(runs, _name(baseline))
+    comparison = compare(runs, _name(baseline)).with_columns(mode=pl.lit(mode))
     write_parquet_atomic(runs, out / "evaluate-runs.parquet")
     write_parquet_atomic(comparison, out / "evaluate.parquet")
     return EvaluateResult(runs, comparison, result, out)

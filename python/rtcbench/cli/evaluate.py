@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import CC_HELP, JOBS_HELP, _controller_list, check_jobs
+from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
 from rtcbench.cli.render import _runs_bar, console, err_console
 from rtcbench.cli.suite import RAY_HELP
 
@@ -42,6 +42,9 @@ def evaluate_cmd(
         list[str] | None,
         typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
     ] = None,
+    mode: Annotated[
+        str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
+    ] = "simulate",
     ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
     data: Annotated[
         Path | None,
@@ -73,7 +76,7 @@ def evaluate_cmd(
     with _runs_bar() as progress:
         result = evaluate.evaluate(
             list(names or []), controllers, baseline=baseline, reps=reps, jobs=jobs, out=folder,
-            sets=sets or [], seed=seed, ray_address=ray, progress=progress,
+            sets=sets or [], seed=seed, ray_address=ray, progress=progress, mode=mode,
         )  # fmt: skip
     _print_comparison(result.comparison, baseline)
     console.print(escape(f"→ {folder / 'evaluate.parquet'}"), highlight=False)
