@@ -4,8 +4,10 @@ intervals, from Python and from the command line."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -82,3 +84,30 @@ def test_the_command_prints_the_comparison(result: evaluate.EvaluateResult) -> N
     assert "fixed against gcc" in cli.stdout and "utilization" in cli.stdout and "worse" in cli.stdout
     bad = subprocess.run([*RTCBENCH, "evaluate", "--cc", "fixed"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_the_report_of_an_evaluation_shows_its_comparison(
+    result: evaluate.EvaluateResult, tmp_path: Path
+) -> None:
+    """`rtcbench report` on the evaluation's folder: an Evaluation section with one row per
+    controller and metric of `evaluate.parquet`, verdicts coloured; a damaged table is a problem,
+    not a traceback."""
+    from rtcbench.report import build_report
+
+    report = build_report([result.out], tmp_path / "report.html", run_figures="none")
+    assert [t for t in report.tables if t.startswith("tbl-eval--")] == [f"tbl-eval--{result.out.name}"]
+    html = (tmp_path / "report.html").read_text()
+    section = html[
+        html.index('<section id="evaluation"') : html.index("</section>", html.index('id="evaluation"'))
+    ]
+    assert "against gcc on the simulate stack" in section
+    rows = section.count("<tr") - 1
+    assert rows == result.comparison.height
+    assert section.count('class="v-fail"') == (result.comparison["verdict"] == "worse").sum()
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(result.out, damaged)
+    (damaged / "evaluate.parquet").write_bytes(b"not parquet")
+    again = build_report([damaged], tmp_path / "again.html", run_figures="none")
+    assert any("evaluate.parquet" in p.where and "left out of Evaluation" in p.what for p in again.problems)
+    assert not any(t.startswith("tbl-eval--") for t in again.tables)

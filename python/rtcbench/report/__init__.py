@@ -6,6 +6,8 @@ Its sections (`docs/report.md`):
 
 - Problems: folders or files that could not be used, and what was left out because of them.
 - Scorecard: `rtcbench.scorecard`'s matrix, per-controller share and every verdict.
+- Evaluation: the comparison `rtcbench evaluate` wrote (`evaluate.parquet`), for each folder
+  that holds one.
 - Comparison: `rtcbench.compare`'s table, when that module exists and several folders are given.
 - Cases: per test case and variant, across controllers and repetitions: the time figure of each
   controller's first seed side by side (rates against capacity and target, queuing delay, loss,
@@ -46,6 +48,7 @@ from rtcbench.identity import TESTBED_INFO
 from rtcbench.plots import BoxPanel, StageBar, TradeoffSeries
 from rtcbench.report import tables as tb
 from rtcbench.report.comparison import comparison_section
+from rtcbench.report.evaluation import evaluation_tables
 from rtcbench.report.figures import (
     CDF_TABLE,
     RUN_FIGURE_TABLES,
@@ -561,6 +564,7 @@ def build_report(
         elif not block.figure_note:
             block.figure_note = "Its figure could not be drawn (see Problems)."
 
+    evaluation = evaluation_tables(sources, problems)
     score_tables: list[tb.Table] = []
     if scores.height:
         score_tables = [
@@ -585,6 +589,7 @@ def build_report(
         provenance=provenance,
         score_tables=score_tables,
         comparison=comparison,
+        evaluation=evaluation,
         cases=cases,
         blocks=blocks,
         figures_drawn=len(figure_blocks),
@@ -593,7 +598,7 @@ def build_report(
     write_bytes_atomic(out, html.encode())
     files = tuple(write_figures(rendered, figures)) if figures is not None else ()
 
-    table_ids = [t.id for t in score_tables] + [c.table.id for c in cases]
+    table_ids = [t.id for t in score_tables] + [t.id for t in evaluation] + [c.table.id for c in cases]
     table_ids += [t.id for b in blocks for t in b.tables] + [t.id for t in provenance]
     if comparison is not None:
         table_ids += [t.id for t in comparison.tables]

@@ -634,7 +634,8 @@ def score_details(table_id: str, scores: pl.DataFrame) -> Table:
 # any frame
 
 
-def _cell(v: Any) -> Cell:
+def value_cell(v: Any) -> Cell:
+    """A value as a cell: numbers right-aligned to 4 significant digits, None and NaN as -."""
     if v is None:
         return Cell("-")
     if isinstance(v, bool):
@@ -653,6 +654,6 @@ def dataframe_table(table_id: str, kind: str, caption: str, df: pl.DataFrame) ->
         kind=kind,
         caption=caption,
         header=tuple(df.columns),
-        rows=tuple(tuple(_cell(v) for v in row) for row in df.iter_rows()),
+        rows=tuple(tuple(value_cell(v) for v in row) for row in df.iter_rows()),
         filter=df.height > 20,
     )
