@@ -186,6 +186,63 @@ def test_a_logged_browser_run_is_keyed_apart_and_runs_nowhere_else(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
+def test_an_event_logged_browser_run_is_keyed_apart_and_needs_chromium(tmp_path: Path) -> None:
+    # Recording the RTC event log is another run than the same run unrecorded; a mode that runs no
+    # browser, and a run with no Chromium peer (Firefox writes no such log), refuse it first.
+    (variant,) = resolve(str(_scenario(tmp_path)), [])
+    plain = runner.run_folder(tmp_path, variant, "gcc", 1, "browser")
+    recorded = runner.run_folder(tmp_path, variant, "gcc", 1, "browser", Browsers(event_log=True))
+    assert recorded != plain and recorded.parent.parent == plain.parent.parent
+    assert runner._identity(variant, "gcc", "browser", Browsers(event_log=True))["browser_event_log"] is True
+    assert "browser_event_log" not in runner._identity(variant, "gcc", "browser")
+    for mode in ("simulate", "emulate"):
+        refused = f"--browser-event-log .* applies to --mode browser, not --mode {mode}"
+        with pytest.raises(InputError, match=refused):
+            rtcbench.run(_scenario(tmp_path), "gcc", out=tmp_path / "out", mode=mode, browser_event_log=True)
+    with pytest.raises(InputError, match="--browser firefox starts no Chromium"):
+        rtcbench.run(
+            _scenario(tmp_path), "gcc", out=tmp_path / "out", mode="browser", browser="firefox",
+            browser_event_log=True,
+        )  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+@needs_testbed
+def test_chromium_records_each_peer_connections_rtc_event_log_into_the_run(tmp_path: Path) -> None:
+    # `--browser-event-log`: each Chromium peer writes one log per peer connection into its folder,
+    # in libwebrtc's newer encoding (an EventStream whose first field is 16 or above: field 1 is
+    # the legacy format's), and the summary lists them.
+    (run,) = rtcbench.run(
+        _scenario(tmp_path),
+        "gcc",
+        1,
+        tmp_path / "out",
+        ["duration=10s"],
+        mode="browser",
+        browser_event_log=True,
+    )
+    s = run.summary
+    assert s["browser"]["failure"] is None and s["identity"]["browser_event_log"] is True
+    logs = s["browser"]["event_logs"]
+    assert sorted(logs) == ["A", "B"] and all(len(files) == 1 for files in logs.values()), logs
+    for files in logs.values():
+        path = run.path / files[0]["file"]
+        data = path.read_bytes()
+        assert len(data) == files[0]["bytes"] > 1000
+        tag, _ = _varint(data)
+        assert tag & 7 == 2 and tag >> 3 >= 16, data[:8].hex()
+
+
+def _varint(data: bytes) -> tuple[int, int]:
+    """The protobuf varint at the start of `data` and its length."""
+    value = 0
+    for i, byte in enumerate(data[:10]):
+        value |= (byte & 0x7F) << (7 * i)
+        if byte < 0x80:
+            return value, i + 1
+    raise ValueError("not a varint")
+
+
 def _command_line(peer: chromium.Peer) -> list[str]:
     """The arguments Chromium's browser process was started with."""
     return Path(f"/proc/{peer.browser.process.pid}/cmdline").read_bytes().decode().split("\0")

@@ -154,6 +154,9 @@ def _identity(
             # Logging costs the browsers some CPU: a logged run is another run.
             identity["browser_log"] = True
             runtime = f"{runtime or ''} browser-log"
+        if browsers.event_log:
+            identity["browser_event_log"] = True
+            runtime = f"{runtime or ''} browser-event-log"
     elif mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
 
@@ -212,13 +215,21 @@ def check_mode(mode: str) -> None:
 
 
 def check_browsers(
-    browser: str, trials: str, mode: str, log: bool = False, l4s: str = "", controllers: Sequence[str] = ()
+    browser: str,
+    trials: str,
+    mode: str,
+    log: bool = False,
+    l4s: str = "",
+    controllers: Sequence[str] = (),
+    *,
+    event_log: bool = False,
 ) -> Browsers | None:
     """The browsers of a browser run (`--browser`, `Browsers.parse`) with the field trials its
     Chromium peers force (`--field-trials`, in the form Chromium's `--force-fieldtrials` takes:
     `chromium.field_trials`), Chromium's L4S mode (`--browser-l4s`, settled with each run's
     controller by `Browsers.for_controller`) and whether they write their libwebrtc's logs
-    (`--browser-log`); None for a mode that runs no browser. `InputError` for a value that is not
+    (`--browser-log`), and whether Chromium peers write their RTC event logs
+    (`--browser-event-log`); None for a mode that runs no browser. `InputError` for a value that is not
     one, for any of these options given to a mode that runs no browser, and for a browser run of
     one of `controllers` (built-in names) that cannot be as asked."""
     if mode != BROWSER:
@@ -231,13 +242,15 @@ def check_browsers(
             raise InputError(f"--browser chooses a browser run's peers: {only}")
         if log:
             raise InputError(f"--browser-log writes the browsers' own logs: {only}")
+        if event_log:
+            raise InputError(f"--browser-event-log records Chromium's RTC event log: {only}")
         return None
     if trials:
         # Imported here, as the testbed is (chromium's module starts browsers in namespaces).
         from rtcbench.browser.chromium import field_trials
 
         trials = field_trials(trials)
-    browsers = Browsers.parse(browser, trials, log, l4s)
+    browsers = Browsers.parse(browser, trials, log, l4s, event_log)
     for name in controllers:
         browsers.for_controller(name)
     return browsers
@@ -408,6 +421,7 @@ def run_variant(
     browser: str = CHROMIUM,
     browser_log: bool = False,
     browser_l4s: str = "",
+    browser_event_log: bool = False,
 ) -> RunResult:
     """Simulates one variant and, if `out` is given, writes its results folder atomically: the
     trace is written while the run goes, so a run of any length takes bounded memory. Without
@@ -430,15 +444,18 @@ def run_variant(
     Chromium's `--force-fieldtrials` takes them: docs/browser.md); `browser_l4s` chooses
     Chromium's L4S mode (`always` or `only_after_ce` with `scream2`, `goog_cc_with_ect1` with
     `gcc`; docs/browser.md, "Chromium's L4S mode"); `browser_log` has every browser write its
-    libwebrtc's log into its peer's folder (docs/browser.md, "The browsers' own logs"); the run
-    is keyed by all of them.
+    libwebrtc's log into its peer's folder (docs/browser.md, "The browsers' own logs"), and
+    `browser_event_log` every Chromium peer its RTC event log (docs/browser.md, "The RTC event
+    log"); the run is keyed by all of them.
     `mode="gstreamer"` is an emulated run whose senders encode real video with GStreamer, the
     controller setting the encoder's target (docs/gstreamer.md); it is keyed by GStreamer's
     version.
     """
     check_seed(seed)
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode, browser_log, browser_l4s)
+    browsers = check_browsers(
+        browser, field_trials, mode, browser_log, browser_l4s, event_log=browser_event_log
+    )
     check_gstreamer_cc(controller, mode)
     if mode == GSTREAMER:
         from rtcbench.emulation import gstreamer
@@ -671,6 +688,7 @@ def run(
     browser: str = CHROMIUM,
     browser_log: bool = False,
     browser_l4s: str = "",
+    browser_event_log: bool = False,
 ) -> list[RunResult]:
     """Runs every variant of a built-in scenario id or scenario file; one result per variant.
 
@@ -684,7 +702,9 @@ def run(
     With `pcap` and several variants, each variant's capture is `<stem>@<variant>.pcap`.
     """
     check_mode(mode)
-    browsers = check_browsers(browser, field_trials, mode, browser_log, browser_l4s)
+    browsers = check_browsers(
+        browser, field_trials, mode, browser_log, browser_l4s, event_log=browser_event_log
+    )
     if isinstance(controller, str):
         controller = resolve_controller(controller)
     pcap = Path(pcap) if pcap is not None else None
@@ -710,6 +730,7 @@ def run(
             browser=browser,
             browser_log=browser_log,
             browser_l4s=browser_l4s,
+            browser_event_log=browser_event_log,
         )
         for v in variants
     ]

@@ -1,6 +1,7 @@
 """Which browser each peer of a browser run is (`--browser`), the Chromium field trials its
 Chromium peers force (`--field-trials`), Chromium's L4S mode (`--cc scream2`, `--browser-l4s`)
-and whether the browsers write their libwebrtc's log (`--browser-log`): what `rtcbench.runner`
+whether the browsers write their libwebrtc's log (`--browser-log`) and whether Chromium writes
+its RTC event log (`--browser-event-log`): what `rtcbench.runner`
 keys a browser run by, and `rtcbench.browser.run` starts. Light on purpose: the runner reads it
 before any testbed exists.
 
@@ -85,17 +86,22 @@ class Browsers:
     (only where it differs from `default`, so one choice has one form); the field trials
     (`chromium.field_trials`'s form, "" for none) every Chromium peer forces; whether every
     peer writes its libwebrtc's log into its browser's log file (`log`: docs/browser.md, "The
-    browsers' own logs"); and Chromium's L4S mode (`l4s`, one of `L4S_MODES`, "" for none: as
-    asked until `for_controller` settles it with the run's controller)."""
+    browsers' own logs"); Chromium's L4S mode (`l4s`, one of `L4S_MODES`, "" for none: as
+    asked until `for_controller` settles it with the run's controller); and whether every
+    Chromium peer writes its RTC event log into its folder (`event_log`: docs/browser.md, "The
+    RTC event log")."""
 
     default: str = CHROMIUM
     nodes: tuple[tuple[str, str], ...] = ()
     field_trials: str = ""
     log: bool = False
     l4s: str = ""
+    event_log: bool = False
 
     @classmethod
-    def parse(cls, text: str, field_trials: str = "", log: bool = False, l4s: str = "") -> Browsers:
+    def parse(
+        cls, text: str, field_trials: str = "", log: bool = False, l4s: str = "", event_log: bool = False
+    ) -> Browsers:
         """`--browser`'s value: comma-separated items, each a browser (the default for every
         node, at most once) or `NODE=BROWSER`. `InputError`, one line naming `--browser` and the
         allowed values, for anything else; for field trials where no peer is Chromium; and for
@@ -118,10 +124,15 @@ class Browsers:
         kept = tuple(sorted((n, b) for n, b in nodes.items() if b != default))
         if l4s and l4s not in L4S_MODES:
             raise InputError(f"--browser-l4s must be one of {', '.join(L4S_MODES)}; got {l4s!r}")
-        browsers = cls(default, kept, field_trials, log, l4s)
+        browsers = cls(default, kept, field_trials, log, l4s, event_log)
         if field_trials and not browsers.uses(CHROMIUM):
             raise InputError(
                 f"--field-trials sets Chromium's field trials, and --browser {text} starts no Chromium"
+            )
+        if event_log and not browsers.uses(CHROMIUM):
+            raise InputError(
+                f"--browser-event-log records Chromium's RTC event log, and --browser {text} starts no "
+                'Chromium (Firefox writes none: docs/browser.md, "The RTC event log")'
             )
         return browsers
 

@@ -84,6 +84,15 @@ shows at verbosity 1 for its `webrtc` sources. Among them are GoogCC's estimate 
 (`goog_cc_network_control.cc`), the pacer's rate and padding budget (`pacing_controller.cc`),
 probe results and the loss-based estimator's holds. About 100 lines a second of call."""
 
+EVENT_LOG_FLAG = "--webrtc-event-logging"
+"""Chromium's switch that has every peer connection write its RTC event log into a folder, as
+chrome://webrtc-internals does on request ("useful for automated testing", Chromium's switch list):
+one file per peer connection, `event_log_<date>_<time>_<id>_<n>.log`, in libwebrtc's protobuf
+encoding (`--browser-event-log`; docs/browser.md, "The RTC event log"). Chromium 156 writes it
+from a headless browser."""
+EVENT_LOG_DIR = "event-logs"
+"""The folder of a peer's RTC event logs, in its peer folder."""
+
 _TRIAL_PART = re.compile(r"\*?[A-Za-z0-9][A-Za-z0-9_.:,=+|-]*")
 """A trial's name (a leading `*` activates it) or its group: no slash, space or quote. Group
 strings carry parameters after a colon (libwebrtc's `QueueSize:350,MinBitrate:30000`)."""
@@ -568,10 +577,12 @@ class Peer(Page):
         clip: Path | None = None,
         trials: str = "",
         log: bool = False,
+        event_log: bool = False,
     ) -> Iterator[Peer]:
         """Starts the browser in `node`'s namespace with its profile and page under `work`, `clip`
         as its camera and `trials` (checked by `field_trials`) forced, writing its libwebrtc's
-        log into `work`'s `chromium.log` if `log` (`LOG_FLAGS`); closes it (killing it if need
+        log into `work`'s `chromium.log` if `log` (`LOG_FLAGS`) and each peer connection's RTC
+        event log into `work`'s `EVENT_LOG_DIR` if `event_log`; closes it (killing it if need
         be) when the block ends."""
         work.mkdir(parents=True, exist_ok=True)
         page = work / "peer.html"
@@ -583,6 +594,9 @@ class Peer(Page):
             flags.append(f"--force-fieldtrials={trials}")
         if log:
             flags.extend(LOG_FLAGS)
+        if event_log:
+            (work / EVENT_LOG_DIR).mkdir(exist_ok=True)
+            flags.append(f"{EVENT_LOG_FLAG}={work / EVENT_LOG_DIR}")
         stderr = (work / "chromium.log").open("wb")
         try:
             browser = devtools.launch(

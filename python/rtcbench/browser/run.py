@@ -45,6 +45,7 @@ from rtcbench.browser import devtools, firefox, sfu, turn
 from rtcbench.browser.choice import CHROMIUM, FIREFOX, Browsers
 from rtcbench.browser.chromium import (
     CONNECT_TIMEOUT_S,
+    EVENT_LOG_DIR,
     SAMPLE_INTERVAL_S,
     AudioSettings,
     BrowserError,
@@ -553,7 +554,8 @@ def _peers(
 ) -> Iterator[dict[str, Page]]:
     """A browser in every node that sends or receives a call (not an SFU's), Chromium or Firefox
     as `browsers` says, with its camera clip; Chromium peers force `browsers.forced_trials` (the
-    L4S mode's and `--field-trials`), and every peer writes its libwebrtc's log if `browsers.log`."""
+    L4S mode's and `--field-trials`), every peer writes its libwebrtc's log if `browsers.log`, and
+    every Chromium peer its RTC event logs if `browsers.event_log`."""
     clips = work / "clips"
     clips.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -567,9 +569,22 @@ def _peers(
                 peers[node] = stack.enter_context(start)
             else:
                 peers[node] = stack.enter_context(
-                    Peer.start(bed, node, work / node, clip, browsers.forced_trials, browsers.log)
+                    Peer.start(
+                        bed, node, work / node, clip, browsers.forced_trials, browsers.log, browsers.event_log
+                    )
                 )
         yield peers
+
+
+def _event_logs(peers_dir: Path, work: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per Chromium peer, its RTC event logs (one per peer connection): the file, relative to
+    the run folder (which holds `work` under its own name), and its size."""
+    logs: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(peers_dir.glob(f"*/{EVENT_LOG_DIR}/*.log")):
+        node = path.parent.parent.name
+        file = (Path(work.name) / path.relative_to(work)).as_posix()
+        logs.setdefault(node, []).append({"file": file, "bytes": path.stat().st_size})
+    return logs
 
 
 def _close_pipe(pipe: IO[Any] | None) -> None:
@@ -830,6 +845,7 @@ def browse(
         "field_trials": browsers.forced_trials or None,
         "l4s": browsers.l4s or None,
         "browser_log": browsers.log,
+        "event_logs": _event_logs(peers_dir, work) if browsers.event_log else None,
         "failure": rec.failure,
         "calls": {
             s.name: {

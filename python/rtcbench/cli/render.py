@@ -161,6 +161,9 @@ def _browsers(info: dict[str, Any]) -> str:
     joined = f" (set-up to ICE connected: {', '.join(setups)})" if setups else ""
     trials = f" with field trials {info['field_trials']}" if info.get("field_trials") else ""
     logged = ", writing their libwebrtc logs" if info.get("browser_log") else ""
+    if info.get("event_logs") is not None:
+        files = sum(len(logs) for logs in info["event_logs"].values())
+        logged += f", {files} RTC event log{'s' if files != 1 else ''} recorded"
     # Runs from before Firefox peers record no `browsers`: all of them were Chromium.
     at = info.get("browsers") or {}
     names = {"chromium": "Chromium", "firefox": "Firefox"}

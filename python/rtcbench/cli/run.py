@@ -129,6 +129,15 @@ def run_cmd(
             "the pacer's padding, probes) into its peer's folder; it keys the run.",
         ),
     ] = False,
+    browser_event_log: Annotated[
+        bool,
+        typer.Option(
+            "--browser-event-log",
+            help="With --mode browser: every Chromium peer writes each peer connection's RTC event log "
+            "(every packet, feedback and GoogCC decision, in libwebrtc's format) into its peer's "
+            "folder; it keys the run.",
+        ),
+    ] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only each run's results folder, one a line.")
     ] = False,
@@ -151,7 +160,13 @@ def run_cmd(
     names = _controller_list(cc)
     check_mode(mode)
     browsers = check_browsers(
-        browser, field_trials, mode, browser_log, browser_l4s, [n for n in names if ":" not in n]
+        browser,
+        field_trials,
+        mode,
+        browser_log,
+        browser_l4s,
+        [n for n in names if ":" not in n],
+        event_log=browser_event_log,
     )
     if pcap is not None and len(names) > 1:
         _fail("--pcap takes one controller: the captures of several would have the same name")
@@ -188,6 +203,7 @@ def run_cmd(
                 browser=browser,
                 browser_log=browser_log,
                 browser_l4s=browser_l4s,
+                browser_event_log=browser_event_log,
             )
             for name in names
         )
