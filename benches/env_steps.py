@@ -2,7 +2,9 @@
 seconds per wall second on `rfc8867-5.1` (first variant, 100 s, 60 ms steps, 1 666 steps an
 episode), with a constant and a random policy, through `gymnasium.make` (with its checking
 wrappers) and four environments in a `SyncVectorEnv`; and the simulation alone, stepped from
-Python without the environment, to show where the time goes.
+Python without the environment, to show where the time goes. Then the challenge's task
+(`ChallengeEnv`, decisions at the receiver every 60 ms) with a constant estimate and with the
+shipped cloned policy deciding through `_core.Policy`.
 
 The goal (issue 6) is 1000× real time: 16 667 steps of 60 ms per second.
 
@@ -14,17 +16,19 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
-from rtcbench import _core
-from rtcbench.env import ENV_ID, BandwidthEstimationEnv
+from rtcbench import _core, learned
+from rtcbench.env import ENV_ID, BandwidthEstimationEnv, ChallengeEnv
 
 REPEATS = 5
 SCENARIO = "rfc8867-5.1"
 SETS = ["delay=50ms", "mechanism=link-rate"]
 STEP_MS = 60
+CLONED = Path(__file__).resolve().parents[1] / "examples" / "models" / "bc-gcc.onnx"
 
 
 def episode(env: gym.Env[np.ndarray, np.ndarray], policy: Callable[[], np.ndarray], seed: int) -> int:
@@ -75,6 +79,19 @@ def main() -> None:
             if terminated.all():
                 return 4 * steps
 
+    challenge = ChallengeEnv(SCENARIO, sets=SETS)
+    estimate = np.array([600e3], dtype=np.float32)
+    cloned = learned.load_onnx(f"{learned.ONNX}{CLONED}").policy
+
+    def challenge_episode(seed: int) -> int:
+        obs, _ = challenge.reset(seed=seed)
+        steps, done = 1, False
+        while not done:
+            value, _ = cloned.step(obs)
+            obs, _, done, _, _ = challenge.step(np.array([value], dtype=np.float32))
+            steps += 1
+        return steps
+
     rows: list[tuple[str, Callable[[int], int]]] = [
         ("simulation alone (_core.Simulation)", lambda s: simulation_only(s, env.variant.toml)),
         ("env, constant action", lambda s: episode(env, lambda: constant, s)),
@@ -84,6 +101,8 @@ def main() -> None:
         ),
         ("gymnasium.make, constant action", lambda s: episode(made, lambda: constant, s)),
         ("SyncVectorEnv × 4, constant action", vector_episode),
+        ("ChallengeEnv, constant estimate", lambda s: episode(challenge, lambda: estimate, s)),
+        ("ChallengeEnv, the cloned policy (ONNX)", challenge_episode),
     ]
     simulated = 100.0
     print(f"{SCENARIO} [{env.variant.variant}], {STEP_MS} ms steps, median of {REPEATS} episodes")
