@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -176,6 +176,34 @@ def _call_index(call: int) -> int:
     return call
 
 
+F = TypeVar("F")
+
+
+def _pick_reward(reward: str | F, named: Mapping[str, F], what: str) -> F:
+    """A reward given by name (one of `named`) or as a function."""
+    if isinstance(reward, str):
+        if reward not in named:
+            raise ValueError(f"unknown reward {reward!r} (allowed: {', '.join(named)}, or a function)")
+        return named[reward]
+    if callable(reward):
+        return reward
+    raise TypeError(f"reward is a name ({', '.join(named)}) or {what}; got {reward!r}")
+
+
+def _call_rates(
+    variant: Variant, controller: str, call: int, rate_range: tuple[float, float] | None, *, agent: bool
+) -> tuple[float, float, float]:
+    """The agent's call's start rate and the (low, high) bit/s of `rate_range`, by default the
+    call's media limits. The run is built once here so that a scenario the simulator cannot run,
+    or a call it does not have, fails now."""
+    check_codecs(variant)
+    info = _core.Simulation(variant.core, controller, 0, external_call=call, agent=agent).call_info
+    low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high):
+        raise ValueError(f"rate_range is (lowest, highest) bit/s, 0 < lowest < highest; got {rate_range!r}")
+    return float(info.start_rate_bps), float(low), float(high)
+
+
 def _episode_result(
     sim: _core.Simulation | None, trace_whole: bool, variant: Variant, controller: str, seed: int | None
 ) -> RunResult:
@@ -251,29 +279,13 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         self.step_us = round(step_ms * 1000)
         if not (isinstance(history, int) and history >= 1):
             raise ValueError(f"history is a number of steps, at least 1; got {history!r}")
-        if isinstance(reward, str):
-            if reward not in REWARDS:
-                raise ValueError(f"unknown reward {reward!r} (allowed: {', '.join(REWARDS)}, or a function)")
-            self.reward_fn: RewardFn = REWARDS[reward]
-        elif callable(reward):
-            self.reward_fn = reward
-        else:
-            names = ", ".join(REWARDS)
-            raise TypeError(f"reward is a name ({names}) or a function of an Interval; got {reward!r}")
+        self.reward_fn: RewardFn = _pick_reward(reward, REWARDS, "a function of an Interval")
         self.controller = _other_calls_controller(controller)
         self.call = _call_index(call)
-        # Built once here so that a scenario the simulator cannot run, or a call it does not have,
-        # fails now, and so that the call's rate limits are known.
-        check_codecs(self.variant)
-        probe = _core.Simulation(self.variant.core, controller, 0, external_call=call)
-        info = probe.call_info
-        self.start_rate_bps = float(info.start_rate_bps)
-        low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
-        if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high):
-            raise ValueError(
-                f"rate_range is (lowest, highest) bit/s, 0 < lowest < highest; got {rate_range!r}"
-            )
-        self.min_rate_bps, self.max_rate_bps = float(low), float(high)
+        self.start_rate_bps, self.min_rate_bps, self.max_rate_bps = _call_rates(
+            self.variant, controller, call, rate_range, agent=False
+        )
+        low, high = self.min_rate_bps, self.max_rate_bps
         self._log_low = math.log(low)
         self._log_span = math.log(high / low)
         self.history = history
@@ -488,30 +500,14 @@ class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
         self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
         self._trace_whole = True
         self.variant: Variant = _one_variant(scenario, sets)
-        if isinstance(reward, str):
-            if reward not in CHALLENGE_REWARDS:
-                raise ValueError(
-                    f"unknown reward {reward!r} (allowed: {', '.join(CHALLENGE_REWARDS)}, or a function)"
-                )
-            self.reward_fn: ChallengeRewardFn = CHALLENGE_REWARDS[reward]
-        elif callable(reward):
-            self.reward_fn = reward
-        else:
-            raise TypeError(
-                f"reward is a name ({', '.join(CHALLENGE_REWARDS)}) or a function; got {reward!r}"
-            )
+        self.reward_fn: ChallengeRewardFn = _pick_reward(
+            reward, CHALLENGE_REWARDS, "a function of (observation, low, high)"
+        )
         self.controller = _other_calls_controller(controller)
         self.call = _call_index(call)
-        check_codecs(self.variant)
-        probe = _core.Simulation(self.variant.core, controller, 0, external_call=call, agent=True)
-        info = probe.call_info
-        self.start_rate_bps = float(info.start_rate_bps)
-        low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
-        if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high):
-            raise ValueError(
-                f"rate_range is (lowest, highest) bit/s, 0 < lowest < highest; got {rate_range!r}"
-            )
-        self.min_rate_bps, self.max_rate_bps = float(low), float(high)
+        self.start_rate_bps, self.min_rate_bps, self.max_rate_bps = _call_rates(
+            self.variant, controller, call, rate_range, agent=True
+        )
         self.render_mode = render_mode
         self.action_space = spaces.Box(0.0, np.inf, shape=(1,), dtype=np.float32)
         self.observation_space = spaces.Box(
@@ -558,17 +554,17 @@ class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
         it falls after the run's end (then the run has reached its end)."""
         sim = self._sim
         assert sim is not None
-        nxt = sim.next_observation()
-        if nxt is None:
+        at = sim.next_decision_us
+        if at is None:
             raise RuntimeError(f"the call's policy stopped deciding: {sim.agent_failure}")
-        at, _ = nxt
         terminated = at > sim.end_us
         sim.run_until(min(at - 1, sim.end_us))
         if sim.trace_rows > self._trace_bound:
             sim.drop_trace()
             self._trace_whole = False
-        at, obs = sim.next_observation() or nxt
-        self._next_us = at
+        nxt = sim.next_observation()
+        assert nxt is not None and nxt[0] == at, "nothing decides between two steps"
+        self._next_us, obs = nxt
         return obs, terminated
 
     def episode_result(self) -> RunResult:

@@ -142,6 +142,15 @@ impl PySimulation {
         Ok(self.sim()?.next_observation().map(|(at, obs)| (at.as_micros(), obs.to_pyarray(py))))
     }
 
+    /// With `agent=True`: the instant (µs) of the external call's next decision (as
+    /// `next_observation` gives it, without building the observation); `None` once a decision
+    /// failed.
+    #[getter]
+    fn next_decision_us(&self) -> PyResult<Option<i64>> {
+        self.agent()?;
+        Ok(self.sim()?.next_decision().map(Instant::as_micros))
+    }
+
     /// With `agent=True`: the estimate (bit/s, finite, >= 0) the external call's next decision
     /// sends to its sender in a REMB.
     fn set_estimate(&mut self, bps: f64) -> PyResult<()> {

@@ -1486,6 +1486,14 @@ impl Receiver {
         }
     }
 
+    /// A learned policy's next decision instant, if the receiver runs one.
+    pub fn next_decision(&self) -> Option<Instant> {
+        match &self.feedback {
+            FeedbackGen::Learned(g) => g.next_decision(),
+            _ => None,
+        }
+    }
+
     /// Whether a learned policy decided since the last call.
     pub fn take_decision(&mut self) -> bool {
         match &mut self.feedback {

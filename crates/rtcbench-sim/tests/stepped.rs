@@ -526,7 +526,7 @@ fn an_agent_that_decides_as_a_policy_makes_the_policys_run() {
         // Every event before the decision, none at it: a packet arriving at `at` is not seen.
         sim.run_until(at - Duration::from_micros(1));
         let (again, obs_now) = sim.next_observation().expect("the policy decides");
-        assert_eq!(again, at);
+        assert_eq!((again, sim.next_decision()), (at, Some(at)));
         if decisions > 0 {
             assert_ne!(obs, obs_now, "packets arrived during the step");
         }

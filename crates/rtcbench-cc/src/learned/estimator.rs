@@ -158,7 +158,12 @@ impl LearnedEstimator {
     /// it; `None` once the policy failed. A driver that decides from outside
     /// ([`super::Agent`]) reads it after running every event before the instant.
     pub fn next_observation(&self) -> Option<(Instant, [f32; OBSERVATION_LEN])> {
-        self.policy.as_ref().map(|_| (self.next, self.builder.observation(self.next)))
+        self.next_decision().map(|at| (at, self.builder.observation(at)))
+    }
+
+    /// The next decision's instant; `None` once the policy failed.
+    pub fn next_decision(&self) -> Option<Instant> {
+        self.policy.as_ref().map(|_| self.next)
     }
 
     /// Whether a decision was taken since the last call (for a trace that records each).
