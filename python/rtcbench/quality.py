@@ -29,7 +29,8 @@ WINDOW_US = 600_000
 def rate_quality(rate_bps: np.ndarray) -> np.ndarray:
     """1 + 4 · ln(1 + R / 100 kbit/s) / ln(1 + 2.5 Mbit/s / 100 kbit/s), at most 5."""
     r = np.maximum(rate_bps, 0.0) / RATE_KNEE_BPS
-    return np.minimum(1.0 + 4.0 * np.log1p(r) / math.log1p(FULL_RATE_BPS / RATE_KNEE_BPS), 5.0)
+    q: np.ndarray = np.minimum(1.0 + 4.0 * np.log1p(r) / math.log1p(FULL_RATE_BPS / RATE_KNEE_BPS), 5.0)
+    return q
 
 
 def delay_penalty(delay_ms: np.ndarray) -> np.ndarray:
