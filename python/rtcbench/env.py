@@ -190,40 +190,110 @@ def _pick_reward(reward: str | F, named: Mapping[str, F], what: str) -> F:
     raise TypeError(f"reward is a name ({', '.join(named)}) or {what}; got {reward!r}")
 
 
-def _call_rates(
-    variant: Variant, controller: str, call: int, rate_range: tuple[float, float] | None, *, agent: bool
-) -> tuple[float, float, float]:
-    """The agent's call's start rate and the (low, high) bit/s of `rate_range`, by default the
-    call's media limits. The run is built once here so that a scenario the simulator cannot run,
-    or a call it does not have, fails now."""
-    check_codecs(variant)
-    info = _core.Simulation(variant.core, controller, 0, external_call=call, agent=agent).call_info
-    low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
-    if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high):
-        raise ValueError(f"rate_range is (lowest, highest) bit/s, 0 < lowest < highest; got {rate_range!r}")
-    return float(info.start_rate_bps), float(low), float(high)
-
-
-def _episode_result(
-    sim: _core.Simulation | None, trace_whole: bool, variant: Variant, controller: str, seed: int | None
-) -> RunResult:
-    if sim is None:
-        raise RuntimeError("call reset() first: there is no episode")
-    if not trace_whole:
-        raise TraceTooLarge(
-            "the episode's trace was not kept (keep_trace=False, or more than "
-            f"{MAX_MEMORY_ROWS:,} rows); run the scenario with rtcbench.run(..., out=...) to measure it"
-        )
-    raw = sim.finish()
-    summary, tables, ts = summarize_core(variant, f"external+{controller}", seed or 0, raw)
-    return RunResult(path=None, summary=summary, tables=tables, timeseries=ts)
-
-
 def _ms(us: int | None) -> float | None:
     return None if us is None else us / 1e3
 
 
-class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
+class _CallEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
+    """What both environments share: one variant of a scenario in the simulator, one of its calls
+    driven by the agent (`agent`: at its receiver, as a learned policy; else at its sender, its
+    rate) and every other call by the built-in `controller`; an episode is one run, its trace
+    kept for `episode_result` up to a bound."""
+
+    # An instance attribute in gymnasium's Env, overridden per class as gymnasium's own do.
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
+
+    def _setup(
+        self,
+        scenario: str | Path,
+        sets: Sequence[str],
+        controller: str,
+        call: int,
+        rate_range: tuple[float, float] | None,
+        render_mode: str | None,
+        keep_trace: bool,
+        *,
+        agent: bool,
+    ) -> None:
+        """Checks the arguments both environments take and sets what they share. The call's run
+        is built once here so that a scenario the simulator cannot run, or a call it does not
+        have, fails now, and so that its rates are known: its start rate, and (low, high) of
+        `rate_range`, by default the call's media limits."""
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r}: this environment renders nothing (None)")
+        self.render_mode = render_mode
+        # The episode's trace is kept for `episode_result` up to `MAX_MEMORY_ROWS` rows (dropped
+        # beyond, so a long episode stays in bounded memory); `keep_trace=False` keeps none.
+        self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
+        self._trace_whole = True
+        self._agent = agent
+        self.variant: Variant = _one_variant(scenario, sets)
+        self.controller = _other_calls_controller(controller)
+        self.call = _call_index(call)
+        check_codecs(self.variant)
+        info = _core.Simulation(self.variant.core, controller, 0, external_call=call, agent=agent).call_info
+        low, high = rate_range if rate_range is not None else (info.min_rate_bps, info.max_rate_bps)
+        if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high):
+            raise ValueError(
+                f"rate_range is (lowest, highest) bit/s, 0 < lowest < highest; got {rate_range!r}"
+            )
+        self.start_rate_bps = float(info.start_rate_bps)
+        self.min_rate_bps, self.max_rate_bps = float(low), float(high)
+        self._sim: _core.Simulation | None = None
+        self.seed_used: int | None = None
+        """The scenario seed of the current episode."""
+
+    def _start_episode(self, seed: int | None) -> _core.Simulation:
+        """A new episode's run: with `seed`, the run `rtcbench run --seed` makes; without, the
+        next seed from the environment's generator."""
+        super().reset(seed=seed)
+        run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
+        self.seed_used = run_seed
+        fix_mmap_threshold()
+        self._sim = _core.Simulation(
+            self.variant.core, self.controller, run_seed, external_call=self.call, agent=self._agent
+        )
+        self._trace_whole = True
+        return self._sim
+
+    def _bound_trace(self, sim: _core.Simulation) -> None:
+        """Drops the trace once it holds more rows than the environment keeps."""
+        if sim.trace_rows > self._trace_bound:
+            sim.drop_trace()
+            self._trace_whole = False
+
+    def episode_result(self) -> RunResult:
+        """The episode as `rtcbench.run_variant` reports a run: summary metrics per flow and phase,
+        trace tables and timeseries (the agent's call is named ``external``). If the episode has
+        not ended, the rest of it runs at the last rate or estimate set. Ends the episode; `reset`
+        starts another."""
+        sim, self._sim = self._sim, None
+        if sim is None:
+            raise RuntimeError("call reset() first: there is no episode")
+        if not self._trace_whole:
+            raise TraceTooLarge(
+                "the episode's trace was not kept (keep_trace=False, or more than "
+                f"{MAX_MEMORY_ROWS:,} rows); run the scenario with rtcbench.run(..., out=...) to measure it"
+            )
+        raw = sim.finish()
+        summary, tables, ts = summarize_core(
+            self.variant, f"external+{self.controller}", self.seed_used or 0, raw
+        )
+        return RunResult(path=None, summary=summary, tables=tables, timeseries=ts)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The current episode's links, calls and flows (`meta` of `summary.json`)."""
+        if self._sim is None:
+            raise RuntimeError("call reset() first: there is no episode")
+        meta: dict[str, Any] = json.loads(self._sim.meta)
+        return meta
+
+    def close(self) -> None:
+        self._sim = None
+
+
+class BandwidthEstimationEnv(_CallEnv):
     """Bandwidth estimation on one call of an rtcbench scenario, as a gymnasium environment.
 
     Arguments:
@@ -250,9 +320,6 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
     sent at the call's start rate.
     """
 
-    # An instance attribute in gymnasium's Env, overridden per class as gymnasium's own do.
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
-
     def __init__(
         self,
         scenario: str | Path,
@@ -267,29 +334,17 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         render_mode: str | None = None,
         keep_trace: bool = True,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode {render_mode!r}: this environment renders nothing (None)")
-        # The episode's trace is kept for `episode_result` up to `MAX_MEMORY_ROWS` rows (dropped
-        # beyond, so a long episode stays in bounded memory); `keep_trace=False` keeps none.
-        self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
-        self._trace_whole = True
-        self.variant: Variant = _one_variant(scenario, sets)
+        self._setup(scenario, sets, controller, call, rate_range, render_mode, keep_trace, agent=False)
         if not (isinstance(step_ms, int | float) and math.isfinite(step_ms) and step_ms >= 0.001):
             raise ValueError(f"step_ms is a duration of at least 0.001 ms; got {step_ms!r}")
         self.step_us = round(step_ms * 1000)
         if not (isinstance(history, int) and history >= 1):
             raise ValueError(f"history is a number of steps, at least 1; got {history!r}")
         self.reward_fn: RewardFn = _pick_reward(reward, REWARDS, "a function of an Interval")
-        self.controller = _other_calls_controller(controller)
-        self.call = _call_index(call)
-        self.start_rate_bps, self.min_rate_bps, self.max_rate_bps = _call_rates(
-            self.variant, controller, call, rate_range, agent=False
-        )
         low, high = self.min_rate_bps, self.max_rate_bps
         self._log_low = math.log(low)
         self._log_span = math.log(high / low)
         self.history = history
-        self.render_mode = render_mode
         self.action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
         self.observation_space = spaces.Box(
             0.0, np.tile(_HIGH, history), shape=(history * len(FEATURES),), dtype=np.float32
@@ -298,9 +353,6 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         # Delay, jitter and RTT of the latest step that had them: a step without received packets
         # repeats them in the observation.
         self._last_delays = [0.0, 0.0, 0.0, 0.0]
-        self._sim: _core.Simulation | None = None
-        self.seed_used: int | None = None
-        """The scenario seed of the current episode."""
 
     def action_to_rate(self, action: float) -> float:
         """The target rate (bit/s) an action in [-1, 1] sets (clipped to it)."""
@@ -315,16 +367,11 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
-        super().reset(seed=seed)
-        run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
-        self.seed_used = run_seed
-        fix_mmap_threshold()
-        self._sim = _core.Simulation(self.variant.core, self.controller, run_seed, external_call=self.call)
-        self._trace_whole = True
+        self._start_episode(seed)
         self._obs[:] = 0.0
         self._last_delays = [0.0, 0.0, 0.0, 0.0]
         obs, interval = self._advance()
-        return obs, {"interval": interval, "seed": run_seed}
+        return obs, {"interval": interval, "seed": self.seed_used}
 
     def step(
         self, action: npt.NDArray[np.float32]
@@ -346,9 +393,7 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         sim = self._sim
         assert sim is not None
         sim.run_until(sim.now_us + self.step_us)
-        if sim.trace_rows > self._trace_bound:
-            sim.drop_trace()
-            self._trace_whole = False
+        self._bound_trace(sim)
         s = sim.take_interval()
         # Positional: keywords would double the cost of building it.
         i = Interval(
@@ -395,26 +440,6 @@ class BandwidthEstimationEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.flo
         obs[-1] = row
         return obs.flatten(), i
 
-    def episode_result(self) -> RunResult:
-        """The episode as `rtcbench.run_variant` reports a run: summary metrics per flow and phase,
-        trace tables and timeseries (the agent's call is named ``external``). If the episode has
-        not ended, the rest of it runs at the last rate set. Ends the episode; `reset` starts
-        another."""
-        sim = self._sim
-        self._sim = None
-        return _episode_result(sim, self._trace_whole, self.variant, self.controller, self.seed_used)
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """The current episode's links, calls and flows (`meta` of `summary.json`)."""
-        if self._sim is None:
-            raise RuntimeError("call reset() first: there is no episode")
-        meta: dict[str, Any] = json.loads(self._sim.meta)
-        return meta
-
-    def close(self) -> None:
-        self._sim = None
-
 
 ChallengeRewardFn = Callable[[npt.NDArray[np.float32], float, float], float]
 """A reward of `ChallengeEnv`: a number from one observation (150 float32) and the (lowest,
@@ -454,7 +479,7 @@ CHALLENGE_REWARDS: dict[str, ChallengeRewardFn] = {"qoe": ChallengeQoeReward()}
 """`ChallengeEnv`'s rewards by name."""
 
 
-class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
+class ChallengeEnv(_CallEnv):
     """The MMSys 2024 bandwidth estimation challenge's task on one call of any rtcbench scenario,
     on the path `--cc onnx:MODEL` runs a model on (docs/env.md, "The challenge's task").
 
@@ -481,8 +506,6 @@ class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
     after the run's end.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
-
     def __init__(
         self,
         scenario: str | Path,
@@ -495,42 +518,22 @@ class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
         render_mode: str | None = None,
         keep_trace: bool = True,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode {render_mode!r}: this environment renders nothing (None)")
-        self._trace_bound = MAX_MEMORY_ROWS if keep_trace else 0
-        self._trace_whole = True
-        self.variant: Variant = _one_variant(scenario, sets)
+        self._setup(scenario, sets, controller, call, rate_range, render_mode, keep_trace, agent=True)
         self.reward_fn: ChallengeRewardFn = _pick_reward(
             reward, CHALLENGE_REWARDS, "a function of (observation, low, high)"
         )
-        self.controller = _other_calls_controller(controller)
-        self.call = _call_index(call)
-        self.start_rate_bps, self.min_rate_bps, self.max_rate_bps = _call_rates(
-            self.variant, controller, call, rate_range, agent=True
-        )
-        self.render_mode = render_mode
         self.action_space = spaces.Box(0.0, np.inf, shape=(1,), dtype=np.float32)
         self.observation_space = spaces.Box(
             -np.inf, np.inf, shape=(learned.OBSERVATION_LEN,), dtype=np.float32
         )
-        self._sim: _core.Simulation | None = None
         self._next_us = 0
-        self.seed_used: int | None = None
-        """The scenario seed of the current episode."""
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
-        super().reset(seed=seed)
-        run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**63))
-        self.seed_used = run_seed
-        fix_mmap_threshold()
-        self._sim = _core.Simulation(
-            self.variant.core, self.controller, run_seed, external_call=self.call, agent=True
-        )
-        self._trace_whole = True
+        self._start_episode(seed)
         obs, _ = self._to_next_decision()
-        return obs, {"t_us": self._next_us, "seed": run_seed}
+        return obs, {"t_us": self._next_us, "seed": self.seed_used}
 
     def step(
         self, action: npt.NDArray[np.float32]
@@ -559,23 +562,11 @@ class ChallengeEnv(gym.Env[npt.NDArray[np.float32], npt.NDArray[np.float32]]):
             raise RuntimeError(f"the call's policy stopped deciding: {sim.agent_failure}")
         terminated = at > sim.end_us
         sim.run_until(min(at - 1, sim.end_us))
-        if sim.trace_rows > self._trace_bound:
-            sim.drop_trace()
-            self._trace_whole = False
+        self._bound_trace(sim)
         nxt = sim.next_observation()
         assert nxt is not None and nxt[0] == at, "nothing decides between two steps"
         self._next_us, obs = nxt
         return obs, terminated
-
-    def episode_result(self) -> RunResult:
-        """The episode as `rtcbench.run_variant` reports a run (`BandwidthEstimationEnv.episode_result`):
-        if it has not ended, the rest of it runs at the last estimate. Ends the episode."""
-        sim = self._sim
-        self._sim = None
-        return _episode_result(sim, self._trace_whole, self.variant, self.controller, self.seed_used)
-
-    def close(self) -> None:
-        self._sim = None
 
 
 if ENV_ID not in gym.registry:
