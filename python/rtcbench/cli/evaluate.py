@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
+from rtcbench.cli.options import CC_HELP, JOBS_HELP, BatchMode, _controller_list, check_jobs
 from rtcbench.cli.render import _runs_bar, console, err_console
 from rtcbench.cli.suite import RAY_HELP
 
@@ -42,9 +42,7 @@ def evaluate_cmd(
         list[str] | None,
         typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
     ] = None,
-    mode: Annotated[
-        str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
-    ] = "simulate",
+    mode: BatchMode = "simulate",
     ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
     data: Annotated[
         Path | None,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail
@@ -23,6 +26,11 @@ MODE_HELP = (
     "docs/browser.md); or gstreamer: emulated, "
     "each sender encoding real video with GStreamer (vp8enc or x264enc; docs/gstreamer.md)."
 )
+
+BatchMode = Annotated[
+    str, typer.Option("--mode", help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
+]
+"""`--mode` of the commands that run many runs (`suite`, `sweep`, `evaluate`)."""
 
 
 JOBS_HELP = "default, and at most: one per CPU"

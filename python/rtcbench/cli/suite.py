@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import _fail, guarded
-from rtcbench.cli.options import CC_HELP, JOBS_HELP, MODE_HELP, _controller_list, check_jobs
+from rtcbench.cli.options import CC_HELP, JOBS_HELP, BatchMode, _controller_list, check_jobs
 from rtcbench.cli.render import _runs_bar, console, print_suite
 from rtcbench.suite import SUITES, run_suite
 
@@ -41,9 +41,7 @@ def suite_cmd(
         list[str] | None,
         typer.Option("--set", help="Override a field of every scenario: path=value, e.g. duration=30s."),
     ] = None,
-    mode: Annotated[
-        str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
-    ] = "simulate",
+    mode: BatchMode = "simulate",
     ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
 ) -> None:
     """Run every variant of the selected scenarios with every controller, in parallel, and write
@@ -69,9 +67,7 @@ def sweep_cmd(
         typer.Option(help=f"Local worker processes ({JOBS_HELP}; 1 runs in this process)."),
     ] = None,
     ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP)] = None,
-    mode: Annotated[
-        str, typer.Option(help=MODE_HELP + " Emulated runs run one at a time, or one per Ray node.")
-    ] = "simulate",
+    mode: BatchMode = "simulate",
 ) -> None:
     """Run every point of a parameter sweep with every controller and seed, in parallel, and index
     the runs in <out>/sweep.parquet (one row per run, a column per swept field) and
