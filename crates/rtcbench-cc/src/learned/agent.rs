@@ -20,8 +20,9 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// The name the trace gives the controller of an agent's call.
-    pub const NAME: &'static str = "external";
+    /// The name the trace gives the controller of an agent's call: an external call's, however
+    /// it is driven.
+    pub const NAME: &'static str = crate::external::ExternalRate::NAME;
 
     pub fn new() -> Self {
         Self::default()
