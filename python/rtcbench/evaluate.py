@@ -22,14 +22,7 @@ import polars as pl
 
 from rtcbench import suite
 from rtcbench.identity import SIMULATE
-from rtcbench.quality import (
-    DELAY_BAD_MS,
-    DELAY_GOOD_MS,
-    DELAY_PENALTY,
-    FULL_RATE_BPS,
-    RATE_KNEE_BPS,
-    STALL_PENALTY,
-)
+from rtcbench.quality import quality_expr
 from rtcbench.results import InputError, PathArg, write_parquet_atomic
 
 __all__ = ["METRICS", "EvaluateResult", "evaluate", "quality_expr"]
@@ -47,32 +40,6 @@ METRICS: dict[str, bool] = {
 
 BOOTSTRAP = 2000
 """Resamples of the paired differences for each confidence interval."""
-
-
-def quality_expr() -> pl.Expr:
-    """rtcbench's video-quality score of a video flow, 1 (bad) to 5 (excellent), over the flows table
-    of a suite (its columns `mean_goodput_bps`, `freezes`, `freeze_duration_ms`,
-    `frame_delay_p95_ms`, and `simulated_s` from the runs table). Not the challenge's MOS model,
-    nor ITU-T P.1203, but built like P.1203's integration (P.1203.3): a quality from the coding rate,
-    lowered by stalling (how often, and what share of the time), and lowered by delay as ITU-T
-    G.114 grades interactivity:
-
-    - rate: 1 + 4 · ln(1 + R / 100 kbit/s) / ln(1 + 2.5 Mbit/s / 100 kbit/s), R the video's mean
-      goodput, at most 5;
-    - stalls: min(3, 0.1 · freezes per minute + 6 · the share of the call frozen);
-    - delay: the frame delay p95 between 150 and 400 ms costs 0 to 1 linearly, 1 above.
-
-    The constants are rtcbench's choice, not fitted to ratings (docs/learned.md)."""
-    rate = 1.0 + 4.0 * (
-        pl.col("mean_goodput_bps").clip(lower_bound=0.0) / RATE_KNEE_BPS
-    ).log1p() / math.log1p(FULL_RATE_BPS / RATE_KNEE_BPS)
-    minutes = pl.col("simulated_s") / 60.0
-    frozen_share = (pl.col("freeze_duration_ms") / 1000.0 / pl.col("simulated_s")).clip(0.0, 1.0)
-    stalls = (0.1 * pl.col("freezes") / minutes + 6.0 * frozen_share).clip(upper_bound=STALL_PENALTY)
-    delay = ((pl.col("frame_delay_p95_ms") - DELAY_GOOD_MS) / (DELAY_BAD_MS - DELAY_GOOD_MS)).clip(
-        0.0, 1.0
-    ) * DELAY_PENALTY
-    return (rate.clip(upper_bound=5.0) - stalls.fill_null(0.0) - delay.fill_null(0.0)).clip(1.0, 5.0)
 
 
 def per_run(result: suite.SuiteResult) -> pl.DataFrame:

@@ -1,7 +1,9 @@
-"""rtcbench's video-quality score (docs/learned.md, "Evaluating a controller"): its constants and
-its per-step form. The per-run score of `rtcbench evaluate` (`rtcbench.evaluate.quality_expr`) and
+"""rtcbench's video-quality score (docs/learned.md, "Evaluating a controller"): its constants, its
+per-run and its per-step form. The per-run score of `rtcbench evaluate` (`quality_expr`) and
 the per-step `video_quality` of exported records (`rtcbench.learned.call_record`) are the same
-three components: a quality from the video's rate, lowered by stalling and by delay. Not the
+three components: a quality from the video's rate, lowered by stalling and by delay, written
+once as a polars expression over a suite's flows (`quality_expr`) and once in numpy over a
+call's steps (`step_quality`), side by side here so that they cannot drift apart. Not the
 challenge's MOS model, nor ITU-T P.1203, but built like P.1203's integration (P.1203.3), with
 ITU-T G.114's delays; the constants are rtcbench's choice, not fitted to ratings."""
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 
 FULL_RATE_BPS = 2_500_000.0
 """The video rate the quality score counts as full quality (libwebrtc's default maximum for
@@ -36,6 +39,32 @@ def rate_quality(rate_bps: np.ndarray) -> np.ndarray:
 def delay_penalty(delay_ms: np.ndarray) -> np.ndarray:
     """0 at or below 150 ms, rising linearly to `DELAY_PENALTY` at 400 ms and above."""
     return np.clip((delay_ms - DELAY_GOOD_MS) / (DELAY_BAD_MS - DELAY_GOOD_MS), 0.0, 1.0) * DELAY_PENALTY
+
+
+def quality_expr() -> pl.Expr:
+    """rtcbench's video-quality score of a video flow, 1 (bad) to 5 (excellent), over the flows table
+    of a suite (its columns `mean_goodput_bps`, `freezes`, `freeze_duration_ms`,
+    `frame_delay_p95_ms`, and `simulated_s` from the runs table). Not the challenge's MOS model,
+    nor ITU-T P.1203, but built like P.1203's integration (P.1203.3): a quality from the coding rate,
+    lowered by stalling (how often, and what share of the time), and lowered by delay as ITU-T
+    G.114 grades interactivity:
+
+    - rate: 1 + 4 · ln(1 + R / 100 kbit/s) / ln(1 + 2.5 Mbit/s / 100 kbit/s), R the video's mean
+      goodput, at most 5;
+    - stalls: min(3, 0.1 · freezes per minute + 6 · the share of the call frozen);
+    - delay: the frame delay p95 between 150 and 400 ms costs 0 to 1 linearly, 1 above.
+
+    The constants are rtcbench's choice, not fitted to ratings (docs/learned.md)."""
+    rate = 1.0 + 4.0 * (
+        pl.col("mean_goodput_bps").clip(lower_bound=0.0) / RATE_KNEE_BPS
+    ).log1p() / math.log1p(FULL_RATE_BPS / RATE_KNEE_BPS)
+    minutes = pl.col("simulated_s") / 60.0
+    frozen_share = (pl.col("freeze_duration_ms") / 1000.0 / pl.col("simulated_s")).clip(0.0, 1.0)
+    stalls = (0.1 * pl.col("freezes") / minutes + 6.0 * frozen_share).clip(upper_bound=STALL_PENALTY)
+    delay = ((pl.col("frame_delay_p95_ms") - DELAY_GOOD_MS) / (DELAY_BAD_MS - DELAY_GOOD_MS)).clip(
+        0.0, 1.0
+    ) * DELAY_PENALTY
+    return (rate.clip(upper_bound=5.0) - stalls.fill_null(0.0) - delay.fill_null(0.0)).clip(1.0, 5.0)
 
 
 def step_quality(
