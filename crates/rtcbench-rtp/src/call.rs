@@ -1477,19 +1477,11 @@ impl Receiver {
         self.feedback.estimator_metrics()
     }
 
-    /// A learned policy's next decision instant and the observation it will see, if the
-    /// receiver runs one ([`LearnedEstimator::next_observation`]).
-    pub fn next_observation(&self) -> Option<(Instant, [f32; rtcbench_cc::learned::OBSERVATION_LEN])> {
+    /// The learned policy's estimator, if the receiver runs one (its next decision and the
+    /// observation it will see, for a driver that decides from outside).
+    pub fn learned_estimator(&self) -> Option<&LearnedEstimator> {
         match &self.feedback {
-            FeedbackGen::Learned(g) => g.next_observation(),
-            _ => None,
-        }
-    }
-
-    /// A learned policy's next decision instant, if the receiver runs one.
-    pub fn next_decision(&self) -> Option<Instant> {
-        match &self.feedback {
-            FeedbackGen::Learned(g) => g.next_decision(),
+            FeedbackGen::Learned(g) => Some(g),
             _ => None,
         }
     }

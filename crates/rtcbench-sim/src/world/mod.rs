@@ -23,7 +23,7 @@ mod route;
 mod run;
 
 use rtcbench_cc::external::{ExternalRate, IntervalStats};
-use rtcbench_cc::learned::{Agent, LearnedPolicy, OBSERVATION_LEN};
+use rtcbench_cc::learned::{Agent, LearnedEstimator, LearnedPolicy, OBSERVATION_LEN};
 use rtcbench_cc::{AnyController, Controller, ControllerKind};
 use rtcbench_units::{Bitrate, Duration, Instant};
 
@@ -418,21 +418,21 @@ impl Simulation {
     /// its estimates are set from outside ([`RunOptions::agent`]) and no decision failed. Read
     /// it after running every event before the instant, then set the decision's estimate.
     pub fn next_observation(&self) -> Option<(Instant, [f32; OBSERVATION_LEN])> {
-        self.agent_receiver()?.next_observation()
+        self.agent_estimator()?.next_observation()
     }
 
     /// The instant of [`Simulation::next_observation`]'s decision, without building the
     /// observation.
     pub fn next_decision(&self) -> Option<Instant> {
-        self.agent_receiver()?.next_decision()
+        self.agent_estimator()?.next_decision()
     }
 
-    /// The external call's receiver, if its estimates are set from outside.
-    fn agent_receiver(&self) -> Option<&Receiver> {
+    /// The estimator at the external call's receiver, if its estimates are set from outside.
+    fn agent_estimator(&self) -> Option<&LearnedEstimator> {
         self.agent.as_ref()?;
         let call = self.external?;
         let receiver = self.world.receiver_plumbings.iter().position(|p| p.call == call)?;
-        Some(&self.world.receivers[receiver])
+        self.world.receivers[receiver].learned_estimator()
     }
 
     /// Why the external call's policy stopped deciding (a decision without an estimate set,
