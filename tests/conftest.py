@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -26,6 +27,18 @@ if not callable(signal.getsignal(signal.SIGINT)):
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
     os.unsetenv(_name)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failure or error named with its reason the moment it happens, not only in the summary
+    at the end: a tier that dies before its summary (a full disk, a killed process) still says
+    what went wrong first."""
+    if not report.failed:
+        return
+    crash = getattr(report.longrepr, "reprcrash", None)
+    reason = crash.message if crash is not None else report.longreprtext.strip()
+    first = reason.splitlines()[0] if reason else "(no message)"
+    sys.stderr.write(f"\n{report.when.upper()} FAILED {report.nodeid}: {first[:300]}\n")
 
 
 @functools.lru_cache(maxsize=8)
