@@ -1,0 +1,137 @@
+//! Logs Chromium 156 wrote (`--webrtc-event-logging`) of a 30 s one-way video call over a
+//! 1 Mbit/s, 50 ms RTT path emulated by rtcbench (`browser-p2p`): the sender's log and the
+//! receiver's, read whole, and damaged every way a file can be.
+
+use std::collections::BTreeSet;
+
+use rtcbench_eventlog::{Direction, EventLog};
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+const SENDER: &str = "chromium156-p2p-sender.log";
+const RECEIVER: &str = "chromium156-p2p-receiver.log";
+
+#[test]
+fn the_senders_log_holds_its_packets_feedback_and_estimates() {
+    let log = EventLog::parse(&read(SENDER)).unwrap();
+    let start = log.start.unwrap();
+    assert_eq!(start.version, 2);
+    let rtp = &log.rtp;
+    assert!(rtp.direction.iter().all(|d| *d == Direction::Outgoing));
+    assert_eq!(rtp.t_ms.len(), 2695);
+    // Transport-wide sequence numbers are one counter over every stream the sender paces:
+    // every number from 1 up, each once.
+    let tseq: Vec<u16> = rtp.transport_seq.iter().map(|s| s.unwrap()).collect();
+    let distinct: BTreeSet<u16> = tseq.iter().copied().collect();
+    assert_eq!(distinct.len(), tseq.len());
+    assert_eq!((*distinct.first().unwrap(), *distinct.last().unwrap() as usize), (1, tseq.len()));
+    // Two SSRCs: the video stream and its RTX stream, as the send config names them.
+    let ssrcs: BTreeSet<u32> = rtp.ssrc.iter().copied().collect();
+    assert_eq!(ssrcs.len(), 2);
+    assert!(ssrcs.contains(&log.streams.rtx_ssrc[0].unwrap()));
+    // Within a stream, RTP sequence numbers advance by one.
+    for ssrc in ssrcs {
+        let seq: Vec<u16> = (0..rtp.seq.len()).filter(|i| rtp.ssrc[*i] == ssrc).map(|i| rtp.seq[i]).collect();
+        assert!(seq.windows(2).all(|w| w[1] == w[0].wrapping_add(1)), "ssrc {ssrc}");
+    }
+    // Chromium's two initial probes (3x and 6x the 300 kbit/s start rate), both succeeded.
+    assert_eq!(log.probe_clusters.bitrate_bps, [900_000, 1_800_000]);
+    assert!(log.probe_results.failure.iter().all(Option::is_none));
+    // The delay-based estimate stays near the 1 Mbit/s bottleneck, and the detector saw
+    // over-use at least once.
+    let rates = &log.delay_based.bitrate_bps;
+    assert!(rates.len() > 300);
+    assert!(rates.iter().all(|r| (700_000..1_200_000).contains(r)), "{rates:?}");
+    assert!(log.delay_based.detector_state.contains(&3));
+    // The sender receives transport feedback and sends sender reports.
+    let kinds = |d| -> BTreeSet<&str> {
+        (0..log.rtcp.kind.len()).filter(|i| log.rtcp.direction[*i] == d).map(|i| log.rtcp.kind[i]).collect()
+    };
+    assert!(kinds(Direction::Incoming).contains("twcc"));
+    assert!(kinds(Direction::Outgoing).contains("sr"));
+    // ICE and DTLS events are counted, not read.
+    assert!(log.skipped.iter().any(|(field, _)| *field == 26));
+}
+
+#[test]
+fn the_receivers_log_holds_the_same_packets_arriving() {
+    let sender = EventLog::parse(&read(SENDER)).unwrap();
+    let receiver = EventLog::parse(&read(RECEIVER)).unwrap();
+    assert!(receiver.rtp.direction.iter().all(|d| *d == Direction::Incoming));
+    let sent: BTreeSet<u16> = sender.rtp.transport_seq.iter().flatten().copied().collect();
+    let arrived: BTreeSet<u16> = receiver.rtp.transport_seq.iter().flatten().copied().collect();
+    // The sender's browser closed its log 0.7 s before the receiver's: the receiver logged 72
+    // more packets. Up to the sender's last, every packet sent arrived (a 300 ms queue at
+    // 1 Mbit/s drops nothing here) and no other did.
+    let last_sent = *sent.last().unwrap();
+    assert_eq!((sent.len(), arrived.len()), (2695, 2767));
+    assert_eq!(arrived.iter().copied().filter(|s| *s <= last_sent).collect::<BTreeSet<_>>(), sent);
+    // A packet's logged sizes are the same at both ends.
+    let size = |log: &EventLog| -> std::collections::BTreeMap<u16, u32> {
+        (0..log.rtp.t_ms.len())
+            .map(|i| {
+                (
+                    log.rtp.transport_seq[i].unwrap(),
+                    log.rtp.header_size[i] + log.rtp.payload_size[i] + log.rtp.padding_size[i],
+                )
+            })
+            .collect()
+    };
+    let (sent_sizes, arrived_sizes) = (size(&sender), size(&receiver));
+    assert!(arrived_sizes
+        .iter()
+        .filter(|(seq, _)| **seq <= last_sent)
+        .all(|(seq, bytes)| sent_sizes[seq] == *bytes));
+    // The receiver sends the transport feedback the sender receives.
+    let out_twcc = (0..receiver.rtcp.kind.len())
+        .filter(|i| receiver.rtcp.kind[*i] == "twcc" && receiver.rtcp.direction[*i] == Direction::Outgoing)
+        .count();
+    assert!(out_twcc > 400, "{out_twcc}");
+}
+
+#[test]
+fn a_truncated_log_names_the_event_and_offset_and_never_panics() {
+    let bytes = read(SENDER);
+    let whole = EventLog::parse(&bytes).unwrap();
+    let mut errors = 0;
+    // Every 7th cut keeps the test quick and still lands inside every kind of event.
+    for cut in (1..bytes.len()).step_by(7) {
+        match EventLog::parse(&bytes[..cut]) {
+            Ok(part) => assert!(part.rtp.t_ms.len() <= whole.rtp.t_ms.len()),
+            Err(e) => {
+                errors += 1;
+                assert!(e.offset < cut, "{e}");
+                assert!(e.to_string().contains(" at byte "), "{e}");
+            }
+        }
+    }
+    assert!(errors > 0);
+}
+
+#[test]
+fn flipped_bytes_give_errors_or_other_values_never_a_panic() {
+    let bytes = read(RECEIVER);
+    for at in (0..bytes.len()).step_by(13) {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= flip;
+            let _ = EventLog::parse(&damaged);
+        }
+    }
+}
+
+#[test]
+fn a_legacy_log_and_a_foreign_file_are_named_as_such() {
+    // A legacy log starts with field 1 (`repeated Event stream`), a message.
+    let legacy = EventLog::parse(&[0x0a, 0x02, 0x08, 0x01]).unwrap_err();
+    assert!(legacy.reason.contains("legacy-format"), "{legacy}");
+    // A PNG's first byte is not a message field's key.
+    let png = EventLog::parse(b"\x89PNG\r\n\x1a\n").unwrap_err();
+    assert_eq!((png.what, png.offset), ("event framing", 0), "{png}");
+    // A field that claims more bytes than the file holds.
+    let long = EventLog::parse(&[0x1a, 0xff, 0xff, 0xff, 0x0f]).unwrap_err();
+    assert!(long.reason.contains("runs past the end"), "{long}");
+    assert_eq!(EventLog::parse(&[]).unwrap(), EventLog::default());
+}
