@@ -15,6 +15,15 @@ class ControllerError(RuntimeError):
     """A Python controller raised (its exception is `__cause__`) or returned a value the simulator
     cannot use; the message names the controller, its call and the method."""
 
+class EventLogError(ValueError):
+    """An RTC event log that cannot be read; the message names the event and its byte offset."""
+
+def read_event_log(data: bytes) -> dict[str, Any]:
+    """The tables of an RTC event log (`rtcbench_eventlog`): `{table: {column: list}}` for
+    `rtp`, `rtcp`, `delay_based`, `loss_based`, `targets`, `probe_clusters`, `probe_results`,
+    `alr`, `routes` and `streams`, plus `start` ((log ms, UTC ms, format version) or None),
+    `end_ms` and `skipped` ([(field number, count)] of events not read)."""
+
 class ProbeInfo:
     """Which probe cluster a packet belongs to (libwebrtc's `PacedPacketInfo`)."""
 

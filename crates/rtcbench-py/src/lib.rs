@@ -5,6 +5,7 @@
 //! advanced in steps, for the learning environment.
 
 mod controller;
+mod eventlog;
 mod learned;
 mod run;
 mod simulation;
@@ -356,6 +357,8 @@ pub(crate) fn user_controller(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("ControllerError", m.py().get_type::<ControllerError>())?;
+    m.add("EventLogError", m.py().get_type::<eventlog::EventLogError>())?;
+    m.add_function(wrap_pyfunction!(eventlog::read_event_log, m)?)?;
     m.add_class::<controller::PySentPacket>()?;
     m.add_class::<controller::PyPacketResult>()?;
     m.add_class::<controller::PyFeedbackReport>()?;

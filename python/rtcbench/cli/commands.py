@@ -23,6 +23,7 @@ from rtcbench.cli.errors import (
     unanswered_interrupt,
 )
 from rtcbench.cli.evaluate import evaluate_cmd
+from rtcbench.cli.eventlog import eventlog_cmd
 from rtcbench.cli.export import export_cmd
 from rtcbench.cli.figure import figure_cmd
 from rtcbench.cli.render import err_console
@@ -74,6 +75,7 @@ for name, command in (
     ("score", score_cmd),
     ("export", export_cmd),
     ("evaluate", evaluate_cmd),
+    ("eventlog", eventlog_cmd),
     ("compare", compare_cmd),
     ("report", report_cmd),
     ("figure", figure_cmd),
