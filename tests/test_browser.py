@@ -243,11 +243,15 @@ def test_chromium_records_each_peer_connections_rtc_event_log_into_the_run(tmp_p
     assert matched.height == rtp.height > 0.6 * wire.height, (rtp.height, wire.height)
     assert (matched["wire_size"] - matched["size"] == 38).all()
     assert sorted(rtp["transport_seq"].to_list()) == list(range(1, rtp.height + 1))
-    # The log's clock is A's; the wire's the relay's. One offset maps one to the other within
-    # the log's millisecond resolution.
+    # The log's clock is A's; the wire's the relay's. One offset maps one to the other: 95 %
+    # of packets within 2 ms (the log's 1 ms steps and the way from Chromium's pacer to the
+    # relay), every one within 20 ms. Measured: every packet within 1.5 ms on an idle machine,
+    # within 4.5 ms in the middle of the test tier, where scheduling delays a few.
+    assert_valid(run)
     skew = matched["wire_us"] - matched["t_us"]
     offset = int(skew.median())  # type: ignore[arg-type]
-    assert int((skew - offset).abs().max()) <= 3_000  # type: ignore[arg-type]
+    apart = (skew - offset).abs()
+    assert float(apart.quantile(0.95)) <= 2_000 and int(apart.max()) <= 20_000  # type: ignore[arg-type]
     # getStats' availableOutgoingBitrate is the loss-based estimate the log holds last before
     # each sample: equal, bit for bit, at every sample within the log's span.
     logged = log.tables["loss_based"].select((pl.col("t_us") + offset).alias("t_us"), "bitrate_bps")

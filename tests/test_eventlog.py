@@ -65,6 +65,26 @@ def test_the_senders_log_reads_into_tables_on_one_clock() -> None:
     assert s["rtcp"]["in"]["twcc"] > 400 and s["rtcp"]["out"]["sr"] > 0
 
 
+def test_transport_feedback_gives_each_sent_packets_fate_and_queuing_delay() -> None:
+    # The sender's log holds the feedback it received: each packet it sent, whether it arrived
+    # and when on the receiver's clock. The difference from its sending time, less the call's
+    # least, is the queuing delay it met (the two clocks' offset cancels).
+    log = eventlog.read(SENDER)
+    twcc = log.tables["twcc"]
+    assert set(twcc["direction"]) == {"in"} and twcc["message"].n_unique() > 400
+    d = log.packet_delays()
+    # Every packet sent up to the last the feedback reports on, none lost (1 Mbit/s into a
+    # 300 ms queue drops nothing here), queuing within that queue's 300 ms.
+    assert d.height == int(d["transport_seq"].max())  # type: ignore[arg-type]
+    assert d["received"].all()
+    assert float(d["delay_ms"].min()) == 0.0 and float(d["delay_ms"].max()) < 300  # type: ignore[arg-type]
+    f = log.summary()["feedback"]
+    assert f["reported"] == d.height and f["loss_share"] == 0.0
+    assert 0 < f["delay_ms"]["p50"] < f["delay_ms"]["p95"] < 300
+    # The receiver's log holds the feedback it sent, and no packets it sent: no delays.
+    assert eventlog.read(RECEIVER).summary()["feedback"] is None
+
+
 def test_the_command_writes_a_folder_keyed_by_the_log_that_polars_and_pandas_read(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = cli("eventlog", RECEIVER, "--out", out)

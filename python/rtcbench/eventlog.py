@@ -32,6 +32,7 @@ MAX_EVENT_LOG_BYTES = 1 << 30
 TABLES = (
     "rtp",
     "rtcp",
+    "twcc",
     "delay_based",
     "loss_based",
     "targets",
@@ -80,6 +81,14 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "remb_bps": pl.Int64,
         "nack_packets": pl.Int32,
     },
+    "twcc": {
+        "t_ms": pl.Int64,
+        "direction": pl.Utf8,
+        "message": pl.Int32,
+        "feedback_count": pl.UInt8,
+        "transport_seq": pl.UInt16,
+        "arrival_us": pl.Int64,
+    },
     "delay_based": {"t_ms": pl.Int64, "bitrate_bps": pl.Int64, "detector_state": pl.Int32},
     "loss_based": {
         "t_ms": pl.Int64,
@@ -120,6 +129,30 @@ class EventLog:
     utc_origin_ms: int | None
     format_version: int | None
     skipped: dict[int, int] = field(default_factory=dict)
+
+    def packet_delays(self) -> pl.DataFrame:
+        """Each RTP packet this endpoint sent that transport feedback reported on: `t_us` (sent),
+        `transport_seq`, `size`, `received`, and `delay_ms`, its one-way delay less the smallest
+        of the call (arrival on the receiver's clock minus sending on this one: the clocks'
+        offset cancels, the path's base delay with it), so the queuing it met."""
+        sent = self.tables["rtp"].filter(
+            (pl.col("direction") == "out") & pl.col("transport_seq").is_not_null()
+        )
+        reports = (
+            self.tables["twcc"]
+            .filter(pl.col("direction") == "in")
+            .group_by("transport_seq")
+            .agg(pl.col("arrival_us").drop_nulls().first())
+        )
+        joined = sent.select("t_us", "transport_seq", "size").join(reports, on="transport_seq", how="inner")
+        delay = pl.col("arrival_us") - pl.col("t_us")
+        return joined.sort("t_us").select(
+            "t_us",
+            "transport_seq",
+            "size",
+            pl.col("arrival_us").is_not_null().alias("received"),
+            ((delay - delay.min()) / 1000).alias("delay_ms"),
+        )
 
     def summary(self) -> dict[str, Any]:
         """What the log holds, in numbers (the folder's `eventlog.json`)."""
@@ -169,12 +202,31 @@ class EventLog:
                 if delay.height
                 else None,
             },
+            "feedback": self._feedback_summary(),
             "probes": {
                 "clusters": self.tables["probe_clusters"].height,
                 "succeeded": int(results["bitrate_bps"].is_not_null().sum()),
                 "failed": int(results["failure"].is_not_null().sum()),
             },
             "skipped_events": {str(k): v for k, v in sorted(self.skipped.items())},
+        }
+
+
+    def _feedback_summary(self) -> dict[str, Any] | None:
+        """Over the packets transport feedback reported on: how many, the share lost, and the
+        queuing delay's percentiles (`packet_delays`)."""
+        d = self.packet_delays()
+        if d.height == 0:
+            return None
+        got = d.filter(pl.col("received"))["delay_ms"]
+
+        def q(p: float) -> float | None:
+            return None if got.len() == 0 else round(float(got.quantile(p, "linear")), 2)  # type: ignore[arg-type]
+
+        return {
+            "reported": d.height,
+            "loss_share": round(1 - got.len() / d.height, 5),
+            "delay_ms": {"p50": q(0.5), "p95": q(0.95), "max": q(1.0)},
         }
 
 
@@ -243,6 +295,14 @@ def _media(rtp: pl.DataFrame, streams: pl.DataFrame) -> pl.Expr:
 def read(path: Path) -> EventLog:
     """The log at `path` (a regular file of at most `MAX_EVENT_LOG_BYTES`)."""
     return parse(read_file(path, MAX_EVENT_LOG_BYTES), str(path))
+
+
+def ended(path: Path) -> bool:
+    """Whether the log at `path` is whole: it reads, and its writer logged its end."""
+    try:
+        return _core.read_event_log(read_file(path, MAX_EVENT_LOG_BYTES))["end_ms"] is not None
+    except (InputError, OSError, _core.EventLogError):
+        return False
 
 
 def folder_name(log: EventLog) -> str:

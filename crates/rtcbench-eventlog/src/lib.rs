@@ -107,6 +107,24 @@ pub struct RtcpRows {
     pub nack_packets: Vec<Option<u32>>,
 }
 
+/// Transport-wide feedback (TWCC) unrolled: a row per packet a feedback message reports on,
+/// whether it arrived and when, on the clock of the endpoint that received the media.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TwccRows {
+    /// When the feedback was logged (sent or received) on the logging endpoint's clock.
+    pub t_ms: Vec<i64>,
+    pub direction: Vec<Direction>,
+    /// Which feedback message, counted from 0 in the log (per direction).
+    pub message: Vec<u32>,
+    /// The message's own 8-bit feedback packet count, which tells lost feedback apart.
+    pub feedback_count: Vec<u8>,
+    pub transport_seq: Vec<u16>,
+    /// Arrival on the media receiver's clock, µs: the message's reference time (unwrapped
+    /// across messages, so monotonic over a call) plus the deltas up to this packet. `None`:
+    /// reported not received.
+    pub arrival_us: Vec<Option<i64>>,
+}
+
 /// The delay-based estimator's updates.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DelayBasedRows {
@@ -187,6 +205,7 @@ pub struct EventLog {
     pub end_ms: Option<i64>,
     pub rtp: RtpRows,
     pub rtcp: RtcpRows,
+    pub twcc: TwccRows,
     pub delay_based: DelayBasedRows,
     pub loss_based: LossBasedRows,
     pub probe_clusters: ProbeClusterRows,
@@ -198,6 +217,10 @@ pub struct EventLog {
     /// Top-level fields this reader does not read (ICE, DTLS, audio playout, generic packets,
     /// fields of newer writers), as (field number, count), by field number.
     pub skipped: Vec<(u32, u64)>,
+    /// Per direction (in, out): the last TWCC reference time unwrapped (64 ms ticks) and the
+    /// messages read, for `twcc`.
+    twcc_reference: [Option<i64>; 2],
+    twcc_messages: [u32; 2],
 }
 
 impl EventLog {
@@ -248,6 +271,63 @@ impl EventLog {
         Ok(log)
     }
 
+    fn read_rtcp(&mut self, direction: Direction, m: &schema::RtcpPackets) -> Result<(), String> {
+        let n = deltas(m.number_of_deltas, m.encoded_len())?;
+        let t_ms = full(
+            column(m.timestamp_ms.map(|v| v as u64), m.timestamp_ms_deltas.as_ref(), n, "timestamp_ms")?,
+            "timestamp_ms",
+        )?;
+        let first = m.raw_packet.as_deref().ok_or("its required field raw_packet is missing")?;
+        let mut packets = vec![first];
+        if n > 0 {
+            packets.extend(blobs(m.raw_packet_blobs.as_deref().unwrap_or(&[]), n)?);
+        }
+        for (t_ms, packet) in t_ms.into_iter().zip(packets) {
+            let t_ms = delta::as_i64(t_ms);
+            let size = packet.len() as u32;
+            let Ok(messages) = rtcbench_wire::parse_compound(packet) else {
+                let row = RtcpRow { kind: "malformed", ..RtcpRow::default() };
+                push_rtcp_row(&mut self.rtcp, t_ms, direction, size, 0, row);
+                continue;
+            };
+            for (index, message) in messages.iter().enumerate() {
+                push_rtcp_row(&mut self.rtcp, t_ms, direction, size, index as u16, RtcpRow::of(message));
+                if let RtcpMessage::TransportFeedback(fb) = message {
+                    self.unroll_twcc(t_ms, direction, fb);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One TWCC message's packets into `twcc`. Its 24-bit reference time (64 ms ticks) is
+    /// unwrapped against the previous message's, so arrivals stay monotonic across a wrap.
+    fn unroll_twcc(&mut self, t_ms: i64, direction: Direction, fb: &rtcbench_wire::TransportFeedbackRepr) {
+        const MODULUS: i64 = 1 << 24;
+        let side = direction as usize;
+        let raw = i64::from(fb.reference_time).rem_euclid(MODULUS);
+        let reference = match self.twcc_reference[side] {
+            None => raw,
+            Some(last) => {
+                let step = (raw - last.rem_euclid(MODULUS)).rem_euclid(MODULUS);
+                last + if step >= MODULUS / 2 { step - MODULUS } else { step }
+            }
+        };
+        self.twcc_reference[side] = Some(reference);
+        let message = self.twcc_messages[side];
+        self.twcc_messages[side] += 1;
+        let base = fb.reference_instant().as_micros();
+        let t = &mut self.twcc;
+        for (seq, arrival) in fb.arrivals() {
+            t.t_ms.push(t_ms);
+            t.direction.push(direction);
+            t.message.push(message);
+            t.feedback_count.push(fb.feedback_count);
+            t.transport_seq.push(seq.value() as u16);
+            t.arrival_us.push(arrival.map(|a| reference * 64_000 + (a.as_micros() - base)));
+        }
+    }
+
     fn read_event(&mut self, number: u32, body: &[u8], offset: usize) -> Result<(), LogError> {
         let what = event_name(number);
         let err = |reason: String| LogError { what, offset, reason };
@@ -260,7 +340,7 @@ impl EventLog {
             field::INCOMING_RTCP | field::OUTGOING_RTCP => {
                 let direction =
                     if number == field::INCOMING_RTCP { Direction::Incoming } else { Direction::Outgoing };
-                read_rtcp(&mut self.rtcp, direction, &decode(body, what, offset)?).map_err(err)
+                self.read_rtcp(direction, &decode(body, what, offset)?).map_err(err)
             }
             field::BEGIN_LOG => {
                 let m: schema::BeginLogEvent = decode(body, what, offset)?;
@@ -507,23 +587,6 @@ fn read_rtp(t: &mut RtpRows, direction: Direction, m: &schema::RtpPackets) -> Re
     Ok(())
 }
 
-fn read_rtcp(t: &mut RtcpRows, direction: Direction, m: &schema::RtcpPackets) -> Result<(), String> {
-    let n = deltas(m.number_of_deltas, m.encoded_len())?;
-    let t_ms = full(
-        column(m.timestamp_ms.map(|v| v as u64), m.timestamp_ms_deltas.as_ref(), n, "timestamp_ms")?,
-        "timestamp_ms",
-    )?;
-    let first = m.raw_packet.as_deref().ok_or("its required field raw_packet is missing")?;
-    let mut packets = vec![first];
-    if n > 0 {
-        packets.extend(blobs(m.raw_packet_blobs.as_deref().unwrap_or(&[]), n)?);
-    }
-    for (t_ms, packet) in t_ms.into_iter().zip(packets) {
-        push_rtcp(t, delta::as_i64(t_ms), direction, packet);
-    }
-    Ok(())
-}
-
 /// `n` packets stored as every length (a varint each), then every packet, back to back.
 fn blobs(bytes: &[u8], n: usize) -> Result<Vec<&[u8]>, String> {
     // Each length takes at least a byte.
@@ -549,17 +612,6 @@ fn blobs(bytes: &[u8], n: usize) -> Result<Vec<&[u8]>, String> {
         return Err(format!("{} bytes after the last RTCP packet", bytes.len() - pos));
     }
     Ok(packets)
-}
-
-fn push_rtcp(t: &mut RtcpRows, t_ms: i64, direction: Direction, packet: &[u8]) {
-    let size = packet.len() as u32;
-    let Ok(messages) = rtcbench_wire::parse_compound(packet) else {
-        push_rtcp_row(t, t_ms, direction, size, 0, RtcpRow { kind: "malformed", ..RtcpRow::default() });
-        return;
-    };
-    for (index, message) in messages.iter().enumerate() {
-        push_rtcp_row(t, t_ms, direction, size, index as u16, RtcpRow::of(message));
-    }
 }
 
 #[derive(Default)]

@@ -87,6 +87,26 @@ pub(crate) fn read_event_log<'py>(
             ("nack_packets", c.nack_packets.clone().into_pyobject(py)?.into_any()),
         ],
     )?;
+    let w = &log.twcc;
+    table(
+        "twcc",
+        vec![
+            ("t_ms", w.t_ms.clone().into_pyobject(py)?.into_any()),
+            ("direction", directions(&w.direction).into_pyobject(py)?.into_any()),
+            ("message", w.message.clone().into_pyobject(py)?.into_any()),
+            (
+                "feedback_count",
+                w.feedback_count
+                    .iter()
+                    .map(|v| u32::from(*v))
+                    .collect::<Vec<_>>()
+                    .into_pyobject(py)?
+                    .into_any(),
+            ),
+            ("transport_seq", w.transport_seq.clone().into_pyobject(py)?.into_any()),
+            ("arrival_us", w.arrival_us.clone().into_pyobject(py)?.into_any()),
+        ],
+    )?;
     let d = &log.delay_based;
     table(
         "delay_based",

@@ -578,12 +578,16 @@ def _peers(
 
 def _event_logs(peers_dir: Path, work: Path) -> dict[str, list[dict[str, Any]]]:
     """Per Chromium peer, its RTC event logs (one per peer connection): the file, relative to
-    the run folder (which holds `work` under its own name), and its size."""
+    the run folder (which holds `work` under its own name), its size, and whether it is whole
+    (Chromium wrote its end: `chromium.EVENT_LOG_END_S`)."""
+    from rtcbench import eventlog
+
     logs: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(peers_dir.glob(f"*/{EVENT_LOG_DIR}/*.log")):
         node = path.parent.parent.name
         file = (Path(work.name) / path.relative_to(work)).as_posix()
-        logs.setdefault(node, []).append({"file": file, "bytes": path.stat().st_size})
+        entry = {"file": file, "bytes": path.stat().st_size, "ended": eventlog.ended(path)}
+        logs.setdefault(node, []).append(entry)
     return logs
 
 
