@@ -224,7 +224,7 @@ def test_chromium_records_each_peer_connections_rtc_event_log_into_the_run(tmp_p
     for files in logs.values():
         path = run.path / files[0]["file"]
         data = path.read_bytes()
-        assert len(data) == files[0]["bytes"] > 1000
+        assert len(data) == files[0]["bytes"] > 1000 and isinstance(files[0]["ended"], bool)
         tag, _ = _varint(data)
         assert tag & 7 == 2 and tag >> 3 >= 16, data[:8].hex()
     log = eventlog.read(run.path / logs["A"][0]["file"])
@@ -237,8 +237,8 @@ def test_chromium_records_each_peer_connections_rtc_event_log_into_the_run(tmp_p
     )
     # Every packet the log holds left A on the wire with the same transport-wide sequence
     # number, 38 bytes larger (SRTP's 10-byte tag, UDP, IPv4); the log holds the first of
-    # them, numbered from 1. Chromium writes its log every few seconds, and what it held when
-    # the browser was stopped is lost: measured 2695 of 3067 packets (the last 4.2 s missing).
+    # them, numbered from 1. Chromium 156 writes its log in batches every few seconds, and not
+    # the last when the call ends (docs/eventlog.md): measured 2695-2786 of 3067-3214 packets.
     matched = rtp.join(wire, on="transport_seq", how="inner")
     assert matched.height == rtp.height > 0.6 * wire.height, (rtp.height, wire.height)
     assert (matched["wire_size"] - matched["size"] == 38).all()

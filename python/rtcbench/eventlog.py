@@ -211,7 +211,6 @@ class EventLog:
             "skipped_events": {str(k): v for k, v in sorted(self.skipped.items())},
         }
 
-
     def _feedback_summary(self) -> dict[str, Any] | None:
         """Over the packets transport feedback reported on: how many, the share lost, and the
         queuing delay's percentiles (`packet_delays`)."""

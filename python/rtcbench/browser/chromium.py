@@ -93,11 +93,6 @@ from a headless browser."""
 EVENT_LOG_DIR = "event-logs"
 """The folder of a peer's RTC event logs, in its peer folder."""
 
-EVENT_LOG_END_S = 3.0
-"""How long a peer whose calls have ended waits for Chromium to finish each RTC event log
-before the browser is stopped. Chromium writes a log every few seconds, and a browser stopped
-before a log's end event loses what it held: the last 4 s of a 30 s call, measured."""
-
 _TRIAL_PART = re.compile(r"\*?[A-Za-z0-9][A-Za-z0-9_.:,=+|-]*")
 """A trial's name (a leading `*` activates it) or its group: no slash, space or quote. Group
 strings carry parameters after a colon (libwebrtc's `QueueSize:350,MinBitrate:30000`)."""
@@ -614,9 +609,6 @@ class Peer(Page):
             peer = cls(node, browser, "")
             peer.session = peer._open(page)
             yield peer
-            # Only once the calls ended as planned: an error or an interrupt stops at once.
-            if event_log:
-                _await_event_logs(work / EVENT_LOG_DIR)
         finally:
             browser.close()
             stderr.close()
@@ -909,17 +901,6 @@ def sample_peers(
         tick = next_tick(tick, SAMPLE_INTERVAL_S, time.monotonic())
         time.sleep(max(0.0, min(tick, end) - time.monotonic()))
     return out
-
-
-def _await_event_logs(folder: Path, timeout_s: float = EVENT_LOG_END_S) -> None:
-    """Waits, at most `timeout_s`, until every RTC event log in `folder` has its end event."""
-    from rtcbench import eventlog
-
-    deadline = time.monotonic() + timeout_s
-    while not all(eventlog.ended(p) for p in folder.glob("*.log")):
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(0.1)
 
 
 def close(peers: Sequence[Page]) -> None:

@@ -578,8 +578,8 @@ def _peers(
 
 def _event_logs(peers_dir: Path, work: Path) -> dict[str, list[dict[str, Any]]]:
     """Per Chromium peer, its RTC event logs (one per peer connection): the file, relative to
-    the run folder (which holds `work` under its own name), its size, and whether it is whole
-    (Chromium wrote its end: `chromium.EVENT_LOG_END_S`)."""
+    the run folder (which holds `work` under its own name), its size, and whether it ended
+    (holds its end event; Chromium 156 never writes one, docs/eventlog.md)."""
     from rtcbench import eventlog
 
     logs: dict[str, list[dict[str, Any]]] = {}
