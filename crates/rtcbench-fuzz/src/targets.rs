@@ -340,6 +340,14 @@ pub const TARGETS: &[Target] = &[
         dictionary: JSON_DICTIONARY,
     },
     Target {
+        name: "eventlog",
+        about: "EventLog::parse (libwebrtc's RTC event log, rtclog2)",
+        run: eventlog,
+        input: Input::Binary,
+        max_len: 16 << 10,
+        dictionary: &[],
+    },
+    Target {
         name: "trace-csv",
         about: "capacity_trace::csv::parse",
         run: trace_csv,
@@ -404,6 +412,10 @@ fn rtcp_twcc(data: &[u8]) {
     if let Ok(fb) = TransportFeedbackRepr::parse(data) {
         let _ = (fb.to_bytes(), fb.arrivals(), fb.reference_instant());
     }
+}
+
+fn eventlog(data: &[u8]) {
+    let _ = rtcbench_eventlog::EventLog::parse(data);
 }
 
 fn rtcp_remb(data: &[u8]) {

@@ -97,6 +97,7 @@ fn main() -> Result<(), String> {
     call_receiver(&mut corpus)?;
     traces(&mut corpus);
     scenarios(&mut corpus)?;
+    event_logs(&mut corpus)?;
     for target in TARGETS.iter().filter(|t| only.is_empty() || only.iter().any(|name| name == t.name)) {
         let dir = root.join(target.name);
         if dir.exists() {
@@ -476,6 +477,43 @@ fn scenarios(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
         corpus.push(("scenario", format!("{}{SET_MARKER}{set}\n", builtin_text(id)?).into_bytes()));
     }
     Ok(())
+}
+
+/// Chromium 156's RTC event logs that `rtcbench-eventlog`'s tests read, cut into their top-level
+/// fields (each a log of one batch of events): the first two of each kind of event per log.
+fn event_logs(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rtcbench-eventlog/tests/data");
+    for name in ["chromium156-p2p-sender.log", "chromium156-p2p-receiver.log"] {
+        let path = dir.join(name);
+        let log = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut seen = BTreeMap::<u64, usize>::new();
+        let mut pos = 0;
+        while pos < log.len() {
+            let start = pos;
+            let key = varint(&log, &mut pos).ok_or("a truncated key")?;
+            let len = varint(&log, &mut pos).ok_or("a truncated length")? as usize;
+            pos += len;
+            let count = seen.entry(key >> 3).or_default();
+            *count += 1;
+            if *count <= 2 {
+                corpus.push(("eventlog", log[start..pos.min(log.len())].to_vec()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut value = 0;
+    for i in 0..10 {
+        let byte = *bytes.get(*pos)?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// The fuzz target loads from an empty folder, where a trace named beside the scenario is not
