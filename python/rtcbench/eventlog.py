@@ -33,6 +33,7 @@ TABLES = (
     "rtp",
     "rtcp",
     "twcc",
+    "ccfb",
     "delay_based",
     "loss_based",
     "targets",
@@ -46,6 +47,9 @@ TABLES = (
 
 DETECTOR_STATES = ["unknown", "normal", "underusing", "overusing"]
 """The over-use detector's states by their number in the log."""
+
+ECN = ["not-ect", "ect1", "ect0", "ce"]
+"""ECN codepoints by their two bits (RFC 3168 §5), as rtcbench's packets table names them."""
 
 PROBE_FAILURES = ["unknown", "invalid-send-receive-interval", "invalid-send-receive-ratio", "timeout"]
 """Why a probe failed, by its number in the log."""
@@ -87,6 +91,15 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "message": pl.Int32,
         "feedback_count": pl.UInt8,
         "transport_seq": pl.UInt16,
+        "arrival_us": pl.Int64,
+    },
+    "ccfb": {
+        "t_ms": pl.Int64,
+        "direction": pl.Utf8,
+        "message": pl.Int32,
+        "media_ssrc": pl.UInt32,
+        "seq": pl.UInt16,
+        "ecn": pl.Int32,
         "arrival_us": pl.Int64,
     },
     "delay_based": {"t_ms": pl.Int64, "bitrate_bps": pl.Int64, "detector_state": pl.Int32},
@@ -255,6 +268,9 @@ def parse(data: bytes, source: str = "<bytes>") -> EventLog:
         pl.col("detector_state").replace_strict(
             list(range(len(DETECTOR_STATES))), DETECTOR_STATES, default="unknown", return_dtype=pl.Utf8
         )
+    )
+    tables["ccfb"] = tables["ccfb"].with_columns(
+        pl.col("ecn").replace_strict(list(range(4)), ECN, default=None, return_dtype=pl.Utf8)
     )
     # A succeeded probe has no failure: null stays null, not "unknown".
     tables["probe_results"] = tables["probe_results"].with_columns(

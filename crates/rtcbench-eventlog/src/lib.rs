@@ -125,6 +125,26 @@ pub struct TwccRows {
     pub arrival_us: Vec<Option<i64>>,
 }
 
+/// RFC 8888 congestion control feedback unrolled: a row per RTP packet a report covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CcfbRows {
+    /// When the feedback was logged on the logging endpoint's clock.
+    pub t_ms: Vec<i64>,
+    pub direction: Vec<Direction>,
+    /// Which feedback message, counted from 0 in the log (per direction).
+    pub message: Vec<u32>,
+    pub media_ssrc: Vec<u32>,
+    /// The RTP sequence number reported on.
+    pub seq: Vec<u16>,
+    /// The ECN codepoint it arrived with (RFC 3168: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE);
+    /// `None`: reported not received.
+    pub ecn: Vec<Option<u8>>,
+    /// Arrival on the media receiver's clock, µs: the report timestamp (compact NTP, unwrapped
+    /// across messages) less the packet's arrival time offset (RFC 8888 §3.1). `None`: not
+    /// received, or received with its offset over range.
+    pub arrival_us: Vec<Option<i64>>,
+}
+
 /// The delay-based estimator's updates.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DelayBasedRows {
@@ -206,6 +226,7 @@ pub struct EventLog {
     pub rtp: RtpRows,
     pub rtcp: RtcpRows,
     pub twcc: TwccRows,
+    pub ccfb: CcfbRows,
     pub delay_based: DelayBasedRows,
     pub loss_based: LossBasedRows,
     pub probe_clusters: ProbeClusterRows,
@@ -221,6 +242,9 @@ pub struct EventLog {
     /// messages read, for `twcc`.
     twcc_reference: [Option<i64>; 2],
     twcc_messages: [u32; 2],
+    /// The same for RFC 8888's report timestamps (compact NTP, 1/65536 s).
+    ccfb_reference: [Option<i64>; 2],
+    ccfb_messages: [u32; 2],
 }
 
 impl EventLog {
@@ -228,43 +252,11 @@ impl EventLog {
     pub fn parse(bytes: &[u8]) -> Result<Self, LogError> {
         let mut log = Self::default();
         let mut skipped = std::collections::BTreeMap::<u32, u64>::new();
-        let mut pos = 0;
-        while pos < bytes.len() {
-            let offset = pos;
-            let framing = |reason: &str| LogError { what: "event framing", offset, reason: reason.into() };
-            let key = varint(bytes, &mut pos).ok_or_else(|| framing("a truncated field key"))?;
-            let (number, wire_type) = ((key >> 3) as u32, key & 7);
-            if number == field::LEGACY_EVENT && offset == 0 {
-                return Err(LogError {
-                    what: "log",
-                    offset,
-                    reason: "a legacy-format (rtclog) event log; rtcbench reads the protobuf-based format \
-                             libwebrtc has written since 2019 (rtclog2)"
-                        .into(),
-                });
-            }
-            let body = match wire_type {
-                2 => {
-                    let len = varint(bytes, &mut pos).ok_or_else(|| framing("a truncated length"))?;
-                    let end = usize::try_from(len)
-                        .ok()
-                        .and_then(|len| pos.checked_add(len))
-                        .filter(|end| *end <= bytes.len())
-                        .ok_or_else(|| {
-                            framing(&format!("a field of {len} bytes runs past the end of the file"))
-                        })?;
-                    let body = &bytes[pos..end];
-                    pos = end;
-                    body
-                }
-                // EventStream holds only messages; any other wire type is damage.
-                other => {
-                    return Err(framing(&format!("field {number} has wire type {other}, not a message")))
-                }
-            };
-            log.read_event(number, body, offset)?;
-            if !READ_FIELDS.contains(&number) {
-                *skipped.entry(number).or_default() += 1;
+        for event in fields(bytes) {
+            let event = event?;
+            log.read_event(event.number, &bytes[event.body], event.offset)?;
+            if !READ_FIELDS.contains(&event.number) {
+                *skipped.entry(event.number).or_default() += 1;
             }
         }
         log.skipped = skipped.into_iter().collect();
@@ -292,8 +284,10 @@ impl EventLog {
             };
             for (index, message) in messages.iter().enumerate() {
                 push_rtcp_row(&mut self.rtcp, t_ms, direction, size, index as u16, RtcpRow::of(message));
-                if let RtcpMessage::TransportFeedback(fb) = message {
-                    self.unroll_twcc(t_ms, direction, fb);
+                match message {
+                    RtcpMessage::TransportFeedback(fb) => self.unroll_twcc(t_ms, direction, fb),
+                    RtcpMessage::CongestionControlFeedback(fb) => self.unroll_ccfb(t_ms, direction, fb),
+                    _ => {}
                 }
             }
         }
@@ -303,17 +297,8 @@ impl EventLog {
     /// One TWCC message's packets into `twcc`. Its 24-bit reference time (64 ms ticks) is
     /// unwrapped against the previous message's, so arrivals stay monotonic across a wrap.
     fn unroll_twcc(&mut self, t_ms: i64, direction: Direction, fb: &rtcbench_wire::TransportFeedbackRepr) {
-        const MODULUS: i64 = 1 << 24;
         let side = direction as usize;
-        let raw = i64::from(fb.reference_time).rem_euclid(MODULUS);
-        let reference = match self.twcc_reference[side] {
-            None => raw,
-            Some(last) => {
-                let step = (raw - last.rem_euclid(MODULUS)).rem_euclid(MODULUS);
-                last + if step >= MODULUS / 2 { step - MODULUS } else { step }
-            }
-        };
-        self.twcc_reference[side] = Some(reference);
+        let reference = unwrap(&mut self.twcc_reference[side], i64::from(fb.reference_time), 24);
         let message = self.twcc_messages[side];
         self.twcc_messages[side] += 1;
         let base = fb.reference_instant().as_micros();
@@ -325,6 +310,30 @@ impl EventLog {
             t.feedback_count.push(fb.feedback_count);
             t.transport_seq.push(seq.value() as u16);
             t.arrival_us.push(arrival.map(|a| reference * 64_000 + (a.as_micros() - base)));
+        }
+    }
+
+    /// One RFC 8888 message's packets into `ccfb`, its report timestamp unwrapped as TWCC's
+    /// reference time is.
+    fn unroll_ccfb(&mut self, t_ms: i64, direction: Direction, fb: &rtcbench_wire::CcfbRepr) {
+        const MICROS_PER_COMPACT: f64 = 1e6 / 65_536.0;
+        let side = direction as usize;
+        let reference = unwrap(&mut self.ccfb_reference[side], i64::from(fb.report_timestamp), 32);
+        let reference_us = (reference as f64 * MICROS_PER_COMPACT).round() as i64;
+        let message = self.ccfb_messages[side];
+        self.ccfb_messages[side] += 1;
+        let t = &mut self.ccfb;
+        for stream in &fb.streams {
+            for (i, report) in stream.reports.iter().enumerate() {
+                t.t_ms.push(t_ms);
+                t.direction.push(direction);
+                t.message.push(message);
+                t.media_ssrc.push(stream.media_ssrc);
+                t.seq.push(stream.begin_seq.value().wrapping_add(i as u64) as u16);
+                t.ecn.push(report.map(|m| m.ecn));
+                t.arrival_us
+                    .push(report.and_then(|m| m.arrival_offset).map(|d| reference_us - d.as_micros()));
+            }
         }
     }
 
@@ -433,6 +442,77 @@ impl EventLog {
             _ => Ok(()),
         }
     }
+}
+
+/// `raw`, a counter of `bits` bits, unwrapped against `last` (the previous value, unwrapped),
+/// which it then replaces: the nearer of the two ways round.
+fn unwrap(last: &mut Option<i64>, raw: i64, bits: u32) -> i64 {
+    let modulus = 1i64 << bits;
+    let raw = raw.rem_euclid(modulus);
+    let value = match *last {
+        None => raw,
+        Some(last) => {
+            let step = (raw - last.rem_euclid(modulus)).rem_euclid(modulus);
+            last + if step >= modulus / 2 { step - modulus } else { step }
+        }
+    };
+    *last = Some(value);
+    value
+}
+
+/// One top-level field of a log: a batch of events of one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Its field number in `EventStream` ([`schema::field`]).
+    pub number: u32,
+    /// Byte offset of the field (its key) in the log.
+    pub offset: usize,
+    /// Where its message lies in the log.
+    pub body: std::ops::Range<usize>,
+}
+
+/// The log's top-level fields in order, without decoding them; framing damage ends the walk
+/// with its error. A legacy log is named as such at its first field.
+pub fn fields(bytes: &[u8]) -> impl Iterator<Item = Result<Field, LogError>> + '_ {
+    let mut pos = 0;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed || pos >= bytes.len() {
+            return None;
+        }
+        let field = next_field(bytes, &mut pos);
+        failed = field.is_err();
+        Some(field)
+    })
+}
+
+fn next_field(bytes: &[u8], pos: &mut usize) -> Result<Field, LogError> {
+    let offset = *pos;
+    let framing = |reason: &str| LogError { what: "event framing", offset, reason: reason.into() };
+    let key = varint(bytes, pos).ok_or_else(|| framing("a truncated field key"))?;
+    let (number, wire_type) = ((key >> 3) as u32, key & 7);
+    if number == field::LEGACY_EVENT && offset == 0 {
+        return Err(LogError {
+            what: "log",
+            offset,
+            reason: "a legacy-format (rtclog) event log; rtcbench reads the protobuf-based format \
+                     libwebrtc has written since 2019 (rtclog2)"
+                .into(),
+        });
+    }
+    // EventStream holds only messages; any other wire type is damage.
+    if wire_type != 2 {
+        return Err(framing(&format!("field {number} has wire type {wire_type}, not a message")));
+    }
+    let len = varint(bytes, pos).ok_or_else(|| framing("a truncated length"))?;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|len| pos.checked_add(len))
+        .filter(|end| *end <= bytes.len())
+        .ok_or_else(|| framing(&format!("a field of {len} bytes runs past the end of the file")))?;
+    let body = *pos..end;
+    *pos = end;
+    Ok(Field { number, offset, body })
 }
 
 /// The top-level fields [`EventLog::parse`] reads; others are counted in `skipped`.

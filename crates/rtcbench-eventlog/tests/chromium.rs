@@ -184,3 +184,54 @@ fn transport_feedback_unrolls_into_the_arrivals_the_receiver_logged() {
         .filter(|s| **s <= last_reported)
         .all(|s| reported.contains(s)));
 }
+
+/// A log of one batch of incoming RTCP packets, written with the schema's own messages.
+fn rtcp_log(packets: &[Vec<u8>], times_ms: &[i64]) -> Vec<u8> {
+    use prost::Message;
+    let mut out = Vec::new();
+    for (packet, t) in packets.iter().zip(times_ms) {
+        let batch = rtcbench_eventlog::schema::RtcpPackets {
+            timestamp_ms: Some(*t),
+            raw_packet: Some(packet.clone()),
+            ..Default::default()
+        };
+        // Field 4, incoming RTCP, a message.
+        out.push((4 << 3) | 2);
+        batch.encode_length_delimited(&mut out).unwrap();
+    }
+    out
+}
+
+#[test]
+fn rfc_8888_feedback_unrolls_per_packet_across_a_report_timestamp_wrap() {
+    use rtcbench_units::{Duration, SeqNo};
+    use rtcbench_wire::{CcfbMetric, CcfbRepr, CcfbStream};
+    let report = |ts: u32, begin: u64, reports: Vec<Option<CcfbMetric>>| {
+        let fb = CcfbRepr {
+            sender_ssrc: 1,
+            report_timestamp: ts,
+            streams: vec![CcfbStream { media_ssrc: 7, begin_seq: SeqNo::new(begin), reports }],
+        };
+        fb.to_bytes().unwrap()
+    };
+    let got =
+        |ms: i64, ecn: u8| Some(CcfbMetric { ecn, arrival_offset: Some(Duration::from_micros(ms * 1000)) });
+    // The second report's timestamp has wrapped past 2^32 (compact NTP, 1/65536 s): 0.5 s
+    // after the first.
+    let first = u32::MAX - 16_383;
+    let second = 16_384;
+    let log = rtcp_log(
+        &[report(first, 65_534, vec![got(250, 1), None]), report(second, 0, vec![got(0, 3)])],
+        &[1_000, 1_500],
+    );
+    let log = EventLog::parse(&log).unwrap();
+    let c = &log.ccfb;
+    assert_eq!(c.seq, [65_534, 65_535, 0]);
+    assert_eq!(c.message, [0, 0, 1]);
+    assert_eq!(c.ecn, [Some(1), None, Some(3)]);
+    assert_eq!(c.arrival_us[1], None);
+    // 250 ms before the first report, and at the second, 500 ms later: 750 ms apart, not 18 h.
+    let (a, b) = (c.arrival_us[0].unwrap(), c.arrival_us[2].unwrap());
+    assert!((b - a - 750_000).abs() <= 1_000, "{}", b - a);
+    assert_eq!(log.rtcp.kind, ["ccfb", "ccfb"]);
+}

@@ -5,9 +5,23 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use pyo3::BoundObject;
 use rtcbench_eventlog::{Direction, EventLog};
 
 create_exception!(_core, EventLogError, PyValueError, "An RTC event log that cannot be read.");
+
+/// One column as a Python list (`None` where a value is absent).
+fn col<'py, T>(py: Python<'py>, values: &T) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Clone + IntoPyObject<'py>,
+{
+    Ok(values.clone().into_pyobject(py).map_err(Into::into)?.into_any().into_bound())
+}
+
+/// Bytes as numbers: a `Vec<u8>` would become a Python `bytes`.
+fn numbers(values: &[u8]) -> Vec<u32> {
+    values.iter().map(|v| u32::from(*v)).collect()
+}
 
 fn directions(d: &[Direction]) -> Vec<&'static str> {
     d.iter().map(|d| d.as_str()).collect()
@@ -37,147 +51,127 @@ pub(crate) fn read_event_log<'py>(
     table(
         "rtp",
         vec![
-            ("t_ms", r.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("direction", directions(&r.direction).into_pyobject(py)?.into_any()),
-            ("ssrc", r.ssrc.clone().into_pyobject(py)?.into_any()),
-            ("seq", r.seq.clone().into_pyobject(py)?.into_any()),
-            ("rtp_timestamp", r.rtp_timestamp.clone().into_pyobject(py)?.into_any()),
-            (
-                "payload_type",
-                r.payload_type
-                    .iter()
-                    .map(|v| u32::from(*v))
-                    .collect::<Vec<_>>()
-                    .into_pyobject(py)?
-                    .into_any(),
-            ),
-            ("marker", r.marker.clone().into_pyobject(py)?.into_any()),
-            ("header_size", r.header_size.clone().into_pyobject(py)?.into_any()),
-            ("payload_size", r.payload_size.clone().into_pyobject(py)?.into_any()),
-            ("padding_size", r.padding_size.clone().into_pyobject(py)?.into_any()),
-            ("transport_seq", r.transport_seq.clone().into_pyobject(py)?.into_any()),
-            ("abs_send_time", r.abs_send_time.clone().into_pyobject(py)?.into_any()),
-            (
-                "audio_level",
-                r.audio_level
-                    .iter()
-                    .map(|v| v.map(u32::from))
-                    .collect::<Vec<_>>()
-                    .into_pyobject(py)?
-                    .into_any(),
-            ),
+            ("t_ms", col(py, &r.t_ms)?),
+            ("direction", col(py, &directions(&r.direction))?),
+            ("ssrc", col(py, &r.ssrc)?),
+            ("seq", col(py, &r.seq)?),
+            ("rtp_timestamp", col(py, &r.rtp_timestamp)?),
+            ("payload_type", col(py, &numbers(&r.payload_type))?),
+            ("marker", col(py, &r.marker)?),
+            ("header_size", col(py, &r.header_size)?),
+            ("payload_size", col(py, &r.payload_size)?),
+            ("padding_size", col(py, &r.padding_size)?),
+            ("transport_seq", col(py, &r.transport_seq)?),
+            ("abs_send_time", col(py, &r.abs_send_time)?),
+            ("audio_level", col(py, &r.audio_level.iter().map(|v| v.map(u32::from)).collect::<Vec<_>>())?),
         ],
     )?;
     let c = &log.rtcp;
     table(
         "rtcp",
         vec![
-            ("t_ms", c.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("direction", directions(&c.direction).into_pyobject(py)?.into_any()),
-            ("size", c.size.clone().into_pyobject(py)?.into_any()),
-            ("index", c.index.clone().into_pyobject(py)?.into_any()),
-            ("kind", c.kind.clone().into_pyobject(py)?.into_any()),
-            ("packet_type", c.packet_type.clone().into_pyobject(py)?.into_any()),
-            ("fmt", c.fmt.clone().into_pyobject(py)?.into_any()),
-            ("media_ssrc", c.media_ssrc.clone().into_pyobject(py)?.into_any()),
-            ("feedback_base_seq", c.feedback_base_seq.clone().into_pyobject(py)?.into_any()),
-            ("feedback_packets", c.feedback_packets.clone().into_pyobject(py)?.into_any()),
-            ("feedback_received", c.feedback_received.clone().into_pyobject(py)?.into_any()),
-            ("remb_bps", c.remb_bps.clone().into_pyobject(py)?.into_any()),
-            ("nack_packets", c.nack_packets.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &c.t_ms)?),
+            ("direction", col(py, &directions(&c.direction))?),
+            ("size", col(py, &c.size)?),
+            ("index", col(py, &c.index)?),
+            ("kind", col(py, &c.kind)?),
+            ("packet_type", col(py, &c.packet_type)?),
+            ("fmt", col(py, &c.fmt)?),
+            ("media_ssrc", col(py, &c.media_ssrc)?),
+            ("feedback_base_seq", col(py, &c.feedback_base_seq)?),
+            ("feedback_packets", col(py, &c.feedback_packets)?),
+            ("feedback_received", col(py, &c.feedback_received)?),
+            ("remb_bps", col(py, &c.remb_bps)?),
+            ("nack_packets", col(py, &c.nack_packets)?),
         ],
     )?;
     let w = &log.twcc;
     table(
         "twcc",
         vec![
-            ("t_ms", w.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("direction", directions(&w.direction).into_pyobject(py)?.into_any()),
-            ("message", w.message.clone().into_pyobject(py)?.into_any()),
-            (
-                "feedback_count",
-                w.feedback_count
-                    .iter()
-                    .map(|v| u32::from(*v))
-                    .collect::<Vec<_>>()
-                    .into_pyobject(py)?
-                    .into_any(),
-            ),
-            ("transport_seq", w.transport_seq.clone().into_pyobject(py)?.into_any()),
-            ("arrival_us", w.arrival_us.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &w.t_ms)?),
+            ("direction", col(py, &directions(&w.direction))?),
+            ("message", col(py, &w.message)?),
+            ("feedback_count", col(py, &numbers(&w.feedback_count))?),
+            ("transport_seq", col(py, &w.transport_seq)?),
+            ("arrival_us", col(py, &w.arrival_us)?),
+        ],
+    )?;
+    let f = &log.ccfb;
+    table(
+        "ccfb",
+        vec![
+            ("t_ms", col(py, &f.t_ms)?),
+            ("direction", col(py, &directions(&f.direction))?),
+            ("message", col(py, &f.message)?),
+            ("media_ssrc", col(py, &f.media_ssrc)?),
+            ("seq", col(py, &f.seq)?),
+            ("ecn", col(py, &f.ecn.iter().map(|v| v.map(u32::from)).collect::<Vec<_>>())?),
+            ("arrival_us", col(py, &f.arrival_us)?),
         ],
     )?;
     let d = &log.delay_based;
     table(
         "delay_based",
         vec![
-            ("t_ms", d.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("bitrate_bps", d.bitrate_bps.clone().into_pyobject(py)?.into_any()),
-            ("detector_state", d.detector_state.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &d.t_ms)?),
+            ("bitrate_bps", col(py, &d.bitrate_bps)?),
+            ("detector_state", col(py, &d.detector_state)?),
         ],
     )?;
     let l = &log.loss_based;
     table(
         "loss_based",
         vec![
-            ("t_ms", l.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("bitrate_bps", l.bitrate_bps.clone().into_pyobject(py)?.into_any()),
-            ("fraction_loss", l.fraction_loss.clone().into_pyobject(py)?.into_any()),
-            ("total_packets", l.total_packets.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &l.t_ms)?),
+            ("bitrate_bps", col(py, &l.bitrate_bps)?),
+            ("fraction_loss", col(py, &l.fraction_loss)?),
+            ("total_packets", col(py, &l.total_packets)?),
         ],
     )?;
     let p = &log.probe_clusters;
     table(
         "probe_clusters",
         vec![
-            ("t_ms", p.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("id", p.id.clone().into_pyobject(py)?.into_any()),
-            ("bitrate_bps", p.bitrate_bps.clone().into_pyobject(py)?.into_any()),
-            ("min_packets", p.min_packets.clone().into_pyobject(py)?.into_any()),
-            ("min_bytes", p.min_bytes.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &p.t_ms)?),
+            ("id", col(py, &p.id)?),
+            ("bitrate_bps", col(py, &p.bitrate_bps)?),
+            ("min_packets", col(py, &p.min_packets)?),
+            ("min_bytes", col(py, &p.min_bytes)?),
         ],
     )?;
     let p = &log.probe_results;
     table(
         "probe_results",
         vec![
-            ("t_ms", p.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("id", p.id.clone().into_pyobject(py)?.into_any()),
-            ("bitrate_bps", p.bitrate_bps.clone().into_pyobject(py)?.into_any()),
-            ("failure", p.failure.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &p.t_ms)?),
+            ("id", col(py, &p.id)?),
+            ("bitrate_bps", col(py, &p.bitrate_bps)?),
+            ("failure", col(py, &p.failure)?),
         ],
     )?;
-    table(
-        "alr",
-        vec![
-            ("t_ms", log.alr.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("in_alr", log.alr.in_alr.clone().into_pyobject(py)?.into_any()),
-        ],
-    )?;
+    table("alr", vec![("t_ms", col(py, &log.alr.t_ms)?), ("in_alr", col(py, &log.alr.in_alr)?)])?;
     table(
         "routes",
         vec![
-            ("t_ms", log.routes.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("connected", log.routes.connected.clone().into_pyobject(py)?.into_any()),
-            ("overhead", log.routes.overhead.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &log.routes.t_ms)?),
+            ("connected", col(py, &log.routes.connected)?),
+            ("overhead", col(py, &log.routes.overhead)?),
         ],
     )?;
     table(
         "targets",
-        vec![
-            ("t_ms", log.targets.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("target_bps", log.targets.target_bps.clone().into_pyobject(py)?.into_any()),
-        ],
+        vec![("t_ms", col(py, &log.targets.t_ms)?), ("target_bps", col(py, &log.targets.target_bps)?)],
     )?;
     let s = &log.streams;
     table(
         "streams",
         vec![
-            ("t_ms", s.t_ms.clone().into_pyobject(py)?.into_any()),
-            ("direction", directions(&s.direction).into_pyobject(py)?.into_any()),
-            ("media", s.media.clone().into_pyobject(py)?.into_any()),
-            ("ssrc", s.ssrc.clone().into_pyobject(py)?.into_any()),
-            ("rtx_ssrc", s.rtx_ssrc.clone().into_pyobject(py)?.into_any()),
+            ("t_ms", col(py, &s.t_ms)?),
+            ("direction", col(py, &directions(&s.direction))?),
+            ("media", col(py, &s.media)?),
+            ("ssrc", col(py, &s.ssrc)?),
+            ("rtx_ssrc", col(py, &s.rtx_ssrc)?),
         ],
     )?;
     Ok(out)

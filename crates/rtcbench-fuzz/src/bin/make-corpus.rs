@@ -486,34 +486,17 @@ fn event_logs(corpus: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), String> {
     for name in ["chromium156-p2p-sender.log", "chromium156-p2p-receiver.log"] {
         let path = dir.join(name);
         let log = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let mut seen = BTreeMap::<u64, usize>::new();
-        let mut pos = 0;
-        while pos < log.len() {
-            let start = pos;
-            let key = varint(&log, &mut pos).ok_or("a truncated key")?;
-            let len = varint(&log, &mut pos).ok_or("a truncated length")? as usize;
-            pos += len;
-            let count = seen.entry(key >> 3).or_default();
+        let mut seen = BTreeMap::<u32, usize>::new();
+        for field in rtcbench_eventlog::fields(&log) {
+            let field = field.map_err(|e| format!("{}: {e}", path.display()))?;
+            let count = seen.entry(field.number).or_default();
             *count += 1;
             if *count <= 2 {
-                corpus.push(("eventlog", log[start..pos.min(log.len())].to_vec()));
+                corpus.push(("eventlog", log[field.offset..field.body.end].to_vec()));
             }
         }
     }
     Ok(())
-}
-
-fn varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut value = 0;
-    for i in 0..10 {
-        let byte = *bytes.get(*pos)?;
-        *pos += 1;
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
 }
 
 /// The fuzz target loads from an empty folder, where a trace named beside the scenario is not
