@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from rtcbench import _core
-from rtcbench.results import InputError, atomic_dir, read_file, write_parquet_atomic
+from rtcbench.results import InputError, atomic_dir, read_file, write_parquet
 
 MAX_EVENT_LOG_BYTES = 1 << 30
 """The largest log read: far above any call's (Chromium 156 writes about 40 kB per peer for a
@@ -262,7 +262,7 @@ def parse(data: bytes, source: str = "<bytes>") -> EventLog:
         tables[name] = f.with_columns(t_us).drop("t_ms").select("t_us", pl.exclude("t_us"))
     tables["rtp"] = tables["rtp"].with_columns(
         size=pl.col("header_size") + pl.col("payload_size") + pl.col("padding_size"),
-        media=_media(tables["rtp"], tables["streams"]),
+        media=_media(tables["streams"]),
     )
     tables["delay_based"] = tables["delay_based"].with_columns(
         pl.col("detector_state").replace_strict(
@@ -292,7 +292,7 @@ def parse(data: bytes, source: str = "<bytes>") -> EventLog:
     )
 
 
-def _media(rtp: pl.DataFrame, streams: pl.DataFrame) -> pl.Expr:
+def _media(streams: pl.DataFrame) -> pl.Expr:
     """`audio`, `video` or `rtx` by SSRC, as the log's stream configs name them (null for an
     SSRC no config names). Chromium 156 logs its video send stream's SSRC as 0, so on the
     sending side only the RTX stream is named."""
@@ -302,9 +302,8 @@ def _media(rtp: pl.DataFrame, streams: pl.DataFrame) -> pl.Expr:
             by_ssrc[int(row["ssrc"])] = row["media"]
         if row["rtx_ssrc"] is not None:
             by_ssrc[int(row["rtx_ssrc"])] = "rtx"
-    known = [s for s in by_ssrc if s in set(rtp["ssrc"].unique().to_list())]
-    names = [by_ssrc[s] for s in known]
-    return pl.col("ssrc").replace_strict(known, names, default=None, return_dtype=pl.Utf8)
+    ssrcs, names = list(by_ssrc), list(by_ssrc.values())
+    return pl.col("ssrc").replace_strict(ssrcs, names, default=None, return_dtype=pl.Utf8)
 
 
 def read(path: Path) -> EventLog:
@@ -328,11 +327,12 @@ def folder_name(log: EventLog) -> str:
     return f"{safe[:64]}-{log.sha256[:12]}"
 
 
-def write(log: EventLog, out: Path) -> Path:
-    """`out`/`folder_name`: every table as Parquet and `eventlog.json`, made whole or not at all."""
+def write(log: EventLog, out: Path, summary: dict[str, Any]) -> Path:
+    """`out`/`folder_name`: every table as Parquet and `summary` (`log.summary()`) as
+    `eventlog.json`, the folder made whole or not at all."""
     final = out / folder_name(log)
     with atomic_dir(final, out) as tmp:
         for name in TABLES:
-            write_parquet_atomic(log.tables[name], tmp / f"{name}.parquet")
-        (tmp / "eventlog.json").write_text(json.dumps(log.summary(), indent=2) + "\n")
+            write_parquet(log.tables[name], tmp / f"{name}.parquet")
+        (tmp / "eventlog.json").write_text(json.dumps(summary, indent=2) + "\n")
     return final

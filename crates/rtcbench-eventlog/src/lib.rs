@@ -5,7 +5,7 @@
 //!
 //! Only the new, protobuf-based format (`webrtc.rtclog2.EventStream`) is read; a legacy log
 //! (`webrtc.rtclog.EventStream`, written before 2019) is named as such and refused. Events come
-//! out as columns, one [`Table`] per kind, in the order the log holds them (batches of one kind
+//! out as columns, one `*Rows` struct per kind, in the order the log holds them (batches of one kind
 //! are written in time order, so each table is too). Times are the log's own milliseconds;
 //! [`LogStart`] ties them to UTC.
 //!
@@ -17,6 +17,7 @@ pub mod delta;
 pub mod schema;
 
 use prost::Message;
+use rtcbench_units::{SeqNo, SeqUnwrapper};
 use rtcbench_wire::RtcpMessage;
 use schema::field;
 use thiserror::Error;
@@ -238,33 +239,61 @@ pub struct EventLog {
     /// Top-level fields this reader does not read (ICE, DTLS, audio playout, generic packets,
     /// fields of newer writers), as (field number, count), by field number.
     pub skipped: Vec<(u32, u64)>,
-    /// Per direction (in, out): the last TWCC reference time unwrapped (64 ms ticks) and the
-    /// messages read, for `twcc`.
-    twcc_reference: [Option<i64>; 2],
-    twcc_messages: [u32; 2],
-    /// The same for RFC 8888's report timestamps (compact NTP, 1/65536 s).
-    ccfb_reference: [Option<i64>; 2],
-    ccfb_messages: [u32; 2],
 }
 
 impl EventLog {
     /// Reads a whole log from its bytes.
     pub fn parse(bytes: &[u8]) -> Result<Self, LogError> {
-        let mut log = Self::default();
+        let mut reader = Reader::default();
         let mut skipped = std::collections::BTreeMap::<u32, u64>::new();
         for event in fields(bytes) {
             let event = event?;
-            log.read_event(event.number, &bytes[event.body], event.offset)?;
-            if !READ_FIELDS.contains(&event.number) {
-                *skipped.entry(event.number).or_default() += 1;
+            match event_name(event.number) {
+                Some(what) => reader.read_event(event.number, what, &bytes[event.body], event.offset)?,
+                None => *skipped.entry(event.number).or_default() += 1,
             }
         }
+        let mut log = reader.log;
         log.skipped = skipped.into_iter().collect();
         Ok(log)
     }
+}
 
-    fn read_rtcp(&mut self, direction: Direction, m: &schema::RtcpPackets) -> Result<(), String> {
-        let n = deltas(m.number_of_deltas, m.encoded_len())?;
+/// A feedback format's counters across its messages, per direction (in, out): its reference
+/// clock unwrapped, and the messages read so far.
+#[derive(Default)]
+struct Unrolled<const BITS: u32> {
+    reference: [SeqUnwrapper<BITS>; 2],
+    messages: [u32; 2],
+}
+
+impl<const BITS: u32> Unrolled<BITS> {
+    /// The message's reference, unwrapped, and its number in the log.
+    fn next(&mut self, direction: Direction, reference: u64) -> (i64, u32) {
+        let side = direction as usize;
+        let message = self.messages[side];
+        self.messages[side] += 1;
+        (self.reference[side].unwrap(SeqNo::new(reference)), message)
+    }
+}
+
+/// What a read keeps besides the log: the feedback formats' counters. TWCC's reference time
+/// has 24 bits of 64 ms; RFC 8888's report timestamp is 32-bit compact NTP (1/65536 s).
+#[derive(Default)]
+struct Reader {
+    log: EventLog,
+    twcc: Unrolled<24>,
+    ccfb: Unrolled<32>,
+}
+
+impl Reader {
+    fn read_rtcp(
+        &mut self,
+        direction: Direction,
+        m: &schema::RtcpPackets,
+        body_len: usize,
+    ) -> Result<(), String> {
+        let n = deltas(m.number_of_deltas, body_len)?;
         let t_ms = full(
             column(m.timestamp_ms.map(|v| v as u64), m.timestamp_ms_deltas.as_ref(), n, "timestamp_ms")?,
             "timestamp_ms",
@@ -279,11 +308,11 @@ impl EventLog {
             let size = packet.len() as u32;
             let Ok(messages) = rtcbench_wire::parse_compound(packet) else {
                 let row = RtcpRow { kind: "malformed", ..RtcpRow::default() };
-                push_rtcp_row(&mut self.rtcp, t_ms, direction, size, 0, row);
+                push_rtcp_row(&mut self.log.rtcp, t_ms, direction, size, 0, row);
                 continue;
             };
             for (index, message) in messages.iter().enumerate() {
-                push_rtcp_row(&mut self.rtcp, t_ms, direction, size, index as u16, RtcpRow::of(message));
+                push_rtcp_row(&mut self.log.rtcp, t_ms, direction, size, index as u16, RtcpRow::of(message));
                 match message {
                     RtcpMessage::TransportFeedback(fb) => self.unroll_twcc(t_ms, direction, fb),
                     RtcpMessage::CongestionControlFeedback(fb) => self.unroll_ccfb(t_ms, direction, fb),
@@ -295,14 +324,11 @@ impl EventLog {
     }
 
     /// One TWCC message's packets into `twcc`. Its 24-bit reference time (64 ms ticks) is
-    /// unwrapped against the previous message's, so arrivals stay monotonic across a wrap.
+    /// unwrapped across messages, so arrivals stay monotonic across a wrap.
     fn unroll_twcc(&mut self, t_ms: i64, direction: Direction, fb: &rtcbench_wire::TransportFeedbackRepr) {
-        let side = direction as usize;
-        let reference = unwrap(&mut self.twcc_reference[side], i64::from(fb.reference_time), 24);
-        let message = self.twcc_messages[side];
-        self.twcc_messages[side] += 1;
+        let (reference, message) = self.twcc.next(direction, u64::from(fb.reference_time as u32 & 0xff_ffff));
         let base = fb.reference_instant().as_micros();
-        let t = &mut self.twcc;
+        let t = &mut self.log.twcc;
         for (seq, arrival) in fb.arrivals() {
             t.t_ms.push(t_ms);
             t.direction.push(direction);
@@ -317,12 +343,9 @@ impl EventLog {
     /// reference time is.
     fn unroll_ccfb(&mut self, t_ms: i64, direction: Direction, fb: &rtcbench_wire::CcfbRepr) {
         const MICROS_PER_COMPACT: f64 = 1e6 / 65_536.0;
-        let side = direction as usize;
-        let reference = unwrap(&mut self.ccfb_reference[side], i64::from(fb.report_timestamp), 32);
+        let (reference, message) = self.ccfb.next(direction, u64::from(fb.report_timestamp));
         let reference_us = (reference as f64 * MICROS_PER_COMPACT).round() as i64;
-        let message = self.ccfb_messages[side];
-        self.ccfb_messages[side] += 1;
-        let t = &mut self.ccfb;
+        let t = &mut self.log.ccfb;
         for stream in &fb.streams {
             for (i, report) in stream.reports.iter().enumerate() {
                 t.t_ms.push(t_ms);
@@ -337,23 +360,28 @@ impl EventLog {
         }
     }
 
-    fn read_event(&mut self, number: u32, body: &[u8], offset: usize) -> Result<(), LogError> {
-        let what = event_name(number);
+    fn read_event(
+        &mut self,
+        number: u32,
+        what: &'static str,
+        body: &[u8],
+        offset: usize,
+    ) -> Result<(), LogError> {
         let err = |reason: String| LogError { what, offset, reason };
         match number {
             field::INCOMING_RTP | field::OUTGOING_RTP => {
                 let direction =
                     if number == field::INCOMING_RTP { Direction::Incoming } else { Direction::Outgoing };
-                read_rtp(&mut self.rtp, direction, &decode(body, what, offset)?).map_err(err)
+                read_rtp(&mut self.log.rtp, direction, &decode(body, what, offset)?, body.len()).map_err(err)
             }
             field::INCOMING_RTCP | field::OUTGOING_RTCP => {
                 let direction =
                     if number == field::INCOMING_RTCP { Direction::Incoming } else { Direction::Outgoing };
-                self.read_rtcp(direction, &decode(body, what, offset)?).map_err(err)
+                self.read_rtcp(direction, &decode(body, what, offset)?, body.len()).map_err(err)
             }
             field::BEGIN_LOG => {
                 let m: schema::BeginLogEvent = decode(body, what, offset)?;
-                self.start = Some(LogStart {
+                self.log.start = Some(LogStart {
                     timestamp_ms: required(m.timestamp_ms, "timestamp_ms").map_err(err)?,
                     utc_time_ms: required(m.utc_time_ms, "utc_time_ms").map_err(err)?,
                     version: m.version.unwrap_or(0),
@@ -362,18 +390,20 @@ impl EventLog {
             }
             field::END_LOG => {
                 let m: schema::EndLogEvent = decode(body, what, offset)?;
-                self.end_ms = Some(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
+                self.log.end_ms = Some(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
                 Ok(())
             }
             field::DELAY_BASED_BWE => {
-                read_delay_based(&mut self.delay_based, &decode(body, what, offset)?).map_err(err)
+                read_delay_based(&mut self.log.delay_based, &decode(body, what, offset)?, body.len())
+                    .map_err(err)
             }
             field::LOSS_BASED_BWE => {
-                read_loss_based(&mut self.loss_based, &decode(body, what, offset)?).map_err(err)
+                read_loss_based(&mut self.log.loss_based, &decode(body, what, offset)?, body.len())
+                    .map_err(err)
             }
             field::PROBE_CLUSTER => {
                 let m: schema::BweProbeCluster = decode(body, what, offset)?;
-                let t = &mut self.probe_clusters;
+                let t = &mut self.log.probe_clusters;
                 t.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
                 t.id.push(required(m.id, "id").map_err(err)?);
                 t.bitrate_bps.push(required(m.bitrate_bps, "bitrate_bps").map_err(err)?);
@@ -383,7 +413,7 @@ impl EventLog {
             }
             field::PROBE_SUCCESS => {
                 let m: schema::BweProbeResultSuccess = decode(body, what, offset)?;
-                let t = &mut self.probe_results;
+                let t = &mut self.log.probe_results;
                 t.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
                 t.id.push(required(m.id, "id").map_err(err)?);
                 t.bitrate_bps.push(Some(required(m.bitrate_bps, "bitrate_bps").map_err(err)?));
@@ -392,7 +422,7 @@ impl EventLog {
             }
             field::PROBE_FAILURE => {
                 let m: schema::BweProbeResultFailure = decode(body, what, offset)?;
-                let t = &mut self.probe_results;
+                let t = &mut self.log.probe_results;
                 t.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
                 t.id.push(required(m.id, "id").map_err(err)?);
                 t.bitrate_bps.push(None);
@@ -401,21 +431,21 @@ impl EventLog {
             }
             field::ALR_STATE => {
                 let m: schema::AlrState = decode(body, what, offset)?;
-                self.alr.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
-                self.alr.in_alr.push(required(m.in_alr, "in_alr").map_err(err)?);
+                self.log.alr.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
+                self.log.alr.in_alr.push(required(m.in_alr, "in_alr").map_err(err)?);
                 Ok(())
             }
             field::ROUTE_CHANGE => {
                 let m: schema::RouteChange = decode(body, what, offset)?;
-                self.routes.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
-                self.routes.connected.push(m.connected.unwrap_or(false));
-                self.routes.overhead.push(m.overhead.unwrap_or(0));
+                self.log.routes.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
+                self.log.routes.connected.push(m.connected.unwrap_or(false));
+                self.log.routes.overhead.push(m.overhead.unwrap_or(0));
                 Ok(())
             }
             field::TARGET_RATE => {
                 let m: schema::TargetRateBweUpdates = decode(body, what, offset)?;
-                self.targets.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
-                self.targets.target_bps.push(required(m.target_rate, "target_rate").map_err(err)?);
+                self.log.targets.t_ms.push(required(m.timestamp_ms, "timestamp_ms").map_err(err)?);
+                self.log.targets.target_bps.push(required(m.target_rate, "target_rate").map_err(err)?);
                 Ok(())
             }
             field::AUDIO_RECV_CONFIG
@@ -431,7 +461,7 @@ impl EventLog {
                     let m: schema::RecvStreamConfig = decode(body, what, offset)?;
                     (m.timestamp_ms, m.remote_ssrc, m.rtx_ssrc)
                 };
-                let t = &mut self.streams;
+                let t = &mut self.log.streams;
                 t.t_ms.push(required(t_ms, "timestamp_ms").map_err(err)?);
                 t.direction.push(if send { Direction::Outgoing } else { Direction::Incoming });
                 t.media.push(if video { "video" } else { "audio" });
@@ -439,25 +469,9 @@ impl EventLog {
                 t.rtx_ssrc.push(rtx_ssrc.filter(|_| video));
                 Ok(())
             }
-            _ => Ok(()),
+            _ => unreachable!("event_name names only the events read_event reads"),
         }
     }
-}
-
-/// `raw`, a counter of `bits` bits, unwrapped against `last` (the previous value, unwrapped),
-/// which it then replaces: the nearer of the two ways round.
-fn unwrap(last: &mut Option<i64>, raw: i64, bits: u32) -> i64 {
-    let modulus = 1i64 << bits;
-    let raw = raw.rem_euclid(modulus);
-    let value = match *last {
-        None => raw,
-        Some(last) => {
-            let step = (raw - last.rem_euclid(modulus)).rem_euclid(modulus);
-            last + if step >= modulus / 2 { step - modulus } else { step }
-        }
-    };
-    *last = Some(value);
-    value
 }
 
 /// One top-level field of a log: a batch of events of one kind.
@@ -515,30 +529,10 @@ fn next_field(bytes: &[u8], pos: &mut usize) -> Result<Field, LogError> {
     Ok(Field { number, offset, body })
 }
 
-/// The top-level fields [`EventLog::parse`] reads; others are counted in `skipped`.
-const READ_FIELDS: [u32; 18] = [
-    field::INCOMING_RTP,
-    field::OUTGOING_RTP,
-    field::INCOMING_RTCP,
-    field::OUTGOING_RTCP,
-    field::BEGIN_LOG,
-    field::END_LOG,
-    field::LOSS_BASED_BWE,
-    field::DELAY_BASED_BWE,
-    field::PROBE_CLUSTER,
-    field::PROBE_SUCCESS,
-    field::PROBE_FAILURE,
-    field::ALR_STATE,
-    field::ROUTE_CHANGE,
-    field::TARGET_RATE,
-    field::AUDIO_RECV_CONFIG,
-    field::AUDIO_SEND_CONFIG,
-    field::VIDEO_RECV_CONFIG,
-    field::VIDEO_SEND_CONFIG,
-];
-
-fn event_name(number: u32) -> &'static str {
-    match number {
+/// The format's name of each event [`EventLog::parse`] reads; `None` for the others, which it
+/// counts in `skipped`.
+fn event_name(number: u32) -> Option<&'static str> {
+    Some(match number {
         field::INCOMING_RTP => "incoming_rtp_packets",
         field::OUTGOING_RTP => "outgoing_rtp_packets",
         field::INCOMING_RTCP => "incoming_rtcp_packets",
@@ -557,8 +551,8 @@ fn event_name(number: u32) -> &'static str {
         field::AUDIO_SEND_CONFIG => "audio_send_stream_configs",
         field::VIDEO_RECV_CONFIG => "video_recv_stream_configs",
         field::VIDEO_SEND_CONFIG => "video_send_stream_configs",
-        _ => "an unread event",
-    }
+        _ => return None,
+    })
 }
 
 fn decode<M: Message + Default>(body: &[u8], what: &'static str, offset: usize) -> Result<M, LogError> {
@@ -616,8 +610,13 @@ fn full(values: Vec<Option<u64>>, name: &str) -> Result<Vec<u64>, String> {
     values.into_iter().map(|v| v.ok_or_else(|| format!("an event without its required {name}"))).collect()
 }
 
-fn read_rtp(t: &mut RtpRows, direction: Direction, m: &schema::RtpPackets) -> Result<(), String> {
-    let n = deltas(m.number_of_deltas, m.encoded_len())?;
+fn read_rtp(
+    t: &mut RtpRows,
+    direction: Direction,
+    m: &schema::RtpPackets,
+    body_len: usize,
+) -> Result<(), String> {
+    let n = deltas(m.number_of_deltas, body_len)?;
     let t_ms = full(
         column(m.timestamp_ms.map(|v| v as u64), m.timestamp_ms_deltas.as_ref(), n, "timestamp_ms")?,
         "timestamp_ms",
@@ -802,8 +801,12 @@ fn push_rtcp_row(t: &mut RtcpRows, t_ms: i64, direction: Direction, size: u32, i
     t.nack_packets.push(row.nack_packets);
 }
 
-fn read_delay_based(t: &mut DelayBasedRows, m: &schema::DelayBasedBweUpdates) -> Result<(), String> {
-    let n = deltas(m.number_of_deltas, m.encoded_len())?;
+fn read_delay_based(
+    t: &mut DelayBasedRows,
+    m: &schema::DelayBasedBweUpdates,
+    body_len: usize,
+) -> Result<(), String> {
+    let n = deltas(m.number_of_deltas, body_len)?;
     let t_ms = full(
         column(m.timestamp_ms.map(|v| v as u64), m.timestamp_ms_deltas.as_ref(), n, "timestamp_ms")?,
         "timestamp_ms",
@@ -826,8 +829,12 @@ fn read_delay_based(t: &mut DelayBasedRows, m: &schema::DelayBasedBweUpdates) ->
     Ok(())
 }
 
-fn read_loss_based(t: &mut LossBasedRows, m: &schema::LossBasedBweUpdates) -> Result<(), String> {
-    let n = deltas(m.number_of_deltas, m.encoded_len())?;
+fn read_loss_based(
+    t: &mut LossBasedRows,
+    m: &schema::LossBasedBweUpdates,
+    body_len: usize,
+) -> Result<(), String> {
+    let n = deltas(m.number_of_deltas, body_len)?;
     let t_ms = full(
         column(m.timestamp_ms.map(|v| v as u64), m.timestamp_ms_deltas.as_ref(), n, "timestamp_ms")?,
         "timestamp_ms",

@@ -33,8 +33,8 @@ def eventlog_cmd(
     from rtcbench import eventlog
 
     read = eventlog.read(log)
-    folder = eventlog.write(read, out)
     s = read.summary()
+    folder = eventlog.write(read, out, s)
     table = Table(title=f"{escape(str(log))}: {s['span_s'] or 0:.1f} s, format {s['format_version']}")
     for column in ("", "packets", "bytes", "mean rate", "ssrcs"):
         table.add_column(column, justify="right" if column else "left")
