@@ -39,9 +39,9 @@ def test_the_senders_log_reads_into_tables_on_one_clock() -> None:
     assert rtp.height == 2695 and set(rtp["direction"]) == {"out"}
     # One transport-wide counter over video and its RTX stream, each number once.
     assert sorted(rtp["transport_seq"].to_list()) == list(range(1, 2696))
-    # Chromium 156 logs its video send stream's SSRC as 0 (its RTX SSRC rightly): only the
-    # RTX stream is named on the sending side. The receiver's config names both.
-    assert set(rtp["media"]) == {None, "rtx"}
+    # Chromium 156 logs its video send stream's SSRC as 0 (its RTX SSRC rightly): the SSRC no
+    # config names is that video stream's. The receiver's config names both.
+    assert set(rtp["media"]) == {"video", "rtx"}
     assert set(eventlog.read(RECEIVER).tables["rtp"]["media"]) == {"video", "rtx"}
     # The RTX stream carries the start-up probes' padding and retransmissions.
     assert rtp.filter(pl.col("media") == "rtx")["padding_size"].sum() > 0
@@ -85,7 +85,9 @@ def test_transport_feedback_gives_each_sent_packets_fate_and_queuing_delay() -> 
     assert eventlog.read(RECEIVER).summary()["feedback"] is None
 
 
-def test_the_command_writes_a_folder_keyed_by_the_log_that_polars_and_pandas_read(tmp_path: Path) -> None:
+def test_a_receivers_log_is_no_run_and_the_command_writes_its_tables_keyed_by_the_log(tmp_path: Path) -> None:
+    # The receiver sent no media: no call of its own to make a run of. The command says so and
+    # writes the log's tables alone, which polars and pandas read.
     out = tmp_path / "out"
     done = cli("eventlog", RECEIVER, "--out", out)
     assert done.returncode == 0, done.stderr
@@ -101,7 +103,8 @@ def test_the_command_writes_a_folder_keyed_by_the_log_that_polars_and_pandas_rea
         assert len(pd.read_parquet(folder / f"{name}.parquet")) == table.height
     summary = json.loads((folder / "eventlog.json").read_text())
     assert summary["rtp"]["in"]["packets"] == 2767 and summary["sha256"] == log.sha256
-    assert "RTP received" in done.stdout and str(folder) in done.stdout.replace("\n", "")
+    text = done.stdout.replace("\n", "")
+    assert "no run can be made of this log: it sent no RTP" in text and str(folder) in text
     # Read again, the folder is replaced whole, nothing else is left beside it.
     assert cli("eventlog", RECEIVER, "--out", out).returncode == 0
     assert [p.name for p in out.iterdir()] == [folder.name]

@@ -33,6 +33,7 @@ __all__ = [
     "BROWSER",
     "BROWSER_REVISION",
     "EMULATE",
+    "EVENTLOG",
     "GSTREAMER",
     "KEY_LENGTH",
     "MODEL_REVISION",
@@ -183,6 +184,9 @@ GSTREAMER = "gstreamer"
 GSTREAMER_CC = "rtpgccbwe"
 """`--cc rtpgccbwe`: GStreamer's own GoogCC element (`gst-plugin-rtp`) on a GStreamer RTP stack at
 both ends of each call; a GStreamer run only (docs/gstreamer.md, "GStreamer's own GoogCC")."""
+EVENTLOG = "eventlog"
+"""The mode of a run read from an RTC event log (`rtcbench eventlog`, docs/eventlog.md): not a
+mode `rtcbench run` takes, but the mode its summary records."""
 MODES = (SIMULATE, EMULATE, BROWSER, GSTREAMER)
 REAL_TIME_MODES = (EMULATE, BROWSER, GSTREAMER)
 """Modes whose runs take their scenario's duration and the machine's testbed: one at a time."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -244,7 +245,15 @@ _HEIGHT_MAX_PX = 800
 """Top of the encoded-height axis: the ladder's largest rung is 720p."""
 
 # Layout in inches, with fixed margins: constrained or tight layout draws a figure twice.
-_PANEL_IN = {"rates": 2.1, "calls": 1.3, "delay": 1.3, "loss": 0.85, "frames": 1.0, "stages": 1.1}
+_PANEL_IN = {
+    "rates": 2.1,
+    "calls": 1.3,
+    "estimator": 1.3,
+    "delay": 1.3,
+    "loss": 0.85,
+    "frames": 1.0,
+    "stages": 1.1,
+}
 CALLS_PANEL_BELOW = 0.25
 """Panel (a′), the calls on their own scale, is drawn when their largest rate is below this share
 of panel (a)'s scale: beside 100 Mbit/s of TCP a 1 Mbit/s call is a line at zero."""
@@ -488,6 +497,46 @@ def _stages_panel(ax: Axes, run: _Run) -> None:
         ax.legend(loc="upper left", ncol=3, fontsize="x-small", frameon=False)
 
 
+ESTIMATOR_COLUMNS = ("delay_based_bps", "detector_state", "probe_bps")
+"""A controller table with these columns (a run read from an RTC event log, docs/eventlog.md)
+shows its estimator's decisions in panel (a″)."""
+_OVERUSE_COLOR = "#d62728"
+
+
+def _estimator_panel(ax: Axes, run: _Run) -> None:
+    """(a″) a bandwidth estimator's own decisions, where its controller table has them
+    (`ESTIMATOR_COLUMNS`): the delay-based estimate (solid), the target (dashed), each probe's
+    result (a cross) and the spans its over-use detector said over-using (shaded)."""
+    c = run.column.tables.controller
+    if not c.height or not set(ESTIMATOR_COLUMNS) <= set(c.columns):
+        return
+    color = next(iter(run.colors.values()), "#444444")
+    for call, rows in c.sort("t_us").partition_by("call", as_dict=True, maintain_order=True).items():
+        first = call == next(iter(c.get_column("call").unique(maintain_order=True)))
+        delay = rows.filter(pl.col("delay_based_bps").is_not_null())
+        if delay.height:
+            x, y = run.steps(delay.get_column("t_us"), _values(delay.get_column("delay_based_bps"), 1e-6))
+            ax.step(x, y, where="post", color=color, lw=1.1, label="delay-based estimate" if first else None)
+        x, y = run.steps(rows.get_column("t_us"), _values(rows.get_column("target_bps"), 1e-6))
+        ax.step(x, y, where="post", color=color, lw=0.9, ls="--", alpha=0.8)
+        probes = rows.filter(pl.col("probe_bps").is_not_null())
+        if probes.height:
+            ax.scatter(
+                run.at(probes.get_column("t_us")), _values(probes.get_column("probe_bps"), 1e-6),
+                marker="x", s=28, color="#000000", lw=1.0, zorder=3, label="probe result" if first else None,
+            )  # fmt: skip
+        state = rows.select("t_us", over=pl.col("detector_state") == "overusing")
+        changes = state.filter(pl.col("over") != pl.col("over").shift(1, fill_value=False))
+        edges = [*changes.iter_rows(), (round(run.end_s * _US_PER_S), False)]
+        for (start, over), (end, _) in itertools.pairwise(edges):
+            if over:
+                ax.axvspan(
+                    run.shift_s + start / _US_PER_S, run.shift_s + end / _US_PER_S, color=_OVERUSE_COLOR,
+                    alpha=0.18, lw=0, label="over-using" if first else None,
+                )  # fmt: skip
+                first = False
+
+
 _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
     "rates": (
         "Mbit/s",
@@ -495,6 +544,12 @@ _ROWS: dict[str, tuple[str, str, Callable[[Axes, _Run], None] | None]] = {
         _rates_panel,
     ),
     "calls": ("Mbit/s", "(a′) the calls alone, on their own scale", _call_lines),
+    "estimator": (
+        "Mbit/s",
+        "(a″) the estimator: delay-based estimate, dashed the target; crosses: probe results; "
+        "shaded: over-using",
+        _estimator_panel,
+    ),
     "delay": (
         "queuing delay (ms)",
         "(b) queuing delay (owd - min owd): window mean; dashed: video window p95",
@@ -538,6 +593,11 @@ def _small_multiples(ax: Axes, runs: Sequence[_Run], span_s: float, xticks: Sequ
     ax.hlines([bottom] * len(starts), starts, [s + span_s for s in starts], **_FRAME)
 
 
+def _has(df: pl.DataFrame, column: str) -> bool:
+    """Whether `df` has a value in `column`."""
+    return column in df.columns and df.get_column(column).is_not_null().any()
+
+
 def run_figure(columns: Sequence[RunColumn], title: str, *, style: FigureStyle = "screen") -> Figure:
     """The time figure of runs, side by side, each panel on one scale across them so controllers
     compare at a glance, from the time series, links, controller and frames tables (no packets:
@@ -554,11 +614,16 @@ def run_figure(columns: Sequence[RunColumn], title: str, *, style: FigureStyle =
     if not columns:
         raise ValueError("no run to draw")
     runs = [_Run.of(c) for c in columns]
-    video = any(f.get("kind") == VIDEO for r in runs for f in r.flows)
+    # Panel (d) for video whose frames were seen (a run read from a log has none).
+    video = any(f.get("kind") == VIDEO for r in runs for f in r.flows) and any(
+        r.column.tables.frames.height or _has(r.column.timeseries, "fps") for r in runs
+    )
     staged = video and any(set(STAGE_COLUMNS) <= set(r.column.tables.frames.columns) for r in runs)
+    estimated = any(set(ESTIMATOR_COLUMNS) <= set(r.column.tables.controller.columns) for r in runs)
     panels = [
         "rates",
         "calls",
+        *(["estimator"] if estimated else []),
         "delay",
         "loss",
         *(["frames"] if video else []),

@@ -25,6 +25,7 @@ from rtcbench.controller import (
 from rtcbench.identity import (
     BROWSER,
     EMULATE,
+    EVENTLOG,
     GSTREAMER,
     GSTREAMER_CC,
     MODES,
@@ -568,7 +569,11 @@ def _finish_folder(
             "  ", " "
         )
         if mode != SIMULATE:
-            how = {EMULATE: "emulated", GSTREAMER: "GStreamer encoders"}.get(mode, "browser peers")
+            how = {
+                EMULATE: "emulated",
+                GSTREAMER: "GStreamer encoders",
+                EVENTLOG: "from its RTC event log",
+            }.get(mode, "browser peers")
             title += f" · {how}"
         if tables is not None and measured.timeseries is not None:
             plots.plot_run(tables, measured.timeseries, tmp / FIGURE, title, measured.delays)

@@ -357,9 +357,13 @@ def _startup(view: RunView) -> tuple[float | None, str]:
     video = _video(view)
     if not video:
         return None, "n/a: no video"
+    unseen = {int(f["id"]) for f in view.summary["meta"]["flows"] if f.get("bottleneck") is None}
     times = []
     for f in video:
         t = f.get("convergence_time_s")
+        if t is None and int(f["id"]) in unseen:
+            # A run read from an RTC event log: its path was inferred, no link was observed.
+            return None, f"n/a: {f['name']} crossed no link the run observed, so no fair share is known"
         if t is None:
             return math.inf, f"{f['name']} never reached its fair share"
         times.append(t)

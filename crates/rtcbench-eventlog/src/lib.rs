@@ -106,6 +106,14 @@ pub struct RtcpRows {
     pub remb_bps: Vec<Option<u64>>,
     /// NACK: packets it asks for.
     pub nack_packets: Vec<Option<u32>>,
+    /// SR: the middle 32 bits of its NTP timestamp, which a report block about it echoes as
+    /// LSR (RFC 3550 §6.4.1).
+    pub sr_ntp_mid: Vec<Option<u32>>,
+    /// SR or RR: its first report block's fraction lost (in 1/256), LSR and DLSR (in 1/65536 s;
+    /// RFC 3550 §6.4.1), from which the endpoint that sent the SR computes the round trip.
+    pub report_fraction_lost: Vec<Option<u8>>,
+    pub report_lsr: Vec<Option<u32>>,
+    pub report_dlsr: Vec<Option<u32>>,
 }
 
 /// Transport-wide feedback (TWCC) unrolled: a row per packet a feedback message reports on,
@@ -704,6 +712,8 @@ struct RtcpRow {
     feedback_received: Option<u32>,
     remb_bps: Option<u64>,
     nack_packets: Option<u32>,
+    sr_ntp_mid: Option<u32>,
+    block: Option<rtcbench_wire::ReportBlock>,
 }
 
 impl RtcpRow {
@@ -715,18 +725,20 @@ impl RtcpRow {
                 kind: "sr",
                 packet_type: Some(200),
                 fmt: Some(sr.blocks.len() as u8),
+                media_ssrc: sr.blocks.first().map(|b| b.ssrc),
+                // The middle 32 bits of the 64-bit NTP timestamp (RFC 3550 §6.4.1, LSR).
+                sr_ntp_mid: Some((sr.ntp >> 16) as u32),
+                block: sr.blocks.first().copied(),
                 ..Self::default()
             },
-            RtcpMessage::ReceiverReport(rr) => {
-                let media_ssrc = rr.blocks.first().map(|b| b.ssrc);
-                Self {
-                    kind: "rr",
-                    packet_type: Some(201),
-                    fmt: Some(rr.blocks.len() as u8),
-                    media_ssrc,
-                    ..Self::default()
-                }
-            }
+            RtcpMessage::ReceiverReport(rr) => Self {
+                kind: "rr",
+                packet_type: Some(201),
+                fmt: Some(rr.blocks.len() as u8),
+                media_ssrc: rr.blocks.first().map(|b| b.ssrc),
+                block: rr.blocks.first().copied(),
+                ..Self::default()
+            },
             RtcpMessage::TransportFeedback(fb) => Self {
                 kind: "twcc",
                 packet_type: Some(pt_rtpfb),
@@ -799,6 +811,10 @@ fn push_rtcp_row(t: &mut RtcpRows, t_ms: i64, direction: Direction, size: u32, i
     t.feedback_received.push(row.feedback_received);
     t.remb_bps.push(row.remb_bps);
     t.nack_packets.push(row.nack_packets);
+    t.sr_ntp_mid.push(row.sr_ntp_mid);
+    t.report_fraction_lost.push(row.block.map(|b| b.fraction_lost));
+    t.report_lsr.push(row.block.map(|b| b.lsr));
+    t.report_dlsr.push(row.block.map(|b| b.dlsr));
 }
 
 fn read_delay_based(

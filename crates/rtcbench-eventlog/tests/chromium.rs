@@ -56,6 +56,33 @@ fn the_senders_log_holds_its_packets_feedback_and_estimates() {
 }
 
 #[test]
+fn the_senders_reports_echoed_give_the_paths_round_trip() {
+    // Each receiver report B sent back echoes the middle of an SR's NTP timestamp A had sent
+    // (LSR) and how long B held it (DLSR): arrival - SR sent - DLSR is the round trip, on A's
+    // clock alone (RFC 3550 §6.4.1). The path's propagation is 2 x 25 ms, plus whatever queue
+    // the 1 Mbit/s link held.
+    let log = EventLog::parse(&read(SENDER)).unwrap();
+    let c = &log.rtcp;
+    let sent: Vec<(u32, i64)> =
+        (0..c.kind.len()).filter_map(|i| c.sr_ntp_mid[i].map(|mid| (mid, c.t_ms[i]))).collect();
+    let mut rtts = Vec::new();
+    for i in (0..c.kind.len()).filter(|i| c.kind[*i] == "rr" && c.direction[*i] == Direction::Incoming) {
+        let (lsr, dlsr) = (c.report_lsr[i].unwrap(), c.report_dlsr[i].unwrap());
+        if lsr == 0 {
+            continue;
+        }
+        let at = sent.iter().find(|(mid, _)| *mid == lsr).expect("an LSR echoes an SR the log holds").1;
+        rtts.push(c.t_ms[i] - at - (i64::from(dlsr) * 1000 / 65536));
+    }
+    assert!(rtts.len() >= 20, "{rtts:?}");
+    let least = *rtts.iter().min().unwrap();
+    assert!((49..=60).contains(&least), "{rtts:?}");
+    assert!(rtts.iter().all(|r| (49..400).contains(r)), "{rtts:?}");
+    // Nothing was lost on the way: every block says so.
+    assert!((0..c.kind.len()).filter(|i| c.kind[*i] == "rr").all(|i| c.report_fraction_lost[i] == Some(0)));
+}
+
+#[test]
 fn the_receivers_log_holds_the_same_packets_arriving() {
     let sender = EventLog::parse(&read(SENDER)).unwrap();
     let receiver = EventLog::parse(&read(RECEIVER)).unwrap();

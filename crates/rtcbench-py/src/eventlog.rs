@@ -23,6 +23,10 @@ fn numbers(values: &[u8]) -> Vec<u32> {
     values.iter().map(|v| u32::from(*v)).collect()
 }
 
+fn optional_numbers(values: &[Option<u8>]) -> Vec<Option<u32>> {
+    values.iter().map(|v| v.map(u32::from)).collect()
+}
+
 fn directions(d: &[Direction]) -> Vec<&'static str> {
     d.iter().map(|d| d.as_str()).collect()
 }
@@ -63,7 +67,7 @@ pub(crate) fn read_event_log<'py>(
             ("padding_size", col(py, &r.padding_size)?),
             ("transport_seq", col(py, &r.transport_seq)?),
             ("abs_send_time", col(py, &r.abs_send_time)?),
-            ("audio_level", col(py, &r.audio_level.iter().map(|v| v.map(u32::from)).collect::<Vec<_>>())?),
+            ("audio_level", col(py, &optional_numbers(&r.audio_level))?),
         ],
     )?;
     let c = &log.rtcp;
@@ -83,6 +87,10 @@ pub(crate) fn read_event_log<'py>(
             ("feedback_received", col(py, &c.feedback_received)?),
             ("remb_bps", col(py, &c.remb_bps)?),
             ("nack_packets", col(py, &c.nack_packets)?),
+            ("sr_ntp_mid", col(py, &c.sr_ntp_mid)?),
+            ("report_fraction_lost", col(py, &optional_numbers(&c.report_fraction_lost))?),
+            ("report_lsr", col(py, &c.report_lsr)?),
+            ("report_dlsr", col(py, &c.report_dlsr)?),
         ],
     )?;
     let w = &log.twcc;

@@ -84,6 +84,10 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "feedback_received": pl.Int32,
         "remb_bps": pl.Int64,
         "nack_packets": pl.Int32,
+        "sr_ntp_mid": pl.UInt32,
+        "report_fraction_lost": pl.UInt8,
+        "report_lsr": pl.UInt32,
+        "report_dlsr": pl.UInt32,
     },
     "twcc": {
         "t_ms": pl.Int64,
@@ -144,27 +148,60 @@ class EventLog:
     skipped: dict[int, int] = field(default_factory=dict)
 
     def packet_delays(self) -> pl.DataFrame:
-        """Each RTP packet this endpoint sent that transport feedback reported on: `t_us` (sent),
-        `transport_seq`, `size`, `received`, and `delay_ms`, its one-way delay less the smallest
-        of the call (arrival on the receiver's clock minus sending on this one: the clocks'
-        offset cancels, the path's base delay with it), so the queuing it met."""
-        sent = self.tables["rtp"].filter(
-            (pl.col("direction") == "out") & pl.col("transport_seq").is_not_null()
+        """Each RTP packet this endpoint sent that transport feedback reported on, in sending
+        order: `row` (its row of the `rtp` table), `t_us` (sent), `transport_seq`, `size`,
+        `received`, `arrival_us` (on the receiver's clock, null if lost) and `delay_ms`, its
+        one-way delay less the smallest of the call (arrival on the receiver's clock minus
+        sending on this one: the clocks' offset cancels, the path's base delay with it), so the
+        queuing it met. Packets and reports are matched by transport-wide sequence number
+        unwrapped past 65 535 (`_unwrapped`), so a call of any length matches each to its own."""
+        sent = (
+            self.tables["rtp"]
+            .with_row_index("row")
+            .filter((pl.col("direction") == "out") & pl.col("transport_seq").is_not_null())
+            .with_columns(index=_unwrapped("transport_seq"))
         )
         reports = (
             self.tables["twcc"]
             .filter(pl.col("direction") == "in")
-            .group_by("transport_seq")
+            .with_columns(index=_unwrapped("transport_seq"))
+            .group_by("index")
             .agg(pl.col("arrival_us").drop_nulls().first())
         )
-        joined = sent.select("t_us", "transport_seq", "size").join(reports, on="transport_seq", how="inner")
+        joined = sent.select("row", "t_us", "index", "transport_seq", "size").join(
+            reports, on="index", how="inner"
+        )
         delay = pl.col("arrival_us") - pl.col("t_us")
-        return joined.sort("t_us").select(
+        return joined.sort("row").select(
+            pl.col("row").cast(pl.Int64),
             "t_us",
             "transport_seq",
             "size",
             pl.col("arrival_us").is_not_null().alias("received"),
+            "arrival_us",
             ((delay - delay.min()) / 1000).alias("delay_ms"),
+        )
+
+    def round_trips(self) -> pl.DataFrame:
+        """The round trips this endpoint could compute from the reports it received: per
+        incoming SR or RR whose first report block echoes one of this endpoint's sender reports
+        (LSR), `t_us` (its arrival) and `rtt_us`: arrival - the echoed SR's sending - DLSR (RFC
+        3550 §6.4.1), both times on this endpoint's clock, to the log's 1 ms."""
+        rtcp = self.tables["rtcp"]
+        sent = (
+            rtcp.filter((pl.col("direction") == "out") & pl.col("sr_ntp_mid").is_not_null())
+            .group_by("sr_ntp_mid")
+            .agg(pl.col("t_us").min().alias("sr_us"))
+        )
+        echoed = rtcp.filter(
+            (pl.col("direction") == "in") & pl.col("kind").is_in(["sr", "rr"]) & (pl.col("report_lsr") > 0)
+        )
+        dlsr_us = (pl.col("report_dlsr").cast(pl.Int64) * 1_000_000) // 65_536
+        return (
+            echoed.join(sent, left_on="report_lsr", right_on="sr_ntp_mid", how="inner")
+            .select("t_us", rtt_us=pl.col("t_us") - pl.col("sr_us") - dlsr_us)
+            .filter(pl.col("rtt_us") >= 0)
+            .sort("t_us")
         )
 
     def summary(self) -> dict[str, Any]:
@@ -292,18 +329,32 @@ def parse(data: bytes, source: str = "<bytes>") -> EventLog:
     )
 
 
+def _unwrapped(column: str) -> pl.Expr:
+    """A 16-bit sequence number counted on past 65 535, in the order of the rows: each step is
+    taken as the shorter way round (RFC 3550 App. A.1's rule), so numbers reported again a
+    little out of order stay where they belong."""
+    step = (pl.col(column).cast(pl.Int64).diff().fill_null(0) + 98_304) % 65_536 - 32_768
+    return pl.col(column).cast(pl.Int64).first() + step.cum_sum()
+
+
 def _media(streams: pl.DataFrame) -> pl.Expr:
     """`audio`, `video` or `rtx` by SSRC, as the log's stream configs name them (null for an
-    SSRC no config names). Chromium 156 logs its video send stream's SSRC as 0, so on the
-    sending side only the RTX stream is named."""
+    SSRC no config names). Chromium 156 logs its video send stream's SSRC as 0: where a video
+    send config says 0, an outgoing SSRC no config names is that stream's."""
     by_ssrc: dict[int, str] = {}
+    unnamed_video = False
     for row in streams.iter_rows(named=True):
         if row["ssrc"]:
             by_ssrc[int(row["ssrc"])] = row["media"]
+        elif row["direction"] == "out" and row["media"] == "video":
+            unnamed_video = True
         if row["rtx_ssrc"] is not None:
             by_ssrc[int(row["rtx_ssrc"])] = "rtx"
     ssrcs, names = list(by_ssrc), list(by_ssrc.values())
-    return pl.col("ssrc").replace_strict(ssrcs, names, default=None, return_dtype=pl.Utf8)
+    named = pl.col("ssrc").replace_strict(ssrcs, names, default=None, return_dtype=pl.Utf8)
+    if not unnamed_video:
+        return named
+    return pl.when(named.is_null() & (pl.col("direction") == "out")).then(pl.lit("video")).otherwise(named)
 
 
 def read(path: Path) -> EventLog:
@@ -327,12 +378,18 @@ def folder_name(log: EventLog) -> str:
     return f"{safe[:64]}-{log.sha256[:12]}"
 
 
+def write_tables(log: EventLog, folder: Path, summary: dict[str, Any]) -> None:
+    """Every table of `log` as Parquet into `folder` (a folder being made), and `summary`
+    (`log.summary()`) as `eventlog.json`."""
+    for name in TABLES:
+        write_parquet(log.tables[name], folder / f"{name}.parquet")
+    (folder / "eventlog.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
 def write(log: EventLog, out: Path, summary: dict[str, Any]) -> Path:
-    """`out`/`folder_name`: every table as Parquet and `summary` (`log.summary()`) as
-    `eventlog.json`, the folder made whole or not at all."""
+    """`out`/`folder_name`: the log's tables (`write_tables`) alone, the folder made whole or not
+    at all; for a log that is not a run (`rtcbench.eventlog.run.NoRun`)."""
     final = out / folder_name(log)
     with atomic_dir(final, out) as tmp:
-        for name in TABLES:
-            write_parquet(log.tables[name], tmp / f"{name}.parquet")
-        (tmp / "eventlog.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_tables(log, tmp, summary)
     return final
