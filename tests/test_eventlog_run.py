@@ -18,6 +18,7 @@ from tests.test_snapshots import SNAPSHOTS
 
 import rtcbench
 from rtcbench import eventlog
+from rtcbench.eventlog import decisions
 from rtcbench.eventlog import run as imported
 from rtcbench.results import RUN_FILES, load_tables, read_summary, run_folders, verify_files
 from rtcbench.runner import RunResult
@@ -196,3 +197,38 @@ def test_the_imported_run_and_its_path_snapshot(log: eventlog.EventLog) -> None:
             pytest.fail(f"missing snapshot {path}; generate it locally and commit it")
         path.write_text(text)
     assert text == path.read_text()
+
+
+def test_chromiums_decisions_from_its_log_beside_the_simulators_from_its_trace(
+    log: eventlog.EventLog, tmp_path: Path
+) -> None:
+    # Chromium's: two probe clusters at the start (3 and 6 times the 300 kbit/s start rate),
+    # their four results (each cluster's logged twice), and three over-use episodes, each
+    # followed by a multiplicative decrease of the target; no loss, so no loss-based cut.
+    chromium = decisions.logged(log, imported.controller_table(log))
+    n = decisions.counts(chromium, 0, 30_000_000)
+    assert n == {"delay-decrease": 3, "overuse": 3, "probe": 2, "probe-result": 4}, n
+    probes = chromium.filter(pl.col("decision") == "probe")
+    assert probes["bps"].to_list() == [900_000, 1_800_000] and int(probes["t_us"].max()) < 500_000  # type: ignore[arg-type]
+    over = chromium.filter(pl.col("decision") == "overuse")["t_us"]
+    cut = chromium.filter(pl.col("decision") == "delay-decrease")["t_us"]
+    assert all(0 <= c - o <= 100_000 for o, c in zip(over, cut, strict=True))
+    # rtcbench's gcc on the derived path: the same two start-up clusters (its probes' rates are
+    # capped by the call's 1.2 Mbit/s ceiling), and decreases read from its target alone.
+    done = imported.import_log(log, tmp_path, figure=False)
+    (sim,) = rtcbench.run(done.path / "scenario.toml", "gcc")
+    ours = decisions.simulated(sim.tables.controller)
+    first = ours.filter((pl.col("decision") == "probe") & (pl.col("t_us") < 1_000_000))
+    assert first.height == 2, ours
+    assert decisions.counts(ours, 0, 30_000_000).get("delay-decrease", 0) >= 1
+    figure = tmp_path / "decisions.png"
+    decisions.figure(
+        [
+            decisions.Side("Chromium", imported.controller_table(log), chromium),
+            decisions.Side("gcc", sim.tables.controller, ours),
+        ],
+        None,
+        "p2p",
+        figure,
+    )
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -16,6 +16,7 @@ milliseconds of queue are within the noise of a real machine's timing); loss whe
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from rtcbench.browser.choice import Browsers
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.results import InputError, read_summary, write_parquet_atomic
 from rtcbench.runner import run_folder, run_variant
@@ -45,6 +47,8 @@ RATE_TOLERANCE = 0.15
 DELAY_SLACK_MS = 10.0
 LOSS_SLACK = 0.005
 TABLE = "calibration.parquet"
+DECISIONS = "decisions.parquet"
+DECISIONS_FOLDER = "decisions"
 CONTROLLER = "gcc"
 
 
@@ -57,6 +61,11 @@ class Case:
 
     def label(self) -> str:
         return self.scenario + (f" [{','.join(self.sets)}]" if self.sets else "")
+
+    def slug(self) -> str:
+        """The case as one file name: `rfc8867-5.1@delay=50ms,mechanism=link-rate`."""
+        text = self.scenario + (f"@{','.join(self.sets)}" if self.sets else "")
+        return re.sub(r"[^A-Za-z0-9._=@,-]", "-", text)
 
 
 CASES = (
@@ -160,22 +169,28 @@ def compare_phases(label: str, browser: dict[str, Any], simulated: dict[str, Any
     return rows
 
 
-def _summary(case: Case, mode: str, out: Path, seed: int, command: str | None) -> tuple[dict[str, Any], bool]:
-    """The summary of `case` run in `mode` under `out`, and whether it was run now (False: a
-    complete run found there, kept)."""
+def _summary(
+    case: Case, mode: str, out: Path, seed: int, command: str | None, event_log: bool = False
+) -> tuple[dict[str, Any], bool, Path]:
+    """The summary of `case` run in `mode` under `out`, whether it was run now (False: a
+    complete run found there, kept), and its folder; a browser run records its Chromium peers'
+    RTC event logs if `event_log`."""
     variants = resolve(case.scenario, list(case.sets))
     if len(variants) != 1:
         raise InputError(
             f"calibration case {case.label()} names {len(variants)} variants: give every variant's value"
         )
     (variant,) = variants
-    folder = run_folder(out, variant, CONTROLLER, seed, mode)
+    logged = event_log and mode == BROWSER
+    folder = run_folder(out, variant, CONTROLLER, seed, mode, Browsers(event_log=True) if logged else None)
     with contextlib.suppress(InputError):
         summary = read_summary(folder)
         if not (summary.get("browser") or {}).get("failure"):
-            return summary, False
-    result = run_variant(variant, CONTROLLER, seed, out, figure=True, command=command, mode=mode)
-    return result.summary, True
+            return summary, False, folder
+    result = run_variant(
+        variant, CONTROLLER, seed, out, figure=True, command=command, mode=mode, browser_event_log=logged
+    )
+    return result.summary, True, folder
 
 
 def calibrate(
@@ -185,15 +200,20 @@ def calibrate(
     seed: int = 1,
     command: str | None = None,
     on_run: Callable[[Case, str, dict[str, Any], bool], None] | None = None,
+    event_log: bool = False,
 ) -> pl.DataFrame:
     """Runs every case in browser mode and in simulation with `gcc` (a complete run already in
     `out` is kept), writes `<out>/calibration.parquet` and returns it (`SCHEMA`). `on_run` is told
-    of each run: its case, mode, summary and whether it ran now."""
+    of each run: its case, mode, summary and whether it ran now. With `event_log`, the browser
+    runs record Chromium's RTC event logs, and GoogCC's decisions in each case are set side by
+    side (`rtcbench.eventlog.side_by_side`): `<out>/decisions.parquet` and one figure per case in
+    `<out>/decisions/`."""
     rows: list[dict[str, Any]] = []
+    decided: list[pl.DataFrame] = []
     for case in cases:
-        summaries = {}
+        summaries, folders = {}, {}
         for mode in (BROWSER, SIMULATE):
-            summary, ran = _summary(case, mode, out, seed, command)
+            summary, ran, folders[mode] = _summary(case, mode, out, seed, command, event_log)
             if on_run is not None:
                 on_run(case, mode, summary, ran)
             summaries[mode] = summary
@@ -201,7 +221,14 @@ def calibrate(
         if failure:
             raise InputError(f"calibration case {case.label()}: the browser run failed: {failure}")
         rows += compare_phases(case.label(), summaries[BROWSER], summaries[SIMULATE])
+        if event_log:
+            from rtcbench.eventlog import side_by_side
+
+            figure = out / DECISIONS_FOLDER / f"{case.slug()}.png"
+            decided.append(side_by_side.case(case.label(), folders[BROWSER], folders[SIMULATE], figure))
     table = pl.DataFrame(rows, schema=SCHEMA)
     out.mkdir(parents=True, exist_ok=True)
     write_parquet_atomic(table, out / TABLE)
+    if decided:
+        write_parquet_atomic(pl.concat(decided), out / DECISIONS)
     return table

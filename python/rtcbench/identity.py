@@ -47,7 +47,7 @@ __all__ = [
     "run_key",
 ]
 
-MODEL_REVISION = 16
+MODEL_REVISION = 17
 """The revision of what rtcbench makes of a configuration: the simulator, the media stack and the
 metrics. Every change that changes a built-in run's trace, time series or summary raises it
 (tests/test_streaming.py refuses new digests made under the old number), and it is part of every
@@ -91,7 +91,9 @@ other column and key of every earlier built-in run is bit-identical); 16: the li
 DualPI2 queue's state (`l_queue_bytes` to `c_drops`), the feedback table the CE marks each RFC
 8888 report told of (`ce_reported`), and every flow its ECN counts (`ect0_packets_sent`,
 `ect1_packets_sent`, `ce_packets_received`, `ce_ratio`; video flows `ce_reported`) (issue 60:
-every earlier column and key of every built-in run is bit-identical)."""
+every earlier column and key of every built-in run is bit-identical); 17: `gcc`'s controller table
+gains `probe_clusters`, the probe clusters it has asked for (issue 62: every other column, time
+series and summary of every built-in run is bit-identical)."""
 
 BROWSER_REVISION = 16
 """The revision of what a browser run depends on in rtcbench: the network model, the relay and the

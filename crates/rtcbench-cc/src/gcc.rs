@@ -98,6 +98,9 @@ pub struct GoogCc {
     loss_ratio: f64,
     cwnd_reduce_ratio: f64,
     last_probe: Option<Bitrate>,
+    /// Probe clusters GoogCC has asked for so far: a decision the crate shows (its probes'
+    /// results and its delay-based estimate it keeps private).
+    probe_clusters: u32,
     probes: std::collections::VecDeque<ProbeCluster>,
     last_loss_report: Option<Instant>,
     /// Bytes in flight as last reported to GoogCC (by a sent packet or a feedback).
@@ -166,6 +169,7 @@ impl GoogCc {
             loss_ratio: 0.0,
             cwnd_reduce_ratio: 0.0,
             last_probe: None,
+            probe_clusters: 0,
             probes: Default::default(),
             last_loss_report: None,
             in_flight: DataSize::ZERO,
@@ -207,6 +211,7 @@ impl GoogCc {
             let Some(probe_rate) = from_rate(p.target_data_rate) else { continue };
             let duration = Duration::from_micros(p.target_duration.us());
             self.last_probe = Some(probe_rate);
+            self.probe_clusters += 1;
             self.probes.push_back(ProbeCluster {
                 id: p.id,
                 rate: probe_rate,
@@ -360,5 +365,6 @@ impl Controller for GoogCc {
             .with("in_flight", Metric::Size(Some(self.in_flight)))
             .with("cwnd_reduce_ratio", Metric::Real(Some(self.cwnd_reduce_ratio)))
             .with("last_probe", Metric::Rate(self.last_probe))
+            .with("probe_clusters", Metric::Real(Some(f64::from(self.probe_clusters))))
     }
 }

@@ -53,6 +53,8 @@ as frequent among those packets as among the others."""
 TITLE = "The path of a logged call, inferred from its sender's RTC event log"
 DEFAULT_QUEUE_MS = 300
 """RFC 8867 §4.2's drop-tail queue, for a path whose log shows no overflow."""
+DEFAULT_MIN_BPS = 150_000
+"""A call's default minimum video rate in rtcbench's scenarios (RFC 8867 §4.3)."""
 RATE_STEP_BPS = 10_000
 """Capacities are rounded to 10 kbit/s."""
 STEP_TOLERANCE = 0.03
@@ -171,6 +173,9 @@ class DerivedPath:
         video = [f'max = "{kbps(self.peak_bps)}"']
         if self.start_bps:
             video.insert(0, f'start = "{kbps(self.start_bps)}"')
+            if self.start_bps < DEFAULT_MIN_BPS:
+                # Below rtcbench's default floor (RFC 8867 §4.3), which a start may not be.
+                video.insert(0, f'min = "{kbps(self.start_bps)}"')
         lines += [
             "[[calls]]",
             'from = "A"',
@@ -239,6 +244,8 @@ def _capacity(got: pl.DataFrame, duration_us: int) -> tuple[list[tuple[int, int]
     capacity is their bytes over the sum of those gaps (cross traffic the log cannot see widens
     the gaps: what is measured is the capacity left to the call)."""
     windows = max(1, -(-duration_us // WINDOW_US))
+    if got.height == 0:
+        return [], windows, 0
     per = (
         _queued(got.sort("at_us"))
         .with_columns(w=pl.col("at_us") // WINDOW_US)

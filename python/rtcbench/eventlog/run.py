@@ -121,7 +121,7 @@ def run_tables(
     return Tables(
         packets=_packets(log, derived, delays, flows, overhead),
         frames=pl.DataFrame(schema=trace.dtypes("frames")),
-        controller=_controller(log, derived),
+        controller=controller_table(log, derived.duration_us),
         links=pl.DataFrame(schema=trace.dtypes("links")),
         feedback=_feedback(log, derived, overhead),
         meta=meta,
@@ -235,13 +235,15 @@ def _feedback_packets(
     ]
 
 
-def _controller(log: EventLog, derived: DerivedPath) -> pl.DataFrame:
-    """A row at each decision the log holds, every column as last decided."""
+def controller_table(log: EventLog, until_us: int | None = None) -> pl.DataFrame:
+    """The controller table of `log`'s estimator (the module's docstring): a row at each
+    decision the log holds, every column as last decided, up to `until_us` if given."""
     t = log.tables
     target = t["loss_based"] if t["loss_based"].height else t["targets"].rename({"target_bps": "bitrate_bps"})
     parts = [
         target.select("t_us", target_bps="bitrate_bps"),
         t["delay_based"].select("t_us", delay_based_bps="bitrate_bps", detector_state="detector_state"),
+        # In 1/255, as GoogCC reads its own fraction lost (libwebrtc's loss_rate_ratio).
         t["loss_based"].select("t_us", loss_rate=pl.col("fraction_loss").cast(pl.Float64) / 255),
         t["probe_results"]
         .filter(pl.col("bitrate_bps").is_not_null())
@@ -254,8 +256,10 @@ def _controller(log: EventLog, derived: DerivedPath) -> pl.DataFrame:
         rows.with_columns(pl.col(held).forward_fill())
         .group_by("t_us", maintain_order=True)
         .agg(last, pl.col("probe_bps").drop_nulls().last())
-        .filter(pl.col("target_bps").is_not_null() & (pl.col("t_us") <= derived.duration_us))
+        .filter(pl.col("target_bps").is_not_null())
     )
+    if until_us is not None:
+        rows = rows.filter(pl.col("t_us") <= until_us)
     return rows.select(
         "t_us",
         call=pl.lit(0, pl.Int32),
