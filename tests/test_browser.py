@@ -255,14 +255,22 @@ def test_chromium_records_each_peer_connections_rtc_event_log_into_the_run(tmp_p
     offset = int(skew.median())  # type: ignore[arg-type]
     apart = (skew - offset).abs()
     assert float(apart.quantile(0.95)) <= 2_000 and int(apart.max()) <= 20_000  # type: ignore[arg-type]
-    # getStats' availableOutgoingBitrate is the loss-based estimate the log holds last before
-    # each sample: equal, bit for bit, at every sample within the log's span.
+    # getStats' availableOutgoingBitrate is a loss-based estimate the log holds, bit for bit, at
+    # every sample: the one in force when the sample began, or one logged before the next
+    # sample. A page stamps a sample (`t`) before it awaits getStats(), which Chromium answers
+    # asynchronously, so under load the answer can carry an update logged after the stamp.
+    # Measured (2026-11-30): all 59 samples equal to the estimate in force at their stamp in three
+    # runs alone on the machine (two of them beside a two-core busy loop); in the test tier 55
+    # of 60, the other 5 equal to an update logged 83-283 ms after their stamp.
     logged = log.tables["loss_based"].select((pl.col("t_us") + offset).alias("t_us"), "bitrate_bps")
-    last = int(log.tables["rtp"]["t_us"].max()) + offset  # type: ignore[arg-type]
-    stats = run.tables.controller.filter(pl.col("t_us") <= last).sort("t_us")
-    compared = stats.join_asof(logged.sort("t_us"), on="t_us", strategy="backward").drop_nulls("bitrate_bps")
-    assert compared.height >= 30
-    assert (compared["bitrate_bps"] == compared["target_bps"]).all(), compared
+    stats = run.tables.controller.sort("t_us").select("t_us", "target_bps")
+    at_stamp = stats.join_asof(logged.sort("t_us"), on="t_us", strategy="backward").drop_nulls("bitrate_bps")
+    assert at_stamp.height >= 50
+    later = at_stamp.filter(pl.col("bitrate_bps") != pl.col("target_bps"))
+    for t_us, target in later.select("t_us", "target_bps").rows():
+        window = logged.filter(pl.col("t_us").is_between(t_us, t_us + SAMPLE_INTERVAL_US, closed="right"))
+        assert target in window["bitrate_bps"].to_list(), (t_us, target, window)
+    assert later.height <= 0.25 * at_stamp.height, later
     # GoogCC's decisions, Chromium's from this log beside rtcbench gcc's on the same scenario,
     # on the run's clock (docs/calibration.md): each side probes as its call starts.
     (sim,) = rtcbench.run(_scenario(tmp_path), "gcc", 1, tmp_path / "out")
@@ -272,6 +280,10 @@ def test_chromium_records_each_peer_connections_rtc_event_log_into_the_run(tmp_p
         probes = decided.filter((pl.col("side") == side) & (pl.col("decision") == "probe"))
         assert probes.height >= 2 and 0 <= int(probes["t_us"].min()) < 3_000_000, (side, probes)  # type: ignore[arg-type]
     assert (tmp_path / "decisions.png").stat().st_size > 10_000
+
+
+SAMPLE_INTERVAL_US = round(chromium.SAMPLE_INTERVAL_S * 1e6)
+"""How often a page samples getStats() (`chromium.SAMPLE_INTERVAL_S`)."""
 
 
 def _varint(data: bytes) -> tuple[int, int]:
