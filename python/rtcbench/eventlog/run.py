@@ -35,7 +35,7 @@ from rtcbench.eventlog import EventLog
 from rtcbench.eventlog import write_tables as write_log_tables
 from rtcbench.eventlog.path import DerivedPath, infer
 from rtcbench.identity import EVENTLOG, controller_identity, model_revision, run_key
-from rtcbench.results import InputError, atomic_dir, path_component, run_dir, write_tables
+from rtcbench.results import InputError, atomic_dir, run_dir, write_tables
 from rtcbench.scenarios import Variant, resolve
 from rtcbench.tables import Tables
 
@@ -323,10 +323,11 @@ def identity(log: EventLog, variant: Variant) -> dict[str, Any]:
     }
 
 
-def folder(out: Path, log: EventLog, variant: Variant) -> Path:
-    """Where the run of `log` is written under `out`: as any run of the derived scenario,
-    under the controller `eventlog`, so that runs of other controllers on it sit beside it."""
-    return run_dir(out, variant.scenario_id, variant.slug, CONTROLLER, identity(log, variant)["key"], SEED)
+def folder(out: Path, variant: Variant, key: str) -> Path:
+    """Where the run keyed `key` (`identity`) is written under `out`: as any run of the derived
+    scenario, under the controller `eventlog`, so that runs of other controllers on it sit
+    beside it."""
+    return run_dir(out, variant.scenario_id, variant.slug, CONTROLLER, key, SEED)
 
 
 def import_log(
@@ -361,8 +362,7 @@ def import_log(
         summary.update(extra)
         summary["wall_s"] = time.perf_counter() - started
         return Imported(None, summary, tables, derived, variant)
-    final = folder(Path(out), log, variant)
-    path_component(final.name, "run folder")
+    final = folder(Path(out), variant, extra["identity"]["key"])
     with atomic_dir(final, Path(out)) as tmp:
         write_tables(tables, tmp)
         (tmp / "eventlog").mkdir()
