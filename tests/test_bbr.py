@@ -106,20 +106,36 @@ def test_simulated_bbr_alone_fills_the_link_with_a_small_queue(tmp_path: Path) -
     assert m.drops == 0, m
 
 
+KERNEL_RUNS = 3
+"""Kernel runs the model is held to, by their median: one run's queueing delay p95 is one draw of
+the kernel's own spread (16.09-16.73 ms over 12 runs on the development machine, idle or with one
+or two cores kept busy; 18.64 ms in one CI run whose p50 was 7.68 ms, against the model's 16.00),
+docs/findings/2026-11-29-bbr-kernel.md, "Held in the tests"."""
+
+
 @needs_root
 def test_bbr_alone_matches_the_kernels_within_15_percent(tmp_path: Path) -> None:
     """The same scenario against Linux's `tcp_bbr`: throughput and queueing delay p50 and p95
-    within 15 % (measured over 5-20 s: 9.82 against 9.82 Mbit/s, p50 6.8 against 7.5 ms, p95
-    14.8 against 17.1 ms in the 30 s version, docs/findings/2026-11-29-bbr-kernel.md)."""
+    within 15 % of the median of `KERNEL_RUNS` kernel runs (measured over 5-20 s: 9.85 against
+    9.85 Mbit/s, p50 7.6 against 6.6-7.8 ms, p95 16.0 against 16.1-16.7 ms,
+    docs/findings/2026-11-29-bbr-kernel.md)."""
     scenario = _scenario(tmp_path, "20s")
     (sim,) = rtcbench.run(scenario, "fixed", 1, tmp_path / "sim", figure=False)
-    (emu,) = rtcbench.run(scenario, "fixed", 1, tmp_path / "emu", figure=False, mode=EMULATE)
-    assert_valid(emu)
-    s, e = measure(sim.tables, 5.0), measure(emu.tables, 5.0)
-    assert e.queue_p50_ms == pytest.approx(s.queue_p50_ms, rel=0.15), (s, e)
-    assert e.queue_p95_ms == pytest.approx(s.queue_p95_ms, rel=0.15), (s, e)
-    assert e.rates_mbps["bbr"] == pytest.approx(s.rates_mbps["bbr"], rel=0.15), (s, e)
-    # The kernel ran BBR: the source read the congestion control back from its socket.
-    assert emu.path is not None
-    (log,) = emu.path.rglob("source-h0.jsonl")
-    assert '"event":"connected"' in log.read_text() and '"cc":"bbr"' in log.read_text()
+    s, kernel = measure(sim.tables, 5.0), []
+    for i in range(KERNEL_RUNS):
+        (emu,) = rtcbench.run(scenario, "fixed", 1, tmp_path / f"emu-{i}", figure=False, mode=EMULATE)
+        assert_valid(emu)
+        kernel.append(measure(emu.tables, 5.0))
+        # The kernel ran BBR: the source read the congestion control back from its socket.
+        assert emu.path is not None
+        (log,) = emu.path.rglob("source-h0.jsonl")
+        assert '"event":"connected"' in log.read_text() and '"cc":"bbr"' in log.read_text()
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+
+    p50, p95 = median([k.queue_p50_ms for k in kernel]), median([k.queue_p95_ms for k in kernel])
+    rate = median([k.rates_mbps["bbr"] for k in kernel])
+    assert p50 == pytest.approx(s.queue_p50_ms, rel=0.15), (s, kernel)
+    assert p95 == pytest.approx(s.queue_p95_ms, rel=0.15), (s, kernel)
+    assert rate == pytest.approx(s.rates_mbps["bbr"], rel=0.15), (s, kernel)
