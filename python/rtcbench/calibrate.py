@@ -28,7 +28,7 @@ from rtcbench.browser.choice import Browsers
 from rtcbench.identity import BROWSER, SIMULATE
 from rtcbench.results import InputError, read_summary, write_parquet_atomic
 from rtcbench.runner import run_folder, run_variant
-from rtcbench.scenarios import resolve
+from rtcbench.scenarios import Variant, resolve
 
 __all__ = [
     "CASES",
@@ -169,28 +169,74 @@ def compare_phases(label: str, browser: dict[str, Any], simulated: dict[str, Any
     return rows
 
 
-def _summary(
-    case: Case, mode: str, out: Path, seed: int, command: str | None, event_log: bool = False
-) -> tuple[dict[str, Any], bool, Path]:
-    """The summary of `case` run in `mode` under `out`, whether it was run now (False: a
-    complete run found there, kept), and its folder; a browser run records its Chromium peers'
-    RTC event logs if `event_log`."""
+def _variant(case: Case) -> Variant:
     variants = resolve(case.scenario, list(case.sets))
     if len(variants) != 1:
         raise InputError(
             f"calibration case {case.label()} names {len(variants)} variants: give every variant's value"
         )
-    (variant,) = variants
+    return variants[0]
+
+
+def _summary(
+    case: Case, mode: str, out: Path, seed: int, command: str | None, event_log: bool = False,
+    kept_failure: bool = False,
+) -> tuple[dict[str, Any], bool, Path]:  # fmt: skip
+    """The summary of `case` run in `mode` under `out`, whether it was run now (False: a
+    complete run found there, kept), and its folder; a browser run records its Chromium peers'
+    RTC event logs if `event_log`. A failed browser run found there is run again, unless
+    `kept_failure` (it was just run, on a cluster)."""
+    variant = _variant(case)
     logged = event_log and mode == BROWSER
     folder = run_folder(out, variant, CONTROLLER, seed, mode, Browsers(event_log=True) if logged else None)
     with contextlib.suppress(InputError):
         summary = read_summary(folder)
-        if not (summary.get("browser") or {}).get("failure"):
+        if kept_failure or not _failure(summary):
             return summary, False, folder
     result = run_variant(
         variant, CONTROLLER, seed, out, figure=True, command=command, mode=mode, browser_event_log=logged
     )
     return result.summary, True, folder
+
+
+def on_cluster(
+    out: Path,
+    cases: Sequence[Case],
+    seed: int,
+    command: str | None,
+    event_log: bool,
+    address: str,
+    on_run: Callable[[Case, str, dict[str, Any], bool], None] | None,
+) -> set[Case]:
+    """Makes the browser runs of `cases` that `out` holds no complete, unfailed run of on the Ray
+    cluster at `address`, each on a node of its own (`reproduce.cluster_runs`; a failed call is
+    set aside and run once more), telling `on_run` of each; returns the cases it ran."""
+    from rtcbench import cluster
+    from rtcbench.reproduce import cluster_runs
+    from rtcbench.suite import _Job, batch_folder
+
+    plan = {}
+    for case in cases:
+        job = _Job.plan(
+            _variant(case), CONTROLLER, CONTROLLER, seed, out, command, BROWSER, event_log=event_log
+        )
+        kept = job.done()
+        if kept is None or _failure(kept):
+            plan[case] = job
+
+    def told(case: Case, summary: dict[str, Any], ran: bool) -> None:
+        if on_run is not None:
+            on_run(case, BROWSER, summary, ran)
+
+    with batch_folder(out, list(plan.values())), cluster.session(address):
+        cluster_runs(plan, (), out, 2, 1, told, lambda summary, folder: _failure(summary))
+    return set(plan)
+
+
+def _failure(summary: dict[str, Any]) -> str | None:
+    """Why a browser run failed (its browsers did not complete the call), or None."""
+    failure = (summary.get("browser") or {}).get("failure")
+    return str(failure) if failure else None
 
 
 def calibrate(
@@ -201,24 +247,30 @@ def calibrate(
     command: str | None = None,
     on_run: Callable[[Case, str, dict[str, Any], bool], None] | None = None,
     event_log: bool = False,
+    ray_address: str | None = None,
 ) -> pl.DataFrame:
     """Runs every case in browser mode and in simulation with `gcc` (a complete run already in
     `out` is kept), writes `<out>/calibration.parquet` and returns it (`SCHEMA`). `on_run` is told
     of each run: its case, mode, summary and whether it ran now. With `event_log`, the browser
     runs record Chromium's RTC event logs, and GoogCC's decisions in each case are set side by
     side (`rtcbench.eventlog.side_by_side`): `<out>/decisions.parquet` and one figure per case in
-    `<out>/decisions/`."""
+    `<out>/decisions/`. With `ray_address`, the browser runs not complete in `out` are first
+    spread over that Ray cluster's nodes, one at a time on each (`on_cluster`), under `out` made
+    absolute."""
     rows: list[dict[str, Any]] = []
     decided: list[pl.DataFrame] = []
+    told: set[Case] = set()
+    if ray_address is not None:
+        out = out.absolute()
+        told = on_cluster(out, cases, seed, command, event_log, ray_address, on_run)
     for case in cases:
         summaries, folders = {}, {}
         for mode in (BROWSER, SIMULATE):
-            summary, ran, folders[mode] = _summary(case, mode, out, seed, command, event_log)
-            if on_run is not None:
+            summary, ran, folders[mode] = _summary(case, mode, out, seed, command, event_log, case in told)
+            if on_run is not None and not (mode == BROWSER and case in told):
                 on_run(case, mode, summary, ran)
             summaries[mode] = summary
-        failure = (summaries[BROWSER].get("browser") or {}).get("failure")
-        if failure:
+        if failure := _failure(summaries[BROWSER]):
             raise InputError(f"calibration case {case.label()}: the browser run failed: {failure}")
         rows += compare_phases(case.label(), summaries[BROWSER], summaries[SIMULATE])
         if event_log:

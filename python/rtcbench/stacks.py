@@ -307,14 +307,16 @@ def compare_stacks(
     attempts: int = 2,
     command: str | None = None,
     on_run: Callable[[Case, Stack, int, dict[str, Any], bool], None] | None = None,
+    ray_address: str | None = None,
 ) -> StackComparison:
     """Runs every case on every stack with each of `seeds` (one run at a time: the real-time ones
     take the machine; a whole pass of the cases and stacks per seed, so that an interrupted
     comparison has complete passes), each run not already complete in `out`, measures each stack
     against Chromium's runs of the case (when Chromium is among `stacks`), and writes
     `stacks.parquet` and `stacks-curves.parquet` to `out`. `on_run(case, stack, seed, summary,
-    ran)` is told of every run."""
-    from rtcbench.reproduce import _browser_run
+    ran)` is told of every run. With `ray_address` the runs are spread over that Ray cluster's
+    nodes, one at a time on each (`reproduce.cluster_runs`), under `out` made absolute."""
+    from rtcbench.reproduce import _browser_run, cluster_runs
 
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
@@ -322,42 +324,69 @@ def compare_stacks(
         raise InputError("give at least one --stack")
     if not seeds:
         raise InputError("--runs must be at least 1")
+    if ray_address is not None:
+        out = out.absolute()
     started = time.perf_counter()
     curves: list[pl.DataFrame] = []
     versions: dict[str, set[str]] = {}
     problems: dict[str, str] = {}
     plain = {case: _variant(case) for case in cases}
     variants = {(case, s.name): _on_stack(case, plain[case], s) for case in cases for s in stacks}
+    plan = {
+        (seed, case, s): _Job.plan(
+            variants[(case, s.name)],
+            s.controller,
+            s.controller,
+            seed,
+            out,
+            command,
+            s.mode,
+            browser=s.browser,
+        )
+        for seed in seeds
+        for case in cases
+        for s in stacks
+    }
+    stack_of = {job.path: s for (_, _, s), job in plan.items()}
+
+    def unfair(summary: dict[str, Any], folder: Path) -> str | None:
+        return run_problem(stack_of[folder], summary, folder)
+
+    def told(key: tuple[int, Case, Stack], summary: dict[str, Any], ran: bool) -> None:
+        if on_run is not None:
+            seed, case, s = key
+            on_run(case, s, seed, summary, ran)
+
+    ran: dict[tuple[int, Case, Stack], dict[str, Any]] = {}
+    if ray_address is not None:
+        from rtcbench import cluster
+
+        with batch_folder(out, list(plan.values())), cluster.session(ray_address):
+            spread = cluster_runs(plan, (), out, attempts, 1, told, unfair)
+        ran = {key: summary for key, (summary, _) in spread.items()}
+    else:
+        for key, job in plan.items():
+            with batch_folder(out, [job]):
+                ran[key], made = _browser_run(job, out, attempts, unfair)
+            told(key, ran[key], made)
     measured: dict[tuple[Case, str], list[tuple[list[dict[str, Any]], str | None]]] = {}
-    for seed in seeds:
-        for case in cases:
-            for s in stacks:
-                variant = variants[(case, s.name)]
-                job = _Job.plan(
-                    variant, s.controller, s.controller, seed, out, command, s.mode, browser=s.browser
-                )
-
-                def unfair(summary: dict[str, Any], folder: Path, s: Stack = s) -> str | None:
-                    return run_problem(s, summary, folder)
-
-                with batch_folder(out, [job]):
-                    summary, ran = _browser_run(job, out, attempts, unfair)
-                problem = unfair(summary, job.path)
-                if problem is not None:
-                    problems[f"{case.label()} · {s.name} · seed {seed}"] = problem
-                own = compare_phases(case.label(), summary, summary)
-                measured.setdefault((case, s.name), []).append((own, problem))
-                if (version := _version(s, summary)) is not None:
-                    versions.setdefault(s.name, set()).add(version)
-                curves.append(
-                    _curves(RunResult(job.path, summary)).with_columns(
-                        pl.lit(case.label()).alias("case"),
-                        pl.lit(s.name).alias("stack"),
-                        pl.lit(seed, pl.Int32).alias("seed"),
-                    )
-                )
-                if on_run is not None:
-                    on_run(case, s, seed, summary, ran)
+    for key, job in plan.items():
+        seed, case, s = key
+        summary = ran[key]
+        problem = unfair(summary, job.path)
+        if problem is not None:
+            problems[f"{case.label()} · {s.name} · seed {seed}"] = problem
+        own = compare_phases(case.label(), summary, summary)
+        measured.setdefault((case, s.name), []).append((own, problem))
+        if (version := _version(s, summary)) is not None:
+            versions.setdefault(s.name, set()).add(version)
+        curves.append(
+            _curves(RunResult(job.path, summary)).with_columns(
+                pl.lit(case.label()).alias("case"),
+                pl.lit(s.name).alias("stack"),
+                pl.lit(seed, pl.Int32).alias("seed"),
+            )
+        )
     rows: list[dict[str, Any]] = []
     for case in cases:
         reference = measured.get((case, REFERENCE))

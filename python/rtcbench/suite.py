@@ -169,18 +169,21 @@ class _Job:
     figure: bool = False
     browser: str = CHROMIUM
     """A browser run's peers (`--browser`: `chromium`, `firefox`, or per node)."""
+    event_log: bool = False
+    """Whether a browser run's Chromium peers record their RTC event logs (`--browser-event-log`)."""
 
     @classmethod
     def plan(
         cls, variant: Variant, controller: str, resolved: runner.Resolved, seed: int, out: Path,
         command: str | None, mode: str = SIMULATE, *, figure: bool = False, browser: str = CHROMIUM,
+        event_log: bool = False,
     ) -> _Job:  # fmt: skip
         """The job of one run; `resolved` is `controller` as `runner.resolve_controller` gives it.
         With `figure`, the run draws its overview.png (as `rtcbench run` does; a suite draws none);
-        `browser` chooses a browser run's peers."""
-        browsers = runner.check_browsers(browser, "", mode)
+        `browser` chooses a browser run's peers, `event_log` whether they record RTC event logs."""
+        browsers = runner.check_browsers(browser, "", mode, event_log=event_log)
         path = runner.run_folder(out, variant, resolved, seed, mode, browsers)
-        return cls(variant, controller, seed, out, command, path, mode, figure, browser)
+        return cls(variant, controller, seed, out, command, path, mode, figure, browser, event_log)
 
     def done(self) -> dict[str, Any] | None:
         """The run's summary if its folder is complete and unchanged since it was written (every
@@ -203,7 +206,7 @@ def _execute(job: _Job) -> dict[str, Any]:
     drawn on demand)."""
     r = runner.run_variant(
         job.variant, job.controller, job.seed, job.out, figure=job.figure, command=job.command, mode=job.mode,
-        browser=job.browser,
+        browser=job.browser, browser_event_log=job.event_log,
     )  # fmt: skip
     return r.summary
 
@@ -649,6 +652,9 @@ def ray_executor(
     def execute(jobs: list[_Job], on_done: Callable[[int, dict[str, Any]], None]) -> None:
         started_here = not ray.is_initialized()
         if started_here:
+            from rtcbench.cluster import reachable
+
+            reachable(address)
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         try:
             resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode in REAL_TIME_MODES else {}

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import guarded
+from rtcbench.cli.options import RAY_CALLS_HELP
 from rtcbench.cli.render import console, err_console, print_calibration
 
 
@@ -36,6 +37,7 @@ def calibrate_cmd(
             "simulator's: <out>/decisions.parquet and a figure per case in <out>/decisions/.",
         ),
     ] = False,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_CALLS_HELP)] = None,
 ) -> None:
     """Calibrate the simulator against Chromium: run each case between real Chromium peers
     (--mode browser, as root) and in the simulator with gcc, and compare each video flow's
@@ -51,7 +53,7 @@ def calibrate_cmd(
         err_console.print(escape(f"{how}: {case.label()} · {mode}"), highlight=False)
 
     table = calibrate.calibrate(
-        out, chosen, seed=seed, command=command, on_run=told, event_log=browser_event_log
+        out, chosen, seed=seed, command=command, on_run=told, event_log=browser_event_log, ray_address=ray
     )
     print_calibration(table)
     console.print(escape(f"→ {out / calibrate.TABLE}"), highlight=False)

@@ -71,3 +71,12 @@ def _listed_option(values: list[str] | None) -> list[str] | None:
     if not values:
         return None
     return [part.strip() for v in values for part in v.split(",")]
+
+
+RAY_CALLS_HELP = (
+    "Spread the runs over the Ray cluster at this address ('auto': the one this machine joined): "
+    "each node runs whole calls in its own namespaces, as many at a time as its rtcbench-emulation "
+    "resource allows; every node needs rtcbench, root, the browsers and OUT at the same path "
+    "(docs/reproduction.md, 'On a cluster')."
+)
+"""`--ray` of the commands that run real-time calls: `reproduce`, `calibrate`, `stacks`."""

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import guarded
+from rtcbench.cli.options import RAY_CALLS_HELP
 from rtcbench.cli.render import _runs_bar, console, err_console
 
 
@@ -51,6 +52,10 @@ def reproduce_cmd(
             help="Also write Chromium's fair comparisons as the reference tables the default test "
             "tier holds the simulator to (python/rtcbench/reproduce/reference/).",
         ),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help=RAY_CALLS_HELP),
     ] = None,
     list_tables: Annotated[bool, typer.Option("--list", help="List the seed tables and exit.")] = False,
     stack: Annotated[
@@ -107,6 +112,8 @@ def reproduce_cmd(
         how = "ran" if ran else "kept"
         err_console.print(escape(f"{how}: {case.label()} · {mode} · seed {seed}"), highlight=False)
 
+    if ray is not None and stack != "chromium":
+        raise InputError(f"--ray: --stack chromium's option (--stack {stack} runs on this machine)")
     if degradation and stack != "firefox":
         raise InputError("--degradation: --stack firefox's option")
     if stack == "firefox":
@@ -144,6 +151,7 @@ def reproduce_cmd(
             command=command,
             on_run=told,
             progress=progress,
+            ray_address=ray,
         )
     text = report.markdown(result.rows, result.findings, result.periods, wall_s=result.wall_s)
     write_bytes_atomic(out / "reproduction.md", text.encode())

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from rtcbench.cli.errors import guarded
+from rtcbench.cli.options import RAY_CALLS_HELP
 from rtcbench.cli.render import console, err_console
 
 
@@ -46,6 +47,7 @@ def stacks_cmd(
     attempts: Annotated[
         int, typer.Option(help="Runs of a real-time case that was CPU-limited or missed its timing.")
     ] = 2,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_CALLS_HELP)] = None,
 ) -> None:
     """One case, every stack: run each case on the simulator, on rtcbench's media agents over the
     emulated network, between Chromium peers, between Firefox peers and on GStreamer's encoder
@@ -78,6 +80,7 @@ def stacks_cmd(
         seeds=tuple(range(seed, seed + runs)),
         attempts=attempts,
         command=command,
+        ray_address=ray,
         on_run=told,
     )
     written = []

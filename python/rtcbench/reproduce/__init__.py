@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeVar
 
 import polars as pl
 
+from rtcbench import cluster
 from rtcbench.analysis import active_span_us, flow_metrics
 from rtcbench.browser.machine import CPU_LIMITED_SHARE, judge, starved_warning
 from rtcbench.browser.run import cameras, connections
@@ -53,7 +54,15 @@ from rtcbench.results import (
 )
 from rtcbench.runner import RunResult
 from rtcbench.scenarios import Variant, resolve
-from rtcbench.suite import RunProgress, _execute, _Job, _run_parallel, batch_folder, execute_plan
+from rtcbench.suite import (
+    RunProgress,
+    _execute,
+    _Job,
+    _run_parallel,
+    batch_folder,
+    execute_plan,
+    ray_executor,
+)
 from rtcbench.testbed.timing import invalid_line
 from rtcbench.workers import worker_count
 
@@ -73,6 +82,7 @@ __all__ = [
     "BrowserRuns",
     "Reproduction",
     "browser_runs",
+    "cluster_runs",
     "compare_periods",
     "machine_starved",
     "measure_case",
@@ -602,6 +612,7 @@ def browser_runs(
     browser_jobs: int = BROWSER_JOBS,
     told: Callable[[K, dict[str, Any], bool], None] | None = None,
     problem: Problem = run_problem,
+    ray_address: str | None = None,
 ) -> dict[K, tuple[dict[str, Any], str | None]]:
     """Each browser run of `plan`, in its order, as its summary and why it was not a fair
     measurement (`problem`, by default a browser run's `run_problem`; None: it was). The runs of
@@ -609,7 +620,13 @@ def browser_runs(
     `browser_jobs` at a time; every other run, and each shared one that was not fair, runs alone
     (`attempts` runs in all; the last is kept whatever it is). With `kept_only`, nothing runs:
     only the runs complete in `out` are returned. `told(key, summary, ran)` hears of each run as
-    it is kept or made."""
+    it is kept or made. With `ray_address`, the runs are spread over that Ray cluster's nodes by
+    the same rules, `browser_jobs` shared runs or one other run at a time on each node
+    (`cluster_runs`)."""
+    if ray_address is not None and not kept_only:
+        with cluster.session(ray_address):
+            spread = cluster_runs(plan, shared, out, attempts, browser_jobs, told, problem)
+        return {key: spread[key] for key in plan}
     done: dict[K, tuple[dict[str, Any], str | None]] = {}
     todo = [key for key in plan if key in shared and not kept_only and plan[key].done() is None]
     fair: dict[K, dict[str, Any]] = {}
@@ -639,6 +656,59 @@ def browser_runs(
     return done
 
 
+def cluster_runs(
+    plan: Mapping[K, _Job],
+    shared: Collection[K],
+    out: Path,
+    attempts: int,
+    browser_jobs: int,
+    told: Callable[[K, dict[str, Any], bool], None] | None,
+    problem: Problem,
+) -> dict[K, tuple[dict[str, Any], str | None]]:
+    """`browser_runs` on the Ray cluster this process is connected to (`cluster.session`): every
+    run at once, as far as the nodes' `EMULATION_RESOURCE` allows. A shared run not complete in
+    `out` takes `1 / browser_jobs` of a node (`_attempt`, once); every other run not complete
+    and fair, and each shared one that was not fair or whose testbed failed, takes a whole node
+    (`_browser_run`, `attempts` runs in all, the shared attempt counted)."""
+    keys = list(plan)
+    done: dict[K, tuple[dict[str, Any], str | None]] = {}
+    alone = functools.partial(_browser_run, out=out, attempts=attempts, problem=problem)
+
+    def keep(key: K, summary: dict[str, Any], ran_now: bool) -> None:
+        done[key] = (summary, problem(summary, plan[key].path))
+        if told is not None:
+            told(key, summary, ran_now)
+
+    tasks: list[cluster.Task] = []
+    order: list[tuple[K, bool]] = []
+    for key in keys:
+        job = plan[key]
+        kept = job.done()
+        if kept is not None and (attempts == 1 or problem(kept, job.path) is None):
+            keep(key, kept, False)
+        elif kept is None and key in shared and browser_jobs > 1:
+            tasks.append((_attempt, job, 1.0 / browser_jobs))
+            order.append((key, True))
+        else:
+            tasks.append((alone, job, 1.0))
+            order.append((key, False))
+
+    def ended(i: int, result: Any) -> list[cluster.Task] | None:
+        key, sharing = order[i]
+        if not sharing:
+            summary, ran_now = result
+            keep(key, summary, ran_now)
+            return None
+        if result is not None and problem(result, plan[key].path) is None:
+            keep(key, result, True)
+            return None
+        order.append((key, False))
+        return [(alone, plan[key], 1.0)]
+
+    cluster.run_tasks(tasks, ended)
+    return done
+
+
 def reproduce(
     out: Path,
     tables: Sequence[SeedTable] = TABLES,
@@ -652,6 +722,7 @@ def reproduce(
     on_run: Callable[[Case, str, int, dict[str, Any], bool], None] | None = None,
     progress: RunProgress | None = None,
     write: bool = True,
+    ray_address: str | None = None,
 ) -> Reproduction:
     """Runs every case of `tables` in the simulator (`sim_seeds`, in parallel on `jobs` worker
     processes) and between Chromium peers as `browser` says (`BrowserRuns`): the cases that may
@@ -659,13 +730,36 @@ def reproduce(
     that was not a fair measurement again alone (`attempts` runs in all). Measures every row and
     finding, and writes the three tables to `out` (unless not `write`). `on_run(case, mode, seed,
     summary, ran)` is told of every run, `progress` of the simulated runs as they finish (as a
-    suite's)."""
+    suite's). With `ray_address`, every run is a task on that Ray cluster (`rtcbench.cluster`),
+    written under `out` made absolute, which every node must see at the same path."""
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
     if browser_jobs < 1:
         raise InputError(f"--browser-jobs must be at least 1, got {browser_jobs}")
     if browser not in BROWSER_RUNS:
         raise InputError(f"--browser must be one of {', '.join(BROWSER_RUNS)}, got {browser!r}")
+    with cluster.session(ray_address):
+        return _reproduce(
+            out if ray_address is None else out.absolute(), tables, browser, sim_seeds, attempts, jobs,
+            browser_jobs, command, on_run, progress, write, ray_address,
+        )  # fmt: skip
+
+
+def _reproduce(
+    out: Path,
+    tables: Sequence[SeedTable],
+    browser: BrowserRuns,
+    sim_seeds: Sequence[int],
+    attempts: int,
+    jobs: int | None,
+    browser_jobs: int,
+    command: str | None,
+    on_run: Callable[[Case, str, int, dict[str, Any], bool], None] | None,
+    progress: RunProgress | None,
+    write: bool,
+    ray_address: str | None,
+) -> Reproduction:
+    """`reproduce`'s work, its arguments checked (and this process on the cluster, if any)."""
     chosen = cases(tables)
     variants = {case: _variant(case) for case in chosen}
     started = time.perf_counter()
@@ -675,7 +769,8 @@ def reproduce(
         for seed in sim_seeds
     ]
     with batch_folder(out, plan):
-        summaries, ran = execute_plan(plan, jobs, progress)
+        executor = ray_executor(ray_address) if ray_address is not None else None
+        summaries, ran = execute_plan(plan, jobs, progress, executor)
     sim_values: dict[RowId, list[float | None]] = {}
     sim_summaries: dict[Case, list[dict[str, Any]]] = {case: [] for case in chosen}
     sim_folders: dict[str, list[Path]] = {case.label(): [] for case in chosen}
@@ -710,7 +805,7 @@ def reproduce(
 
         shared = {case for case in chosen if shares_the_machine(variants[case])}
         done = browser_runs(browser_plan, shared, out, kept_only=browser == "kept", attempts=attempts,
-                            browser_jobs=browser_jobs, told=told)  # fmt: skip
+                            browser_jobs=browser_jobs, told=told, ray_address=ray_address)  # fmt: skip
         for case, (summary, problem) in done.items():
             if problem is not None:
                 problems[case.label()] = problem
