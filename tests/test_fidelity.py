@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from rtcbench import reproduce
-from rtcbench.reproduce import reference
+from rtcbench.reproduce import reference, report
 from rtcbench.reproduce.experiments import TABLES, SeedTable
 
 
@@ -95,3 +95,56 @@ def test_a_reference_row_the_set_no_longer_has_is_named() -> None:
     )
     with pytest.raises(KeyError, match=r"000-6\.2\.1/gone"):
         reference.changes(stale, {})
+
+
+def _period(case: str, metric: str, chromium: float | None, simulated: float | None) -> dict[str, object]:
+    return {"case": case, "flow": "G.video", "period": 0, "start_s": 0.0, "end_s": 60.0, "metric": metric,
+            "chromium": chromium, "simulated": simulated, "agrees": True}  # fmt: skip
+
+
+def test_chromiums_runs_add_up_by_seed_into_its_spread(tmp_path: Path) -> None:
+    """`export_runs` keeps one run per case and seed (a pass made again replaces its own rows, the
+    other seeds stay) and leaves unfair runs out; `spread` is the least and largest value."""
+    for seed, rate in ((1, 300.0), (2, 330.0), (3, 280.0), (2, 320.0)):
+        step_up, grid = (
+            _period("seed002-step-up", "send_rate_kbps", rate, 310.0),
+            _period("seed002-grid", "x", 9.0, 1.0),
+        )
+        periods = pl.DataFrame([step_up, grid], schema=reproduce.PERIODS_SCHEMA)
+        reference.export_runs(periods, seed, {"seed002-grid": "CPU-limited"}, tmp_path)
+    runs = reference.load_runs(tmp_path)
+    assert runs.select("seed", "chromium").rows() == [(1, 300.0), (2, 320.0), (3, 280.0)]
+    (row,) = reference.spread(runs).rows(named=True)
+    assert (row["chromium_low"], row["chromium_high"], row["chromium_runs"]) == (280.0, 320.0, 3)
+
+
+def test_the_simulator_is_judged_inside_chromiums_range_of_five_runs() -> None:
+    """Goal (b): the simulator's mean inside Chromium's range over five or more runs, widened by 5 %
+    of each end; with fewer runs there is no verdict, and the report prints the range beside the
+    period."""
+    values = [280.0, 300.0, 310.0, 320.0, 290.0]
+    runs = pl.DataFrame(
+        [{"case": c, "flow": "G.video", "start_s": 0.0, "end_s": 60.0, "metric": "send_rate_kbps", "seed": s,
+          "chromium": v} for c, n in (("five", 5), ("four", 4)) for s, v in enumerate(values[:n], 1)],
+        schema=reference.load_runs(Path("/nonexistent")).schema,
+    )  # fmt: skip
+    periods = pl.DataFrame(
+        [_period("five", "send_rate_kbps", 300.0, 336.0), _period("four", "send_rate_kbps", 300.0, 300.0)],
+        schema=reproduce.PERIODS_SCHEMA,
+    )
+    judged = {r["case"]: r for r in reproduce.with_spread(periods, runs).iter_rows(named=True)}
+    assert judged["five"]["in_spread"] is True and judged["five"]["chromium_runs"] == 5  # 336 ≤ 320 × 1.05
+    assert judged["four"]["in_spread"] is None and judged["four"]["chromium_low"] == 280.0
+    assert (
+        reproduce.in_spread(337.0, 280.0, 320.0) is False and reproduce.in_spread(266.0, 280.0, 320.0) is True
+    )
+    assert (
+        reproduce.in_spread(265.9, 280.0, 320.0) is False and reproduce.in_spread(None, 280.0, 320.0) is None
+    )
+    text = report.markdown(
+        pl.DataFrame(schema=reproduce.ROWS_SCHEMA), pl.DataFrame(schema=reproduce.FINDINGS_SCHEMA),
+        reproduce.with_spread(periods, runs),
+    )  # fmt: skip
+    assert "| five | G.video | 0-60 s | send_rate_kbps | 300 | 280-320 (5) | 336 | yes | yes |" in text
+    assert "| four | G.video | 0-60 s | send_rate_kbps | 300 | 280-320 (4) | 300 | yes | – |" in text
+    assert "inside Chromium's range over 5 or more runs, widened by 5%: 1 of 1 (100%) (goal 90%)" in text

@@ -365,6 +365,10 @@ def test_the_command_refuses_an_unknown_table_or_browser_mode_in_one_line(tmp_pa
         (["--table", "000-table-9.9"], "no seed table '000-table-9.9'; there are 000-6.2.1, "),
         (["--browser", "sometimes"], "--browser must be one of run, kept, reference, none, got 'sometimes'"),
         (["--browser-jobs", "0"], "--browser-jobs must be at least 1, got 0"),
+        (["--browser", "reference", "--export-runs", "x"], "--export-runs adds browser runs"),
+        (["--browser-seed", "2", "--export-reference", "x"], "--export-reference is made of the seed-1 runs"),
+        (["--stack", "firefox", "--browser-seed", "2"], "--browser-seed, --export-runs: --stack chromium's"),
+        (["--stack", "gstreamer", "--ray", "auto"], "--ray: --stack chromium's option"),
     ):
         out = subprocess.run(
             [*rtcbench, "reproduce", *args, "--out", str(tmp_path / "r")], capture_output=True, text=True

@@ -57,6 +57,23 @@ def reproduce_cmd(
         str | None,
         typer.Option("--ray", help=RAY_CALLS_HELP),
     ] = None,
+    browser_seed: Annotated[
+        int,
+        typer.Option(
+            help="Seed of the browser runs (their camera clip): runs of other seeds than 1 are "
+            "repetitions of Chromium, kept apart in OUT, whose periods --export-runs adds to "
+            "Chromium's spread.",
+        ),
+    ] = 1,
+    export_runs: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-runs",
+            help="Also add the fair browser runs' period values, by seed, to the committed table of "
+            "Chromium's runs (python/rtcbench/reproduce/reference/chromium-period-runs.csv), whose "
+            "range over five runs the simulator's mean is held to.",
+        ),
+    ] = None,
     list_tables: Annotated[bool, typer.Option("--list", help="List the seed tables and exit.")] = False,
     stack: Annotated[
         str,
@@ -114,6 +131,12 @@ def reproduce_cmd(
 
     if ray is not None and stack != "chromium":
         raise InputError(f"--ray: --stack chromium's option (--stack {stack} runs on this machine)")
+    if stack != "chromium" and (browser_seed != 1 or export_runs is not None):
+        raise InputError(f"--browser-seed, --export-runs: --stack chromium's options, not --stack {stack}'s")
+    if export_runs is not None and browser not in ("run", "kept"):
+        raise InputError(f"--export-runs adds browser runs: give --browser run or kept, not {browser}")
+    if export is not None and browser_seed != 1:
+        raise InputError("--export-reference is made of the seed-1 runs; --export-runs adds other seeds")
     if degradation and stack != "firefox":
         raise InputError("--degradation: --stack firefox's option")
     if stack == "firefox":
@@ -152,6 +175,7 @@ def reproduce_cmd(
             on_run=told,
             progress=progress,
             ray_address=ray,
+            browser_seed=browser_seed,
         )
     text = report.markdown(result.rows, result.findings, result.periods, wall_s=result.wall_s)
     write_bytes_atomic(out / "reproduction.md", text.encode())
@@ -166,6 +190,11 @@ def reproduce_cmd(
 
         for path in reference.export(result.rows, result.periods, result.problems, export):
             console.print(escape(f"→ {path}"), highlight=False)
+    if export_runs is not None:
+        from rtcbench.reproduce import reference
+
+        path = reference.export_runs(result.periods, browser_seed, result.problems, export_runs)
+        console.print(escape(f"→ {path}"), highlight=False)
 
 
 def _gstreamer(

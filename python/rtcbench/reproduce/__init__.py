@@ -79,11 +79,14 @@ __all__ = [
     "ROWS",
     "ROWS_SCHEMA",
     "SIM_SEEDS",
+    "SPREAD_RUNS",
+    "SPREAD_WIDENING",
     "BrowserRuns",
     "Reproduction",
     "browser_runs",
     "cluster_runs",
     "compare_periods",
+    "in_spread",
     "machine_starved",
     "measure_case",
     "period_agrees",
@@ -93,6 +96,7 @@ __all__ = [
     "run_problem",
     "shares_the_machine",
     "table_rows",
+    "with_spread",
 ]
 
 CONTROLLER = "gcc"
@@ -173,7 +177,22 @@ PERIODS_SCHEMA = {
     "simulated_sd": pl.Float64,
     "difference": pl.Float64,
     "agrees": pl.Boolean,
+    "chromium_low": pl.Float64,
+    "chromium_high": pl.Float64,
+    "chromium_runs": pl.Int32,
+    "in_spread": pl.Boolean,
 }
+"""Per case, video flow, period and metric: Chromium's value (of this reproduction's browser run,
+or the committed reference's), the simulator's mean over its seeds and whether they agree
+(`period_agrees`); and Chromium's spread over the committed runs of it (`reference.spread`: the
+least and largest value, how many runs) with whether the simulator's mean lies in it, widened by
+`SPREAD_WIDENING` (`in_spread`; null with fewer than `SPREAD_RUNS` runs)."""
+
+SPREAD_RUNS = 5
+"""Runs of Chromium that make its spread of a period (issue 62's fidelity goal (b))."""
+SPREAD_WIDENING = 0.05
+"""How far outside Chromium's range of runs the simulator's mean may lie, relative to the range's
+ends: goal (b) asks for its mean inside the five-run range widened by 5 %."""
 
 _PERIOD_METRICS = (("send_rate_kbps", "mean_send_rate_bps", 1e-3), ("qdelay_p95_ms", "qdelay_p95_ms", 1.0))
 _PERIOD_KEYS = {metric: (key, scale) for metric, key, scale in _PERIOD_METRICS}
@@ -492,6 +511,33 @@ def period_row(
     }
 
 
+def in_spread(value: float | None, low: float | None, high: float | None) -> bool | None:
+    """Whether `value` lies in [`low`, `high`] widened by `SPREAD_WIDENING` of each end; None if
+    any is missing."""
+    if value is None or low is None or high is None:
+        return None
+    return low * (1 - SPREAD_WIDENING) <= value <= high * (1 + SPREAD_WIDENING)
+
+
+def with_spread(periods: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """`periods` (`PERIODS_SCHEMA`) with Chromium's spread over `runs` (`reference.load_runs`)
+    filled in, matched by case, flow, span and metric, and `in_spread` judged where it has at
+    least `SPREAD_RUNS` runs."""
+    from rtcbench.reproduce import reference
+
+    spans = ["case", "flow", "start_s", "end_s", "metric"]
+    joined = periods.drop("chromium_low", "chromium_high", "chromium_runs", "in_spread").join(
+        reference.spread(runs), on=spans, how="left"
+    )
+    judged = [
+        in_spread(r["simulated"], r["chromium_low"], r["chromium_high"])
+        if (r["chromium_runs"] or 0) >= SPREAD_RUNS
+        else None
+        for r in joined.iter_rows(named=True)
+    ]
+    return joined.with_columns(pl.Series("in_spread", judged, pl.Boolean)).select(list(PERIODS_SCHEMA))
+
+
 def _set_aside(folder: Path, out: Path, suffix: str = "") -> Path:
     """Where a run kept at `folder` (`<out>/<scenario>/<controller>/<key>/seed-N`) goes in
     `<out>/rejected/`, with `suffix`: `<scenario>-<key>-<n><suffix>`, the first `n` not taken."""
@@ -723,6 +769,7 @@ def reproduce(
     progress: RunProgress | None = None,
     write: bool = True,
     ray_address: str | None = None,
+    browser_seed: int = BROWSER_SEED,
 ) -> Reproduction:
     """Runs every case of `tables` in the simulator (`sim_seeds`, in parallel on `jobs` worker
     processes) and between Chromium peers as `browser` says (`BrowserRuns`): the cases that may
@@ -731,7 +778,9 @@ def reproduce(
     finding, and writes the three tables to `out` (unless not `write`). `on_run(case, mode, seed,
     summary, ran)` is told of every run, `progress` of the simulated runs as they finish (as a
     suite's). With `ray_address`, every run is a task on that Ray cluster (`rtcbench.cluster`),
-    written under `out` made absolute, which every node must see at the same path."""
+    written under `out` made absolute, which every node must see at the same path. The browser
+    runs have `browser_seed` (their clip; runs of other seeds are repetitions, kept apart); the
+    periods carry Chromium's spread over the committed runs (`reference.load_runs`)."""
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
     if browser_jobs < 1:
@@ -741,7 +790,7 @@ def reproduce(
     with cluster.session(ray_address):
         return _reproduce(
             out if ray_address is None else out.absolute(), tables, browser, sim_seeds, attempts, jobs,
-            browser_jobs, command, on_run, progress, write, ray_address,
+            browser_jobs, command, on_run, progress, write, ray_address, browser_seed,
         )  # fmt: skip
 
 
@@ -758,8 +807,11 @@ def _reproduce(
     progress: RunProgress | None,
     write: bool,
     ray_address: str | None,
+    browser_seed: int,
 ) -> Reproduction:
     """`reproduce`'s work, its arguments checked (and this process on the cluster, if any)."""
+    from rtcbench.reproduce import reference
+
     chosen = cases(tables)
     variants = {case: _variant(case) for case in chosen}
     started = time.perf_counter()
@@ -788,20 +840,18 @@ def _reproduce(
     problems: dict[str, str] = {}
     referenced: list[dict[str, Any]] = []
     if browser == "reference":
-        from rtcbench.reproduce import reference
-
         chromium_values, referenced = reference.chromium(
             {t.id for t in tables}, {case.label(): sims for case, sims in sim_summaries.items()}, sim_folders
         )
     elif browser != "none":
         browser_plan = {
-            case: _Job.plan(variants[case], CONTROLLER, CONTROLLER, BROWSER_SEED, out, command, BROWSER)
+            case: _Job.plan(variants[case], CONTROLLER, CONTROLLER, browser_seed, out, command, BROWSER)
             for case in chosen
         }
 
         def told(case: Case, summary: dict[str, Any], ran_now: bool) -> None:
             if on_run is not None:
-                on_run(case, BROWSER, BROWSER_SEED, summary, ran_now)
+                on_run(case, BROWSER, browser_seed, summary, ran_now)
 
         shared = {case for case in chosen if shares_the_machine(variants[case])}
         done = browser_runs(browser_plan, shared, out, kept_only=browser == "kept", attempts=attempts,
@@ -822,7 +872,7 @@ def _reproduce(
         out,
         pl.DataFrame(rows, schema=ROWS_SCHEMA),
         pl.DataFrame(findings, schema=FINDINGS_SCHEMA),
-        pl.DataFrame(periods, schema=PERIODS_SCHEMA),
+        with_spread(pl.DataFrame(periods, schema=PERIODS_SCHEMA), reference.load_runs()),
         time.perf_counter() - started,
         problems,
         {case.label(): summaries for case, summaries in sim_summaries.items()},

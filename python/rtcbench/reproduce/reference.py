@@ -26,20 +26,37 @@ __all__ = [
     "FOLDER",
     "PERIODS_FILE",
     "ROWS_FILE",
+    "RUNS_FILE",
     "Change",
     "changes",
     "chromium",
     "export",
+    "export_runs",
     "load",
+    "load_runs",
     "period_changes",
+    "spread",
 ]
 
 FOLDER = Path(__file__).resolve().parent / "reference"
 ROWS_FILE = "chromium-rows.csv"
 PERIODS_FILE = "chromium-periods.csv"
+RUNS_FILE = "chromium-period-runs.csv"
+"""Chromium's value of every period in each fair browser run, by the run's seed (`export_runs`):
+the repetitions whose range is Chromium's spread (`spread`)."""
 
 _ROW_COLUMNS = ("table", "key", "case", "unit", "chromium", "simulated", "agrees")
 _PERIOD_COLUMNS = ("case", "flow", "period", "start_s", "end_s", "metric", "chromium", "simulated", "agrees")
+_SPAN = ("case", "flow", "start_s", "end_s", "metric")
+_RUN_SCHEMA = {
+    "case": pl.String,
+    "flow": pl.String,
+    "start_s": pl.Float64,
+    "end_s": pl.Float64,
+    "metric": pl.String,
+    "seed": pl.Int32,
+    "chromium": pl.Float64,
+}
 
 
 def export(
@@ -65,6 +82,42 @@ def export(
     for frame, name in ((kept_rows, ROWS_FILE), (kept_periods, PERIODS_FILE)):
         written.append(write_bytes_atomic(folder / name, frame.write_csv(float_precision=6).encode()))
     return written[0], written[1]
+
+
+def export_runs(periods: pl.DataFrame, seed: int, problems: dict[str, str], folder: Path) -> Path:
+    """Adds one browser run per case to `folder`'s `RUNS_FILE`: Chromium's value of every period
+    in `periods` (`reproduce.PERIODS_SCHEMA`, from a reproduction whose browser runs had `seed`),
+    the cases named in `problems` (not fair measurements) left out. Rows of the same case and
+    seed already there are replaced, the others kept, so passes of several seeds, made apart,
+    add up to Chromium's spread."""
+    unfair = list(problems)
+    new = (
+        periods.filter(pl.col("chromium").is_not_null() & ~pl.col("case").is_in(unfair))
+        .select(*_SPAN, pl.lit(seed, pl.Int32).alias("seed"), "chromium")
+        .cast(pl.Schema(_RUN_SCHEMA))
+    )
+    kept = load_runs(folder).join(new.select("case", "seed").unique(), on=["case", "seed"], how="anti")
+    merged = pl.concat([kept, new]).sort("case", "flow", "start_s", "metric", "seed")
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_bytes_atomic(folder / RUNS_FILE, merged.write_csv(float_precision=6).encode())
+
+
+def load_runs(folder: Path = FOLDER) -> pl.DataFrame:
+    """The committed runs of Chromium (`RUNS_FILE`, `export_runs`); empty if there are none yet."""
+    path = folder / RUNS_FILE
+    if not path.is_file():
+        return pl.DataFrame(schema=_RUN_SCHEMA)
+    return pl.read_csv(path, schema=pl.Schema(_RUN_SCHEMA))
+
+
+def spread(runs: pl.DataFrame) -> pl.DataFrame:
+    """Chromium's spread per period and metric over `runs` (`load_runs`): the least and largest
+    value (`chromium_low`, `chromium_high`) and the runs they come from (`chromium_runs`)."""
+    return runs.group_by(_SPAN).agg(
+        pl.col("chromium").min().alias("chromium_low"),
+        pl.col("chromium").max().alias("chromium_high"),
+        pl.len().cast(pl.Int32).alias("chromium_runs"),
+    )
 
 
 def load(folder: Path = FOLDER) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -9,13 +9,17 @@ from typing import Any
 import polars as pl
 
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE
+from rtcbench.reproduce import SPREAD_RUNS, SPREAD_WIDENING
 
-__all__ = ["DELAY_GOAL", "RATE_GOAL", "fidelity", "markdown"]
+__all__ = ["DELAY_GOAL", "RATE_GOAL", "SPREAD_GOAL", "fidelity", "markdown", "spread_fidelity"]
 
 RATE_GOAL = 0.90
 """Share of period comparisons of the sending rate that must agree (issue 34's bar)."""
 DELAY_GOAL = 0.80
 """Share of period comparisons of queuing delay p95 that must agree."""
+SPREAD_GOAL = 0.90
+"""Share of periods, per metric, whose simulated mean must lie in Chromium's widened range of runs
+(issue 62's goal (b))."""
 
 
 def _num(value: float | None) -> str:
@@ -46,12 +50,53 @@ def _fidelity_lines(periods: pl.DataFrame) -> list[str]:
     def share(ok: int, n: int) -> str:
         return f"{ok} of {n} ({ok / n:.0%})" if n else "none"
 
-    return [
+    lines = [
         f"- Sending rate within {RATE_TOLERANCE:.0%} of Chromium: {share(rate_ok, rate_n)} of the periods "
         f"(goal {RATE_GOAL:.0%}).",
         f"- Queuing delay p95 within {RATE_TOLERANCE:.0%} or {DELAY_SLACK_MS:g} ms: "
         f"{share(delay_ok, delay_n)} (goal {DELAY_GOAL:.0%}).",
     ]
+    for metric, name in (("send_rate_kbps", "Sending rate"), ("qdelay_p95_ms", "Queuing delay p95")):
+        ok, n = spread_fidelity(periods)[metric]
+        if n:
+            lines.append(
+                f"- {name} inside Chromium's range over {SPREAD_RUNS} or more runs, widened by "
+                f"{SPREAD_WIDENING:.0%}: {share(ok, n)} (goal {SPREAD_GOAL:.0%})."
+            )
+    return lines
+
+
+def spread_fidelity(periods: pl.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per period metric: (periods whose simulated mean lies in Chromium's widened range of runs,
+    periods with such a range), as `reproduce.with_spread` judged them."""
+    out = {}
+    for metric in ("send_rate_kbps", "qdelay_p95_ms"):
+        judged = periods.filter((pl.col("metric") == metric) & pl.col("in_spread").is_not_null())
+        out[metric] = (int(judged.get_column("in_spread").sum()), judged.height)
+    return out
+
+
+def _period_lines(periods: pl.DataFrame) -> list[str]:
+    """Every period compared: Chromium's value beside its range over the committed runs, and the
+    simulator's mean, with both verdicts."""
+    compared = periods.filter(pl.col("agrees").is_not_null())
+    if not compared.height:
+        return []
+    lines = [
+        "## Every period",
+        "",
+        "| case | flow | period | metric | Chromium 156 | its range (runs) | simulator | agrees | in range |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in compared.iter_rows(named=True):
+        runs = r["chromium_runs"]
+        spread = f"{_num(r['chromium_low'])}-{_num(r['chromium_high'])} ({runs})" if runs else "–"
+        lines.append(
+            f"| {r['case']} | {r['flow']} | {r['start_s']:g}-{r['end_s']:g} s | {r['metric']} "
+            f"| {_num(r['chromium'])} | {spread} | {_num(r['simulated'])} | {_yes(r['agrees'])} "
+            f"| {_yes(r['in_spread'])} |"
+        )
+    return [*lines, ""]
 
 
 def markdown(
@@ -87,6 +132,7 @@ def markdown(
             chromium = _yes(f["chromium"]) + ("" if f["chromium_fair"] is not False else " (invalid run)")
             lines.append(f"| {f['finding']} | {seed} | {chromium} | {_yes(f['simulated'])} |")
         lines.append("")
+    lines += _period_lines(periods)
     return "\n".join(lines)
 
 
