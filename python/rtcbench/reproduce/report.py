@@ -11,7 +11,7 @@ import polars as pl
 from rtcbench.calibrate import DELAY_SLACK_MS, RATE_TOLERANCE
 from rtcbench.reproduce import SPREAD_RUNS, SPREAD_WIDENING
 
-__all__ = ["DELAY_GOAL", "RATE_GOAL", "SPREAD_GOAL", "fidelity", "markdown", "spread_fidelity"]
+__all__ = ["DELAY_GOAL", "RATE_GOAL", "SPREAD_GOAL", "fidelity", "markdown"]
 
 RATE_GOAL = 0.90
 """Share of period comparisons of the sending rate that must agree (issue 34's bar)."""
@@ -33,12 +33,14 @@ def _yes(value: bool | None) -> str:
     return "–" if value is None else "yes" if value else "**no**"
 
 
-def fidelity(periods: pl.DataFrame) -> dict[str, tuple[int, int]]:
-    """Per period metric: (comparisons that agree, comparisons made), nulls left out."""
+def fidelity(periods: pl.DataFrame, verdict: str = "agrees") -> dict[str, tuple[int, int]]:
+    """Per period metric: (periods whose `verdict` column is true, periods judged), nulls left out:
+    `agrees` for the comparison with Chromium's value, `in_spread` for its range of runs
+    (`reproduce.with_spread`)."""
     out = {}
     for metric in ("send_rate_kbps", "qdelay_p95_ms"):
-        judged = periods.filter((pl.col("metric") == metric) & pl.col("agrees").is_not_null())
-        out[metric] = (int(judged.get_column("agrees").sum()), judged.height)
+        judged = periods.filter((pl.col("metric") == metric) & pl.col(verdict).is_not_null())
+        out[metric] = (int(judged.get_column(verdict).sum()), judged.height)
     return out
 
 
@@ -57,23 +59,13 @@ def _fidelity_lines(periods: pl.DataFrame) -> list[str]:
         f"{share(delay_ok, delay_n)} (goal {DELAY_GOAL:.0%}).",
     ]
     for metric, name in (("send_rate_kbps", "Sending rate"), ("qdelay_p95_ms", "Queuing delay p95")):
-        ok, n = spread_fidelity(periods)[metric]
+        ok, n = fidelity(periods, "in_spread")[metric]
         if n:
             lines.append(
                 f"- {name} inside Chromium's range over {SPREAD_RUNS} or more runs, widened by "
                 f"{SPREAD_WIDENING:.0%}: {share(ok, n)} (goal {SPREAD_GOAL:.0%})."
             )
     return lines
-
-
-def spread_fidelity(periods: pl.DataFrame) -> dict[str, tuple[int, int]]:
-    """Per period metric: (periods whose simulated mean lies in Chromium's widened range of runs,
-    periods with such a range), as `reproduce.with_spread` judged them."""
-    out = {}
-    for metric in ("send_rate_kbps", "qdelay_p95_ms"):
-        judged = periods.filter((pl.col("metric") == metric) & pl.col("in_spread").is_not_null())
-        out[metric] = (int(judged.get_column("in_spread").sum()), judged.height)
-    return out
 
 
 def _period_lines(periods: pl.DataFrame) -> list[str]:
