@@ -209,10 +209,9 @@ def on_cluster(
     on_run: Callable[[Case, str, dict[str, Any], bool], None] | None,
 ) -> set[Case]:
     """Makes the browser runs of `cases` that `out` holds no complete, unfailed run of on the Ray
-    cluster at `address`, each on a node of its own (`reproduce.cluster_runs`; a failed call is
+    cluster at `address`, each on a node of its own (`reproduce.browser_runs`; a failed call is
     set aside and run once more), telling `on_run` of each; returns the cases it ran."""
-    from rtcbench import cluster
-    from rtcbench.reproduce import cluster_runs
+    from rtcbench.reproduce import browser_runs
     from rtcbench.suite import _Job, batch_folder
 
     plan = {}
@@ -228,8 +227,10 @@ def on_cluster(
         if on_run is not None:
             on_run(case, BROWSER, summary, ran)
 
-    with batch_folder(out, list(plan.values())), cluster.session(address):
-        cluster_runs(plan, (), out, 2, 1, told, lambda summary, folder: _failure(summary))
+    with batch_folder(out, list(plan.values())):
+        browser_runs(
+            plan, (), out, told=told, problem=lambda summary, folder: _failure(summary), ray_address=address
+        )
     return set(plan)
 
 

@@ -28,7 +28,7 @@ from rtcbench.results import InputError
 from rtcbench.suite import EMULATION_RESOURCE, _Job
 from rtcbench.workers import STOP_GRACE_S, WAKE_S
 
-__all__ = ["CONNECT_S", "Task", "reachable", "run_tasks", "session"]
+__all__ = ["CONNECT_S", "Task", "needs_ray", "reachable", "run_tasks", "session"]
 
 _T = TypeVar("_T")
 
@@ -37,7 +37,8 @@ Task = tuple[Callable[[_Job], Any], _Job, float]
 `EMULATION_RESOURCE` it takes (1.0: the node alone)."""
 
 
-def _ray() -> Any:
+def needs_ray() -> Any:
+    """The `ray` module, or `InputError` in one line saying how to install it."""
     try:
         import ray
     except ImportError as e:
@@ -53,7 +54,7 @@ def session(address: str | None) -> Iterator[None]:
     if address is None:
         yield
         return
-    ray = _ray()
+    ray = needs_ray()
     if ray.is_initialized():
         yield
         return
@@ -94,7 +95,7 @@ def run_tasks(tasks: Sequence[Task], on_done: Callable[[int, Any], list[Task] | 
     returns is run next, numbered after the tasks before it. On an interrupt or an error every
     task still running is cancelled (its run removes what it made, as a local run does) and
     given `STOP_GRACE_S` to end."""
-    ray = _ray()
+    ray = needs_ray()
     remote = {}
 
     def submit(fn: Callable[[_Job], Any], job: _Job, share: float) -> Any:

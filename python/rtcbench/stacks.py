@@ -315,8 +315,8 @@ def compare_stacks(
     against Chromium's runs of the case (when Chromium is among `stacks`), and writes
     `stacks.parquet` and `stacks-curves.parquet` to `out`. `on_run(case, stack, seed, summary,
     ran)` is told of every run. With `ray_address` the runs are spread over that Ray cluster's
-    nodes, one at a time on each (`reproduce.cluster_runs`), under `out` made absolute."""
-    from rtcbench.reproduce import _browser_run, cluster_runs
+    nodes, one at a time on each (`reproduce.browser_runs`), under `out` made absolute."""
+    from rtcbench.reproduce import _browser_run, browser_runs
 
     if attempts < 1:
         raise InputError(f"--attempts must be at least 1, got {attempts}")
@@ -359,10 +359,10 @@ def compare_stacks(
 
     ran: dict[tuple[int, Case, Stack], dict[str, Any]] = {}
     if ray_address is not None:
-        from rtcbench import cluster
-
-        with batch_folder(out, list(plan.values())), cluster.session(ray_address):
-            spread = cluster_runs(plan, (), out, attempts, 1, told, unfair)
+        with batch_folder(out, list(plan.values())):
+            spread = browser_runs(
+                plan, (), out, attempts=attempts, told=told, problem=unfair, ray_address=ray_address
+            )
         ran = {key: summary for key, (summary, _) in spread.items()}
     else:
         for key, job in plan.items():

@@ -644,19 +644,12 @@ def ray_executor(
     joined). Every node needs the same rtcbench installed and must see `out` at the same path (a
     shared file system). Needs the optional extra: `pip install rtcbench[ray]`. Emulated runs take
     `EMULATION_RESOURCE` each, so one runs per node that offers it."""
-    try:
-        import ray
-    except ImportError as e:
-        raise InputError("--ray needs Ray: pip install 'rtcbench[ray]'") from e
+    from rtcbench import cluster
+
+    ray = cluster.needs_ray()
 
     def execute(jobs: list[_Job], on_done: Callable[[int, dict[str, Any]], None]) -> None:
-        started_here = not ray.is_initialized()
-        if started_here:
-            from rtcbench.cluster import reachable
-
-            reachable(address)
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        try:
+        with cluster.session(address):
             resources: dict[str, float] = {EMULATION_RESOURCE: 1.0} if mode in REAL_TIME_MODES else {}
             task = ray.remote(num_cpus=1, resources=resources)(_execute)
             pending = {task.remote(job): i for i, job in enumerate(jobs)}
@@ -665,9 +658,6 @@ def ray_executor(
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAKE_S)
                 for ref in ready:
                     on_done(pending.pop(ref), ray.get(ref))
-        finally:
-            if started_here:
-                ray.shutdown()
 
     return execute
 

@@ -84,7 +84,6 @@ __all__ = [
     "BrowserRuns",
     "Reproduction",
     "browser_runs",
-    "cluster_runs",
     "compare_periods",
     "in_spread",
     "machine_starved",
@@ -525,9 +524,8 @@ def with_spread(periods: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     least `SPREAD_RUNS` runs."""
     from rtcbench.reproduce import reference
 
-    spans = ["case", "flow", "start_s", "end_s", "metric"]
     joined = periods.drop("chromium_low", "chromium_high", "chromium_runs", "in_spread").join(
-        reference.spread(runs), on=spans, how="left"
+        reference.spread(runs), on=list(reference.SPAN), how="left"
     )
     judged = [
         in_spread(r["simulated"], r["chromium_low"], r["chromium_high"])
@@ -668,10 +666,10 @@ def browser_runs(
     only the runs complete in `out` are returned. `told(key, summary, ran)` hears of each run as
     it is kept or made. With `ray_address`, the runs are spread over that Ray cluster's nodes by
     the same rules, `browser_jobs` shared runs or one other run at a time on each node
-    (`cluster_runs`)."""
+    (`_cluster_runs`)."""
     if ray_address is not None and not kept_only:
         with cluster.session(ray_address):
-            spread = cluster_runs(plan, shared, out, attempts, browser_jobs, told, problem)
+            spread = _cluster_runs(plan, shared, out, attempts, browser_jobs, told, problem)
         return {key: spread[key] for key in plan}
     done: dict[K, tuple[dict[str, Any], str | None]] = {}
     todo = [key for key in plan if key in shared and not kept_only and plan[key].done() is None]
@@ -702,7 +700,7 @@ def browser_runs(
     return done
 
 
-def cluster_runs(
+def _cluster_runs(
     plan: Mapping[K, _Job],
     shared: Collection[K],
     out: Path,

@@ -27,6 +27,7 @@ __all__ = [
     "PERIODS_FILE",
     "ROWS_FILE",
     "RUNS_FILE",
+    "SPAN",
     "Change",
     "changes",
     "chromium",
@@ -47,7 +48,8 @@ the repetitions whose range is Chromium's spread (`spread`)."""
 
 _ROW_COLUMNS = ("table", "key", "case", "unit", "chromium", "simulated", "agrees")
 _PERIOD_COLUMNS = ("case", "flow", "period", "start_s", "end_s", "metric", "chromium", "simulated", "agrees")
-_SPAN = ("case", "flow", "start_s", "end_s", "metric")
+SPAN = ("case", "flow", "start_s", "end_s", "metric")
+"""What names a period in the runs table: its case, flow, span and metric."""
 _RUN_SCHEMA = {
     "case": pl.String,
     "flow": pl.String,
@@ -93,7 +95,7 @@ def export_runs(periods: pl.DataFrame, seed: int, problems: dict[str, str], fold
     unfair = list(problems)
     new = (
         periods.filter(pl.col("chromium").is_not_null() & ~pl.col("case").is_in(unfair))
-        .select(*_SPAN, pl.lit(seed, pl.Int32).alias("seed"), "chromium")
+        .select(*SPAN, pl.lit(seed, pl.Int32).alias("seed"), "chromium")
         .cast(pl.Schema(_RUN_SCHEMA))
     )
     kept = load_runs(folder).join(new.select("case", "seed").unique(), on=["case", "seed"], how="anti")
@@ -113,7 +115,7 @@ def load_runs(folder: Path = FOLDER) -> pl.DataFrame:
 def spread(runs: pl.DataFrame) -> pl.DataFrame:
     """Chromium's spread per period and metric over `runs` (`load_runs`): the least and largest
     value (`chromium_low`, `chromium_high`) and the runs they come from (`chromium_runs`)."""
-    return runs.group_by(_SPAN).agg(
+    return runs.group_by(SPAN).agg(
         pl.col("chromium").min().alias("chromium_low"),
         pl.col("chromium").max().alias("chromium_high"),
         pl.len().cast(pl.Int32).alias("chromium_runs"),
